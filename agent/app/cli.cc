@@ -1,0 +1,59 @@
+#include "app/cli.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <climits>
+#include <iostream>
+#include <string_view>
+
+namespace nccl_triage {
+namespace {
+
+constexpr std::array kSubcommands = {
+    Subcommand{"check", "judge this node (or a fixture root / saved snapshot) with every host check",
+               &RunCheckCommand},
+};
+
+void PrintUsage(std::ostream& os) {
+  os << "usage: nccl-triage <command> [flags]\n\ncommands:\n";
+  for (const auto& s : kSubcommands) {
+    os << "  " << s.name << std::string(16 - std::string_view(s.name).size(), ' ') << s.summary
+       << "\n";
+  }
+  os << "\n`nccl-triage <command> --help` shows the flags of one command.\n";
+}
+
+std::string SelfExe(const std::string& argv0) {
+  std::array<char, PATH_MAX> buf{};
+  ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  return n > 0 ? std::string(buf.data(), static_cast<size_t>(n)) : argv0;
+}
+
+}  // namespace
+
+int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
+  if (argv.size() < 2 || argv[1] == "--help" || argv[1] == "-h" || argv[1] == "help") {
+    PrintUsage(argv.size() < 2 ? err : out);
+    return argv.size() < 2 ? 2 : 0;
+  }
+  if (argv[1] == "--version" || argv[1] == "version") {
+    out << "nccl-triage " << NCCL_TRIAGE_VERSION << "\n";
+    return 0;
+  }
+  for (const auto& s : kSubcommands) {
+    if (argv[1] == s.name) {
+      CliContext ctx{{argv.begin() + 2, argv.end()}, out, err, SelfExe(argv[0])};
+      return s.run(ctx);
+    }
+  }
+  err << "nccl-triage: unknown command '" << argv[1] << "' (try --help)\n";
+  return 2;
+}
+
+int RunCli(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  return RunCli(args, std::cout, std::cerr);
+}
+
+}  // namespace nccl_triage

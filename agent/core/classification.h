@@ -1,0 +1,50 @@
+// Classification: what the NCCL log classifier (classify/) concludes about one log.
+//
+// Plain values shared by the classifier, the probe runner, the decision table and the exporters.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/model.h"
+
+namespace nccl_triage {
+
+struct LogLine {
+  size_t number = 0;  // 1-based line number in the input
+  std::string text;   // the line, trimmed of CR/LF, at most a few KiB
+};
+
+struct ClassifiedCause {
+  std::string cause;  // catalogue id
+  FaultClass fault_class = FaultClass::kUnknown;
+  double confidence = 0;  // 0..1
+  std::vector<LogLine> evidence;
+  std::string remedy;
+};
+
+// The first WARN (or error line) of one rank, identified by "host:pid" where the log has it.
+struct RankRoot {
+  std::string rank;
+  LogLine line;
+};
+
+struct Classification {
+  FaultClass fault_class = FaultClass::kUnknown;  // healthy for a successful run
+  std::string reason;  // one line: why this class (or why unknown)
+  std::vector<RankRoot> roots;
+  std::vector<ClassifiedCause> causes;  // ranked, most likely first
+  std::vector<std::string> transports;  // "NET/IB", "NET/Socket", "P2P", "SHM" seen in channels
+  std::optional<int> result_code;       // first ncclResult_t seen in "-> N" or an error string
+  std::string nccl_version;             // "2.28.9" when the log says so
+  bool init_complete = false;
+  size_t lines = 0;
+};
+
+nlohmann::json ToJson(const Classification& c);
+
+}  // namespace nccl_triage

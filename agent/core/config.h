@@ -1,0 +1,82 @@
+// Config: the typed, effective configuration of nccl-triage, as plain values with defaults.
+//
+// config/ loads it strictly from YAML (unknown keys rejected with their line) and dumps it back
+// (--dump-config). Every default below is documented in the README's configuration table; a test
+// checks that the table and the dumped defaults agree. Nothing here reads the environment.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nccl_triage {
+
+// What the node is expected to look like. Unset means "derive from the node itself".
+struct ExpectConfig {
+  std::optional<int> hcas;                 // number of HCAs (IB devices) expected
+  std::optional<double> rate_gbps;         // every port at least this rate
+  std::optional<uint16_t> pkey;            // PKey value (without the membership bit) expected
+  std::optional<uint64_t> memlock_min_bytes;  // unset: memlock must be unlimited
+  uint64_t nofile_min = 65536;
+  uint64_t shm_min_bytes = 1ull << 30;     // 1 GiB
+  std::optional<std::string> socket_ifname;  // NCCL_SOCKET_IFNAME to validate (comma list)
+  std::optional<int> ib_gid_index;           // NCCL_IB_GID_INDEX to validate on RoCE ports
+  std::optional<std::string> gpu_driver_min;  // e.g. "535.0"; unset: derived from GPU generation
+  // Port counters (ib.port_errors): a counter rising faster than this per hour fails.
+  double port_error_rate_per_hour = 10.0;
+};
+
+struct ChecksConfig {
+  std::vector<std::string> disabled;       // check ids that are not run
+  uint64_t mr_register_bytes = 64ull << 20;  // size of the live ibv_reg_mr test per HCA
+};
+
+struct ProbeConfig {
+  std::vector<std::string> nccl_library_paths;  // tried first, in order, before the default search
+  std::vector<std::string> cuda_library_paths;
+  std::optional<std::string> socket_ifname;     // for the socket probe; unset: default-route iface
+  std::optional<std::string> ib_hca;            // NCCL_IB_HCA for the IB probe (one rail)
+  uint64_t size_bytes = 64ull << 20;
+  int warmup_iterations = 2;
+  int iterations = 10;
+  int timeout_seconds = 120;
+  std::vector<std::string> env_allowlist;       // extra NCCL_* variables passed to the child
+  double busbw_min_fraction = 0.5;  // IB busbw below this fraction of the port rate: degraded
+  bool allow_when_gpus_busy = false;
+};
+
+struct AgentConfig {
+  std::string listen = "0.0.0.0:9500";
+  int interval_seconds = 60;
+  std::optional<std::string> coordinator;  // "host:port"; unset: standalone
+  std::optional<std::string> token_file;
+  std::optional<std::string> ca_file;      // TLS to the coordinator when set
+  bool annotate_pod = true;
+  bool node_condition = false;
+  bool events = false;
+  bool workloads = true;
+};
+
+struct CoordinatorConfig {
+  std::string listen = "0.0.0.0:9501";      // gRPC
+  std::string http_listen = "0.0.0.0:9502";  // metrics, /status, /sweep
+  int sweep_interval_seconds = 900;
+  int hold_down = 2;                      // a verdict must repeat this many sweeps to confirm
+  std::string topology_label;             // e.g. "topology.kubernetes.io/rack"; empty: random
+  std::optional<std::string> token_file;
+  std::optional<std::string> cert_file;
+  std::optional<std::string> key_file;
+  int heartbeat_timeout_seconds = 30;
+};
+
+struct Config {
+  ExpectConfig expect;
+  ChecksConfig checks;
+  ProbeConfig probe;
+  AgentConfig agent;
+  CoordinatorConfig coordinator;
+};
+
+}  // namespace nccl_triage

@@ -1,0 +1,131 @@
+#include "core/decision.h"
+
+#include <algorithm>
+
+#include "core/report.h"
+
+namespace nccl_triage {
+namespace {
+
+bool Ran(ProbeOutcome o) { return o != ProbeOutcome::kNotRun && o != ProbeOutcome::kUnavailable; }
+bool Failed(ProbeOutcome o) {
+  return o == ProbeOutcome::kFail || o == ProbeOutcome::kTimeout || o == ProbeOutcome::kCrashed;
+}
+
+void AddCause(std::vector<std::string>& causes, const std::string& id) {
+  if (std::find(causes.begin(), causes.end(), id) == causes.end()) causes.push_back(id);
+}
+
+void AddLogCauses(std::vector<std::string>& causes, const ProbeResult* r) {
+  if (r == nullptr || !r->classification) return;
+  for (const auto& c : r->classification->causes) AddCause(causes, c.cause);
+}
+
+// Failing node findings, optionally only those of one class.
+void AddFindingCauses(std::vector<std::string>& causes, const std::vector<Finding>& findings,
+                      std::optional<FaultClass> only) {
+  for (const auto& f : findings) {
+    if (f.status != CheckStatus::kFail) continue;
+    if (only && f.fault_class != *only) continue;
+    AddCause(causes, f.check);
+  }
+}
+
+std::string Describe(const ProbeResult* r, ProbeOutcome o) {
+  std::string s(ToString(o));
+  if (r != nullptr && !r->detail.empty()) s += " (" + r->detail + ")";
+  return s;
+}
+
+PairVerdict FromChecks(const DecisionInputs& in, std::string reason) {
+  PairVerdict v;
+  v.basis = Basis::kChecks;
+  v.fault_class = ClassFromFindings(in.node_findings);
+  AddFindingCauses(v.causes, in.node_findings, std::nullopt);
+  v.reason = std::move(reason);
+  return v;
+}
+
+}  // namespace
+
+
+PairVerdict Decide(const DecisionInputs& in) {
+  const bool socket_ran = Ran(in.socket);
+  const bool ib_ran = Ran(in.ib);
+
+  if (!socket_ran && !ib_ran) {
+    std::string why = in.socket == ProbeOutcome::kUnavailable || in.ib == ProbeOutcome::kUnavailable
+                          ? "probes unavailable: " + Describe(in.socket_result, in.socket)
+                          : "probes not run";
+    return FromChecks(in, why + "; verdict predicted from node checks");
+  }
+
+  PairVerdict v;
+  v.basis = Basis::kProbes;
+
+  if (Failed(in.socket)) {
+    // The socket path fails too: the fault is not in the RDMA resources.
+    v.fault_class = FaultClass::kArchitecture;
+    AddLogCauses(v.causes, in.socket_result);
+    AddFindingCauses(v.causes, in.node_findings, FaultClass::kArchitecture);
+    if (v.causes.empty() && in.socket == ProbeOutcome::kTimeout) AddCause(v.causes, "nccl.timeout");
+    if (v.causes.empty()) AddCause(v.causes, "nccl.system");
+    v.reason = "socket probe " + Describe(in.socket_result, in.socket) +
+               ": fails without InfiniBand too";
+    return v;
+  }
+
+  if (Failed(in.ib)) {
+    v.fault_class = socket_ran ? FaultClass::kIbResource : FaultClass::kUnknown;
+    AddLogCauses(v.causes, in.ib_result);
+    AddFindingCauses(v.causes, in.node_findings, std::nullopt);
+    if (v.causes.empty() && in.ib == ProbeOutcome::kTimeout) AddCause(v.causes, "ib.fabric");
+    if (v.causes.empty()) AddCause(v.causes, "nccl.system");
+    if (!socket_ran && in.ib_result != nullptr && in.ib_result->classification) {
+      v.fault_class = in.ib_result->classification->fault_class;
+    }
+    v.reason = socket_ran ? "socket probe passed, IB probe " + Describe(in.ib_result, in.ib)
+                          : "IB probe " + Describe(in.ib_result, in.ib) +
+                                " and the socket probe did not run: family not split";
+    return v;
+  }
+
+  if (!ib_ran) {
+    PairVerdict c = FromChecks(in, "socket probe passed, IB probe " +
+                                       Describe(in.ib_result, in.ib) +
+                                       "; IB side predicted from node checks");
+    return c;
+  }
+
+  // IB passed (and the socket probe passed or did not run).
+  if (in.ib_result != nullptr && !in.ib_result->transport.empty() &&
+      in.ib_result->transport != "NET/IB") {
+    v.fault_class = FaultClass::kIbResource;
+    AddCause(v.causes, "probe.transport");
+    AddFindingCauses(v.causes, in.node_findings, std::nullopt);
+    v.reason = "IB probe ran via " + in.ib_result->transport + ", not NET/IB";
+    return v;
+  }
+  v.fault_class = FaultClass::kHealthy;
+  v.reason = socket_ran ? "socket and IB probes passed" : "IB probe passed";
+  if (in.ib_result != nullptr && in.expected_ib_bytes_per_second &&
+      *in.expected_ib_bytes_per_second > 0 &&
+      in.ib_result->busbw_bytes_per_second <
+          in.busbw_min_fraction * *in.expected_ib_bytes_per_second) {
+    v.fault_class = FaultClass::kIbResource;
+    v.degraded = true;
+    AddCause(v.causes, "ib.bandwidth");
+    for (const auto& f : in.node_findings) {
+      if (f.status != CheckStatus::kPass && (f.check == "ib.port_rate" || f.check == "ib.peermem" ||
+                                             f.check == "ib.port_errors")) {
+        AddCause(v.causes, f.check);
+      }
+    }
+    v.reason = "both probes passed but IB busbw is below " +
+               std::to_string(static_cast<int>(in.busbw_min_fraction * 100)) +
+               "% of what the ports should carry";
+  }
+  return v;
+}
+
+}  // namespace nccl_triage

@@ -1,0 +1,42 @@
+// The decision table: socket probe x IB probe -> class, as in DESIGN.md.
+//
+// | socket | IB   | class        |
+// | pass   | pass | healthy (or ib_resource/ib.bandwidth when IB busbw is below expectation) |
+// | pass   | fail | ib_resource (causes from the IB log and the node checks)                  |
+// | fail   | any  | architecture                                                              |
+// | not run / unavailable | from node checks only, basis "checks"                       |
+// Pure: no clock, no I/O.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/probe_result.h"
+
+namespace nccl_triage {
+
+struct PairVerdict {
+  FaultClass fault_class = FaultClass::kUnknown;
+  Basis basis = Basis::kChecks;
+  std::vector<std::string> causes;  // catalogue ids, most likely first, no duplicates
+  std::string reason;               // one line for people
+  bool degraded = false;            // both pass but IB busbw below expectation
+};
+
+struct DecisionInputs {
+  ProbeOutcome socket = ProbeOutcome::kNotRun;
+  ProbeOutcome ib = ProbeOutcome::kNotRun;
+  const ProbeResult* socket_result = nullptr;  // optional details (classification, busbw)
+  const ProbeResult* ib_result = nullptr;
+  // Causes the node checks of the nodes involved predict, in order (used to name the cause of an
+  // IB failure the log cannot explain, and as the whole verdict when probes did not run).
+  std::vector<Finding> node_findings;
+  std::optional<double> expected_ib_bytes_per_second;  // from the ports' rate
+  double busbw_min_fraction = 0.5;
+};
+
+PairVerdict Decide(const DecisionInputs& in);
+
+}  // namespace nccl_triage

@@ -1,0 +1,60 @@
+// ProbeResult: the typed outcome of one NCCL probe (one rank, one mode).
+//
+// Produced by the probe child (as JSON on stdout) and completed by the runner in the parent
+// (timeouts, crashes, missing libraries); consumed by the decision table, the coordinator and
+// the exporters. Plain value.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/classification.h"
+
+namespace nccl_triage {
+
+enum class ProbeMode { kSocket, kIb };
+enum class ProbeOutcome { kPass, kFail, kTimeout, kCrashed, kUnavailable, kNotRun };
+
+std::string_view ToString(ProbeMode m);
+std::string_view ToString(ProbeOutcome o);
+std::optional<ProbeMode> ParseProbeMode(std::string_view s);
+std::optional<ProbeOutcome> ParseProbeOutcome(std::string_view s);
+
+struct ProbeResult {
+  ProbeMode mode = ProbeMode::kSocket;
+  ProbeOutcome outcome = ProbeOutcome::kNotRun;
+  int rank = 0;
+  int nranks = 2;
+  std::string peer;           // the other node (or "local" for --pair-local)
+  std::string detail;         // one line: why this outcome
+  uint64_t size_bytes = 0;
+  int iterations = 0;
+  double time_seconds = 0;    // mean time per all-reduce
+  double algbw_bytes_per_second = 0;
+  double busbw_bytes_per_second = 0;
+  bool data_verified = false;
+  uint64_t mismatches = 0;
+  std::string transport;      // "NET/IB", "NET/Socket", or "" when no channel line was seen
+  std::optional<int> nccl_result;  // ncclResult_t of the failing call
+  std::string nccl_error;     // ncclGetErrorString
+  std::string last_error;     // ncclGetLastError
+  std::optional<int> cuda_result;
+  std::string nccl_version;   // "2.28.9"
+  int cuda_driver_version = 0;  // 13000
+  std::string gpu_name;
+  std::string gpu_bus_id;
+  std::string nccl_library;   // the path that was loaded
+  double startup_seconds = 0;   // child start to the first NCCL call
+  double duration_seconds = 0;  // wall time of the whole probe (runner)
+  std::string log_path;
+  std::optional<Classification> classification;  // of the NCCL log, on failure
+};
+
+nlohmann::json ToJson(const ProbeResult& r);
+ProbeResult ProbeResultFromJson(const nlohmann::json& j);  // throws nlohmann::json::exception
+
+}  // namespace nccl_triage

@@ -1,0 +1,213 @@
+// NodeSnapshot: everything nccl-triage reads about one node, gathered once, as plain values.
+//
+// host/ fills it from a root directory (and, when the root is "/", from libibverbs); checks/ judge
+// it without touching the OS; it round-trips through JSON (--dump-snapshot / --from-snapshot).
+// Each fact read from a file is a Fact<T>: the parsed value when the read and parse succeeded,
+// the path it came from (relative to the root) and, when it failed, why. A failed read is evidence
+// for a `skip` finding, never an exception.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nccl_triage {
+
+template <typename T>
+struct Fact {
+  std::optional<T> value;
+  std::string source;  // path relative to the root, or "ibverbs:<call>", "live:<what>"
+  std::string error;   // empty when value is set: "missing", "unreadable: EACCES", "unparseable: 'x'"
+
+  bool ok() const { return value.has_value(); }
+  friend bool operator==(const Fact&, const Fact&) = default;
+};
+
+// A resource limit as /proc/<pid>/limits writes it; unlimited is its own state.
+struct Limit {
+  bool unlimited = false;
+  uint64_t value = 0;  // bytes for memlock, count for nofile; meaningless when unlimited
+  friend bool operator==(const Limit&, const Limit&) = default;
+};
+
+struct LimitPair {
+  Limit soft;
+  Limit hard;
+  friend bool operator==(const LimitPair&, const LimitPair&) = default;
+};
+
+struct PciDevice {
+  std::string bdf;         // "0000:17:00.0"
+  uint16_t vendor = 0;     // 0x15b3 Mellanox
+  uint16_t device = 0;
+  uint32_t class_code = 0; // 0x020700 InfiniBand controller, 0x020000 Ethernet, 0x030200 3D ctrl
+  friend bool operator==(const PciDevice&, const PciDevice&) = default;
+};
+
+struct IbGid {
+  int index = 0;
+  std::string gid;   // "fe80:0000:0000:0000:0c42:a103:0065:8a2e"
+  std::string type;  // gid_attrs/types: "IB/RoCE v1", "RoCE v2", or empty when unreadable
+  std::string ndev;  // gid_attrs/ndevs: netdev name, empty for IB
+  friend bool operator==(const IbGid&, const IbGid&) = default;
+};
+
+struct IbPort {
+  int num = 0;
+  Fact<std::string> state;       // "4: ACTIVE" as written by the kernel
+  Fact<std::string> phys_state;  // "5: LinkUp"
+  Fact<double> rate_gbps;        // parsed from "200 Gb/sec (4X HDR)"
+  Fact<std::string> rate_text;   // the raw rate line
+  Fact<uint32_t> lid;            // parsed from "0x1a"
+  Fact<uint32_t> sm_lid;
+  Fact<uint32_t> sm_sl;
+  Fact<std::string> link_layer;  // "InfiniBand" or "Ethernet"
+  Fact<uint32_t> cap_mask;
+  std::vector<uint16_t> pkeys;   // non-zero entries of pkeys/<i> in index order (index = position)
+  std::vector<int> pkey_indices; // the table index of each entry in `pkeys`
+  std::string pkeys_error;       // non-empty when the table could not be read
+  std::vector<IbGid> gids;       // non-zero GIDs only
+  std::map<std::string, uint64_t> counters;     // counters/<name>
+  std::map<std::string, uint64_t> hw_counters;  // hw_counters/<name>
+  friend bool operator==(const IbPort&, const IbPort&) = default;
+};
+
+struct IbDevice {
+  std::string name;  // "mlx5_0"
+  Fact<std::string> node_type;  // "1: CA"
+  Fact<std::string> node_guid;
+  Fact<std::string> fw_ver;
+  Fact<std::string> hca_type;   // "MT4123"
+  Fact<std::string> board_id;
+  std::string pci_bdf;          // resolved from the `device` symlink, empty when unknown
+  std::vector<IbPort> ports;
+  friend bool operator==(const IbDevice&, const IbDevice&) = default;
+};
+
+struct UverbsDevice {
+  std::string name;   // "uverbs0"
+  std::string ibdev;  // "mlx5_0"
+  friend bool operator==(const UverbsDevice&, const UverbsDevice&) = default;
+};
+
+struct NetInterface {
+  std::string name;
+  Fact<std::string> operstate;  // "up", "down", "unknown"
+  Fact<int> type;               // ARPHRD: 1 ether, 32 infiniband, 772 loopback
+  Fact<int> mtu;
+  std::vector<std::string> addresses;  // live only (getifaddrs), "10.0.0.1/24"
+  friend bool operator==(const NetInterface&, const NetInterface&) = default;
+};
+
+struct KernelModule {
+  std::string name;
+  bool loaded = false;         // sys/module/<name> exists
+  std::string version;         // sys/module/<name>/version, empty when absent
+  std::string source;
+  friend bool operator==(const KernelModule&, const KernelModule&) = default;
+};
+
+struct MountEntry {
+  std::string mount_point;
+  std::string fs_type;
+  std::string source;
+  std::string super_options;  // "rw,size=65536k,inode64"
+  friend bool operator==(const MountEntry&, const MountEntry&) = default;
+};
+
+struct GpuInfo {
+  std::string bdf;
+  std::string model;  // "NVIDIA A100-SXM4-80GB"
+  std::string source;
+  friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
+};
+
+// A process (other than ours) holding a device node, found through /proc/<pid>/fd.
+struct DeviceHolder {
+  int pid = 0;
+  std::string comm;
+  std::string device;  // "/dev/infiniband/uverbs0", "/dev/nvidia0"
+  friend bool operator==(const DeviceHolder&, const DeviceHolder&) = default;
+};
+
+// Live-only: a real ibv_reg_mr of `bytes` on one HCA (root "/" only).
+struct MrRegistration {
+  std::string device;
+  uint64_t bytes = 0;
+  bool ok = false;
+  std::string error;  // "ibv_reg_mr: Cannot allocate memory (errno 12)"
+  friend bool operator==(const MrRegistration&, const MrRegistration&) = default;
+};
+
+// Live-only: what libibverbs says about a port (cross-checks sysfs).
+struct VerbsPort {
+  std::string device;
+  int port = 0;
+  std::string state;       // "ACTIVE", "DOWN", ...
+  int active_mtu = 0;
+  int gid_table_len = 0;
+  int pkey_table_len = 0;
+  std::string link_layer;
+  friend bool operator==(const VerbsPort&, const VerbsPort&) = default;
+};
+
+struct LiveFacts {
+  bool gathered = false;      // true only when the root was "/" and live gathering ran
+  std::string verbs_error;    // "libibverbs: no devices", "ibv_open_device(mlx5_0): EACCES", ...
+  std::vector<std::string> verbs_devices;
+  std::vector<VerbsPort> verbs_ports;
+  std::vector<MrRegistration> mr_registrations;
+  friend bool operator==(const LiveFacts&, const LiveFacts&) = default;
+};
+
+struct NodeSnapshot {
+  std::string schema = "nccl-triage/node-snapshot/v1";
+  std::string node;        // hostname (proc/sys/kernel/hostname), or the --node override
+  std::string root;        // the root it was read from
+  int64_t taken_at_unix_ms = 0;
+  int self_pid = 0;        // our own pid (excluded from holders); 0 for fixtures
+
+  Fact<std::string> kernel_release;  // proc/sys/kernel/osrelease
+  Fact<std::string> arch;            // proc/sys/kernel/arch
+  Fact<bool> hypervisor;             // "hypervisor" in proc/cpuinfo flags
+  Fact<uint64_t> mem_total_bytes;    // proc/meminfo MemTotal (tmpfs default size is half)
+
+  std::vector<PciDevice> pci_devices;  // only network (0x02xxxx) and display (0x03xxxx) class
+  std::string pci_error;
+
+  bool infiniband_class_present = false;  // sys/class/infiniband exists
+  std::vector<IbDevice> ib_devices;
+  bool uverbs_class_present = false;      // sys/class/infiniband_verbs exists
+  std::vector<UverbsDevice> uverbs;
+  bool dev_infiniband_present = false;    // dev/infiniband exists
+  std::vector<std::string> dev_infiniband;  // entry names: "uverbs0", "rdma_cm", "umad0"
+
+  std::vector<NetInterface> interfaces;
+  std::vector<KernelModule> modules;  // the modules of interest, loaded or not
+
+  Fact<LimitPair> memlock;   // proc/self/limits "Max locked memory"
+  Fact<LimitPair> nofile;    // proc/self/limits "Max open files"
+  Fact<uint64_t> cap_eff;    // proc/self/status CapEff
+  Fact<int> seccomp_mode;    // proc/self/status Seccomp (0 off, 1 strict, 2 filter)
+  std::vector<MountEntry> mounts;  // proc/self/mountinfo (only /dev/shm and /dev/infiniband)
+  Fact<std::string> self_netns;    // proc/self/ns/net link target "net:[4026531840]"
+  Fact<std::string> init_netns;    // proc/1/ns/net
+  Fact<int> selinux_enforce;       // sys/fs/selinux/enforce (missing = SELinux off)
+  Fact<std::string> apparmor_profile;  // proc/self/attr/current
+
+  Fact<std::string> nvidia_driver_version;  // from proc/driver/nvidia/version
+  std::vector<GpuInfo> gpus;                // proc/driver/nvidia/gpus/<bdf>/information
+
+  std::vector<DeviceHolder> uverbs_holders;  // other processes holding /dev/infiniband/uverbs*
+  std::vector<DeviceHolder> gpu_holders;     // other processes holding /dev/nvidia[0-9]*
+  std::string proc_scan_error;
+
+  LiveFacts live;
+
+  // Every file the gatherer opened, with a count (tests assert each is read at most once).
+  std::map<std::string, int> files_read;
+};
+
+}  // namespace nccl_triage
