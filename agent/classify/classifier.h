@@ -1,0 +1,35 @@
+// The NCCL log classifier: a pure function from log text to a class and ranked causes.
+//
+// Streaming: lines are fed one at a time and only what the verdict needs is kept (the first WARN
+// per rank, matched rule lines, success markers), so a 200,000-line, 64-rank log needs no more
+// memory than its matches. Rules are data (rules.cc), each with a cause id from the catalogue.
+// Thread-compatible: one LogClassifier per log; the rule table is immutable and shared.
+#pragma once
+
+#include <istream>
+#include <memory>
+#include <string_view>
+
+#include "core/classification.h"
+
+namespace nccl_triage {
+
+class LogClassifier {
+ public:
+  LogClassifier();
+  ~LogClassifier();
+  LogClassifier(const LogClassifier&) = delete;
+  LogClassifier& operator=(const LogClassifier&) = delete;
+
+  void Feed(std::string_view line);  // one line without its terminator (a trailing CR is ignored)
+  Classification Finish();           // call once
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+Classification ClassifyLog(std::istream& in);
+Classification ClassifyLogText(std::string_view text);
+
+}  // namespace nccl_triage
