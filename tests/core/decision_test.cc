@@ -1,0 +1,159 @@
+#include "core/decision.h"
+
+#include <gtest/gtest.h>
+
+namespace nccl_triage {
+namespace {
+
+using O = ProbeOutcome;
+
+Finding Fail(std::string id, FaultClass c) {
+  Finding f;
+  f.check = std::move(id);
+  f.fault_class = c;
+  f.status = CheckStatus::kFail;
+  return f;
+}
+
+ProbeResult WithCause(ProbeMode mode, ProbeOutcome o, std::string cause, FaultClass c) {
+  ProbeResult r;
+  r.mode = mode;
+  r.outcome = o;
+  Classification cl;
+  cl.fault_class = c;
+  cl.causes.push_back({std::move(cause), c, 0.9, {}, ""});
+  r.classification = cl;
+  return r;
+}
+
+TEST(Decide, BothPassIsHealthyWithProbeBasis) {
+  DecisionInputs in;
+  in.socket = O::kPass;
+  in.ib = O::kPass;
+  auto v = Decide(in);
+  EXPECT_EQ(v.fault_class, FaultClass::kHealthy);
+  EXPECT_EQ(v.basis, Basis::kProbes);
+  EXPECT_TRUE(v.causes.empty());
+}
+
+TEST(Decide, SocketPassIbFailIsIbResourceWithLogCauseFirst) {
+  // memlock at 64 KiB: the finding's class is architecture, the verdict's class is ib_resource.
+  ProbeResult ib = WithCause(ProbeMode::kIb, O::kFail, "limits.memlock", FaultClass::kIbResource);
+  DecisionInputs in;
+  in.socket = O::kPass;
+  in.ib = O::kFail;
+  in.ib_result = &ib;
+  in.node_findings = {Fail("limits.memlock", FaultClass::kArchitecture),
+                      Fail("container.ipc_lock", FaultClass::kArchitecture)};
+  auto v = Decide(in);
+  EXPECT_EQ(v.fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(v.basis, Basis::kProbes);
+  EXPECT_EQ(v.causes, (std::vector<std::string>{"limits.memlock", "container.ipc_lock"}));
+}
+
+TEST(Decide, SocketFailIsArchitectureWhateverIbDid) {
+  for (auto ib : {O::kPass, O::kFail, O::kTimeout, O::kNotRun}) {
+    ProbeResult s =
+        WithCause(ProbeMode::kSocket, O::kFail, "net.socket_ifname", FaultClass::kArchitecture);
+    DecisionInputs in;
+    in.socket = O::kFail;
+    in.ib = ib;
+    in.socket_result = &s;
+    in.node_findings = {Fail("ib.port_state", FaultClass::kIbResource)};
+    auto v = Decide(in);
+    EXPECT_EQ(v.fault_class, FaultClass::kArchitecture);
+    // IB findings are not architecture causes.
+    EXPECT_EQ(v.causes, (std::vector<std::string>{"net.socket_ifname"}));
+  }
+}
+
+TEST(Decide, SocketTimeoutWithoutExplanationNamesTimeout) {
+  DecisionInputs in;
+  in.socket = O::kTimeout;
+  in.ib = O::kNotRun;
+  auto v = Decide(in);
+  EXPECT_EQ(v.fault_class, FaultClass::kArchitecture);
+  EXPECT_EQ(v.causes, (std::vector<std::string>{"nccl.timeout"}));
+}
+
+TEST(Decide, CrashedIbProbeIsAFailure) {
+  DecisionInputs in;
+  in.socket = O::kPass;
+  in.ib = O::kCrashed;
+  in.node_findings = {Fail("ib.port_state", FaultClass::kIbResource)};
+  auto v = Decide(in);
+  EXPECT_EQ(v.fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(v.causes, (std::vector<std::string>{"ib.port_state"}));
+}
+
+TEST(Decide, NotRunFallsBackToChecksBasis) {
+  DecisionInputs in;
+  in.node_findings = {Fail("ib.subnet_manager", FaultClass::kIbResource)};
+  auto v = Decide(in);
+  EXPECT_EQ(v.basis, Basis::kChecks);
+  EXPECT_EQ(v.fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(v.causes, (std::vector<std::string>{"ib.subnet_manager"}));
+}
+
+TEST(Decide, UnavailableLibrariesAreNotAVerdict) {
+  DecisionInputs in;
+  in.socket = O::kUnavailable;
+  in.ib = O::kUnavailable;
+  auto v = Decide(in);
+  EXPECT_EQ(v.basis, Basis::kChecks);
+  EXPECT_NE(v.reason.find("unavailable"), std::string::npos);
+}
+
+TEST(Decide, IbProbeOverSocketsIsNotAPass) {
+  ProbeResult ib;
+  ib.mode = ProbeMode::kIb;
+  ib.outcome = O::kPass;
+  ib.transport = "NET/Socket";
+  DecisionInputs in;
+  in.socket = O::kPass;
+  in.ib = O::kPass;
+  in.ib_result = &ib;
+  auto v = Decide(in);
+  EXPECT_EQ(v.fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(v.causes, (std::vector<std::string>{"probe.transport"}));
+}
+
+TEST(Decide, SlowIbIsDegradedIbResource) {
+  ProbeResult ib;
+  ib.mode = ProbeMode::kIb;
+  ib.outcome = O::kPass;
+  ib.transport = "NET/IB";
+  ib.busbw_bytes_per_second = 5e9;
+  Finding rate = Fail("ib.port_rate", FaultClass::kIbResource);
+  DecisionInputs in;
+  in.socket = O::kPass;
+  in.ib = O::kPass;
+  in.ib_result = &ib;
+  in.expected_ib_bytes_per_second = 25e9;
+  in.busbw_min_fraction = 0.5;
+  in.node_findings = {rate};
+  auto v = Decide(in);
+  EXPECT_EQ(v.fault_class, FaultClass::kIbResource);
+  EXPECT_TRUE(v.degraded);
+  EXPECT_EQ(v.causes, (std::vector<std::string>{"ib.bandwidth", "ib.port_rate"}));
+
+  ib.busbw_bytes_per_second = 20e9;
+  v = Decide(in);
+  EXPECT_EQ(v.fault_class, FaultClass::kHealthy);
+  EXPECT_FALSE(v.degraded);
+}
+
+TEST(Decide, IbFailWithoutSocketRunDoesNotSplitTheFamily) {
+  ProbeResult ib = WithCause(ProbeMode::kIb, O::kFail, "ib.hca_present", FaultClass::kIbResource);
+  DecisionInputs in;
+  in.socket = O::kNotRun;
+  in.ib = O::kFail;
+  in.ib_result = &ib;
+  auto v = Decide(in);
+  EXPECT_EQ(v.basis, Basis::kProbes);
+  EXPECT_EQ(v.fault_class, FaultClass::kIbResource);
+  EXPECT_NE(v.reason.find("not split"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nccl_triage
