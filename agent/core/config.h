@@ -26,11 +26,15 @@ struct ExpectConfig {
   std::optional<std::string> gpu_driver_min;  // e.g. "535.0"; unset: derived from GPU generation
   // Port counters (ib.port_errors): a counter rising faster than this per hour fails.
   double port_error_rate_per_hour = 10.0;
+
+  friend bool operator==(const ExpectConfig&, const ExpectConfig&) = default;
 };
 
 struct ChecksConfig {
   std::vector<std::string> disabled;       // check ids that are not run
   uint64_t mr_register_bytes = 64ull << 20;  // size of the live ibv_reg_mr test per HCA
+
+  friend bool operator==(const ChecksConfig&, const ChecksConfig&) = default;
 };
 
 struct ProbeConfig {
@@ -45,6 +49,8 @@ struct ProbeConfig {
   std::vector<std::string> env_allowlist;       // extra NCCL_* variables passed to the child
   double busbw_min_fraction = 0.5;  // IB busbw below this fraction of the port rate: degraded
   bool allow_when_gpus_busy = false;
+
+  friend bool operator==(const ProbeConfig&, const ProbeConfig&) = default;
 };
 
 struct AgentConfig {
@@ -57,6 +63,8 @@ struct AgentConfig {
   bool node_condition = false;
   bool events = false;
   bool workloads = true;
+
+  friend bool operator==(const AgentConfig&, const AgentConfig&) = default;
 };
 
 struct CoordinatorConfig {
@@ -69,6 +77,8 @@ struct CoordinatorConfig {
   std::optional<std::string> cert_file;
   std::optional<std::string> key_file;
   int heartbeat_timeout_seconds = 30;
+
+  friend bool operator==(const CoordinatorConfig&, const CoordinatorConfig&) = default;
 };
 
 struct Config {
@@ -77,6 +87,8 @@ struct Config {
   ProbeConfig probe;
   AgentConfig agent;
   CoordinatorConfig coordinator;
+
+  friend bool operator==(const Config&, const Config&) = default;
 };
 
 }  // namespace nccl_triage
