@@ -11,6 +11,7 @@ constexpr FaultClass kUnknownClass = FaultClass::kUnknown;
 constexpr CauseKind kHost = CauseKind::kHostCheck;
 constexpr CauseKind kLog = CauseKind::kLogCause;
 constexpr CauseKind kCross = CauseKind::kCrossNode;
+constexpr CauseKind kWorkload = CauseKind::kWorkloadCheck;
 
 constexpr std::array kEntries = {
     // ---------------------------------------------------------------- architecture: host checks
@@ -132,6 +133,19 @@ constexpr std::array kEntries = {
               "Without nvidia_peermem (or nv_peer_mem, or dma-buf support) NCCL copies through "
               "host memory: it works, but slower.",
               "modprobe nvidia_peermem (shipped with the NVIDIA driver) and load it at boot."},
+    // ---------------------------------------------------------------- workload containers
+    CauseInfo{"env.ib_disable", kArch, kWorkload, "NCCL_IB_DISABLE left on",
+              "The container sets NCCL_IB_DISABLE=1 on a node with RDMA devices: NCCL runs over "
+              "TCP sockets at a fraction of the fabric's bandwidth (a leftover of the socket "
+              "bypass test).",
+              "Remove NCCL_IB_DISABLE from the pod spec (or set it to 0) once the IB path works; "
+              "use NCCL_NET=Socket only for a deliberate test."},
+    CauseInfo{"env.ib_hca", kArch, kWorkload, "NCCL_IB_HCA names absent HCAs",
+              "NCCL_IB_HCA selects the HCAs NCCL may use; when it matches none of the node's "
+              "devices NCCL finds no IB device and falls back to sockets (or fails with "
+              "NCCL_NET=IB).",
+              "Set NCCL_IB_HCA to devices that exist on every node (prefix match `mlx5`, exact "
+              "`=mlx5_0,mlx5_1`), or unset it."},
     // ---------------------------------------------------------------- classifier / probe causes
     CauseInfo{"net.connect", kArch, kLog, "TCP connection to a peer",
               "A TCP connect to a peer or the bootstrap root was refused, timed out or had no "

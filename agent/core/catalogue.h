@@ -19,6 +19,7 @@ enum class CauseKind {
   kHostCheck,   // a pure check over one NodeSnapshot (`nccl-triage check`)
   kLogCause,    // produced only by the NCCL log classifier / probe explanation
   kCrossNode,   // a pure check over two or more snapshots (coordinator)
+  kWorkloadCheck,  // a pure check of a workload container's own settings (its NCCL environment)
 };
 
 struct CauseInfo {
