@@ -13,6 +13,7 @@ namespace {
 constexpr std::array kSubcommands = {
     Subcommand{"check", "judge this node (or a fixture root / saved snapshot) with every host check",
                &RunCheckCommand},
+    Subcommand{"classify-log", "explain an NCCL log: class, cause, fix", &RunClassifyLogCommand},
 };
 
 void PrintUsage(std::ostream& os) {

@@ -179,6 +179,17 @@ constexpr std::array kEntries = {
               "or the HCA failed while the job ran.",
               "Check the port's cable and counters and dmesg for HCA errors; drain the node if "
               "the HCA reports a catastrophic error."},
+    CauseInfo{"ib.verbs_call", kIb, kLog, "ibverbs call failed",
+              "An ibverbs call (or the NET/IB transport around it) failed with an error that "
+              "names no more specific cause: the HCA, its driver or its resources.",
+              "Read the errno in the line: ENOMEM points to limits.memlock, EACCES/EPERM to "
+              "container.rdma_devices or security.lsm; otherwise check ibv_devinfo, the port "
+              "state, other processes on the HCA (ib.contention) and dmesg."},
+    CauseInfo{"host.syscall", kArch, kLog, "System call failed",
+              "A libc call NCCL wraps (socket, open, mmap, fcntl, ...) failed outside the IB "
+              "path: a host or container setting blocks it, and it fails over sockets too.",
+              "Read the call and errno in the line; check ulimits (limits.nofile), security "
+              "policy (security.lsm) and free resources; confirm with NCCL_IB_DISABLE=1."},
     CauseInfo{"ib.rdma_core_missing", kIb, kLog, "rdma-core missing from the image",
               "NCCL could not dlopen libibverbs, so it has no IB transport in this container.",
               "Install libibverbs1 and ibverbs-providers (rdma-core) in the image."},

@@ -15,6 +15,7 @@ nlohmann::json ToJson(const Classification& c) {
     for (const auto& l : cause.evidence) ev.push_back(ToJson(l));
     causes.push_back({{"cause", cause.cause},
                       {"class", ToString(cause.fault_class)},
+                      {"fix_class", ToString(cause.fix_class)},
                       {"confidence", cause.confidence},
                       {"evidence", ev},
                       {"remedy", cause.remedy}});
@@ -26,6 +27,7 @@ nlohmann::json ToJson(const Classification& c) {
                       {"causes", causes},
                       {"roots", roots},
                       {"transports", c.transports},
+                      {"network", c.network},
                       {"nccl_version", c.nccl_version},
                       {"init_complete", c.init_complete},
                       {"lines", c.lines}};

@@ -21,7 +21,8 @@ struct LogLine {
 
 struct ClassifiedCause {
   std::string cause;  // catalogue id
-  FaultClass fault_class = FaultClass::kUnknown;
+  FaultClass fault_class = FaultClass::kUnknown;  // which path failed (the verdict's meaning)
+  FaultClass fix_class = FaultClass::kUnknown;    // where the fix lives (the catalogue's class)
   double confidence = 0;  // 0..1
   std::vector<LogLine> evidence;
   std::string remedy;
@@ -39,6 +40,7 @@ struct Classification {
   std::vector<RankRoot> roots;
   std::vector<ClassifiedCause> causes;  // ranked, most likely first
   std::vector<std::string> transports;  // "NET/IB", "NET/Socket", "P2P", "SHM" seen in channels
+  std::string network;                  // "IB", "Socket", "IBext_v8" from `Using network X`
   std::optional<int> result_code;       // first ncclResult_t seen in "-> N" or an error string
   std::string nccl_version;             // "2.28.9" when the log says so
   bool init_complete = false;

@@ -1,0 +1,666 @@
+#include "classify/classifier.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "classify/log_line.h"
+#include "classify/rules.h"
+#include "core/catalogue.h"
+
+namespace nccl_triage {
+namespace {
+
+constexpr size_t kMaxLineBytes = 4096;   // longer lines are cut: a log line is never that long
+constexpr size_t kMaxEvidence = 5;       // lines kept per cause
+constexpr size_t kMaxRanks = 65536;      // rank keys tracked (first WARN per rank)
+constexpr size_t kMaxTextRoots = 64;     // free-text root candidates (logs without WARN lines)
+constexpr size_t kMaxTransports = 8;
+constexpr size_t kMaxFieldBytes = 128;   // network name, version, environment values
+
+// Ranking tiers: a cause's tier is that of its strongest match; lower ranks first.
+enum Tier : int {
+  kTierRoot = 0,       // matched on a rank's first WARN
+  kTierSecondary = 1,  // a precise rule on a later WARN or on quoted text (c10d `Last error:`)
+  kTierContext = 2,    // INFO context (IB wanted and missing); unmatched first WARNs rank here
+  kTierFollow = 3,     // peer exits and wrappers: the cause is elsewhere
+  kTierWeak = 4,       // error codes and their names only
+  kTierNone = 99,
+};
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool EndsWith(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+// Valid UTF-8 stays; invalid bytes become U+FFFD and control characters (except tab) become '?',
+// so evidence is always printable and serialisable as JSON.
+std::string Sanitize(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      out.push_back((c < 0x20 && c != '\t') || c == 0x7f ? '?' : static_cast<char>(c));
+      ++i;
+      continue;
+    }
+    size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+    if (c >= 0xF5) len = 0;
+    bool ok = len > 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    }
+    if (ok && len >= 3) {
+      auto c1 = static_cast<unsigned char>(s[i + 1]);
+      if (c == 0xE0 && c1 < 0xA0) ok = false;  // overlong
+      if (c == 0xED && c1 >= 0xA0) ok = false;  // surrogates
+      if (c == 0xF0 && c1 < 0x90) ok = false;  // overlong
+      if (c == 0xF4 && c1 >= 0x90) ok = false;  // above U+10FFFF
+    }
+    if (ok) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out.append("\xEF\xBF\xBD");
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string_view Cap(std::string_view s, size_t n) { return s.size() > n ? s.substr(0, n) : s; }
+
+// "2.28.9" from "NCCL version 2.28.9+cuda13.0", or empty.
+std::string ParseVersion(std::string_view text) {
+  size_t pos = text.find("NCCL version ");
+  if (pos == std::string_view::npos) return {};
+  std::string_view rest = text.substr(pos + 13);
+  size_t n = 0;
+  int dots = 0;
+  while (n < rest.size() && n < 16 && ((rest[n] >= '0' && rest[n] <= '9') || rest[n] == '.')) {
+    if (rest[n] == '.') ++dots;
+    ++n;
+  }
+  while (n > 0 && rest[n - 1] == '.') --n, --dots;
+  if (dots < 1) return {};
+  return std::string(rest.substr(0, n));
+}
+
+bool IEqualsPrefix(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    char a = s[i];
+    if (a >= 'a' && a <= 'z') a = static_cast<char>(a - 'a' + 'A');
+    if (a != prefix[i]) return false;
+  }
+  return true;
+}
+
+struct CauseAcc {
+  const Rule* rule = nullptr;  // the rule of the strongest match (verdict, remedy)
+  int tier = kTierNone;
+  double confidence = 0;
+  size_t order_line = 0;  // where the strongest tier was first reached
+  std::string order_ts;
+  std::vector<LogLine> evidence;
+  size_t matches = 0;
+  bool refined = false;
+  // For causes that come from result codes rather than rules.
+  FaultClass code_verdict = FaultClass::kUnknown;
+};
+
+struct RankState {
+  bool has_warn = false;
+  int code_after_warn = -1;
+};
+
+struct RootCandidate {
+  std::string rank;
+  LogLine line;
+  std::string ts;
+  int tier = kTierContext;
+  bool matched = false;
+};
+
+struct Match {
+  size_t rule;
+  int code;
+};
+
+}  // namespace
+
+struct LogClassifier::State {
+  const CompiledRules& compiled = CompiledRules::Get();
+  std::vector<size_t> warn_rules, info_rules, text_rules;
+
+  size_t line_no = 0;
+  size_t nccl_lines = 0;
+  size_t warn_lines = 0;
+  size_t nonempty_text_lines = 0;
+  size_t binary_lines = 0;
+  size_t unmatched_warns = 0;
+
+  std::map<std::string, CauseAcc, std::less<>> causes;
+  std::unordered_map<std::string, RankState> ranks;
+  std::vector<RootCandidate> roots;
+  std::vector<RootCandidate> text_roots;
+
+  bool init_complete = false;
+  bool channels = false;
+  std::vector<std::string> transports;
+  std::string network;
+  std::string version;
+  std::string env_net;  // NCCL_NET's value when the log shows it
+  std::vector<std::string> env_seen;  // NCCL_* variables named by rules' boost_env, when set
+
+  int text_code = -1;
+  int orphan_code = -1;  // first `-> N` on a rank without a WARN
+  LogLine orphan_line;
+  bool finished = false;
+
+  State() {
+    const auto rules = compiled.rules();
+    for (size_t i = 0; i < rules.size(); ++i) {
+      if (rules[i].lines & kWarnLine) warn_rules.push_back(i);
+      if (rules[i].lines & kInfoLine) info_rules.push_back(i);
+      if ((rules[i].lines & kTextLine) && rules[i].field == RuleField::kMessage) {
+        text_rules.push_back(i);
+      }
+    }
+  }
+
+  std::vector<Match> MatchRules(const std::vector<size_t>& candidates, const ParsedLine& p) const {
+    std::vector<Match> out;
+    const auto rules = compiled.rules();
+    for (size_t i : candidates) {
+      const Rule& r = rules[i];
+      std::string_view field = r.field == RuleField::kFile ? p.file : p.message;
+      int code = r.result_code;
+      if (!compiled.Matches(i, field, &code)) continue;
+      out.push_back({i, code});
+      if (!r.also_next) break;
+    }
+    return out;
+  }
+
+  static int TierFor(Strength s, bool first_warn, bool warn_line) {
+    switch (s) {
+      case Strength::kRoot:
+      case Strength::kGeneric:
+        return first_warn && warn_line ? kTierRoot : kTierSecondary;
+      case Strength::kContext: return kTierContext;
+      case Strength::kFollow:
+      case Strength::kPeer: return kTierFollow;
+      case Strength::kWeak: return kTierWeak;
+      case Strength::kIgnore: return kTierNone;
+    }
+    return kTierNone;
+  }
+
+  double Boost(const Rule& r, double confidence) const {
+    if (!r.boost_env.empty() &&
+        std::find(env_seen.begin(), env_seen.end(), r.boost_env) != env_seen.end()) {
+      return std::min(0.95, confidence + 0.3);
+    }
+    return confidence;
+  }
+
+  void AddEvidence(CauseAcc& acc, size_t number, std::string_view line) {
+    ++acc.matches;
+    if (acc.evidence.size() >= kMaxEvidence) return;
+    if (!acc.evidence.empty() && acc.evidence.back().number == number) return;
+    acc.evidence.push_back({number, Sanitize(line)});
+  }
+
+  void AddCause(const Rule& r, int tier, double confidence, std::string_view line,
+                std::string_view ts) {
+    CauseAcc& acc = causes[std::string(r.cause)];
+    AddEvidence(acc, line_no, line);
+    if (tier < acc.tier) {
+      acc.tier = tier;
+      acc.rule = &r;
+      acc.confidence = confidence;
+      acc.order_line = line_no;
+      acc.order_ts = std::string(Cap(ts, kMaxFieldBytes));
+    } else if (tier == acc.tier) {
+      if (confidence > acc.confidence) {
+        acc.confidence = confidence;
+        acc.rule = &r;
+      }
+      // Ranks may be concatenated out of time order: keep the earliest timestamp.
+      if (!ts.empty() && !acc.order_ts.empty() && ts < acc.order_ts) {
+        acc.order_ts = std::string(Cap(ts, kMaxFieldBytes));
+        acc.order_line = line_no;
+      }
+    }
+  }
+
+  RankState* Rank(std::string_view key) {
+    auto it = ranks.find(std::string(key));
+    if (it != ranks.end()) return &it->second;
+    if (ranks.size() >= kMaxRanks) return nullptr;
+    return &ranks.emplace(std::string(key), RankState{}).first->second;
+  }
+
+  void OnWarn(const ParsedLine& p, std::string_view line) {
+    ++nccl_lines;
+    ++warn_lines;
+    std::vector<Match> matches = MatchRules(warn_rules, p);
+    const auto rules = compiled.rules();
+    if (!matches.empty() && rules[matches.front().rule].strength == Strength::kIgnore) return;
+    RankState* rs = Rank(p.rank);
+    bool first_warn = rs != nullptr && !rs->has_warn;
+    if (rs != nullptr) rs->has_warn = true;
+    int root_tier = kTierContext;
+    for (const Match& m : matches) {
+      const Rule& r = rules[m.rule];
+      int tier = TierFor(r.strength, first_warn, true);
+      root_tier = std::min(root_tier, tier);
+      AddCause(r, tier, Boost(r, r.confidence), line, p.timestamp);
+    }
+    if (matches.empty()) ++unmatched_warns;
+    if (first_warn) {
+      roots.push_back({std::string(Cap(p.rank, kMaxFieldBytes)), {line_no, Sanitize(line)},
+                       std::string(Cap(p.timestamp, kMaxFieldBytes)),
+                       matches.empty() ? static_cast<int>(kTierContext) : root_tier,
+                       !matches.empty()});
+    }
+  }
+
+  void OnCode(std::string_view rank, int code, std::string_view line) {
+    if (code == 0 || code == 7) return;  // ncclSuccess, ncclInProgress
+    auto it = ranks.find(std::string(rank));
+    if (it != ranks.end() && it->second.has_warn) {
+      if (it->second.code_after_warn < 0) it->second.code_after_warn = code;
+      return;
+    }
+    if (orphan_code < 0) {
+      orphan_code = code;
+      orphan_line = {line_no, Sanitize(line)};
+    }
+  }
+
+  void OnEnv(std::string_view msg) {
+    size_t sp = msg.find(' ');
+    if (sp == std::string_view::npos) return;
+    std::string_view name = msg.substr(0, sp);
+    std::string_view rest = msg.substr(sp);
+    std::string_view value;
+    if (StartsWith(rest, " set by environment to ")) {
+      value = rest.substr(23);
+    } else if (StartsWith(rest, " set to ")) {
+      value = rest.substr(8);
+    } else {
+      return;
+    }
+    while (!value.empty() && (value.back() == '.' || value.back() == ' ')) value.remove_suffix(1);
+    if (name == "NCCL_NET") env_net = std::string(Cap(value, kMaxFieldBytes));
+    for (const auto& r : compiled.rules()) {
+      if (!r.boost_env.empty() && r.boost_env == name &&
+          std::find(env_seen.begin(), env_seen.end(), name) == env_seen.end()) {
+        env_seen.emplace_back(name);
+      }
+    }
+  }
+
+  void OnTransport(std::string_view msg) {
+    size_t via = msg.find(" via ");
+    if (via == std::string_view::npos) return;
+    channels = true;
+    std::string_view t = msg.substr(via + 5);
+    t = t.substr(0, t.find(' '));
+    size_t slash = t.find('/');
+    std::string name;
+    if (slash != std::string_view::npos && t.substr(0, slash) == "NET") {
+      std::string_view rest = t.substr(slash + 1);
+      name = "NET/" + std::string(rest.substr(0, rest.find('/')));
+    } else {
+      name = std::string(t.substr(0, slash));
+    }
+    name = Sanitize(Cap(name, 32));
+    if (transports.size() < kMaxTransports &&
+        std::find(transports.begin(), transports.end(), name) == transports.end()) {
+      transports.push_back(std::move(name));
+    }
+  }
+
+  void OnInfo(const ParsedLine& p, std::string_view line) {
+    ++nccl_lines;
+    std::string_view msg = p.message;
+    int code = BacktraceCode(msg);
+    if (code >= 0) {
+      OnCode(p.rank, code, line);
+      return;
+    }
+    if (EndsWith(msg, "Init COMPLETE")) init_complete = true;
+    if (StartsWith(msg, "Channel ")) OnTransport(msg);
+    if (StartsWith(msg, "Using network ") && network.empty()) {
+      network = Sanitize(Cap(msg.substr(14), kMaxFieldBytes));
+    }
+    if (StartsWith(msg, "NCCL version ") && version.empty()) version = ParseVersion(msg);
+    if (StartsWith(msg, "NCCL_")) OnEnv(msg);
+    for (const Match& m : MatchRules(info_rules, p)) {
+      const Rule& r = compiled.rules()[m.rule];
+      AddCause(r, TierFor(r.strength, false, false), r.confidence, line, p.timestamp);
+    }
+  }
+
+  void OnText(const ParsedLine& p, std::string_view line) {
+    if (p.message.empty()) return;
+    ++nonempty_text_lines;
+    if (version.empty()) version = ParseVersion(p.message);
+    bool root_found = false;
+    for (const Match& m : MatchRules(text_rules, p)) {
+      const Rule& r = compiled.rules()[m.rule];
+      if (r.strength == Strength::kIgnore) break;
+      int tier = TierFor(r.strength, false, false);
+      // Quoted text is a little less direct than the WARN itself.
+      AddCause(r, tier, Boost(r, r.confidence) * 0.9, line, p.timestamp);
+      if (m.code > 0 && text_code < 0) text_code = m.code;
+      root_found = root_found || tier <= kTierSecondary;
+    }
+    if (root_found && text_roots.size() < kMaxTextRoots) {
+      std::string key(Cap(p.rank, kMaxFieldBytes));
+      bool seen = std::any_of(text_roots.begin(), text_roots.end(),
+                              [&](const RootCandidate& r) { return r.rank == key; });
+      if (!seen) {
+        text_roots.push_back({key, {line_no, Sanitize(line)},
+                              std::string(Cap(p.timestamp, kMaxFieldBytes)), kTierSecondary,
+                              true});
+      }
+    }
+  }
+
+  void Feed(std::string_view line) {
+    ++line_no;
+    if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes);
+    while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
+    if (line.find('\0') != std::string_view::npos) ++binary_lines;
+    ParsedLine p = ParseLogLine(line);
+    switch (p.level) {
+      case NcclLevel::kWarn: OnWarn(p, line); break;
+      case NcclLevel::kInfo:
+      case NcclLevel::kTrace: OnInfo(p, line); break;
+      case NcclLevel::kNone: OnText(p, line); break;
+    }
+  }
+
+  Classification Finish();
+};
+
+namespace {
+
+struct Ranked {
+  std::string id;
+  const CauseAcc* acc;
+};
+
+// Orders by tier, then by time: timestamps when every item of the tier has one (a rank that
+// failed first is the primary root), else line numbers; then refinements first, then confidence.
+template <typename T, typename TierFn, typename TsFn, typename LineFn, typename TieFn>
+void SortByTierAndTime(std::vector<T>& v, TierFn tier, TsFn ts, LineFn line, TieFn tie) {
+  std::map<int, bool> all_ts;
+  for (const auto& x : v) {
+    auto [it, inserted] = all_ts.emplace(tier(x), true);
+    if (ts(x).empty()) it->second = false;
+  }
+  std::stable_sort(v.begin(), v.end(), [&](const T& a, const T& b) {
+    if (tier(a) != tier(b)) return tier(a) < tier(b);
+    if (all_ts[tier(a)] && ts(a) != ts(b)) return ts(a) < ts(b);
+    if (line(a) != line(b)) return line(a) < line(b);
+    return tie(a, b);
+  });
+}
+
+std::string PathSentence(FaultClass c) {
+  switch (c) {
+    case FaultClass::kIbResource:
+      return "the failing call is on the IB path (ibverbs or NET/IB): ib_resource";
+    case FaultClass::kArchitecture:
+      return "the failing call is outside the IB path (socket, bootstrap, shared memory, CUDA, "
+             "NCCL version or setup): architecture";
+    default: return "the failing call is not named";
+  }
+}
+
+double Round2(double x) { return std::round(x * 100.0) / 100.0; }
+
+}  // namespace
+
+Classification LogClassifier::State::Finish() {
+  Classification out;
+  out.lines = line_no;
+  out.transports = transports;
+  out.network = network;
+  out.nccl_version = version;
+  out.init_complete = init_complete;
+  const bool success = init_complete || channels;
+
+  // Which causes stay: context only when the run failed and IB was wanted (forced, or an IB
+  // call failed); everything else always.
+  bool strong_ib = false;
+  bool any_strong = false;
+  for (const auto& [id, acc] : causes) {
+    if (acc.tier <= kTierSecondary) {
+      any_strong = true;
+      if (acc.rule != nullptr && acc.rule->verdict == FaultClass::kIbResource) strong_ib = true;
+    }
+  }
+  const bool ib_wanted = strong_ib || IEqualsPrefix(env_net, "IB");
+  const bool keep_context = ib_wanted && (!success || any_strong);
+
+  std::map<std::string, CauseAcc, std::less<>> kept;
+  for (const auto& [id, acc] : causes) {
+    if (acc.tier == kTierContext && !keep_context) continue;
+    if (acc.tier == kTierNone) continue;
+    kept.emplace(id, acc);
+  }
+  // Result codes on ranks without any WARN: weak evidence, only when nothing else explains a
+  // failed run (`-> 3` from net_ib when IB is disabled is routine in successful runs).
+  if (roots.empty() && !success && orphan_code > 0 && kept.empty()) {
+    if (const ResultCodeCause* rc = FindResultCode(orphan_code)) {
+      CauseAcc acc;
+      acc.tier = kTierWeak;
+      acc.confidence = 0.25;
+      acc.order_line = orphan_line.number;
+      acc.evidence.push_back(orphan_line);
+      acc.matches = 1;
+      acc.code_verdict = rc->verdict;
+      kept.emplace(std::string(rc->cause), std::move(acc));
+    }
+  }
+  for (const auto& ref : Refinements()) {
+    auto g = kept.find(ref.general);
+    auto s = kept.find(ref.specific);
+    if (g == kept.end() || s == kept.end() || g->second.tier > kTierSecondary) continue;
+    if (s->second.tier > g->second.tier) {
+      s->second.tier = g->second.tier;
+      s->second.order_line = g->second.order_line;
+      s->second.order_ts = g->second.order_ts;
+    }
+    s->second.refined = true;
+    s->second.confidence = std::max(s->second.confidence, g->second.confidence);
+  }
+
+  std::vector<Ranked> ranked;
+  for (const auto& [id, acc] : kept) ranked.push_back({id, &acc});
+  SortByTierAndTime(
+      ranked, [](const Ranked& r) { return r.acc->tier; },
+      [](const Ranked& r) -> const std::string& { return r.acc->order_ts; },
+      [](const Ranked& r) { return r.acc->order_line; },
+      [](const Ranked& a, const Ranked& b) {
+        if (a.acc->refined != b.acc->refined) return a.acc->refined;
+        if (a.acc->confidence != b.acc->confidence) return a.acc->confidence > b.acc->confidence;
+        return a.id < b.id;
+      });
+
+  for (const auto& r : ranked) {
+    ClassifiedCause c;
+    c.cause = r.id;
+    c.fault_class = r.acc->rule != nullptr ? r.acc->rule->verdict : r.acc->code_verdict;
+    const CauseInfo* info = FindCause(r.id);
+    c.fix_class = info != nullptr ? info->fault_class : FaultClass::kUnknown;
+    c.confidence = Round2(r.acc->confidence);
+    c.evidence = r.acc->evidence;
+    if (r.acc->rule != nullptr && !r.acc->rule->remedy.empty()) {
+      c.remedy = std::string(r.acc->rule->remedy);
+    } else if (info != nullptr) {
+      c.remedy = std::string(info->remedy);
+    }
+    out.causes.push_back(std::move(c));
+  }
+
+  // Roots: the first WARN of every rank, the rank that failed first at the front.
+  std::vector<RootCandidate> root_list = roots.empty() ? text_roots : roots;
+  SortByTierAndTime(
+      root_list, [](const RootCandidate& r) { return r.tier; },
+      [](const RootCandidate& r) -> const std::string& { return r.ts; },
+      [](const RootCandidate& r) { return r.line.number; },
+      [](const RootCandidate&, const RootCandidate&) { return false; });
+  for (auto& r : root_list) out.roots.push_back({Sanitize(r.rank), std::move(r.line)});
+
+  // The ncclResult_t that reached the API: first `-> N` after the primary rank's WARN.
+  for (const auto& r : root_list) {
+    auto it = ranks.find(r.rank);
+    if (it != ranks.end() && it->second.code_after_warn > 0) {
+      out.result_code = it->second.code_after_warn;
+      break;
+    }
+  }
+  if (!out.result_code && text_code > 0) out.result_code = text_code;
+  if (!out.result_code && !success && orphan_code > 0) out.result_code = orphan_code;
+
+  const bool has_follow = std::any_of(out.causes.begin(), out.causes.end(), [&](const auto& c) {
+    return kept.at(c.cause).tier == kTierFollow;
+  });
+  const bool has_weak = std::any_of(out.causes.begin(), out.causes.end(), [&](const auto& c) {
+    return kept.at(c.cause).tier == kTierWeak;
+  });
+  const bool has_strong = !out.causes.empty() && kept.at(out.causes.front().cause).tier <= 1;
+  bool unmatched_failed = false;  // an unmatched first WARN followed by an error code
+  for (const auto& r : roots) {
+    auto it = ranks.find(r.rank);
+    if (!r.matched && it != ranks.end() && it->second.code_after_warn > 0) unmatched_failed = true;
+  }
+  const RootCandidate* first_unmatched = nullptr;
+  for (const auto& r : roots) {
+    if (!r.matched && (first_unmatched == nullptr || r.line.number < first_unmatched->line.number)) {
+      first_unmatched = &r;
+    }
+  }
+
+  if (line_no == 0) {
+    out.fault_class = FaultClass::kUnknown;
+    out.reason = "empty input: no lines to classify";
+  } else if (has_strong) {
+    const ClassifiedCause& top = out.causes.front();
+    const LogLine& where = top.evidence.empty() ? LogLine{} : top.evidence.front();
+    std::string who;
+    if (!out.roots.empty() && kept.at(top.cause).tier == kTierRoot) {
+      who = "rank " + (out.roots.front().rank.empty() ? std::string("-") : out.roots.front().rank) +
+            " failed first (line " + std::to_string(out.roots.front().line.number) + ")";
+    } else {
+      who = "line " + std::to_string(where.number);
+    }
+    out.fault_class = top.fault_class;
+    out.reason = who + ": " + top.cause + "; " + PathSentence(top.fault_class);
+  } else if (has_follow) {
+    out.fault_class = FaultClass::kUnknown;
+    out.reason =
+        "only side effects of a failure elsewhere (a peer exited, a proxy wrapper): the log of "
+        "the rank that failed first is not in this input";
+  } else if (success && !has_weak && !unmatched_failed) {
+    out.fault_class = FaultClass::kHealthy;
+    std::string via;
+    for (const auto& t : transports) via += (via.empty() ? "" : ", ") + t;
+    out.reason = std::string("run completed (") + (init_complete ? "Init COMPLETE" : "no Init line") +
+                 (via.empty() ? "" : ", channels via " + via) + ")";
+    if (unmatched_warns > 0) {
+      out.reason += "; " + std::to_string(unmatched_warns) +
+                    " WARN line(s) matched no rule and no error code followed them";
+    } else {
+      out.reason += " without a WARN";
+    }
+  } else if (has_weak) {
+    const ClassifiedCause& top = out.causes.front();
+    out.fault_class = top.fault_class;
+    out.reason = "only an error code or its text (" + top.cause +
+                 "), no WARN naming the failing call: rerun with NCCL_DEBUG=INFO "
+                 "NCCL_DEBUG_SUBSYS=INIT,NET";
+  } else if (first_unmatched != nullptr) {
+    out.fault_class = FaultClass::kUnknown;
+    out.reason = "the first WARN (line " + std::to_string(first_unmatched->line.number) +
+                 ") matches no rule: " + first_unmatched->line.text.substr(0, 200);
+  } else if (nccl_lines > 0) {
+    out.fault_class = FaultClass::kUnknown;
+    out.reason =
+        "NCCL lines but no WARN, no error code and no success marker (Init COMPLETE, channel "
+        "lines): the log is incomplete or NCCL_DEBUG was not INFO";
+  } else {
+    out.fault_class = FaultClass::kUnknown;
+    out.reason = "no NCCL log lines in " + std::to_string(line_no) + " line(s)";
+    if (binary_lines > 0) out.reason += " (the input looks binary)";
+  }
+  return out;
+}
+
+LogClassifier::LogClassifier() : state_(std::make_unique<State>()) {}
+LogClassifier::~LogClassifier() = default;
+
+void LogClassifier::Feed(std::string_view line) { state_->Feed(line); }
+
+Classification LogClassifier::Finish() {
+  Classification c = state_->Finish();
+  state_->finished = true;
+  return c;
+}
+
+Classification ClassifyLog(std::istream& in) {
+  LogClassifier classifier;
+  std::string current;
+  bool pending = false;  // bytes after the last newline
+  std::array<char, 65536> buf{};
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    auto n = static_cast<size_t>(in.gcount());
+    if (n == 0) break;
+    std::string_view chunk(buf.data(), n);
+    while (!chunk.empty()) {
+      size_t nl = chunk.find('\n');
+      std::string_view part = chunk.substr(0, nl);
+      // Keep at most one byte beyond the cap, so Feed still sees that the line was long.
+      if (current.size() <= kMaxLineBytes) {
+        current.append(Cap(part, kMaxLineBytes + 1 - current.size()));
+      }
+      if (nl == std::string_view::npos) {
+        pending = true;
+        break;
+      }
+      classifier.Feed(current);
+      current.clear();
+      pending = false;
+      chunk.remove_prefix(nl + 1);
+    }
+  }
+  if (pending) classifier.Feed(current);
+  return classifier.Finish();
+}
+
+Classification ClassifyLogText(std::string_view text) {
+  LogClassifier classifier;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    classifier.Feed(text.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+  return classifier.Finish();
+}
+
+}  // namespace nccl_triage

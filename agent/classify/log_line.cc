@@ -1,0 +1,132 @@
+#include "classify/log_line.h"
+
+#include <cctype>
+
+namespace nccl_triage {
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+bool AllDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!IsDigit(c)) return false;
+  }
+  return true;
+}
+
+std::string_view TrimRight(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::string_view TrimLeft(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  return s;
+}
+
+// Strips the leading `[timestamp] ` (NCCL 2.2x+, NCCL_DEBUG_TIMESTAMP_FORMAT) and PyTorch's
+// `[rankN]:` prefixes, in any order, at most twice.
+std::string_view StripBracketPrefixes(std::string_view s, ParsedLine& out) {
+  for (int i = 0; i < 2 && !s.empty() && s.front() == '['; ++i) {
+    size_t close = s.find(']');
+    if (close == std::string_view::npos || close > 64) break;
+    std::string_view inside = s.substr(1, close - 1);
+    if (inside.size() > 4 && inside.substr(0, 4) == "rank" && AllDigits(inside.substr(4))) {
+      out.rank = inside;
+      s.remove_prefix(close + 1);
+      if (!s.empty() && s.front() == ':') s.remove_prefix(1);
+      s = TrimLeft(s);
+    } else if (!inside.empty() && IsDigit(inside.front())) {
+      out.timestamp = inside;
+      s = TrimLeft(s.substr(close + 1));
+    } else {
+      break;
+    }
+  }
+  return s;
+}
+
+// `host:pid:tid` -> `host:pid`, or empty when the token does not have that shape.
+std::string_view RankKey(std::string_view token) {
+  size_t last = token.rfind(':');
+  if (last == std::string_view::npos || last == 0) return {};
+  size_t prev = token.rfind(':', last - 1);
+  if (prev == std::string_view::npos || prev == 0) return {};
+  if (!AllDigits(token.substr(last + 1)) || !AllDigits(token.substr(prev + 1, last - prev - 1))) {
+    return {};
+  }
+  return token.substr(0, last);
+}
+
+// Reads the prefix before `NCCL <LEVEL>`: host token, `[dev]`, optional `file:LINE`, `(func)`.
+void ParsePrefix(std::string_view prefix, ParsedLine& out) {
+  bool first = true;
+  while (!prefix.empty()) {
+    prefix = TrimLeft(prefix);
+    size_t end = prefix.find(' ');
+    std::string_view token = prefix.substr(0, end);
+    prefix = end == std::string_view::npos ? std::string_view{} : prefix.substr(end);
+    if (token.empty()) continue;
+    if (first) {
+      first = false;
+      std::string_view key = RankKey(token);
+      if (!key.empty()) {
+        out.rank = key;
+        continue;
+      }
+    }
+    if (token.front() == '[' || token.front() == '(') continue;
+    size_t colon = token.rfind(':');
+    if (colon != std::string_view::npos && colon > 0 && AllDigits(token.substr(colon + 1))) {
+      out.file = token;
+    }
+  }
+}
+
+}  // namespace
+
+ParsedLine ParseLogLine(std::string_view line) {
+  ParsedLine out;
+  std::string_view s = StripBracketPrefixes(TrimRight(line), out);
+  size_t pos = s.find("NCCL ");
+  while (pos != std::string_view::npos) {
+    if (pos == 0 || s[pos - 1] == ' ') {
+      std::string_view rest = s.substr(pos + 5);
+      NcclLevel level = NcclLevel::kNone;
+      size_t word = 0;
+      if (rest.substr(0, 4) == "WARN") {
+        level = NcclLevel::kWarn, word = 4;
+      } else if (rest.substr(0, 4) == "INFO") {
+        level = NcclLevel::kInfo, word = 4;
+      } else if (rest.substr(0, 5) == "TRACE") {
+        level = NcclLevel::kTrace, word = 5;
+      }
+      if (level != NcclLevel::kNone && (rest.size() == word || rest[word] == ' ')) {
+        out.level = level;
+        ParsePrefix(s.substr(0, pos), out);
+        out.message = TrimLeft(rest.substr(word));
+        return out;
+      }
+    }
+    pos = s.find("NCCL ", pos + 1);
+  }
+  out.message = s;
+  return out;
+}
+
+int BacktraceCode(std::string_view message) {
+  // The message ends in "-> N" with N a small non-negative integer.
+  size_t n = message.size();
+  size_t digits = 0;
+  while (digits < n && digits < 4 && IsDigit(message[n - 1 - digits])) ++digits;
+  if (digits == 0 || digits == 4 || n < digits + 3) return -1;
+  if (message.substr(n - digits - 3, 3) != "-> ") return -1;
+  int code = 0;
+  for (size_t i = n - digits; i < n; ++i) code = code * 10 + (message[i] - '0');
+  return code;
+}
+
+}  // namespace nccl_triage
