@@ -1,0 +1,169 @@
+#include "daemon/agent.h"
+
+#include <exception>
+#include <thread>
+
+#include "core/report.h"
+
+namespace nccl_triage {
+
+Agent::Agent(AgentOptions options, GatherFn gather, JudgeFn judge, AgentState& state,
+             Clock& clock, Logger& log)
+    : options_(std::move(options)),
+      node_(options_.node),
+      gather_(std::move(gather)),
+      judge_(std::move(judge)),
+      state_(state),
+      clock_(clock),
+      log_(log) {}
+
+Agent::~Agent() = default;
+
+void Agent::AddSink(StateSink* sink) { sinks_.push_back(sink); }
+void Agent::SetProbeRunner(ProbeFn probe) { probe_ = std::move(probe); }
+void Agent::SetCoordinatorLink(std::unique_ptr<CoordinatorLink> link) { link_ = std::move(link); }
+
+void Agent::Notify() {
+  std::lock_guard lock(notify_mu_);
+  AgentStateView view = state_.View();
+  for (StateSink* sink : sinks_) {
+    try {
+      sink->OnState(view);
+    } catch (const std::exception& e) {
+      log_.Error("agent", std::string("sink failed: ") + e.what());
+    }
+  }
+}
+
+std::shared_ptr<const NodeReport> Agent::RunCycle() {
+  int64_t started = clock_.NowUnixMs();
+  std::string error;
+  std::shared_ptr<const NodeSnapshot> snapshot;
+  std::vector<Finding> findings;
+  try {
+    StatusOr<NodeSnapshot> gathered = gather_();
+    if (gathered.ok()) {
+      snapshot = std::make_shared<const NodeSnapshot>(std::move(gathered).value());
+    } else {
+      error = "gather: " + gathered.status().message();
+    }
+  } catch (const std::exception& e) {
+    error = std::string("gather: ") + e.what();
+  } catch (...) {
+    error = "gather: unknown exception";
+  }
+  if (snapshot) {
+    try {
+      findings = judge_(*snapshot, previous_.get());
+    } catch (const std::exception& e) {
+      error = std::string("checks: ") + e.what();
+    } catch (...) {
+      error = "checks: unknown exception";
+    }
+  }
+  std::string node = !node_.empty() ? node_ : snapshot ? snapshot->node : std::string();
+  auto report = std::make_shared<NodeReport>(MakeReport(node, std::move(findings), started));
+  if (!error.empty()) {
+    // Without a snapshot or findings the node cannot be judged: unknown, never a failure.
+    report->fault_class = FaultClass::kUnknown;
+    report->causes.clear();
+    log_.Warn("agent", "cycle failed: " + error);
+  }
+  std::shared_ptr<const SnapshotSummary> summary;
+  if (snapshot) {
+    summary = std::make_shared<const SnapshotSummary>(Summarize(*snapshot, options_.config.expect));
+    previous_ = snapshot;
+  }
+  int64_t finished = clock_.NowUnixMs();
+  state_.SetCycle(report, snapshot, summary, started, finished, error);
+  Notify();
+  return report;
+}
+
+void Agent::Run(std::stop_token stop) {
+  std::jthread link_thread;
+  if (link_) {
+    link_thread = std::jthread([this](std::stop_token link_stop) {
+      try {
+        link_->Run(*this, link_stop);
+      } catch (const std::exception& e) {
+        log_.Error("agent", std::string("coordinator link stopped: ") + e.what());
+      }
+    });
+  }
+  std::stop_callback forward(stop, [&link_thread] { link_thread.request_stop(); });
+  Clock::TimePoint next = clock_.Now();
+  while (!stop.stop_requested()) {
+    RunCycle();
+    next += options_.interval;
+    Clock::TimePoint now = clock_.Now();
+    // After a slow cycle (or a suspended machine) start counting again instead of catching up.
+    if (next < now) next = now + options_.interval;
+    if (!clock_.SleepUntil(next, stop)) break;
+  }
+}
+
+std::shared_ptr<const NodeReport> Agent::LatestReport() const { return state_.View().report; }
+
+std::shared_ptr<const NodeSnapshot> Agent::LatestSnapshot() const {
+  return state_.View().snapshot;
+}
+
+uint64_t Agent::WaitForCycle(uint64_t seen_cycles, std::stop_token stop) {
+  uint64_t generation = 0;
+  while (!stop.stop_requested()) {
+    AgentStateView view = state_.View();
+    if (view.cycle.cycles > seen_cycles) return view.cycle.cycles;
+    generation = state_.WaitForChange(view.generation, stop);
+  }
+  (void)generation;
+  return state_.View().cycle.cycles;
+}
+
+ProbeResult Agent::RunProbe(const ProbeAssignment& assignment, std::stop_token stop) {
+  std::lock_guard lock(probe_mu_);
+  ProbeResult result;
+  Clock::TimePoint start = clock_.Now();
+  if (!probe_) {
+    result.outcome = ProbeOutcome::kUnavailable;
+    result.detail = "this agent has no probe runner";
+  } else {
+    try {
+      result = probe_(assignment, stop);
+    } catch (const std::exception& e) {
+      result = ProbeResult{};
+      result.outcome = ProbeOutcome::kUnavailable;
+      result.detail = std::string("probe runner failed: ") + e.what();
+    }
+  }
+  result.mode = assignment.mode;
+  result.peer = assignment.peer;
+  if (result.duration_seconds <= 0) {
+    result.duration_seconds = std::chrono::duration<double>(clock_.Now() - start).count();
+  }
+  state_.RecordProbe(result, clock_.NowUnixMs());
+  Notify();
+  return result;
+}
+
+void Agent::SetPairVerdict(const std::string& peer, const PairVerdict& verdict) {
+  state_.SetPairVerdict(peer, verdict, clock_.NowUnixMs());
+  Notify();
+}
+
+void Agent::RemovePeer(const std::string& peer) {
+  state_.RemovePeer(peer);
+  Notify();
+}
+
+void Agent::SetNodeVerdict(std::optional<NodeVerdict> verdict) {
+  if (verdict && verdict->decided_at_unix_ms == 0) verdict->decided_at_unix_ms = clock_.NowUnixMs();
+  state_.SetProbeVerdict(std::move(verdict));
+  Notify();
+}
+
+void Agent::SetCoordinatorStatus(std::string status) {
+  state_.SetCoordinatorStatus(std::move(status));
+}
+
+}  // namespace nccl_triage

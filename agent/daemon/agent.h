@@ -1,0 +1,98 @@
+// Agent: the daemon loop. Every agent.interval_seconds it gathers a snapshot, judges it with the
+// checks, builds the NodeReport, stores it in the AgentState (with the snapshot, which the next
+// cycle's checks receive as `previous` for counter velocity) and tells the sinks.
+//
+// The loop never waits for the API server or a probe: sinks must return at once (they queue), and
+// probes run on the coordinator link's thread. A gather or check that throws costs one cycle (the
+// report then says unknown and /status shows the error), never the process. Gathering and judging
+// are injected as functions so that the loop is tested with fakes and the app wires host/ and
+// checks/ in. Thread safety: Run() and RunCycle() are called from one thread; the AgentServices
+// methods are safe from any thread. The agent does not own the state, clock, logger or sinks.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/model.h"
+#include "core/snapshot.h"
+#include "core/status.h"
+#include "daemon/agent_state.h"
+#include "daemon/clock.h"
+#include "daemon/coordinator_link.h"
+#include "daemon/log.h"
+
+namespace nccl_triage {
+
+using GatherFn = std::function<StatusOr<NodeSnapshot>()>;
+// The checks: the new snapshot and the previous one (null on the first cycle).
+using JudgeFn =
+    std::function<std::vector<Finding>(const NodeSnapshot& now, const NodeSnapshot* previous)>;
+// Runs one probe (the probe runner); called with the probe mutex held, one at a time.
+using ProbeFn = std::function<ProbeResult(const ProbeAssignment&, std::stop_token)>;
+
+// Receives the state after every change the agent makes. Must not block (queue and return).
+class StateSink {
+ public:
+  virtual ~StateSink() = default;
+  virtual void OnState(const AgentStateView& view) = 0;
+};
+
+struct AgentOptions {
+  std::string node;  // overrides the snapshot's node name when not empty
+  std::chrono::milliseconds interval{60'000};
+  Config config;
+};
+
+class Agent final : public AgentServices {
+ public:
+  Agent(AgentOptions options, GatherFn gather, JudgeFn judge, AgentState& state, Clock& clock,
+        Logger& log);
+  ~Agent() override;
+
+  void AddSink(StateSink* sink);  // before Run(); not owned
+  void SetProbeRunner(ProbeFn probe);
+  void SetCoordinatorLink(std::unique_ptr<CoordinatorLink> link);
+
+  // One cycle: gather, judge, store, notify. Returns the report it stored.
+  std::shared_ptr<const NodeReport> RunCycle();
+  // Cycles every interval until `stop`; runs the coordinator link (if any) on its own thread.
+  void Run(std::stop_token stop);
+
+  // AgentServices.
+  const std::string& NodeName() const override { return node_; }
+  const Config& config() const override { return options_.config; }
+  AgentState& state() override { return state_; }
+  std::shared_ptr<const NodeReport> LatestReport() const override;
+  std::shared_ptr<const NodeSnapshot> LatestSnapshot() const override;
+  uint64_t WaitForCycle(uint64_t seen_cycles, std::stop_token stop) override;
+  ProbeResult RunProbe(const ProbeAssignment& assignment, std::stop_token stop) override;
+  void SetPairVerdict(const std::string& peer, const PairVerdict& verdict) override;
+  void RemovePeer(const std::string& peer) override;
+  void SetNodeVerdict(std::optional<NodeVerdict> verdict) override;
+  void SetCoordinatorStatus(std::string status) override;
+
+ private:
+  void Notify();
+
+  AgentOptions options_;
+  std::string node_;
+  GatherFn gather_;
+  JudgeFn judge_;
+  ProbeFn probe_;
+  AgentState& state_;
+  Clock& clock_;
+  Logger& log_;
+  std::vector<StateSink*> sinks_;
+  std::unique_ptr<CoordinatorLink> link_;
+  std::shared_ptr<const NodeSnapshot> previous_;  // loop thread only
+  std::mutex probe_mu_;                            // one probe at a time
+  std::mutex notify_mu_;                           // sinks see changes in order
+};
+
+}  // namespace nccl_triage

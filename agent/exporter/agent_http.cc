@@ -1,0 +1,87 @@
+#include "exporter/agent_http.h"
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/log.h"
+
+namespace nccl_triage {
+namespace {
+
+nlohmann::json VerdictJson(const NodeVerdict& v) {
+  return {{"class", ToString(v.fault_class)},
+          {"basis", ToString(v.basis)},
+          {"causes", v.causes},
+          {"reason", v.reason},
+          {"decided_at", v.decided_at_unix_ms > 0 ? FormatRfc3339(v.decided_at_unix_ms) : ""}};
+}
+
+}  // namespace
+
+nlohmann::json AgentStatusJson(const AgentStateView& view) {
+  nlohmann::json probes = nlohmann::json::array();
+  for (const auto& [key, rec] : view.probes) {
+    nlohmann::json p = ToJson(rec->result);
+    p["recorded_at"] = FormatRfc3339(rec->recorded_at_unix_ms);
+    probes.push_back(std::move(p));
+  }
+  nlohmann::json pairs = nlohmann::json::array();
+  for (const auto& [peer, rec] : view.pairs) {
+    const PairVerdict& v = rec->verdict;
+    pairs.push_back({{"peer", peer},
+                     {"class", ToString(v.fault_class)},
+                     {"basis", ToString(v.basis)},
+                     {"causes", v.causes},
+                     {"reason", v.reason},
+                     {"degraded", v.degraded},
+                     {"decided_at", FormatRfc3339(rec->decided_at_unix_ms)}});
+  }
+  nlohmann::json workloads = nlohmann::json::array();
+  for (const auto& w : *view.workloads) {
+    nlohmann::json f = ToJson(w.finding);
+    f["namespace"] = w.ns;
+    f["pod"] = w.pod;
+    f["container"] = w.container;
+    workloads.push_back(std::move(f));
+  }
+  nlohmann::json j = {
+      {"schema", kAgentStatusSchema},
+      {"node", view.node},
+      {"version", view.version},
+      {"started_at", FormatRfc3339(view.started_at_unix_ms)},
+      {"ready", view.ready},
+      {"cycle",
+       {{"cycles", view.cycle.cycles},
+        {"last_started_at",
+         view.cycle.cycles ? FormatRfc3339(view.cycle.last_started_unix_ms) : ""},
+        {"last_finished_at",
+         view.cycle.cycles ? FormatRfc3339(view.cycle.last_finished_unix_ms) : ""},
+        {"last_duration_seconds", view.cycle.last_duration_seconds},
+        {"last_error", view.cycle.last_error}}},
+      {"verdict", VerdictJson(view.Verdict())},
+      {"probe_verdict", view.probe_verdict ? VerdictJson(*view.probe_verdict) : nullptr},
+      {"coordinator", view.coordinator_status},
+      {"last_probe_at", view.last_probe_unix_ms ? FormatRfc3339(view.last_probe_unix_ms) : ""},
+      {"probes", probes},
+      {"pairs", pairs},
+      {"workloads", workloads},
+      {"snapshot", view.summary ? ToJson(*view.summary) : nlohmann::json(nullptr)},
+      {"report", view.report ? ToJson(*view.report) : nlohmann::json(nullptr)},
+  };
+  return j;
+}
+
+void InstallAgentEndpoints(HttpServer& server, const AgentState& state, AgentMetrics& metrics) {
+  server.Get("/metrics", [&metrics](const HttpRequest&) {
+    return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics.Scrape()};
+  });
+  server.Get("/livez", [](const HttpRequest&) { return HttpReply{200, "text/plain", "ok\n"}; });
+  server.Get("/readyz", [&state](const HttpRequest&) {
+    if (state.Ready()) return HttpReply{200, "text/plain", "ready\n"};
+    return HttpReply{503, "text/plain", "first check cycle not finished\n"};
+  });
+  server.Get("/status", [&state](const HttpRequest&) {
+    return HttpReply{200, "application/json", AgentStatusJson(state.View()).dump(2) + "\n"};
+  });
+}
+
+}  // namespace nccl_triage

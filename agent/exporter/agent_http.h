@@ -1,0 +1,25 @@
+// The agent's HTTP endpoints, served by one HttpServer:
+//   /metrics  Prometheus text format (AgentMetrics::Scrape)
+//   /livez    200 as long as the process answers; it never looks at a verdict, so a broken HCA
+//             can not put the agent into CrashLoopBackOff
+//   /readyz   200 once the first cycle finished, 503 before
+//   /status   the current report, verdict, probe results and pair verdicts as JSON
+// The state and metrics are not owned and must outlive the server.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "daemon/agent_state.h"
+#include "exporter/http_server.h"
+#include "exporter/metrics.h"
+
+namespace nccl_triage {
+
+inline constexpr const char* kAgentStatusSchema = "nccl-triage/agent-status/v1";
+
+// The body of /status.
+nlohmann::json AgentStatusJson(const AgentStateView& view);
+
+void InstallAgentEndpoints(HttpServer& server, const AgentState& state, AgentMetrics& metrics);
+
+}  // namespace nccl_triage

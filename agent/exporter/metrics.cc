@@ -1,0 +1,303 @@
+#include "exporter/metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <array>
+#include <sstream>
+#include <tuple>
+
+namespace nccl_triage {
+namespace {
+
+constexpr std::array kSpecs = {
+    MetricSpec{"nccl_triage_node_verdict", "gauge", "class,basis",
+               "Verdict on this node, one-hot over class; basis is checks (a prediction from the "
+               "host checks) or probes (confirmed by NCCL probes)."},
+    MetricSpec{"nccl_triage_check_status", "gauge", "check,class,status",
+               "Status of each host check, one-hot over status; class is where the fix lives."},
+    MetricSpec{"nccl_triage_ib_port_state", "gauge", "device,port,state",
+               "Logical state of each InfiniBand/RoCE port as the kernel names it, one-hot."},
+    MetricSpec{"nccl_triage_ib_port_physical_state", "gauge", "device,port,state",
+               "Physical state of each port as the kernel names it, one-hot."},
+    MetricSpec{"nccl_triage_ib_port_rate_bytes_per_second", "gauge", "device,port",
+               "Negotiated rate of each port in bytes per second."},
+    MetricSpec{"nccl_triage_ib_port_errors_total", "counter", "device,port,counter",
+               "The port's sysfs error counters (ports/<n>/counters/<counter>)."},
+    MetricSpec{"nccl_triage_ib_expected_bytes_per_second", "gauge", "",
+               "What one port of this node should carry: expect.rate_gbps, else the highest "
+               "port rate on the node."},
+    MetricSpec{"nccl_triage_memlock_limit_bytes", "gauge", "",
+               "Soft RLIMIT_MEMLOCK of the agent's container in bytes (+Inf when unlimited)."},
+    MetricSpec{"nccl_triage_shm_size_bytes", "gauge", "", "Size of the /dev/shm tmpfs in bytes."},
+    MetricSpec{"nccl_triage_probe_success", "gauge", "peer,mode",
+               "1 when the last probe with this peer and mode passed, else 0."},
+    MetricSpec{"nccl_triage_probe_busbw_bytes_per_second", "gauge", "peer,mode",
+               "Bus bandwidth of the last probe with this peer and mode."},
+    MetricSpec{"nccl_triage_probe_duration_seconds", "histogram", "mode",
+               "Wall time of each probe, start of the child to its result."},
+    MetricSpec{"nccl_triage_pair_verdict", "gauge", "peer,class",
+               "Coordinator's verdict on the pair (this node, peer), one-hot over class."},
+    MetricSpec{"nccl_triage_last_check_timestamp_seconds", "gauge", "",
+               "Unix time the last check cycle finished."},
+    MetricSpec{"nccl_triage_last_probe_timestamp_seconds", "gauge", "",
+               "Unix time the last probe result was recorded."},
+    MetricSpec{"nccl_triage_build_info", "gauge", "version", "Always 1; the agent's version."},
+    MetricSpec{"nccl_triage_nccl_info", "gauge", "version",
+               "Always 1; the NCCL version the last probe loaded."},
+    MetricSpec{"nccl_triage_workload_check_status", "gauge", "namespace,pod,container,check,status",
+               "Status of each workload check on each GPU container on this node, one-hot over "
+               "status."},
+};
+
+const MetricSpec& Spec(std::string_view name) {
+  for (const auto& s : kSpecs) {
+    if (s.name == name) return s;
+  }
+  return kSpecs[0];  // unreachable with the names used below
+}
+
+std::unique_ptr<GaugeSeries> NewGauge(prometheus::Registry& registry, std::string_view name) {
+  auto& family = prometheus::BuildGauge()
+                     .Name(std::string(name))
+                     .Help(std::string(Spec(name).help))
+                     .Register(registry);
+  return std::make_unique<GaugeSeries>(family);
+}
+
+// Severity order used when one check id yields several findings (per port, per HCA).
+int Severity(CheckStatus s) {
+  switch (s) {
+    case CheckStatus::kFail: return 3;
+    case CheckStatus::kWarn: return 2;
+    case CheckStatus::kPass: return 1;
+    case CheckStatus::kSkip: return 0;
+  }
+  return 0;
+}
+
+constexpr std::array kProbeModes = {ProbeMode::kSocket, ProbeMode::kIb};
+
+}  // namespace
+
+std::span<const MetricSpec> AgentMetricSpecs() { return kSpecs; }
+
+void GaugeSeries::Set(const prometheus::Labels& labels, double value) {
+  auto it = series_.find(labels);
+  if (it == series_.end()) {
+    it = series_.emplace(labels, Entry{&family_.Add(labels), false}).first;
+  }
+  it->second.gauge->Set(value);
+  it->second.seen = true;
+}
+
+void GaugeSeries::SetOneHot(prometheus::Labels labels, const std::string& state_label,
+                            std::span<const std::string_view> states, std::string_view current) {
+  bool known = false;
+  for (std::string_view s : states) {
+    labels[state_label] = std::string(s);
+    Set(labels, s == current ? 1 : 0);
+    known |= s == current;
+  }
+  if (!known && !current.empty()) {
+    labels[state_label] = std::string(current);
+    Set(labels, 1);
+  }
+}
+
+void GaugeSeries::Sweep() {
+  for (auto it = series_.begin(); it != series_.end();) {
+    if (!it->second.seen) {
+      family_.Remove(it->second.gauge);
+      it = series_.erase(it);
+    } else {
+      it->second.seen = false;
+      ++it;
+    }
+  }
+}
+
+std::string SerializeMetrics(const std::vector<prometheus::MetricFamily>& families) {
+  prometheus::TextSerializer serializer;
+  std::ostringstream out;
+  serializer.Serialize(out, families);
+  return out.str();
+}
+
+// The sysfs error counters as a Prometheus counter family, replaced wholesale at each refresh.
+class AgentMetrics::PortCounters final : public prometheus::Collectable {
+ public:
+  void Update(const SnapshotSummary* summary) {
+    prometheus::MetricFamily family;
+    family.name = std::string(Spec("nccl_triage_ib_port_errors_total").name);
+    family.help = std::string(Spec("nccl_triage_ib_port_errors_total").help);
+    family.type = prometheus::MetricType::Counter;
+    if (summary) {
+      for (const auto& port : summary->ports) {
+        for (const auto& [counter, value] : port.error_counters) {
+          prometheus::ClientMetric m;
+          m.label = {{"counter", counter}, {"device", port.device},
+                     {"port", std::to_string(port.port)}};
+          m.counter.value = static_cast<double>(value);
+          family.metric.push_back(std::move(m));
+        }
+      }
+    }
+    std::lock_guard lock(mu_);
+    family_ = std::move(family);
+  }
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::lock_guard lock(mu_);
+    return {family_};
+  }
+
+ private:
+  mutable std::mutex mu_;
+  prometheus::MetricFamily family_;
+};
+
+AgentMetrics::AgentMetrics(const AgentState& state, std::string version)
+    : state_(state),
+      registry_(std::make_shared<prometheus::Registry>()),
+      port_counters_(std::make_shared<PortCounters>()) {
+  auto& r = *registry_;
+  node_verdict_ = NewGauge(r, "nccl_triage_node_verdict");
+  check_status_ = NewGauge(r, "nccl_triage_check_status");
+  port_state_ = NewGauge(r, "nccl_triage_ib_port_state");
+  port_phys_state_ = NewGauge(r, "nccl_triage_ib_port_physical_state");
+  port_rate_ = NewGauge(r, "nccl_triage_ib_port_rate_bytes_per_second");
+  expected_bw_ = NewGauge(r, "nccl_triage_ib_expected_bytes_per_second");
+  memlock_ = NewGauge(r, "nccl_triage_memlock_limit_bytes");
+  shm_ = NewGauge(r, "nccl_triage_shm_size_bytes");
+  probe_success_ = NewGauge(r, "nccl_triage_probe_success");
+  probe_busbw_ = NewGauge(r, "nccl_triage_probe_busbw_bytes_per_second");
+  probe_duration_ = &prometheus::BuildHistogram()
+                         .Name("nccl_triage_probe_duration_seconds")
+                         .Help(std::string(Spec("nccl_triage_probe_duration_seconds").help))
+                         .Register(r);
+  const prometheus::Histogram::BucketBoundaries buckets = {0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300};
+  for (ProbeMode mode : kProbeModes) {
+    probe_duration_by_mode_[mode] =
+        &probe_duration_->Add({{"mode", std::string(ToString(mode))}}, buckets);
+  }
+  pair_verdict_ = NewGauge(r, "nccl_triage_pair_verdict");
+  last_check_ = NewGauge(r, "nccl_triage_last_check_timestamp_seconds");
+  last_probe_ = NewGauge(r, "nccl_triage_last_probe_timestamp_seconds");
+  build_info_ = NewGauge(r, "nccl_triage_build_info");
+  nccl_info_ = NewGauge(r, "nccl_triage_nccl_info");
+  workload_status_ = NewGauge(r, "nccl_triage_workload_check_status");
+  build_info_->Set({{"version", std::move(version)}}, 1);
+}
+
+AgentMetrics::~AgentMetrics() = default;
+
+void AgentMetrics::RefreshLocked(const AgentStateView& view) {
+  // Verdict.
+  NodeVerdict verdict = view.Verdict();
+  node_verdict_->SetOneHot({{"basis", std::string(ToString(verdict.basis))}}, "class",
+                           kVerdictClasses, ToString(verdict.fault_class));
+  node_verdict_->Sweep();
+
+  // Checks: one series set per check id, worst status when a check reported several findings.
+  if (view.report) {
+    std::map<std::string, const Finding*> worst;
+    for (const auto& f : view.report->findings) {
+      auto [it, inserted] = worst.emplace(f.check, &f);
+      if (!inserted && Severity(f.status) > Severity(it->second->status)) it->second = &f;
+    }
+    for (const auto& [check, f] : worst) {
+      check_status_->SetOneHot(
+          {{"check", check}, {"class", std::string(ToString(f->fault_class))}}, "status",
+          kCheckStatuses, ToString(f->status));
+    }
+  }
+  check_status_->Sweep();
+
+  // Ports and limits from the last snapshot.
+  const SnapshotSummary* summary = view.summary.get();
+  if (summary) {
+    for (const auto& p : summary->ports) {
+      prometheus::Labels labels = {{"device", p.device}, {"port", std::to_string(p.port)}};
+      if (!p.state.empty()) port_state_->SetOneHot(labels, "state", kPortStates, p.state);
+      if (!p.phys_state.empty()) {
+        port_phys_state_->SetOneHot(labels, "state", kPortPhysicalStates, p.phys_state);
+      }
+      if (p.rate_bytes_per_second) port_rate_->Set(labels, *p.rate_bytes_per_second);
+    }
+    if (summary->expected_ib_bytes_per_second) {
+      expected_bw_->Set({}, *summary->expected_ib_bytes_per_second);
+    }
+    if (summary->memlock_limit_bytes) memlock_->Set({}, *summary->memlock_limit_bytes);
+    if (summary->shm_size_bytes) shm_->Set({}, *summary->shm_size_bytes);
+  }
+  port_counters_->Update(summary);
+  for (GaugeSeries* g : {port_state_.get(), port_phys_state_.get(), port_rate_.get(),
+                         expected_bw_.get(), memlock_.get(), shm_.get()}) {
+    g->Sweep();
+  }
+
+  // Probes and pair verdicts from the coordinator link.
+  for (const auto& [key, rec] : view.probes) {
+    prometheus::Labels labels = {{"peer", key.first}, {"mode", std::string(ToString(key.second))}};
+    probe_success_->Set(labels, rec->result.outcome == ProbeOutcome::kPass ? 1 : 0);
+    probe_busbw_->Set(labels, rec->result.busbw_bytes_per_second);
+  }
+  probe_success_->Sweep();
+  probe_busbw_->Sweep();
+  for (const auto& obs : state_.ProbeObservationsAfter(observed_probe_seq_)) {
+    probe_duration_by_mode_[obs.mode]->Observe(obs.duration_seconds);
+    observed_probe_seq_ = std::max(observed_probe_seq_, obs.seq);
+  }
+  for (const auto& [peer, rec] : view.pairs) {
+    pair_verdict_->SetOneHot({{"peer", peer}}, "class", kVerdictClasses,
+                             ToString(rec->verdict.fault_class));
+  }
+  pair_verdict_->Sweep();
+
+  // Freshness and versions.
+  if (view.ready) {
+    last_check_->Set({}, static_cast<double>(view.cycle.last_finished_unix_ms) / 1000.0);
+  }
+  last_check_->Sweep();
+  if (view.last_probe_unix_ms > 0) {
+    last_probe_->Set({}, static_cast<double>(view.last_probe_unix_ms) / 1000.0);
+  }
+  last_probe_->Sweep();
+  std::string nccl = view.NcclVersion();
+  if (!nccl.empty()) nccl_info_->Set({{"version", nccl}}, 1);
+  nccl_info_->Sweep();
+
+  // Workloads.
+  for (const auto& w : *view.workloads) {
+    workload_status_->SetOneHot({{"namespace", w.ns},
+                                 {"pod", w.pod},
+                                 {"container", w.container},
+                                 {"check", w.finding.check}},
+                                "status", kCheckStatuses, ToString(w.finding.status));
+  }
+  workload_status_->Sweep();
+}
+
+std::vector<prometheus::MetricFamily> AgentMetrics::CollectLocked() const {
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  for (auto& f : port_counters_->Collect()) families.push_back(std::move(f));
+  std::sort(families.begin(), families.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  return families;
+}
+
+std::vector<prometheus::MetricFamily> AgentMetrics::Collect() {
+  AgentStateView view = state_.View();
+  std::lock_guard lock(mu_);
+  RefreshLocked(view);
+  return CollectLocked();
+}
+
+std::string AgentMetrics::Scrape() { return SerializeMetrics(Collect()); }
+
+std::string AgentMetrics::SerializeOnly() {
+  std::lock_guard lock(mu_);
+  return SerializeMetrics(CollectLocked());
+}
+
+}  // namespace nccl_triage

@@ -1,0 +1,246 @@
+#include "daemon/agent.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace nccl_triage {
+namespace {
+
+using namespace std::chrono_literals;
+
+NodeSnapshot Snapshot(uint64_t symbol_errors) {
+  NodeSnapshot s;
+  s.node = "gpu-node-1";
+  IbDevice d{.name = "mlx5_0"};
+  IbPort p;
+  p.num = 1;
+  p.state.value = "4: ACTIVE";
+  p.counters["symbol_error"] = symbol_errors;
+  d.ports.push_back(p);
+  s.ib_devices.push_back(d);
+  return s;
+}
+
+Finding Fail(std::string check, FaultClass c) {
+  return Finding{std::move(check), c, CheckStatus::kFail, "bad", {}, ""};
+}
+
+struct RecordingSink : StateSink {
+  std::vector<AgentStateView> views;
+  void OnState(const AgentStateView& v) override { views.push_back(v); }
+};
+
+class AgentTest : public ::testing::Test {
+ protected:
+  FakeClock clock_;
+  std::ostringstream log_text_;
+  Logger log_{log_text_};
+  AgentState state_{"gpu-node-1", "test", clock_.NowUnixMs()};
+};
+
+TEST_F(AgentTest, CycleStoresReportSummaryAndPassesThePreviousSnapshotToTheChecks) {
+  uint64_t errors = 0;
+  std::vector<std::optional<uint64_t>> seen_previous;
+  Agent agent(
+      {.interval = 10s}, [&]() -> StatusOr<NodeSnapshot> { return Snapshot(errors += 5); },
+      [&](const NodeSnapshot& now, const NodeSnapshot* prev) {
+        seen_previous.push_back(prev ? std::optional(prev->ib_devices[0].ports[0].counters.at(
+                                           "symbol_error"))
+                                     : std::nullopt);
+        (void)now;
+        return std::vector<Finding>{Fail("ib.port_errors", FaultClass::kIbResource)};
+      },
+      state_, clock_, log_);
+  RecordingSink sink;
+  agent.AddSink(&sink);
+  agent.RunCycle();
+  agent.RunCycle();
+  ASSERT_EQ(seen_previous.size(), 2u);
+  EXPECT_FALSE(seen_previous[0]);
+  EXPECT_EQ(seen_previous[1], 5u);
+  AgentStateView v = state_.View();
+  EXPECT_TRUE(v.ready);
+  EXPECT_EQ(v.cycle.cycles, 2u);
+  EXPECT_EQ(v.report->node, "gpu-node-1");
+  EXPECT_EQ(v.report->fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(v.summary->ports[0].error_counters.at("symbol_error"), 10u);
+  EXPECT_EQ(sink.views.size(), 2u);
+}
+
+TEST_F(AgentTest, AGatherThatThrowsCostsOneCycleNotTheProcess) {
+  int calls = 0;
+  Agent agent(
+      {.node = "override"},
+      [&]() -> StatusOr<NodeSnapshot> {
+        if (++calls == 1) throw std::runtime_error("mlx5_0: device vanished");
+        return Snapshot(0);
+      },
+      [](const NodeSnapshot&, const NodeSnapshot*) {
+        return std::vector<Finding>{
+            Finding{"ib.port_state", FaultClass::kIbResource, CheckStatus::kPass, "", {}, ""}};
+      },
+      state_, clock_, log_);
+  auto first = agent.RunCycle();
+  EXPECT_EQ(first->fault_class, FaultClass::kUnknown);
+  EXPECT_EQ(first->node, "override");
+  EXPECT_TRUE(state_.Ready());
+  EXPECT_NE(state_.View().cycle.last_error.find("device vanished"), std::string::npos);
+  EXPECT_NE(log_text_.str().find("WARN agent: cycle failed"), std::string::npos);
+  auto second = agent.RunCycle();
+  EXPECT_EQ(second->fault_class, FaultClass::kHealthy);
+  EXPECT_EQ(state_.View().cycle.last_error, "");
+}
+
+TEST_F(AgentTest, AGatherErrorStatusAndAThrowingCheckBothGiveUnknown) {
+  Agent bad_root(
+      {}, []() -> StatusOr<NodeSnapshot> { return NotFound("root /nope: no such directory"); },
+      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
+      clock_, log_);
+  EXPECT_EQ(bad_root.RunCycle()->fault_class, FaultClass::kUnknown);
+  EXPECT_NE(state_.View().cycle.last_error.find("no such directory"), std::string::npos);
+  Agent bad_check(
+      {}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
+      [](const NodeSnapshot&, const NodeSnapshot*) -> std::vector<Finding> {
+        throw std::logic_error("check bug");
+      },
+      state_, clock_, log_);
+  EXPECT_EQ(bad_check.RunCycle()->fault_class, FaultClass::kUnknown);
+  EXPECT_NE(state_.View().cycle.last_error.find("checks: check bug"), std::string::npos);
+}
+
+TEST_F(AgentTest, RunCyclesEveryIntervalOnTheInjectedClockUntilStopped) {
+  std::stop_source stop;
+  int cycles = 0;
+  Agent agent(
+      {.interval = 30s},
+      [&]() -> StatusOr<NodeSnapshot> {
+        if (++cycles == 4) stop.request_stop();
+        return Snapshot(0);
+      },
+      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
+      clock_, log_);
+  agent.Run(stop.get_token());
+  EXPECT_EQ(cycles, 4);
+  auto sleeps = clock_.Sleeps();
+  ASSERT_EQ(sleeps.size(), 4u);  // the last sleep returns at once because of the stop
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(sleeps[i], Clock::Duration(30s));
+}
+
+TEST_F(AgentTest, ASlowCycleDoesNotMakeTheLoopCatchUp) {
+  std::stop_source stop;
+  int cycles = 0;
+  Agent agent(
+      {.interval = 10s},
+      [&]() -> StatusOr<NodeSnapshot> {
+        if (++cycles == 1) clock_.Advance(25s);  // one cycle took longer than two intervals
+        if (cycles == 3) stop.request_stop();
+        return Snapshot(0);
+      },
+      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
+      clock_, log_);
+  agent.Run(stop.get_token());
+  auto sleeps = clock_.Sleeps();
+  ASSERT_GE(sleeps.size(), 2u);
+  EXPECT_EQ(sleeps[0], Clock::Duration(10s));
+}
+
+class FakeLink : public CoordinatorLink {
+ public:
+  std::atomic<bool> ran{false};
+  void Run(AgentServices& services, std::stop_token stop) override {
+    services.WaitForCycle(0, stop);
+    ProbeAssignment a;
+    a.peer = "gpu-node-2";
+    a.mode = ProbeMode::kIb;
+    ProbeResult r = services.RunProbe(a, stop);
+    PairVerdict v;
+    v.fault_class = r.outcome == ProbeOutcome::kPass ? FaultClass::kHealthy
+                                                     : FaultClass::kIbResource;
+    v.basis = Basis::kProbes;
+    services.SetPairVerdict(a.peer, v);
+    services.SetNodeVerdict(NodeVerdict{v.fault_class, Basis::kProbes, {"ib.port_state"}, "x"});
+    services.SetCoordinatorStatus("connected");
+    ran = true;
+    while (!stop.stop_requested()) std::this_thread::sleep_for(1ms);
+  }
+};
+
+TEST_F(AgentTest, TheCoordinatorLinkRunsProbesAndSetsVerdictsThroughServices) {
+  SystemClock real_clock;
+  Agent agent(
+      {.interval = 20ms}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
+      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
+      real_clock, log_);
+  agent.SetProbeRunner([](const ProbeAssignment& a, std::stop_token) {
+    ProbeResult r;
+    r.outcome = ProbeOutcome::kFail;
+    r.detail = "ibv_reg_mr failed";
+    r.duration_seconds = 1.5;
+    r.peer = "ignored: the agent fills peer and mode from the assignment";
+    (void)a;
+    return r;
+  });
+  auto link = std::make_unique<FakeLink>();
+  FakeLink* raw = link.get();
+  agent.SetCoordinatorLink(std::move(link));
+  std::stop_source stop;
+  std::thread loop([&] { agent.Run(stop.get_token()); });
+  for (int i = 0; i < 2000 && !raw->ran; ++i) std::this_thread::sleep_for(1ms);
+  stop.request_stop();
+  loop.join();
+  ASSERT_TRUE(raw->ran);
+  AgentStateView v = state_.View();
+  ASSERT_EQ(v.probes.size(), 1u);
+  auto rec = v.probes.at({"gpu-node-2", ProbeMode::kIb});
+  EXPECT_EQ(rec->result.outcome, ProbeOutcome::kFail);
+  EXPECT_DOUBLE_EQ(rec->result.duration_seconds, 1.5);
+  EXPECT_EQ(v.pairs.at("gpu-node-2")->verdict.fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(v.Verdict().basis, Basis::kProbes);
+  EXPECT_EQ(v.coordinator_status, "connected");
+}
+
+TEST_F(AgentTest, WithoutAProbeRunnerAProbeIsUnavailableNotAFailure) {
+  Agent agent(
+      {}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
+      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
+      clock_, log_);
+  std::stop_source stop;
+  ProbeResult r = agent.RunProbe({.peer = "n2", .mode = ProbeMode::kSocket}, stop.get_token());
+  EXPECT_EQ(r.outcome, ProbeOutcome::kUnavailable);
+  EXPECT_EQ(r.peer, "n2");
+  EXPECT_EQ(state_.View().probes.size(), 1u);
+}
+
+TEST_F(AgentTest, ProbesRunOneAtATime) {
+  std::atomic<int> running{0}, max_running{0};
+  Agent agent(
+      {}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
+      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
+      clock_, log_);
+  agent.SetProbeRunner([&](const ProbeAssignment&, std::stop_token) {
+    int now = ++running;
+    int prev = max_running.load();
+    while (now > prev && !max_running.compare_exchange_weak(prev, now)) {
+    }
+    std::this_thread::sleep_for(10ms);
+    --running;
+    return ProbeResult{.outcome = ProbeOutcome::kPass};
+  });
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      std::stop_source s;
+      agent.RunProbe({.peer = "n" + std::to_string(i)}, s.get_token());
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(max_running.load(), 1);
+  EXPECT_EQ(state_.View().probes.size(), 4u);
+}
+
+}  // namespace
+}  // namespace nccl_triage
