@@ -71,6 +71,7 @@ struct IbPort {
   std::vector<IbGid> gids;       // non-zero GIDs only
   std::map<std::string, uint64_t> counters;     // counters/<name>
   std::map<std::string, uint64_t> hw_counters;  // hw_counters/<name>
+  std::string counters_error;    // first counter that could not be read or parsed, empty if none
   friend bool operator==(const IbPort&, const IbPort&) = default;
 };
 
@@ -192,6 +193,7 @@ struct NodeSnapshot {
   Fact<uint64_t> cap_eff;    // proc/self/status CapEff
   Fact<int> seccomp_mode;    // proc/self/status Seccomp (0 off, 1 strict, 2 filter)
   std::vector<MountEntry> mounts;  // proc/self/mountinfo (only /dev/shm and /dev/infiniband)
+  std::string mounts_error;        // non-empty when proc/self/mountinfo could not be read
   Fact<std::string> self_netns;    // proc/self/ns/net link target "net:[4026531840]"
   Fact<std::string> init_netns;    // proc/1/ns/net
   Fact<int> selinux_enforce;       // sys/fs/selinux/enforce (missing = SELinux off)

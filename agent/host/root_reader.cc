@@ -1,0 +1,161 @@
+#include "host/root_reader.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+
+namespace nccl_triage {
+namespace {
+
+std::string ErrorFor(int err) {
+  if (err == ENOENT || err == ENOTDIR) return "missing";
+  return "unreadable: " + ErrnoName(err);
+}
+
+}  // namespace
+
+std::string ErrnoName(int err) {
+  switch (err) {
+    case EACCES: return "EACCES";
+    case EPERM: return "EPERM";
+    case ENOENT: return "ENOENT";
+    case EISDIR: return "EISDIR";
+    case ENOTDIR: return "ENOTDIR";
+    case EINVAL: return "EINVAL";
+    case EIO: return "EIO";
+    case ENODEV: return "ENODEV";
+    case ENXIO: return "ENXIO";
+    case EAGAIN: return "EAGAIN";
+    case ELOOP: return "ELOOP";
+    case ENAMETOOLONG: return "ENAMETOOLONG";
+    case ENOMEM: return "ENOMEM";
+    case EMFILE: return "EMFILE";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case EBUSY: return "EBUSY";
+    default: return "errno " + std::to_string(err);
+  }
+}
+
+bool NaturalLess(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && digit(a[ie])) ++ie;
+      while (je < b.size() && digit(b[je])) ++je;
+      // Compare by value without overflow: strip leading zeros, then length, then digits.
+      std::string_view na = a.substr(i, ie - i), nb = b.substr(j, je - j);
+      while (na.size() > 1 && na.front() == '0') na.remove_prefix(1);
+      while (nb.size() > 1 && nb.front() == '0') nb.remove_prefix(1);
+      if (na.size() != nb.size()) return na.size() < nb.size();
+      if (na != nb) return na < nb;
+      i = ie;
+      j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  if ((a.size() - i) != (b.size() - j)) return (a.size() - i) < (b.size() - j);
+  return a < b;
+}
+
+RootReader::RootReader(std::string root) : root_(std::move(root)) {
+  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+  if (root_.empty()) root_ = "/";
+}
+
+std::string RootReader::PathOf(std::string_view rel) const {
+  while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
+  if (root_ == "/") return "/" + std::string(rel);
+  return root_ + "/" + std::string(rel);
+}
+
+ReadResult RootReader::ReadFile(std::string_view rel) {
+  ++files_read_[std::string(rel)];
+  ReadResult r;
+  // O_NONBLOCK: a FIFO planted in a fixture (or a device node) must not hang the gatherer.
+  int fd = ::open(PathOf(rel).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    r.error = ErrorFor(errno);
+    return r;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    r.error = S_ISDIR(st.st_mode) ? "unreadable: EISDIR" : "unreadable: not a regular file";
+    return r;
+  }
+  std::string text;
+  std::array<char, 16384> buf{};
+  while (text.size() < kMaxFileBytes) {
+    ssize_t n = ::read(fd, buf.data(), std::min(buf.size(), kMaxFileBytes - text.size()));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      r.error = ErrorFor(err);
+      return r;
+    }
+    if (n == 0) break;
+    text.append(buf.data(), static_cast<size_t>(n));
+  }
+  ::close(fd);
+  r.text = std::move(text);
+  return r;
+}
+
+ReadResult RootReader::ReadLink(std::string_view rel, bool count) {
+  if (count) ++files_read_[std::string(rel)];
+  ReadResult r;
+  std::array<char, PATH_MAX> buf{};
+  ssize_t n = ::readlink(PathOf(rel).c_str(), buf.data(), buf.size() - 1);
+  if (n < 0) {
+    r.error = errno == EINVAL ? "not a link" : ErrorFor(errno);
+    return r;
+  }
+  r.text = std::string(buf.data(), static_cast<size_t>(n));
+  return r;
+}
+
+ListResult RootReader::List(std::string_view rel) const {
+  ListResult r;
+  DIR* dir = ::opendir(PathOf(rel).c_str());
+  if (dir == nullptr) {
+    int err = errno;
+    r.exists = err != ENOENT && err != ENOTDIR;
+    r.error = err == ENOTDIR ? "not a directory" : ErrorFor(err);
+    return r;
+  }
+  r.exists = true;
+  while (struct dirent* e = ::readdir(dir)) {
+    std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    r.names.emplace_back(name);
+  }
+  ::closedir(dir);
+  std::sort(r.names.begin(), r.names.end(),
+            [](const std::string& a, const std::string& b) { return NaturalLess(a, b); });
+  return r;
+}
+
+bool RootReader::Exists(std::string_view rel) const {
+  struct stat st {};
+  return ::lstat(PathOf(rel).c_str(), &st) == 0;
+}
+
+bool RootReader::IsDirectory(std::string_view rel) const {
+  struct stat st {};
+  return ::stat(PathOf(rel).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+}  // namespace nccl_triage
