@@ -1,0 +1,202 @@
+#include "workload/nccl_env.h"
+
+#include <algorithm>
+
+#include "checks/check_util.h"
+
+namespace nccl_triage::workload {
+namespace {
+
+std::optional<std::string> Get(const std::map<std::string, std::string>& env, const char* key) {
+  auto it = env.find(key);
+  if (it == env.end()) return std::nullopt;
+  return it->second;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+std::string UverbsIbdev(const NodeSnapshot& host, std::string_view uverbs) {
+  for (const auto& u : host.uverbs) {
+    if (u.name == uverbs) return u.ibdev;
+  }
+  return "";
+}
+
+}  // namespace
+
+NcclSettings NcclSettingsFrom(const std::map<std::string, std::string>& env) {
+  NcclSettings s;
+  s.ib_disable = Get(env, "NCCL_IB_DISABLE");
+  s.net = Get(env, "NCCL_NET");
+  s.socket_ifname = Get(env, "NCCL_SOCKET_IFNAME");
+  s.ib_hca = Get(env, "NCCL_IB_HCA");
+  s.ib_gid_index = Get(env, "NCCL_IB_GID_INDEX");
+  return s;
+}
+
+std::optional<long long> ParseNcclInt(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+  bool negative = false;
+  if (i < text.size() && (text[i] == '-' || text[i] == '+')) negative = text[i++] == '-';
+  size_t digits_start = i;
+  long long v = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9' && i - digits_start < 18) {
+    v = v * 10 + (text[i] - '0');
+    ++i;
+  }
+  if (i == digits_start) return std::nullopt;
+  return negative ? -v : v;
+}
+
+HcaFilter ParseHcaFilter(std::string_view text) {
+  HcaFilter f;
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  if (!text.empty() && text.front() == '^') {
+    f.exclude = true;
+    text.remove_prefix(1);
+  }
+  if (!text.empty() && text.front() == '=') {
+    f.exact = true;
+    text.remove_prefix(1);
+  }
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view item = text.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) continue;
+    HcaFilter::Entry e;
+    size_t colon = item.find(':');
+    e.name = std::string(item.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      // "name:port[:rail[:plane]]": only the port matters for selection.
+      std::string_view rest = item.substr(colon + 1);
+      auto port = ParseNcclInt(rest.substr(0, rest.find(':')));
+      if (port) e.port = static_cast<int>(*port);
+    }
+    if (!e.name.empty()) f.entries.push_back(std::move(e));
+  }
+  return f;
+}
+
+bool HcaFilterSelects(const HcaFilter& filter, std::string_view device, int port) {
+  bool matched = false;
+  for (const auto& e : filter.entries) {
+    bool name_ok = filter.exact ? device == e.name : device.starts_with(e.name);
+    if (name_ok && (!e.port || *e.port == port)) {
+      matched = true;
+      break;
+    }
+  }
+  // An empty list selects everything (NCCL treats an empty NCCL_IB_HCA as unset).
+  if (filter.entries.empty()) return true;
+  return matched != filter.exclude;
+}
+
+std::vector<const IbDevice*> OpenableDevices(const NodeSnapshot& host,
+                                             const std::vector<std::string>& container_dev_ib) {
+  std::vector<std::string> ibdevs;
+  for (const auto& entry : container_dev_ib) {
+    if (entry.starts_with("uverbs")) {
+      std::string ibdev = UverbsIbdev(host, entry);
+      if (!ibdev.empty()) ibdevs.push_back(ibdev);
+    }
+  }
+  std::vector<const IbDevice*> out;
+  for (const auto& dev : host.ib_devices) {
+    if (ibdevs.empty() ||
+        std::find(ibdevs.begin(), ibdevs.end(), dev.name) != ibdevs.end()) {
+      out.push_back(&dev);
+    }
+  }
+  return out;
+}
+
+Finding EnvIbDisable(const NcclSettings& settings, const NodeSnapshot& host,
+                     std::string_view env_source) {
+  checks::FindingBuilder b("env.ib_disable");
+  std::string source(env_source);
+  b.Add("NCCL_IB_DISABLE", settings.ib_disable.value_or("(unset)"), source);
+  if (settings.net) b.Add("NCCL_NET", *settings.net, source);
+  std::vector<std::string> hcas;
+  for (const auto& d : host.ib_devices) hcas.push_back(d.name);
+  b.Add("host RDMA devices", hcas.empty() ? "none" : checks::Join(hcas), "sys/class/infiniband");
+
+  bool disabled = false;
+  if (settings.ib_disable) {
+    auto v = ParseNcclInt(*settings.ib_disable);
+    disabled = v.has_value() && *v != 0;
+  }
+  bool net_socket = settings.net && EqualsIgnoreCase(*settings.net, "Socket");
+  if (hcas.empty()) {
+    return b.Pass("no RDMA devices on this node: sockets are the only network path");
+  }
+  if (disabled) {
+    return b.Warn("NCCL_IB_DISABLE=" + *settings.ib_disable + " keeps NCCL on TCP sockets although "
+                  "the node has " + std::to_string(hcas.size()) + " RDMA device(s)");
+  }
+  if (net_socket) {
+    return b.Warn("NCCL_NET=" + *settings.net + " forces TCP sockets although the node has " +
+                  std::to_string(hcas.size()) + " RDMA device(s)");
+  }
+  return b.Pass("NCCL may use the node's RDMA devices");
+}
+
+Finding EnvIbHca(const NcclSettings& settings, const NodeSnapshot& host,
+                 const std::vector<std::string>& container_dev_ib, std::string_view env_source) {
+  checks::FindingBuilder b("env.ib_hca");
+  std::string source(env_source);
+  b.Add("NCCL_IB_HCA", settings.ib_hca.value_or("(unset)"), source);
+  if (host.ib_devices.empty()) {
+    return b.Skip("no RDMA devices on this node");
+  }
+  auto openable = OpenableDevices(host, container_dev_ib);
+  std::vector<std::string> names;
+  for (const auto* d : openable) names.push_back(d->name);
+  b.Add("devices the container can open", checks::Join(names),
+        "proc/<pid>/root/dev/infiniband, sys/class/infiniband_verbs");
+  if (!settings.ib_hca) return b.Pass("NCCL_IB_HCA unset: NCCL uses every device it can open");
+  HcaFilter filter = ParseHcaFilter(*settings.ib_hca);
+  if (filter.entries.empty()) return b.Pass("NCCL_IB_HCA is empty: treated as unset");
+
+  std::vector<std::string> selected;
+  for (const auto* d : openable) {
+    for (const auto& p : d->ports) {
+      if (HcaFilterSelects(filter, d->name, p.num)) {
+        selected.push_back(d->name + ":" + std::to_string(p.num));
+      }
+    }
+  }
+  b.Add("ports selected", selected.empty() ? "none" : checks::Join(selected), "NCCL_IB_HCA");
+  if (selected.empty()) {
+    return b.Fail("NCCL_IB_HCA=" + *settings.ib_hca + " selects none of the devices the " +
+                  "container can open (" + checks::Join(names) + "): NCCL finds no IB device");
+  }
+  if (!filter.exclude) {
+    std::vector<std::string> absent;
+    for (const auto& e : filter.entries) {
+      HcaFilter one{false, filter.exact, {e}};
+      bool any = false;
+      for (const auto* d : openable) {
+        for (const auto& p : d->ports) any = any || HcaFilterSelects(one, d->name, p.num);
+      }
+      if (!any) absent.push_back(e.port ? e.name + ":" + std::to_string(*e.port) : e.name);
+    }
+    if (!absent.empty()) {
+      return b.Warn("NCCL_IB_HCA names device(s) the container cannot open: " +
+                    checks::Join(absent) + " (NCCL uses the others)");
+    }
+  }
+  return b.Pass("NCCL_IB_HCA selects " + std::to_string(selected.size()) + " port(s)");
+}
+
+}  // namespace nccl_triage::workload

@@ -1,0 +1,293 @@
+#include "workload/scanner.h"
+
+#include <algorithm>
+#include <map>
+#include <regex>
+
+#include "host/parsers.h"
+#include "host/root_reader.h"
+
+namespace nccl_triage::workload {
+namespace {
+
+bool AllDigits(std::string_view s) {
+  if (s.empty() || s.size() > 9) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The literal text every match must start with ("^/dev/nvidia[0-9]+$" -> "/dev/nvidia"), so that
+// the regex runs only on plausible targets: most fd links are sockets, pipes and anon inodes.
+std::string LiteralPrefix(std::string_view pattern) {
+  if (!pattern.starts_with('^')) return "";
+  std::string out;
+  for (size_t i = 1; i < pattern.size(); ++i) {
+    char c = pattern[i];
+    if (std::string_view("\\.[]()*+?{}|^$").find(c) != std::string_view::npos) {
+      // A quantifier applies to the previous character, which is then not certain either.
+      if ((c == '*' || c == '?' || c == '{') && !out.empty()) out.pop_back();
+      break;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Text that may go into a debug line or evidence: printable ASCII, bounded.
+std::string Printable(std::string_view s, size_t max = 200) {
+  std::string out;
+  for (char c : s.substr(0, max)) {
+    auto u = static_cast<unsigned char>(c);
+    out.push_back(u >= 0x20 && u < 0x7f ? c : '?');
+  }
+  return out;
+}
+
+std::string TrimNewline(std::string_view s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == '\0')) {
+    s.remove_suffix(1);
+  }
+  return std::string(s);
+}
+
+bool Vanished(const ReadResult& r) { return !r.ok() && (r.error == "missing" || r.error == "unreadable: errno 3"); }
+
+class Pass {
+ public:
+  Pass(const ScannerOptions& options, RootReader& reader)
+      : options_(options), reader_(reader), prefix_(LiteralPrefix(options.gpu_device_pattern)) {
+    try {
+      pattern_ = std::regex(options.gpu_device_pattern, std::regex::ECMAScript | std::regex::optimize);
+      pattern_ok_ = true;
+    } catch (const std::regex_error&) {
+      pattern_ok_ = false;
+    }
+  }
+
+  ScanResult Run() {
+    ScanResult result;
+    if (!pattern_ok_) {
+      result.error = "invalid GPU device pattern";
+      return result;
+    }
+    ListResult procs = reader_.List("proc");
+    if (!procs.exists) {
+      result.error = "proc: " + procs.error;
+      return result;
+    }
+    {
+      ReadResult link = reader_.ReadLink("proc/1/ns/net");
+      result.host_netns.source = "proc/1/ns/net";
+      if (link.ok()) {
+        result.host_netns.value = TrimNewline(*link.text);
+      } else {
+        result.host_netns.error = link.error;
+      }
+    }
+    std::map<std::string, ContainerFacts> by_id;
+    for (const auto& name : procs.names) {
+      if (!AllDigits(name)) continue;
+      int pid = std::stoi(name);
+      if (pid == options_.self_pid) continue;
+      ++result.processes_scanned;
+      std::vector<std::string> gpus = GpuDevices(name);
+      if (gpus.empty()) continue;
+      ProcessOutcome outcome = ReadProcess(pid, name, std::move(gpus));
+      if (!outcome.skip_reason.empty()) {
+        Skip(result, pid, outcome.skip_reason);
+        continue;
+      }
+      auto& container = by_id[outcome.ref.container_id];
+      if (container.ref.container_id.empty()) container.ref = outcome.ref;
+      container.processes.push_back(std::move(outcome.facts));
+    }
+    for (auto& [id, c] : by_id) {
+      std::sort(c.processes.begin(), c.processes.end(),
+                [](const auto& a, const auto& b) { return a.pid < b.pid; });
+      result.containers.push_back(std::move(c));
+    }
+    result.files_read = reader_.TakeFilesRead();
+    return result;
+  }
+
+ private:
+  struct ProcessOutcome {
+    CgroupRef ref;
+    ProcessFacts facts;
+    std::string skip_reason;
+  };
+
+  void Skip(ScanResult& result, int pid, std::string reason) {
+    Debug("workload: skipped pid " + std::to_string(pid) + ": " + reason);
+    result.skipped.push_back({pid, std::move(reason)});
+  }
+
+  void Debug(const std::string& line) const {
+    if (options_.debug) options_.debug(line);
+  }
+
+  bool Matches(std::string_view target) const {
+    if (!target.starts_with(prefix_)) return false;
+    return std::regex_match(target.begin(), target.end(), pattern_);
+  }
+
+  std::vector<std::string> GpuDevices(const std::string& pid_name) {
+    std::vector<std::string> gpus;
+    const std::string fd_dir = "proc/" + pid_name + "/fd";
+    ListResult fds = reader_.List(fd_dir);
+    for (const auto& fd : fds.names) {
+      ReadResult link = reader_.ReadLink(fd_dir + "/" + fd, /*count=*/false);
+      if (!link.ok() || !Matches(*link.text)) continue;
+      if (std::find(gpus.begin(), gpus.end(), *link.text) == gpus.end()) gpus.push_back(*link.text);
+    }
+    std::sort(gpus.begin(), gpus.end(), [](const auto& a, const auto& b) { return NaturalLess(a, b); });
+    return gpus;
+  }
+
+  template <typename T>
+  Fact<T> FactFrom(const std::string& source, const ReadResult& r,
+                   const std::function<std::optional<T>(std::string_view)>& parse) {
+    Fact<T> f;
+    f.source = source;
+    if (!r.ok()) {
+      f.error = r.error;
+    } else if (auto v = parse(*r.text)) {
+      f.value = std::move(*v);
+    } else {
+      f.error = UnparseableError(*r.text);
+    }
+    return f;
+  }
+
+  ProcessOutcome ReadProcess(int pid, const std::string& pid_name, std::vector<std::string> gpus) {
+    ProcessOutcome out;
+    const std::string dir = "proc/" + pid_name + "/";
+    ReadResult cgroup = reader_.ReadFile(dir + "cgroup");
+    if (!cgroup.ok()) {
+      out.skip_reason = Vanished(cgroup) ? "exited during the scan" : dir + "cgroup " + cgroup.error;
+      return out;
+    }
+    auto ref = ParseCgroupFile(*cgroup.text);
+    if (!ref) {
+      out.skip_reason = "cgroup path of unknown shape (not a Kubernetes container): '" +
+                        Printable(TrimNewline(*cgroup.text), 160) + "'";
+      return out;
+    }
+    out.ref = std::move(*ref);
+    ProcessFacts& p = out.facts;
+    p.pid = pid;
+    p.gpu_devices = std::move(gpus);
+    bool vanished = false;
+    auto read = [&](const char* leaf) {
+      ReadResult r = reader_.ReadFile(dir + leaf);
+      vanished = vanished || Vanished(r);
+      return r;
+    };
+
+    if (ReadResult r = read("comm"); r.ok()) p.comm = Printable(TrimNewline(*r.text), 64);
+
+    ReadResult limits = read("limits");
+    auto parsed_limits = limits.ok() ? ParseLimits(*limits.text) : std::map<std::string, LimitPair>{};
+    auto limit_fact = [&](const char* row) {
+      Fact<LimitPair> f;
+      f.source = dir + "limits";
+      if (!limits.ok()) {
+        f.error = limits.error;
+      } else if (auto it = parsed_limits.find(row); it != parsed_limits.end()) {
+        f.value = it->second;
+      } else {
+        f.error = "unparseable: no '" + std::string(row) + "' row";
+      }
+      return f;
+    };
+    p.memlock = limit_fact("Max locked memory");
+    p.nofile = limit_fact("Max open files");
+
+    ReadResult status = read("status");
+    p.cap_eff = FactFrom<uint64_t>(dir + "status", status, ParseStatusCapEff);
+    p.seccomp_mode = FactFrom<int>(dir + "status", status, ParseStatusSeccomp);
+
+    {
+      ReadResult link = reader_.ReadLink(dir + "ns/net");
+      vanished = vanished || Vanished(link);
+      p.netns = FactFrom<std::string>(dir + "ns/net", link, ParseNamespaceLink);
+    }
+
+    {
+      ListResult ib = reader_.List(dir + "root/dev/infiniband");
+      p.dev_infiniband_present = ib.exists && ib.error.empty();
+      p.dev_infiniband = std::move(ib.names);
+      if (ib.exists && !ib.error.empty()) p.dev_infiniband_error = ib.error;
+    }
+
+    p.mounts = FactFrom<std::vector<MountEntry>>(
+        dir + "mountinfo", read("mountinfo"),
+        [](std::string_view text) -> std::optional<std::vector<MountEntry>> {
+          auto all = ParseMountinfo(text);
+          if (all.empty()) return std::nullopt;
+          std::vector<MountEntry> kept;
+          for (auto& m : all) {
+            if (m.mount_point == "/dev/shm" || m.mount_point == "/dev/infiniband" ||
+                m.mount_point == "/dev") {
+              kept.push_back(std::move(m));
+            }
+          }
+          return kept;
+        });
+
+    p.interfaces = FactFrom<std::vector<std::string>>(dir + "net/dev", read("net/dev"),
+                                                      ParseNetDevNames);
+
+    {
+      // The raw environment lives only in this block; the filter copies out allow-listed names.
+      ReadResult env = read("environ");
+      p.environ.source = dir + "environ";
+      if (env.ok()) {
+        p.environ.value = FilterEnviron(*env.text);
+        const FilteredEnviron& fe = *p.environ.value;
+        if (fe.malformed > 0 || fe.bad_values > 0) {
+          Debug("workload: pid " + std::to_string(pid) + " environ: " +
+                std::to_string(fe.malformed) + " malformed entries and " +
+                std::to_string(fe.bad_values) + " allow-listed values that are not text skipped");
+        }
+      } else {
+        p.environ.error = env.error;
+      }
+    }
+
+    p.nccl = FactFrom<std::optional<NcclLibrary>>(
+        dir + "maps", read("maps"),
+        [](std::string_view text) -> std::optional<std::optional<NcclLibrary>> {
+          // Engaged outer value: the file was read; the inner one says whether NCCL is mapped.
+          return std::optional<std::optional<NcclLibrary>>(std::in_place, ParseNcclFromMaps(text));
+        });
+
+    if (vanished && !reader_.Exists(dir.substr(0, dir.size() - 1))) {
+      out.skip_reason = "exited during the scan";
+      return out;
+    }
+    for (const auto* err : {&p.memlock.error, &p.cap_eff.error, &p.netns.error, &p.mounts.error,
+                            &p.interfaces.error, &p.environ.error, &p.nccl.error}) {
+      if (!err->empty()) {
+        Debug("workload: pid " + std::to_string(pid) + ": " + Printable(*err, 120));
+      }
+    }
+    return out;
+  }
+
+  const ScannerOptions& options_;
+  RootReader& reader_;
+  std::string prefix_;
+  std::regex pattern_;
+  bool pattern_ok_ = false;
+};
+
+}  // namespace
+
+WorkloadScanner::WorkloadScanner(ScannerOptions options) : options_(std::move(options)) {}
+
+ScanResult WorkloadScanner::Scan() const {
+  RootReader reader(options_.root);
+  return Pass(options_, reader).Run();
+}
+
+}  // namespace nccl_triage::workload
