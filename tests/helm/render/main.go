@@ -4,6 +4,7 @@
 //
 //	render --chart helm/nccl-triage [-f override.yaml]... [--set a.b=c]... \
 //	       [--name nccl-triage] [--namespace nccl-triage] [--out FILE] [--notes FILE]
+//	       [--dump-values FILE]
 //	render --chart helm/nccl-triage -f values.yaml --validate-only
 //
 // Values: values.yaml merged with each -f file, then each --set, and validated against
@@ -34,6 +35,7 @@ func main() {
 	out := flag.String("out", "", "write the manifests here instead of stdout")
 	notes := flag.String("notes", "", "write the rendered NOTES.txt here")
 	validateOnly := flag.Bool("validate-only", false, "only validate the values against the schema")
+	dumpValues := flag.String("dump-values", "", "write the merged values (JSON) here")
 	flag.Var(&valueFiles, "f", "values file merged over values.yaml (repeatable)")
 	flag.Var(&sets, "set", "key.path=value (repeatable)")
 	flag.Var(&apiVersions, "api-versions", "API versions the cluster serves (repeatable)")
@@ -43,14 +45,14 @@ func main() {
 		os.Exit(2)
 	}
 	if err := run(*chartDir, valueFiles, sets, apiVersions, *name, *namespace, *service, *upgrade,
-		*kubeVersion, *out, *notes, *validateOnly); err != nil {
+		*kubeVersion, *out, *notes, *dumpValues, *validateOnly); err != nil {
 		fmt.Fprintf(os.Stderr, "render: %v\n", err)
 		os.Exit(1)
 	}
 }
 
 func run(chartDir string, valueFiles, sets, apiVersions []string, name, namespace, service string,
-	upgrade bool, kubeVersion, out, notesOut string, validateOnly bool) error {
+	upgrade bool, kubeVersion, out, notesOut, dumpValues string, validateOnly bool) error {
 	chart, err := LoadChart(chartDir)
 	if err != nil {
 		return err
@@ -65,6 +67,11 @@ func run(chartDir string, valueFiles, sets, apiVersions []string, name, namespac
 	}
 	for _, s := range sets {
 		if err := setValue(values, s); err != nil {
+			return err
+		}
+	}
+	if dumpValues != "" {
+		if err := os.WriteFile(dumpValues, []byte(toJSON(values)), 0o644); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,53 @@
+# nccl-triage image: one binary for the agent (DaemonSet) and the coordinator (Deployment).
+#
+#   docker build -t nccl-triage:0.1.0 .
+#
+# Two stages. `build` has the compilers and -dev packages; `runtime` carries only the binary, the
+# shared libraries it loads and a default configuration. The package lists live in
+# scripts/packages-build.txt and scripts/packages-runtime.txt (the same files a developer's
+# `make deps` reads) and are installed by scripts/install-deps.sh in both stages.
+#
+# The image runs as root by default: the agent must (privileged DaemonSet: it opens the uverbs
+# devices, registers memory and reads other containers' /proc). The coordinator needs no
+# privilege: the user nccl-triage (uid 65532) exists for it, and the helm chart runs the
+# coordinator with runAsNonRoot / runAsUser 65532.
+#
+# CUDA and NCCL are not in the image: the probe child loads libcuda.so.1 and libnccl.so.2 with
+# dlopen from the host (NVIDIA container runtime) or from probe.nccl_library_paths.
+
+ARG DEBIAN_RELEASE=12
+
+# ------------------------------------------------------------------------------------- build
+FROM debian:${DEBIAN_RELEASE} AS build
+WORKDIR /src
+# Dependencies first, so that source changes do not reinstall them. The test-only tail of the
+# build list (Prometheus, Go, clang...) is not needed to build the binary.
+COPY scripts/install-deps.sh scripts/packages-build.txt scripts/
+RUN sed '/^# test-only/,$d' scripts/packages-build.txt > /tmp/packages-build-only.txt \
+    && scripts/install-deps.sh /tmp/packages-build-only.txt \
+    && rm -rf /var/lib/apt/lists/*
+COPY . .
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+          -DNCCL_TRIAGE_BUILD_TESTS=OFF -DNCCL_TRIAGE_BUILD_BENCH=OFF -DNCCL_TRIAGE_BUILD_FUZZ=OFF \
+    && cmake --build /build --target nccl-triage -j"$(nproc)" \
+    && strip --strip-debug /build/nccl-triage \
+    && /build/nccl-triage --version \
+    && /build/nccl-triage check --dump-config > /build/config.yaml
+
+# ------------------------------------------------------------------------------------- runtime
+FROM debian:${DEBIAN_RELEASE} AS runtime
+COPY scripts/install-deps.sh scripts/packages-runtime.txt /tmp/deps/
+RUN /tmp/deps/install-deps.sh /tmp/deps/packages-runtime.txt \
+    && rm -rf /var/lib/apt/lists/* /tmp/deps \
+    && groupadd --system --gid 65532 nccl-triage \
+    && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
+               --shell /usr/sbin/nologin nccl-triage
+COPY --from=build /build/nccl-triage /usr/bin/nccl-triage
+# The effective defaults (`check --dump-config`); in Kubernetes the chart's ConfigMap replaces it.
+COPY --from=build /build/config.yaml /etc/nccl-triage/config.yaml
+# Fail the image build, not a node, when a shared library is missing.
+RUN nccl-triage --version
+# agent HTTP (metrics, /livez, /readyz, /status); coordinator gRPC; coordinator HTTP.
+EXPOSE 9500 9501 9502
+ENTRYPOINT ["/usr/bin/nccl-triage"]
+CMD ["--help"]

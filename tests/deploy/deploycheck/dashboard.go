@@ -1,0 +1,193 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// panelQuery is one query of the dashboard, with where it came from.
+type panelQuery struct {
+	where string
+	expr  string
+}
+
+// dashboardQueries walks every panel (rows included) and every template variable.
+func dashboardQueries(d map[string]interface{}) []panelQuery {
+	var out []panelQuery
+	var walk func(panels []interface{})
+	walk = func(panels []interface{}) {
+		for _, p := range panels {
+			pm, _ := p.(map[string]interface{})
+			title, _ := pm["title"].(string)
+			for _, t := range asList(pm["targets"]) {
+				tm, _ := t.(map[string]interface{})
+				if e, _ := tm["expr"].(string); e != "" {
+					out = append(out, panelQuery{fmt.Sprintf("panel %q query %v", title, tm["refId"]), e})
+				}
+			}
+			walk(asList(pm["panels"]))
+		}
+	}
+	walk(asList(d["panels"]))
+	templating, _ := d["templating"].(map[string]interface{})
+	labelValues := regexp.MustCompile(`^label_values\((.+),\s*(\w+)\)$`)
+	for _, v := range asList(templating["list"]) {
+		vm, _ := v.(map[string]interface{})
+		if vm["type"] != "query" {
+			continue
+		}
+		q, _ := vm["definition"].(string)
+		if qm, ok := vm["query"].(map[string]interface{}); ok {
+			if s, _ := qm["query"].(string); s != "" {
+				q = s
+			}
+		}
+		// label_values(metric, label) is answered from the series of metric that carry label.
+		if m := labelValues.FindStringSubmatch(q); m != nil {
+			out = append(out, panelQuery{fmt.Sprintf("variable %v", vm["name"]),
+				fmt.Sprintf("count by (%s) (%s)", m[2], m[1])})
+		}
+	}
+	return out
+}
+
+func asList(v interface{}) []interface{} {
+	l, _ := v.([]interface{})
+	return l
+}
+
+// substitute replaces Grafana's variables the way an "All" selection with allValue ".*" does.
+func substitute(expr string, vars []string) string {
+	r := expr
+	for k, v := range map[string]string{"$__rate_interval": "1m", "${__rate_interval}": "1m",
+		"$__interval": "15s", "${__interval}": "15s", "$__range": "5m", "${__range}": "5m"} {
+		r = strings.ReplaceAll(r, k, v)
+	}
+	for _, name := range vars {
+		r = strings.ReplaceAll(r, "${"+name+"}", ".*")
+		r = strings.ReplaceAll(r, "[["+name+"]]", ".*")
+		r = regexp.MustCompile(`\$`+name+`\b`).ReplaceAllString(r, ".*")
+	}
+	return r
+}
+
+type promResponse struct {
+	Status string `json:"status"`
+	Error  string `json:"error"`
+	Data   struct {
+		ResultType string            `json:"resultType"`
+		Result     []json.RawMessage `json:"result"`
+	} `json:"data"`
+}
+
+func promQuery(base, expr string) (promResponse, error) {
+	var r promResponse
+	client := http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(base + "/api/v1/query?query=" + url.QueryEscape(expr))
+	if err != nil {
+		return r, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// runDashboard runs every query of the dashboard against a Prometheus that scraped nccl-triage
+// and fails on a query that errors or returns nothing. --skip-metric names metrics that no scraped
+// target can export in this run (reported as skipped, with the reason).
+func runDashboard(c *checker, args []string) {
+	fs := flag.NewFlagSet("dashboard", flag.ExitOnError)
+	dashboard := fs.String("dashboard", "", "dashboard JSON")
+	prom := fs.String("prometheus", "", "Prometheus base URL")
+	skip := fs.String("skip-metric", "", "regexp of metric names whose queries are skipped")
+	skipReason := fs.String("skip-reason", "", "why they are skipped")
+	fs.Parse(args)
+	b, err := os.ReadFile(*dashboard)
+	if err != nil {
+		c.fatal(err)
+		return
+	}
+	var d map[string]interface{}
+	if err := json.Unmarshal(b, &d); err != nil {
+		c.fatal(fmt.Errorf("%s: %v", *dashboard, err))
+		return
+	}
+	var vars []string
+	templating, _ := d["templating"].(map[string]interface{})
+	for _, v := range asList(templating["list"]) {
+		vm, _ := v.(map[string]interface{})
+		if name, _ := vm["name"].(string); name != "" && vm["type"] != "datasource" {
+			vars = append(vars, name)
+			c.check(vm["includeAll"] == true && vm["allValue"] == ".*", "variable %s has no regex All (.*)", name)
+		}
+	}
+	c.check(len(vars) >= 2, "dashboard has %d template variables, want node and class", len(vars))
+	queries := dashboardQueries(d)
+	c.check(len(queries) > 10, "only %d queries found", len(queries))
+	var skipRe *regexp.Regexp
+	if *skip != "" {
+		skipRe = regexp.MustCompile(*skip)
+	}
+	for _, q := range queries {
+		expr := substitute(q.expr, vars)
+		c.check(!strings.Contains(expr, "$"), "%s: unsubstituted variable in %s", q.where, expr)
+		if skipRe != nil && skipRe.MatchString(expr) {
+			c.skipped++
+			fmt.Printf("SKIP %s: %s (%s)\n", q.where, expr, *skipReason)
+			continue
+		}
+		r, err := promQuery(*prom, expr)
+		if !c.check(err == nil, "%s: %v", q.where, err) {
+			continue
+		}
+		if !c.check(r.Status == "success", "%s: %s\n     %s", q.where, r.Error, expr) {
+			continue
+		}
+		c.check(len(r.Data.Result) > 0, "%s returns nothing:\n     %s", q.where, expr)
+	}
+}
+
+// runAlertsLive checks which alerts the rules put into pending/firing state against the live
+// metrics of real agents: the rules and the metrics agree on names and labels.
+func runAlertsLive(c *checker, args []string) {
+	fs := flag.NewFlagSet("alerts-live", flag.ExitOnError)
+	prom := fs.String("prometheus", "", "Prometheus base URL")
+	var expect, absent multiFlag
+	fs.Var(&expect, "expect", "ALERTS selector that must match (repeatable), e.g. 'NcclTriageIbPortDown{node=\"x\"}'")
+	fs.Var(&absent, "absent", "ALERTS selector that must not match (repeatable)")
+	fs.Parse(args)
+	sel := regexp.MustCompile(`^(\w+)(\{.*\})?$`)
+	query := func(s string) string {
+		m := sel.FindStringSubmatch(s)
+		if m == nil {
+			return ""
+		}
+		labels := strings.TrimSuffix(strings.TrimPrefix(m[2], "{"), "}")
+		if labels != "" {
+			labels = "," + labels
+		}
+		return fmt.Sprintf(`ALERTS{alertname="%s"%s}`, m[1], labels)
+	}
+	for _, e := range expect {
+		r, err := promQuery(*prom, query(e))
+		c.check(err == nil && r.Status == "success" && len(r.Data.Result) > 0, "alert %s is not pending or firing (%v %s)", e, err, r.Error)
+	}
+	for _, a := range absent {
+		r, err := promQuery(*prom, query(a))
+		c.check(err == nil && r.Status == "success" && len(r.Data.Result) == 0, "alert %s is active but must not be (%v %s)", a, err, r.Error)
+	}
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }

@@ -1,0 +1,635 @@
+// Command chartcheck asserts on a rendered nccl-triage chart: the objects a given set of values
+// must produce, the agent's privileges and mounts, probes, RBAC verbs, the verbatim config, the
+// token Secret, monitoring objects and the shared rules/dashboard files.
+//
+//	chartcheck --manifests rendered.yaml --values merged.json --chart helm/nccl-triage \
+//	           --mode default|all-on [--extract-config config.yaml]
+//	chartcheck --schema-cases tests/helm/bad-values --render build/helm-render --chart helm/nccl-triage
+//	chartcheck --config-subset rendered-config.yaml --config-dump dumped.yaml
+//
+// Every failed assertion is printed; the exit code is 1 when any failed. The final line is
+// "N passed, M failed".
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+type checker struct {
+	passed, failed int
+	scope          string
+}
+
+func (c *checker) check(ok bool, format string, args ...interface{}) {
+	if ok {
+		c.passed++
+		return
+	}
+	c.failed++
+	fmt.Printf("FAIL [%s] %s\n", c.scope, fmt.Sprintf(format, args...))
+}
+
+type obj = map[string]interface{}
+
+// get walks a dotted path; list elements are addressed by index ("containers.0.name").
+func get(o interface{}, p string) interface{} {
+	cur := o
+	for _, k := range strings.Split(p, ".") {
+		switch t := cur.(type) {
+		case map[string]interface{}:
+			cur = t[k]
+		case []interface{}:
+			var i int
+			if _, err := fmt.Sscanf(k, "%d", &i); err != nil || i < 0 || i >= len(t) {
+				return nil
+			}
+			cur = t[i]
+		default:
+			return nil
+		}
+	}
+	return cur
+}
+
+func str(o interface{}, p string) string {
+	s, _ := get(o, p).(string)
+	return s
+}
+
+func list(o interface{}, p string) []interface{} {
+	l, _ := get(o, p).([]interface{})
+	return l
+}
+
+func loadManifests(file string) ([]obj, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var out []obj
+	for {
+		var o obj
+		err := dec.Decode(&o)
+		if err != nil {
+			if err.Error() == "EOF" {
+				break
+			}
+			return nil, fmt.Errorf("%s: %v", file, err)
+		}
+		if o != nil {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// normalize turns YAML-decoded values into the JSON model (float64 numbers) for comparisons.
+func normalize(v interface{}) interface{} {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err.Error()
+	}
+	var out interface{}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return err.Error()
+	}
+	return out
+}
+
+type set struct {
+	objs []obj
+}
+
+func (s set) find(kind, name string) obj {
+	for _, o := range s.objs {
+		if o["kind"] == kind && str(o, "metadata.name") == name {
+			return o
+		}
+	}
+	return nil
+}
+
+func (s set) byKind(kind string) []obj {
+	var out []obj
+	for _, o := range s.objs {
+		if o["kind"] == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func (s set) inventory() []string {
+	var out []string
+	for _, o := range s.objs {
+		out = append(out, fmt.Sprintf("%s/%s", o["kind"], str(o, "metadata.name")))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func container(pod obj, name string) obj {
+	for _, c := range list(pod, "spec.template.spec.containers") {
+		if m, ok := c.(obj); ok && m["name"] == name {
+			return m
+		}
+	}
+	return nil
+}
+
+func envFieldRef(c obj, name string) string {
+	for _, e := range list(c, "env") {
+		if str(e, "name") == name {
+			return str(e, "valueFrom.fieldRef.fieldPath")
+		}
+	}
+	return ""
+}
+
+func mount(c obj, mountPath string) obj {
+	for _, m := range list(c, "volumeMounts") {
+		if str(m, "mountPath") == mountPath {
+			return m.(obj)
+		}
+	}
+	return nil
+}
+
+func volume(pod obj, name string) obj {
+	for _, v := range list(pod, "spec.template.spec.volumes") {
+		if str(v, "name") == name {
+			return v.(obj)
+		}
+	}
+	return nil
+}
+
+func port(c obj, name string) float64 {
+	for _, p := range list(c, "ports") {
+		if str(p, "name") == name {
+			f, _ := normalize(get(p, "containerPort")).(float64)
+			return f
+		}
+	}
+	return 0
+}
+
+func strs(l []interface{}) []string {
+	var out []string
+	for _, e := range l {
+		out = append(out, fmt.Sprint(e))
+	}
+	return out
+}
+
+func contains(l []string, s string) bool {
+	for _, e := range l {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+func listenPort(listen string) float64 {
+	var p float64
+	fmt.Sscanf(listen[strings.LastIndex(listen, ":")+1:], "%g", &p)
+	return p
+}
+
+// rbacRules flattens a ClusterRole into "group/resource:verb" strings.
+func rbacRules(role obj) []string {
+	var out []string
+	for _, r := range list(role, "rules") {
+		for _, g := range strs(list(r, "apiGroups")) {
+			for _, res := range strs(list(r, "resources")) {
+				for _, v := range strs(list(r, "verbs")) {
+					out = append(out, fmt.Sprintf("%s/%s:%s", g, res, v))
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func main() {
+	manifests := flag.String("manifests", "", "rendered chart")
+	valuesFile := flag.String("values", "", "merged values (renderer --dump-values)")
+	chartDir := flag.String("chart", "", "chart directory")
+	mode := flag.String("mode", "default", "default | all-on")
+	extract := flag.String("extract-config", "", "write the rendered config.yaml here")
+	schemaCases := flag.String("schema-cases", "", "directory of values files that must be rejected")
+	renderBin := flag.String("render", "", "renderer binary (for --schema-cases)")
+	subset := flag.String("config-subset", "", "a config file whose every value must be in --config-dump")
+	dump := flag.String("config-dump", "", "the output of nccl-triage check --dump-config")
+	flag.Parse()
+	c := &checker{}
+	var err error
+	if *subset != "" {
+		err = runConfigSubset(c, *subset, *dump)
+	} else if *schemaCases != "" {
+		err = runSchemaCases(c, *schemaCases, *renderBin, *chartDir)
+	} else {
+		err = runManifests(c, *manifests, *valuesFile, *chartDir, *mode, *extract)
+	}
+	if err != nil {
+		fmt.Printf("chartcheck: %v\n", err)
+		c.failed++
+	}
+	fmt.Printf("%d passed, %d failed\n", c.passed, c.failed)
+	if c.failed > 0 {
+		os.Exit(1)
+	}
+}
+
+// runSchemaCases renders every values file of dir and expects a failure whose message contains
+// the file's "# expect: <text>" line.
+func runSchemaCases(c *checker, dir, renderBin, chartDir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no cases in %s", dir)
+	}
+	for _, f := range files {
+		c.scope = filepath.Base(f)
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var expect []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "# expect: ") {
+				expect = append(expect, strings.TrimPrefix(l, "# expect: "))
+			}
+		}
+		c.check(len(expect) > 0, "case has no '# expect:' line")
+		cmd := exec.Command(renderBin, "--chart", chartDir, "-f", f, "--out", os.DevNull)
+		out, err := cmd.CombinedOutput()
+		c.check(err != nil, "values were accepted, want a rejection")
+		for _, e := range expect {
+			c.check(strings.Contains(string(out), e), "error %q does not mention %q", strings.TrimSpace(string(out)), e)
+		}
+	}
+	return nil
+}
+
+func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract string) error {
+	objs, err := loadManifests(manifests)
+	if err != nil {
+		return err
+	}
+	vb, err := os.ReadFile(valuesFile)
+	if err != nil {
+		return err
+	}
+	var values obj
+	if err := json.Unmarshal(vb, &values); err != nil {
+		return err
+	}
+	s := set{objs}
+	allOn := mode == "all-on"
+	full := "nccl-triage"
+	if allOn {
+		full = "triage"
+	}
+	ns := "nccl-triage"
+
+	c.scope = "inventory"
+	want := []string{
+		"ClusterRole/" + full + "-agent", "ClusterRoleBinding/" + full + "-agent",
+		"ConfigMap/" + full + "-config", "ConfigMap/" + full + "-dashboard",
+		"DaemonSet/" + full + "-agent", "Deployment/" + full + "-coordinator",
+		"Secret/" + full + "-token", "Service/" + full + "-coordinator",
+	}
+	if allOn {
+		want = append(want,
+			"ClusterRole/"+full+"-coordinator", "ClusterRoleBinding/"+full+"-coordinator",
+			"ConfigMap/nccl-triage-extra", "ConfigMap/triage-extra-string",
+			"NetworkPolicy/"+full+"-coordinator",
+			"PodMonitor/"+full+"-agent", "PodMonitor/"+full+"-coordinator",
+			"PrometheusRule/"+full, "Service/"+full+"-agent",
+			"ServiceAccount/triage-agent-sa", "ServiceAccount/triage-coordinator-sa",
+			"ServiceMonitor/"+full+"-agent", "ServiceMonitor/"+full+"-coordinator")
+	} else {
+		want = append(want, "ServiceAccount/"+full+"-agent", "ServiceAccount/"+full+"-coordinator")
+	}
+	sort.Strings(want)
+	c.check(reflect.DeepEqual(s.inventory(), want), "objects\n got  %v\n want %v", s.inventory(), want)
+	for _, o := range objs {
+		kind, _ := o["kind"].(string)
+		if kind != "ClusterRole" && kind != "ClusterRoleBinding" {
+			c.check(str(o, "metadata.namespace") != "", "%s/%s has no namespace", kind, str(o, "metadata.name"))
+		}
+	}
+
+	config, _ := values["config"].(obj)
+	agentListen := str(config, "agent.listen")
+	grpcListen := str(config, "coordinator.listen")
+	httpListen := str(config, "coordinator.http_listen")
+
+	// ---------------------------------------------------------------- config, verbatim
+	c.scope = "config"
+	cm := s.find("ConfigMap", full+"-config")
+	cmData, _ := get(cm, "data").(obj)
+	rendered, _ := cmData["config.yaml"].(string)
+	var parsed interface{}
+	c.check(yaml.Unmarshal([]byte(rendered), &parsed) == nil, "config.yaml is not YAML")
+	c.check(reflect.DeepEqual(normalize(parsed), normalize(config)),
+		"config.yaml differs from .Values.config\n rendered %s\n values   %s", toJSON(parsed), toJSON(config))
+	for _, section := range []string{"expect", "checks", "probe", "agent", "coordinator"} {
+		c.check(get(parsed, section) != nil, "config.yaml lacks section %s", section)
+	}
+	if extract != "" {
+		if err := os.WriteFile(extract, []byte(rendered), 0o644); err != nil {
+			return err
+		}
+	}
+
+	// ---------------------------------------------------------------- agent DaemonSet
+	c.scope = "agent"
+	ds := s.find("DaemonSet", full+"-agent")
+	if ds == nil {
+		return fmt.Errorf("no agent DaemonSet")
+	}
+	podSpec := get(ds, "spec.template.spec")
+	c.check(get(podSpec, "hostNetwork") == true, "hostNetwork is not true")
+	c.check(get(podSpec, "hostPID") == true, "hostPID is not true")
+	c.check(str(podSpec, "dnsPolicy") == "ClusterFirstWithHostNet", "dnsPolicy %q", str(podSpec, "dnsPolicy"))
+	agent := container(ds, "agent")
+	if agent == nil {
+		return fmt.Errorf("no agent container")
+	}
+	c.check(get(agent, "securityContext.privileged") == true, "agent container is not privileged")
+	c.check(str(agent, "livenessProbe.httpGet.path") == "/livez", "liveness path %q", str(agent, "livenessProbe.httpGet.path"))
+	c.check(str(agent, "readinessProbe.httpGet.path") == "/readyz", "readiness path %q", str(agent, "readinessProbe.httpGet.path"))
+	c.check(str(agent, "livenessProbe.httpGet.port") == "http" && str(agent, "readinessProbe.httpGet.port") == "http",
+		"probes not on the http port")
+	c.check(port(agent, "http") == listenPort(agentListen), "http port %v, config.agent.listen %s", port(agent, "http"), agentListen)
+	for env, field := range map[string]string{"NODE_NAME": "spec.nodeName", "POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"} {
+		c.check(envFieldRef(agent, env) == field, "env %s is %q, want fieldRef %s", env, envFieldRef(agent, env), field)
+	}
+	args := strs(list(agent, "args"))
+	c.check(len(args) >= 3 && args[0] == "agent" && args[1] == "--config" && args[2] == "/etc/nccl-triage/config.yaml",
+		"agent args %v", args)
+	svcHost := fmt.Sprintf("%s-coordinator.%s.svc.%s:%v", full, ns, values["clusterDomain"], listenPort(grpcListen))
+	c.check(contains(args, "--coordinator") && contains(args, svcHost), "agent args %v lack --coordinator %s", args, svcHost)
+	c.check(!contains(args, "--standalone"), "agent runs standalone although the coordinator is enabled")
+	for _, m := range []struct {
+		path, hostPath string
+		readOnly       bool
+	}{{"/dev", "/dev", false}, {"/sys", "/sys", true}, {"/var/lib/kubelet/pod-resources", "/var/lib/kubelet/pod-resources", true}} {
+		vm := mount(agent, m.path)
+		c.check(vm != nil, "no mount at %s", m.path)
+		if vm == nil {
+			continue
+		}
+		c.check((vm["readOnly"] == true) == m.readOnly, "mount %s readOnly=%v", m.path, vm["readOnly"])
+		v := volume(ds, str(vm, "name"))
+		c.check(str(v, "hostPath.path") == m.hostPath, "mount %s is not hostPath %s", m.path, m.hostPath)
+	}
+	cfgMount := mount(agent, "/etc/nccl-triage")
+	c.check(cfgMount != nil && str(volume(ds, str(cfgMount, "name")), "configMap.name") == full+"-config",
+		"config ConfigMap not mounted at /etc/nccl-triage")
+	tokenDir := path.Dir(str(config, "agent.token_file"))
+	tm := mount(agent, tokenDir)
+	c.check(tm != nil && str(volume(ds, str(tm, "name")), "secret.secretName") == full+"-token",
+		"token Secret not mounted at %s (dir of config.agent.token_file)", tokenDir)
+	sel, _ := get(ds, "spec.selector.matchLabels").(obj)
+	podLabels, _ := get(ds, "spec.template.metadata.labels").(obj)
+	for k, v := range sel {
+		c.check(podLabels[k] == v, "selector label %s=%v not on the pod template", k, v)
+	}
+	c.check(str(podSpec, "serviceAccountName") != "", "no service account")
+	podAnnotations, _ := get(ds, "spec.template.metadata.annotations").(obj)
+	c.check(podAnnotations["checksum/config"] != nil, "no config checksum annotation")
+	if allOn {
+		c.check(reflect.DeepEqual(normalize(get(podSpec, "nodeSelector")), normalize(map[string]string{"node-role.example/gpu": "true"})),
+			"nodeSelector %v", get(podSpec, "nodeSelector"))
+		c.check(len(list(podSpec, "tolerations")) == 2, "tolerations %v", list(podSpec, "tolerations"))
+		c.check(str(podSpec, "runtimeClassName") == "nvidia", "runtimeClassName %q", str(podSpec, "runtimeClassName"))
+		c.check(str(podSpec, "priorityClassName") == "system-node-critical", "priorityClassName %q", str(podSpec, "priorityClassName"))
+		c.check(contains(args, "--once"), "extraArgs not passed: %v", args)
+		c.check(mount(agent, "/etc/nccl-triage-tls") != nil, "extraVolumeMounts not mounted")
+		c.check(str(agent, "image") == "registry.example/nccl-triage:1.2.3", "image %q", str(agent, "image"))
+		c.check(str(podSpec, "serviceAccountName") == "triage-agent-sa", "service account %q", str(podSpec, "serviceAccountName"))
+		c.check(str(podSpec, "imagePullSecrets.0.name") == "registry-credentials", "imagePullSecrets")
+	} else {
+		nodeSelector, _ := get(podSpec, "nodeSelector").(obj)
+		c.check(len(nodeSelector) == 1 && nodeSelector["nvidia.com/gpu.present"] == "true",
+			"default nodeSelector %v", nodeSelector)
+		tol := list(podSpec, "tolerations")
+		c.check(len(tol) == 1 && str(tol[0], "key") == "nvidia.com/gpu" && str(tol[0], "operator") == "Exists",
+			"default toleration %v", tol)
+		c.check(str(agent, "image") == "nccl-triage:"+chartAppVersion(chartDir), "image %q", str(agent, "image"))
+	}
+
+	// ---------------------------------------------------------------- coordinator
+	c.scope = "coordinator"
+	dep := s.find("Deployment", full+"-coordinator")
+	if dep == nil {
+		return fmt.Errorf("no coordinator Deployment")
+	}
+	c.check(fmt.Sprint(get(dep, "spec.replicas")) == "1", "replicas %v", get(dep, "spec.replicas"))
+	c.check(str(dep, "spec.strategy.type") == "Recreate", "strategy %q", str(dep, "spec.strategy.type"))
+	co := container(dep, "coordinator")
+	c.check(get(dep, "spec.template.spec.securityContext.runAsNonRoot") == true, "coordinator may run as root")
+	c.check(get(co, "securityContext.privileged") == nil || get(co, "securityContext.privileged") == false, "coordinator is privileged")
+	c.check(get(co, "securityContext.allowPrivilegeEscalation") == false, "coordinator allows privilege escalation")
+	c.check(get(dep, "spec.template.spec.hostNetwork") == nil, "coordinator uses the host network")
+	c.check(port(co, "grpc") == listenPort(grpcListen), "grpc port %v vs %s", port(co, "grpc"), grpcListen)
+	c.check(port(co, "http") == listenPort(httpListen), "http port %v vs %s", port(co, "http"), httpListen)
+	c.check(str(co, "livenessProbe.httpGet.path") == "/livez" && str(co, "readinessProbe.httpGet.path") == "/readyz",
+		"coordinator probes")
+	cargs := strs(list(co, "args"))
+	c.check(len(cargs) >= 3 && cargs[0] == "coordinator" && cargs[2] == "/etc/nccl-triage/config.yaml", "coordinator args %v", cargs)
+	ctm := mount(co, tokenDir)
+	c.check(ctm != nil && str(volume(dep, str(ctm, "name")), "secret.secretName") == full+"-token", "coordinator token mount")
+	c.check(path.Dir(str(config, "coordinator.token_file")) == tokenDir, "coordinator token_file outside the token mount")
+	c.check(get(dep, "spec.template.spec.automountServiceAccountToken") == allOn,
+		"automountServiceAccountToken %v (want it only with topology_label)", get(dep, "spec.template.spec.automountServiceAccountToken"))
+	svc := s.find("Service", full+"-coordinator")
+	ports := map[string]string{}
+	for _, p := range list(svc, "spec.ports") {
+		ports[str(p, "name")] = fmt.Sprintf("%v->%v", normalize(get(p, "port")), str(p, "targetPort"))
+	}
+	c.check(ports["grpc"] == fmt.Sprintf("%v->grpc", listenPort(grpcListen)) && ports["http"] == fmt.Sprintf("%v->http", listenPort(httpListen)),
+		"service ports %v", ports)
+	csel, _ := get(svc, "spec.selector").(obj)
+	cpl, _ := get(dep, "spec.template.metadata.labels").(obj)
+	for k, v := range csel {
+		c.check(cpl[k] == v, "service selector %s=%v does not match the coordinator pod", k, v)
+	}
+	c.check(len(csel) > 0 && csel["app.kubernetes.io/component"] == "coordinator", "service selector %v", csel)
+
+	// ---------------------------------------------------------------- RBAC: exactly the verbs used
+	c.scope = "rbac"
+	wantAgent := []string{"/nodes:get", "/pods:get", "/pods:list", "/pods:patch"}
+	if allOn {
+		wantAgent = append(wantAgent, "/events:create", "/nodes/status:patch")
+	}
+	sort.Strings(wantAgent)
+	ar := s.find("ClusterRole", full+"-agent")
+	c.check(reflect.DeepEqual(rbacRules(ar), wantAgent), "agent rules %v, want %v", rbacRules(ar), wantAgent)
+	if allOn {
+		cr := s.find("ClusterRole", full+"-coordinator")
+		c.check(reflect.DeepEqual(rbacRules(cr), []string{"/nodes:get"}), "coordinator rules %v", rbacRules(cr))
+	}
+	for _, b := range s.byKind("ClusterRoleBinding") {
+		role := str(b, "roleRef.name")
+		c.check(s.find("ClusterRole", role) != nil, "binding %s refers to missing role %s", str(b, "metadata.name"), role)
+		for _, sub := range list(b, "subjects") {
+			c.check(s.find("ServiceAccount", str(sub, "name")) != nil && str(sub, "namespace") == ns,
+				"binding %s subject %s/%s missing", str(b, "metadata.name"), str(sub, "namespace"), str(sub, "name"))
+		}
+	}
+	for _, r := range s.byKind("ClusterRole") {
+		for _, rule := range rbacRules(r) {
+			c.check(!strings.Contains(rule, "*"), "wildcard rule %s in %s", rule, str(r, "metadata.name"))
+		}
+	}
+	c.check(str(podSpec, "serviceAccountName") != str(dep, "spec.template.spec.serviceAccountName"),
+		"agent and coordinator share a service account")
+
+	// ---------------------------------------------------------------- token Secret
+	c.scope = "token"
+	sec := s.find("Secret", full+"-token")
+	tok, err := base64.StdEncoding.DecodeString(str(sec, "data.token"))
+	c.check(err == nil && len(tok) > 0, "token is not base64 or empty")
+	if allOn {
+		c.check(string(tok) == "fixed-token-for-tests", "token.value not used")
+	} else {
+		c.check(len(tok) == 48, "generated token has %d characters, want 48", len(tok))
+	}
+
+	// ---------------------------------------------------------------- dashboard (one source)
+	c.scope = "dashboard"
+	dash := s.find("ConfigMap", full+"-dashboard")
+	c.check(str(dash, "metadata.labels.grafana_dashboard") == "1", "dashboard ConfigMap lacks grafana_dashboard: \"1\"")
+	file, err := os.ReadFile(filepath.Join(chartDir, "files", "nccl-triage-dashboard.json"))
+	if err != nil {
+		return err
+	}
+	data, _ := get(dash, "data").(obj)
+	c.check(data["nccl-triage-dashboard.json"] == string(file), "dashboard ConfigMap differs from files/nccl-triage-dashboard.json")
+	if allOn {
+		c.check(str(dash, "metadata.namespace") == "monitoring", "dashboard namespace %q", str(dash, "metadata.namespace"))
+	}
+
+	if !allOn {
+		return nil
+	}
+	// ---------------------------------------------------------------- monitoring (all-on)
+	c.scope = "monitoring"
+	for _, kind := range []string{"PodMonitor", "ServiceMonitor"} {
+		for _, comp := range []string{"agent", "coordinator"} {
+			m := s.find(kind, full+"-"+comp)
+			field := "spec.podMetricsEndpoints"
+			if kind == "ServiceMonitor" {
+				field = "spec.endpoints"
+			}
+			ep := get(m, field+".0")
+			c.check(str(ep, "port") == "http" && str(ep, "path") == "/metrics", "%s %s endpoint %v", kind, comp, ep)
+			c.check(get(ep, "honorLabels") == true, "%s %s does not honour labels", kind, comp)
+			relabel := toJSON(get(ep, "relabelings"))
+			c.check(strings.Contains(relabel, `"replacement":"nccl-triage-`+comp+`"`), "%s %s does not set job: %s", kind, comp, relabel)
+			c.check(strings.Contains(relabel, "__meta_kubernetes_pod_node_name") == (comp == "agent"), "%s %s node relabel: %s", kind, comp, relabel)
+			c.check(str(m, "metadata.labels.release") == "kube-prometheus-stack", "%s %s labels", kind, comp)
+			msel, _ := get(m, "spec.selector.matchLabels").(obj)
+			c.check(msel["app.kubernetes.io/component"] == comp, "%s %s selector %v", kind, comp, msel)
+		}
+	}
+	asvc := s.find("Service", full+"-agent")
+	c.check(str(asvc, "spec.clusterIP") == "None", "agent Service is not headless")
+
+	c.scope = "rules"
+	pr := s.find("PrometheusRule", full)
+	var groups []interface{}
+	for _, f := range []string{"nccl-triage-rules.yaml", "nccl-triage-rules-ksm.yaml"} {
+		b, err := os.ReadFile(filepath.Join(chartDir, "files", f))
+		if err != nil {
+			return err
+		}
+		text := strings.ReplaceAll(string(b), "https://github.com/nccl-triage/nccl-triage/blob/main/README.md",
+			"https://docs.example/nccl-triage/README.md")
+		var doc obj
+		if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
+			return err
+		}
+		groups = append(groups, doc["groups"].([]interface{})...)
+	}
+	c.check(reflect.DeepEqual(normalize(get(pr, "spec.groups")), normalize(groups)),
+		"PrometheusRule groups differ from files/nccl-triage-rules*.yaml")
+	c.check(!strings.Contains(toJSON(pr), "github.com/nccl-triage"), "runbook base URL not replaced")
+
+	c.scope = "networkpolicy"
+	np := s.find("NetworkPolicy", full+"-coordinator")
+	ing := list(np, "spec.ingress")
+	c.check(len(ing) == 2, "ingress rules %d", len(ing))
+	if len(ing) == 2 {
+		c.check(str(ing[0], "ports.0.port") == "grpc" && str(ing[1], "ports.0.port") == "http", "ingress ports")
+		c.check(str(ing[0], "from.0.ipBlock.cidr") == "10.0.0.0/16" && str(ing[0], "from.1.ipBlock.cidr") == "fd00::/64",
+			"node CIDRs %v", get(ing[0], "from"))
+		c.check(get(ing[1], "from.0.namespaceSelector.matchLabels") != nil, "prometheus namespaceSelector")
+	}
+	return nil
+}
+
+// runConfigSubset checks that every leaf value of the rendered config is in the binary's dump of
+// the effective configuration, unchanged: the loader understood every key the chart wrote.
+func runConfigSubset(c *checker, subsetFile, dumpFile string) error {
+	c.scope = "config-load"
+	var sub, dump interface{}
+	for f, dst := range map[string]*interface{}{subsetFile: &sub, dumpFile: &dump} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := yaml.Unmarshal(b, dst); err != nil {
+			return fmt.Errorf("%s: %v", f, err)
+		}
+	}
+	var walk func(p string, v interface{})
+	walk = func(p string, v interface{}) {
+		if m, ok := v.(obj); ok {
+			for k, e := range m {
+				walk(strings.TrimPrefix(p+"."+k, "."), e)
+			}
+			return
+		}
+		got := get(dump, p)
+		c.check(reflect.DeepEqual(normalize(got), normalize(v)), "%s: rendered %s, effective %s", p, toJSON(v), toJSON(got))
+	}
+	walk("", normalize(sub))
+	return nil
+}
+
+func chartAppVersion(chartDir string) string {
+	b, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
+	if err != nil {
+		return ""
+	}
+	var m obj
+	if yaml.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	return fmt.Sprint(m["appVersion"])
+}
+
+func toJSON(v interface{}) string {
+	b, _ := json.Marshal(normalize(v))
+	return string(b)
+}
