@@ -191,3 +191,25 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// runWaitScrapes waits until Prometheus holds at least --samples scrapes of --targets targets.
+func runWaitScrapes(c *checker, args []string) {
+	fs := flag.NewFlagSet("wait-scrapes", flag.ExitOnError)
+	prom := fs.String("prometheus", "", "Prometheus base URL")
+	targets := fs.Int("targets", 1, "number of targets")
+	samples := fs.Int("samples", 2, "scrapes per target")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait")
+	fs.Parse(args)
+	q := fmt.Sprintf("count_over_time(up[1m]) >= %d", *samples)
+	deadline := time.Now().Add(*timeout)
+	n := 0
+	for time.Now().Before(deadline) {
+		if r, err := promQuery(*prom, q); err == nil && r.Status == "success" {
+			if n = len(r.Data.Result); n >= *targets {
+				break
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.check(n >= *targets, "after %v only %d of %d targets have %d scrapes", *timeout, n, *targets, *samples)
+}

@@ -6,6 +6,7 @@
 //	deploycheck runtime-libs --binary build/nccl-triage --runtime-list scripts/packages-runtime.txt
 //	deploycheck dashboard --dashboard D.json --prometheus http://127.0.0.1:9090 [--skip-metric RE]
 //	deploycheck alerts-live --prometheus URL --expect 'Alert{label="v"}'... --absent 'Alert{...}'...
+//	deploycheck wait-scrapes --prometheus URL --targets N --samples 4 --timeout 30
 //	deploycheck drift --rendered R.yaml --deploy deploy --chart helm/nccl-triage
 //
 // Each subcommand prints one line per failed assertion and ends with "N passed, M failed".
@@ -53,6 +54,8 @@ func main() {
 		runDashboard(c, args)
 	case "alerts-live":
 		runAlertsLive(c, args)
+	case "wait-scrapes":
+		runWaitScrapes(c, args)
 	case "drift":
 		runDrift(c, args)
 	default:

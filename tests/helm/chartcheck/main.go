@@ -5,6 +5,7 @@
 //	chartcheck --manifests rendered.yaml --values merged.json --chart helm/nccl-triage \
 //	           --mode default|all-on [--extract-config config.yaml]
 //	chartcheck --schema-cases tests/helm/bad-values --render build/helm-render --chart helm/nccl-triage
+//	chartcheck --readme-values helm/nccl-triage/README.md --chart helm/nccl-triage
 //	chartcheck --config-subset rendered-config.yaml --config-dump dumped.yaml
 //
 // Every failed assertion is printed; the exit code is 1 when any failed. The final line is
@@ -237,10 +238,13 @@ func main() {
 	renderBin := flag.String("render", "", "renderer binary (for --schema-cases)")
 	subset := flag.String("config-subset", "", "a config file whose every value must be in --config-dump")
 	dump := flag.String("config-dump", "", "the output of nccl-triage check --dump-config")
+	readme := flag.String("readme-values", "", "chart README whose tables must document every value")
 	flag.Parse()
 	c := &checker{}
 	var err error
-	if *subset != "" {
+	if *readme != "" {
+		err = runReadmeValues(c, *readme, *chartDir)
+	} else if *subset != "" {
 		err = runConfigSubset(c, *subset, *dump)
 	} else if *schemaCases != "" {
 		err = runSchemaCases(c, *schemaCases, *renderBin, *chartDir)
@@ -614,6 +618,71 @@ func runConfigSubset(c *checker, subsetFile, dumpFile string) error {
 		c.check(reflect.DeepEqual(normalize(got), normalize(v)), "%s: rendered %s, effective %s", p, toJSON(v), toJSON(got))
 	}
 	walk("", normalize(sub))
+	return nil
+}
+
+// runReadmeValues checks that the chart README's tables document every value of values.yaml (a
+// row for the value or for a map above it; config keys one by one) and that every documented
+// value exists in values.schema.json.
+func runReadmeValues(c *checker, readme, chartDir string) error {
+	c.scope = "readme"
+	b, err := os.ReadFile(readme)
+	if err != nil {
+		return err
+	}
+	documented := map[string]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "| `") {
+			documented[strings.Split(l[3:], "`")[0]] = true
+		}
+	}
+	vb, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		return err
+	}
+	var values obj
+	if err := yaml.Unmarshal(vb, &values); err != nil {
+		return err
+	}
+	var walk func(p string, v interface{})
+	walk = func(p string, v interface{}) {
+		if m, ok := v.(obj); ok && len(m) > 0 {
+			for k, e := range m {
+				walk(strings.TrimPrefix(p+"."+k, "."), e)
+			}
+			return
+		}
+		ok := false
+		for q := p; q != ""; {
+			if documented[q] && (!strings.HasPrefix(p, "config.") || strings.Count(q, ".") >= 2) {
+				ok = true
+			}
+			i := strings.LastIndex(q, ".")
+			if i < 0 {
+				break
+			}
+			q = q[:i]
+		}
+		c.check(ok, "value %s is not documented in %s", p, filepath.Base(readme))
+	}
+	walk("", values)
+	sb, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
+	if err != nil {
+		return err
+	}
+	var schema obj
+	if err := json.Unmarshal(sb, &schema); err != nil {
+		return err
+	}
+	for d := range documented {
+		s := interface{}(schema)
+		for _, k := range strings.Split(d, ".") {
+			s = get(s, "properties."+k)
+		}
+		if strings.Contains(d, ".") || d == "config" || values[d] != nil {
+			c.check(s != nil, "README documents %s, which the schema does not know", d)
+		}
+	}
 	return nil
 }
 
