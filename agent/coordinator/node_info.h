@@ -1,0 +1,78 @@
+// NodeInfo and NodePair: the coordinator's plain view of one agent's node and of a pair of nodes.
+//
+// NodeInfo is what an agent's Hello (and later Heartbeats) said about its node: the facts the
+// cross-node checks compare (CPU architecture, HCAs with link layers, rates and PKeys, NCCL and
+// CUDA driver versions) and the node's own failing findings, which the decision table uses to name
+// the cause of a failed probe. Plain values: copied freely, no I/O, safe to share once built.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/model.h"
+
+namespace nccl_triage {
+
+struct PKeyInfo {
+  uint16_t value = 0;  // 15-bit partition number, membership bit removed
+  bool full_member = false;
+  int index = 0;  // table index
+  friend bool operator==(const PKeyInfo&, const PKeyInfo&) = default;
+};
+
+struct PortInfo {
+  int num = 0;
+  std::string link_layer;  // "InfiniBand", "Ethernet", "" when unreadable
+  double rate_gbps = 0;
+  std::string state;       // "ACTIVE", "DOWN", ... ("" when unreadable)
+  std::string phys_state;  // "LinkUp", ...
+  std::vector<PKeyInfo> pkeys;
+  friend bool operator==(const PortInfo&, const PortInfo&) = default;
+};
+
+struct HcaInfo {
+  std::string name;
+  std::string hca_type;
+  std::vector<PortInfo> ports;
+  friend bool operator==(const HcaInfo&, const HcaInfo&) = default;
+};
+
+struct NodeInfo {
+  std::string name;
+  std::string topology;  // value of the configured topology label ("" when unknown)
+  std::string arch;      // "x86_64", "aarch64", "" when unknown
+  std::vector<HcaInfo> hcas;
+  std::string nccl_version;  // "2.28.9", "" until known
+  int cuda_driver_version = 0;
+  std::string nvidia_driver_version;
+  std::string gpu_model;
+  int gpu_count = 0;
+  std::vector<Finding> findings;  // the node's failing and warning checks
+  bool gpus_busy = false;         // the agent refuses probes while another process holds GPUs
+  friend bool operator==(const NodeInfo&, const NodeInfo&) = default;
+};
+
+// An unordered pair of node names, kept with a < b so that it can key maps.
+struct NodePair {
+  std::string a;
+  std::string b;
+
+  NodePair() = default;
+  NodePair(std::string x, std::string y) {
+    if (y < x) std::swap(x, y);
+    a = std::move(x);
+    b = std::move(y);
+  }
+  bool Has(const std::string& n) const { return a == n || b == n; }
+  const std::string& Other(const std::string& n) const { return a == n ? b : a; }
+  friend bool operator==(const NodePair&, const NodePair&) = default;
+  friend bool operator<(const NodePair& x, const NodePair& y) {
+    return std::tie(x.a, x.b) < std::tie(y.a, y.b);
+  }
+};
+
+std::string ToString(const NodePair& p);  // "a<->b"
+
+}  // namespace nccl_triage

@@ -1,0 +1,190 @@
+#include "coordinator/pair_judge.h"
+
+#include <gtest/gtest.h>
+
+namespace nccl_triage {
+namespace {
+
+NodeInfo Node(std::string name) {
+  NodeInfo n;
+  n.name = std::move(name);
+  n.arch = "x86_64";
+  n.nccl_version = "2.28.9";
+  return n;
+}
+
+ProbeResult Result(ProbeMode mode, int rank, ProbeOutcome outcome,
+                   std::vector<std::string> causes = {}, FaultClass cls = FaultClass::kUnknown) {
+  ProbeResult r;
+  r.mode = mode;
+  r.rank = rank;
+  r.outcome = outcome;
+  r.transport = mode == ProbeMode::kIb ? "NET/IB" : "NET/Socket";
+  r.busbw_bytes_per_second = rank == 0 ? 20e9 : 18e9;
+  if (!causes.empty()) {
+    Classification c;
+    c.fault_class = cls;
+    for (auto& id : causes) {
+      ClassifiedCause cc;
+      cc.cause = id;
+      cc.fault_class = cls;
+      cc.confidence = 0.9;
+      c.causes.push_back(cc);
+    }
+    r.classification = c;
+  }
+  return r;
+}
+
+ModeProbes Both(ProbeResult r0, ProbeResult r1) {
+  ModeProbes m;
+  m.attempted = true;
+  m.rank0 = std::move(r0);
+  m.rank1 = std::move(r1);
+  return m;
+}
+
+PairProbes Probes(ModeProbes socket, ModeProbes ib) {
+  PairProbes p;
+  p.pair = NodePair("a", "b");
+  p.socket = std::move(socket);
+  p.ib = std::move(ib);
+  return p;
+}
+
+TEST(MergeRanks, RootIsTheRankWhoseLogNamesASpecificCause) {
+  // Rank 1 fails in ibv_reg_mr; rank 0 only sees its peer go away.
+  ModeProbes m = Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kFail, {"peer.exited"}),
+                      Result(ProbeMode::kIb, 1, ProbeOutcome::kFail, {"limits.memlock"},
+                             FaultClass::kIbResource));
+  ProbeResult r = MergeRanks(m, ProbeMode::kIb);
+  EXPECT_EQ(r.rank, 1);
+  ASSERT_TRUE(r.classification);
+  EXPECT_EQ(r.classification->causes[0].cause, "limits.memlock");
+  EXPECT_EQ(r.classification->causes.size(), 1u);  // peer.exited is a consequence, not added
+}
+
+TEST(MergeRanks, PassingPairIsAsFastAsItsSlowerRank) {
+  ProbeResult r = MergeRanks(Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kPass),
+                                  Result(ProbeMode::kIb, 1, ProbeOutcome::kPass)),
+                             ProbeMode::kIb);
+  EXPECT_EQ(r.outcome, ProbeOutcome::kPass);
+  EXPECT_DOUBLE_EQ(r.busbw_bytes_per_second, 18e9);
+}
+
+TEST(MergeRanks, AMissingRankIsNotRun) {
+  ModeProbes m;
+  m.attempted = true;
+  m.rank0 = Result(ProbeMode::kSocket, 0, ProbeOutcome::kPass);
+  EXPECT_EQ(MergeRanks(m, ProbeMode::kSocket).outcome, ProbeOutcome::kNotRun);
+}
+
+TEST(JudgePair, BothProbesPassIsAPass) {
+  auto j = JudgePair(Node("a"), Node("b"),
+                     Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kPass),
+                                 Result(ProbeMode::kSocket, 1, ProbeOutcome::kPass)),
+                            Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kPass),
+                                 Result(ProbeMode::kIb, 1, ProbeOutcome::kPass))),
+                     {});
+  EXPECT_EQ(j.status, PairStatus::kPass);
+  EXPECT_EQ(j.verdict.fault_class, FaultClass::kHealthy);
+  EXPECT_EQ(j.verdict.basis, Basis::kProbes);
+}
+
+TEST(JudgePair, SocketPassIbFailIsIbResourceWithTheNodesFailingCheckAsCause) {
+  NodeInfo b = Node("b");
+  b.findings.push_back({"ib.port_state", FaultClass::kIbResource, CheckStatus::kFail, "DOWN", {}, ""});
+  auto j = JudgePair(Node("a"), b,
+                     Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kPass),
+                                 Result(ProbeMode::kSocket, 1, ProbeOutcome::kPass)),
+                            Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kFail, {"peer.exited"}),
+                                 Result(ProbeMode::kIb, 1, ProbeOutcome::kFail))),
+                     {});
+  EXPECT_EQ(j.status, PairStatus::kFail);
+  EXPECT_EQ(j.verdict.fault_class, FaultClass::kIbResource);
+  EXPECT_NE(std::find(j.verdict.causes.begin(), j.verdict.causes.end(), "ib.port_state"),
+            j.verdict.causes.end());
+}
+
+TEST(JudgePair, SocketFailureIsArchitectureWhateverIbDid) {
+  auto j = JudgePair(Node("a"), Node("b"),
+                     Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kFail, {"net.connect"},
+                                        FaultClass::kArchitecture),
+                                 Result(ProbeMode::kSocket, 1, ProbeOutcome::kTimeout)),
+                            Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kFail),
+                                 Result(ProbeMode::kIb, 1, ProbeOutcome::kFail))),
+                     {});
+  EXPECT_EQ(j.status, PairStatus::kFail);
+  EXPECT_EQ(j.verdict.fault_class, FaultClass::kArchitecture);
+  ASSERT_FALSE(j.verdict.causes.empty());
+  EXPECT_EQ(j.verdict.causes[0], "net.connect");
+}
+
+TEST(JudgePair, NcclVersionSkewNamesTheCrossNodeCause) {
+  NodeInfo b = Node("b");
+  b.nccl_version = "2.18.1";
+  auto j = JudgePair(Node("a"), b,
+                     Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kFail),
+                                 Result(ProbeMode::kSocket, 1, ProbeOutcome::kFail)),
+                            Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kFail),
+                                 Result(ProbeMode::kIb, 1, ProbeOutcome::kFail))),
+                     {});
+  EXPECT_EQ(j.verdict.fault_class, FaultClass::kArchitecture);
+  EXPECT_NE(std::find(j.verdict.causes.begin(), j.verdict.causes.end(), "pair.version_skew"),
+            j.verdict.causes.end());
+}
+
+TEST(JudgePair, AgentLostMidProbeIsInconclusive) {
+  PairProbes p = Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kPass),
+                             Result(ProbeMode::kSocket, 1, ProbeOutcome::kPass)),
+                        ModeProbes{});
+  p.ib.attempted = true;
+  p.ib.rank0 = Result(ProbeMode::kIb, 0, ProbeOutcome::kFail, {"peer.exited"});
+  p.ib.lost = "agent b disconnected during the probe";
+  auto j = JudgePair(Node("a"), Node("b"), p, {});
+  EXPECT_EQ(j.status, PairStatus::kInconclusive);
+  EXPECT_NE(j.verdict.reason.find("disconnected"), std::string::npos);
+}
+
+TEST(JudgePair, SkippedProbesFallBackToChecksAndAreInconclusive) {
+  ProbeResult skipped = Result(ProbeMode::kSocket, 1, ProbeOutcome::kNotRun);
+  skipped.detail = "skipped: GPUs busy";
+  auto j = JudgePair(Node("a"), Node("b"),
+                     Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kNotRun), skipped),
+                            ModeProbes{}),
+                     {});
+  EXPECT_EQ(j.status, PairStatus::kInconclusive);
+  EXPECT_EQ(j.verdict.basis, Basis::kChecks);
+}
+
+TEST(JudgePair, SlowIbIsDegradedOnlyWhenBandwidthIsChecked) {
+  NodeInfo a = Node("a");
+  a.hcas.push_back({"mlx5_0", "MT4123", {{1, "InfiniBand", 200, "ACTIVE", "LinkUp", {}}}});
+  NodeInfo b = a;
+  b.name = "b";
+  auto probes = Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kPass),
+                            Result(ProbeMode::kSocket, 1, ProbeOutcome::kPass)),
+                       Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kPass),
+                            Result(ProbeMode::kIb, 1, ProbeOutcome::kPass)));
+  probes.ib.rank1->busbw_bytes_per_second = 5e9;  // 25 GB/s ports
+  EXPECT_EQ(JudgePair(a, b, probes, {}).status, PairStatus::kPass);
+  JudgeOptions o;
+  o.check_bandwidth = true;
+  auto j = JudgePair(a, b, probes, o);
+  EXPECT_EQ(j.status, PairStatus::kFail);
+  EXPECT_TRUE(j.verdict.degraded);
+  EXPECT_EQ(j.verdict.causes[0], "ib.bandwidth");
+}
+
+TEST(PredictPair, CrossNodeFailureIsAChecksBasedVerdict) {
+  NodeInfo b = Node("b");
+  b.arch = "aarch64";
+  PairVerdict v = PredictPair(Node("a"), b);
+  EXPECT_EQ(v.basis, Basis::kChecks);
+  EXPECT_EQ(v.fault_class, FaultClass::kArchitecture);
+  EXPECT_EQ(v.causes, std::vector<std::string>{"pair.arch_mixed"});
+  EXPECT_EQ(PredictPair(Node("a"), Node("b")).fault_class, FaultClass::kHealthy);
+}
+
+}  // namespace
+}  // namespace nccl_triage
