@@ -305,6 +305,9 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 		return err
 	}
 	s := set{objs}
+	if mode == "standalone" {
+		return runStandalone(c, s)
+	}
 	allOn := mode == "all-on"
 	full := "nccl-triage"
 	if allOn {
@@ -589,6 +592,20 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 			"node CIDRs %v", get(ing[0], "from"))
 		c.check(get(ing[1], "from.0.namespaceSelector.matchLabels") != nil, "prometheus namespaceSelector")
 	}
+	return nil
+}
+
+// runStandalone checks a render without the coordinator: no coordinator objects, agents started
+// with --standalone and no coordinator address.
+func runStandalone(c *checker, s set) error {
+	c.scope = "standalone"
+	for _, o := range s.objs {
+		c.check(!strings.Contains(str(o, "metadata.name"), "coordinator"), "%s/%s rendered without a coordinator",
+			o["kind"], str(o, "metadata.name"))
+	}
+	ds := s.find("DaemonSet", "nccl-triage-agent")
+	args := strs(list(container(ds, "agent"), "args"))
+	c.check(contains(args, "--standalone") && !contains(args, "--coordinator"), "agent args %v", args)
 	return nil
 }
 
