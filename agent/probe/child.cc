@@ -1,0 +1,613 @@
+#include "probe/child.h"
+
+#include <poll.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <ostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "probe/libraries.h"
+
+namespace nccl_triage {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using abi::CUresult;
+using abi::ncclResult_t;
+
+constexpr size_t kStagingElements = 256 * 1024;  // 1 MiB of uint32: bounded host memory
+constexpr uint32_t kSentinel = 0xDEADBEEF;        // recv buffer before the collective
+
+int64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Rank r contributes v(r, i) = low16(hash(i)) + (r + 1) * 65536, so the sum over n ranks is
+// n * low16(hash(i)) + 65536 * n(n+1)/2: every element differs from its neighbours (a shifted or
+// truncated copy is caught) and the unsigned sum is exact.
+uint32_t Contribution(int rank, uint64_t i) {
+  uint32_t h = static_cast<uint32_t>((i * 2654435761ull) >> 16) & 0xFFFFu;
+  return h + static_cast<uint32_t>(rank + 1) * 65536u;
+}
+
+uint32_t ExpectedSum(int nranks, uint64_t i) {
+  uint32_t h = static_cast<uint32_t>((i * 2654435761ull) >> 16) & 0xFFFFu;
+  uint32_t n = static_cast<uint32_t>(nranks);
+  return n * h + 65536u * (n * (n + 1) / 2);
+}
+
+std::string Hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%08x", v);
+  return buf;
+}
+
+// One probe run: the loaded APIs, the result being filled, and the resources to release.
+class ChildRun {
+ public:
+  ChildRun(const ChildOptions& o, std::ostream& out)
+      : o_(o), out_(out), deadline_(Clock::now() + std::chrono::milliseconds(o.deadline_ms)) {
+    r_.mode = o.mode;
+    r_.rank = o.rank;
+    r_.nranks = o.nranks;
+    r_.peer = o.peer;
+    r_.size_bytes = o.size_bytes;
+    r_.iterations = o.iterations;
+    r_.log_path = o.log_path;
+    r_.outcome = ProbeOutcome::kFail;
+  }
+
+  ProbeResult Run() {
+    int64_t t0 = o_.spawn_monotonic_ns.value_or(MonotonicNs());
+    if (Load() && CudaSetup(t0) && JoinCommunicator() && RunCollectives()) {
+      r_.outcome = r_.data_verified ? ProbeOutcome::kPass : ProbeOutcome::kFail;
+    }
+    Cleanup();
+    return r_;
+  }
+
+ private:
+  bool Load() {
+    LibrarySearch cuda_search{o_.cuda_library_paths, o_.default_library_search, o_.library_root};
+    LibrarySearch nccl_search{o_.nccl_library_paths, o_.default_library_search, o_.library_root};
+    auto cuda_lib = LoadLibrary(cuda_search, kCudaSoname);
+    if (!cuda_lib.ok()) return Unavailable(cuda_lib.status().message());
+    auto nccl_lib = LoadLibrary(nccl_search, kNcclSoname);
+    if (!nccl_lib.ok()) return Unavailable(nccl_lib.status().message());
+    r_.nccl_library = nccl_lib->path;
+    auto cu = ResolveCuda(*cuda_lib);
+    if (!cu.ok()) return Unavailable(cu.status().message());
+    auto nc = ResolveNccl(*nccl_lib);
+    if (!nc.ok()) return Unavailable(nc.status().message());
+    cu_ = *cu;
+    nc_ = *nc;
+    return true;
+  }
+
+  bool Unavailable(std::string why) {
+    r_.outcome = ProbeOutcome::kUnavailable;
+    r_.detail = std::move(why);
+    return false;
+  }
+
+  bool CudaSetup(int64_t t0) {
+    int version = 0;
+    if (nc_.get_version != nullptr && nc_.get_version(&version) == abi::kNcclSuccess) {
+      r_.nccl_version = DecodeNcclVersion(version);
+    }
+    r_.startup_seconds = static_cast<double>(MonotonicNs() - t0) / 1e9;
+    CUresult rc = cu_.init(0);
+    if (rc == abi::kCudaErrorNoDevice || rc == abi::kCudaErrorStubLibrary) {
+      CuFailed("cuInit", rc);
+      r_.outcome = ProbeOutcome::kUnavailable;  // no GPU here: nothing to probe, not a fault
+      return false;
+    }
+    if (!CuOk("cuInit", rc)) return false;
+    if (cu_.driver_get_version != nullptr) cu_.driver_get_version(&r_.cuda_driver_version);
+    if (cu_.device_get_count != nullptr) {
+      int count = 0;
+      rc = cu_.device_get_count(&count);
+      if (!CuOk("cuDeviceGetCount", rc)) return false;
+      if (count == 0) return Unavailable("no CUDA device");
+      if (o_.device >= count) {
+        r_.detail = "device " + std::to_string(o_.device) + " requested, " +
+                    std::to_string(count) + " present";
+        return false;
+      }
+    }
+    if (!CuOk("cuDeviceGet", cu_.device_get(&device_, o_.device))) return false;
+    char buf[256] = {};
+    if (cu_.device_get_name != nullptr &&
+        cu_.device_get_name(buf, sizeof(buf) - 1, device_) == abi::kCudaSuccess) {
+      r_.gpu_name = buf;
+    }
+    std::memset(buf, 0, sizeof(buf));
+    if (cu_.device_get_pci_bus_id != nullptr &&
+        cu_.device_get_pci_bus_id(buf, sizeof(buf) - 1, device_) == abi::kCudaSuccess) {
+      r_.gpu_bus_id = buf;
+    }
+    // The primary context is the one NCCL's runtime calls adopt (NCCL_FACTS A7).
+    if (!CuOk("cuDevicePrimaryCtxRetain", cu_.primary_ctx_retain(&ctx_, device_))) return false;
+    ctx_retained_ = true;
+    return CuOk("cuCtxSetCurrent", cu_.ctx_set_current(ctx_));
+  }
+
+  bool JoinCommunicator() {
+    abi::ncclUniqueId id{};
+    if (o_.rank == 0) {
+      if (!NcclOk("ncclGetUniqueId", nc_.get_unique_id(&id))) return false;
+      out_ << kUniqueIdLinePrefix << EncodeUniqueId(id) << "\n";
+      out_.flush();
+    } else {
+      bool closed = false;
+      auto read = ReadUniqueId(&closed);
+      if (!read) {
+        // Closed without an id: rank 0 never made one (its own result says why).
+        r_.outcome = closed ? ProbeOutcome::kFail : ProbeOutcome::kTimeout;
+        r_.detail = closed ? "no unique id: the relay closed fd " +
+                                 std::to_string(o_.unique_id_fd) + " without one"
+                           : "no unique id from rank 0 on fd " +
+                                 std::to_string(o_.unique_id_fd) + " before the deadline";
+        return false;
+      }
+      id = *read;
+    }
+    if (nc_.comm_init_rank_config != nullptr && nc_.comm_get_async_error != nullptr &&
+        nc_.comm_abort != nullptr) {
+      // Non-blocking init is the only way to put a deadline on a hung bootstrap (A6).
+      abi::NcclConfig218 config;
+      config.blocking = 0;
+      ncclResult_t rc = nc_.comm_init_rank_config(&comm_, o_.nranks, id, o_.rank, &config);
+      if (rc == abi::kNcclInProgress || rc == abi::kNcclSuccess) {
+        rc = WaitComm("ncclCommInitRankConfig");
+        if (rc == abi::kNcclInProgress) return false;  // timed out; Cleanup aborts
+      } else {
+        comm_ = nullptr;  // refused outright: no communicator to abort
+      }
+      return NcclOk("ncclCommInitRankConfig", rc);
+    }
+    init_note_ = "blocking ncclCommInitRank (no ncclCommInitRankConfig: NCCL before 2.14)";
+    ncclResult_t rc = nc_.comm_init_rank(&comm_, o_.nranks, id, o_.rank);
+    if (rc != abi::kNcclSuccess) comm_ = nullptr;  // a failed blocking init leaves no comm
+    return NcclOk("ncclCommInitRank", rc);
+  }
+
+  std::optional<abi::ncclUniqueId> ReadUniqueId(bool* closed) {
+    std::string line;
+    char c;
+    while (true) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      pollfd pfd{o_.unique_id_fd, POLLIN, 0};
+      int rc = poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+      if (rc < 0 && errno == EINTR) continue;
+      if (rc <= 0) continue;
+      ssize_t n = read(o_.unique_id_fd, &c, 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        *closed = line.empty();
+        return line.empty() ? std::nullopt : DecodeUniqueId(line);
+      }
+      if (c == '\n') return DecodeUniqueId(line);
+      if (line.size() > 4096) return std::nullopt;
+      line.push_back(c);
+    }
+  }
+
+  bool RunCollectives() {
+    uint64_t count = std::max<uint64_t>(o_.size_bytes / sizeof(uint32_t), 1);
+    uint64_t bytes = count * sizeof(uint32_t);
+    r_.size_bytes = bytes;
+    if (!CuOk("cuMemAlloc_v2", cu_.mem_alloc(&send_, bytes))) return false;
+    if (!CuOk("cuMemAlloc_v2", cu_.mem_alloc(&recv_, bytes))) return false;
+    std::vector<uint32_t> staging(std::min<uint64_t>(count, kStagingElements));
+    for (uint64_t base = 0; base < count; base += staging.size()) {
+      uint64_t n = std::min<uint64_t>(staging.size(), count - base);
+      for (uint64_t k = 0; k < n; ++k) staging[k] = Contribution(o_.rank, base + k);
+      if (!CuOk("cuMemcpyHtoD_v2", cu_.memcpy_htod(send_ + base * sizeof(uint32_t),
+                                                  staging.data(), n * sizeof(uint32_t)))) {
+        return false;
+      }
+    }
+    if (!CuOk("cuMemsetD32_v2", cu_.memset_d32(recv_, kSentinel, count))) return false;
+    if (!CuOk("cuStreamCreate", cu_.stream_create(&stream_, 0))) return false;
+
+    for (int i = 0; i < o_.warmup; ++i) {
+      if (!AllReduce(count) || !WaitStream("warm-up all-reduce")) return false;
+    }
+    auto start = Clock::now();
+    for (int i = 0; i < o_.iterations; ++i) {
+      if (!AllReduce(count)) return false;
+    }
+    if (!WaitStream("timed all-reduce")) return false;
+    double total = std::chrono::duration<double>(Clock::now() - start).count();
+    r_.time_seconds = total / std::max(o_.iterations, 1);
+    if (r_.time_seconds > 0) {
+      r_.algbw_bytes_per_second = static_cast<double>(bytes) / r_.time_seconds;
+      r_.busbw_bytes_per_second =
+          r_.algbw_bytes_per_second * 2.0 * (o_.nranks - 1) / static_cast<double>(o_.nranks);
+    }
+    return Verify(count);
+  }
+
+  bool AllReduce(uint64_t count) {
+    ncclResult_t rc = nc_.all_reduce(reinterpret_cast<const void*>(send_),
+                                     reinterpret_cast<void*>(recv_), count, abi::kNcclUint32,
+                                     abi::kNcclSum, comm_, stream_);
+    // A non-blocking communicator may still be connecting (runtime connect, 2.22+).
+    if (rc == abi::kNcclInProgress) {
+      rc = WaitComm("ncclAllReduce");
+      if (rc == abi::kNcclInProgress) return false;
+    }
+    return NcclOk("ncclAllReduce", rc);
+  }
+
+  // Polls the stream rather than blocking in cuStreamSynchronize: a dead peer leaves the kernel
+  // spinning forever, and only polling can see NCCL's async error or the deadline meanwhile.
+  bool WaitStream(const char* what) {
+    if (cu_.stream_query == nullptr) {
+      return CuOk("cuStreamSynchronize", cu_.stream_synchronize(stream_));
+    }
+    int spins = 0;
+    while (true) {
+      CUresult rc = cu_.stream_query(stream_);
+      if (rc == abi::kCudaSuccess) return true;
+      if (rc != abi::kCudaErrorNotReady) return CuOk("cuStreamQuery", rc);
+      if (nc_.comm_get_async_error != nullptr && (++spins & 63) == 0) {
+        ncclResult_t state = abi::kNcclSuccess;
+        if (nc_.comm_get_async_error(comm_, &state) == abi::kNcclSuccess &&
+            state != abi::kNcclSuccess && state != abi::kNcclInProgress) {
+          return NcclOk(what, state);
+        }
+      }
+      if (Clock::now() > deadline_) return TimedOut(what);
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+  // Waits for a non-blocking communicator to leave ncclInProgress; returns its state, or
+  // ncclInProgress after aborting it at the deadline.
+  ncclResult_t WaitComm(const char* what) {
+    while (true) {
+      ncclResult_t state = abi::kNcclInProgress;
+      ncclResult_t rc = nc_.comm_get_async_error(comm_, &state);
+      if (rc != abi::kNcclSuccess) return rc;
+      if (state != abi::kNcclInProgress) return state;
+      if (Clock::now() > deadline_) {
+        TimedOut(what);
+        return abi::kNcclInProgress;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
+  bool TimedOut(const char* what) {
+    r_.outcome = ProbeOutcome::kTimeout;
+    r_.detail = std::string(what) + " did not complete within " +
+                std::to_string(o_.deadline_ms / 1000) + " s; communicator aborted";
+    r_.nccl_result = abi::kNcclInProgress;
+    FillLastError();
+    return false;
+  }
+
+  bool Verify(uint64_t count) {
+    std::vector<uint32_t> staging(std::min<uint64_t>(count, kStagingElements));
+    uint64_t mismatches = 0;
+    std::string first;
+    for (uint64_t base = 0; base < count; base += staging.size()) {
+      uint64_t n = std::min<uint64_t>(staging.size(), count - base);
+      if (!CuOk("cuMemcpyDtoH_v2", cu_.memcpy_dtoh(staging.data(), recv_ + base * sizeof(uint32_t),
+                                                  n * sizeof(uint32_t)))) {
+        return false;
+      }
+      for (uint64_t k = 0; k < n; ++k) {
+        uint32_t want = ExpectedSum(o_.nranks, base + k);
+        if (staging[k] == want) continue;
+        if (mismatches++ == 0) {
+          first = "first at element " + std::to_string(base + k) + ": got " + Hex32(staging[k]) +
+                  ", want " + Hex32(want);
+        }
+      }
+    }
+    r_.mismatches = mismatches;
+    r_.data_verified = mismatches == 0;
+    if (mismatches > 0) {
+      r_.detail = "all-reduce returned wrong data: " + std::to_string(mismatches) + " of " +
+                  std::to_string(count) + " elements differ (" + first + ")";
+    } else {
+      r_.detail = "verified " + std::to_string(count) + " elements" +
+                  (init_note_.empty() ? "" : "; " + init_note_);
+    }
+    return true;
+  }
+
+  void Cleanup() {
+    if (comm_ != nullptr) {
+      if (r_.outcome == ProbeOutcome::kPass) {
+        if (nc_.comm_finalize != nullptr &&
+            nc_.comm_finalize(comm_) == abi::kNcclInProgress &&
+            nc_.comm_get_async_error != nullptr) {
+          // Bounded: a finalize that hangs after a verified run is not worth failing it for.
+          auto until = std::min(deadline_, Clock::now() + std::chrono::seconds(5));
+          ncclResult_t state = abi::kNcclInProgress;
+          while (nc_.comm_get_async_error(comm_, &state) == abi::kNcclSuccess &&
+                 state == abi::kNcclInProgress && Clock::now() < until) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+        }
+        nc_.comm_destroy(comm_);
+      } else if (nc_.comm_abort != nullptr) {
+        nc_.comm_abort(comm_);
+      } else {
+        nc_.comm_destroy(comm_);
+      }
+      comm_ = nullptr;
+    }
+    if (stream_ != nullptr && cu_.stream_destroy != nullptr) cu_.stream_destroy(stream_);
+    if (send_ != 0 && cu_.mem_free != nullptr) cu_.mem_free(send_);
+    if (recv_ != 0 && cu_.mem_free != nullptr) cu_.mem_free(recv_);
+    if (ctx_retained_ && cu_.primary_ctx_release != nullptr) cu_.primary_ctx_release(device_);
+  }
+
+  bool CuOk(const char* call, CUresult rc) {
+    if (rc == abi::kCudaSuccess) return true;
+    CuFailed(call, rc);
+    return false;
+  }
+
+  void CuFailed(const char* call, CUresult rc) {
+    r_.outcome = ProbeOutcome::kFail;
+    r_.cuda_result = rc;
+    const char* name = nullptr;
+    const char* text = nullptr;
+    if (cu_.get_error_name != nullptr) cu_.get_error_name(rc, &name);
+    if (cu_.get_error_string != nullptr) cu_.get_error_string(rc, &text);
+    r_.detail = std::string(call) + ": " + (name != nullptr ? name : "CUDA error") + " (" +
+                std::to_string(rc) + ")" + (text != nullptr ? std::string(": ") + text : "");
+  }
+
+  bool NcclOk(const char* call, ncclResult_t rc) {
+    if (rc == abi::kNcclSuccess) return true;
+    r_.outcome = ProbeOutcome::kFail;
+    r_.nccl_result = rc;
+    const char* text = nc_.get_error_string(rc);
+    r_.nccl_error = text != nullptr ? text : "";
+    FillLastError();
+    r_.detail = std::string(call) + ": " + r_.nccl_error + " (" + std::to_string(rc) + ")" +
+                (r_.last_error.empty() ? "" : " | last: " + r_.last_error);
+    return false;
+  }
+
+  void FillLastError() {
+    if (nc_.get_last_error == nullptr) return;
+    const char* last = nc_.get_last_error(nullptr);
+    if (last != nullptr) r_.last_error = last;
+    while (!r_.last_error.empty() &&
+           (r_.last_error.back() == '\n' || r_.last_error.back() == '\r')) {
+      r_.last_error.pop_back();
+    }
+  }
+
+  const ChildOptions& o_;
+  std::ostream& out_;
+  Clock::time_point deadline_;
+  ProbeResult r_;
+  CudaApi cu_;
+  NcclApi nc_;
+  abi::CUdevice device_ = 0;
+  abi::CUcontext ctx_ = nullptr;
+  bool ctx_retained_ = false;
+  abi::ncclComm_t comm_ = nullptr;
+  abi::CUdeviceptr send_ = 0;
+  abi::CUdeviceptr recv_ = 0;
+  abi::CUstream stream_ = nullptr;
+  std::string init_note_;
+};
+
+// The variables that define what the child probes; the runner sets them too (with the rest of
+// the environment), this only keeps a hand-started child honest.
+void PinModeEnvironment(const ChildOptions& o) {
+  setenv("NCCL_NET", o.mode == ProbeMode::kIb ? "IB" : "Socket", 1);
+  setenv("NCCL_IB_DISABLE", o.mode == ProbeMode::kIb ? "0" : "1", 1);
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  if (!o.log_path.empty()) {
+    setenv("NCCL_DEBUG", "INFO", 1);
+    setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+    setenv("NCCL_DEBUG_FILE", o.log_path.c_str(), 1);
+  }
+}
+
+bool ParseInt(const std::string& s, int& out) {
+  try {
+    size_t pos = 0;
+    long v = std::stol(s, &pos);
+    if (pos != s.size() || v < std::numeric_limits<int>::min() ||
+        v > std::numeric_limits<int>::max()) {
+      return false;
+    }
+    out = static_cast<int>(v);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+std::optional<uint64_t> ParseByteSize(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  size_t i = 0;
+  uint64_t v = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+    if (v > (UINT64_MAX - 9) / 10) return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(s[i] - '0');
+    ++i;
+  }
+  if (i == 0) return std::nullopt;
+  std::string unit(s.substr(i));
+  uint64_t mult = 1;
+  if (unit.empty() || unit == "B") {
+    mult = 1;
+  } else if (unit == "K" || unit == "KiB" || unit == "k") {
+    mult = 1ull << 10;
+  } else if (unit == "M" || unit == "MiB") {
+    mult = 1ull << 20;
+  } else if (unit == "G" || unit == "GiB") {
+    mult = 1ull << 30;
+  } else {
+    return std::nullopt;
+  }
+  if (v > UINT64_MAX / mult) return std::nullopt;
+  return v * mult;
+}
+
+std::string EncodeUniqueId(const abi::ncclUniqueId& id) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(abi::kNcclUniqueIdBytes * 2);
+  for (char c : id.internal) {
+    auto b = static_cast<unsigned char>(c);
+    s.push_back(kHex[b >> 4]);
+    s.push_back(kHex[b & 15]);
+  }
+  return s;
+}
+
+std::optional<abi::ncclUniqueId> DecodeUniqueId(std::string_view text) {
+  if (text.starts_with(kUniqueIdLinePrefix)) text.remove_prefix(kUniqueIdLinePrefix.size());
+  while (!text.empty() && (text.back() == '\r' || text.back() == ' ')) text.remove_suffix(1);
+  if (text.size() != abi::kNcclUniqueIdBytes * 2) return std::nullopt;
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  abi::ncclUniqueId id{};
+  for (int i = 0; i < abi::kNcclUniqueIdBytes; ++i) {
+    int hi = nibble(text[2 * i]);
+    int lo = nibble(text[2 * i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    id.internal[i] = static_cast<char>((hi << 4) | lo);
+  }
+  return id;
+}
+
+StatusOr<ChildOptions> ParseChildArgs(const std::vector<std::string>& args) {
+  ChildOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::optional<std::string> {
+      if (i + 1 >= args.size()) return std::nullopt;
+      return args[++i];
+    };
+    auto need_int = [&](int& dst, int min) -> Status {
+      auto v = value();
+      if (!v || !ParseInt(*v, dst) || dst < min) return InvalidArgument(a + ": expects an integer");
+      return Status::Ok();
+    };
+    Status st;
+    if (a == "--mode") {
+      auto v = value();
+      auto m = v ? ParseProbeMode(*v) : std::nullopt;
+      if (!m) return InvalidArgument("--mode: expects socket or ib");
+      o.mode = *m;
+    } else if (a == "--rank") {
+      st = need_int(o.rank, 0);
+    } else if (a == "--nranks") {
+      st = need_int(o.nranks, 1);
+    } else if (a == "--device") {
+      st = need_int(o.device, 0);
+    } else if (a == "--iters") {
+      st = need_int(o.iterations, 1);
+    } else if (a == "--warmup") {
+      st = need_int(o.warmup, 0);
+    } else if (a == "--deadline-ms") {
+      st = need_int(o.deadline_ms, 1);
+    } else if (a == "--unique-id-fd") {
+      st = need_int(o.unique_id_fd, 0);
+    } else if (a == "--size") {
+      auto v = value();
+      auto b = v ? ParseByteSize(*v) : std::nullopt;
+      if (!b || *b == 0) return InvalidArgument("--size: expects a byte count such as 64M");
+      o.size_bytes = *b;
+    } else if (a == "--log-file") {
+      auto v = value();
+      if (!v) return InvalidArgument("--log-file: expects a path");
+      o.log_path = *v;
+    } else if (a == "--peer") {
+      auto v = value();
+      if (!v) return InvalidArgument("--peer: expects a name");
+      o.peer = *v;
+    } else if (a == "--nccl-lib" || a == "--cuda-lib") {
+      auto v = value();
+      if (!v) return InvalidArgument(a + ": expects a path");
+      (a == "--nccl-lib" ? o.nccl_library_paths : o.cuda_library_paths).push_back(*v);
+    } else if (a == "--only-configured-libs") {
+      o.default_library_search = false;
+    } else if (a == "--lib-root") {
+      auto v = value();
+      if (!v) return InvalidArgument("--lib-root: expects a directory");
+      o.library_root = *v;
+    } else if (a == "--spawn-ns") {
+      auto v = value();
+      try {
+        if (!v) throw std::invalid_argument("missing");
+        o.spawn_monotonic_ns = std::stoll(*v);
+      } catch (const std::exception&) {
+        return InvalidArgument("--spawn-ns: expects nanoseconds");
+      }
+    } else {
+      return InvalidArgument("unknown child flag '" + a + "'");
+    }
+    if (!st.ok()) return st;
+  }
+  if (o.rank >= o.nranks) return InvalidArgument("--rank must be below --nranks");
+  return o;
+}
+
+ProbeResult RunProbeChild(const ChildOptions& options, std::ostream& out) {
+  ChildRun run(options, out);
+  return run.Run();
+}
+
+int RunProbeChildCommand(const std::vector<std::string>& args, std::ostream& out,
+                         std::ostream& err) {
+  auto options = ParseChildArgs(args);
+  if (!options.ok()) {
+    err << "nccl-triage probe --child: " << options.status().message() << "\n";
+    return 2;
+  }
+  // Die with the runner: a probe nobody waits for must not hold a GPU.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  PinModeEnvironment(*options);
+  ProbeResult r;
+  try {
+    r = RunProbeChild(*options, out);
+  } catch (const std::exception& e) {
+    r.mode = options->mode;
+    r.rank = options->rank;
+    r.nranks = options->nranks;
+    r.outcome = ProbeOutcome::kFail;
+    r.detail = std::string("probe child error: ") + e.what();
+  }
+  // One line, written at once, last: the runner takes the last JSON line of stdout.
+  out << ToJson(r).dump() << "\n";
+  out.flush();
+  return 0;
+}
+
+}  // namespace nccl_triage

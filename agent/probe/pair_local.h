@@ -1,0 +1,60 @@
+// The local pair: both ranks of each probe mode on this host, the A/B table, and the verdict of
+// the decision table (core Decide) — what `nccl-triage probe --pair-local` prints.
+//
+// The two ranks run with different NCCL_HOSTID values, so NCCL treats them as two nodes and must
+// use the network (socket probe: TCP; IB probe: the HCA in loopback). The per-mode row merges the
+// ranks: the rank whose failure explains the pair (unavailable, then crashed, then its own error,
+// then timeout, then a peer-caused error) gives the row, and the causes of both ranks are kept.
+// Pure functions, apart from RunPairLocal which drives a ProbeRunner.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/decision.h"
+#include "core/model.h"
+#include "core/probe_result.h"
+#include "probe/runner.h"
+
+namespace nccl_triage {
+
+inline constexpr const char* kProbePairSchema = "nccl-triage/probe-pair/v1";
+
+struct PairLocalRow {
+  ProbeMode mode = ProbeMode::kSocket;
+  ProbeResult merged;              // the row of the table (and the decision input)
+  std::vector<ProbeResult> ranks;  // rank order
+};
+
+struct PairLocalReport {
+  std::vector<PairLocalRow> rows;  // socket first, then IB (as run)
+  std::vector<Finding> node_findings;
+  std::string findings_note;       // why there are none, when there are none
+  PairVerdict verdict;
+  std::string work_dir;            // where the NCCL logs are
+};
+
+// One row from the ranks' results.
+ProbeResult MergeRankResults(const std::vector<ProbeResult>& ranks);
+
+// The verdict of the decision table for the rows that ran (a mode not run is not_run).
+PairVerdict DecidePairLocal(const std::vector<PairLocalRow>& rows,
+                            const std::vector<Finding>& node_findings, double busbw_min_fraction);
+
+// Runs the modes in order (socket before IB, as the triage does) and decides.
+PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeMode>& modes,
+                             std::vector<Finding> node_findings, std::string findings_note);
+
+// 0 healthy, 1 a fault verdict (architecture or ib_resource), 3 nothing to conclude (unknown).
+int ExitCodeFor(const PairVerdict& verdict);
+
+nlohmann::json ToJson(const PairLocalReport& report);
+void PrintPairTable(const PairLocalReport& report, std::ostream& out);
+
+// "1.83 GB/s" (decimal units, as nccl-tests prints them).
+std::string FormatBandwidth(double bytes_per_second);
+
+}  // namespace nccl_triage

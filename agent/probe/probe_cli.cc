@@ -1,0 +1,233 @@
+#include "probe/probe_cli.h"
+
+#include <stdlib.h>
+
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "probe/child.h"
+#include "probe/pair_local.h"
+#include "probe/runner.h"
+
+namespace nccl_triage {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: nccl-triage probe --pair-local [flags]\n"
+    "       nccl-triage probe --child --mode socket|ib --rank R --nranks N [child flags]\n"
+    "\n"
+    "Runs real NCCL all-reduce probes, forced onto sockets and onto InfiniBand, as two ranks on\n"
+    "this host (different NCCL_HOSTID, so NCCL must use the network), and applies the decision\n"
+    "table: socket pass + IB fail = ib_resource, socket fail = architecture.\n"
+    "\n"
+    "flags:\n"
+    "  --mode socket|ib|both      which probes (default both, socket first)\n"
+    "  --format table|json        output (default table)\n"
+    "  --size BYTES               all-reduce size, e.g. 1M, 64M, 1G (default 64M)\n"
+    "  --iters N, --warmup W      timed and warm-up iterations (default 10, 2)\n"
+    "  --timeout S                per-rank wall-clock limit in seconds (default 120)\n"
+    "  --socket-ifname IF         NCCL_SOCKET_IFNAME (default: the default route's interface)\n"
+    "  --ib-hca HCA               NCCL_IB_HCA for the IB probe (one rail, e.g. =mlx5_0)\n"
+    "  --nccl-lib PATH            libnccl.so.2 (file or directory), tried first; repeatable\n"
+    "  --cuda-lib PATH            libcuda.so.1 (file or directory), tried first; repeatable\n"
+    "  --only-configured-libs     do not search the loader path or well-known locations\n"
+    "  --env-allow NAME           pass this variable of the environment to the ranks; repeatable\n"
+    "  --root DIR                 host root for node checks and /proc/net/route (default /)\n"
+    "  --work-dir DIR             where the NCCL logs go (default: a new folder under $TMPDIR)\n"
+    "  --config FILE              configuration file (probe section; flags override it)\n"
+    "\n"
+    "exit: 0 healthy, 1 fault verdict, 2 usage, 3 nothing to conclude\n";
+
+struct PairArgs {
+  std::vector<ProbeMode> modes = {ProbeMode::kSocket, ProbeMode::kIb};
+  bool json = false;
+  std::string root = "/";
+  std::string work_dir;
+  std::string config_path;
+  bool default_library_search = true;
+};
+
+// The flags given on the command line, applied over the configuration afterwards.
+struct Overrides {
+  std::optional<uint64_t> size;
+  std::optional<int> iters, warmup, timeout;
+  std::optional<std::string> ifname, hca;
+  std::vector<std::string> nccl_libs, cuda_libs, env_allow;
+};
+
+Status ParsePairArgs(const std::vector<std::string>& args, PairArgs& p, Overrides& o) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> StatusOr<std::string> {
+      if (i + 1 >= args.size()) return InvalidArgument(a + ": expects a value");
+      return args[++i];
+    };
+    auto int_value = [&](std::optional<int>& dst, int min) -> Status {
+      auto v = value();
+      if (!v.ok()) return v.status();
+      try {
+        size_t pos = 0;
+        int n = std::stoi(*v, &pos);
+        if (pos != v->size() || n < min) throw std::out_of_range("range");
+        dst = n;
+      } catch (const std::exception&) {
+        return InvalidArgument(a + ": expects an integer >= " + std::to_string(min));
+      }
+      return Status::Ok();
+    };
+    Status st;
+    if (a == "--pair-local") {
+      continue;
+    } else if (a == "--mode") {
+      auto v = value();
+      if (!v.ok()) return v.status();
+      if (*v == "both") {
+        p.modes = {ProbeMode::kSocket, ProbeMode::kIb};
+      } else if (auto m = ParseProbeMode(*v)) {
+        p.modes = {*m};
+      } else {
+        return InvalidArgument("--mode: expects socket, ib or both");
+      }
+    } else if (a == "--format") {
+      auto v = value();
+      if (!v.ok()) return v.status();
+      if (*v != "table" && *v != "json") return InvalidArgument("--format: expects table or json");
+      p.json = *v == "json";
+    } else if (a == "--size") {
+      auto v = value();
+      if (!v.ok()) return v.status();
+      o.size = ParseByteSize(*v);
+      if (!o.size || *o.size == 0) return InvalidArgument("--size: expects a size such as 64M");
+    } else if (a == "--iters") {
+      st = int_value(o.iters, 1);
+    } else if (a == "--warmup") {
+      st = int_value(o.warmup, 0);
+    } else if (a == "--timeout") {
+      st = int_value(o.timeout, 1);
+    } else if (a == "--socket-ifname" || a == "--ib-hca" || a == "--root" || a == "--work-dir" ||
+               a == "--config" || a == "--nccl-lib" || a == "--cuda-lib" || a == "--env-allow") {
+      auto v = value();
+      if (!v.ok()) return v.status();
+      if (a == "--socket-ifname") o.ifname = *v;
+      if (a == "--ib-hca") o.hca = *v;
+      if (a == "--root") p.root = *v;
+      if (a == "--work-dir") p.work_dir = *v;
+      if (a == "--config") p.config_path = *v;
+      if (a == "--nccl-lib") o.nccl_libs.push_back(*v);
+      if (a == "--cuda-lib") o.cuda_libs.push_back(*v);
+      if (a == "--env-allow") o.env_allow.push_back(*v);
+    } else if (a == "--only-configured-libs") {
+      p.default_library_search = false;
+    } else {
+      return InvalidArgument("unknown flag '" + a + "' (try --help)");
+    }
+    if (!st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+void Apply(const Overrides& o, ProbeConfig& c) {
+  if (o.size) c.size_bytes = *o.size;
+  if (o.iters) c.iterations = *o.iters;
+  if (o.warmup) c.warmup_iterations = *o.warmup;
+  if (o.timeout) c.timeout_seconds = *o.timeout;
+  if (o.ifname) c.socket_ifname = o.ifname;
+  if (o.hca) c.ib_hca = o.hca;
+  // Paths given on the command line come before the configured ones.
+  c.nccl_library_paths.insert(c.nccl_library_paths.begin(), o.nccl_libs.begin(), o.nccl_libs.end());
+  c.cuda_library_paths.insert(c.cuda_library_paths.begin(), o.cuda_libs.begin(), o.cuda_libs.end());
+  c.env_allowlist.insert(c.env_allowlist.end(), o.env_allow.begin(), o.env_allow.end());
+}
+
+StatusOr<std::string> MakeWorkDir(const std::map<std::string, std::string>& env) {
+  auto it = env.find("TMPDIR");
+  std::string base = it != env.end() && !it->second.empty() ? it->second : "/tmp";
+  std::string pattern = base + "/nccl-triage-probe-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) return Unavailable("cannot create a folder in " + base);
+  return pattern;
+}
+
+int RunPairLocalCommand(const std::vector<std::string>& args, std::ostream& out,
+                        std::ostream& err, const ProbeCliHooks& hooks) {
+  PairArgs p;
+  Overrides o;
+  if (Status st = ParsePairArgs(args, p, o); !st.ok()) {
+    err << "nccl-triage probe: " << st.message() << "\n";
+    return 2;
+  }
+  ProbeConfig config;
+  if (!p.config_path.empty()) {
+    if (!hooks.load_config) {
+      err << "nccl-triage probe: --config is not supported by this build\n";
+      return 2;
+    }
+    auto loaded = hooks.load_config(p.config_path);
+    if (!loaded.ok()) {
+      err << "nccl-triage probe: " << loaded.status().message() << "\n";
+      return 2;
+    }
+    config = *loaded;
+  }
+  Apply(o, config);
+
+  ProbeRunnerOptions ro;
+  ro.child_exe = hooks.self_exe;
+  ro.root = p.root;
+  ro.parent_env = hooks.environment;
+  ro.default_library_search = p.default_library_search;
+  if (p.work_dir.empty()) {
+    auto dir = MakeWorkDir(hooks.environment);
+    if (!dir.ok()) {
+      err << "nccl-triage probe: " << dir.status().message() << "\n";
+      return 2;
+    }
+    ro.work_dir = *dir;
+  } else {
+    ro.work_dir = p.work_dir;
+  }
+
+  std::vector<Finding> findings;
+  std::string note;
+  if (hooks.node_findings) {
+    auto f = hooks.node_findings(p.root, p.config_path);
+    if (f.ok()) {
+      findings = std::move(*f);
+    } else {
+      note = "not run: " + f.status().message();
+    }
+  } else {
+    note = "not run (this build has no host checks)";
+  }
+
+  ProbeRunner runner(config, ro);
+  PairLocalReport report = RunPairLocal(runner, p.modes, std::move(findings), note);
+  if (p.json) {
+    out << ToJson(report).dump(2) << "\n";
+  } else {
+    PrintPairTable(report, out);
+  }
+  return ExitCodeFor(report.verdict);
+}
+
+}  // namespace
+
+int RunProbeCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                const ProbeCliHooks& hooks) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      out << kUsage;
+      return 0;
+    }
+  }
+  if (!args.empty() && args[0] == "--child") {
+    return RunProbeChildCommand({args.begin() + 1, args.end()}, out, err);
+  }
+  if (std::find(args.begin(), args.end(), "--pair-local") != args.end()) {
+    return RunPairLocalCommand(args, out, err, hooks);
+  }
+  err << kUsage;
+  return 2;
+}
+
+}  // namespace nccl_triage

@@ -1,0 +1,39 @@
+// `nccl-triage probe`: the command line of the probe, shared by the full binary (agent/app's
+// cmd_probe.cc, which adds node checks and --config) and the standalone `nccl-triage-probe`
+// built for GPU machines from agent/core, agent/classify and agent/probe only.
+//
+//   probe --child --mode socket|ib --rank R --nranks N ...   one rank (started by the runner)
+//   probe --pair-local [--mode socket|ib|both] [--format table|json] [--size 64M] [--iters N]
+//         [--warmup W] [--timeout S] [--socket-ifname IF] [--ib-hca HCA] [--nccl-lib PATH]...
+//         [--cuda-lib PATH]... [--only-configured-libs] [--env-allow NAME]... [--root DIR]
+//         [--work-dir DIR] [--config FILE]
+// Exit codes: 0 healthy, 1 a fault verdict, 2 usage, 3 nothing to conclude.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/model.h"
+#include "core/status.h"
+
+namespace nccl_triage {
+
+struct ProbeCliHooks {
+  std::string self_exe;                        // the binary that implements `probe --child`
+  std::map<std::string, std::string> environment;  // this process's environment
+  // Loads a configuration file's probe section (the full binary only).
+  std::function<StatusOr<ProbeConfig>(const std::string& path)> load_config;
+  // The node checks of the host at `root` (the full binary only); config_path may be empty.
+  std::function<StatusOr<std::vector<Finding>>(const std::string& root,
+                                               const std::string& config_path)>
+      node_findings;
+};
+
+int RunProbeCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                const ProbeCliHooks& hooks);
+
+}  // namespace nccl_triage

@@ -1,0 +1,352 @@
+#include "probe/runner.h"
+
+#include <string.h>
+#include <time.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "classify/classifier.h"
+#include "core/catalogue.h"
+#include "probe/environment.h"
+
+namespace nccl_triage {
+namespace {
+
+constexpr size_t kMaxLogBytes = 64ull << 20;  // a probe's log is a few KiB; bound the pathological
+
+int64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? "SIG" + std::string(abbrev) : "signal " + std::to_string(sig);
+}
+
+// Printable, one line, short: what a garbage result looked like.
+std::string Excerpt(std::string_view s, size_t max = 80) {
+  std::string out;
+  for (char c : s.substr(0, max)) {
+    auto u = static_cast<unsigned char>(c);
+    out.push_back(u >= 0x20 && u < 0x7f ? c : '.');
+  }
+  return out;
+}
+
+std::string PickTransport(const std::vector<std::string>& transports) {
+  for (const char* preferred : {"NET/IB", "NET/Socket"}) {
+    if (std::find(transports.begin(), transports.end(), preferred) != transports.end()) {
+      return preferred;
+    }
+  }
+  return transports.empty() ? "" : transports.front();
+}
+
+bool IsFailure(ProbeOutcome o) {
+  return o == ProbeOutcome::kFail || o == ProbeOutcome::kTimeout || o == ProbeOutcome::kCrashed;
+}
+
+// Puts the probe's own cause first in the classification (and makes it the class when the log
+// itself explains nothing).
+void PrependCause(Classification& c, const std::string& id, const std::string& evidence) {
+  const CauseInfo* info = FindCause(id);
+  ClassifiedCause cause;
+  cause.cause = id;
+  cause.fault_class = info != nullptr ? info->fault_class : FaultClass::kUnknown;
+  cause.confidence = 1.0;
+  cause.evidence.push_back(LogLine{0, evidence});
+  if (info != nullptr) cause.remedy = std::string(info->remedy);
+  auto dup = std::find_if(c.causes.begin(), c.causes.end(),
+                          [&](const ClassifiedCause& x) { return x.cause == id; });
+  if (dup != c.causes.end()) c.causes.erase(dup);
+  c.causes.insert(c.causes.begin(), std::move(cause));
+  if (c.fault_class == FaultClass::kHealthy || c.fault_class == FaultClass::kUnknown) {
+    c.fault_class = info != nullptr ? info->fault_class : FaultClass::kUnknown;
+    c.reason = evidence;
+  }
+}
+
+}  // namespace
+
+std::optional<ProbeResult> ParseChildOutput(const std::string& out) {
+  size_t end = out.size();
+  while (end > 0) {
+    size_t start = out.rfind('\n', end - 1);
+    start = start == std::string::npos ? 0 : start + 1;
+    std::string_view line(out.data() + start, end - start);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+    if (!line.empty() && line.front() == '{') {
+      try {
+        auto j = nlohmann::json::parse(line);
+        if (j.is_object() && j.contains("outcome")) return ProbeResultFromJson(j);
+      } catch (const std::exception&) {
+        // not the result line; keep looking upwards
+      }
+    }
+    if (start == 0) break;
+    end = start - 1;
+  }
+  return std::nullopt;
+}
+
+void ApplyLogRules(ProbeResult& r, const std::optional<Classification>& log) {
+  if (log) r.transport = PickTransport(log->transports);
+  const std::string want = r.mode == ProbeMode::kIb ? "NET/IB" : "NET/Socket";
+  std::optional<std::pair<std::string, std::string>> own_cause;  // id, evidence
+  if (r.outcome == ProbeOutcome::kPass && r.transport != want) {
+    r.outcome = ProbeOutcome::kFail;
+    r.detail = r.transport.empty()
+                   ? "cannot confirm the transport: no channel line in the NCCL log (" +
+                         (log ? std::string("log has none") : std::string("no log")) + ")"
+                   : std::string(ToString(r.mode)) + " probe ran via " + r.transport + ", not " +
+                         want;
+    own_cause.emplace("probe.transport",
+                      r.transport.empty() ? "no channel line in the NCCL log"
+                                          : "channels via " + r.transport + " (wanted " + want + ")");
+  }
+  if (r.outcome == ProbeOutcome::kFail && r.mismatches > 0) {
+    own_cause.emplace("probe.data", r.detail);
+  }
+  if (!IsFailure(r.outcome)) return;
+  Classification c = log.value_or(Classification{});
+  if (own_cause) {
+    PrependCause(c, own_cause->first, own_cause->second);
+  } else if (r.cuda_result && c.causes.empty()) {
+    PrependCause(c, "cuda.driver", r.detail);
+  }
+  r.classification = std::move(c);
+}
+
+std::optional<Classification> ClassifyLogFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  LogClassifier classifier;
+  std::string line;
+  size_t total = 0;
+  while (total < kMaxLogBytes && std::getline(in, line)) {
+    total += line.size() + 1;
+    classifier.Feed(line);
+  }
+  return classifier.Finish();
+}
+
+ProbeResult InterpretChild(const ProbeRequest& req, const SubprocessResult& proc,
+                           const std::optional<Classification>& log, int timeout_seconds,
+                           const std::string& log_path) {
+  ProbeResult r;
+  r.mode = req.mode;
+  r.rank = req.rank;
+  r.nranks = req.nranks;
+  r.peer = req.peer;
+  r.log_path = log_path;
+  switch (proc.kind) {
+    case ExitKind::kSpawnFailed:
+      r.outcome = ProbeOutcome::kUnavailable;
+      r.detail = "cannot start the probe child: " + proc.error;
+      return r;  // nothing ran: no log to read
+    case ExitKind::kTimedOut:
+      r.outcome = ProbeOutcome::kTimeout;
+      r.detail = "no result within " + std::to_string(timeout_seconds) +
+                 " s; the probe's process group was killed";
+      break;
+    case ExitKind::kSignaled:
+      r.outcome = ProbeOutcome::kCrashed;
+      r.detail = "probe child killed by " + SignalName(proc.signal);
+      break;
+    case ExitKind::kExited: {
+      auto parsed = ParseChildOutput(proc.out);
+      if (!parsed) {
+        r.outcome = ProbeOutcome::kFail;
+        r.detail = "garbage result: no JSON result on stdout (exit code " +
+                   std::to_string(proc.exit_code) + ")";
+        if (proc.out_dropped > 0) {
+          r.detail += "; stdout exceeded its bound, " + std::to_string(proc.out_dropped) +
+                      " bytes dropped";
+        }
+        if (!proc.out.empty()) r.detail += "; stdout began \"" + Excerpt(proc.out) + "\"";
+        break;
+      }
+      r = *parsed;
+      r.mode = req.mode;
+      r.rank = req.rank;
+      r.nranks = req.nranks;
+      if (r.peer.empty()) r.peer = req.peer;
+      r.log_path = log_path;
+      if (proc.out_dropped > 0) {
+        r.detail += " (stdout exceeded its bound: " + std::to_string(proc.out_dropped) +
+                    " bytes dropped)";
+      }
+      break;
+    }
+  }
+  r.duration_seconds = proc.seconds;
+  ApplyLogRules(r, log);
+  return r;
+}
+
+ProbeChildProcess::ProbeChildProcess(ProbeRequest request, std::string log_path,
+                                     int timeout_seconds, std::unique_ptr<Subprocess> process)
+    : request_(std::move(request)),
+      log_path_(std::move(log_path)),
+      timeout_seconds_(timeout_seconds),
+      process_(std::move(process)) {}
+
+std::optional<std::string> ProbeChildProcess::UniqueId() const {
+  const std::string& out = process_->out();
+  std::string_view prefix = "NCCL_TRIAGE_UNIQUE_ID ";
+  size_t at = 0;
+  while ((at = out.find(prefix, at)) != std::string::npos) {
+    if (at == 0 || out[at - 1] == '\n') {
+      size_t nl = out.find('\n', at);
+      if (nl == std::string::npos) return std::nullopt;  // not complete yet
+      return out.substr(at + prefix.size(), nl - at - prefix.size());
+    }
+    at += prefix.size();
+  }
+  return std::nullopt;
+}
+
+Status ProbeChildProcess::SendUniqueId(const std::string& hex) {
+  Status s = process_->WriteStdin(std::string("NCCL_TRIAGE_UNIQUE_ID ") + hex + "\n");
+  process_->CloseStdin();
+  return s;
+}
+
+ProbeResult ProbeChildProcess::Finish() {
+  SubprocessResult proc = process_->Wait();
+  std::optional<Classification> log;
+  if (proc.kind != ExitKind::kSpawnFailed) log = ClassifyLogFile(log_path_);
+  return InterpretChild(request_, proc, log, timeout_seconds_, log_path_);
+}
+
+ProbeRunner::ProbeRunner(ProbeConfig config, ProbeRunnerOptions options)
+    : config_(std::move(config)), options_(std::move(options)) {
+  socket_ifname_ = config_.socket_ifname ? config_.socket_ifname
+                                         : ReadDefaultRouteInterface(options_.root);
+}
+
+std::string ProbeRunner::LogPath(const ProbeRequest& req) const {
+  return (std::filesystem::path(options_.work_dir) /
+          ("nccl-" + std::string(ToString(req.mode)) + "-rank" + std::to_string(req.rank) +
+           ".log"))
+      .string();
+}
+
+std::vector<std::string> ProbeRunner::ChildArgv(const ProbeRequest& req,
+                                                const std::string& log_path,
+                                                int64_t spawn_ns) const {
+  int timeout_ms = std::max(config_.timeout_seconds, 1) * 1000;
+  // The child stops itself first (abort, report); the runner's SIGKILL is the backstop.
+  int child_ms = timeout_ms - std::min(5000, timeout_ms / 10);
+  std::vector<std::string> argv = {
+      options_.child_exe, "probe", "--child",
+      "--mode", std::string(ToString(req.mode)),
+      "--rank", std::to_string(req.rank),
+      "--nranks", std::to_string(req.nranks),
+      "--device", std::to_string(req.device),
+      "--size", std::to_string(config_.size_bytes),
+      "--iters", std::to_string(std::max(config_.iterations, 1)),
+      "--warmup", std::to_string(std::max(config_.warmup_iterations, 0)),
+      "--deadline-ms", std::to_string(child_ms),
+      "--log-file", log_path,
+      "--lib-root", options_.root,
+      "--spawn-ns", std::to_string(spawn_ns),
+  };
+  if (!req.peer.empty()) {
+    argv.push_back("--peer");
+    argv.push_back(req.peer);
+  }
+  for (const auto& p : config_.nccl_library_paths) {
+    argv.push_back("--nccl-lib");
+    argv.push_back(p);
+  }
+  for (const auto& p : config_.cuda_library_paths) {
+    argv.push_back("--cuda-lib");
+    argv.push_back(p);
+  }
+  if (!options_.default_library_search) argv.push_back("--only-configured-libs");
+  return argv;
+}
+
+std::vector<std::string> ProbeRunner::ChildEnvironment(const ProbeRequest& req,
+                                                       const std::string& log_path) const {
+  ProbeEnvOptions env;
+  env.mode = req.mode;
+  env.log_path = log_path;
+  env.socket_ifname = socket_ifname_;
+  if (req.mode == ProbeMode::kIb) env.ib_hca = config_.ib_hca;
+  env.hostid = req.hostid;
+  env.nranks = req.nranks;
+  return BuildChildEnvironment(env, options_.parent_env, config_.env_allowlist);
+}
+
+StatusOr<std::unique_ptr<ProbeChildProcess>> ProbeRunner::Start(const ProbeRequest& req) const {
+  if (options_.work_dir.empty()) return InvalidArgument("probe runner: no work directory");
+  std::error_code ec;
+  std::filesystem::create_directories(options_.work_dir, ec);
+  if (ec) return Unavailable("cannot create " + options_.work_dir + ": " + ec.message());
+  std::string log_path = LogPath(req);
+  std::filesystem::remove(log_path, ec);  // a stale log must not explain this run
+
+  SubprocessOptions so;
+  so.env = ChildEnvironment(req, log_path);
+  so.timeout = std::chrono::seconds(std::max(config_.timeout_seconds, 1));
+  so.max_output_bytes = options_.max_output_bytes;
+  so.pipe_stdin = req.rank > 0;
+  so.argv = ChildArgv(req, log_path, MonotonicNs());
+  auto proc = Subprocess::Spawn(std::move(so));
+  if (!proc.ok()) return proc.status();
+  return std::make_unique<ProbeChildProcess>(req, log_path, config_.timeout_seconds,
+                                             std::move(*proc));
+}
+
+std::vector<ProbeResult> ProbeRunner::RunLocalRanks(ProbeMode mode, int nranks) const {
+  std::vector<ProbeResult> results;
+  std::vector<std::unique_ptr<ProbeChildProcess>> kids;
+  for (int rank = 0; rank < nranks; ++rank) {
+    ProbeRequest req;
+    req.mode = mode;
+    req.rank = rank;
+    req.nranks = nranks;
+    req.peer = "local";
+    // Different host hashes: NCCL may not use P2P or SHM and must go through the network (B1).
+    req.hostid = "nccl-triage-local-rank" + std::to_string(rank);
+    auto kid = Start(req);
+    if (!kid.ok()) {
+      SubprocessResult failed;
+      failed.kind = ExitKind::kSpawnFailed;
+      failed.error = kid.status().message();
+      results.push_back(InterpretChild(req, failed, std::nullopt, config_.timeout_seconds, ""));
+      continue;
+    }
+    kids.push_back(std::move(*kid));
+  }
+  if (!results.empty()) return results;  // some rank could not start: the pair cannot run
+
+  std::vector<Subprocess*> procs;
+  for (auto& k : kids) procs.push_back(&k->process());
+  ProbeChildProcess& rank0 = *kids[0];
+  Subprocess::Pump(
+      procs, [&] { return rank0.UniqueId().has_value() || rank0.process().done(); },
+      rank0.process().deadline());
+  auto id = rank0.UniqueId();
+  for (size_t i = 1; i < kids.size(); ++i) {
+    if (id) {
+      (void)kids[i]->SendUniqueId(*id);  // a rank that already exited reports on its own
+    } else {
+      kids[i]->process().CloseStdin();  // rank 0 made no id: the others stop at once
+    }
+  }
+  Subprocess::WaitAll(procs);
+  for (auto& k : kids) results.push_back(k->Finish());
+  return results;
+}
+
+}  // namespace nccl_triage

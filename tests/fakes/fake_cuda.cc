@@ -1,0 +1,251 @@
+// A fake libcuda.so.1 for machines without a GPU: the driver-API entry points the probe resolves
+// with dlsym, with "device memory" in host memory and streams that track work a fake NCCL hands
+// them (so cuStreamQuery reports CUDA_ERROR_NOT_READY while an all-reduce is in flight, as on a
+// GPU).
+//
+// Driven by the environment the probe runner lets through its allow-list:
+//   FAKE_NCCL_ROOT    a fixture root; the GPU name and bus id come from
+//                     <root>/proc/driver/nvidia/gpus/<bdf>/information when present
+//   FAKE_NCCL_FAULTS  comma list; "no_gpu" makes cuInit return CUDA_ERROR_NO_DEVICE (100)
+#include <dirent.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <string>
+
+namespace {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+
+constexpr CUresult kSuccess = 0;
+constexpr CUresult kInvalidValue = 1;
+constexpr CUresult kOutOfMemory = 2;
+constexpr CUresult kNotInitialized = 3;
+constexpr CUresult kNoDevice = 100;
+constexpr CUresult kInvalidDevice = 101;
+constexpr CUresult kNotReady = 600;
+
+struct FakeContext {
+  int device = 0;
+};
+
+// Work is counted, not queued: the fake NCCL runs the transfer on its own thread and tells the
+// stream when it starts and ends.
+struct FakeStream {
+  std::mutex mu;
+  std::condition_variable cv;
+  int pending = 0;
+};
+
+std::atomic<bool> g_initialized{false};
+FakeContext g_primary;
+
+bool HasFault(const char* name) {
+  const char* faults = std::getenv("FAKE_NCCL_FAULTS");
+  if (faults == nullptr) return false;
+  std::string list = std::string(",") + faults + ",";
+  return list.find(std::string(",") + name + ",") != std::string::npos;
+}
+
+// "Model:  NVIDIA A100-SXM4-80GB" and "Bus Location:  0000:07:00.0" from the fixture.
+bool FixtureGpu(std::string* name, std::string* bus) {
+  const char* root = std::getenv("FAKE_NCCL_ROOT");
+  if (root == nullptr) return false;
+  std::string dir = std::string(root) + "/proc/driver/nvidia/gpus";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return false;
+  std::string first;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    if (first.empty() || std::string(e->d_name) < first) first = e->d_name;
+  }
+  closedir(d);
+  if (first.empty()) return false;
+  std::ifstream in(dir + "/" + first + "/information");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    std::string value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    if (key == "Model") *name = value;
+    if (key == "Bus Location") *bus = value;
+  }
+  if (bus->empty()) *bus = first;
+  return !name->empty();
+}
+
+void CopyString(const std::string& s, char* out, int len) {
+  if (out == nullptr || len <= 0) return;
+  std::strncpy(out, s.c_str(), static_cast<size_t>(len));
+  out[len - 1] = '\0';
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuInit(unsigned int flags) {
+  if (flags != 0) return kInvalidValue;
+  if (HasFault("no_gpu")) return kNoDevice;
+  g_initialized = true;
+  return kSuccess;
+}
+
+CUresult cuDriverGetVersion(int* version) {
+  if (version == nullptr) return kInvalidValue;
+  *version = 13000;
+  return kSuccess;
+}
+
+CUresult cuDeviceGetCount(int* count) {
+  if (!g_initialized) return kNotInitialized;
+  *count = 1;
+  return kSuccess;
+}
+
+CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+  if (!g_initialized) return kNotInitialized;
+  if (ordinal != 0) return kInvalidDevice;
+  *device = ordinal;
+  return kSuccess;
+}
+
+CUresult cuDeviceGetName(char* name, int len, CUdevice device) {
+  if (device != 0) return kInvalidDevice;
+  std::string model, bus;
+  CopyString(FixtureGpu(&model, &bus) ? model : "Fake GPU (host memory)", name, len);
+  return kSuccess;
+}
+
+CUresult cuDeviceGetPCIBusId(char* bus_id, int len, CUdevice device) {
+  if (device != 0) return kInvalidDevice;
+  std::string model, bus;
+  CopyString(FixtureGpu(&model, &bus) ? bus : "00000000:00:00.0", bus_id, len);
+  return kSuccess;
+}
+
+CUresult cuDevicePrimaryCtxRetain(void** ctx, CUdevice device) {
+  if (!g_initialized) return kNotInitialized;
+  if (device != 0) return kInvalidDevice;
+  *ctx = &g_primary;
+  return kSuccess;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
+  return device == 0 ? kSuccess : kInvalidDevice;
+}
+
+CUresult cuCtxSetCurrent(void* ctx) { return ctx == &g_primary ? kSuccess : kInvalidValue; }
+
+CUresult cuMemAlloc_v2(CUdeviceptr* ptr, size_t bytes) {
+  if (!g_initialized) return kNotInitialized;
+  void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (p == nullptr) return kOutOfMemory;
+  *ptr = reinterpret_cast<uintptr_t>(p);
+  return kSuccess;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr ptr) {
+  std::free(reinterpret_cast<void*>(static_cast<uintptr_t>(ptr)));
+  return kSuccess;
+}
+
+CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int value, size_t count) {
+  auto* p = reinterpret_cast<uint32_t*>(static_cast<uintptr_t>(dst));
+  for (size_t i = 0; i < count; ++i) p[i] = value;
+  return kSuccess;
+}
+
+CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t bytes) {
+  std::memcpy(dst, reinterpret_cast<const void*>(static_cast<uintptr_t>(src)), bytes);
+  return kSuccess;
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t bytes) {
+  std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), src, bytes);
+  return kSuccess;
+}
+
+CUresult cuStreamCreate(void** stream, unsigned int flags) {
+  if (flags > 1) return kInvalidValue;
+  *stream = new FakeStream();
+  return kSuccess;
+}
+
+CUresult cuStreamQuery(void* stream) {
+  auto* s = static_cast<FakeStream*>(stream);
+  if (s == nullptr) return kSuccess;
+  std::lock_guard<std::mutex> lock(s->mu);
+  return s->pending == 0 ? kSuccess : kNotReady;
+}
+
+CUresult cuStreamSynchronize(void* stream) {
+  auto* s = static_cast<FakeStream*>(stream);
+  if (s == nullptr) return kSuccess;
+  std::unique_lock<std::mutex> lock(s->mu);
+  s->cv.wait(lock, [s] { return s->pending == 0; });
+  return kSuccess;
+}
+
+CUresult cuStreamDestroy_v2(void* stream) {
+  delete static_cast<FakeStream*>(stream);
+  return kSuccess;
+}
+
+CUresult cuGetErrorName(CUresult error, const char** str) {
+  switch (error) {
+    case kSuccess: *str = "CUDA_SUCCESS"; break;
+    case kInvalidValue: *str = "CUDA_ERROR_INVALID_VALUE"; break;
+    case kOutOfMemory: *str = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+    case kNotInitialized: *str = "CUDA_ERROR_NOT_INITIALIZED"; break;
+    case kNoDevice: *str = "CUDA_ERROR_NO_DEVICE"; break;
+    case kInvalidDevice: *str = "CUDA_ERROR_INVALID_DEVICE"; break;
+    case kNotReady: *str = "CUDA_ERROR_NOT_READY"; break;
+    default: *str = nullptr; return kInvalidValue;
+  }
+  return kSuccess;
+}
+
+CUresult cuGetErrorString(CUresult error, const char** str) {
+  switch (error) {
+    case kSuccess: *str = "no error"; break;
+    case kInvalidValue: *str = "invalid argument"; break;
+    case kOutOfMemory: *str = "out of memory"; break;
+    case kNotInitialized: *str = "initialization error"; break;
+    case kNoDevice: *str = "no CUDA-capable device is detected"; break;
+    case kInvalidDevice: *str = "invalid device ordinal"; break;
+    case kNotReady: *str = "device not ready"; break;
+    default: *str = nullptr; return kInvalidValue;
+  }
+  return kSuccess;
+}
+
+// Not part of CUDA: the fake NCCL finds these with dlopen("libcuda.so.1", RTLD_NOLOAD), the way
+// the real NCCL finds the driver, and brackets each collective it runs on its own thread.
+void fakeCudaStreamBeginWork(void* stream) {
+  auto* s = static_cast<FakeStream*>(stream);
+  if (s == nullptr) return;
+  std::lock_guard<std::mutex> lock(s->mu);
+  ++s->pending;
+}
+
+void fakeCudaStreamEndWork(void* stream) {
+  auto* s = static_cast<FakeStream*>(stream);
+  if (s == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    --s->pending;
+  }
+  s->cv.notify_all();
+}
+
+}  // extern "C"
