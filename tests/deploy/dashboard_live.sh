@@ -61,11 +61,11 @@ for f in "${scenarios[@]}"; do
         labels: {node: '$f'}"
 done
 
-# Probe, pair and coordinator metrics come only from sweeps. DEMO: `nccl-triage demo --serve`
+# Probe, pair and coordinator metrics come only from sweeps, workload metrics from GPU pods. DEMO: `nccl-triage demo --serve`
 # is to serve them for this test; until the binary has it, those queries are reported as SKIP.
 demo_job=""
-skip_args=(--skip-metric 'nccl_triage_(probe_|pair_verdict|last_probe_|coordinator_)'
-           --skip-reason "exported only by probes and the coordinator: needs 'nccl-triage demo --serve'")
+skip_args=(--skip-metric 'nccl_triage_(probe_|pair_verdict|last_probe_|coordinator_|workload_)'
+           --skip-reason "exported only by probes, the coordinator and GPU workload pods: needs 'nccl-triage demo --serve'")
 
 # ------------------------------------------------------------------ Prometheus
 prom_port="$(free_port)"
