@@ -86,7 +86,7 @@ pids+=($!)
 wait_http "127.0.0.1:$prom_port" 30
 # rate() needs two samples: wait until every target has been scraped a few times.
 url="http://127.0.0.1:$prom_port"
-"$deploycheck" wait-scrapes --prometheus "$url" --targets "${#scenarios[@]}" --samples 4 --timeout 30
+"$deploycheck" wait-scrapes --prometheus "$url" --targets "${#scenarios[@]}" --samples 4 --timeout 30s
 
 status=0
 echo "== dashboard queries"

@@ -6,7 +6,7 @@
 //	deploycheck runtime-libs --binary build/nccl-triage --runtime-list scripts/packages-runtime.txt
 //	deploycheck dashboard --dashboard D.json --prometheus http://127.0.0.1:9090 [--skip-metric RE]
 //	deploycheck alerts-live --prometheus URL --expect 'Alert{label="v"}'... --absent 'Alert{...}'...
-//	deploycheck wait-scrapes --prometheus URL --targets N --samples 4 --timeout 30
+//	deploycheck wait-scrapes --prometheus URL --targets N --samples 4 --timeout 30s
 //	deploycheck metric-names --files D.json,R.yaml --sources agent
 //	deploycheck drift --rendered R.yaml --deploy deploy --chart helm/nccl-triage
 //
