@@ -64,7 +64,7 @@ done
 # Probe, pair and coordinator metrics come only from sweeps, workload metrics from GPU pods. DEMO: `nccl-triage demo --serve`
 # is to serve them for this test; until the binary has it, those queries are reported as SKIP.
 demo_job=""
-skip_args=(--skip-metric 'nccl_triage_(probe_|pair_verdict|last_probe_|coordinator_|workload_)'
+skip_args=(--skip-metric 'nccl_triage_(probe_|pair_verdict|last_probe_|coordinator_|workload_|nccl_info)'
            --skip-reason "exported only by probes, the coordinator and GPU workload pods: needs 'nccl-triage demo --serve'")
 
 # ------------------------------------------------------------------ Prometheus
