@@ -324,7 +324,6 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	}
 	if allOn {
 		want = append(want,
-			"ClusterRole/"+full+"-coordinator", "ClusterRoleBinding/"+full+"-coordinator",
 			"ConfigMap/nccl-triage-extra", "ConfigMap/triage-extra-string",
 			"NetworkPolicy/"+full+"-coordinator",
 			"PodMonitor/"+full+"-agent", "PodMonitor/"+full+"-coordinator",
@@ -466,8 +465,8 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	ctm := mount(co, tokenDir)
 	c.check(ctm != nil && str(volume(dep, str(ctm, "name")), "secret.secretName") == full+"-token", "coordinator token mount")
 	c.check(path.Dir(str(config, "coordinator.token_file")) == tokenDir, "coordinator token_file outside the token mount")
-	c.check(get(dep, "spec.template.spec.automountServiceAccountToken") == allOn,
-		"automountServiceAccountToken %v (want it only with topology_label)", get(dep, "spec.template.spec.automountServiceAccountToken"))
+	c.check(get(dep, "spec.template.spec.automountServiceAccountToken") == false,
+		"the coordinator mounts an API token although it never calls the API server")
 	svc := s.find("Service", full+"-coordinator")
 	ports := map[string]string{}
 	for _, p := range list(svc, "spec.ports") {
@@ -484,17 +483,15 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 
 	// ---------------------------------------------------------------- RBAC: exactly the verbs used
 	c.scope = "rbac"
-	wantAgent := []string{"/nodes:get", "/pods:get", "/pods:list", "/pods:patch"}
+	// pods always; nodes get only for topology pairing, nodes/status and events only when enabled.
+	wantAgent := []string{"/pods:get", "/pods:list", "/pods:patch"}
 	if allOn {
-		wantAgent = append(wantAgent, "/events:create", "/nodes/status:patch")
+		wantAgent = append(wantAgent, "/events:create", "/nodes:get", "/nodes/status:patch")
 	}
 	sort.Strings(wantAgent)
 	ar := s.find("ClusterRole", full+"-agent")
 	c.check(reflect.DeepEqual(rbacRules(ar), wantAgent), "agent rules %v, want %v", rbacRules(ar), wantAgent)
-	if allOn {
-		cr := s.find("ClusterRole", full+"-coordinator")
-		c.check(reflect.DeepEqual(rbacRules(cr), []string{"/nodes:get"}), "coordinator rules %v", rbacRules(cr))
-	}
+	c.check(len(s.byKind("ClusterRole")) == 1 && len(s.byKind("Role")) == 0, "only the agent has RBAC")
 	for _, b := range s.byKind("ClusterRoleBinding") {
 		role := str(b, "roleRef.name")
 		c.check(s.find("ClusterRole", role) != nil, "binding %s refers to missing role %s", str(b, "metadata.name"), role)
