@@ -1,0 +1,39 @@
+// container.ipc_lock: CAP_IPC_LOCK (CapEff bit 14) exempts memory registration from RLIMIT_MEMLOCK.
+// It only matters when memlock is limited: with an unlimited memlock the capability is not
+// needed, and with it a limited memlock does not stop registration.
+#include "checks/builtin.h"
+#include "checks/check_util.h"
+
+namespace nccl_triage::checks {
+namespace {
+constexpr uint64_t kCapIpcLock = uint64_t{1} << 14;
+}  // namespace
+
+Finding ContainerIpcLock(const NodeSnapshot& s, const Config& c, const CheckContext&) {
+  FindingBuilder b("container.ipc_lock");
+  b.Add("CapEff", s.cap_eff.ok() ? "0x" + HexDigits(*s.cap_eff.value, 16) : FactText(s.cap_eff),
+        SourceOr(s.cap_eff, "proc/self/status"));
+  b.AddFact("Max locked memory", s.memlock, "proc/self/limits");
+  const bool memlock_known = s.memlock.ok();
+  bool memlock_enough = false;
+  if (memlock_known) {
+    const Limit& soft = s.memlock.value->soft;
+    memlock_enough =
+        soft.unlimited || (c.expect.memlock_min_bytes && soft.value >= *c.expect.memlock_min_bytes);
+  }
+  if (!s.cap_eff.ok()) {
+    if (memlock_known && memlock_enough) return b.Pass("not needed: memlock is sufficient");
+    return b.Skip("the effective capabilities could not be read");
+  }
+  const bool has_cap = (*s.cap_eff.value & kCapIpcLock) != 0;
+  if (has_cap) return b.Pass("CAP_IPC_LOCK present: memory registration is not bound by memlock");
+  if (!memlock_known) {
+    return b.Warn("CAP_IPC_LOCK missing and the memlock limit is unknown");
+  }
+  if (memlock_enough) return b.Pass("CAP_IPC_LOCK missing but not needed: memlock is sufficient");
+  return b.Fail("CAP_IPC_LOCK missing and memlock limited to " +
+                FormatLimit(s.memlock.value->soft, true) +
+                ": registrations beyond it fail (add IPC_LOCK or raise memlock)");
+}
+
+}  // namespace nccl_triage::checks

@@ -1,0 +1,32 @@
+// ib.contention: other processes holding /dev/infiniband/uverbs*. A running training job does
+// this legitimately, so it is a warning that names them, never a failure: the operator decides
+// whether they are stale.
+#include <algorithm>
+
+#include "checks/builtin.h"
+#include "checks/check_util.h"
+
+namespace nccl_triage::checks {
+
+Finding IbContention(const NodeSnapshot& s, const Config&, const CheckContext&) {
+  if (auto skip = SkipWithoutHcas("ib.contention", s)) return *skip;
+  FindingBuilder b("ib.contention");
+  std::vector<std::string> who;
+  for (const auto& h : s.uverbs_holders) {
+    const std::string proc = std::to_string(h.pid) + " (" + h.comm + ")";
+    b.Add("pid " + proc, h.device, "proc/" + std::to_string(h.pid) + "/fd");
+    if (std::find(who.begin(), who.end(), proc) == who.end()) who.push_back(proc);
+  }
+  if (!who.empty()) {
+    return b.Warn(std::to_string(who.size()) +
+                  " other process(es) hold uverbs devices: " + Join(who));
+  }
+  if (!s.proc_scan_error.empty()) {
+    b.Add("process scan", "unreadable (" + s.proc_scan_error + ")", "proc/*/fd");
+    return b.Skip("the processes holding the uverbs devices could not be listed");
+  }
+  b.Add("holders", "none", "proc/*/fd");
+  return b.Pass("no other process holds a uverbs device");
+}
+
+}  // namespace nccl_triage::checks

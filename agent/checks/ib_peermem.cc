@@ -1,0 +1,27 @@
+// ib.peermem: GPUDirect RDMA lets the HCA read and write GPU memory directly. Without
+// nvidia_peermem (or the older nv_peer_mem) NCCL stages through host memory: slower, not broken,
+// hence a warning.
+#include "checks/builtin.h"
+#include "checks/check_util.h"
+
+namespace nccl_triage::checks {
+
+Finding IbPeermem(const NodeSnapshot& s, const Config&, const CheckContext&) {
+  if (auto skip = SkipWithoutHcas("ib.peermem", s)) return *skip;
+  FindingBuilder b("ib.peermem");
+  if (!HasNvidiaGpu(s)) {
+    b.Add("NVIDIA GPUs", "none", "proc/driver/nvidia/gpus");
+    return b.Skip("no NVIDIA GPU on this node");
+  }
+  for (const char* m : {"nvidia_peermem", "nv_peer_mem"}) {
+    b.Add(std::string("module ") + m, ModuleLoaded(s, m) ? "loaded" : "not loaded",
+          ModuleSource(s, m));
+  }
+  if (ModuleLoaded(s, "nvidia_peermem")) return b.Pass("nvidia_peermem loaded: GPUDirect RDMA");
+  if (ModuleLoaded(s, "nv_peer_mem")) return b.Pass("nv_peer_mem loaded: GPUDirect RDMA");
+  return b.Warn(
+      "GPUs and HCAs present but no GPUDirect RDMA module loaded: NCCL stages through "
+      "host memory (unless the driver and kernel support DMA-BUF)");
+}
+
+}  // namespace nccl_triage::checks

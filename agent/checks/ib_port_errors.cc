@@ -1,0 +1,121 @@
+// ib.port_errors: link error counters. Absolute values accumulate since boot or the last clear,
+// so they are evidence, not a verdict; with a previous snapshot of the same node the rate per hour
+// is judged against expect.port_error_rate_per_hour. A counter that went down was cleared (or the
+// node rebooted) and has no rate this time.
+#include <array>
+#include <cmath>
+#include <string_view>
+
+#include "checks/builtin.h"
+#include "checks/check_util.h"
+
+namespace nccl_triage::checks {
+namespace {
+
+// The counters that count link faults (not congestion: port_xmit_discards and port_xmit_wait
+// rise under load on a healthy fabric).
+constexpr std::array<std::string_view, 10> kErrorCounters = {
+    "symbol_error",
+    "link_error_recovery",
+    "link_downed",
+    "port_rcv_errors",
+    "port_rcv_remote_physical_errors",
+    "port_rcv_switch_relay_errors",
+    "local_link_integrity_errors",
+    "excessive_buffer_overrun_errors",
+    "port_rcv_constraint_errors",
+    "port_xmit_constraint_errors",
+};
+
+const IbPort* FindPort(const NodeSnapshot& s, const std::string& dev, int num) {
+  for (const auto& d : s.ib_devices) {
+    if (d.name != dev) continue;
+    for (const auto& p : d.ports) {
+      if (p.num == num) return &p;
+    }
+  }
+  return nullptr;
+}
+
+std::string RateText(double per_hour) { return ToText(std::round(per_hour * 10) / 10) + "/h"; }
+
+}  // namespace
+
+Finding IbPortErrors(const NodeSnapshot& s, const Config& c, const CheckContext& ctx) {
+  if (auto skip = SkipWithoutHcas("ib.port_errors", s)) return *skip;
+  FindingBuilder b("ib.port_errors");
+  const double limit = c.expect.port_error_rate_per_hour;
+
+  // A previous snapshot counts only if it is of this node and older.
+  const NodeSnapshot* prev = ctx.previous;
+  double hours = 0;
+  if (prev != nullptr) {
+    if (prev->node != s.node) {
+      b.Add("previous snapshot", "of node '" + prev->node + "', not '" + s.node + "': ignored",
+            "--previous-snapshot");
+      prev = nullptr;
+    } else if (prev->taken_at_unix_ms >= s.taken_at_unix_ms) {
+      b.Add("previous snapshot", "not older than this one: ignored", "--previous-snapshot");
+      prev = nullptr;
+    } else {
+      hours = static_cast<double>(s.taken_at_unix_ms - prev->taken_at_unix_ms) / 3.6e6;
+      b.Add("interval", ToText(std::round(hours * 3600)) + " s", "snapshot timestamps");
+      b.Add("threshold", RateText(limit), "config: expect.port_error_rate_per_hour");
+    }
+  }
+
+  int counters_seen = 0, nonzero = 0;
+  std::vector<std::string> rising, reset;
+  for (const auto& d : s.ib_devices) {
+    for (const auto& p : d.ports) {
+      const std::string name = PortName(d, p);
+      const IbPort* old = prev != nullptr ? FindPort(*prev, d.name, p.num) : nullptr;
+      for (std::string_view counter : kErrorCounters) {
+        auto it = p.counters.find(std::string(counter));
+        if (it == p.counters.end()) continue;
+        ++counters_seen;
+        const std::string source = PortPath(d, p, "counters/" + std::string(counter));
+        const uint64_t now = it->second;
+        std::string text = std::to_string(now);
+        bool changed = false;
+        if (old != nullptr) {
+          auto was = old->counters.find(it->first);
+          if (was != old->counters.end() && now != was->second) {
+            changed = true;
+            if (now < was->second) {
+              reset.push_back(name + " " + it->first);
+              text += " (was " + std::to_string(was->second) + ": cleared)";
+            } else {
+              const double rate = static_cast<double>(now - was->second) / hours;
+              text += " (+" + std::to_string(now - was->second) + ", " + RateText(rate) + ")";
+              if (rate > limit) rising.push_back(name + " " + it->first + " " + RateText(rate));
+            }
+          }
+        }
+        if (now != 0) ++nonzero;
+        if (now != 0 || changed) b.Add(name + " " + it->first, text, source);
+      }
+    }
+  }
+  if (counters_seen == 0) return b.Skip("no port error counter could be read");
+  if (nonzero == 0)
+    b.Add("error counters", "all " + std::to_string(counters_seen) + " zero",
+          "sys/class/infiniband/*/ports/*/counters");
+  if (!rising.empty()) {
+    return b.Fail("error counters rising faster than " + RateText(limit) + ": " + Join(rising));
+  }
+  if (prev != nullptr) {
+    return b.Pass("no error counter rising faster than " + RateText(limit) +
+                  (reset.empty()
+                       ? std::string()
+                       : " (" + std::to_string(reset.size()) + " counter(s) were cleared)"));
+  }
+  if (nonzero > 0) {
+    return b.Warn(std::to_string(nonzero) +
+                  " non-zero error counter(s) since boot or the last clear; a rate needs a "
+                  "previous snapshot (--previous-snapshot)");
+  }
+  return b.Pass("all " + std::to_string(counters_seen) + " link error counters are zero");
+}
+
+}  // namespace nccl_triage::checks

@@ -1,0 +1,41 @@
+// limits.memlock: RDMA memory registration pins pages and is bounded by RLIMIT_MEMLOCK unless the
+// process has CAP_IPC_LOCK. The soft limit is the one in force (NCCL does not raise it).
+// Required: unlimited, or expect.memlock_min_bytes when configured.
+#include "checks/builtin.h"
+#include "checks/check_util.h"
+
+namespace nccl_triage::checks {
+namespace {
+constexpr uint64_t kCapIpcLock = uint64_t{1} << 14;
+}  // namespace
+
+Finding LimitsMemlock(const NodeSnapshot& s, const Config& c, const CheckContext&) {
+  FindingBuilder b("limits.memlock");
+  b.AddFact("Max locked memory", s.memlock, "proc/self/limits");
+  const auto& floor = c.expect.memlock_min_bytes;
+  b.Add("required", floor ? "at least " + FormatBytes(*floor) : "unlimited",
+        floor ? "config: expect.memlock_min_bytes" : "default (expect.memlock_min_bytes unset)");
+  if (!s.memlock.ok()) return b.Skip("the locked-memory limit could not be read");
+
+  const Limit& soft = s.memlock.value->soft;
+  const Limit& hard = s.memlock.value->hard;
+  const std::string have = FormatLimit(soft, true);
+  if (soft.unlimited) return b.Pass("memlock unlimited");
+  if (floor && soft.value >= *floor) {
+    return b.Pass("memlock " + have + " (at least " + FormatBytes(*floor) + ")");
+  }
+  const std::string need = floor ? "at least " + FormatBytes(*floor) : std::string("unlimited");
+  std::string hint;
+  if (hard.unlimited || (floor && hard.value >= *floor)) {
+    hint = " (the hard limit " + FormatLimit(hard, true) + " would allow raising it)";
+  }
+  if (s.cap_eff.ok() && (*s.cap_eff.value & kCapIpcLock) != 0) {
+    b.AddFact("CapEff", s.cap_eff, "proc/self/status");
+    return b.Warn("memlock is " + have + ", not " + need +
+                  "; CAP_IPC_LOCK lets this process register beyond it, a process without the "
+                  "capability would fail in ibv_reg_mr");
+  }
+  return b.Fail("memlock is " + have + ", NCCL over IB needs " + need + hint);
+}
+
+}  // namespace nccl_triage::checks

@@ -1,0 +1,100 @@
+// net.socket_ifname: when NCCL_SOCKET_IFNAME is set, NCCL uses only the interfaces it names for
+// bootstrap, the socket transport and the IB out-of-band connection ("find or fail"). NCCL's
+// syntax: a comma list of name prefixes; a leading '^' turns the list into exclusions; a leading
+// '=' (after any '^') makes the names exact; ":port" suffixes are ignored for interface names.
+#include "checks/builtin.h"
+#include "checks/check_util.h"
+
+namespace nccl_triage::checks {
+namespace {
+
+struct IfnameSpec {
+  bool exclude = false;
+  bool exact = false;
+  std::vector<std::string> names;
+};
+
+IfnameSpec ParseSpec(std::string_view text) {
+  IfnameSpec spec;
+  if (!text.empty() && text.front() == '^') {
+    spec.exclude = true;
+    text.remove_prefix(1);
+  }
+  if (!text.empty() && text.front() == '=') {
+    spec.exact = true;
+    text.remove_prefix(1);
+  }
+  while (true) {
+    const size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    item = item.substr(0, item.find(':'));
+    if (!item.empty()) spec.names.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return spec;
+}
+
+bool Matches(const IfnameSpec& spec, const std::string& ifname) {
+  bool listed = false;
+  for (const auto& n : spec.names) {
+    listed |= spec.exact ? ifname == n : ifname.rfind(n, 0) == 0;
+  }
+  return spec.exclude ? !listed : listed;
+}
+
+bool IsUp(const NetInterface& i) {
+  return i.operstate.ok() && (*i.operstate.value == "up" || *i.operstate.value == "unknown");
+}
+
+}  // namespace
+
+Finding NetSocketIfname(const NodeSnapshot& s, const Config& c, const CheckContext&) {
+  FindingBuilder b("net.socket_ifname");
+  if (!c.expect.socket_ifname) {
+    b.Add("expect.socket_ifname", "unset", "config");
+    return b.Skip("expect.socket_ifname is not configured");
+  }
+  const std::string& value = *c.expect.socket_ifname;
+  b.Add("NCCL_SOCKET_IFNAME", value, "config: expect.socket_ifname");
+  const IfnameSpec spec = ParseSpec(value);
+  if (spec.names.empty()) return b.Fail("'" + value + "' names no interface");
+
+  std::vector<const NetInterface*> matched;
+  for (const auto& i : s.interfaces) {
+    if (Matches(spec, i.name)) matched.push_back(&i);
+  }
+  if (matched.empty()) {
+    std::vector<std::string> all;
+    for (const auto& i : s.interfaces) all.push_back(i.name);
+    b.Add("interfaces", all.empty() ? "none" : Join(all), "sys/class/net");
+    return b.Fail("no interface matches NCCL_SOCKET_IFNAME='" + value + "'");
+  }
+  std::vector<std::string> up, with_address;
+  for (const auto* i : matched) {
+    std::string text = FactText(i->operstate);
+    if (s.live.gathered) text += i->addresses.empty() ? ", no address" : ", " + Join(i->addresses);
+    b.Add(i->name, text,
+          i->operstate.source.empty() ? "sys/class/net/" + i->name + "/operstate"
+                                      : i->operstate.source);
+    if (IsUp(*i)) {
+      up.push_back(i->name);
+      if (!i->addresses.empty()) with_address.push_back(i->name);
+    }
+  }
+  if (up.empty()) {
+    bool any_unreadable = false;
+    for (const auto* i : matched) any_unreadable |= !i->operstate.ok();
+    if (any_unreadable) return b.Skip("the state of the matching interfaces could not be read");
+    return b.Fail("every interface matching '" + value + "' is down");
+  }
+  if (!s.live.gathered) {
+    return b.Pass(Join(up) + " up (addresses are checked on the live node only)");
+  }
+  if (with_address.empty()) {
+    return b.Fail(Join(up) + " up but without an IP address: NCCL finds no usable interface");
+  }
+  return b.Pass(Join(with_address) + " up with an address");
+}
+
+}  // namespace nccl_triage::checks

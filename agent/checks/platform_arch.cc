@@ -1,0 +1,30 @@
+// platform.arch: the CPU architecture (mixing architectures in one job is a cross-node check) and
+// virtualisation: a virtual machine without an RDMA device passed through has no usable RDMA.
+#include "checks/builtin.h"
+#include "checks/check_util.h"
+
+namespace nccl_triage::checks {
+
+Finding PlatformArch(const NodeSnapshot& s, const Config&, const CheckContext&) {
+  FindingBuilder b("platform.arch");
+  b.AddFact("architecture", s.arch, "proc/sys/kernel/arch");
+  b.AddFact("hypervisor", s.hypervisor, "proc/cpuinfo");
+  if (!s.arch.ok()) return b.Skip("the CPU architecture could not be read");
+  const std::string& arch = *s.arch.value;
+  const bool rdma = !s.ib_devices.empty() || !RdmaPciDevices(s).empty();
+  const bool gpu = HasNvidiaGpu(s);
+  if (arch != "x86_64" && arch != "aarch64" && arch != "ppc64le") {
+    return b.Warn(arch + ": NCCL is built for x86_64, aarch64 and ppc64le only");
+  }
+  if (!s.hypervisor.ok()) return b.Pass(arch + " (virtualisation unknown)");
+  if (!*s.hypervisor.value) return b.Pass(arch + ", bare metal");
+  if (rdma) return b.Pass(arch + " virtual machine with RDMA hardware passed through");
+  if (gpu) {
+    return b.Fail(arch +
+                  " virtual machine with GPUs but no RDMA device passed through: NCCL "
+                  "between nodes can only use sockets");
+  }
+  return b.Warn(arch + " virtual machine without RDMA passthrough (and without GPUs)");
+}
+
+}  // namespace nccl_triage::checks

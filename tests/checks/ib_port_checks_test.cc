@@ -1,0 +1,175 @@
+// ib.port_state, ib.port_rate, ib.port_errors.
+#include <gtest/gtest.h>
+
+#include "checks/builtin.h"
+#include "checks/snapshot_builder.h"
+
+namespace nccl_triage {
+namespace {
+
+using namespace testing;  // NOLINT: test helpers
+using checks::IbPortErrors;
+using checks::IbPortRate;
+using checks::IbPortState;
+
+IbPort& Port(NodeSnapshot& s, int hca) {
+  return s.ib_devices.at(static_cast<size_t>(hca)).ports.at(0);
+}
+
+TEST(PortStateCheck, PassesWhenEveryPortIsActiveAndLinkUp) {
+  Finding f = RunOne(&IbPortState, HealthyIbNode(4));
+  EXPECT_EQ(f.status, CheckStatus::kPass);
+  EXPECT_TRUE(HasEvidenceFrom(f, "sys/class/infiniband/mlx5_3/ports/1/state"));
+}
+
+TEST(PortStateCheck, FailsWhenPhysStateIsPolling) {
+  NodeSnapshot s = HealthyIbNode(4);
+  Port(s, 2).state = Have<std::string>("1: DOWN");
+  Port(s, 2).phys_state = Have<std::string>("2: Polling");
+  Finding f = RunOne(&IbPortState, s);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_NE(f.message.find("mlx5_2/1 (1: DOWN, 2: Polling)"), std::string::npos);
+  EXPECT_NE(f.message.find("1 of 4"), std::string::npos);
+}
+
+TEST(PortStateCheck, FailsWhenThePortIsStuckInInit) {
+  NodeSnapshot s = HealthyIbNode(2);
+  Port(s, 0).state = Have<std::string>("2: INIT");
+  EXPECT_EQ(RunOne(&IbPortState, s).status, CheckStatus::kFail);
+}
+
+TEST(PortStateCheck, WarnsWhenOnePortIsUnreadable) {
+  NodeSnapshot s = HealthyIbNode(2);
+  Port(s, 1).state = Unreadable<std::string>();
+  EXPECT_EQ(RunOne(&IbPortState, s).status, CheckStatus::kWarn);
+}
+
+TEST(PortStateCheck, SkipsWhenNoPortIsReadable) {
+  NodeSnapshot s = HealthyIbNode(2);
+  for (int i = 0; i < 2; ++i) {
+    Port(s, i).state = Unreadable<std::string>();
+    Port(s, i).phys_state = Unreadable<std::string>();
+  }
+  EXPECT_EQ(RunOne(&IbPortState, s).status, CheckStatus::kSkip);
+}
+
+TEST(PortRateCheck, PassesWhenAllPortsRunAtTheSameRate) {
+  Finding f = RunOne(&IbPortRate, HealthyIbNode(8));
+  EXPECT_EQ(f.status, CheckStatus::kPass);
+  EXPECT_NE(f.message.find("200 Gb/s"), std::string::npos);
+}
+
+TEST(PortRateCheck, FailsWhenOnePortIsSlowerThanItsPeers) {
+  NodeSnapshot s = HealthyIbNode(8);
+  Port(s, 5).rate_gbps = Have(50.0);
+  Port(s, 5).rate_text = Have<std::string>("50 Gb/sec (1X HDR)");
+  Finding f = RunOne(&IbPortRate, s);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_NE(f.message.find("mlx5_5/1 at 50 Gb/sec (1X HDR) vs 200 Gb/s"), std::string::npos);
+}
+
+TEST(PortRateCheck, ComparesOnlyPortsOfTheSameHcaType) {
+  NodeSnapshot s = HealthyIbNode(2);
+  s.ib_devices[1].hca_type = Have<std::string>("MT4119");  // a ConnectX-5 next to ConnectX-6
+  Port(s, 1).rate_gbps = Have(100.0);
+  EXPECT_EQ(RunOne(&IbPortRate, s).status, CheckStatus::kPass);
+}
+
+TEST(PortRateCheck, FailsBelowTheConfiguredRate) {
+  Config c;
+  c.expect.rate_gbps = 400;
+  Finding f = RunOne(&IbPortRate, HealthyIbNode(2), c);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_TRUE(HasEvidenceFrom(f, "config: expect.rate_gbps"));
+}
+
+TEST(PortRateCheck, IgnoresPortsThatAreDown) {
+  NodeSnapshot s = HealthyIbNode(2);
+  Port(s, 1).state = Have<std::string>("1: DOWN");
+  Port(s, 1).rate_gbps = Have(10.0);
+  EXPECT_EQ(RunOne(&IbPortRate, s).status, CheckStatus::kPass);
+}
+
+TEST(PortRateCheck, SkipsWhenNoRateIsReadable) {
+  NodeSnapshot s = HealthyIbNode(2);
+  for (int i = 0; i < 2; ++i) {
+    Port(s, i).rate_gbps = Unreadable<double>();
+    Port(s, i).rate_text = Unreadable<std::string>();
+  }
+  EXPECT_EQ(RunOne(&IbPortRate, s).status, CheckStatus::kSkip);
+}
+
+TEST(PortErrorsCheck, PassesWhenAllCountersAreZero) {
+  Finding f = RunOne(&IbPortErrors, HealthyIbNode(2));
+  EXPECT_EQ(f.status, CheckStatus::kPass);
+}
+
+TEST(PortErrorsCheck, WarnsOnNonZeroCountersWithoutAPreviousSnapshot) {
+  NodeSnapshot s = HealthyIbNode(2);
+  Port(s, 1).counters["symbol_error"] = 17;
+  Finding f = RunOne(&IbPortErrors, s);
+  EXPECT_EQ(f.status, CheckStatus::kWarn);
+  EXPECT_TRUE(HasEvidenceFrom(f, "sys/class/infiniband/mlx5_1/ports/1/counters/symbol_error"));
+}
+
+TEST(PortErrorsCheck, FailsWhenACounterRisesFasterThanTheThreshold) {
+  NodeSnapshot before = HealthyIbNode(2);
+  Port(before, 1).counters["link_downed"] = 3;
+  NodeSnapshot now = before;
+  now.taken_at_unix_ms += 600'000;           // ten minutes later
+  Port(now, 1).counters["link_downed"] = 5;  // +2 in 10 min = 12/h > 10/h
+  Finding f = RunOne(&IbPortErrors, now, Config{}, CheckContext{&before, nullptr});
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_NE(f.message.find("mlx5_1/1 link_downed 12/h"), std::string::npos);
+}
+
+TEST(PortErrorsCheck, PassesWhenOldCountsDoNotRise) {
+  NodeSnapshot before = HealthyIbNode(2);
+  Port(before, 1).counters["symbol_error"] = 1000;
+  NodeSnapshot now = before;
+  now.taken_at_unix_ms += 3'600'000;
+  Port(now, 1).counters["symbol_error"] = 1005;  // 5/h, under the default 10/h
+  EXPECT_EQ(RunOne(&IbPortErrors, now, Config{}, CheckContext{&before, nullptr}).status,
+            CheckStatus::kPass);
+}
+
+TEST(PortErrorsCheck, TreatsADecreaseAsAClearNotARate) {
+  NodeSnapshot before = HealthyIbNode(2);
+  Port(before, 0).counters["port_rcv_errors"] = 500;
+  NodeSnapshot now = before;
+  now.taken_at_unix_ms += 60'000;
+  Port(now, 0).counters["port_rcv_errors"] = 2;
+  Finding f = RunOne(&IbPortErrors, now, Config{}, CheckContext{&before, nullptr});
+  EXPECT_EQ(f.status, CheckStatus::kPass);
+  EXPECT_NE(f.message.find("cleared"), std::string::npos);
+}
+
+TEST(PortErrorsCheck, IgnoresAPreviousSnapshotOfAnotherNode) {
+  NodeSnapshot before = HealthyIbNode(2);
+  before.node = "other";
+  NodeSnapshot now = HealthyIbNode(2);
+  now.taken_at_unix_ms += 60'000;
+  Port(now, 0).counters["link_downed"] = 100;
+  Finding f = RunOne(&IbPortErrors, now, Config{}, CheckContext{&before, nullptr});
+  EXPECT_EQ(f.status, CheckStatus::kWarn);
+}
+
+TEST(PortErrorsCheck, UsesTheConfiguredThreshold) {
+  NodeSnapshot before = HealthyIbNode(1);
+  NodeSnapshot now = before;
+  now.taken_at_unix_ms += 3'600'000;
+  Port(now, 0).counters["symbol_error"] = 5;
+  Config c;
+  c.expect.port_error_rate_per_hour = 1;
+  EXPECT_EQ(RunOne(&IbPortErrors, now, c, CheckContext{&before, nullptr}).status,
+            CheckStatus::kFail);
+}
+
+TEST(PortErrorsCheck, SkipsWhenNoCounterIsReadable) {
+  NodeSnapshot s = HealthyIbNode(2);
+  for (int i = 0; i < 2; ++i) Port(s, i).counters.clear();
+  EXPECT_EQ(RunOne(&IbPortErrors, s).status, CheckStatus::kSkip);
+}
+
+}  // namespace
+}  // namespace nccl_triage
