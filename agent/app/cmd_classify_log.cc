@@ -6,10 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <system_error>
-
-#include <nlohmann/json.hpp>
 
 #include "app/cli.h"
 #include "classify/classifier.h"
@@ -95,8 +94,7 @@ int RunClassifyLogCommand(CliContext& ctx) {
     }
   }
   if (format != "table" && format != "json") {
-    ctx.err << "nccl-triage classify-log: --format must be table or json, not '" << format
-            << "'\n";
+    ctx.err << "nccl-triage classify-log: --format must be table or json, not '" << format << "'\n";
     return 2;
   }
 

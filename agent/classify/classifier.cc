@@ -15,12 +15,12 @@
 namespace nccl_triage {
 namespace {
 
-constexpr size_t kMaxLineBytes = 4096;   // longer lines are cut: a log line is never that long
-constexpr size_t kMaxEvidence = 5;       // lines kept per cause
-constexpr size_t kMaxRanks = 65536;      // rank keys tracked (first WARN per rank)
-constexpr size_t kMaxTextRoots = 64;     // free-text root candidates (logs without WARN lines)
+constexpr size_t kMaxLineBytes = 4096;  // longer lines are cut: a log line is never that long
+constexpr size_t kMaxEvidence = 5;      // lines kept per cause
+constexpr size_t kMaxRanks = 65536;     // rank keys tracked (first WARN per rank)
+constexpr size_t kMaxTextRoots = 64;    // free-text root candidates (logs without WARN lines)
 constexpr size_t kMaxTransports = 8;
-constexpr size_t kMaxFieldBytes = 128;   // network name, version, environment values
+constexpr size_t kMaxFieldBytes = 128;  // network name, version, environment values
 
 // Ranking tiers: a cause's tier is that of its strongest match; lower ranks first.
 enum Tier : int {
@@ -58,9 +58,9 @@ std::string Sanitize(std::string_view s) {
     }
     if (ok && len >= 3) {
       auto c1 = static_cast<unsigned char>(s[i + 1]);
-      if (c == 0xE0 && c1 < 0xA0) ok = false;  // overlong
+      if (c == 0xE0 && c1 < 0xA0) ok = false;   // overlong
       if (c == 0xED && c1 >= 0xA0) ok = false;  // surrogates
-      if (c == 0xF0 && c1 < 0x90) ok = false;  // overlong
+      if (c == 0xF0 && c1 < 0x90) ok = false;   // overlong
       if (c == 0xF4 && c1 >= 0x90) ok = false;  // above U+10FFFF
     }
     if (ok) {
@@ -128,16 +128,10 @@ struct RootCandidate {
   bool matched = false;
 };
 
-struct Match {
-  size_t rule;
-  int code;
-};
-
 }  // namespace
 
 struct LogClassifier::State {
   const CompiledRules& compiled = CompiledRules::Get();
-  std::vector<size_t> warn_rules, info_rules, text_rules;
 
   size_t line_no = 0;
   size_t nccl_lines = 0;
@@ -156,7 +150,7 @@ struct LogClassifier::State {
   std::vector<std::string> transports;
   std::string network;
   std::string version;
-  std::string env_net;  // NCCL_NET's value when the log shows it
+  std::string env_net;                // NCCL_NET's value when the log shows it
   std::vector<std::string> env_seen;  // NCCL_* variables named by rules' boost_env, when set
 
   int text_code = -1;
@@ -164,41 +158,20 @@ struct LogClassifier::State {
   LogLine orphan_line;
   bool finished = false;
 
-  State() {
-    const auto rules = compiled.rules();
-    for (size_t i = 0; i < rules.size(); ++i) {
-      if (rules[i].lines & kWarnLine) warn_rules.push_back(i);
-      if (rules[i].lines & kInfoLine) info_rules.push_back(i);
-      if ((rules[i].lines & kTextLine) && rules[i].field == RuleField::kMessage) {
-        text_rules.push_back(i);
-      }
-    }
-  }
-
-  std::vector<Match> MatchRules(const std::vector<size_t>& candidates, const ParsedLine& p) const {
-    std::vector<Match> out;
-    const auto rules = compiled.rules();
-    for (size_t i : candidates) {
-      const Rule& r = rules[i];
-      std::string_view field = r.field == RuleField::kFile ? p.file : p.message;
-      int code = r.result_code;
-      if (!compiled.Matches(i, field, &code)) continue;
-      out.push_back({i, code});
-      if (!r.also_next) break;
-    }
-    return out;
-  }
-
   static int TierFor(Strength s, bool first_warn, bool warn_line) {
     switch (s) {
       case Strength::kRoot:
       case Strength::kGeneric:
         return first_warn && warn_line ? kTierRoot : kTierSecondary;
-      case Strength::kContext: return kTierContext;
+      case Strength::kContext:
+        return kTierContext;
       case Strength::kFollow:
-      case Strength::kPeer: return kTierFollow;
-      case Strength::kWeak: return kTierWeak;
-      case Strength::kIgnore: return kTierNone;
+      case Strength::kPeer:
+        return kTierFollow;
+      case Strength::kWeak:
+        return kTierWeak;
+      case Strength::kIgnore:
+        return kTierNone;
     }
     return kTierNone;
   }
@@ -251,14 +224,14 @@ struct LogClassifier::State {
   void OnWarn(const ParsedLine& p, std::string_view line) {
     ++nccl_lines;
     ++warn_lines;
-    std::vector<Match> matches = MatchRules(warn_rules, p);
+    std::vector<CompiledRules::LineMatch> matches = compiled.MatchLine(p);
     const auto rules = compiled.rules();
     if (!matches.empty() && rules[matches.front().rule].strength == Strength::kIgnore) return;
     RankState* rs = Rank(p.rank);
     bool first_warn = rs != nullptr && !rs->has_warn;
     if (rs != nullptr) rs->has_warn = true;
     int root_tier = kTierContext;
-    for (const Match& m : matches) {
+    for (const auto& m : matches) {
       const Rule& r = rules[m.rule];
       int tier = TierFor(r.strength, first_warn, true);
       root_tier = std::min(root_tier, tier);
@@ -266,7 +239,8 @@ struct LogClassifier::State {
     }
     if (matches.empty()) ++unmatched_warns;
     if (first_warn) {
-      roots.push_back({std::string(Cap(p.rank, kMaxFieldBytes)), {line_no, Sanitize(line)},
+      roots.push_back({std::string(Cap(p.rank, kMaxFieldBytes)),
+                       {line_no, Sanitize(line)},
                        std::string(Cap(p.timestamp, kMaxFieldBytes)),
                        matches.empty() ? static_cast<int>(kTierContext) : root_tier,
                        !matches.empty()});
@@ -339,13 +313,14 @@ struct LogClassifier::State {
       return;
     }
     if (EndsWith(msg, "Init COMPLETE")) init_complete = true;
-    if (StartsWith(msg, "Channel ")) OnTransport(msg);
+    // `Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0` (2.5+); `Ring 00 : ...` (2.4).
+    if (StartsWith(msg, "Channel ") || StartsWith(msg, "Ring ")) OnTransport(msg);
     if (StartsWith(msg, "Using network ") && network.empty()) {
       network = Sanitize(Cap(msg.substr(14), kMaxFieldBytes));
     }
     if (StartsWith(msg, "NCCL version ") && version.empty()) version = ParseVersion(msg);
     if (StartsWith(msg, "NCCL_")) OnEnv(msg);
-    for (const Match& m : MatchRules(info_rules, p)) {
+    for (const auto& m : compiled.MatchLine(p)) {
       const Rule& r = compiled.rules()[m.rule];
       AddCause(r, TierFor(r.strength, false, false), r.confidence, line, p.timestamp);
     }
@@ -356,7 +331,7 @@ struct LogClassifier::State {
     ++nonempty_text_lines;
     if (version.empty()) version = ParseVersion(p.message);
     bool root_found = false;
-    for (const Match& m : MatchRules(text_rules, p)) {
+    for (const auto& m : compiled.MatchLine(p)) {
       const Rule& r = compiled.rules()[m.rule];
       if (r.strength == Strength::kIgnore) break;
       int tier = TierFor(r.strength, false, false);
@@ -370,8 +345,10 @@ struct LogClassifier::State {
       bool seen = std::any_of(text_roots.begin(), text_roots.end(),
                               [&](const RootCandidate& r) { return r.rank == key; });
       if (!seen) {
-        text_roots.push_back({key, {line_no, Sanitize(line)},
-                              std::string(Cap(p.timestamp, kMaxFieldBytes)), kTierSecondary,
+        text_roots.push_back({key,
+                              {line_no, Sanitize(line)},
+                              std::string(Cap(p.timestamp, kMaxFieldBytes)),
+                              kTierSecondary,
                               true});
       }
     }
@@ -384,10 +361,16 @@ struct LogClassifier::State {
     if (line.find('\0') != std::string_view::npos) ++binary_lines;
     ParsedLine p = ParseLogLine(line);
     switch (p.level) {
-      case NcclLevel::kWarn: OnWarn(p, line); break;
+      case NcclLevel::kWarn:
+        OnWarn(p, line);
+        break;
       case NcclLevel::kInfo:
-      case NcclLevel::kTrace: OnInfo(p, line); break;
-      case NcclLevel::kNone: OnText(p, line); break;
+      case NcclLevel::kTrace:
+        OnInfo(p, line);
+        break;
+      case NcclLevel::kNone:
+        OnText(p, line);
+        break;
     }
   }
 
@@ -425,7 +408,8 @@ std::string PathSentence(FaultClass c) {
     case FaultClass::kArchitecture:
       return "the failing call is outside the IB path (socket, bootstrap, shared memory, CUDA, "
              "NCCL version or setup): architecture";
-    default: return "the failing call is not named";
+    default:
+      return "the failing call is not named";
   }
 }
 
@@ -550,7 +534,8 @@ Classification LogClassifier::State::Finish() {
   }
   const RootCandidate* first_unmatched = nullptr;
   for (const auto& r : roots) {
-    if (!r.matched && (first_unmatched == nullptr || r.line.number < first_unmatched->line.number)) {
+    if (!r.matched &&
+        (first_unmatched == nullptr || r.line.number < first_unmatched->line.number)) {
       first_unmatched = &r;
     }
   }
@@ -570,6 +555,14 @@ Classification LogClassifier::State::Finish() {
     }
     out.fault_class = top.fault_class;
     out.reason = who + ": " + top.cause + "; " + PathSentence(top.fault_class);
+  } else if (!out.causes.empty() && kept.at(out.causes.front().cause).tier == kTierContext) {
+    // NCCL_NET=IB forced and the IB path missing, in INFO lines only (the log was cut before
+    // the WARN, or NCCL printed none): the INFO names the missing piece.
+    const ClassifiedCause& top = out.causes.front();
+    out.fault_class = top.fault_class;
+    out.reason = "IB was wanted (NCCL_NET=" + Sanitize(env_net) + ") and line " +
+                 std::to_string(top.evidence.empty() ? 0 : top.evidence.front().number) +
+                 " says why it is missing: " + top.cause + "; no WARN named the failing call";
   } else if (has_follow) {
     out.fault_class = FaultClass::kUnknown;
     out.reason =
@@ -579,7 +572,8 @@ Classification LogClassifier::State::Finish() {
     out.fault_class = FaultClass::kHealthy;
     std::string via;
     for (const auto& t : transports) via += (via.empty() ? "" : ", ") + t;
-    out.reason = std::string("run completed (") + (init_complete ? "Init COMPLETE" : "no Init line") +
+    out.reason = std::string("run completed (") +
+                 (init_complete ? "Init COMPLETE" : "no Init line") +
                  (via.empty() ? "" : ", channels via " + via) + ")";
     if (unmatched_warns > 0) {
       out.reason += "; " + std::to_string(unmatched_warns) +

@@ -122,7 +122,7 @@ int BacktraceCode(std::string_view message) {
   size_t n = message.size();
   size_t digits = 0;
   while (digits < n && digits < 4 && IsDigit(message[n - 1 - digits])) ++digits;
-  if (digits == 0 || digits == 4 || n < digits + 3) return -1;
+  if (digits == 0 || digits == 4 || n <= digits + 3) return -1;  // `file:LINE` comes first
   if (message.substr(n - digits - 3, 3) != "-> ") return -1;
   int code = 0;
   for (size_t i = n - digits; i < n; ++i) code = code * 10 + (message[i] - '0');

@@ -32,6 +32,8 @@ constexpr RuleField kFile = RuleField::kFile;
 // Order matters: the first matching rule names a line's cause (unless it sets also_next), so
 // specific rows come before the generic ones of the same call. Row numbers in the comments are
 // those of NCCL_FACTS B5.
+// One row per rule reads better than one field per line.
+// clang-format off
 constexpr std::array kRules = {
     // ------------------------------------------------------------------ ibverbs calls (IB path)
     // B5 1: memory registration ENOMEM. The fix is the memlock limit (an architecture-class
@@ -41,15 +43,21 @@ constexpr std::array kRules = {
          "ibv_reg_mr failed with ENOMEM: locked memory is limited. Set memlock unlimited for the "
          "job (docker --ulimit memlock=-1:-1, LimitMEMLOCK=infinity for containerd/kubelet, "
          "`* - memlock unlimited` in limits.conf) and give the container CAP_IPC_LOCK."},
-    Rule{"ibv.reg_mr_other", "ib.mr_register", kIb, kRoot, kWT, kMsg, "Call to ibv_reg_",
-         R"(Call to ibv_reg_\w+ failed)", 0.8},
     // B5 2: verbs resource allocation. ENOMEM is mostly memlock (queues are pinned memory).
     Rule{"ibv.alloc_enomem", "limits.memlock", kIb, kRoot, kWT, kMsg, "Call to ibv_",
-         R"(Call to ibv_(create_qp|create_cq|alloc_pd|create_srq|create_comp_channel)\w* failed.*Cannot allocate memory)",
+         R"(Call to ibv_(create_qp|create_cq|alloc_pd|create_srq|create_comp_channel)\w* )"
+         R"(failed.*Cannot allocate memory)",
          0.75,
          "QP/CQ/PD allocation failed with ENOMEM: usually the locked-memory limit (set memlock "
          "unlimited); if it already is, the HCA's resources are exhausted by other processes "
          "(see ib.contention)."},
+    // A denied verbs call is an access problem whichever call it was.
+    Rule{"ibv.permission", "container.rdma_devices", kIb, kRoot, kWT, kMsg, "Call to ibv_",
+         R"(Call to ibv_\w+ failed.*(Permission denied|Operation not permitted))", 0.65,
+         "A verbs call was denied: the container lacks access to /dev/infiniband (RDMA device "
+         "plugin resource or privileged) or a security policy blocks it (security.lsm)."},
+    Rule{"ibv.reg_mr_other", "ib.mr_register", kIb, kRoot, kWT, kMsg, "Call to ibv_reg_",
+         R"(Call to ibv_reg_\w+ failed)", 0.8},
     Rule{"ibv.alloc_other", "ib.verbs_call", kIb, kRoot, kWT, kMsg, "Call to ibv_",
          R"(Call to ibv_(create_qp|create_cq|alloc_pd|create_srq|create_comp_channel)\w* failed)",
          0.7},
@@ -69,7 +77,8 @@ constexpr std::array kRules = {
     // B5 5: the GID's netdev is not in this namespace, or no route.
     Rule{"ibv.modify_qp_nodev", "ib.hca_selection", kIb, kRoot, kWT, kMsg,
          "Call to ibv_modify_qp",
-         R"(Call to ibv_modify_qp failed with (.*(No such device|Network is unreachable)|(error )?(19|101)\b))",
+         R"(Call to ibv_modify_qp failed with )"
+         R"((.*(No such device|Network is unreachable)|(error )?(19|101)\b))",
          0.8},
     // B5 6, 7: GID table.
     Rule{"ibv.query_gid", "ib.gid", kIb, kRoot, kWT, kMsg, "Call to ibv_query_gid", {}, 0.85,
@@ -87,10 +96,6 @@ constexpr std::array kRules = {
          "Unable to open device", R"(NET/IB ?: Unable to open device)", 0.85},
     Rule{"ibv.get_device_list", "ib.driver", kIb, kRoot, kWT, kMsg, "Call to ibv_get_device_list",
          {}, 0.75},
-    Rule{"ibv.permission", "container.rdma_devices", kIb, kRoot, kWT, kMsg, "Call to ibv_",
-         R"(Call to ibv_\w+ failed.*(Permission denied|Operation not permitted))", 0.65,
-         "A verbs call was denied: the container lacks access to /dev/infiniband (RDMA device "
-         "plugin resource or privileged) or a security policy blocks it (security.lsm)."},
     // B5 11-13: work completions with error status (net_ib.cc, net_ib/p2p.cc, ib_plugin.c).
     Rule{"ib.completion_retry_exceeded", "ib.fabric", kIb, kRoot, kWT, kMsg, "Got completion",
          R"(Got completion (from peer \S+ )?with (error |status=)\s*12\b)", 0.9,
@@ -107,7 +112,8 @@ constexpr std::array kRules = {
          R"(Got completion .*(error |status=)\s*\d+)", 0.6},
     // B5 14: the port or the HCA failed at run time. Other async events are informational.
     Rule{"ib.async_port_error", "ib.port_down_runtime", kIb, kRoot, kWT, kMsg, "async",
-         R"((Got async event|async fatal event).*(port error|local catastrophic error|PORT_ERR|LOCAL_CATAS))",
+         R"((Got async event|async fatal event).*)"
+         R"((port error|local catastrophic error|PORT_ERR|LOCAL_CATAS))",
          0.9},
     Rule{"ib.async_benign", "ib.port_down_runtime", kIb, kIgnore, kW, kMsg, "async event", {},
          0},
@@ -118,7 +124,7 @@ constexpr std::array kRules = {
          "NCCL_NET=IB was forced but no IB device initialised: check ib.hca_present, ib.driver, "
          "ib.port_state and container.rdma_devices on this node (`NET/IB : No device found`)."},
     Rule{"net.plugin_not_found", "nccl.api_usage", kArch, kRoot, kWT, kMsg, "Error: network ",
-         R"(Error: network \S+ not found)", 0.6,
+         R"(Error: network .+ not found)", 0.6,
          "NCCL_NET names a network that is not available: check its spelling and that the "
          "plugin library (libnccl-net.so) is in the image."},
     Rule{"net.no_plugin", "ib.hca_present", kIb, kRoot, kWT, kMsg,
@@ -144,7 +150,9 @@ constexpr std::array kRules = {
          "name present on every node."},
     // B5 18: TCP connect failed.
     Rule{"socket.connect_failed", "net.connect", kArch, kRoot, kWT, kMsg, "onnect to ",
-         R"([Cc]onnect to \S+ (failed ?: |returned ).*(Connection refused|Connection timed out|No route to host|Network is unreachable|Host is unreachable))",
+         R"([Cc]onnect to \S+ (failed ?: |returned ).*)"
+         R"((Connection refused|Connection timed out|No route to host|Network is unreachable|)"
+         R"(Host is unreachable))",
          0.85},
     Rule{"socket.connect_retries", "net.connect", kArch, kRoot, kWT, kMsg, "exceeded ",
          R"(exceeded (retries|timeouts|error retry count))", 0.8},
@@ -255,15 +263,19 @@ constexpr std::array kRules = {
          "The rank selected a GPU index that does not exist in this process (CUDA 101): check "
          "CUDA_VISIBLE_DEVICES and the LOCAL_RANK to device mapping."},
     Rule{"cuda.out_of_memory", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure",
-         R"(out of memory)", 0.8,
+         R"('out of memory')", 0.8,
          "The GPU ran out of memory while NCCL allocated its buffers (CUDA 2): free GPU memory "
          "(other processes, the framework's cache) or lower NCCL_BUFFSIZE / channel counts."},
     Rule{"cuda.out_of_memory_name", "cuda.driver", kArch, kRoot, kWT, kMsg,
          "CUDA_ERROR_OUT_OF_MEMORY", {}, 0.8,
          "The GPU ran out of memory while NCCL allocated its buffers (CUDA 2): free GPU memory "
          "(other processes, the framework's cache) or lower NCCL_BUFFSIZE / channel counts."},
+    Rule{"cuda.operating_system", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure",
+         R"(OS call failed)", 0.7},
+    Rule{"cuda.operating_system_name", "cuda.driver", kArch, kRoot, kWT, kMsg,
+         "CUDA_ERROR_OPERATING_SYSTEM", {}, 0.7},
     Rule{"cuda.not_supported", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure",
-         R"(operation not supported)", 0.75,
+         R"('operation not supported')", 0.75,
          "A CUDA feature NCCL uses is not supported here (CUDA 801), typically cuMem/VMM under "
          "vGPU or in some containers: try NCCL_CUMEM_ENABLE=0, or update the driver."},
     Rule{"cuda.not_supported_name", "cuda.driver", kArch, kRoot, kWT, kMsg,
@@ -271,17 +283,13 @@ constexpr std::array kRules = {
          "A CUDA feature NCCL uses is not supported here (CUDA 801), typically cuMem/VMM under "
          "vGPU or in some containers: try NCCL_CUMEM_ENABLE=0, or update the driver."},
     Rule{"cuda.not_permitted", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure",
-         R"(operation not permitted)", 0.7},
+         R"('operation not permitted')", 0.7},
     Rule{"cuda.not_permitted_name", "cuda.driver", kArch, kRoot, kWT, kMsg,
          "CUDA_ERROR_NOT_PERMITTED", {}, 0.7},
     Rule{"cuda.not_initialized", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure",
          R"(initialization error)", 0.75},
     Rule{"cuda.not_initialized_name", "cuda.driver", kArch, kRoot, kWT, kMsg,
          "CUDA_ERROR_NOT_INITIALIZED", {}, 0.75},
-    Rule{"cuda.operating_system", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure",
-         R"(OS call failed)", 0.7},
-    Rule{"cuda.operating_system_name", "cuda.driver", kArch, kRoot, kWT, kMsg,
-         "CUDA_ERROR_OPERATING_SYSTEM", {}, 0.7},
     Rule{"cuda.illegal_address", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure",
          R"(illegal memory access)", 0.7,
          "A kernel accessed an illegal address (CUDA 700): usually a bug in the application or "
@@ -370,6 +378,8 @@ constexpr std::array kRules = {
          false, {}, 8},
 };
 
+// clang-format on
+
 constexpr std::array kRefinements = {
     // `Failed to initialize any NET plugin` / `network IB not found` say that IB is missing;
     // these say why.
@@ -404,7 +414,12 @@ const ResultCodeCause* FindResultCode(int code) {
 
 CompiledRules::CompiledRules() : rules_(kRules) {
   regexes_.reserve(rules_.size());
-  for (const auto& r : rules_) {
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    const Rule& r = rules_[i];
+    if (r.lines & kWarnLine) warn_rules_.push_back(i);
+    if (r.lines & kInfoLine) info_rules_.push_back(i);
+    // File rules need the `file:LINE` that only WARN lines carry.
+    if ((r.lines & kTextLine) && r.field == RuleField::kMessage) text_rules_.push_back(i);
     if (r.regex.empty()) {
       regexes_.emplace_back();
     } else {
@@ -437,6 +452,31 @@ bool CompiledRules::Matches(size_t i, std::string_view field, int* code) const {
     *code = v;
   }
   return true;
+}
+
+std::vector<CompiledRules::LineMatch> CompiledRules::MatchLine(const ParsedLine& line) const {
+  const std::vector<size_t>* candidates = &text_rules_;
+  if (line.level == NcclLevel::kWarn) candidates = &warn_rules_;
+  if (line.level == NcclLevel::kInfo || line.level == NcclLevel::kTrace) candidates = &info_rules_;
+  std::vector<LineMatch> out;
+  for (size_t i : *candidates) {
+    const Rule& r = rules_[i];
+    std::string_view field = r.field == RuleField::kFile ? line.file : line.message;
+    int code = r.result_code;
+    if (!Matches(i, field, &code)) continue;
+    out.push_back({i, code});
+    if (!r.also_next || r.strength == Strength::kIgnore) break;
+  }
+  return out;
+}
+
+std::vector<std::string_view> RuleNamesForLine(std::string_view line) {
+  const CompiledRules& compiled = CompiledRules::Get();
+  std::vector<std::string_view> names;
+  for (const auto& m : compiled.MatchLine(ParseLogLine(line))) {
+    names.push_back(compiled.rules()[m.rule].name);
+  }
+  return names;
 }
 
 }  // namespace nccl_triage

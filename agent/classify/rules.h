@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "classify/log_line.h"
 #include "core/model.h"
 
 namespace nccl_triage {
@@ -49,7 +50,7 @@ struct Rule {
   // architecture (where its fix lives): the log classifier judges by the failing call.
   FaultClass verdict;
   Strength strength;
-  unsigned lines;           // LineKindBit mask
+  unsigned lines;  // LineKindBit mask
   RuleField field;
   std::string_view needle;  // literal that must occur in the field (case-sensitive)
   std::string_view regex;   // ECMAScript, searched in the field; empty: the needle decides
@@ -98,9 +99,21 @@ class CompiledRules {
   // Whether rule `i` matches `field`. With a code_group, *code receives the captured value.
   bool Matches(size_t i, std::string_view field, int* code = nullptr) const;
 
+  struct LineMatch {
+    size_t rule;  // index into rules()
+    int code;     // ncclResult_t the match implies, or -1
+  };
+  // The rules that name one parsed line: the first match in table order, and the following
+  // ones while the matching rule says also_next. An ignore rule stops the search.
+  std::vector<LineMatch> MatchLine(const ParsedLine& line) const;
+
  private:
   std::span<const Rule> rules_;
   std::vector<std::optional<std::regex>> regexes_;
+  std::vector<size_t> warn_rules_, info_rules_, text_rules_;  // candidates per line kind
 };
+
+// The names of the rules that match one raw log line (as MatchLine after parsing it).
+std::vector<std::string_view> RuleNamesForLine(std::string_view line);
 
 }  // namespace nccl_triage

@@ -1,0 +1,309 @@
+// The classifier's behaviour: line formats, ranks, the first failing rank, success, bad input.
+#include "classify/classifier.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "classify/log_line.h"
+
+namespace nccl_triage {
+namespace {
+
+TEST(ParseLogLine, ReadsTheClassicWarnFormat) {
+  ParsedLine p =
+      ParseLogLine("gpu-a17:4121:4190 [3] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_reg_mr failed");
+  EXPECT_EQ(p.level, NcclLevel::kWarn);
+  EXPECT_EQ(p.rank, "gpu-a17:4121");
+  EXPECT_EQ(p.file, "misc/ibvwrap.cc:262");
+  EXPECT_EQ(p.message, "Call to ibv_reg_mr failed");
+  EXPECT_TRUE(p.timestamp.empty());
+}
+
+TEST(ParseLogLine, ReadsTheHeadFormatWithTimestampAndFunction) {
+  ParsedLine p = ParseLogLine(
+      "[2026-05-20 17:02:11.482113] dgx-h200-03.cluster.local:88412:88412 [7] "
+      "transport/net_ib/p2p.cc:312 (ncclIbTest) NCCL WARN NET/IB: Got completion");
+  EXPECT_EQ(p.level, NcclLevel::kWarn);
+  EXPECT_EQ(p.timestamp, "2026-05-20 17:02:11.482113");
+  EXPECT_EQ(p.rank, "dgx-h200-03.cluster.local:88412");
+  EXPECT_EQ(p.file, "transport/net_ib/p2p.cc:312");
+  EXPECT_EQ(p.message, "NET/IB: Got completion");
+}
+
+TEST(ParseLogLine, ReadsInfoLinesOldCuFilesAndPluginFiles) {
+  ParsedLine info = ParseLogLine("vm:508:508 [0] NCCL INFO NET/IB : No device found.");
+  EXPECT_EQ(info.level, NcclLevel::kInfo);
+  EXPECT_EQ(info.rank, "vm:508");
+  EXPECT_EQ(info.message, "NET/IB : No device found.");
+  EXPECT_EQ(ParseLogLine("p100:1:1 [0] init.cu:157 NCCL WARN Cuda failure 'x'").file,
+            "init.cu:157");
+  EXPECT_EQ(ParseLogLine("h:1:2 [0] ib_plugin.c:1006 NCCL WARN NET/IB : x").file,
+            "ib_plugin.c:1006");
+}
+
+TEST(ParseLogLine, TreatsOtherLinesAsTextAndReadsPytorchRankPrefix) {
+  ParsedLine t = ParseLogLine("[rank3]: ncclSystemError: System call failed");
+  EXPECT_EQ(t.level, NcclLevel::kNone);
+  EXPECT_EQ(t.rank, "rank3");
+  EXPECT_EQ(t.message, "ncclSystemError: System call failed");
+  EXPECT_EQ(ParseLogLine("NCCL version 2.28.9+cuda13.0").level, NcclLevel::kNone);
+  EXPECT_EQ(ParseLogLine("").level, NcclLevel::kNone);
+  EXPECT_EQ(ParseLogLine("[").level, NcclLevel::kNone);
+}
+
+TEST(BacktraceCode, ReadsTheResultCodeOfOldAndHeadForms) {
+  EXPECT_EQ(BacktraceCode("init.cc:126 -> 5"), 5);
+  EXPECT_EQ(BacktraceCode("transport/net_ib.cc:852 -> 3"), 3);
+  EXPECT_EQ(BacktraceCode("init.cc:126 (ncclCommInitRank) -> 2"), 2);
+  EXPECT_EQ(BacktraceCode("Connected to proxy localRank 0 -> connection 0x7f"), -1);
+  EXPECT_EQ(BacktraceCode("-> 5"), -1);
+  EXPECT_EQ(BacktraceCode("x -> 123456"), -1);
+}
+
+constexpr const char* kTwoRanksNoTimestamps =
+    "h1:10:10 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n"
+    "h2:20:20 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+    "h2:20:20 [0] misc/socket.cc:538 NCCL WARN socketProgress: Connection closed by remote peer "
+    "h1<52187>\n"
+    "h1:10:10 [0] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_reg_mr failed with error Cannot "
+    "allocate memory\n"
+    "h1:10:10 [0] NCCL INFO transport/net_ib.cc:692 -> 2\n"
+    "h2:20:20 [0] NCCL INFO misc/socket.cc:789 -> 6\n"
+    "h1:10:10 [0] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_reg_mr failed with error Cannot "
+    "allocate memory\n";
+
+TEST(LogClassifier, FirstWarnPerRankIsTheRootAndPeerExitsRankBelowARealCause) {
+  Classification c = ClassifyLogText(kTwoRanksNoTimestamps);
+  EXPECT_EQ(c.fault_class, FaultClass::kIbResource);
+  ASSERT_EQ(c.roots.size(), 2u);
+  EXPECT_EQ(c.roots[0].rank, "h1:10");  // the real cause, though the peer's line came first
+  EXPECT_EQ(c.roots[0].line.number, 4u);
+  EXPECT_EQ(c.roots[1].rank, "h2:20");
+  EXPECT_EQ(c.roots[1].line.number, 3u);
+  ASSERT_EQ(c.causes.size(), 2u);
+  EXPECT_EQ(c.causes[0].cause, "limits.memlock");
+  EXPECT_EQ(c.causes[0].evidence.size(), 2u);  // both WARNs of rank h1
+  EXPECT_EQ(c.causes[1].cause, "peer.exited");
+  ASSERT_TRUE(c.result_code.has_value());
+  EXPECT_EQ(*c.result_code, 2);  // the first `-> N` after the primary rank's WARN
+  EXPECT_EQ(c.nccl_version, "2.18.3");
+}
+
+TEST(LogClassifier, EarliestTimestampDecidesTheFirstFailingRank) {
+  // Ranks concatenated: rank B's file comes second but it failed two seconds earlier.
+  Classification c = ClassifyLogText(
+      "[2025-01-01 10:00:05] a:1:1 [0] transport/net_ib.cc:1291 NCCL WARN NET/IB : Got "
+      "completion from peer 10.0.0.2<1> with error 12, opcode 0, len 0, vendor err 129\n"
+      "a:1:1 [0] NCCL INFO transport/net.cc:1108 -> 6\n"
+      "[2025-01-01 10:00:03] b:2:2 [1] include/alloc.h:99 NCCL WARN Cuda failure 'out of "
+      "memory'\n"
+      "b:2:2 [1] NCCL INFO transport/p2p.cc:356 -> 1\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture);
+  ASSERT_EQ(c.roots.size(), 2u);
+  EXPECT_EQ(c.roots[0].rank, "b:2");
+  EXPECT_EQ(c.causes[0].cause, "cuda.driver");
+  EXPECT_EQ(c.causes[1].cause, "ib.fabric");
+  EXPECT_EQ(c.result_code, 1);
+}
+
+TEST(LogClassifier, WithoutTimestampsTheEarliestLineDecides) {
+  Classification c = ClassifyLogText(
+      "b:2:2 [1] include/alloc.h:99 NCCL WARN Cuda failure 'out of memory'\n"
+      "a:1:1 [0] transport/net_ib.cc:1291 NCCL WARN NET/IB : Got completion from peer "
+      "10.0.0.2<1> with error 12, opcode 0, len 0, vendor err 129\n");
+  EXPECT_EQ(c.roots[0].rank, "b:2");
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture);
+}
+
+TEST(LogClassifier, InterleavedRanksKeepTheirOwnFirstWarn) {
+  std::string log;
+  for (int i = 0; i < 64; ++i) {
+    log += "node" + std::to_string(i) + ":1" + std::to_string(i) + ":1 [0] NCCL INFO Init START\n";
+  }
+  for (int i = 63; i >= 0; --i) {
+    log += "node" + std::to_string(i) + ":1" + std::to_string(i) +
+           ":1 [0] misc/socket.cc:538 NCCL WARN socketProgress: Connection closed by remote "
+           "peer\n";
+  }
+  log +=
+      "node7:17:1 [0] misc/shmutils.cc:60 NCCL WARN Call to posix_fallocate failed : No space "
+      "left on device\n";
+  Classification c = ClassifyLogText(log);
+  EXPECT_EQ(c.roots.size(), 64u);
+  EXPECT_EQ(c.causes[0].cause, "shm.size");  // a real cause on a later WARN beats 64 peer exits
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture);
+  EXPECT_EQ(c.causes[1].cause, "peer.exited");
+  EXPECT_LE(c.causes[1].evidence.size(), 5u);  // evidence per cause is bounded
+}
+
+TEST(LogClassifier, SuccessfulRunIsHealthyAndReportsTransports) {
+  Classification c = ClassifyLogText(
+      "vm:1:1 [0] NCCL INFO NET/IB : No device found.\n"
+      "vm:1:1 [0] NCCL INFO transport/net_ib.cc:852 -> 3\n"
+      "vm:1:1 [0] NCCL INFO Using network Socket\n"
+      "vm:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0\n"
+      "vm:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n"
+      "vm:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 2[2] via SHM/direct/direct\n"
+      "vm:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId "
+      "60 commId 0x9 - Init COMPLETE\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kHealthy);
+  EXPECT_TRUE(c.causes.empty());
+  EXPECT_TRUE(c.init_complete);
+  EXPECT_EQ(c.network, "Socket");
+  EXPECT_EQ(c.transports, (std::vector<std::string>{"NET/Socket", "P2P", "SHM"}));
+  EXPECT_FALSE(c.result_code.has_value());
+}
+
+TEST(LogClassifier, NoDeviceFoundMattersOnlyWhenIbWasForced) {
+  constexpr const char* kTail = "vm:1:1 [0] NCCL INFO NET/IB : No device found.\n";
+  Classification forced = ClassifyLogText(
+      std::string("vm:1:1 [0] NCCL INFO NCCL_NET set by environment to IB\n") + kTail);
+  EXPECT_EQ(forced.fault_class, FaultClass::kIbResource);
+  ASSERT_FALSE(forced.causes.empty());
+  EXPECT_EQ(forced.causes[0].cause, "ib.hca_present");
+  Classification not_forced = ClassifyLogText(kTail);
+  EXPECT_EQ(not_forced.fault_class, FaultClass::kUnknown);
+  EXPECT_TRUE(not_forced.causes.empty());
+}
+
+TEST(LogClassifier, LibibverbsMissingExplainsAFailedForcedIbRun) {
+  Classification c = ClassifyLogText(
+      "vm:1:1 [0] NCCL INFO Failed to open libibverbs.so[.1]\n"
+      "vm:1:1 [0] NCCL INFO NET/IB : No device found.\n"
+      "vm:1:1 [0] plugin/net.cc:379 NCCL WARN Failed to initialize any NET plugin\n"
+      "vm:1:1 [0] NCCL INFO init.cc:421 -> 5\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kIbResource);
+  ASSERT_GE(c.causes.size(), 2u);
+  EXPECT_EQ(c.causes[0].cause, "ib.rdma_core_missing");
+  EXPECT_EQ(c.causes[1].cause, "ib.hca_present");
+  EXPECT_EQ(c.result_code, 5);
+}
+
+TEST(LogClassifier, UnknownWarnIsUnknownWithTheLineAsReason) {
+  Classification c = ClassifyLogText(
+      "x:1:1 [0] enqueue.cc:1990 NCCL WARN Something no rule knows\n"
+      "x:1:1 [0] NCCL INFO enqueue.cc:2001 -> 3\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kUnknown);
+  EXPECT_NE(c.reason.find("matches no rule"), std::string::npos);
+  ASSERT_EQ(c.roots.size(), 1u);
+  EXPECT_EQ(c.roots[0].line.number, 1u);
+}
+
+TEST(LogClassifier, OnlyPeerExitsIsUnknown) {
+  Classification c = ClassifyLogText(
+      "s:5:5 [1] misc/socket.cc:538 NCCL WARN socketProgress: Connection closed by remote peer "
+      "x<1>\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kUnknown);
+  ASSERT_EQ(c.causes.size(), 1u);
+  EXPECT_EQ(c.causes[0].cause, "peer.exited");
+  EXPECT_NE(c.reason.find("rank that failed first is not in this input"), std::string::npos);
+}
+
+TEST(LogClassifier, C10dTextWithoutNcclLinesUsesLastError) {
+  Classification c = ClassifyLogText(
+      "torch.distributed.DistBackendError: NCCL error in: ../ProcessGroupNCCL.cpp:1970, "
+      "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\r\n"
+      "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
+      "device error. \r\n"
+      "Last error:\r\n"
+      "Call to ibv_reg_mr failed with error Cannot allocate memory\r\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(c.causes[0].cause, "limits.memlock");
+  EXPECT_EQ(c.causes[1].cause, "nccl.system");
+  EXPECT_EQ(c.nccl_version, "2.20.5");
+  EXPECT_EQ(c.result_code, 2);
+  ASSERT_EQ(c.roots.size(), 1u);
+  EXPECT_EQ(c.roots[0].line.number, 4u);
+  EXPECT_EQ(c.roots[0].line.text.back(), 'y');  // CR removed
+}
+
+// ---------------------------------------------------------------------------- bad input
+
+TEST(LogClassifierBadInput, EmptyInputIsUnknownWithAReason) {
+  Classification c = ClassifyLogText("");
+  EXPECT_EQ(c.fault_class, FaultClass::kUnknown);
+  EXPECT_NE(c.reason.find("empty"), std::string::npos);
+  std::istringstream in("");
+  EXPECT_EQ(ClassifyLog(in).fault_class, FaultClass::kUnknown);
+}
+
+TEST(LogClassifierBadInput, BinaryGarbageIsUnknownAndSerialisable) {
+  std::mt19937 rng(42);
+  std::string garbage(1 << 16, '\0');
+  for (auto& ch : garbage) ch = static_cast<char>(rng());
+  Classification c = ClassifyLogText(garbage);
+  EXPECT_EQ(c.fault_class, FaultClass::kUnknown);
+  EXPECT_FALSE(c.reason.empty());
+  EXPECT_NO_THROW((void)ToJson(c).dump());
+}
+
+TEST(LogClassifierBadInput, TenMegabyteSingleLineIsCutAndClassified) {
+  std::string line(10 * 1024 * 1024, 'A');
+  line =
+      "h:1:1 [0] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_reg_mr failed with error Cannot "
+      "allocate memory " +
+      line;
+  Classification text = ClassifyLogText(line);
+  std::istringstream in(line);
+  Classification stream = ClassifyLog(in);
+  for (const Classification* c : {&text, &stream}) {
+    EXPECT_EQ(c->fault_class, FaultClass::kIbResource);
+    ASSERT_FALSE(c->causes.empty());
+    EXPECT_LE(c->causes[0].evidence[0].text.size(), 4096u);
+    EXPECT_EQ(c->lines, 1u);
+  }
+  Classification no_match = ClassifyLogText(std::string(10 * 1024 * 1024, 'x'));
+  EXPECT_EQ(no_match.fault_class, FaultClass::kUnknown);
+}
+
+TEST(LogClassifierBadInput, InvalidUtf8IsReplacedInEvidence) {
+  Classification c = ClassifyLogText(
+      "h\xff\xfe:1:1 [0] init.cc:904 NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on "
+      "CUDA device 60 \xc3\x28 \xe2\x82 end\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture);
+  ASSERT_FALSE(c.causes.empty());
+  std::string dumped;
+  ASSERT_NO_THROW(dumped = ToJson(c).dump());
+  EXPECT_NE(dumped.find("gpu.duplicate"), std::string::npos);
+  EXPECT_NE(c.causes[0].evidence[0].text.find("\xEF\xBF\xBD"), std::string::npos);
+}
+
+TEST(LogClassifierBadInput, CrlfLineEndsAreIgnored) {
+  Classification c = ClassifyLogText(
+      "vm:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0\r\n"
+      "vm:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Init COMPLETE\r\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kHealthy);
+  EXPECT_EQ(c.transports, (std::vector<std::string>{"NET/IB"}));
+}
+
+TEST(LogClassifierBadInput, NoNcclLinesIsUnknown) {
+  Classification c = ClassifyLogText("hello\nworld\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kUnknown);
+  EXPECT_NE(c.reason.find("no NCCL log lines"), std::string::npos);
+  EXPECT_EQ(c.lines, 2u);
+}
+
+TEST(LogClassifier, StreamAndTextGiveTheSameResult) {
+  std::string log = std::string(kTwoRanksNoTimestamps) + "partial line without newline";
+  std::istringstream in(log);
+  EXPECT_EQ(ToJson(ClassifyLog(in)).dump(), ToJson(ClassifyLogText(log)).dump());
+}
+
+TEST(LogClassifier, JsonCarriesTheDesignFields) {
+  nlohmann::json j = ToJson(ClassifyLogText(kTwoRanksNoTimestamps));
+  EXPECT_EQ(j["class"], "ib_resource");
+  ASSERT_TRUE(j["causes"].is_array());
+  EXPECT_EQ(j["causes"][0]["cause"], "limits.memlock");
+  EXPECT_EQ(j["causes"][0]["class"], "ib_resource");
+  EXPECT_EQ(j["causes"][0]["fix_class"], "architecture");
+  EXPECT_EQ(j["causes"][0]["evidence"][0]["line"], 4);
+  EXPECT_EQ(j["roots"][0]["rank"], "h1:10");
+  EXPECT_EQ(j["result_code"], 2);
+}
+
+}  // namespace
+}  // namespace nccl_triage

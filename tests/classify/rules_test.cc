@@ -1,0 +1,413 @@
+// Every rule of the table has a test built from a line in NCCL's (or c10d's, or CUDA's) real
+// format, every cause id is in the catalogue, and each sample line ends in the rule's verdict.
+#include "classify/rules.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+#include "classify/classifier.h"
+#include "core/catalogue.h"
+
+namespace nccl_triage {
+namespace {
+
+// rule name -> a line it must match. The formats vary on purpose: NCCL 2.4 (.cu files), 2.7-2.28
+// (`file.cc:LINE NCCL WARN`), HEAD (`[timestamp] ... file.cc:LINE (func) NCCL WARN`), the HPC-X
+// plugin (.c files), PyTorch c10d text, and a probe's own output.
+const std::map<std::string, std::string>& Samples() {
+  static const std::map<std::string, std::string> kSamples = {
+      {"ibv.reg_mr_enomem",
+       "gpu-a17:4121:4121 [0] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_reg_mr failed with error "
+       "Cannot allocate memory"},
+      {"ibv.alloc_enomem",
+       "[2024-01-30 22:41:05] gpu-b02:7781:7781 [0] misc/ibvwrap.cc:219 NCCL WARN Call to "
+       "ibv_create_qp failed with error Cannot allocate memory"},
+      {"ibv.permission",
+       "pod-train-0:61:61 [0] misc/ibvwrap.cc:122 NCCL WARN Call to ibv_alloc_pd failed with error "
+       "Permission denied"},
+      {"ibv.reg_mr_other",
+       "node07:20551:20551 [0] misc/ibvwrap.cc:199 NCCL WARN Call to ibv_reg_mr failed with error "
+       "Bad address"},
+      {"ibv.alloc_other",
+       "hpcx-n2:9102:9102 [0] ibvwrap.c:171 NCCL WARN Call to ibv_alloc_pd failed"},
+      {"ibv.modify_qp_einval_gid",
+       "roce-n1:5012:5012 [0] misc/ibvwrap.cc:203 NCCL WARN Call to ibv_modify_qp failed with 22 "
+       "Invalid argument, on dev mlx5_0:1, curr state INIT, next state RTR, local GID index 3, "
+       "local GID ::ffff:10.0.0.1, remote GID ::ffff:10.0.0.2"},
+      {"ibv.modify_qp_einval_pkey",
+       "ib-n11:9921:9921 [0] misc/ibvwrap.cc:287 NCCL WARN Call to ibv_modify_qp failed with error "
+       "Invalid argument"},
+      {"ibv.modify_qp_timeout",
+       "rail-n4:3102:3102 [0] misc/ibvwrap.cc:203 NCCL WARN Call to ibv_modify_qp failed with 110 "
+       "Connection timed out, on dev mlx5_2:1, curr state INIT, next state RTR"},
+      {"ibv.modify_qp_nodev",
+       "k8s-gpu-3:1:1 [0] misc/ibvwrap.cc:196 NCCL WARN Call to ibv_modify_qp failed with error No "
+       "such device"},
+      {"ibv.query_gid",
+       "roce-7:2231:2231 [0] misc/ibvwrap.cc:146 NCCL WARN Call to ibv_query_gid failed with error "
+       "Invalid argument"},
+      {"ib.roce_version_file",
+       "macvlan-pod:1:1 [0] transport/net_ib.cc:421 NCCL WARN NET/IB: open failed in "
+       "ncclIbRoceGetVersionNum"},
+      {"ibv.open_device",
+       "trainer-0:1:1 [0] misc/ibvwrap.cc:117 NCCL WARN Call to ibv_open_device failed"},
+      {"ib.unable_open_device",
+       "trainer-0:1:1 [0] transport/net_ib.cc:183 NCCL WARN NET/IB : Unable to open device "
+       "mlx5_0"},
+      {"ibv.get_device_list",
+       "n-03:6612:6612 [0] misc/ibvwrap.cc:88 NCCL WARN Call to ibv_get_device_list failed"},
+      {"ib.completion_retry_exceeded",
+       "h100-12:30117:30233 [0] transport/net_ib.cc:1291 NCCL WARN NET/IB : Got completion from "
+       "peer 10.0.0.2<46761> with error 12, opcode 0, len 0, vendor err 129 (Send) localGid "
+       "::ffff:10.0.0.1 remoteGid ::ffff:10.0.0.2"},
+      {"ib.completion_local_protection",
+       "a100-pcie-4:11200:11280 [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion "
+       "from peer 10.0.0.2<33211> with error 4, opcode 128, len 0, vendor err 81 (Recv)"},
+      {"ib.completion_flushed",
+       "h100-31:29870:29982 [1] transport/net_ib.cc:1291 NCCL WARN NET/IB : Got completion from "
+       "peer 10.0.0.1<53312> with error 5, opcode 0, len 0, vendor err 249 (Recv)"},
+      {"ib.completion_error",
+       "gpu-r2:4040:4101 [0] transport/net_ib.cc:1283 NCCL WARN NET/IB : Got completion from peer "
+       "10.0.0.2<50001> with error 10, opcode 1, len 0, vendor err 136 (Send)"},
+      {"ib.async_port_error",
+       "ib-n5:5151:5190 [0] transport/net_ib.cc:109 NCCL WARN NET/IB : mlx5_0:1 Got async event : "
+       "port error"},
+      {"ib.async_benign",
+       "ib-n6:6161:6200 [0] transport/net_ib.cc:109 NCCL WARN NET/IB : mlx5_1:1 Got async event : "
+       "GID table change"},
+      {"net.ib_not_found",
+       "[2024-02-20 12:00:00] noib-1:812:812 [0] net.cc:657 NCCL WARN Error: network IB not "
+       "found."},
+      {"net.plugin_not_found",
+       "efa-like:300:300 [0] net.cc:640 NCCL WARN Error: network AWS Libfabric not found."},
+      {"net.no_plugin",
+       "[2026-12-02 13:07:54] vm:533:533 [0] plugin/net.cc:379 NCCL WARN Failed to initialize any "
+       "NET plugin"},
+      {"ib.no_ip_interface",
+       "oob-1:1001:1001 [0] transport/net_ib.cc:180 NCCL WARN NET/IB : No IP interface found."},
+      {"socket.bootstrap_no_interface",
+       "[2026-12-02 13:07:54] vm:551:551 [0] bootstrap.cc:114 NCCL WARN Bootstrap : no socket "
+       "interface found"},
+      {"socket.no_interface",
+       "oob-1:1001:1001 [0] transport/net_socket.cc:47 NCCL WARN NET/Socket : no interface found"},
+      {"socket.no_listening_interface",
+       "commid-1:4411:4411 [0] misc/socket.cc:462 NCCL WARN NET/Socket : No usable listening "
+       "interface found"},
+      {"socket.bad_address_family",
+       "mixed-if-2:2290:2290 [1] misc/socket.cc:481 NCCL WARN ncclSocketInit: connecting to "
+       "address  with family 0 is neither AF_INET(2) nor AF_INET6(10)"},
+      {"socket.connect_failed",
+       "fw-2:6802:6802 [1] include/socket.h:409 NCCL WARN Net : Connect to 10.0.0.1<43211> failed "
+       ": Connection refused"},
+      {"socket.connect_retries",
+       "retry-1:2222:2222 [0] misc/socket.cc:613 NCCL WARN socketStartConnect: exceeded retries "
+       "(34)"},
+      {"socket.connect_syscall",
+       "p100-a:12001:12001 [0] include/socket.h:390 NCCL WARN Call to connect failed : Connection "
+       "refused"},
+      {"peer.closed",
+       "gpu-a18:3377:3377 [1] misc/socket.cc:538 NCCL WARN socketProgress: Connection closed by "
+       "remote peer gpu-a17<52187>"},
+      {"peer.reset",
+       "oom-0:1400:1400 [0] misc/socket.cc:503 NCCL WARN Call to recv from 10.0.0.2<56123> failed "
+       ": Connection reset by peer"},
+      {"peer.broken_pipe",
+       "pipe-0:1313:1313 [0] misc/socket.cc:523 NCCL WARN Call to send to 10.0.0.2<40000> failed "
+       ": Broken pipe"},
+      {"socket.wrong_magic",
+       "magic-1:3001:3001 [0] misc/socket.cc:351 NCCL WARN socketFinalizeAccept: wrong type 3 != "
+       "4"},
+      {"shm.extend",
+       "docker-1:200:200 [0] include/shm.h:28 NCCL WARN Error: failed to extend "
+       "/dev/shm/nccl-Q2Zk1w to 9637892 bytes"},
+      {"shm.fallocate",
+       "k8s-shm:1:1 [0] misc/shmutils.cc:60 NCCL WARN Call to posix_fallocate failed : No space "
+       "left on device"},
+      {"shm.create",
+       "k8s-shm:1:1 [0] misc/shmutils.cc:110 NCCL WARN Error while creating shared memory segment "
+       "/dev/shm/nccl-ZWZ8eb (size 9637888)"},
+      {"shm.attach_missing",
+       "ipc-a:300:300 [0] misc/shmutils.cc:156 NCCL WARN Error while attaching to shared memory "
+       "segment /dev/shm/nccl-x1Fz (size 9637888), error: No such file or directory (2)"},
+      {"shm.attach_other",
+       "ipc-b:301:301 [0] misc/shmutils.cc:88 NCCL WARN Error while attaching to shared memory "
+       "segment /dev/shm/nccl-Ab3d (size 4194304)"},
+      {"gpu.duplicate",
+       "[2026-12-02 13:08:56] vm:593:593 [0] init.cc:904 NCCL WARN Duplicate GPU detected : rank 0 "
+       "and rank 1 both on CUDA device 60"},
+      {"gpu.multiple_ranks",
+       "[2026-06-02 09:09:09] one-gpu:901:901 [0] init.cc:1012 (initTransportsRank) NCCL WARN "
+       "Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to "
+       "enable this configuration."},
+      {"version.mismatch",
+       "mix-0:8000:8000 [0] init.cc:588 NCCL WARN Mismatched NCCL version detected : rank 0 "
+       "version 21903 rank 1 version 21805"},
+      {"version.bootstrap_mismatch",
+       "mix-1:8100:8100 [0] bootstrap.cc:212 NCCL WARN Bootstrap Root : mismatch in info from "
+       "procs, offending rank 1"},
+      {"version.message_truncated",
+       "mix-2:8200:8200 [0] misc/socket.cc:541 NCCL WARN Message truncated : received 1312 bytes "
+       "instead of 1280"},
+      {"cuda.insufficient_driver",
+       "old-drv:2400:2400 [0] init.cu:157 NCCL WARN Cuda failure 'CUDA driver version is "
+       "insufficient for CUDA runtime version'"},
+      {"cuda.driver_mismatch",
+       "gpu-x:4321:4321 [0] misc/cudawrap.cc:188 NCCL WARN Cuda failure 803 'system has "
+       "unsupported display driver / cuda driver combination'"},
+      {"cuda.driver_mismatch_name",
+       "probe: cuInit(0) failed: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803)"},
+      {"cuda.compat_unsupported",
+       "gpu-x:4321:4321 [0] misc/cudawrap.cc:188 NCCL WARN Cuda failure 804 'forward "
+       "compatibility was attempted on non supported HW'"},
+      {"cuda.compat_unsupported_name",
+       "probe: cuInit(0) failed: CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804)"},
+      {"cuda.no_device", "RuntimeError: CUDA error: no CUDA-capable device is detected"},
+      {"cuda.no_device_name", "probe: cuInit(0) failed: CUDA_ERROR_NO_DEVICE (100)"},
+      {"cuda.stub_library",
+       "gpu-x:4321:4321 [0] misc/cudawrap.cc:188 NCCL WARN Cuda failure 34 'CUDA driver is a stub "
+       "library'"},
+      {"cuda.stub_library_name", "probe: cuInit(0) failed: CUDA_ERROR_STUB_LIBRARY (34)"},
+      {"cuda.system_not_ready",
+       "gpu-x:4321:4321 [0] misc/cudawrap.cc:188 NCCL WARN Cuda failure 802 'system not yet "
+       "initialized'"},
+      {"cuda.system_not_ready_name", "probe: cuInit(0) failed: CUDA_ERROR_SYSTEM_NOT_READY (802)"},
+      {"cuda.device_unavailable",
+       "gpu-x:4321:4321 [0] init.cc:188 NCCL WARN Cuda failure 'CUDA-capable device(s) is/are "
+       "busy or unavailable'"},
+      {"cuda.device_unavailable_name",
+       "probe: cuCtxCreate failed: CUDA_ERROR_DEVICE_UNAVAILABLE (46)"},
+      {"cuda.no_kernel_image",
+       "h100-old:77:77 [0] enqueue.cc:215 NCCL WARN Cuda failure 'no kernel image is available "
+       "for execution on the device'"},
+      {"cuda.no_kernel_image_name", "probe: kernel launch failed: CUDA_ERROR_NO_BINARY_FOR_GPU"},
+      {"cuda.invalid_device",
+       "rank5:900:900 [5] init.cc:1459 NCCL WARN Cuda failure 'invalid device ordinal'"},
+      {"cuda.invalid_device_name", "probe: cuDeviceGet(7) failed: CUDA_ERROR_INVALID_DEVICE (101)"},
+      {"cuda.out_of_memory",
+       "oom-1:1401:1401 [1] include/alloc.h:99 NCCL WARN Cuda failure 'out of memory'"},
+      {"cuda.out_of_memory_name", "probe: cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (2)"},
+      {"cuda.not_supported",
+       "[2025-03-03 03:03:03] vgpu:4:4 [0] misc/cudawrap.cc:188 (ncclCuMemAlloc) NCCL WARN Cuda "
+       "failure 801 'operation not supported'"},
+      {"cuda.not_supported_name", "probe: cuMemCreate failed: CUDA_ERROR_NOT_SUPPORTED (801)"},
+      {"cuda.not_permitted",
+       "gpu-x:4321:4321 [0] misc/cudawrap.cc:188 NCCL WARN Cuda failure 800 'operation not "
+       "permitted'"},
+      {"cuda.not_permitted_name", "probe: cuInit failed: CUDA_ERROR_NOT_PERMITTED (800)"},
+      {"cuda.not_initialized",
+       "gpu-x:4321:4321 [0] misc/cudawrap.cc:188 NCCL WARN Cuda failure 3 'initialization "
+       "error'"},
+      {"cuda.not_initialized_name", "probe: cuCtxGetDevice failed: CUDA_ERROR_NOT_INITIALIZED (3)"},
+      {"cuda.operating_system",
+       "gpu-x:4321:4321 [0] misc/cudawrap.cc:188 NCCL WARN Cuda failure 304 'OS call failed or "
+       "operation not supported on this OS'"},
+      {"cuda.operating_system_name",
+       "probe: cuIpcOpenMemHandle failed: CUDA_ERROR_OPERATING_SYSTEM"},
+      {"cuda.illegal_address",
+       "gpu-x:4321:4321 [0] enqueue.cc:1548 NCCL WARN Cuda failure 'an illegal memory access was "
+       "encountered'"},
+      {"cuda.illegal_address_name",
+       "probe: cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS"},
+      {"cuda.failure",
+       "gpu-x:4321:4321 [0] misc/cudawrap.cc:188 NCCL WARN Cuda failure 999 'unknown error'"},
+      {"nvml.driver_mismatch",
+       "upd-1:9912:9912 [0] misc/nvmlwrap.cc:74 NCCL WARN nvmlInit_v2() failed: Driver/library "
+       "version mismatch"},
+      {"nvml.not_found",
+       "slurm-1:9911:9911 [0] misc/nvmlwrap.cc:156 NCCL WARN nvmlDeviceGetHandleByPciBusId() "
+       "failed: Not Found"},
+      {"nvml.failed",
+       "nvl-1:9913:9913 [0] misc/nvmlwrap.cc:201 NCCL WARN nvmlDeviceGetNvLinkRemotePciInfo() "
+       "failed: Unknown Error"},
+      {"api.config_not_initialized",
+       "abi-1:1414:1414 [0] init.cc:1623 NCCL WARN ncclConfig_t argument not initialized via "
+       "NCCL_CONFIG_INITIALIZER"},
+      {"api.config_blocking",
+       "abi-1:1414:1414 [0] init.cc:1650 NCCL WARN Invalid config blocking attribute value "
+       "-2147483648"},
+      {"ib.no_device_info", "vm:533:533 [0] NCCL INFO NET/IB : No device found."},
+      {"ib.libibverbs_missing",
+       "socket-only:4242:4242 [0] NCCL INFO Failed to open libibverbs.so[.1]"},
+      {"sys.too_many_open_files",
+       "big-1:1300:1300 [0] misc/socket.cc:430 NCCL WARN Call to accept failed : Too many open "
+       "files"},
+      {"ibv.generic",
+       "ibgen-1:1901:1901 [0] misc/ibvwrap.cc:166 NCCL WARN Call to ibv_query_port failed with "
+       "error Input/output error"},
+      {"sys.permission",
+       "selinux-1:1700:1700 [0] misc/shmutils.cc:55 NCCL WARN Call to open failed : Permission "
+       "denied"},
+      {"shm.no_space",
+       "[2026-06-05 05:05:05] k8s-shm-h:1:1 [0] os/linux.cc:288 (ncclOsShmOpen) NCCL WARN Error: "
+       "failed to allocate /dev/shm/nccl-8cQ2Lx (33554432 bytes): No space left on device"},
+      {"sys.generic",
+       "fd-1:1900:1900 [0] misc/socket.cc:301 NCCL WARN Call to fcntl failed : Bad file "
+       "descriptor"},
+      {"net_ib.message",
+       "gen-1:2020:2020 [0] transport/net_ib.cc:377 NCCL WARN NET/IB : Unable to query port 1 of "
+       "mlx5_3"},
+      {"net_ib.file",
+       "gen-1:2020:2020 [0] transport/net_ib.cc:377 NCCL WARN ncclIbGetPciPath failed for mlx5_5"},
+      {"ibvwrap.file",
+       "gen-1:2020:2020 [0] misc/ibvwrap.cc:377 NCCL WARN wrap_ibv_symbols: dlsym "
+       "ibv_reg_dmabuf_mr failed"},
+      {"ib_plugin.file",
+       "gen-1:2020:2020 [0] ib_plugin.c:377 NCCL WARN Could not get the device properties of "
+       "mlx5_0"},
+      {"p2p_plugin.file",
+       "gen-1:2020:2020 [0] p2p_plugin.c:377 NCCL WARN Could not find any device matching "
+       "NCCL_IB_HCA=mlx5_9"},
+      {"bootstrap.file",
+       "gen-1:2020:2020 [0] bootstrap.cc:377 NCCL WARN Unexpected message from rank 5 during the "
+       "root exchange"},
+      {"socket.file",
+       "gen-1:2020:2020 [0] misc/socket.cc:377 NCCL WARN socketPoll: unexpected state 4"},
+      {"shm.file",
+       "gen-1:2020:2020 [0] misc/shmutils.cc:377 NCCL WARN Unable to map the shared segment"},
+      {"cudawrap.file",
+       "gen-1:2020:2020 [0] misc/cudawrap.cc:377 NCCL WARN cuMemGetHandleForAddressRange is not "
+       "available"},
+      {"nvmlwrap.file",
+       "gen-1:2020:2020 [0] misc/nvmlwrap.cc:377 NCCL WARN Unable to load the NVML library"},
+      {"proxy.failed_operation",
+       "wrap-1:2100:2190 [0] proxy.cc:1520 NCCL WARN [Proxy Service 3] Failed to execute "
+       "operation Connect from rank 1, retcode 2"},
+      {"proxy.service_thread",
+       "wrap-1:2100:2190 [0] proxy.cc:1623 NCCL WARN [Service thread] Error encountered "
+       "progressing operation=Connect, res=3, closing connection"},
+      {"proxy.recv_polling",
+       "wrap-1:2100:2100 [0] proxy.cc:1034 NCCL WARN Socket recv failed while polling for "
+       "opId=0x7f39e4000d20"},
+      {"comm.abort_state",
+       "wrap-1:2100:2100 [0] init.cc:2013 NCCL WARN Comm 0x55d1c0a3f680 is in abort state"},
+      {"c10d.watchdog_timeout",
+       "[rank3]:[E1120 10:31:44.123456 1234 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
+       "collective operation timeout: WorkNCCL(SeqNum=1882, OpType=ALLREDUCE, NumelIn=262144, "
+       "NumelOut=262144, Timeout(ms)=600000) ran for 600072 milliseconds before timing out."},
+      {"result.cuda_error", "[rank1]: ncclUnhandledCudaError: Call to CUDA function failed."},
+      {"result.system_error",
+       "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
+       "device error. "},
+      {"result.internal_error", "ncclInternalError: Internal check failed."},
+      {"result.invalid_argument", "ncclInvalidArgument: Invalid value for an argument."},
+      {"result.invalid_usage",
+       "ncclInvalidUsage: This usually reflects invalid usage of NCCL library."},
+      {"result.remote_error",
+       "ncclRemoteError: A call failed possibly due to a network error or a remote process "
+       "exiting prematurely."},
+      {"result.timeout", "probe: ncclCommInitRankConfig returned 8 (ncclTimeout): timeout"},
+  };
+  return kSamples;
+}
+
+bool Contains(const std::vector<std::string_view>& v, std::string_view x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+TEST(RuleTable, NamesAreUniqueAndCausesAreInTheCatalogue) {
+  std::set<std::string_view> names;
+  for (const auto& r : Rules()) {
+    EXPECT_TRUE(names.insert(r.name).second) << "duplicate rule " << r.name;
+    EXPECT_NE(FindCause(r.cause), nullptr) << r.name << " names unknown cause " << r.cause;
+    EXPECT_FALSE(r.needle.empty()) << r.name << ": every rule needs a cheap literal prefilter";
+    EXPECT_GE(r.confidence, 0.0) << r.name;
+    EXPECT_LE(r.confidence, 1.0) << r.name;
+  }
+  for (const auto& rc : ResultCodeCauses()) EXPECT_NE(FindCause(rc.cause), nullptr) << rc.name;
+  for (const auto& ref : Refinements()) {
+    EXPECT_NE(FindCause(ref.general), nullptr) << ref.general;
+    EXPECT_NE(FindCause(ref.specific), nullptr) << ref.specific;
+  }
+}
+
+TEST(RuleTable, EveryRuleHasARealFormatSample) {
+  for (const auto& r : Rules()) {
+    EXPECT_TRUE(Samples().count(std::string(r.name))) << "no sample line for rule " << r.name;
+  }
+  for (const auto& [name, line] : Samples()) {
+    bool known =
+        std::any_of(Rules().begin(), Rules().end(), [&](const Rule& r) { return r.name == name; });
+    EXPECT_TRUE(known) << "sample for a rule that does not exist: " << name;
+  }
+}
+
+TEST(RuleTable, EverySampleLineMatchesItsRule) {
+  for (const auto& [name, line] : Samples()) {
+    auto matched = RuleNamesForLine(line);
+    EXPECT_TRUE(Contains(matched, name)) << name << " does not match its sample: " << line;
+  }
+}
+
+// The end-to-end meaning of each rule: its sample alone (plus what the rule needs around it)
+// gives the rule's cause and verdict.
+TEST(RuleTable, EverySampleClassifiesAsItsRuleSays) {
+  for (const Rule& r : Rules()) {
+    auto it = Samples().find(std::string(r.name));
+    if (it == Samples().end()) continue;  // reported by EveryRuleHasARealFormatSample
+    std::string log = it->second + "\n";
+    if (r.strength == Strength::kContext) {
+      // INFO context counts only when IB was wanted and the run did not complete.
+      log = "n1:1:1 [0] NCCL INFO NCCL_NET set by environment to IB\n" + log;
+    }
+    Classification c = ClassifyLogText(log);
+    SCOPED_TRACE(std::string(r.name) + ": " + it->second);
+    if (r.strength == Strength::kIgnore) {
+      EXPECT_TRUE(c.causes.empty());
+      EXPECT_TRUE(c.roots.empty());
+      continue;
+    }
+    ASSERT_FALSE(c.causes.empty());
+    bool listed = std::any_of(c.causes.begin(), c.causes.end(),
+                              [&](const ClassifiedCause& k) { return k.cause == r.cause; });
+    EXPECT_TRUE(listed);
+    auto matched = RuleNamesForLine(it->second);
+    if (!matched.empty() && matched.front() == r.name) {
+      EXPECT_EQ(c.causes.front().cause, r.cause);
+      EXPECT_EQ(c.causes.front().fault_class, r.verdict);
+      // Side effects and peer exits alone do not say which path failed.
+      bool elsewhere = r.strength == Strength::kFollow || r.strength == Strength::kPeer;
+      EXPECT_EQ(c.fault_class, elsewhere ? FaultClass::kUnknown : r.verdict);
+      EXPECT_FALSE(c.causes.front().remedy.empty());
+      ASSERT_FALSE(c.causes.front().evidence.empty());
+      EXPECT_EQ(c.causes.front().evidence.front().text, it->second);
+    }
+  }
+}
+
+TEST(RuleTable, IbverbsFailuresAreIbResourceEvenWhenTheFixIsArchitecture) {
+  // DESIGN "two meanings of class": the memlock fix lives in the host setup, but the call that
+  // failed is on the IB path.
+  Classification c = ClassifyLogText(Samples().at("ibv.reg_mr_enomem"));
+  ASSERT_FALSE(c.causes.empty());
+  EXPECT_EQ(c.fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(c.causes[0].cause, "limits.memlock");
+  EXPECT_EQ(c.causes[0].fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(c.causes[0].fix_class, FaultClass::kArchitecture);
+}
+
+TEST(RuleTable, ModifyQpEinvalListsGidThenPkeyUnlessPkeyWasSet) {
+  const std::string line = Samples().at("ibv.modify_qp_einval_pkey");
+  Classification plain = ClassifyLogText(line);
+  ASSERT_EQ(plain.causes.size(), 2u);
+  EXPECT_EQ(plain.causes[0].cause, "ib.gid");
+  EXPECT_EQ(plain.causes[1].cause, "ib.pkey");
+  Classification pkey = ClassifyLogText(
+      "ib-n11:9921:9921 [0] NCCL INFO NCCL_IB_PKEY set by environment to 2.\n" + line);
+  ASSERT_EQ(pkey.causes.size(), 2u);
+  EXPECT_EQ(pkey.causes[0].cause, "ib.pkey");
+  EXPECT_GT(pkey.causes[0].confidence, pkey.causes[1].confidence);
+}
+
+TEST(RuleTable, ResultCodesCoverTheFailureCodesOfNcclResult) {
+  for (int code : {1, 2, 3, 4, 5, 6, 8}) EXPECT_NE(FindResultCode(code), nullptr) << code;
+  EXPECT_EQ(FindResultCode(0), nullptr);  // ncclSuccess
+  EXPECT_EQ(FindResultCode(7), nullptr);  // ncclInProgress
+  EXPECT_EQ(FindResultCode(2)->name, "ncclSystemError");
+}
+
+}  // namespace
+}  // namespace nccl_triage
