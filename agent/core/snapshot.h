@@ -210,6 +210,7 @@ struct NodeSnapshot {
 
   // Every file the gatherer opened, with a count (tests assert each is read at most once).
   std::map<std::string, int> files_read;
+  friend bool operator==(const NodeSnapshot&, const NodeSnapshot&) = default;
 };
 
 }  // namespace nccl_triage

@@ -142,6 +142,8 @@ class Gathering {
       snap_.pci_error = dir + ": " + (list.error.empty() ? "missing" : list.error);
       return;
     }
+    // Zero-padded hex sorts as text ("0000:0c:00.0" before "0000:12:00.0"), not naturally.
+    std::sort(list.names.begin(), list.names.end());
     std::vector<std::string> errors;
     for (const auto& bdf : list.names) {
       const std::string base = Join(dir, bdf);
@@ -438,7 +440,9 @@ class Gathering {
     snap_.nvidia_driver_version =
         ParsedFact<std::string>("proc/driver/nvidia/version", ParseNvidiaVersion);
     const std::string dir = "proc/driver/nvidia/gpus";
-    for (const auto& bdf : reader_.List(dir).names) {
+    ListResult gpus = reader_.List(dir);
+    std::sort(gpus.names.begin(), gpus.names.end());  // hex bus ids sort as text
+    for (const auto& bdf : gpus.names) {
       GpuInfo g;
       g.bdf = bdf;
       g.source = Join(dir, bdf) + "/information";
