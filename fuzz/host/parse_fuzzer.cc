@@ -1,0 +1,49 @@
+// libFuzzer target: every host parser on the same arbitrary text. None may crash, hang, read out
+// of bounds (ASan) or return a value that breaks its own contract.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "host/parsers.h"
+
+namespace {
+
+void Check(bool ok) {
+  if (!ok) std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace nccl_triage;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+
+  (void)ParseHexU32(text);
+  (void)ParseHexU64(text);
+  (void)ParseDecimalU64(text);
+  (void)ParseDecimalInt(text);
+  (void)ParsePkey(text);
+  if (auto r = ParseRate(text)) Check(*r >= 0);
+  if (auto s = ParseNumberedState(text)) Check(s->id >= 0 && !s->name.empty());
+  if (auto g = ParseGid(text)) Check(g->size() == 39);
+  for (const auto& [name, pair] : ParseLimits(text)) Check(!name.empty());
+  (void)ParseLimitValue(text);
+  (void)ParseStatusField(text, "CapEff");
+  (void)ParseStatusCapEff(text);
+  if (auto m = ParseStatusSeccomp(text)) Check(*m >= 0 && *m <= 2);
+  for (const auto& m : ParseMountinfo(text)) {
+    Check(!m.mount_point.empty() && m.mount_point.front() == '/');
+    (void)ParseTmpfsSizeOption(m.super_options);
+  }
+  (void)ParseTmpfsSizeOption(text);
+  (void)ParseCpuinfoHypervisor(text);
+  (void)ParseMeminfoTotal(text);
+  if (auto v = ParseNvidiaVersion(text)) Check(!v->empty());
+  (void)ParseNvidiaGpuInformation(text);
+  (void)ParseNamespaceLink(text);
+  (void)IsUverbsDevicePath(text);
+  (void)IsNvidiaGpuDevicePath(text);
+  Check(UnparseableError(text).size() <= 14 + 40 + 1);
+  return 0;
+}
