@@ -605,7 +605,9 @@ TEST(GatherSnapshot, LiveHostWithoutHcaReportsNoDevicesQuickly) {
   EXPECT_LT(elapsed, std::chrono::seconds(10));
   if (s->ib_devices.empty()) {
     EXPECT_TRUE(s->live.verbs_devices.empty());
-    EXPECT_FALSE(s->live.verbs_error.empty());
+    // Either libibverbs lists nothing, or it cannot list at all (no kernel RDMA support: ENOSYS).
+    const std::string& e = s->live.verbs_error;
+    EXPECT_TRUE(e == "libibverbs: no devices" || e.rfind("ibv_get_device_list: ", 0) == 0) << e;
     EXPECT_TRUE(s->live.mr_registrations.empty());
   }
   EXPECT_TRUE(s->memlock.ok()) << s->memlock.error;
