@@ -590,7 +590,8 @@ Classification LogClassifier::State::Finish() {
   } else if (first_unmatched != nullptr) {
     out.fault_class = FaultClass::kUnknown;
     out.reason = "the first WARN (line " + std::to_string(first_unmatched->line.number) +
-                 ") matches no rule: " + first_unmatched->line.text.substr(0, 200);
+                 ") matches no rule: " +
+                 Sanitize(Cap(first_unmatched->line.text, 200));  // re-sanitise the cut
   } else if (nccl_lines > 0) {
     out.fault_class = FaultClass::kUnknown;
     out.reason =

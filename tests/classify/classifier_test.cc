@@ -272,6 +272,15 @@ TEST(LogClassifierBadInput, InvalidUtf8IsReplacedInEvidence) {
   EXPECT_NE(c.causes[0].evidence[0].text.find("\xEF\xBF\xBD"), std::string::npos);
 }
 
+TEST(LogClassifierBadInput, ReasonCutInsideAReplacedByteStaysValidUtf8) {
+  // Found by the fuzzer: an unmatched WARN full of invalid bytes, quoted (cut) in the reason.
+  std::string line = "[2026-12-02 13:08:56] vm:592:592 [0] init.cc:831 NCCL WARN Duplicate GPU d";
+  line += std::string(200, '\xcf') + "vice 60\n";
+  Classification c = ClassifyLogText(line);
+  EXPECT_EQ(c.fault_class, FaultClass::kUnknown);
+  EXPECT_NO_THROW((void)ToJson(c).dump());
+}
+
 TEST(LogClassifierBadInput, CrlfLineEndsAreIgnored) {
   Classification c = ClassifyLogText(
       "vm:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0\r\n"
