@@ -25,6 +25,11 @@ void FakeKubeClient::SetPods(nlohmann::json pod_list) {
   pods_ = std::move(pod_list);
 }
 
+void FakeKubeClient::SetNodes(nlohmann::json node_list) {
+  std::lock_guard lock(mu_);
+  nodes_ = std::move(node_list);
+}
+
 std::vector<FakeKubeClient::Call> FakeKubeClient::Calls() const {
   std::lock_guard lock(mu_);
   return calls_;
@@ -140,6 +145,22 @@ KubeResponse FakeKubeClient::ListPods(const std::string& field_selector) {
       }
     }
     r.body = list.dump();
+  }
+  return r;
+}
+
+KubeResponse FakeKubeClient::GetNode(const std::string& name) {
+  KubeResponse r = Answer("GetNode", name, nullptr);
+  if (r.ok()) {
+    std::lock_guard lock(mu_);
+    for (const auto& item : nodes_.value("items", nlohmann::json::array())) {
+      if (item.value("metadata", nlohmann::json::object()).value("name", "") == name) {
+        r.body = item.dump();
+        return r;
+      }
+    }
+    r.status = 404;
+    r.body = R"({"kind":"Status","reason":"NotFound","message":"node not found"})";
   }
   return r;
 }

@@ -30,6 +30,8 @@ class FakeKubeClient final : public KubeClient {
   void SetLatency(std::chrono::milliseconds latency);  // every call sleeps this long (real time)
   // Answers GetPod/ListPods with this body (a PodList for ListPods).
   void SetPods(nlohmann::json pod_list);
+  // Answers GetNode from this NodeList (404 for a node not in it).
+  void SetNodes(nlohmann::json node_list);
 
   std::vector<Call> Calls() const;
   size_t CallCount(const std::string& method) const;
@@ -45,6 +47,7 @@ class FakeKubeClient final : public KubeClient {
   KubeResponse CreateEvent(const KubeEvent& event) override;
   KubeResponse GetPod(const std::string& ns, const std::string& name) override;
   KubeResponse ListPods(const std::string& field_selector) override;
+  KubeResponse GetNode(const std::string& name) override;
 
  private:
   KubeResponse Answer(const std::string& method, const std::string& target, nlohmann::json body);
@@ -54,6 +57,7 @@ class FakeKubeClient final : public KubeClient {
   KubeResponse default_{200, "", "{}", std::nullopt};
   std::chrono::milliseconds latency_{0};
   nlohmann::json pods_ = {{"kind", "PodList"}, {"items", nlohmann::json::array()}};
+  nlohmann::json nodes_ = {{"kind", "NodeList"}, {"items", nlohmann::json::array()}};
   std::vector<Call> calls_;
   std::map<std::string, std::map<std::string, std::string>> annotations_;
   std::map<std::string, NodeCondition> conditions_;

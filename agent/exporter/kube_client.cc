@@ -227,4 +227,8 @@ KubeResponse InClusterKubeClient::ListPods(const std::string& field_selector) {
   return Send("GET", path, "", "");
 }
 
+KubeResponse InClusterKubeClient::GetNode(const std::string& name) {
+  return Send("GET", "/api/v1/nodes/" + UrlEncode(name), "", "");
+}
+
 }  // namespace nccl_triage

@@ -77,6 +77,8 @@ class KubeClient {
   virtual KubeResponse GetPod(const std::string& ns, const std::string& name) = 0;
   // Pods of every namespace matching a field selector, e.g. "spec.nodeName=gpu-node-1".
   virtual KubeResponse ListPods(const std::string& field_selector) = 0;
+  // One node (the workload view reads status.allocatable for the RDMA device plugin resources).
+  virtual KubeResponse GetNode(const std::string& name) = 0;
 };
 
 // The request bodies (pure; the tests of the real client and the fake check them).
@@ -113,6 +115,7 @@ class InClusterKubeClient final : public KubeClient {
   KubeResponse CreateEvent(const KubeEvent& event) override;
   KubeResponse GetPod(const std::string& ns, const std::string& name) override;
   KubeResponse ListPods(const std::string& field_selector) override;
+  KubeResponse GetNode(const std::string& name) override;
 
  private:
   struct Impl;
