@@ -25,6 +25,23 @@ std::string Proc(int pid) { return "proc/" + std::to_string(pid); }
 
 bool StartsWithRdma(std::string_view name) { return name.starts_with("rdma/"); }
 
+// The per-process Config carries the workload's NCCL_SOCKET_IFNAME and NCCL_IB_GID_INDEX in the
+// expect.* fields; findings say where the values really came from.
+void RelabelEnvironmentConfig(Finding& f, const std::string& env_source) {
+  bool unset = false;
+  for (auto& e : f.evidence) {
+    if (e.source == "config: expect.socket_ifname" || e.source == "config: expect.ib_gid_index") {
+      e.source = env_source;
+    } else if (e.key == "expect.socket_ifname" && e.value == "unset") {
+      e = Evidence{"NCCL_SOCKET_IFNAME", "(unset)", env_source};
+      unset = true;
+    }
+  }
+  if (unset && f.status == CheckStatus::kSkip) {
+    f.message = "NCCL_SOCKET_IFNAME is not set: NCCL chooses the interface itself";
+  }
+}
+
 }  // namespace
 
 std::vector<std::string_view> WorkloadCheckIds() {
@@ -66,20 +83,17 @@ NodeSnapshot ProcessCheckSnapshot(const ProcessFacts& p, const Fact<std::string>
   s.seccomp_mode = p.seccomp_mode;
   s.self_netns = p.netns;
   s.init_netns = host_netns;
-  const std::string proc = Proc(p.pid);
   s.dev_infiniband_present = p.dev_infiniband_present;
   s.dev_infiniband = p.dev_infiniband;
   if (p.mounts.ok()) s.mounts = *p.mounts.value;
-  if (p.interfaces.ok()) {
-    for (const auto& name : *p.interfaces.value) {
-      NetInterface ni;
-      ni.name = name;
-      // The state lives in the namespace's sysfs, which the host does not see: the interface
-      // exists (net/dev lists it), its state is unknown.
-      ni.operstate.source = p.interfaces.source;
-      ni.operstate.error = "not visible from the host (the process's network namespace)";
-      s.interfaces.push_back(std::move(ni));
-    }
+  const bool host_ns = p.netns.ok() && host_netns.ok() && *p.netns.value == *host_netns.value;
+  if (host_ns) {
+    // The host's namespace: the node snapshot knows its interfaces better (state, type, and the
+    // addresses when it was gathered live).
+    s.interfaces = host.interfaces;
+    s.live.gathered = host.live.gathered;
+  } else if (p.interfaces.ok()) {
+    s.interfaces = *p.interfaces.value;
   }
   return s;
 }
@@ -114,6 +128,8 @@ std::vector<Finding> JudgeProcess(const ProcessFacts& p, const Fact<std::string>
     }
   }
   std::vector<Finding> ran = subset.Run(snap, cfg, CheckContext{});
+  const std::string env_source = Proc(p.pid) + "/environ";
+  for (auto& f : ran) RelabelEnvironmentConfig(f, env_source);
   for (auto id : kWorkloadHostChecks) {
     auto it = std::find_if(ran.begin(), ran.end(), [&](const Finding& f) { return f.check == id; });
     if (it != ran.end()) {
@@ -122,7 +138,6 @@ std::vector<Finding> JudgeProcess(const ProcessFacts& p, const Fact<std::string>
       findings.push_back(checks::FindingBuilder(id).Skip("check not available in this build"));
     }
   }
-  const std::string env_source = Proc(p.pid) + "/environ";
   if (p.environ.ok()) {
     NcclSettings settings = NcclSettingsFrom(p.environ.value->kept);
     findings.push_back(EnvIbDisable(settings, host, env_source));

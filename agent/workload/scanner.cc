@@ -74,15 +74,9 @@ class Pass {
       result.error = "proc: " + procs.error;
       return result;
     }
-    {
-      ReadResult link = reader_.ReadLink("proc/1/ns/net");
-      result.host_netns.source = "proc/1/ns/net";
-      if (link.ok()) {
-        result.host_netns.value = TrimNewline(*link.text);
-      } else {
-        result.host_netns.error = link.error;
-      }
-    }
+    host_netns_ = FactFrom<std::string>("proc/1/ns/net", reader_.ReadLink("proc/1/ns/net"),
+                                        ParseNamespaceLink);
+    result.host_netns = host_netns_;
     std::map<std::string, ContainerFacts> by_id;
     for (const auto& name : procs.names) {
       if (!AllDigits(name)) continue;
@@ -155,6 +149,48 @@ class Pass {
     } else {
       f.error = UnparseableError(*r.text);
     }
+    return f;
+  }
+
+  // Interface names from net/dev; in a private namespace, state and type from the container's
+  // sysfs (bounded: a pod has a handful of interfaces, the host may have hundreds of veths).
+  Fact<std::vector<NetInterface>> Interfaces(const std::string& dir, const ReadResult& net_dev,
+                                             const Fact<std::string>& netns) {
+    Fact<std::vector<NetInterface>> f;
+    f.source = dir + "net/dev";
+    if (!net_dev.ok()) {
+      f.error = net_dev.error;
+      return f;
+    }
+    auto names = ParseNetDevNames(*net_dev.text);
+    if (!names) {
+      f.error = UnparseableError(*net_dev.text);
+      return f;
+    }
+    const bool private_ns = netns.ok() && host_netns_.ok() && *netns.value != *host_netns_.value;
+    constexpr size_t kMaxInterfaceReads = 16;
+    std::vector<NetInterface> out;
+    for (size_t i = 0; i < names->size(); ++i) {
+      NetInterface ni;
+      ni.name = (*names)[i];
+      const std::string sys = dir + "root/sys/class/net/" + ni.name + "/";
+      if (private_ns && i < kMaxInterfaceReads) {
+        ReadResult state = reader_.ReadFile(sys + "operstate");
+        ni.operstate = FactFrom<std::string>(
+            sys + "operstate", state, [](std::string_view t) -> std::optional<std::string> {
+              std::string v = TrimNewline(t);
+              if (v.empty() || v.size() > 32) return std::nullopt;
+              return v;
+            });
+        ni.type = FactFrom<int>(sys + "type", reader_.ReadFile(sys + "type"), ParseDecimalInt);
+      } else {
+        ni.operstate.source = sys + "operstate";
+        ni.operstate.error = private_ns ? "not read (too many interfaces)"
+                                        : "host network namespace (see the node's interfaces)";
+      }
+      out.push_back(std::move(ni));
+    }
+    f.value = std::move(out);
     return f;
   }
 
@@ -234,8 +270,7 @@ class Pass {
           return kept;
         });
 
-    p.interfaces = FactFrom<std::vector<std::string>>(dir + "net/dev", read("net/dev"),
-                                                      ParseNetDevNames);
+    p.interfaces = Interfaces(dir, read("net/dev"), p.netns);
 
     {
       // The raw environment lives only in this block; the filter copies out allow-listed names.
@@ -276,6 +311,7 @@ class Pass {
 
   const ScannerOptions& options_;
   RootReader& reader_;
+  Fact<std::string> host_netns_;
   std::string prefix_;
   std::regex pattern_;
   bool pattern_ok_ = false;

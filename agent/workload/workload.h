@@ -40,7 +40,11 @@ struct ProcessFacts {
   std::vector<std::string> dev_infiniband;
   std::string dev_infiniband_error;      // empty when listed (or simply absent)
   Fact<std::vector<MountEntry>> mounts;  // proc/<pid>/mountinfo, /dev/shm and /dev/infiniband only
-  Fact<std::vector<std::string>> interfaces;  // proc/<pid>/net/dev: the namespace's interfaces
+  // The namespace's interfaces: names from proc/<pid>/net/dev; in a private namespace also their
+  // operstate and type from the container's own sysfs (proc/<pid>/root/sys/class/net/<if>/),
+  // which shows the namespace it was mounted in. In the host namespace the judge uses the node
+  // snapshot's interfaces instead (with addresses when gathered live).
+  Fact<std::vector<NetInterface>> interfaces;
   Fact<FilteredEnviron> environ;         // proc/<pid>/environ, filtered while parsing
   Fact<std::optional<NcclLibrary>> nccl; // proc/<pid>/maps (nullopt value: NCCL not mapped)
 };

@@ -1,0 +1,131 @@
+// Helpers for the workload tests: a temporary fixture root (a host written by agent/fixture with
+// GPU pods' processes on top) and the standard healthy training process.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "checks/check.h"
+#include "fixture/fixture.h"
+#include "fixture/workload_fixture.h"
+#include "host/gatherer.h"
+#include "workload/judge.h"
+#include "workload/scanner.h"
+
+namespace nccl_triage::workload::testing {
+
+// A directory that is removed with everything in it when the object goes.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "nccl-triage-wl-XXXXXX").string();
+    char* p = ::mkdtemp(tmpl.data());
+    if (p != nullptr) path_ = p;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline std::string PodUid(int n) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "0c9a2f4e-6b1d-4e8a-9f3c-%012d", n);
+  return buf;
+}
+
+inline std::string ContainerId(int n) {
+  char buf[80];
+  std::snprintf(buf, sizeof(buf), "%064x", n + 0xc0ffee);
+  return buf;
+}
+
+// A well-configured training process of pod n on a DGX A100 fixture: host network, every uverbs
+// device, unlimited memlock, IPC_LOCK, /dev/shm an emptyDir, NCCL mapped, GPU n % 8 held.
+inline FixtureWorkloadProcess GoodProcess(int pid, int pod, int gpu = -1) {
+  FixtureWorkloadProcess p;
+  p.pid = pid;
+  p.cgroup = KubepodsCgroup(PodUid(pod), ContainerId(pod));
+  p.fds = {"/dev/null", "pipe:[81231]", "/dev/nvidiactl", "/dev/nvidia-uvm",
+           "/dev/nvidia" + std::to_string(gpu < 0 ? pod % 8 : gpu), "socket:[81299]",
+           "/dev/infiniband/uverbs0"};
+  for (int i = 0; i < 8; ++i) p.dev_infiniband.push_back("uverbs" + std::to_string(i));
+  p.dev_infiniband.push_back("rdma_cm");
+  p.environ = {{"PATH", "/usr/local/bin:/usr/bin"},
+               {"NCCL_DEBUG", "WARN"},
+               {"LOCAL_RANK", "0"},
+               {"CUDA_VISIBLE_DEVICES", "0"}};
+  p.nccl_library = "/usr/lib/x86_64-linux-gnu/libnccl.so.2.28.9";
+  return p;
+}
+
+// A root with the GPU pods' processes (proc/<pid>/ trees and proc/1/ns/net), judged against the
+// host snapshot of a committed fixture scenario (gathered once per scenario and test binary:
+// writing a whole host tree per test would dominate the run time).
+struct WorkloadRoot {
+  TempDir dir;
+  NodeSnapshot host;
+  CheckRegistry registry;
+
+  explicit WorkloadRoot(const std::vector<FixtureWorkloadProcess>& processes,
+                        const std::string& scenario = "dgx-a100") {
+    std::filesystem::create_directories(root() + "/proc/1/ns");
+    std::filesystem::create_symlink(kFixtureHostNetns, root() + "/proc/1/ns/net");
+    Status s = WriteWorkloadProcesses(processes, root());
+    EXPECT_TRUE(s.ok()) << s.message();
+    host = HostSnapshot(scenario);
+    RegisterBuiltinChecks(registry);
+  }
+
+  static const NodeSnapshot& HostSnapshot(const std::string& scenario) {
+    static std::map<std::string, NodeSnapshot> cache;  // test binary only: one gather per scenario
+    auto it = cache.find(scenario);
+    if (it != cache.end()) return it->second;
+    GatherOptions o;
+    o.root = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/" + scenario;
+    auto snap = GatherSnapshot(o);
+    EXPECT_TRUE(snap.ok()) << snap.status().message();
+    return cache[scenario] = snap.ok() ? *snap : NodeSnapshot{};
+  }
+
+  std::string root() const { return dir.path() + "/root"; }
+
+  ScanResult Scan(std::vector<std::string>* debug = nullptr) const {
+    ScannerOptions o;
+    o.root = root();
+    if (debug != nullptr) o.debug = [debug](std::string_view l) { debug->emplace_back(l); };
+    return WorkloadScanner(o).Scan();
+  }
+
+  ContainerVerdict Judge(const ScanResult& scan, size_t index, const PodContainer& pod = {},
+                         const NodeResources& node = {}, const Config& config = {}) const {
+    return JudgeContainer(scan.containers.at(index), pod, scan.host_netns, host, config, node,
+                          registry);
+  }
+};
+
+inline const Finding* FindingFor(const ContainerVerdict& v, std::string_view id) {
+  for (const auto& f : v.findings) {
+    if (f.check == id) return &f;
+  }
+  return nullptr;
+}
+
+inline CheckStatus StatusOf(const ContainerVerdict& v, std::string_view id) {
+  const Finding* f = FindingFor(v, id);
+  EXPECT_NE(f, nullptr) << id;
+  return f == nullptr ? CheckStatus::kSkip : f->status;
+}
+
+}  // namespace nccl_triage::workload::testing
