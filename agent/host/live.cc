@@ -64,7 +64,10 @@ class OpenedDevice {
     for (int i = 0; i < n; ++i) {
       if (name == ibv_get_device_name(list_[i])) {
         ctx_ = ibv_open_device(list_[i]);
-        if (ctx_ == nullptr) error_ = ErrnoText(("ibv_open_device(" + name + ")").c_str(), errno);
+        if (ctx_ == nullptr) {
+          const int err = errno;  // before the string below allocates
+          error_ = ErrnoText(("ibv_open_device(" + name + ")").c_str(), err);
+        }
         return;
       }
     }

@@ -272,6 +272,9 @@ std::optional<uint64_t> ParseTmpfsSizeOption(std::string_view opts) {
           case 'k': mult = 1ull << 10; break;
           case 'm': mult = 1ull << 20; break;
           case 'g': mult = 1ull << 30; break;
+          case 't': mult = 1ull << 40; break;
+          case 'p': mult = 1ull << 50; break;
+          case 'e': mult = 1ull << 60; break;
           default: break;
         }
         if (mult != 1) v.remove_suffix(1);

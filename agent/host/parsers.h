@@ -69,7 +69,8 @@ std::optional<int> ParseStatusSeccomp(std::string_view text);
 std::vector<MountEntry> ParseMountinfo(std::string_view text);
 
 // The "size=" option of a tmpfs mount's super options, in bytes: "rw,size=65536k" -> 67108864.
-// Accepts k, m, g (binary) and a bare number of bytes; nullopt when no size is given.
+// Accepts k, m, g, t, p, e (binary) and a bare number of bytes; nullopt when no size is given or
+// it is relative ("size=50%": the caller needs MemTotal for that).
 std::optional<uint64_t> ParseTmpfsSizeOption(std::string_view super_options);
 
 // proc/cpuinfo: true when any CPU lists the "hypervisor" flag (x86 "flags", arm64 "Features");

@@ -171,6 +171,9 @@ TEST(ParseTmpfsSizeOption, ReadsUnitsAndRejectsOverflow) {
   EXPECT_EQ(ParseTmpfsSizeOption("size=99999999999999999999k"), std::nullopt);
   EXPECT_EQ(ParseTmpfsSizeOption("size=18014398509481984k"), std::nullopt);
   EXPECT_EQ(ParseTmpfsSizeOption("size=k"), std::nullopt);
+  EXPECT_EQ(ParseTmpfsSizeOption("size=2t"), 2ull << 40);
+  EXPECT_EQ(ParseTmpfsSizeOption("size=50%"), std::nullopt);
+  EXPECT_EQ(ParseTmpfsSizeOption("size=16e"), std::nullopt);
 }
 
 TEST(ParseCpuinfoHypervisor, FindsFlagOnX86AndArm) {
