@@ -165,4 +165,45 @@ KubeResponse FakeKubeClient::GetNode(const std::string& name) {
   return r;
 }
 
+KubeResponse FakeKubeClient::PatchPodAnnotationsIfUid(const std::string& ns,
+                                                      const std::string& pod,
+                                                      const std::string& uid,
+                                                      const AnnotationPatch& annotations) {
+  KubeResponse r =
+      Answer("PatchPodAnnotations", ns + "/" + pod, AnnotationPatchBody(annotations, uid));
+  if (!r.ok()) return r;
+  std::lock_guard lock(mu_);
+  std::optional<nlohmann::json> found;
+  for (const auto& item : pods_.value("items", nlohmann::json::array())) {
+    const auto meta = item.value("metadata", nlohmann::json::object());
+    if (meta.value("namespace", "") == ns && meta.value("name", "") == pod) found = item;
+  }
+  if (!found) {
+    r.status = 404;
+    r.body = nlohmann::json{{"kind", "Status"},
+                            {"reason", "NotFound"},
+                            {"message", "pods \"" + pod + "\" not found"}}
+                 .dump();
+  } else if ((*found)["metadata"].value("uid", "") != uid) {
+    r.status = 409;
+    r.body = nlohmann::json{{"kind", "Status"},
+                            {"reason", "Conflict"},
+                            {"message", "Precondition failed: UID in precondition: " + uid +
+                                            ", UID in object meta: " +
+                                            (*found)["metadata"].value("uid", "")}}
+                 .dump();
+  } else {
+    auto& current = annotations_[ns + "/" + pod];
+    for (const auto& [k, v] : annotations) {
+      if (v) {
+        current[k] = *v;
+      } else {
+        current.erase(k);
+      }
+    }
+  }
+  calls_.back().response = r;
+  return r;
+}
+
 }  // namespace nccl_triage

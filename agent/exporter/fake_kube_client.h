@@ -48,6 +48,11 @@ class FakeKubeClient final : public KubeClient {
   KubeResponse GetPod(const std::string& ns, const std::string& name) override;
   KubeResponse ListPods(const std::string& field_selector) override;
   KubeResponse GetNode(const std::string& name) override;
+  // Checks the pods set with SetPods like the API does: 404 when no pod has that name, 409 when
+  // it has another UID (after any scripted response, which is served first as usual).
+  KubeResponse PatchPodAnnotationsIfUid(const std::string& ns, const std::string& pod,
+                                        const std::string& uid,
+                                        const AnnotationPatch& annotations) override;
 
  private:
   KubeResponse Answer(const std::string& method, const std::string& target, nlohmann::json body);

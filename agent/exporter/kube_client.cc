@@ -40,6 +40,12 @@ nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations) {
   return {{"metadata", {{"annotations", a}}}};
 }
 
+nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations, const std::string& uid) {
+  nlohmann::json body = AnnotationPatchBody(annotations);
+  body["metadata"]["uid"] = uid;
+  return body;
+}
+
 nlohmann::json NodeConditionPatchBody(const NodeCondition& c) {
   nlohmann::json cond = {{"type", c.type},
                          {"status", c.status},
@@ -225,6 +231,14 @@ KubeResponse InClusterKubeClient::ListPods(const std::string& field_selector) {
   std::string path = "/api/v1/pods";
   if (!field_selector.empty()) path += "?fieldSelector=" + UrlEncode(field_selector);
   return Send("GET", path, "", "");
+}
+
+KubeResponse InClusterKubeClient::PatchPodAnnotationsIfUid(const std::string& ns,
+                                                           const std::string& pod,
+                                                           const std::string& uid,
+                                                           const AnnotationPatch& annotations) {
+  return Send("PATCH", PodPath(ns, pod), "application/merge-patch+json",
+              AnnotationPatchBody(annotations, uid).dump());
 }
 
 KubeResponse InClusterKubeClient::GetNode(const std::string& name) {

@@ -79,10 +79,18 @@ class KubeClient {
   virtual KubeResponse ListPods(const std::string& field_selector) = 0;
   // One node (the workload view reads status.allocatable for the RDMA device plugin resources).
   virtual KubeResponse GetNode(const std::string& name) = 0;
+  // PatchPodAnnotations with the pod's UID as a precondition: the API answers 409 Conflict when
+  // the pod of that name is another one now (deleted and recreated), so a patch computed for one
+  // pod never lands on another (the workload view annotates pods it did not create).
+  virtual KubeResponse PatchPodAnnotationsIfUid(const std::string& ns, const std::string& pod,
+                                                const std::string& uid,
+                                                const AnnotationPatch& annotations) = 0;
 };
 
 // The request bodies (pure; the tests of the real client and the fake check them).
 nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations);
+// The same with metadata.uid set (the API's UID precondition).
+nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations, const std::string& uid);
 nlohmann::json NodeConditionPatchBody(const NodeCondition& condition);
 nlohmann::json EventBody(const KubeEvent& event);
 // Percent-encodes a query value ("spec.nodeName=a" -> "spec.nodeName%3Da").
@@ -116,6 +124,9 @@ class InClusterKubeClient final : public KubeClient {
   KubeResponse GetPod(const std::string& ns, const std::string& name) override;
   KubeResponse ListPods(const std::string& field_selector) override;
   KubeResponse GetNode(const std::string& name) override;
+  KubeResponse PatchPodAnnotationsIfUid(const std::string& ns, const std::string& pod,
+                                        const std::string& uid,
+                                        const AnnotationPatch& annotations) override;
 
  private:
   struct Impl;
