@@ -14,6 +14,8 @@ constexpr std::array kSubcommands = {
     Subcommand{"check", "judge this node (or a fixture root / saved snapshot) with every host check",
                &RunCheckCommand},
     Subcommand{"classify-log", "explain an NCCL log: class, cause, fix", &RunClassifyLogCommand},
+    Subcommand{"agent", "run the node agent: checks every interval, metrics, /status, annotations",
+               &RunAgentCommand},
 };
 
 void PrintUsage(std::ostream& os) {

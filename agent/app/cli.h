@@ -33,5 +33,6 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
 // Subcommands (one file each: cmd_<name>.cc).
 int RunCheckCommand(CliContext& ctx);
 int RunClassifyLogCommand(CliContext& ctx);
+int RunAgentCommand(CliContext& ctx);
 
 }  // namespace nccl_triage

@@ -66,6 +66,8 @@ void AgentState::SetCycle(std::shared_ptr<const NodeReport> report,
                           std::shared_ptr<const SnapshotSummary> summary, int64_t started_unix_ms,
                           int64_t finished_unix_ms, std::string error) {
   std::lock_guard lock(mu_);
+  // Without --node / NODE_NAME the node is known only from the snapshot's hostname.
+  if (state_.node.empty() && report && !report->node.empty()) state_.node = report->node;
   if (report) state_.report = std::move(report);
   if (snapshot) state_.snapshot = std::move(snapshot);
   if (summary) state_.summary = std::move(summary);

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -29,12 +30,16 @@ namespace nccl_triage {
 struct ProbeAssignment {
   std::string peer;  // the other node of the pair
   ProbeMode mode = ProbeMode::kSocket;
-  int rank = 0;      // this node's rank in the two-rank communicator
+  int rank = 0;      // this node's rank in the two-rank communicator; rank 0 creates the id
   int nranks = 2;
-  std::string unique_id;  // the opaque NCCL unique id bytes rank 0 created (128 bytes)
-  std::string bootstrap;  // rank 0's bootstrap address, when the probe needs one ("ip:port")
   uint64_t size_bytes = 0;    // 0: probe.size_bytes from the config
-  int timeout_seconds = 0;    // 0: probe.timeout_seconds from the config
+  int timeout_seconds = 0;    // 0 or above probe.timeout_seconds: probe.timeout_seconds
+  // Rank 0: called once with the NCCL unique id (hex) as soon as the child made it, for the
+  // coordinator to relay to the other rank.
+  std::function<void(const std::string& unique_id_hex)> publish_unique_id;
+  // Ranks > 0: blocks until the relayed unique id (hex) arrives; nullopt when it never will
+  // (cancelled, peer lost, `stop`). The child is then told to give up.
+  std::function<std::optional<std::string>(std::stop_token stop)> await_unique_id;
 };
 
 // What the agent offers a coordinator link. Thread-safe; owned by the agent, valid for the whole
@@ -54,8 +59,9 @@ class AgentServices {
   virtual uint64_t WaitForCycle(uint64_t seen_cycles, std::stop_token stop) = 0;
 
   // Runs one probe to completion and records its result (metrics, /status). Probes run one at a
-  // time: a second caller waits for the first. Never throws; a probe that cannot run comes back
-  // with outcome unavailable and the reason in `detail`.
+  // time: a second caller waits for the first. A stop request on `stop` (a CancelProbe) kills the
+  // child's process group. Never throws; a probe that cannot run comes back with outcome
+  // unavailable and the reason in `detail`.
   virtual ProbeResult RunProbe(const ProbeAssignment& assignment, std::stop_token stop) = 0;
 
   // Verdicts the coordinator decided.
