@@ -77,6 +77,13 @@ class Pass {
     host_netns_ = FactFrom<std::string>("proc/1/ns/net", reader_.ReadLink("proc/1/ns/net"),
                                         ParseNamespaceLink);
     result.host_netns = host_netns_;
+    // The agent's own pod is never a workload: its probe children hold GPUs during a probe.
+    if (options_.self_pid > 0) {
+      ReadResult own = reader_.ReadFile("proc/" + std::to_string(options_.self_pid) + "/cgroup");
+      if (own.ok()) {
+        if (auto ref = ParseCgroupFile(*own.text)) own_pod_uid_ = ref->pod_uid;
+      }
+    }
     std::map<std::string, ContainerFacts> by_id;
     for (const auto& name : procs.names) {
       if (!AllDigits(name)) continue;
@@ -208,6 +215,10 @@ class Pass {
                         Printable(TrimNewline(*cgroup.text), 160) + "'";
       return out;
     }
+    if (!own_pod_uid_.empty() && ref->pod_uid == own_pod_uid_) {
+      out.skip_reason = "the agent's own pod";
+      return out;
+    }
     out.ref = std::move(*ref);
     ProcessFacts& p = out.facts;
     p.pid = pid;
@@ -312,6 +323,7 @@ class Pass {
   const ScannerOptions& options_;
   RootReader& reader_;
   Fact<std::string> host_netns_;
+  std::string own_pod_uid_;
   std::string prefix_;
   std::regex pattern_;
   bool pattern_ok_ = false;

@@ -29,7 +29,9 @@ struct ScannerOptions {
   std::string root = "/";
   // ECMAScript regex matched against each fd link target.
   std::string gpu_device_pattern = kDefaultGpuDevicePattern;
-  int self_pid = 0;  // excluded from the scan (0: nobody)
+  // The agent's pid (host view): excluded, and so is every process of its pod (probe children
+  // hold GPUs while they run). 0: nobody.
+  int self_pid = 0;
   // Receives one line per skipped process or unreadable fact (debug level). Lines never contain
   // environment values. Empty: no lines.
   std::function<void(std::string_view)> debug;

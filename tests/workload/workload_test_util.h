@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <map>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -126,6 +128,30 @@ inline CheckStatus StatusOf(const ContainerVerdict& v, std::string_view id) {
   const Finding* f = FindingFor(v, id);
   EXPECT_NE(f, nullptr) << id;
   return f == nullptr ? CheckStatus::kSkip : f->status;
+}
+
+// A pod as the API lists it, with one container that has started.
+inline nlohmann::json PodJson(const std::string& uid, const std::string& ns, const std::string& name,
+                              const std::string& container, const std::string& container_id,
+                              nlohmann::json limits = {{"nvidia.com/gpu", "8"}},
+                              nlohmann::json annotations = nlohmann::json::object(),
+                              const std::string& node = "gpu-node-1") {
+  return {{"metadata",
+           {{"uid", uid}, {"namespace", ns}, {"name", name}, {"annotations", annotations}}},
+          {"spec",
+           {{"nodeName", node},
+            {"containers", {{{"name", container}, {"resources", {{"limits", limits}}}}}}}},
+          {"status",
+           {{"containerStatuses",
+             {{{"name", container}, {"containerID", "containerd://" + container_id}}}}}}};
+}
+
+inline nlohmann::json PodListJson(std::vector<nlohmann::json> pods) {
+  return {{"kind", "PodList"}, {"items", pods}};
+}
+
+inline nlohmann::json NodeJson(const std::string& name, nlohmann::json allocatable) {
+  return {{"metadata", {{"name", name}}}, {"status", {{"allocatable", allocatable}}}};
 }
 
 }  // namespace nccl_triage::workload::testing

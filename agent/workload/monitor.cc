@@ -1,0 +1,209 @@
+#include "workload/monitor.h"
+
+#include <nlohmann/json.hpp>
+
+#include "checks/check.h"
+#include "checks/check_util.h"
+
+namespace nccl_triage::workload {
+namespace {
+
+std::string PodName(const PodVerdict& p) { return p.namespace_name + "/" + p.pod; }
+
+}  // namespace
+
+WorkloadMonitor::WorkloadMonitor(WorkloadMonitorOptions options, AgentState* state,
+                                 KubeClient* kube, PodResourcesSource* pod_resources,
+                                 Clock& clock, Logger& log)
+    : options_(std::move(options)),
+      state_(state),
+      kube_(kube),
+      pod_resources_(pod_resources),
+      clock_(clock),
+      log_(log),
+      scanner_([this] {
+        ScannerOptions s = options_.scanner;
+        if (!s.debug) {
+          s.debug = [this](std::string_view line) { log_.Debug("workload", line); };
+        }
+        return s;
+      }()) {
+  RegisterBuiltinChecks(registry_);
+}
+
+WorkloadMonitor::~WorkloadMonitor() { Stop(); }
+
+void WorkloadMonitor::WarnOnce(std::string& streak, const std::string& line) {
+  if (streak == line) return;
+  streak = line;
+  log_.Warn("workload", line);
+}
+
+PodDirectory WorkloadMonitor::Lookup(bool any_containers) {
+  PodDirectory dir;
+  const bool api = kube_ != nullptr && !options_.node.empty();
+  if (api && any_containers) {
+    KubeResponse r = kube_->ListPods("spec.nodeName=" + options_.node);
+    nlohmann::json body =
+        r.ok() ? nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false) : nullptr;
+    if (r.ok() && body.is_object()) {
+      pod_cache_ = ParsePodList(body);
+      dir.fresh = true;
+      if (!list_streak_.empty()) log_.Info("workload", "listing pods works again");
+      list_streak_.clear();
+    } else {
+      dir.list_error = r.ok() ? std::string("list pods: the reply is not a PodList")
+                              : "list pods: " + r.Describe();
+      WarnOnce(list_streak_, dir.list_error +
+                                 " (names from the last list; no annotations until it works)");
+    }
+  } else if (!api) {
+    dir.list_error = "no Kubernetes API";
+  }
+  dir.pods = pod_cache_;
+  dir.listed = dir.fresh || !pod_cache_.empty();
+
+  if (api && any_containers &&
+      (!node_cache_ || clock_.Now() - node_fetched_ >= options_.node_refresh)) {
+    KubeResponse r = kube_->GetNode(options_.node);
+    nlohmann::json body =
+        r.ok() ? nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false) : nullptr;
+    if (r.ok() && body.is_object()) {
+      node_cache_ = ParseNodeResources(body);
+      node_fetched_ = clock_.Now();
+      node_streak_.clear();
+    } else {
+      WarnOnce(node_streak_, "get node " + options_.node + ": " +
+                                 (r.ok() ? std::string("the reply is not a Node") : r.Describe()) +
+                                 " (the RDMA resources the node advertises are unknown)");
+    }
+  }
+  if (node_cache_) {
+    dir.node = *node_cache_;
+  } else {
+    dir.node.error = api ? "the node could not be read" : "no Kubernetes API";
+  }
+
+  if (pod_resources_ != nullptr && any_containers) {
+    auto listed = pod_resources_->List();
+    if (listed.ok()) {
+      dir.assignments = std::move(listed).value();
+      kubelet_streak_.clear();
+    } else {
+      dir.assignments_error = listed.status().message();
+      WarnOnce(kubelet_streak_, dir.assignments_error + " (judged without device assignments)");
+    }
+  }
+  return dir;
+}
+
+void WorkloadMonitor::Publish(WorkloadPass& pass, bool fresh_list) {
+  if (options_.annotate && kube_ != nullptr && fresh_list) {
+    const int64_t now = clock_.NowUnixMs();
+    for (const auto& pod : pass.pods) {
+      if (!pod.in_api) continue;
+      auto it = pod_cache_.find(pod.uid);
+      if (it == pod_cache_.end()) continue;
+      auto change = AnnotationChange(pod, it->second.annotations, now);
+      if (!change) continue;
+      KubeResponse r = kube_->PatchPodAnnotationsIfUid(pod.namespace_name, pod.pod, pod.uid, *change);
+      if (r.ok()) {
+        ++pass.patches_sent;
+        for (const auto& [k, v] : *change) {
+          if (v) {
+            it->second.annotations[k] = *v;
+          } else {
+            it->second.annotations.erase(k);
+          }
+        }
+        log_.Info("workload", "pod " + PodName(pod) + ": " +
+                                  (pod.causes.empty() ? std::string("healthy, annotations removed")
+                                                      : std::string(ToString(pod.verdict)) +
+                                                            " (" + checks::Join(pod.causes, ",") + ")"));
+        continue;
+      }
+      ++pass.patches_failed;
+      if (r.status == 404) {
+        log_.Debug("workload", "pod " + PodName(pod) + " was deleted before its annotations "
+                                                     "could be patched");
+        pod_cache_.erase(it);
+      } else if (r.status == 409) {
+        log_.Debug("workload", "pod " + PodName(pod) + " is another pod now (UID changed): "
+                                                     "not patched");
+        pod_cache_.erase(it);
+      } else {
+        WarnOnce(patch_streak_, "patch annotations of " + PodName(pod) + ": " + r.Describe());
+      }
+    }
+  }
+  if (state_ != nullptr) state_->SetWorkloadFindings(StateFindings(pass.containers));
+}
+
+WorkloadPass WorkloadMonitor::RunPass(const NodeSnapshot& host) {
+  const auto started = std::chrono::steady_clock::now();
+  WorkloadPass pass;
+  pass.scan = scanner_.Scan();
+  if (!pass.scan.error.empty()) {
+    log_.Warn("workload", "scan: " + pass.scan.error);
+  }
+  pass.directory = Lookup(!pass.scan.containers.empty());
+  for (const auto& c : pass.scan.containers) {
+    PodContainer pod = ResolveContainer(c.ref, pass.directory);
+    pass.containers.push_back(JudgeContainer(c, pod, pass.scan.host_netns, host, options_.config,
+                                             pass.directory.node, registry_));
+  }
+  pass.pods = PodVerdicts(pass.containers);
+  Publish(pass, pass.directory.fresh);
+  pass.duration_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  int failing = 0;
+  for (const auto& p : pass.pods) failing += !p.causes.empty();
+  log_.Debug("workload", "pass: " + std::to_string(pass.containers.size()) +
+                             " GPU container(s) in " + std::to_string(pass.pods.size()) +
+                             " pod(s), " + std::to_string(failing) + " failing, " +
+                             std::to_string(pass.patches_sent) + " patch(es), " +
+                             std::to_string(pass.scan.processes_scanned) + " processes scanned");
+  std::lock_guard lock(mu_);
+  ++passes_;
+  return pass;
+}
+
+void WorkloadMonitor::OnState(const AgentStateView& view) {
+  std::lock_guard lock(mu_);
+  if (view.cycle.cycles <= seen_cycles_ || !view.snapshot) return;
+  seen_cycles_ = view.cycle.cycles;
+  pending_ = view.snapshot;
+  wake_.notify_all();
+}
+
+void WorkloadMonitor::Loop(std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    std::shared_ptr<const NodeSnapshot> snap;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, stop, [this] { return pending_ != nullptr; });
+      if (stop.stop_requested()) return;
+      snap = std::move(pending_);
+      pending_.reset();
+    }
+    RunPass(*snap);
+  }
+}
+
+void WorkloadMonitor::Start() {
+  if (worker_.joinable()) return;
+  worker_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+}
+
+void WorkloadMonitor::Stop() {
+  if (!worker_.joinable()) return;
+  worker_.request_stop();
+  worker_.join();
+}
+
+uint64_t WorkloadMonitor::passes() const {
+  std::lock_guard lock(mu_);
+  return passes_;
+}
+
+}  // namespace nccl_triage::workload

@@ -1,0 +1,112 @@
+// WorkloadMonitor: one workload pass after every agent cycle, on a thread of its own.
+//
+// A pass: scan the GPU processes (scanner.h); if there are any, list this node's pods from the
+// API (field selector spec.nodeName), read the node's allocatable RDMA resources (cached for
+// node_refresh) and the kubelet's device assignments (pod-resources socket, when mounted);
+// judge each container (judge.h); patch the annotations of pods whose verdict changed
+// (publish.h, with the pod's UID as precondition); hand the findings to the AgentState, from
+// which the exporter serves nccl_triage_workload_check_status and the /status section.
+//
+// Failure handling: the API away -> the last pod list is used for names, no patch is sent, one
+// warning per streak; a pod deleted between the list and the patch (404) or replaced by another
+// of the same name (409, the UID precondition) -> one debug line, nothing else; the kubelet socket
+// away -> judged without assignments. Nothing from a workload's environment is logged.
+//
+// As a StateSink it only notes that a new cycle finished and wakes its worker, so the agent loop
+// never waits for a pass. RunPass may also be called directly (tests, `check --workloads`).
+// Thread safety: OnState from any thread; RunPass from one thread at a time. The state, client,
+// pod-resources source, clock and logger are not owned and must outlive the monitor.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/config.h"
+#include "core/snapshot.h"
+#include "daemon/agent.h"
+#include "daemon/agent_state.h"
+#include "daemon/clock.h"
+#include "daemon/log.h"
+#include "exporter/kube_client.h"
+#include "workload/pod_resources.h"
+#include "workload/pods.h"
+#include "workload/publish.h"
+#include "workload/scanner.h"
+
+namespace nccl_triage::workload {
+
+struct WorkloadMonitorOptions {
+  std::string node;  // for the field selector and GetNode; empty: no API lookups
+  ScannerOptions scanner;
+  Config config;
+  bool annotate = true;  // agent.annotate_pod: patch workload pods' annotations
+  std::chrono::milliseconds node_refresh{std::chrono::minutes(10)};
+};
+
+struct WorkloadPass {
+  ScanResult scan;
+  PodDirectory directory;
+  std::vector<ContainerVerdict> containers;
+  std::vector<PodVerdict> pods;
+  int patches_sent = 0;    // successful patches
+  int patches_failed = 0;  // any other outcome
+  double duration_seconds = 0;
+};
+
+class WorkloadMonitor final : public StateSink {
+ public:
+  // `state`, `kube` and `pod_resources` may be null (no state updates / no API / no kubelet).
+  WorkloadMonitor(WorkloadMonitorOptions options, AgentState* state, KubeClient* kube,
+                  PodResourcesSource* pod_resources, Clock& clock, Logger& log);
+  ~WorkloadMonitor() override;
+  WorkloadMonitor(const WorkloadMonitor&) = delete;
+  WorkloadMonitor& operator=(const WorkloadMonitor&) = delete;
+
+  // One pass against the node's snapshot (the hardware facts the containers share).
+  WorkloadPass RunPass(const NodeSnapshot& host);
+
+  void Start();
+  void Stop();
+  void OnState(const AgentStateView& view) override;
+
+  uint64_t passes() const;
+
+ private:
+  PodDirectory Lookup(bool any_containers);
+  void Publish(WorkloadPass& pass, bool fresh_list);
+  void WarnOnce(std::string& streak, const std::string& line);
+  void Loop(std::stop_token stop);
+
+  const WorkloadMonitorOptions options_;
+  AgentState* state_;
+  KubeClient* kube_;
+  PodResourcesSource* pod_resources_;
+  Clock& clock_;
+  Logger& log_;
+  CheckRegistry registry_;
+  WorkloadScanner scanner_;
+
+  // Pass thread only.
+  std::map<std::string, ApiPod> pod_cache_;  // by UID, from the last successful list
+  std::optional<NodeResources> node_cache_;
+  Clock::TimePoint node_fetched_{};
+  std::string list_streak_, node_streak_, kubelet_streak_, patch_streak_;
+
+  mutable std::mutex mu_;
+  std::condition_variable_any wake_;
+  std::shared_ptr<const NodeSnapshot> pending_;  // the newest snapshot not yet passed
+  uint64_t seen_cycles_ = 0;
+  uint64_t passes_ = 0;
+  std::jthread worker_;
+};
+
+}  // namespace nccl_triage::workload

@@ -1,0 +1,71 @@
+// The Kubernetes side of the workload view: which pod and container a cgroup's container id is,
+// what the container requests, what the node advertises, and what the kubelet assigned.
+//
+// Parsing is pure (JSON from the API, the pod-resources reply as plain values) and tolerant: an
+// item of the wrong shape is skipped, never thrown on. Resolution goes only by identity: the pod
+// by the UID the cgroup path names, the container by the runtime's container id in the pod's
+// container statuses. A name is never guessed, so an annotation can only go to the pod whose
+// processes were judged. Thread-safe (no state).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "workload/cgroup.h"
+#include "workload/judge.h"
+#include "workload/workload.h"
+
+namespace nccl_triage::workload {
+
+struct ApiContainer {
+  std::string name;
+  std::string container_id;  // 64 hex from status.containerID, "" before it started
+  std::map<std::string, std::string> limits;  // spec resources.limits
+};
+
+struct ApiPod {
+  std::string uid;
+  std::string namespace_name;
+  std::string name;
+  std::map<std::string, std::string> annotations;
+  std::vector<ApiContainer> containers;  // init, regular and ephemeral
+  bool host_network = false;
+};
+
+// A PodList (GET /api/v1/pods?fieldSelector=spec.nodeName=<node>) -> pods by UID.
+std::map<std::string, ApiPod> ParsePodList(const nlohmann::json& list);
+std::optional<ApiPod> ParsePod(const nlohmann::json& pod);
+
+// A Node -> the rdma/* resources in status.allocatable with a non-zero quantity.
+NodeResources ParseNodeResources(const nlohmann::json& node);
+
+// One container's assignments from the kubelet's pod-resources List.
+struct PodResourcesEntry {
+  std::string namespace_name;
+  std::string pod;
+  std::string container;
+  std::vector<DeviceAssignment> devices;
+  friend bool operator==(const PodResourcesEntry&, const PodResourcesEntry&) = default;
+};
+
+// What the pass knows from the API and the kubelet.
+struct PodDirectory {
+  bool listed = false;      // the pod list was read (this pass or from the cache)
+  bool fresh = false;       // read this pass (only then are annotations compared and patched)
+  std::string list_error;   // why not, or why this pass used the cache
+  std::map<std::string, ApiPod> pods;  // by UID
+  NodeResources node;
+  std::optional<std::vector<PodResourcesEntry>> assignments;  // nullopt: socket absent or failed
+  std::string assignments_error;
+};
+
+// The container a cgroup names, with what the directory knows about it. Without the pod in the
+// directory, namespace is "" and the pod is "uid:<pod uid>"; without the container id in its
+// statuses, the container is "id:<first 12 hex>": stable labels, never a guessed name.
+PodContainer ResolveContainer(const CgroupRef& ref, const PodDirectory& directory);
+
+}  // namespace nccl_triage::workload
