@@ -55,7 +55,7 @@ for f in "${scenarios[@]}"; do
   "$bin" agent --standalone --root "$fixtures/$f" --node "$f" --listen "127.0.0.1:$port" \
     >"$work/agent-$f.log" 2>&1 &
   pids+=($!)
-  wait_http "127.0.0.1:$port" 20
+  wait_http "127.0.0.1:$port" 60
   targets+="
       - targets: ['127.0.0.1:$port']
         labels: {node: '$f'}"
@@ -83,10 +83,10 @@ EOF
 "$prometheus" --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
   --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
 pids+=($!)
-wait_http "127.0.0.1:$prom_port" 30
+wait_http "127.0.0.1:$prom_port" 60
 # rate() needs two samples: wait until every target has been scraped a few times.
 url="http://127.0.0.1:$prom_port"
-"$deploycheck" wait-scrapes --prometheus "$url" --targets "${#scenarios[@]}" --samples 4 --timeout 30s
+"$deploycheck" wait-scrapes --prometheus "$url" --targets "${#scenarios[@]}" --samples 4 --timeout 60s
 
 status=0
 echo "== dashboard queries"

@@ -110,6 +110,7 @@ func runDashboard(c *checker, args []string) {
 	prom := fs.String("prometheus", "", "Prometheus base URL")
 	skip := fs.String("skip-metric", "", "regexp of metric names whose queries are skipped")
 	skipReason := fs.String("skip-reason", "", "why they are skipped")
+	retry := fs.Duration("retry", 10*time.Second, "how long an empty result is retried (scrapes still arriving)")
 	fs.Parse(args)
 	b, err := os.ReadFile(*dashboard)
 	if err != nil {
@@ -146,6 +147,11 @@ func runDashboard(c *checker, args []string) {
 			continue
 		}
 		r, err := promQuery(*prom, expr)
+		for deadline := time.Now().Add(*retry); err == nil && r.Status == "success" &&
+			len(r.Data.Result) == 0 && time.Now().Before(deadline); {
+			time.Sleep(500 * time.Millisecond)
+			r, err = promQuery(*prom, expr)
+		}
 		if !c.check(err == nil, "%s: %v", q.where, err) {
 			continue
 		}
@@ -164,6 +170,7 @@ func runAlertsLive(c *checker, args []string) {
 	var expect, absent multiFlag
 	fs.Var(&expect, "expect", "ALERTS selector that must match (repeatable), e.g. 'NcclTriageIbPortDown{node=\"x\"}'")
 	fs.Var(&absent, "absent", "ALERTS selector that must not match (repeatable)")
+	wait := fs.Duration("wait", 20*time.Second, "how long an expected alert may take to become pending")
 	fs.Parse(args)
 	sel := regexp.MustCompile(`^(\w+)(\{.*\})?$`)
 	query := func(s string) string {
@@ -179,6 +186,10 @@ func runAlertsLive(c *checker, args []string) {
 	}
 	for _, e := range expect {
 		r, err := promQuery(*prom, query(e))
+		for deadline := time.Now().Add(*wait); (err != nil || len(r.Data.Result) == 0) && time.Now().Before(deadline); {
+			time.Sleep(500 * time.Millisecond)
+			r, err = promQuery(*prom, query(e))
+		}
 		c.check(err == nil && r.Status == "success" && len(r.Data.Result) > 0, "alert %s is not pending or firing (%v %s)", e, err, r.Error)
 	}
 	for _, a := range absent {
