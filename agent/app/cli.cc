@@ -16,6 +16,7 @@ constexpr std::array kSubcommands = {
     Subcommand{"classify-log", "explain an NCCL log: class, cause, fix", &RunClassifyLogCommand},
     Subcommand{"agent", "run the node agent: checks every interval, metrics, /status, annotations",
                &RunAgentCommand},
+    Subcommand{"probe", "NCCL all-reduce over sockets and over IB, then the verdict", &RunProbeCommand},
 };
 
 void PrintUsage(std::ostream& os) {

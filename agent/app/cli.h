@@ -34,5 +34,6 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
 int RunCheckCommand(CliContext& ctx);
 int RunClassifyLogCommand(CliContext& ctx);
 int RunAgentCommand(CliContext& ctx);
+int RunProbeCommand(CliContext& ctx);
 
 }  // namespace nccl_triage

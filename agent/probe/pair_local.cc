@@ -16,7 +16,7 @@ namespace {
 bool PeerCaused(const ProbeResult& r) {
   if (r.outcome != ProbeOutcome::kFail) return false;
   if (r.nccl_result == abi::kNcclRemoteError) return true;
-  if (r.detail.rfind("no unique id", 0) == 0) return true;
+  if (r.detail.rfind("no unique id", 0) == 0 || r.detail.rfind("stopped: ", 0) == 0) return true;
   return r.classification && !r.classification->causes.empty() &&
          r.classification->causes.front().cause == "peer.exited";
 }

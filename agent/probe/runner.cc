@@ -18,6 +18,7 @@ namespace nccl_triage {
 namespace {
 
 constexpr size_t kMaxLogBytes = 64ull << 20;  // a probe's log is a few KiB; bound the pathological
+constexpr std::chrono::seconds kPeerGrace{5};
 
 int64_t MonotonicNs() {
   timespec ts{};
@@ -219,11 +220,24 @@ Status ProbeChildProcess::SendUniqueId(const std::string& hex) {
   return s;
 }
 
+void ProbeChildProcess::StopForPeer(int peer_rank) {
+  stopped_for_peer_ = peer_rank;
+  process_->Kill();
+}
+
 ProbeResult ProbeChildProcess::Finish() {
   SubprocessResult proc = process_->Wait();
   std::optional<Classification> log;
   if (proc.kind != ExitKind::kSpawnFailed) log = ClassifyLogFile(log_path_);
-  return InterpretChild(request_, proc, log, timeout_seconds_, log_path_);
+  ProbeResult r = InterpretChild(request_, proc, log, timeout_seconds_, log_path_);
+  if (stopped_for_peer_ && proc.kind == ExitKind::kSignaled) {
+    // Killed by us, not crashed: its failure is the peer's.
+    r.outcome = ProbeOutcome::kFail;
+    r.detail = "stopped: rank " + std::to_string(*stopped_for_peer_) +
+               " ended without passing and this rank did not finish within " +
+               std::to_string(kPeerGrace.count()) + " s";
+  }
+  return r;
 }
 
 ProbeRunner::ProbeRunner(ProbeConfig config, ProbeRunnerOptions options)
@@ -342,6 +356,38 @@ std::vector<ProbeResult> ProbeRunner::RunLocalRanks(ProbeMode mode, int nranks) 
       (void)kids[i]->SendUniqueId(*id);  // a rank that already exited reports on its own
     } else {
       kids[i]->process().CloseStdin();  // rank 0 made no id: the others stop at once
+    }
+  }
+  // A rank that ended without passing leaves the others waiting on a dead peer (NCCL's
+  // bootstrap waits, its proxies spin): they get a grace period to notice and report, then stop.
+  auto ended_badly = [](ProbeChildProcess& k) {
+    if (!k.process().done()) return false;
+    auto r = ParseChildOutput(k.process().out());
+    return !r || r->outcome != ProbeOutcome::kPass;
+  };
+  auto all_done = [&] {
+    return std::all_of(kids.begin(), kids.end(), [](auto& k) { return k->process().done(); });
+  };
+  auto latest = Subprocess::Clock::time_point::min();
+  for (auto* p : procs) latest = std::max(latest, p->deadline());
+  Subprocess::Pump(
+      procs,
+      [&] {
+        return all_done() ||
+               std::any_of(kids.begin(), kids.end(), [&](auto& k) { return ended_badly(*k); });
+      },
+      latest);
+  if (!all_done()) {
+    int first = 0;
+    for (size_t i = 0; i < kids.size(); ++i) {
+      if (ended_badly(*kids[i])) {
+        first = static_cast<int>(i);
+        break;
+      }
+    }
+    Subprocess::Pump(procs, all_done, Subprocess::Clock::now() + kPeerGrace);
+    for (auto& k : kids) {
+      if (!k->process().done()) k->StopForPeer(first);
     }
   }
   Subprocess::WaitAll(procs);

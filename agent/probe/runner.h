@@ -65,6 +65,9 @@ class ProbeChildProcess {
   // Hands the id to a rank > 0 and closes its stdin.
   Status SendUniqueId(const std::string& hex);
 
+  // Kills the child because rank `peer_rank` ended without passing (its result then says so).
+  void StopForPeer(int peer_rank);
+
   // Waits for the end (if needed), reads and classifies the log, and types the result.
   ProbeResult Finish();
 
@@ -73,6 +76,7 @@ class ProbeChildProcess {
   std::string log_path_;
   int timeout_seconds_;
   std::unique_ptr<Subprocess> process_;
+  std::optional<int> stopped_for_peer_;
 };
 
 class ProbeRunner {
@@ -95,7 +99,8 @@ class ProbeRunner {
 
   // Runs `nranks` ranks of `mode` on this host, each with its own NCCL_HOSTID so NCCL must use
   // the network, relaying rank 0's unique id to the others through this process (the path the
-  // coordinator takes between nodes). One result per rank, in rank order.
+  // coordinator takes between nodes). A rank that ends without passing gives the others a few
+  // seconds to report, then stops them. One result per rank, in rank order.
   std::vector<ProbeResult> RunLocalRanks(ProbeMode mode, int nranks = 2) const;
 
  private:

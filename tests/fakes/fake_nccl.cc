@@ -53,6 +53,7 @@
 #include <ctime>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -310,10 +311,14 @@ std::optional<Iface> FindInterface() {
 
 // ------------------------------------------------------------------ sockets with abort
 
+// On failure errno says why (0 after an abort).
 bool SendAll(int fd, const void* data, size_t n, const std::atomic<bool>& aborted) {
   auto* p = static_cast<const char*>(data);
   while (n > 0) {
-    if (aborted) return false;
+    if (aborted) {
+      errno = 0;
+      return false;
+    }
     pollfd pfd{fd, POLLOUT, 0};
     if (poll(&pfd, 1, 100) <= 0) continue;
     ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
@@ -334,7 +339,11 @@ int RecvAll(int fd, void* data, size_t n, const std::atomic<bool>& aborted) {
     if (poll(&pfd, 1, 100) <= 0) continue;
     ssize_t k = recv(fd, p, n, 0);
     if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (k == 0) return 0;
+    if (k == 0) {
+      errno = 0;
+      return 0;
+    }
+    if (k < 0 && (errno == ECONNRESET || errno == EPIPE)) return 0;  // the peer went away too
     if (k < 0) return -1;
     p += k;
     n -= static_cast<size_t>(k);
@@ -537,12 +546,32 @@ void SetError(ncclComm* c, ncclResult_t rc) {
   if (state == ncclSuccess || state == ncclInProgress) c->async = rc;
 }
 
-ncclResult_t PeerClosed(ncclComm* c, int fd) {
+// The peer address of each connection, recorded while it is up (getpeername fails after a reset).
+std::string PeerName(int fd) {
+  static std::mutex mu;
+  static std::map<int, std::string> names;
+  std::lock_guard<std::mutex> lock(mu);
   sockaddr_in peer{};
   socklen_t len = sizeof(peer);
-  getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len);
-  WARN_AT("misc/socket.cc", 71, "socketProgress: Connection closed by remote peer %s<%s>",
-          HostName().c_str(), AddrString(peer).c_str());
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0 && peer.sin_port != 0) {
+    names[fd] = AddrString(peer);
+  }
+  auto it = names.find(fd);
+  return it != names.end() ? it->second : "unknown";
+}
+
+ncclResult_t PeerClosed(ncclComm* c, int fd) {
+  int err = errno;
+  if (err == ECONNRESET) {
+    WARN_AT("misc/socket.cc", 62, "Call to recv from %s failed : %s", PeerName(fd).c_str(),
+            strerror(err));
+  } else if (err == EPIPE) {
+    WARN_AT("misc/socket.cc", 62, "Call to send to %s failed : %s", PeerName(fd).c_str(),
+            strerror(err));
+  } else {
+    WARN_AT("misc/socket.cc", 71, "socketProgress: Connection closed by remote peer %s<%s>",
+            HostName().c_str(), PeerName(fd).c_str());
+  }
   TRACE_RET("misc/socket.cc", 827, kRemoteError);
   TRACE_RET("transport/net_socket.cc", 603, kRemoteError);
   (void)c;
@@ -778,6 +807,7 @@ ncclResult_t Bootstrap(ncclComm* c, const IdPayload& id) {
         continue;
       }
       c->fds[h.rank] = fd;
+      (void)PeerName(fd);
       hellos[h.rank] = h;
       ++accepted;
     }
@@ -837,6 +867,7 @@ ncclResult_t Bootstrap(ncclComm* c, const IdPayload& id) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   c->fds[0] = fd;
+  (void)PeerName(fd);
   if (!SendAll(fd, &mine, sizeof(mine), c->aborted)) return PeerClosed(c, fd);
   int32_t verdict = 0;
   uint32_t len = 0;

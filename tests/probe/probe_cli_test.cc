@@ -1,0 +1,107 @@
+// `nccl-triage probe --pair-local` through the real binary, with the fake libcuda/libnccl driven
+// by fixture roots of real machines: the verdict of the decision table and its causes.
+#include <filesystem>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "probe/subprocess.h"
+
+namespace nccl_triage {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  nlohmann::json json;
+};
+
+CliRun Run(const std::string& fixture, std::vector<std::string> extra) {
+  SubprocessOptions o;
+  std::string root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/" + fixture;
+  o.argv = {NCCL_TRIAGE_BINARY_DIR "/nccl-triage", "probe", "--pair-local", "--format", "json",
+            "--size", "256K", "--iters", "3", "--warmup", "1", "--timeout", "20",
+            "--socket-ifname", "lo", "--nccl-lib", FAKE_NCCL_DIR, "--cuda-lib", FAKE_CUDA_DIR,
+            "--only-configured-libs", "--env-allow", "FAKE_NCCL_ROOT", "--root", root};
+  o.argv.insert(o.argv.end(), extra.begin(), extra.end());
+  o.env = {"PATH=/usr/bin:/bin", "FAKE_NCCL_ROOT=" + root,
+           "TMPDIR=" + std::filesystem::temp_directory_path().string()};
+  o.timeout = std::chrono::seconds(60);
+  auto r = RunSubprocess(o);
+  CliRun run;
+  run.exit_code = r.kind == ExitKind::kExited ? r.exit_code : -1;
+  run.out = r.out;
+  run.err = r.err;
+  try {
+    run.json = nlohmann::json::parse(r.out);
+  } catch (const std::exception&) {
+  }
+  return run;
+}
+
+std::vector<std::string> Causes(const CliRun& r) {
+  std::vector<std::string> out;
+  for (const auto& c : r.json["verdict"]["causes"]) out.push_back(c["cause"]);
+  return out;
+}
+
+TEST(ProbePairLocalCli, HealthyDgxA100IsHealthyAndExitsZero) {
+  auto r = Run("dgx-a100", {});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.json["schema"], "nccl-triage/probe-pair/v1");
+  EXPECT_EQ(r.json["verdict"]["class"], "healthy");
+  EXPECT_EQ(r.json["rows"][0]["result"]["transport"], "NET/Socket");
+  EXPECT_EQ(r.json["rows"][1]["result"]["transport"], "NET/IB");
+  EXPECT_EQ(r.json["rows"][1]["result"]["data_verified"], true);
+}
+
+TEST(ProbePairLocalCli, PortDownOnTheProbedRailIsIbResource) {
+  // mlx5_3's port is down; the other seven would carry NCCL, so the probe pins the rail.
+  auto r = Run("port-down", {"--ib-hca", "=mlx5_3"});
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.json["verdict"]["class"], "ib_resource");
+  EXPECT_EQ(r.json["rows"][0]["result"]["outcome"], "pass");
+  EXPECT_EQ(r.json["rows"][1]["result"]["outcome"], "fail");
+  auto causes = Causes(r);
+  EXPECT_TRUE(std::find(causes.begin(), causes.end(), "ib.hca_present") != causes.end() ||
+              std::find(causes.begin(), causes.end(), "ib.port_state") != causes.end())
+      << r.out;
+}
+
+TEST(ProbePairLocalCli, Memlock64KiBIsIbResourceCausedByMemlock) {
+  auto r = Run("memlock-64k", {});
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.json["verdict"]["class"], "ib_resource");
+  EXPECT_EQ(Causes(r).front(), "limits.memlock");
+  EXPECT_THAT(r.json["rows"][1]["result"]["last_error"].get<std::string>(),
+              HasSubstr("ibv_reg_mr"));
+}
+
+TEST(ProbePairLocalCli, PodWithoutDevInfinibandIsIbResourceCausedByPassthrough) {
+  auto r = Run("no-dev-ib", {});
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.json["verdict"]["class"], "ib_resource");
+  EXPECT_EQ(Causes(r).front(), "container.rdma_devices");
+}
+
+TEST(ProbePairLocalCli, TablePrintsBothRowsAndTheVerdict) {
+  auto r = Run("memlock-64k", {"--format", "table"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("socket  pass"));
+  EXPECT_THAT(r.out, HasSubstr("ib      fail"));
+  EXPECT_THAT(r.out, HasSubstr("verdict: ib_resource"));
+  EXPECT_THAT(r.out, HasSubstr("limits.memlock"));
+}
+
+TEST(ProbePairLocalCli, UsageErrorsExitTwo) {
+  EXPECT_EQ(Run("dgx-a100", {"--mode", "infiniband"}).exit_code, 2);
+  EXPECT_EQ(Run("dgx-a100", {"--size", "lots"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace nccl_triage

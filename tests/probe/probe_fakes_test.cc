@@ -1,0 +1,204 @@
+// The runner and the child end to end, with the fake libcuda/libnccl: real child processes, real
+// TCP between the ranks, the fault knobs of the fake NCCL (FAKE_NCCL_FAULTS, allow-listed through
+// ProbeConfig::env_allowlist like any other variable), and the deadlines.
+#include <chrono>
+#include <filesystem>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "probe/pair_local.h"
+#include "probe/runner.h"
+
+namespace nccl_triage {
+namespace {
+
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+struct Fakes {
+  std::string nccl = FAKE_NCCL_DIR;
+  std::string cuda = FAKE_CUDA_DIR;
+};
+
+ProbeRunner MakeRunner(const std::string& faults, const std::string& fixture = "",
+                       int timeout_seconds = 20, const std::string& nccl_dir = FAKE_NCCL_DIR,
+                       std::optional<std::string> ib_hca = std::nullopt) {
+  ProbeConfig c;
+  c.nccl_library_paths = {nccl_dir};
+  c.cuda_library_paths = {FAKE_CUDA_DIR};
+  c.size_bytes = 256 << 10;
+  c.iterations = 3;
+  c.warmup_iterations = 1;
+  c.timeout_seconds = timeout_seconds;
+  c.socket_ifname = "lo";
+  c.ib_hca = ib_hca;
+  c.env_allowlist = {"FAKE_NCCL_FAULTS", "FAKE_NCCL_ROOT"};
+  ProbeRunnerOptions o;
+  o.child_exe = PROBE_CHILD_EXE;
+  o.root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/dgx-a100";
+  static int counter = 0;
+  o.work_dir = (std::filesystem::temp_directory_path() /
+                ("probe-fakes-" + std::to_string(getpid()) + "-" + std::to_string(counter++)))
+                   .string();
+  o.default_library_search = false;
+  o.parent_env = {{"PATH", "/usr/bin:/bin"}, {"FAKE_NCCL_FAULTS", faults},
+                  {"UNRELATED", "must not reach the child"}};
+  if (!fixture.empty()) {
+    o.parent_env["FAKE_NCCL_ROOT"] = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/" + fixture;
+  }
+  return ProbeRunner(c, o);
+}
+
+TEST(ProbeWithFakes, SocketPairPassesWithVerifiedDataAndABandwidth) {
+  auto ranks = MakeRunner("").RunLocalRanks(ProbeMode::kSocket);
+  ASSERT_EQ(ranks.size(), 2u);
+  for (const auto& r : ranks) {
+    EXPECT_EQ(r.outcome, ProbeOutcome::kPass) << r.detail;
+    EXPECT_TRUE(r.data_verified);
+    EXPECT_EQ(r.mismatches, 0u);
+    EXPECT_EQ(r.transport, "NET/Socket");
+    EXPECT_GT(r.busbw_bytes_per_second, 0);
+    EXPECT_NEAR(r.busbw_bytes_per_second, r.algbw_bytes_per_second, 1e-6 * r.algbw_bytes_per_second);
+    EXPECT_EQ(r.nccl_version, "2.28.9");
+    EXPECT_EQ(r.cuda_driver_version, 13000);
+    EXPECT_GT(r.startup_seconds, 0);
+    EXPECT_THAT(r.nccl_library, HasSubstr("libnccl.so.2"));
+  }
+}
+
+TEST(ProbeWithFakes, OnlyAllowListedVariablesReachTheChild) {
+  // The fake NCCL's duplicate-GPU check fails if both ranks share a host hash: the pair passing
+  // shows the per-rank NCCL_HOSTID arrived; the fault knob below arriving shows the allow-list
+  // works; UNRELATED is checked through the environment the runner builds.
+  auto runner = MakeRunner("");
+  ProbeRequest req;
+  auto env = runner.ChildEnvironment(req, "/tmp/x.log");
+  for (const auto& e : env) EXPECT_THAT(e, ::testing::Not(HasSubstr("UNRELATED")));
+  EXPECT_THAT(env, ::testing::Contains("FAKE_NCCL_FAULTS="));
+}
+
+TEST(ProbeWithFakes, IbPairOnAHealthyNodeRunsViaNetIb) {
+  auto ranks = MakeRunner("", "dgx-a100").RunLocalRanks(ProbeMode::kIb);
+  for (const auto& r : ranks) {
+    EXPECT_EQ(r.outcome, ProbeOutcome::kPass) << r.detail;
+    EXPECT_EQ(r.transport, "NET/IB");
+    EXPECT_EQ(r.gpu_name, "NVIDIA A100-SXM4-80GB");
+  }
+}
+
+TEST(ProbeWithFakes, IbProbeThatFallsBackToSocketsFailsWithProbeTransport) {
+  auto ranks = MakeRunner("ignore_net").RunLocalRanks(ProbeMode::kIb);
+  auto row = MergeRankResults(ranks);
+  EXPECT_EQ(row.outcome, ProbeOutcome::kFail);
+  EXPECT_EQ(row.transport, "NET/Socket");
+  ASSERT_TRUE(row.classification.has_value());
+  ASSERT_FALSE(row.classification->causes.empty());
+  EXPECT_EQ(row.classification->causes.front().cause, "probe.transport");
+}
+
+TEST(ProbeWithFakes, HungNcclIsKilledWithItsWholeGroupWithinTheDeadline) {
+  auto start = Clock::now();
+  auto ranks = MakeRunner("hang_hard@1", "", 2).RunLocalRanks(ProbeMode::kSocket);
+  auto took = Clock::now() - start;
+  EXPECT_LT(took, std::chrono::milliseconds(4500));
+  EXPECT_EQ(ranks[1].outcome, ProbeOutcome::kTimeout);
+  EXPECT_THAT(ranks[1].detail, HasSubstr("process group was killed"));
+  // Rank 0 waits for its peer in a non-blocking init, aborts at its own deadline and reports.
+  EXPECT_EQ(ranks[0].outcome, ProbeOutcome::kTimeout);
+  EXPECT_THAT(ranks[0].detail, HasSubstr("communicator aborted"));
+}
+
+TEST(ProbeWithFakes, PeerThatNeverConnectsIsATimeoutWithinTheDeadline) {
+  auto start = Clock::now();
+  auto ranks = MakeRunner("no_connect@1", "", 3).RunLocalRanks(ProbeMode::kSocket);
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(5000));
+  auto row = MergeRankResults(ranks);
+  EXPECT_EQ(row.outcome, ProbeOutcome::kTimeout);
+  PairLocalRow socket{ProbeMode::kSocket, row, ranks};
+  auto v = DecidePairLocal({socket}, {}, 0.5);
+  EXPECT_EQ(v.fault_class, FaultClass::kArchitecture);
+}
+
+TEST(ProbeWithFakes, CrashIsCrashedAndItsPeerIsStoppedSoonAfter) {
+  auto start = Clock::now();
+  auto ranks = MakeRunner("crash_init@0").RunLocalRanks(ProbeMode::kSocket);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(8));  // not the 20 s deadline
+  EXPECT_EQ(ranks[1].outcome, ProbeOutcome::kFail);
+  EXPECT_THAT(ranks[1].detail, HasSubstr("stopped: rank 0"));
+  EXPECT_EQ(ranks[0].outcome, ProbeOutcome::kCrashed);
+  EXPECT_THAT(ranks[0].detail, HasSubstr("SIGSEGV"));
+  EXPECT_EQ(MergeRankResults(ranks).outcome, ProbeOutcome::kCrashed);
+}
+
+TEST(ProbeWithFakes, GarbageOnStdoutIsAFailedProbe) {
+  auto ranks = MakeRunner("garbage@1").RunLocalRanks(ProbeMode::kSocket);
+  EXPECT_EQ(ranks[1].outcome, ProbeOutcome::kFail);
+  EXPECT_THAT(ranks[1].detail, HasSubstr("garbage result"));
+}
+
+TEST(ProbeWithFakes, FloodedStdoutIsBoundedAndSaysSo) {
+  auto ranks = MakeRunner("flood_stdout@0").RunLocalRanks(ProbeMode::kSocket);
+  EXPECT_EQ(ranks[0].outcome, ProbeOutcome::kFail);
+  EXPECT_THAT(ranks[0].detail, HasSubstr("bytes dropped"));
+}
+
+TEST(ProbeWithFakes, MissingLibraryIsUnavailable) {
+  auto ranks = MakeRunner("", "", 20, "/nonexistent/nccl").RunLocalRanks(ProbeMode::kSocket);
+  EXPECT_EQ(ranks[0].outcome, ProbeOutcome::kUnavailable);
+  EXPECT_THAT(ranks[0].detail, HasSubstr("libnccl.so.2 not found"));
+  EXPECT_EQ(MergeRankResults(ranks).outcome, ProbeOutcome::kUnavailable);
+}
+
+TEST(ProbeWithFakes, NoGpuIsUnavailableNotAFault) {
+  auto ranks = MakeRunner("no_gpu").RunLocalRanks(ProbeMode::kSocket);
+  EXPECT_EQ(ranks[0].outcome, ProbeOutcome::kUnavailable);
+  EXPECT_EQ(ranks[0].cuda_result, 100);
+}
+
+TEST(ProbeWithFakes, PeerDyingMidCollectiveIsCrashedAndItsPeerSaysRemoteError) {
+  auto ranks = MakeRunner("die_allreduce@1").RunLocalRanks(ProbeMode::kSocket);
+  EXPECT_EQ(ranks[1].outcome, ProbeOutcome::kCrashed);
+  EXPECT_THAT(ranks[1].detail, HasSubstr("SIGKILL"));
+  EXPECT_EQ(ranks[0].outcome, ProbeOutcome::kFail);
+  EXPECT_EQ(ranks[0].nccl_result, 6);
+  ASSERT_TRUE(ranks[0].classification.has_value());
+  ASSERT_FALSE(ranks[0].classification->causes.empty()) << ranks[0].detail;
+  EXPECT_EQ(ranks[0].classification->causes.front().cause, "peer.exited");
+  EXPECT_EQ(MergeRankResults(ranks).outcome, ProbeOutcome::kCrashed);
+}
+
+TEST(ProbeWithFakes, WrongDataFromThePeerFailsWithProbeData) {
+  auto ranks = MakeRunner("wrong_data@1").RunLocalRanks(ProbeMode::kSocket);
+  for (const auto& r : ranks) {
+    EXPECT_EQ(r.outcome, ProbeOutcome::kFail);
+    EXPECT_FALSE(r.data_verified);
+    EXPECT_EQ(r.mismatches, 1u);
+    ASSERT_TRUE(r.classification.has_value());
+    ASSERT_FALSE(r.classification->causes.empty());
+    EXPECT_EQ(r.classification->causes.front().cause, "probe.data");
+  }
+}
+
+TEST(ProbeWithFakes, OldNcclWithoutInitRankConfigUsesTheBlockingPath) {
+  auto ranks = MakeRunner("", "", 20, FAKE_NCCL_OLD_DIR).RunLocalRanks(ProbeMode::kSocket);
+  for (const auto& r : ranks) {
+    EXPECT_EQ(r.outcome, ProbeOutcome::kPass) << r.detail;
+    EXPECT_EQ(r.nccl_version, "2.12.12");
+    EXPECT_THAT(r.detail, HasSubstr("blocking ncclCommInitRank"));
+    EXPECT_EQ(r.last_error, "");
+  }
+}
+
+TEST(ProbeWithFakes, OldNcclForcedOntoAMissingIbSaysNetworkNotFound) {
+  auto ranks = MakeRunner("", "", 20, FAKE_NCCL_OLD_DIR).RunLocalRanks(ProbeMode::kIb);
+  auto row = MergeRankResults(ranks);
+  EXPECT_EQ(row.outcome, ProbeOutcome::kFail);
+  EXPECT_EQ(row.nccl_result, 5);
+  ASSERT_TRUE(row.classification.has_value());
+  ASSERT_FALSE(row.classification->causes.empty());
+  EXPECT_EQ(row.classification->causes.front().cause, "ib.hca_present");
+}
+
+}  // namespace
+}  // namespace nccl_triage

@@ -1,0 +1,305 @@
+// Pure parts of the probe: version decoding, library search order, the child's environment, the
+// default-route parser, unique-id relay encoding, argument parsing, and result typing.
+#include <sys/stat.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "probe/child.h"
+#include "probe/environment.h"
+#include "probe/libraries.h"
+#include "probe/pair_local.h"
+#include "probe/runner.h"
+
+namespace nccl_triage {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string TempDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("probe-unit-" + name + "-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+TEST(DecodeNcclVersion, ReadsBothEncodings) {
+  EXPECT_EQ(DecodeNcclVersion(2804), "2.8.4");
+  EXPECT_EQ(DecodeNcclVersion(20906), "2.9.6");
+  EXPECT_EQ(DecodeNcclVersion(21212), "2.12.12");
+  EXPECT_EQ(DecodeNcclVersion(22809), "2.28.9");
+}
+
+TEST(LibraryCandidates, ConfiguredFirstThenSonameThenPipWheelUnderRoot) {
+  std::string root = TempDir("libs");
+  std::string wheel = root + "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib";
+  std::filesystem::create_directories(wheel);
+  std::ofstream(wheel + "/libnccl.so.2") << "";
+  std::string configured_dir = root + "/mine";
+  std::filesystem::create_directories(configured_dir);
+  LibrarySearch s{{configured_dir, "/explicit/libnccl.so.2"}, true, root};
+  auto c = LibraryCandidates(s, kNcclSoname);
+  ASSERT_GE(c.size(), 4u);
+  EXPECT_EQ(c[0], configured_dir + "/libnccl.so.2");
+  EXPECT_EQ(c[1], "/explicit/libnccl.so.2");
+  EXPECT_EQ(c[2], "libnccl.so.2");
+  EXPECT_THAT(c, Contains(wheel + "/libnccl.so.2"));
+}
+
+TEST(LibraryCandidates, OnlyConfiguredWhenDefaultSearchIsOff) {
+  LibrarySearch s{{"/x/libcuda.so.1"}, false, "/"};
+  EXPECT_THAT(LibraryCandidates(s, kCudaSoname), ElementsAre("/x/libcuda.so.1"));
+}
+
+TEST(LoadLibrary, MissingLibraryNamesWhatWasTried) {
+  LibrarySearch s{{"/nonexistent/libnccl.so.2"}, false, "/"};
+  auto lib = LoadLibrary(s, kNcclSoname);
+  ASSERT_FALSE(lib.ok());
+  EXPECT_THAT(lib.status().message(), HasSubstr("/nonexistent/libnccl.so.2"));
+}
+
+TEST(ModeEnvironment, SocketForcesSocketsAndDisablesIb) {
+  ProbeEnvOptions o;
+  o.mode = ProbeMode::kSocket;
+  o.log_path = "/tmp/x.log";
+  o.socket_ifname = "eth0";
+  o.ib_hca = "mlx5_0";  // ignored in socket mode
+  auto env = ModeEnvironment(o);
+  EXPECT_THAT(env, Contains(std::pair<std::string, std::string>("NCCL_NET", "Socket")));
+  EXPECT_THAT(env, Contains(std::pair<std::string, std::string>("NCCL_IB_DISABLE", "1")));
+  EXPECT_THAT(env, Contains(std::pair<std::string, std::string>("NCCL_SOCKET_IFNAME", "eth0")));
+  EXPECT_THAT(env, Contains(std::pair<std::string, std::string>("NCCL_NVLS_ENABLE", "0")));
+  EXPECT_THAT(env, Contains(std::pair<std::string, std::string>("NCCL_DEBUG_FILE", "/tmp/x.log")));
+  EXPECT_THAT(env, Contains(std::pair<std::string, std::string>("NCCL_ALGO", "Ring")));
+  for (auto& [k, v] : env) EXPECT_NE(k, "NCCL_IB_HCA");
+}
+
+TEST(ModeEnvironment, IbForcesTheIbNetAndTheConfiguredHca) {
+  ProbeEnvOptions o;
+  o.mode = ProbeMode::kIb;
+  o.ib_hca = "=mlx5_3";
+  o.hostid = "h1";
+  auto env = ModeEnvironment(o);
+  EXPECT_THAT(env, Contains(std::pair<std::string, std::string>("NCCL_NET", "IB")));
+  EXPECT_THAT(env, Contains(std::pair<std::string, std::string>("NCCL_IB_HCA", "=mlx5_3")));
+  EXPECT_THAT(env, Contains(std::pair<std::string, std::string>("NCCL_HOSTID", "h1")));
+}
+
+TEST(BuildChildEnvironment, StartsFromScratchAndTheModeWinsOverTheAllowList) {
+  std::map<std::string, std::string> parent = {
+      {"PATH", "/usr/bin"},          {"HOME", "/root"},     {"NCCL_NET", "Socket"},
+      {"NCCL_IB_TIMEOUT", "22"},     {"SECRET_TOKEN", "x"}, {"LD_LIBRARY_PATH", "/opt/lib"},
+      {"NCCL_SOCKET_NTHREADS", "4"},
+  };
+  ProbeEnvOptions o;
+  o.mode = ProbeMode::kIb;
+  auto env = BuildChildEnvironment(o, parent, {"NCCL_IB_TIMEOUT", "NCCL_NET", "ABSENT"});
+  EXPECT_THAT(env, Contains("PATH=/usr/bin"));
+  EXPECT_THAT(env, Contains("LD_LIBRARY_PATH=/opt/lib"));
+  EXPECT_THAT(env, Contains("NCCL_IB_TIMEOUT=22"));
+  EXPECT_THAT(env, Contains("NCCL_NET=IB"));  // not the allow-listed parent value
+  EXPECT_THAT(env, Not(Contains("HOME=/root")));
+  EXPECT_THAT(env, Not(Contains("SECRET_TOKEN=x")));
+  EXPECT_THAT(env, Not(Contains("NCCL_SOCKET_NTHREADS=4")));
+}
+
+TEST(DefaultRouteInterface, PicksTheLowestMetricDefaultRouteThatIsUp) {
+  const char* route =
+      "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+      "eth1\t000A0A0A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
+      "eth9\t00000000\t010200C0\t0002\t0\t0\t0\t00000000\t0\t0\t0\n"   // not up
+      "ens5\t00000000\t010200C0\t0003\t0\t0\t200\t00000000\t0\t0\t0\n"
+      "eth0\t00000000\t010200C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n";
+  EXPECT_EQ(DefaultRouteInterface(route), "eth0");
+  EXPECT_EQ(DefaultRouteInterface("Iface\tDestination\n"), std::nullopt);
+  EXPECT_EQ(DefaultRouteInterface("garbage\n\x01\x02 zz\n"), std::nullopt);
+}
+
+TEST(UniqueId, RoundTripsThroughTheRelayLine) {
+  abi::ncclUniqueId id{};
+  for (int i = 0; i < abi::kNcclUniqueIdBytes; ++i) id.internal[i] = static_cast<char>(i * 7);
+  std::string hex = EncodeUniqueId(id);
+  EXPECT_EQ(hex.size(), 256u);
+  auto back = DecodeUniqueId(std::string(kUniqueIdLinePrefix) + hex);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(std::memcmp(back->internal, id.internal, sizeof(id.internal)), 0);
+  EXPECT_FALSE(DecodeUniqueId(hex.substr(2)).has_value());
+  EXPECT_FALSE(DecodeUniqueId(std::string(256, 'z')).has_value());
+}
+
+TEST(ParseByteSize, AcceptsUnits) {
+  EXPECT_EQ(ParseByteSize("4096"), 4096u);
+  EXPECT_EQ(ParseByteSize("64M"), 64u << 20);
+  EXPECT_EQ(ParseByteSize("1G"), 1u << 30);
+  EXPECT_EQ(ParseByteSize("2KiB"), 2048u);
+  EXPECT_EQ(ParseByteSize("12Q"), std::nullopt);
+  EXPECT_EQ(ParseByteSize(""), std::nullopt);
+  EXPECT_EQ(ParseByteSize("99999999999999999999G"), std::nullopt);
+}
+
+TEST(ParseChildArgs, RejectsARankOutsideTheCommunicator) {
+  EXPECT_FALSE(ParseChildArgs({"--mode", "ib", "--rank", "2", "--nranks", "2"}).ok());
+  EXPECT_FALSE(ParseChildArgs({"--mode", "tcp"}).ok());
+  auto ok = ParseChildArgs({"--mode", "ib", "--rank", "1", "--size", "1M", "--nccl-lib", "/a"});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->mode, ProbeMode::kIb);
+  EXPECT_EQ(ok->size_bytes, 1u << 20);
+  EXPECT_THAT(ok->nccl_library_paths, ElementsAre("/a"));
+}
+
+ProbeRequest Req(ProbeMode mode = ProbeMode::kSocket, int rank = 0) {
+  ProbeRequest r;
+  r.mode = mode;
+  r.rank = rank;
+  r.peer = "local";
+  return r;
+}
+
+std::string ResultLine(ProbeOutcome outcome, ProbeMode mode = ProbeMode::kSocket) {
+  ProbeResult r;
+  r.mode = mode;
+  r.outcome = outcome;
+  r.detail = "verified 4 elements";
+  r.data_verified = outcome == ProbeOutcome::kPass;
+  r.busbw_bytes_per_second = 1e9;
+  return ToJson(r).dump();
+}
+
+Classification Transports(std::vector<std::string> t) {
+  Classification c;
+  c.fault_class = FaultClass::kHealthy;
+  c.transports = std::move(t);
+  return c;
+}
+
+TEST(InterpretChild, ASignalIsACrashWithItsName) {
+  SubprocessResult p;
+  p.kind = ExitKind::kSignaled;
+  p.signal = SIGSEGV;
+  auto r = InterpretChild(Req(), p, std::nullopt, 10, "/x.log");
+  EXPECT_EQ(r.outcome, ProbeOutcome::kCrashed);
+  EXPECT_THAT(r.detail, HasSubstr("SIGSEGV"));
+}
+
+TEST(InterpretChild, TheDeadlineIsATimeout) {
+  SubprocessResult p;
+  p.kind = ExitKind::kTimedOut;
+  auto r = InterpretChild(Req(), p, std::nullopt, 7, "/x.log");
+  EXPECT_EQ(r.outcome, ProbeOutcome::kTimeout);
+  EXPECT_THAT(r.detail, HasSubstr("7 s"));
+}
+
+TEST(InterpretChild, NoJsonIsAGarbageResultNotAnError) {
+  SubprocessResult p;
+  p.kind = ExitKind::kExited;
+  p.out = "\x01\x02 not json {\"outcome\": \n";
+  auto r = InterpretChild(Req(), p, std::nullopt, 10, "/x.log");
+  EXPECT_EQ(r.outcome, ProbeOutcome::kFail);
+  EXPECT_THAT(r.detail, HasSubstr("garbage result"));
+}
+
+TEST(InterpretChild, ASpawnFailureIsUnavailable) {
+  SubprocessResult p;
+  p.kind = ExitKind::kSpawnFailed;
+  p.error = "No such file or directory";
+  EXPECT_EQ(InterpretChild(Req(), p, std::nullopt, 10, "").outcome, ProbeOutcome::kUnavailable);
+}
+
+TEST(ParseChildOutput, TakesTheLastJsonResultLine) {
+  std::string out = "NCCL_TRIAGE_UNIQUE_ID abcd\nnoise {\n" + ResultLine(ProbeOutcome::kFail) +
+                    "\n{\"not\":\"a result\"}\n" + ResultLine(ProbeOutcome::kPass) + "\n";
+  auto r = ParseChildOutput(out);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome, ProbeOutcome::kPass);
+}
+
+TEST(ApplyLogRules, AnIbProbeThatRanOverSocketsFailsWithProbeTransport) {
+  SubprocessResult p;
+  p.kind = ExitKind::kExited;
+  p.out = ResultLine(ProbeOutcome::kPass, ProbeMode::kIb) + "\n";
+  auto r = InterpretChild(Req(ProbeMode::kIb), p, Transports({"NET/Socket"}), 10, "/x.log");
+  EXPECT_EQ(r.outcome, ProbeOutcome::kFail);
+  EXPECT_EQ(r.transport, "NET/Socket");
+  ASSERT_TRUE(r.classification.has_value());
+  EXPECT_EQ(r.classification->causes.front().cause, "probe.transport");
+  EXPECT_EQ(r.classification->fault_class, FaultClass::kIbResource);
+}
+
+TEST(ApplyLogRules, APassNeedsAChannelLineToConfirmTheTransport) {
+  SubprocessResult p;
+  p.kind = ExitKind::kExited;
+  p.out = ResultLine(ProbeOutcome::kPass) + "\n";
+  EXPECT_EQ(InterpretChild(Req(), p, std::nullopt, 10, "/x.log").outcome, ProbeOutcome::kFail);
+  auto ok = InterpretChild(Req(), p, Transports({"NET/Socket"}), 10, "/x.log");
+  EXPECT_EQ(ok.outcome, ProbeOutcome::kPass);
+  EXPECT_FALSE(ok.classification.has_value());
+}
+
+TEST(ApplyLogRules, WrongDataIsProbeData) {
+  ProbeResult r;
+  r.outcome = ProbeOutcome::kFail;
+  r.mismatches = 3;
+  r.detail = "all-reduce returned wrong data";
+  ApplyLogRules(r, Transports({"NET/Socket"}));
+  ASSERT_TRUE(r.classification.has_value());
+  EXPECT_EQ(r.classification->causes.front().cause, "probe.data");
+}
+
+ProbeResult Rank(int rank, ProbeOutcome o, std::optional<int> nccl = std::nullopt,
+                 std::string cause = "") {
+  ProbeResult r;
+  r.rank = rank;
+  r.outcome = o;
+  r.nccl_result = nccl;
+  r.detail = "d" + std::to_string(rank);
+  if (!cause.empty()) {
+    Classification c;
+    ClassifiedCause cc;
+    cc.cause = cause;
+    c.causes.push_back(cc);
+    r.classification = c;
+  }
+  return r;
+}
+
+TEST(MergeRankResults, TheCrashedRankExplainsThePairAndThePeerCauseIsKept) {
+  auto m = MergeRankResults({Rank(0, ProbeOutcome::kFail, 6, "peer.exited"),
+                             Rank(1, ProbeOutcome::kCrashed)});
+  EXPECT_EQ(m.outcome, ProbeOutcome::kCrashed);
+  EXPECT_EQ(m.detail, "rank 1: d1");
+  ASSERT_TRUE(m.classification.has_value());
+  EXPECT_EQ(m.classification->causes.front().cause, "peer.exited");
+}
+
+TEST(MergeRankResults, UnavailableWinsAndAllPassIsRankZero) {
+  EXPECT_EQ(MergeRankResults({Rank(0, ProbeOutcome::kUnavailable),
+                              Rank(1, ProbeOutcome::kFail)}).outcome,
+            ProbeOutcome::kUnavailable);
+  auto pass = MergeRankResults({Rank(0, ProbeOutcome::kPass), Rank(1, ProbeOutcome::kPass)});
+  EXPECT_EQ(pass.outcome, ProbeOutcome::kPass);
+  EXPECT_EQ(pass.detail, "d0");
+}
+
+TEST(ExitCodeFor, HealthyZeroFaultOneUnknownThree) {
+  PairVerdict v;
+  v.fault_class = FaultClass::kHealthy;
+  EXPECT_EQ(ExitCodeFor(v), 0);
+  v.fault_class = FaultClass::kIbResource;
+  EXPECT_EQ(ExitCodeFor(v), 1);
+  v.fault_class = FaultClass::kArchitecture;
+  EXPECT_EQ(ExitCodeFor(v), 1);
+  v.fault_class = FaultClass::kUnknown;
+  EXPECT_EQ(ExitCodeFor(v), 3);
+}
+
+}  // namespace
+}  // namespace nccl_triage
