@@ -70,6 +70,10 @@ Finding IbPortErrors(const NodeSnapshot& s, const Config& c, const CheckContext&
     for (const auto& p : d.ports) {
       const std::string name = PortName(d, p);
       const IbPort* old = prev != nullptr ? FindPort(*prev, d.name, p.num) : nullptr;
+      if (!p.counters_error.empty()) {
+        b.Add(name + " counters", "partly unreadable (" + p.counters_error + ")",
+              PortPath(d, p, "counters"));
+      }
       for (std::string_view counter : kErrorCounters) {
         auto it = p.counters.find(std::string(counter));
         if (it == p.counters.end()) continue;

@@ -29,11 +29,15 @@ Finding LimitsMemlock(const NodeSnapshot& s, const Config& c, const CheckContext
   if (hard.unlimited || (floor && hard.value >= *floor)) {
     hint = " (the hard limit " + FormatLimit(hard, true) + " would allow raising it)";
   }
+  // CAP_IPC_LOCK exempts this process's own registrations, but the limit is what every process
+  // started here inherits, while the capability is per process: the limit itself is the fault,
+  // and the message says when this process would get away with it (container.ipc_lock judges
+  // the capability).
   if (s.cap_eff.ok() && (*s.cap_eff.value & kCapIpcLock) != 0) {
     b.AddFact("CapEff", s.cap_eff, "proc/self/status");
-    return b.Warn("memlock is " + have + ", not " + need +
-                  "; CAP_IPC_LOCK lets this process register beyond it, a process without the "
-                  "capability would fail in ibv_reg_mr");
+    hint +=
+        "; this process has CAP_IPC_LOCK and could register beyond it, processes without the "
+        "capability fail in ibv_reg_mr";
   }
   return b.Fail("memlock is " + have + ", NCCL over IB needs " + need + hint);
 }

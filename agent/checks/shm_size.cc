@@ -78,6 +78,10 @@ Finding ShmSize(const NodeSnapshot& s, const Config& c, const CheckContext&) {
   for (const auto& m : s.mounts) {
     if (m.mount_point == "/dev/shm") shm = &m;  // the last mount on top wins
   }
+  if (shm == nullptr && !s.mounts_error.empty()) {
+    b.Add("mountinfo", "unreadable (" + s.mounts_error + ")", "proc/self/mountinfo");
+    return b.Skip("the mount table could not be read");
+  }
   if (shm == nullptr) {
     b.Add("/dev/shm", "no mount entry", "proc/self/mountinfo");
     return b.Skip("no /dev/shm mount found in mountinfo");

@@ -45,11 +45,14 @@ TEST(MemlockCheck, MentionsThatTheHardLimitAllowsRaising) {
   EXPECT_NE(f.message.find("hard limit unlimited"), std::string::npos);
 }
 
-TEST(MemlockCheck, WarnsWhenCapIpcLockCoversALowLimit) {
+TEST(MemlockCheck, FailsEvenWithCapIpcLockAndSaysWhy) {
+  // The limit is inherited by every process; the capability is only this one's.
   NodeSnapshot s = HealthyIbNode();
   s.memlock = Limited(64 << 10, 64 << 10);
   s.cap_eff = Have<uint64_t>(kCapIpcLock);
-  EXPECT_EQ(RunOne(&LimitsMemlock, s).status, CheckStatus::kWarn);
+  Finding f = RunOne(&LimitsMemlock, s);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_NE(f.message.find("this process has CAP_IPC_LOCK"), std::string::npos);
 }
 
 TEST(MemlockCheck, PassesAboveTheConfiguredFloor) {

@@ -143,6 +143,15 @@ TEST(ShmCheck, SkipsWhenMemTotalIsNeededButUnreadable) {
   EXPECT_EQ(RunOne(&ShmSize, s).status, CheckStatus::kSkip);
 }
 
+TEST(ShmCheck, SkipsWhenMountinfoIsUnreadable) {
+  NodeSnapshot s = HealthyIbNode();
+  s.mounts.clear();
+  s.mounts_error = "unreadable: EACCES";
+  Finding f = RunOne(&ShmSize, s);
+  EXPECT_EQ(f.status, CheckStatus::kSkip);
+  EXPECT_NE(f.evidence.back().value.find("EACCES"), std::string::npos);
+}
+
 TEST(ShmCheck, SkipsWithoutAMountEntry) {
   NodeSnapshot s = HealthyIbNode();
   s.mounts.clear();

@@ -134,6 +134,13 @@ TEST(OfedKernelCheck, FailsForOfedMlx5CoreOverInboxIbCore) {
   EXPECT_NE(f.message.find("ib_core is the inbox one"), std::string::npos);
 }
 
+TEST(OfedKernelCheck, DoesNotInferInboxIbCoreWhenMlxCompatWasNotLookedAt) {
+  NodeSnapshot s = HealthyIbNode();
+  std::erase_if(s.modules, [](const KernelModule& m) { return m.name == "mlx_compat"; });
+  SetModule(s, "ib_core", true, "");
+  EXPECT_EQ(RunOne(&VersionsOfedKernel, s).status, CheckStatus::kPass);
+}
+
 TEST(OfedKernelCheck, FailsForInboxMlx5CoreUnderAnOfedCore) {
   NodeSnapshot s = HealthyIbNode();
   SetModule(s, "mlx5_core", true, "");

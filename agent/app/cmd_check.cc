@@ -1,0 +1,221 @@
+// `nccl-triage check`: gather this node's snapshot (or read a saved one), run every host check,
+// and print the node report.
+//
+// Exit codes (DESIGN "Contracts"): 0 when every check passes, warns or skips; 1 when any fails;
+// 2 for a usage, configuration or unreadable-input error, with exactly one line on stderr.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "app/cli.h"
+#include "app/report_table.h"
+#include "checks/check.h"
+#include "config/config_loader.h"
+#include "core/report.h"
+#include "core/snapshot_json.h"
+#include "host/gatherer.h"
+
+namespace nccl_triage {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: nccl-triage check [--root DIR] [--config FILE] [--format table|json]\n"
+    "                         [--dump-snapshot FILE|-] [--from-snapshot FILE|-]\n"
+    "                         [--previous-snapshot FILE] [--dump-config] [--node NAME]\n"
+    "  Reads this node (or the tree under --root, or a snapshot saved with --dump-snapshot)\n"
+    "  and judges it with every host check. The class is a prediction from the checks alone:\n"
+    "  architecture (host, container or versions) before ib_resource (fabric, HCA, RDMA stack).\n"
+    "  --previous-snapshot turns port error counters into rates. --dump-snapshot - writes the\n"
+    "  snapshot to stdout instead of the report. --dump-config prints the effective\n"
+    "  configuration. Exit 0: no check failed; 1: a check failed; 2: usage, configuration or\n"
+    "  unreadable input.\n";
+
+struct Args {
+  std::string root = "/";
+  bool root_given = false;
+  std::optional<std::string> config_path;
+  std::string format = "table";
+  std::optional<std::string> dump_snapshot;
+  std::optional<std::string> from_snapshot;
+  std::optional<std::string> previous_snapshot;
+  bool dump_config = false;
+  bool help = false;
+  std::optional<std::string> node;
+};
+
+StatusOr<Args> ParseArgs(const std::vector<std::string>& argv) {
+  Args a;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    std::string flag = argv[i];
+    std::optional<std::string> inline_value;
+    if (flag.rfind("--", 0) == 0) {
+      if (const size_t eq = flag.find('='); eq != std::string::npos) {
+        inline_value = flag.substr(eq + 1);
+        flag.resize(eq);
+      }
+    }
+    auto value = [&]() -> std::optional<std::string> {
+      if (inline_value) return inline_value;
+      if (i + 1 < argv.size()) return argv[++i];
+      return std::nullopt;
+    };
+    if (flag == "--help" || flag == "-h") {
+      a.help = true;
+    } else if (flag == "--dump-config") {
+      a.dump_config = true;
+    } else if (flag == "--root" || flag == "--config" || flag == "--format" ||
+               flag == "--dump-snapshot" || flag == "--from-snapshot" ||
+               flag == "--previous-snapshot" || flag == "--node") {
+      auto v = value();
+      if (!v || v->empty()) return InvalidArgument(flag + " needs a value");
+      if (flag == "--root") {
+        a.root = *v;
+        a.root_given = true;
+      }
+      if (flag == "--config") a.config_path = *v;
+      if (flag == "--format") a.format = *v;
+      if (flag == "--dump-snapshot") a.dump_snapshot = *v;
+      if (flag == "--from-snapshot") a.from_snapshot = *v;
+      if (flag == "--previous-snapshot") a.previous_snapshot = *v;
+      if (flag == "--node") a.node = *v;
+    } else {
+      return InvalidArgument("unknown argument '" + argv[i] + "' (try --help)");
+    }
+  }
+  if (a.format != "table" && a.format != "json") {
+    return InvalidArgument("--format must be table or json, not '" + a.format + "'");
+  }
+  if (a.root_given && a.from_snapshot) {
+    return InvalidArgument("--root and --from-snapshot exclude each other");
+  }
+  return a;
+}
+
+StatusOr<NodeSnapshot> ReadSnapshot(const std::string& path) {
+  std::string text;
+  if (path == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return NotFound("cannot open snapshot '" + path + "'");
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument("snapshot '" + path + "' is not valid JSON");
+  auto snap = SnapshotFromJson(j);
+  if (!snap.ok()) {
+    return InvalidArgument("snapshot '" + path + "': " + snap.status().message());
+  }
+  return snap;
+}
+
+Status WriteSnapshot(const NodeSnapshot& s, const std::string& path, std::ostream& out) {
+  const std::string text = ToJson(s).dump(2) + "\n";
+  if (path == "-") {
+    out << text;
+    return Status::Ok();
+  }
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return Unavailable("cannot write snapshot '" + path + "'");
+  f << text;
+  f.close();
+  if (!f) return Unavailable("cannot write snapshot '" + path + "'");
+  return Status::Ok();
+}
+
+bool UseColor(const std::ostream& out) {
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && *no_color != '\0') return false;
+  return &out == &std::cout && ::isatty(STDOUT_FILENO) == 1;
+}
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// One line on stderr, exit 2.
+int UsageError(CliContext& ctx, const std::string& message) {
+  ctx.err << "nccl-triage check: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int RunCheckCommand(CliContext& ctx) {
+  auto parsed = ParseArgs(ctx.args);
+  if (!parsed.ok()) return UsageError(ctx, parsed.status().message());
+  const Args& args = *parsed;
+  if (args.help) {
+    ctx.out << kUsage;
+    return 0;
+  }
+
+  Config config;
+  if (args.config_path) {
+    auto loaded = LoadConfigFile(*args.config_path);
+    if (!loaded.ok()) return UsageError(ctx, loaded.status().message());
+    config = std::move(*loaded);
+  }
+  if (args.dump_config) {
+    ctx.out << DumpConfig(config);
+    return 0;
+  }
+
+  NodeSnapshot snapshot;
+  if (args.from_snapshot) {
+    auto read = ReadSnapshot(*args.from_snapshot);
+    if (!read.ok()) return UsageError(ctx, read.status().message());
+    snapshot = std::move(*read);
+    if (args.node) snapshot.node = *args.node;
+  } else {
+    GatherOptions options;
+    options.root = args.root;
+    options.node_name = args.node.value_or("");
+    options.mr_register_bytes = config.checks.mr_register_bytes;
+    auto gathered = GatherSnapshot(options);
+    if (!gathered.ok()) return UsageError(ctx, gathered.status().message());
+    snapshot = std::move(*gathered);
+  }
+
+  std::optional<NodeSnapshot> previous;
+  if (args.previous_snapshot) {
+    auto read = ReadSnapshot(*args.previous_snapshot);
+    if (!read.ok()) return UsageError(ctx, read.status().message());
+    previous = std::move(*read);
+  }
+
+  if (args.dump_snapshot) {
+    if (Status s = WriteSnapshot(snapshot, *args.dump_snapshot, ctx.out); !s.ok()) {
+      return UsageError(ctx, s.message());
+    }
+    if (*args.dump_snapshot == "-") return 0;  // stdout carries the snapshot, not the report
+  }
+
+  CheckRegistry registry;
+  RegisterBuiltinChecks(registry);
+  CheckContext context;
+  if (previous) context.previous = &*previous;
+  NodeReport report =
+      MakeReport(snapshot.node, registry.Run(snapshot, config, context), NowUnixMs());
+
+  if (args.format == "json") {
+    ctx.out << ToJson(report).dump(2) << "\n";
+  } else {
+    TableOptions options;
+    options.color = UseColor(ctx.out);
+    RenderReportTable(report, ctx.out, options);
+  }
+  return ExitCodeFor(report);
+}
+
+}  // namespace nccl_triage

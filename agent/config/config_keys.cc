@@ -1,0 +1,218 @@
+// The configuration keys: name, type, meaning and range, in the order the README documents them.
+// Adding a field to core/config.h means adding its line here (the README test then asks for its
+// documentation row).
+#include <array>
+
+#include "config/config_schema.h"
+
+namespace nccl_triage {
+namespace config_internal {
+namespace {
+
+#define NT_FIELD(path) [](Config& c) -> void* { return &c.path; }
+
+constexpr std::array kSpecs = {
+    // expect: what the node should look like
+    KeySpec{{"expect.hcas", "integer",
+             "number of HCAs the node must have (ib.hca_present); unset: any number"},
+            KeyKind::kOptInt,
+            NT_FIELD(expect.hcas),
+            0,
+            1024},
+    KeySpec{{"expect.rate_gbps", "number",
+             "every ACTIVE port at least this rate in Gb/s (ib.port_rate); unset: the fastest port "
+             "of the same HCA type and link layer"},
+            KeyKind::kOptDouble,
+            NT_FIELD(expect.rate_gbps),
+            0,
+            1e6},
+    KeySpec{{"expect.pkey", "pkey",
+             "partition key every InfiniBand port must hold as a full member (ib.pkey), e.g. "
+             "0x0001; the membership bit is ignored; unset: the key at index 0 is judged"},
+            KeyKind::kOptPkey,
+            NT_FIELD(expect.pkey),
+            0,
+            0xffff},
+    KeySpec{{"expect.memlock_min_bytes", "bytes",
+             "floor for the locked-memory limit (limits.memlock); unset: it must be unlimited"},
+            KeyKind::kOptBytes,
+            NT_FIELD(expect.memlock_min_bytes)},
+    KeySpec{{"expect.nofile_min", "integer", "floor for the open-files limit (limits.nofile)"},
+            KeyKind::kUint,
+            NT_FIELD(expect.nofile_min)},
+    KeySpec{{"expect.shm_min_bytes", "bytes", "floor for the size of /dev/shm (shm.size)"},
+            KeyKind::kBytes,
+            NT_FIELD(expect.shm_min_bytes)},
+    KeySpec{{"expect.socket_ifname", "string",
+             "NCCL_SOCKET_IFNAME value to validate with NCCL's syntax: prefixes, ^ to exclude, = "
+             "for exact names (net.socket_ifname); unset: not checked"},
+            KeyKind::kOptString,
+            NT_FIELD(expect.socket_ifname)},
+    KeySpec{{"expect.ib_gid_index", "integer",
+             "NCCL_IB_GID_INDEX to validate on RoCE ports: the entry must exist and be RoCE v2 "
+             "(ib.gid); unset: any RoCE v2 GID with an address"},
+            KeyKind::kOptInt,
+            NT_FIELD(expect.ib_gid_index),
+            0,
+            65535},
+    KeySpec{{"expect.gpu_driver_min", "version",
+             "minimum NVIDIA driver, e.g. \"550.54\" (versions.cuda_driver); unset: derived from "
+             "the GPU generation"},
+            KeyKind::kOptVersion,
+            NT_FIELD(expect.gpu_driver_min)},
+    KeySpec{{"expect.port_error_rate_per_hour", "number",
+             "a link error counter rising faster than this per hour fails ib.port_errors"},
+            KeyKind::kDouble,
+            NT_FIELD(expect.port_error_rate_per_hour),
+            0,
+            1e12},
+    // checks
+    KeySpec{{"checks.disabled", "list of check ids", "checks that are not run (reported as skip)"},
+            KeyKind::kCheckIds,
+            NT_FIELD(checks.disabled)},
+    KeySpec{{"checks.mr_register_bytes", "bytes",
+             "size of the live ibv_reg_mr test per HCA (ib.mr_register)"},
+            KeyKind::kBytes,
+            NT_FIELD(checks.mr_register_bytes),
+            4096,
+            1e15},
+    // probe
+    KeySpec{{"probe.nccl_library_paths", "list of strings",
+             "libnccl.so.2 paths tried first, in order, before the default search"},
+            KeyKind::kStringList,
+            NT_FIELD(probe.nccl_library_paths)},
+    KeySpec{{"probe.cuda_library_paths", "list of strings",
+             "libcuda.so.1 paths tried first, in order, before the default search"},
+            KeyKind::kStringList,
+            NT_FIELD(probe.cuda_library_paths)},
+    KeySpec{{"probe.socket_ifname", "string",
+             "NCCL_SOCKET_IFNAME of the probes; unset: the default-route interface"},
+            KeyKind::kOptString,
+            NT_FIELD(probe.socket_ifname)},
+    KeySpec{
+        {"probe.ib_hca", "string", "NCCL_IB_HCA of the IB probe (one rail); unset: NCCL's choice"},
+        KeyKind::kOptString,
+        NT_FIELD(probe.ib_hca)},
+    KeySpec{{"probe.size_bytes", "bytes", "all-reduce buffer size of a probe"},
+            KeyKind::kBytes,
+            NT_FIELD(probe.size_bytes),
+            4,
+            1e13},
+    KeySpec{{"probe.warmup_iterations", "integer", "all-reduce iterations before timing"},
+            KeyKind::kInt,
+            NT_FIELD(probe.warmup_iterations),
+            0,
+            1e6},
+    KeySpec{{"probe.iterations", "integer", "timed all-reduce iterations"},
+            KeyKind::kInt,
+            NT_FIELD(probe.iterations),
+            1,
+            1e6},
+    KeySpec{{"probe.timeout_seconds", "integer",
+             "wall-clock limit of one probe child; it is killed with its process group after it"},
+            KeyKind::kInt,
+            NT_FIELD(probe.timeout_seconds),
+            1,
+            86400},
+    KeySpec{{"probe.env_allowlist", "list of strings",
+             "extra NCCL_* variables passed from the agent's environment to the probe child"},
+            KeyKind::kStringList,
+            NT_FIELD(probe.env_allowlist)},
+    KeySpec{{"probe.busbw_min_fraction", "number",
+             "IB bus bandwidth below this fraction of the port rate is degraded (ib.bandwidth)"},
+            KeyKind::kDouble,
+            NT_FIELD(probe.busbw_min_fraction),
+            0,
+            1},
+    KeySpec{{"probe.allow_when_gpus_busy", "bool", "probe even when other processes hold the GPUs"},
+            KeyKind::kBool,
+            NT_FIELD(probe.allow_when_gpus_busy)},
+    // agent
+    KeySpec{{"agent.listen", "host:port", "address of the agent's metrics and status HTTP server"},
+            KeyKind::kListen,
+            NT_FIELD(agent.listen)},
+    KeySpec{{"agent.interval_seconds", "integer", "seconds between two snapshots and check runs"},
+            KeyKind::kInt,
+            NT_FIELD(agent.interval_seconds),
+            1,
+            86400},
+    KeySpec{{"agent.coordinator", "string",
+             "coordinator address host:port; unset: standalone (checks only)"},
+            KeyKind::kOptString,
+            NT_FIELD(agent.coordinator)},
+    KeySpec{{"agent.token_file", "string", "file holding the token shared with the coordinator"},
+            KeyKind::kOptString,
+            NT_FIELD(agent.token_file)},
+    KeySpec{{"agent.ca_file", "string", "CA bundle for TLS to the coordinator; unset: plaintext"},
+            KeyKind::kOptString,
+            NT_FIELD(agent.ca_file)},
+    KeySpec{{"agent.annotate_pod", "bool",
+             "annotate the agent's pod and affected workload pods (nccl-triage.io/*)"},
+            KeyKind::kBool,
+            NT_FIELD(agent.annotate_pod)},
+    KeySpec{{"agent.node_condition", "bool", "write the NcclFabricReady node condition"},
+            KeyKind::kBool,
+            NT_FIELD(agent.node_condition)},
+    KeySpec{{"agent.events", "bool", "emit Kubernetes events when a verdict changes"},
+            KeyKind::kBool,
+            NT_FIELD(agent.events)},
+    KeySpec{{"agent.workloads", "bool", "judge the GPU workload containers on the node"},
+            KeyKind::kBool,
+            NT_FIELD(agent.workloads)},
+    // coordinator
+    KeySpec{{"coordinator.listen", "host:port", "gRPC address the agents connect to"},
+            KeyKind::kListen,
+            NT_FIELD(coordinator.listen)},
+    KeySpec{{"coordinator.http_listen", "host:port",
+             "address of the coordinator's metrics, /status and /sweep"},
+            KeyKind::kListen,
+            NT_FIELD(coordinator.http_listen)},
+    KeySpec{{"coordinator.sweep_interval_seconds", "integer",
+             "seconds between two sweeps of probe pairs"},
+            KeyKind::kInt,
+            NT_FIELD(coordinator.sweep_interval_seconds),
+            1,
+            1e7},
+    KeySpec{
+        {"coordinator.hold_down", "integer", "sweeps a verdict must repeat before it is confirmed"},
+        KeyKind::kInt,
+        NT_FIELD(coordinator.hold_down),
+        1,
+        1000},
+    KeySpec{{"coordinator.topology_label", "string",
+             "node label used to pair nodes across racks; empty: random pairing"},
+            KeyKind::kString,
+            NT_FIELD(coordinator.topology_label)},
+    KeySpec{{"coordinator.token_file", "string", "file holding the token the agents must present"},
+            KeyKind::kOptString,
+            NT_FIELD(coordinator.token_file)},
+    KeySpec{
+        {"coordinator.cert_file", "string", "TLS certificate of the gRPC server; unset: plaintext"},
+        KeyKind::kOptString,
+        NT_FIELD(coordinator.cert_file)},
+    KeySpec{{"coordinator.key_file", "string", "TLS private key of the gRPC server"},
+            KeyKind::kOptString,
+            NT_FIELD(coordinator.key_file)},
+    KeySpec{{"coordinator.heartbeat_timeout_seconds", "integer",
+             "an agent silent this long is considered gone"},
+            KeyKind::kInt,
+            NT_FIELD(coordinator.heartbeat_timeout_seconds),
+            1,
+            86400},
+};
+
+#undef NT_FIELD
+
+}  // namespace
+
+std::span<const KeySpec> KeySpecs() { return kSpecs; }
+
+}  // namespace config_internal
+
+std::vector<ConfigKeyInfo> ConfigKeys() {
+  std::vector<ConfigKeyInfo> out;
+  for (const auto& s : config_internal::KeySpecs()) out.push_back(s.info);
+  return out;
+}
+
+}  // namespace nccl_triage

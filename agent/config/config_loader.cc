@@ -1,0 +1,550 @@
+#include "config/config_loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "config/config_schema.h"
+#include "core/catalogue.h"
+
+namespace nccl_triage {
+namespace {
+
+using config_internal::KeyKind;
+using config_internal::KeySpec;
+using config_internal::KeySpecs;
+
+// Inputs beyond these bounds are not configuration files; refusing them early keeps yaml-cpp's
+// recursive parser away from pathological nesting.
+constexpr size_t kMaxConfigBytes = 1 << 20;
+constexpr int kMaxFlowNesting = 32;
+
+class Loader {
+ public:
+  explicit Loader(std::string_view name) : name_(name) {}
+
+  Status Error(const YAML::Mark& mark, const std::string& what) const {
+    const int line = mark.line >= 0 ? mark.line + 1 : 1;
+    return InvalidArgument(std::string(name_) + ":" + std::to_string(line) + ": " + what);
+  }
+
+  Status Load(const YAML::Node& root, Config& config) {
+    if (!root.IsDefined() || root.IsNull()) return Status::Ok();
+    if (!root.IsMap()) return Error(root.Mark(), "expected a mapping of sections at the top level");
+    return Walk(root, "", config);
+  }
+
+ private:
+  // Descends through mappings until the dotted path names a key.
+  Status Walk(const YAML::Node& map, const std::string& prefix, Config& config) {
+    std::set<std::string> seen;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const YAML::Node k = it->first;  // copies: the iterator yields a temporary pair
+      const YAML::Node v = it->second;
+      if (!k.IsScalar()) return Error(k.Mark(), "keys must be plain names");
+      const std::string key = prefix.empty() ? k.Scalar() : prefix + "." + k.Scalar();
+      if (!seen.insert(k.Scalar()).second) return Error(k.Mark(), "duplicate key '" + key + "'");
+      if (const KeySpec* spec = FindSpec(key)) {
+        if (Status s = Set(*spec, k, v, config); !s.ok()) return s;
+        continue;
+      }
+      if (IsSection(key)) {
+        if (v.IsNull()) continue;  // an empty section keeps its defaults
+        if (!v.IsMap()) return Error(v.Mark(), "'" + key + "' is a section: expected a mapping");
+        if (Status s = Walk(v, key, config); !s.ok()) return s;
+        continue;
+      }
+      return Error(k.Mark(), "unknown key '" + key + "'" + Suggestion(key));
+    }
+    return Status::Ok();
+  }
+
+  static const KeySpec* FindSpec(const std::string& key) {
+    for (const auto& s : KeySpecs()) {
+      if (s.info.key == key) return &s;
+    }
+    return nullptr;
+  }
+
+  static bool IsSection(const std::string& key) {
+    for (const auto& s : KeySpecs()) {
+      if (s.info.key.size() > key.size() && s.info.key.substr(0, key.size()) == key &&
+          s.info.key[key.size()] == '.') {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  static size_t Distance(std::string_view a, std::string_view b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diag = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    return row[b.size()];
+  }
+
+  static std::string Suggestion(const std::string& key) {
+    std::string_view best;
+    size_t best_d = 4;  // only close misspellings
+    for (const auto& s : KeySpecs()) {
+      const size_t d = Distance(key, s.info.key);
+      if (d < best_d) {
+        best_d = d;
+        best = s.info.key;
+      }
+    }
+    return best.empty() ? "" : " (did you mean '" + std::string(best) + "'?)";
+  }
+
+  // A scalar written without quotes; quoted scalars are strings, never numbers or booleans.
+  static bool IsPlainScalar(const YAML::Node& v) { return v.IsScalar() && v.Tag() != "!"; }
+
+  // `v` is described; the error points at `at_` (the value, or its key when the value is an
+  // implicit null without a position of its own).
+  Status TypeError(const KeySpec& spec, const YAML::Node& v, std::string_view expected) const {
+    std::string got;
+    if (v.IsNull()) {
+      got = "null";
+    } else if (v.IsScalar()) {
+      got = "'" + v.Scalar() + "'";
+    } else if (v.IsSequence()) {
+      got = "a list";
+    } else {
+      got = "a mapping";
+    }
+    return Error(v.IsNull() ? at_ : v.Mark(), std::string(spec.info.key) + ": expected " +
+                                                  std::string(expected) + ", got " + got);
+  }
+
+  Status RangeCheck(const KeySpec& spec, const YAML::Node& v, double value) const {
+    if (value < spec.min || value > spec.max) {
+      std::ostringstream os;
+      os << spec.info.key << ": " << v.Scalar() << " is out of range [" << spec.min << ", "
+         << spec.max << "]";
+      return Error(v.Mark(), os.str());
+    }
+    return Status::Ok();
+  }
+
+  static std::optional<int64_t> ParseInteger(std::string_view text) {
+    bool negative = false;
+    if (!text.empty() && (text[0] == '-' || text[0] == '+')) {
+      negative = text[0] == '-';
+      text.remove_prefix(1);
+    }
+    int base = 10;
+    if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+      base = 16;
+      text.remove_prefix(2);
+    }
+    if (text.empty()) return std::nullopt;
+    uint64_t v = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
+    if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+    if (v > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    return negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+  }
+
+  static std::optional<uint64_t> ParseBytes(std::string_view text) {
+    size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    if (digits == 0) return std::nullopt;
+    uint64_t n = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + digits, n);
+    if (ec != std::errc()) return std::nullopt;
+    static constexpr std::array<std::pair<std::string_view, int>, 9> kSuffixes = {{{"", 0},
+                                                                                   {"B", 0},
+                                                                                   {"Ki", 10},
+                                                                                   {"Mi", 20},
+                                                                                   {"Gi", 30},
+                                                                                   {"Ti", 40},
+                                                                                   {"KiB", 10},
+                                                                                   {"MiB", 20},
+                                                                                   {"GiB", 30}}};
+    const std::string_view suffix = text.substr(digits);
+    for (const auto& [s, shift] : kSuffixes) {
+      if (suffix != s) continue;
+      if (shift > 0 && n > (UINT64_MAX >> shift)) return std::nullopt;
+      return n << shift;
+    }
+    return std::nullopt;
+  }
+
+  static bool IsVersion(std::string_view t) {
+    if (t.empty() || t.front() == '.' || t.back() == '.') return false;
+    bool dot_before = true;
+    for (char c : t) {
+      if (c == '.') {
+        if (dot_before) return false;
+        dot_before = true;
+      } else if (c >= '0' && c <= '9') {
+        dot_before = false;
+      } else {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  static bool IsListen(std::string_view t) {
+    const size_t colon = t.rfind(':');
+    if (colon == std::string_view::npos || colon + 1 >= t.size() || t.size() - colon - 1 > 5) {
+      return false;
+    }
+    for (char c : t.substr(colon + 1)) {
+      if (c < '0' || c > '9') return false;
+    }
+    std::string_view host = t.substr(0, colon);
+    if (!host.empty() && host.front() == '[') return host.back() == ']';
+    return host.find_first_of(":[]") == std::string_view::npos;
+  }
+
+  Status Strings(const KeySpec& spec, const YAML::Node& v, std::vector<std::string>& out) const {
+    out.clear();
+    if (v.IsNull()) return Status::Ok();
+    if (!v.IsSequence()) return TypeError(spec, v, "a list of strings");
+    for (const auto& item : v) {
+      if (!item.IsScalar()) return TypeError(spec, item, "a string");
+      out.push_back(item.Scalar());
+    }
+    return Status::Ok();
+  }
+
+  Status Set(const KeySpec& spec, const YAML::Node& key, const YAML::Node& v, Config& config) {
+    void* field = spec.field(config);
+    const bool optional = spec.kind == KeyKind::kOptInt || spec.kind == KeyKind::kOptBytes ||
+                          spec.kind == KeyKind::kOptDouble || spec.kind == KeyKind::kOptString ||
+                          spec.kind == KeyKind::kOptPkey || spec.kind == KeyKind::kOptVersion;
+    at_ = key.Mark();
+    if (v.IsNull() && optional) {
+      switch (spec.kind) {
+        case KeyKind::kOptInt:
+          static_cast<std::optional<int>*>(field)->reset();
+          break;
+        case KeyKind::kOptBytes:
+          static_cast<std::optional<uint64_t>*>(field)->reset();
+          break;
+        case KeyKind::kOptDouble:
+          static_cast<std::optional<double>*>(field)->reset();
+          break;
+        case KeyKind::kOptPkey:
+          static_cast<std::optional<uint16_t>*>(field)->reset();
+          break;
+        default:
+          static_cast<std::optional<std::string>*>(field)->reset();
+          break;
+      }
+      return Status::Ok();
+    }
+    switch (spec.kind) {
+      case KeyKind::kInt:
+      case KeyKind::kOptInt:
+      case KeyKind::kUint:
+      case KeyKind::kOptPkey: {
+        const bool is_uint = spec.kind == KeyKind::kUint;
+        const std::string_view expected = spec.kind == KeyKind::kOptPkey ? "a PKey (0x0000-0xffff)"
+                                          : is_uint                      ? "a non-negative integer"
+                                                                         : "an integer";
+        if (!IsPlainScalar(v)) return TypeError(spec, v, expected);
+        auto n = ParseInteger(v.Scalar());
+        if (!n || (is_uint && *n < 0)) return TypeError(spec, v, expected);
+        if (spec.kind == KeyKind::kOptPkey) {
+          if (*n < 0 || *n > 0xffff) return TypeError(spec, v, expected);
+          *static_cast<std::optional<uint16_t>*>(field) = static_cast<uint16_t>(*n & 0x7fff);
+          return Status::Ok();
+        }
+        if (Status s = RangeCheck(spec, v, static_cast<double>(*n)); !s.ok()) return s;
+        if (is_uint) {
+          *static_cast<uint64_t*>(field) = static_cast<uint64_t>(*n);
+        } else {
+          if (*n < INT32_MIN || *n > INT32_MAX) return TypeError(spec, v, expected);
+          if (spec.kind == KeyKind::kInt) {
+            *static_cast<int*>(field) = static_cast<int>(*n);
+          } else {
+            *static_cast<std::optional<int>*>(field) = static_cast<int>(*n);
+          }
+        }
+        return Status::Ok();
+      }
+      case KeyKind::kBytes:
+      case KeyKind::kOptBytes: {
+        constexpr std::string_view kExpected = "a size in bytes (an integer, or e.g. 64Mi, 1Gi)";
+        if (!v.IsScalar()) return TypeError(spec, v, kExpected);
+        auto n = ParseBytes(v.Scalar());
+        if (!n) return TypeError(spec, v, kExpected);
+        if (Status s = RangeCheck(spec, v, static_cast<double>(*n)); !s.ok()) return s;
+        if (spec.kind == KeyKind::kBytes) {
+          *static_cast<uint64_t*>(field) = *n;
+        } else {
+          *static_cast<std::optional<uint64_t>*>(field) = *n;
+        }
+        return Status::Ok();
+      }
+      case KeyKind::kDouble:
+      case KeyKind::kOptDouble: {
+        if (!IsPlainScalar(v)) return TypeError(spec, v, "a number");
+        const std::string& t = v.Scalar();
+        double d = 0;
+        auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), d);
+        if (ec != std::errc() || ptr != t.data() + t.size() || !std::isfinite(d)) {
+          return TypeError(spec, v, "a number");
+        }
+        if (Status s = RangeCheck(spec, v, d); !s.ok()) return s;
+        if (spec.kind == KeyKind::kDouble) {
+          *static_cast<double*>(field) = d;
+        } else {
+          *static_cast<std::optional<double>*>(field) = d;
+        }
+        return Status::Ok();
+      }
+      case KeyKind::kBool: {
+        if (!IsPlainScalar(v)) return TypeError(spec, v, "true or false");
+        const std::string& t = v.Scalar();
+        if (t == "true" || t == "True" || t == "TRUE") {
+          *static_cast<bool*>(field) = true;
+        } else if (t == "false" || t == "False" || t == "FALSE") {
+          *static_cast<bool*>(field) = false;
+        } else {
+          return TypeError(spec, v, "true or false");
+        }
+        return Status::Ok();
+      }
+      case KeyKind::kString:
+      case KeyKind::kOptString:
+      case KeyKind::kListen:
+      case KeyKind::kOptVersion: {
+        const std::string_view expected = spec.kind == KeyKind::kListen ? "host:port"
+                                          : spec.kind == KeyKind::kOptVersion
+                                              ? "a version such as \"550.54\""
+                                              : "a string";
+        if (!v.IsScalar()) return TypeError(spec, v, expected);
+        const std::string& t = v.Scalar();
+        if (spec.kind == KeyKind::kListen && !IsListen(t)) return TypeError(spec, v, expected);
+        if (spec.kind == KeyKind::kOptVersion && !IsVersion(t)) {
+          return TypeError(spec, v, expected);
+        }
+        if (spec.kind == KeyKind::kString || spec.kind == KeyKind::kListen) {
+          *static_cast<std::string*>(field) = t;
+        } else {
+          *static_cast<std::optional<std::string>*>(field) = t;
+        }
+        return Status::Ok();
+      }
+      case KeyKind::kStringList:
+        return Strings(spec, v, *static_cast<std::vector<std::string>*>(field));
+      case KeyKind::kCheckIds: {
+        auto& ids = *static_cast<std::vector<std::string>*>(field);
+        if (Status s = Strings(spec, v, ids); !s.ok()) return s;
+        size_t i = 0;
+        for (const auto& item : v) {
+          const CauseInfo* info = FindCause(ids[i]);
+          if (info == nullptr ||
+              (info->kind != CauseKind::kHostCheck && info->kind != CauseKind::kWorkloadCheck)) {
+            return Error(item.Mark(), std::string(spec.info.key) + ": '" + ids[i] +
+                                          "' is not a check id (see nccl-triage check output)");
+          }
+          ++i;
+        }
+        return Status::Ok();
+      }
+    }
+    return Error(v.Mark(), "internal: unhandled key kind");
+  }
+
+  std::string_view name_;
+  YAML::Mark at_;  // the key being set, for errors about a value without a position
+};
+
+// Deepest nesting of flow collections ([ and {) outside quotes and comments.
+int FlowNesting(std::string_view text) {
+  int depth = 0, deepest = 0;
+  char quote = 0;
+  bool comment = false;
+  for (char c : text) {
+    if (c == '\n') {
+      comment = false;
+      continue;
+    }
+    if (comment) continue;
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#') {
+      comment = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+std::string FormatDouble(double d) {
+  std::array<char, 32> buf{};
+  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), d);
+  return ec == std::errc() ? std::string(buf.data(), end) : "0";
+}
+
+std::string HexPkey(uint16_t v) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s = "0x0000";
+  for (int i = 0; i < 4; ++i) s[static_cast<size_t>(5 - i)] = kHex[(v >> (4 * i)) & 0xf];
+  return s;
+}
+
+void EmitValue(YAML::Emitter& out, const KeySpec& spec, Config& config) {
+  void* field = spec.field(config);
+  switch (spec.kind) {
+    case KeyKind::kInt:
+      out << *static_cast<int*>(field);
+      return;
+    case KeyKind::kOptInt: {
+      const auto& o = *static_cast<std::optional<int>*>(field);
+      if (o)
+        out << *o;
+      else
+        out << YAML::Null;
+      return;
+    }
+    case KeyKind::kUint:
+    case KeyKind::kBytes:
+      out << *static_cast<uint64_t*>(field);
+      return;
+    case KeyKind::kOptBytes: {
+      const auto& o = *static_cast<std::optional<uint64_t>*>(field);
+      if (o)
+        out << *o;
+      else
+        out << YAML::Null;
+      return;
+    }
+    case KeyKind::kDouble:
+      out << FormatDouble(*static_cast<double*>(field));
+      return;
+    case KeyKind::kOptDouble: {
+      const auto& o = *static_cast<std::optional<double>*>(field);
+      if (o)
+        out << FormatDouble(*o);
+      else
+        out << YAML::Null;
+      return;
+    }
+    case KeyKind::kBool:
+      out << (*static_cast<bool*>(field) ? "true" : "false");
+      return;
+    case KeyKind::kString:
+    case KeyKind::kListen:
+      out << YAML::DoubleQuoted << *static_cast<std::string*>(field);
+      return;
+    case KeyKind::kOptString:
+    case KeyKind::kOptVersion: {
+      const auto& o = *static_cast<std::optional<std::string>*>(field);
+      if (o)
+        out << YAML::DoubleQuoted << *o;
+      else
+        out << YAML::Null;
+      return;
+    }
+    case KeyKind::kOptPkey: {
+      const auto& o = *static_cast<std::optional<uint16_t>*>(field);
+      if (o)
+        out << HexPkey(*o);
+      else
+        out << YAML::Null;
+      return;
+    }
+    case KeyKind::kStringList:
+    case KeyKind::kCheckIds: {
+      const auto& list = *static_cast<std::vector<std::string>*>(field);
+      out << YAML::Flow << YAML::BeginSeq;
+      for (const auto& s : list) out << YAML::DoubleQuoted << s;
+      out << YAML::EndSeq;
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+StatusOr<Config> LoadConfigFromString(std::string_view yaml, std::string_view name) {
+  const std::string prefix(name);
+  if (yaml.size() > kMaxConfigBytes) {
+    return InvalidArgument(prefix + ": larger than " + std::to_string(kMaxConfigBytes) +
+                           " bytes, not a configuration file");
+  }
+  if (FlowNesting(yaml) > kMaxFlowNesting) {
+    return InvalidArgument(prefix + ": nested deeper than " + std::to_string(kMaxFlowNesting) +
+                           " levels, not a configuration file");
+  }
+  Loader loader(name);
+  try {
+    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(yaml));
+    if (docs.size() > 1) return loader.Error(docs[1].Mark(), "more than one YAML document");
+    Config config;
+    if (docs.empty()) return config;
+    if (Status s = loader.Load(docs[0], config); !s.ok()) return s;
+    return config;
+  } catch (const YAML::Exception& e) {
+    return loader.Error(e.mark, "invalid YAML: " + e.msg);
+  } catch (const std::exception& e) {
+    return InvalidArgument(prefix + ": " + e.what());
+  }
+}
+
+StatusOr<Config> LoadConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(path + ": cannot open the configuration file");
+  std::string text;
+  char buf[8192];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxConfigBytes) break;
+  }
+  if (in.bad()) return Unavailable(path + ": read error");
+  return LoadConfigFromString(text, path);
+}
+
+std::string DumpConfig(const Config& config) {
+  Config copy = config;  // the accessors take a mutable Config; nothing is changed
+  YAML::Emitter out;
+  out << YAML::Comment("nccl-triage effective configuration (--dump-config); ~ means unset");
+  out << YAML::BeginMap;
+  std::string section;
+  for (const auto& spec : KeySpecs()) {
+    const std::string_view key = spec.info.key;
+    const size_t dot = key.find('.');
+    const std::string sec(key.substr(0, dot));
+    if (sec != section) {
+      if (!section.empty()) out << YAML::EndMap;
+      out << YAML::Key << sec << YAML::Value << YAML::BeginMap;
+      section = sec;
+    }
+    out << YAML::Key << std::string(key.substr(dot + 1)) << YAML::Value;
+    EmitValue(out, spec, copy);
+  }
+  if (!section.empty()) out << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace nccl_triage

@@ -1,0 +1,43 @@
+// Strict YAML configuration: the one way a Config is read from text, and written back.
+//
+// Every key of Config has one entry in ConfigKeys() (its dotted name, type, meaning); the loader
+// accepts exactly those keys, nested by their dots:
+//
+//   expect:
+//     rate_gbps: 200
+//
+// An unknown key is rejected with its line ("config:12: unknown key 'expect.rates_gbps' (did you
+// mean 'expect.rate_gbps'?)"), and so is a value of the wrong type ("config:3: expect.nofile_min:
+// expected an integer, got 'lots'"), a duplicate key or a value out of range. Keys that are not
+// given keep the defaults of core/config.h. `null` (or `~`) unsets an optional key. Byte sizes take
+// an integer or a binary size string ("64Mi", "1Gi"). DumpConfig writes every key with its
+// effective value; loading the dump gives back an equal Config.
+//
+// Pure functions except LoadConfigFile, which reads one file. Thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/config.h"
+#include "core/status.h"
+
+namespace nccl_triage {
+
+// `name` prefixes error messages ("<name>:<line>: ..."); the file loader passes the path.
+StatusOr<Config> LoadConfigFromString(std::string_view yaml, std::string_view name = "config");
+StatusOr<Config> LoadConfigFile(const std::string& path);
+
+// YAML of every key with its effective value (unset optionals as `~`).
+std::string DumpConfig(const Config& config);
+
+// The documentation of one key, as the README's configuration table shows it.
+struct ConfigKeyInfo {
+  std::string_view key;      // "expect.rate_gbps"
+  std::string_view type;     // "number", "integer", "bytes", "string", ...
+  std::string_view meaning;  // one sentence
+};
+std::vector<ConfigKeyInfo> ConfigKeys();  // in documentation order
+
+}  // namespace nccl_triage

@@ -1,0 +1,252 @@
+#include "config/config_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace nccl_triage {
+namespace {
+
+Config Load(std::string_view yaml) {
+  auto c = LoadConfigFromString(yaml);
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return c.ok() ? *c : Config{};
+}
+
+std::string ErrorOf(std::string_view yaml) {
+  auto c = LoadConfigFromString(yaml);
+  EXPECT_FALSE(c.ok()) << "accepted:\n" << yaml;
+  return c.ok() ? std::string() : c.status().message();
+}
+
+TEST(ConfigLoader, EmptyInputGivesTheDefaults) {
+  EXPECT_EQ(Load(""), Config{});
+  EXPECT_EQ(Load("# only a comment\n"), Config{});
+  EXPECT_EQ(Load("expect:\nchecks:\n"), Config{});
+}
+
+TEST(ConfigLoader, LoadsEveryKindOfValue) {
+  Config c = Load(R"(
+expect:
+  hcas: 8
+  rate_gbps: 200
+  pkey: 0x8001
+  memlock_min_bytes: 64Gi
+  nofile_min: 1048576
+  shm_min_bytes: 2147483648
+  socket_ifname: "^lo,docker"
+  ib_gid_index: 3
+  gpu_driver_min: 550.54
+  port_error_rate_per_hour: 2.5
+checks:
+  disabled: [ib.peermem, security.lsm]
+  mr_register_bytes: 16Mi
+probe:
+  nccl_library_paths:
+    - /opt/nccl/lib/libnccl.so.2
+  iterations: 20
+  busbw_min_fraction: 0.75
+  allow_when_gpus_busy: true
+agent:
+  listen: "[::]:9600"
+  coordinator: coordinator.nccl-triage:9501
+  node_condition: True
+coordinator:
+  topology_label: topology.kubernetes.io/rack
+  hold_down: 3
+)");
+  EXPECT_EQ(c.expect.hcas, 8);
+  EXPECT_EQ(c.expect.rate_gbps, 200.0);
+  EXPECT_EQ(c.expect.pkey, 0x0001);  // the membership bit is not part of the key
+  EXPECT_EQ(c.expect.memlock_min_bytes, 64ull << 30);
+  EXPECT_EQ(c.expect.nofile_min, 1048576u);
+  EXPECT_EQ(c.expect.shm_min_bytes, 2ull << 30);
+  EXPECT_EQ(c.expect.socket_ifname, "^lo,docker");
+  EXPECT_EQ(c.expect.ib_gid_index, 3);
+  EXPECT_EQ(c.expect.gpu_driver_min, "550.54");
+  EXPECT_EQ(c.expect.port_error_rate_per_hour, 2.5);
+  EXPECT_EQ(c.checks.disabled, (std::vector<std::string>{"ib.peermem", "security.lsm"}));
+  EXPECT_EQ(c.checks.mr_register_bytes, 16ull << 20);
+  EXPECT_EQ(c.probe.nccl_library_paths, (std::vector<std::string>{"/opt/nccl/lib/libnccl.so.2"}));
+  EXPECT_EQ(c.probe.iterations, 20);
+  EXPECT_EQ(c.probe.busbw_min_fraction, 0.75);
+  EXPECT_TRUE(c.probe.allow_when_gpus_busy);
+  EXPECT_EQ(c.agent.listen, "[::]:9600");
+  EXPECT_EQ(c.agent.coordinator, "coordinator.nccl-triage:9501");
+  EXPECT_TRUE(c.agent.node_condition);
+  EXPECT_EQ(c.coordinator.topology_label, "topology.kubernetes.io/rack");
+  EXPECT_EQ(c.coordinator.hold_down, 3);
+  // Untouched keys keep their defaults.
+  EXPECT_EQ(c.probe.timeout_seconds, ProbeConfig{}.timeout_seconds);
+}
+
+TEST(ConfigLoader, RejectsAnUnknownKeyWithItsLineAndASuggestion) {
+  EXPECT_EQ(ErrorOf("expect:\n  hcas: 8\n  rates_gbps: 200\n"),
+            "config:3: unknown key 'expect.rates_gbps' (did you mean 'expect.rate_gbps'?)");
+  EXPECT_EQ(ErrorOf("\n\nexporter:\n  port: 1\n"), "config:3: unknown key 'exporter'");
+}
+
+TEST(ConfigLoader, NamesTheFileInErrors) {
+  auto c = LoadConfigFromString("agent:\n  intervall_seconds: 5\n", "/etc/nccl-triage/config.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message().rfind("/etc/nccl-triage/config.yaml:2: unknown key", 0), 0u);
+}
+
+TEST(ConfigLoader, RejectsWrongTypesWithTheExpectedType) {
+  EXPECT_EQ(ErrorOf("expect:\n  nofile_min: lots\n"),
+            "config:2: expect.nofile_min: expected a non-negative integer, got 'lots'");
+  EXPECT_EQ(ErrorOf("expect:\n  nofile_min: \"65536\"\n"),
+            "config:2: expect.nofile_min: expected a non-negative integer, got '65536'");
+  EXPECT_EQ(ErrorOf("expect:\n  nofile_min: -1\n"),
+            "config:2: expect.nofile_min: expected a non-negative integer, got '-1'");
+  EXPECT_EQ(ErrorOf("agent:\n  events: yes\n"),
+            "config:2: agent.events: expected true or false, got 'yes'");
+  EXPECT_EQ(ErrorOf("expect:\n  rate_gbps: fast\n"),
+            "config:2: expect.rate_gbps: expected a number, got 'fast'");
+  EXPECT_EQ(ErrorOf("probe:\n  iterations: 2.5\n"),
+            "config:2: probe.iterations: expected an integer, got '2.5'");
+  EXPECT_EQ(ErrorOf("checks:\n  disabled: ib.peermem\n"),
+            "config:2: checks.disabled: expected a list of strings, got 'ib.peermem'");
+  EXPECT_EQ(ErrorOf("expect:\n  socket_ifname: [eth0]\n"),
+            "config:2: expect.socket_ifname: expected a string, got a list");
+  EXPECT_EQ(ErrorOf("expect: 3\n"), "config:1: 'expect' is a section: expected a mapping");
+  EXPECT_EQ(ErrorOf("- a\n- b\n"), "config:1: expected a mapping of sections at the top level");
+  EXPECT_NE(ErrorOf("agent:\n  listen: 9500\n").find("expected host:port"), std::string::npos);
+  EXPECT_NE(ErrorOf("expect:\n  gpu_driver_min: r535\n").find("expected a version"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("expect:\n  pkey: 0x18001\n").find("expected a PKey"), std::string::npos);
+  EXPECT_NE(ErrorOf("expect:\n  shm_min_bytes: 1.5Gi\n").find("expected a size in bytes"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("agent:\n  interval_seconds: 99999999999\n").find("agent.interval_seconds"),
+            std::string::npos);
+}
+
+TEST(ConfigLoader, RejectsValuesOutOfRange) {
+  EXPECT_EQ(ErrorOf("probe:\n  busbw_min_fraction: 1.5\n"),
+            "config:2: probe.busbw_min_fraction: 1.5 is out of range [0, 1]");
+  EXPECT_NE(ErrorOf("agent:\n  interval_seconds: 0\n").find("out of range"), std::string::npos);
+  EXPECT_NE(ErrorOf("expect:\n  port_error_rate_per_hour: .nan\n").find("expected a number"),
+            std::string::npos);
+}
+
+TEST(ConfigLoader, RejectsUnknownCheckIdsInDisabled) {
+  EXPECT_EQ(ErrorOf("checks:\n  disabled:\n    - ib.peermem\n    - ib.peer_mem\n"),
+            "config:4: checks.disabled: 'ib.peer_mem' is not a check id (see nccl-triage check "
+            "output)");
+}
+
+TEST(ConfigLoader, RejectsDuplicateKeysAndSeveralDocuments) {
+  EXPECT_EQ(ErrorOf("expect:\n  hcas: 8\n  hcas: 4\n"), "config:3: duplicate key 'expect.hcas'");
+  EXPECT_EQ(ErrorOf("expect:\n  hcas: 8\n---\nexpect:\n  hcas: 4\n"),
+            "config:4: more than one YAML document");
+}
+
+TEST(ConfigLoader, ReportsSyntaxErrorsWithTheirLine) {
+  std::string e = ErrorOf("expect:\n  hcas: 8\n rate_gbps: [200\n");
+  EXPECT_EQ(e.rfind("config:", 0), 0u);
+  EXPECT_NE(e.find("invalid YAML"), std::string::npos);
+}
+
+TEST(ConfigLoader, RefusesPathologicalInput) {
+  EXPECT_NE(ErrorOf(std::string(100, '[') + std::string(100, ']')).find("nested deeper"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(2 << 20, '#')).find("larger than"), std::string::npos);
+}
+
+TEST(ConfigLoader, NullUnsetsAnOptionalButNotARequiredKey) {
+  Config c = Load("expect:\n  hcas: ~\n  rate_gbps: null\n");
+  EXPECT_FALSE(c.expect.hcas.has_value());
+  EXPECT_FALSE(c.expect.rate_gbps.has_value());
+  EXPECT_EQ(ErrorOf("expect:\n  nofile_min:\n"),
+            "config:2: expect.nofile_min: expected a non-negative integer, got null");
+}
+
+Config EverythingSet() {
+  Config c;
+  c.expect.hcas = 8;
+  c.expect.rate_gbps = 399.5;
+  c.expect.pkey = 0x7fff;
+  c.expect.memlock_min_bytes = 12345;
+  c.expect.nofile_min = 7;
+  c.expect.shm_min_bytes = 3;
+  c.expect.socket_ifname = "=eth0,ib";
+  c.expect.ib_gid_index = 3;
+  c.expect.gpu_driver_min = "535.0";
+  c.expect.port_error_rate_per_hour = 0.1;
+  c.checks.disabled = {"ib.peermem", "versions.nccl"};
+  c.checks.mr_register_bytes = 1 << 20;
+  c.probe.nccl_library_paths = {"/a b/libnccl.so.2", "null", "~", "true", "123", ""};
+  c.probe.cuda_library_paths = {"x: y", "# not a comment"};
+  c.probe.socket_ifname = "null";
+  c.probe.ib_hca = "";
+  c.probe.size_bytes = 1ull << 33;
+  c.probe.warmup_iterations = 0;
+  c.probe.iterations = 1;
+  c.probe.timeout_seconds = 5;
+  c.probe.env_allowlist = {"NCCL_IB_TIMEOUT"};
+  c.probe.busbw_min_fraction = 0.3333333333333333;
+  c.probe.allow_when_gpus_busy = true;
+  c.agent.listen = "127.0.0.1:1";
+  c.agent.interval_seconds = 1;
+  c.agent.coordinator = "c:1";
+  c.agent.token_file = "/t";
+  c.agent.ca_file = "/ca";
+  c.agent.annotate_pod = false;
+  c.agent.node_condition = true;
+  c.agent.events = true;
+  c.agent.workloads = false;
+  c.coordinator.listen = "[::1]:2";
+  c.coordinator.http_listen = ":3";
+  c.coordinator.sweep_interval_seconds = 60;
+  c.coordinator.hold_down = 1;
+  c.coordinator.topology_label = "'quoted' \"twice\"";
+  c.coordinator.token_file = "/tok";
+  c.coordinator.cert_file = "/c";
+  c.coordinator.key_file = "/k";
+  c.coordinator.heartbeat_timeout_seconds = 9;
+  return c;
+}
+
+TEST(ConfigDump, DefaultsLoadBackEqual) {
+  const std::string dump = DumpConfig(Config{});
+  auto back = LoadConfigFromString(dump);
+  ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << dump;
+  EXPECT_EQ(*back, Config{});
+}
+
+TEST(ConfigDump, EveryFieldSetLoadsBackEqual) {
+  const Config c = EverythingSet();
+  ASSERT_NE(c, Config{});
+  const std::string dump = DumpConfig(c);
+  auto back = LoadConfigFromString(dump);
+  ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << dump;
+  EXPECT_EQ(*back, c) << dump;
+}
+
+TEST(ConfigDump, WritesEveryKey) {
+  const std::string dump = DumpConfig(Config{});
+  for (const auto& k : ConfigKeys()) {
+    const std::string leaf(k.key.substr(k.key.find('.') + 1));
+    EXPECT_NE(dump.find("\n  " + leaf + ":"), std::string::npos) << k.key << "\n" << dump;
+  }
+}
+
+TEST(ConfigFile, LoadsAFileAndReportsAMissingOne) {
+  const std::string path = ::testing::TempDir() + "/nccl-triage-config-test.yaml";
+  {
+    std::ofstream f(path);
+    f << "expect:\n  hcas: 4\n";
+  }
+  auto c = LoadConfigFile(path);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->expect.hcas, 4);
+  std::remove(path.c_str());
+  auto missing = LoadConfigFile(path);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find(path), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nccl_triage
