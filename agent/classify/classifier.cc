@@ -443,6 +443,12 @@ Classification LogClassifier::State::Finish() {
   for (const auto& [id, acc] : causes) {
     if (acc.tier == kTierContext && !keep_context) continue;
     if (acc.tier == kTierNone) continue;
+    // Wrappers (`[Proxy Service] Failed to execute operation`) only repeat a failure that a
+    // real cause already names; peer exits stay, they show which ranks saw it.
+    if (any_strong && acc.tier == kTierFollow && acc.rule != nullptr &&
+        acc.rule->strength == Strength::kFollow) {
+      continue;
+    }
     kept.emplace(id, acc);
   }
   // Result codes on ranks without any WARN: weak evidence, only when nothing else explains a

@@ -183,6 +183,22 @@ TEST(LogClassifier, LibibverbsMissingExplainsAFailedForcedIbRun) {
   EXPECT_EQ(c.result_code, 5);
 }
 
+TEST(LogClassifier, ProxyWrappersFollowTheRootAndAreNotListedBesideIt) {
+  constexpr const char* kWrapper =
+      "h:1:9 [0] proxy.cc:1451 NCCL WARN [Proxy Service 0] Failed to execute operation Connect "
+      "from rank 0, retcode 2\n";
+  Classification with_root = ClassifyLogText(
+      std::string("h:1:1 [0] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_reg_mr failed with error "
+                  "Cannot allocate memory\n") +
+      kWrapper);
+  ASSERT_EQ(with_root.causes.size(), 1u);
+  EXPECT_EQ(with_root.causes[0].cause, "limits.memlock");
+  Classification alone = ClassifyLogText(kWrapper);
+  EXPECT_EQ(alone.fault_class, FaultClass::kUnknown);
+  ASSERT_FALSE(alone.causes.empty());
+  EXPECT_EQ(alone.causes[0].cause, "nccl.internal");
+}
+
 TEST(LogClassifier, UnknownWarnIsUnknownWithTheLineAsReason) {
   Classification c = ClassifyLogText(
       "x:1:1 [0] enqueue.cc:1990 NCCL WARN Something no rule knows\n"

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -64,6 +65,24 @@ TEST(ClassifyLogCommand, UnreadableInputExitsTwoWithOneLine) {
   EXPECT_NE(err.find("cannot open"), std::string::npos);
   EXPECT_EQ(RunClassify({kLogs}, &out, &err), 2);
   EXPECT_NE(err.find("directory"), std::string::npos);
+}
+
+TEST(ClassifyLogCommand, ReadmeWorkedExampleIsTheCommandsRealOutput) {
+  std::ifstream readme(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/README.md");
+  std::stringstream ss;
+  ss << readme.rdbuf();
+  const std::string text = ss.str();
+  const std::string cmd = "$ nccl-triage classify-log tests/fixtures/nccl-logs/";
+  size_t a = text.find(cmd);
+  ASSERT_NE(a, std::string::npos) << "no worked example in the README";
+  size_t path_end = text.find('\n', a);
+  std::string rel = text.substr(a + cmd.size(), path_end - a - cmd.size());
+  size_t b = text.find("```", path_end);
+  ASSERT_NE(b, std::string::npos);
+  std::string shown = text.substr(path_end + 1, b - path_end - 1);
+  std::string out, err;
+  ASSERT_EQ(RunClassify({kLogs + "/" + rel}, &out, &err), 0) << err;
+  EXPECT_EQ(shown, out) << "update the README's worked example";
 }
 
 TEST(ClassifyLogCommand, UsageErrorsExitTwo) {

@@ -1,0 +1,146 @@
+// The README's table of classifier causes is checked against the rule table and the catalogue:
+// the same cause ids, the verdict classes the rules give, the catalogue's class and remedy, and
+// log snippets that the rules of that cause would actually pick up.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "classify/rules.h"
+#include "core/catalogue.h"
+
+namespace nccl_triage {
+namespace {
+
+struct Row {
+  std::string id, classes, fix_in, says, fix;
+};
+
+std::string ReadReadme() {
+  std::ifstream in(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/README.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<Row> TableRows() {
+  std::string readme = ReadReadme();
+  const std::string begin = "<!-- classify-causes:begin -->";
+  const std::string end = "<!-- classify-causes:end -->";
+  size_t a = readme.find(begin);
+  size_t b = readme.find(end);
+  if (a == std::string::npos || b == std::string::npos || b < a) return {};
+  std::stringstream table(readme.substr(a + begin.size(), b - a - begin.size()));
+  std::vector<Row> rows;
+  std::string line;
+  while (std::getline(table, line)) {
+    if (line.rfind("| `", 0) != 0) continue;
+    std::vector<std::string> cells;
+    size_t pos = 2;  // after "| "
+    while (true) {
+      size_t next = line.find(" | ", pos);
+      if (next == std::string::npos) break;
+      cells.push_back(line.substr(pos, next - pos));
+      pos = next + 3;
+    }
+    std::string last = line.substr(pos);
+    if (last.size() >= 2 && last.substr(last.size() - 2) == " |") last.resize(last.size() - 2);
+    cells.push_back(last);
+    if (cells.size() != 5) {
+      ADD_FAILURE() << "a causes row needs 5 cells: " << line;
+      continue;
+    }
+    std::string id = cells[0];
+    if (id.size() > 2 && id.front() == '`' && id.back() == '`') id = id.substr(1, id.size() - 2);
+    rows.push_back({id, cells[1], cells[2], cells[3], cells[4]});
+  }
+  return rows;
+}
+
+// cause id -> the verdict classes its rules (and result codes) give, as the README writes them.
+std::map<std::string, std::string> ExpectedClasses() {
+  std::map<std::string, std::set<std::string>> sets;
+  for (const auto& r : Rules()) {
+    if (r.strength != Strength::kIgnore) {
+      sets[std::string(r.cause)].insert(std::string(ToString(r.verdict)));
+    }
+  }
+  for (const auto& c : ResultCodeCauses()) {
+    sets[std::string(c.cause)].insert(std::string(ToString(c.verdict)));
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [id, s] : sets) {
+    std::string joined;
+    for (const auto& x : s) joined += (joined.empty() ? "" : ", ") + x;
+    out[id] = joined;
+  }
+  return out;
+}
+
+std::vector<std::string> Snippets(const std::string& says) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (true) {
+    size_t a = says.find('`', pos);
+    if (a == std::string::npos) break;
+    size_t b = says.find('`', a + 1);
+    if (b == std::string::npos) break;
+    out.push_back(says.substr(a + 1, b - a - 1));
+    pos = b + 1;
+  }
+  return out;
+}
+
+TEST(ReadmeTable, ListsExactlyTheCausesTheRulesProduce) {
+  auto rows = TableRows();
+  ASSERT_FALSE(rows.empty()) << "no causes table between the classify-causes markers";
+  auto expected = ExpectedClasses();
+  std::set<std::string> listed;
+  for (const auto& r : rows) {
+    EXPECT_TRUE(listed.insert(r.id).second) << "listed twice: " << r.id;
+    EXPECT_TRUE(expected.count(r.id)) << r.id << " is in the README but no rule produces it";
+  }
+  for (const auto& [id, classes] : expected) {
+    EXPECT_TRUE(listed.count(id)) << id << " is produced by the rules but not in the README";
+  }
+}
+
+TEST(ReadmeTable, ClassesAndFixesMatchRulesAndCatalogue) {
+  auto expected = ExpectedClasses();
+  for (const auto& r : TableRows()) {
+    const CauseInfo* info = FindCause(r.id);
+    ASSERT_NE(info, nullptr) << r.id;
+    EXPECT_EQ(r.classes, expected[r.id]) << r.id;
+    EXPECT_EQ(r.fix_in, ToString(info->fault_class)) << r.id;
+    EXPECT_EQ(r.fix, info->remedy) << r.id;
+  }
+}
+
+TEST(ReadmeTable, LogSnippetsAreOnesTheCauseRulesPickUp) {
+  for (const auto& r : TableRows()) {
+    auto snippets = Snippets(r.says);
+    EXPECT_FALSE(snippets.empty()) << r.id << ": quote what the log says";
+    for (const auto& s : snippets) {
+      bool ok = false;
+      for (const auto& rule : Rules()) {
+        if (rule.cause == r.id && s.find(rule.needle) != std::string::npos) ok = true;
+      }
+      // Back-trace codes (`-> 2`) and environment lines name a cause through the code table
+      // and the context.
+      if (s.rfind("-> ", 0) == 0) {
+        const ResultCodeCause* rc = FindResultCode(std::atoi(s.c_str() + 3));
+        ok = rc != nullptr && rc->cause == r.id;
+      }
+      if (s.rfind("NCCL_", 0) == 0) ok = true;
+      EXPECT_TRUE(ok) << r.id << ": no rule of this cause would pick up `" << s << "`";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nccl_triage
