@@ -298,6 +298,41 @@ constexpr std::array kRules = {
          "CUDA_ERROR_ILLEGAL_ADDRESS", {}, 0.7,
          "A kernel accessed an illegal address (CUDA 700): usually a bug in the application or "
          "a corrupted buffer; if it repeats on one GPU only, run GPU diagnostics (dcgmi diag)."},
+    // CUCHECK prints the CUresult value (`Cuda failure 803 '...'`); when the text is one the
+    // rows above do not know (another driver's wording, a truncated line), the value decides.
+    Rule{"cuda.code_no_device", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure 100",
+         R"(Cuda failure 100\b)", 0.85,
+         "No GPU is visible (CUDA 100): run the container with the NVIDIA runtime and a "
+         "nvidia.com/gpu request (or --gpus), and check /dev/nvidia* and CUDA_VISIBLE_DEVICES."},
+    Rule{"cuda.code_stub_library", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure 34",
+         R"(Cuda failure 34\b)", 0.85,
+         "The toolkit's stub libcuda.so was loaded instead of the driver (CUDA 34): remove "
+         ".../stubs from LD_LIBRARY_PATH and let the NVIDIA container toolkit mount the host "
+         "driver."},
+    Rule{"cuda.code_driver_mismatch", "versions.cuda_driver", kArch, kRoot, kWT, kMsg,
+         "Cuda failure 803", R"(Cuda failure 803\b)", 0.85,
+         "The kernel module and the user-space driver differ (CUDA 803): reboot after a driver "
+         "update, or make the container mount the host's driver libraries."},
+    Rule{"cuda.code_compat_unsupported", "versions.cuda_driver", kArch, kRoot, kWT, kMsg,
+         "Cuda failure 804", R"(Cuda failure 804\b)", 0.8,
+         "The CUDA forward-compatibility package does not support this GPU (CUDA 804): install "
+         "a driver that supports the image's CUDA version natively."},
+    Rule{"cuda.code_system_not_ready", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure 802",
+         R"(Cuda failure 802\b)", 0.8,
+         "The GPU system is not ready (CUDA 802): on NVSwitch systems start "
+         "nvidia-fabricmanager (same version as the driver) and wait for it to finish."},
+    Rule{"cuda.code_device_unavailable", "cuda.driver", kArch, kRoot, kWT, kMsg,
+         "Cuda failure 46", R"(Cuda failure 46\b)", 0.75,
+         "The GPU is busy or unavailable (CUDA 46): it is in exclusive-process compute mode "
+         "with another process on it (nvidia-smi -c DEFAULT), or it fell off the bus."},
+    Rule{"cuda.code_invalid_device", "gpu.visibility", kArch, kRoot, kWT, kMsg,
+         "Cuda failure 101", R"(Cuda failure 101\b)", 0.75,
+         "The rank selected a GPU index that does not exist in this process (CUDA 101): check "
+         "CUDA_VISIBLE_DEVICES and the LOCAL_RANK to device mapping."},
+    Rule{"cuda.code_no_binary", "versions.nccl", kArch, kRoot, kWT, kMsg, "Cuda failure 209",
+         R"(Cuda failure 209\b)", 0.8,
+         "The NCCL (or application) build has no kernels for this GPU architecture: use an "
+         "NCCL build that includes it (H100/H200 need NCCL >= 2.18 built for sm_90)."},
     Rule{"cuda.failure", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure", {}, 0.75},
     // B5 26: NVML.
     Rule{"nvml.driver_mismatch", "versions.cuda_driver", kArch, kRoot, kWT, kMsg,
