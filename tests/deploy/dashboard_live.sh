@@ -23,8 +23,13 @@ fi
 rm -rf "$work"; mkdir -p "$work"
 pids=()
 cleanup() {
+  local p i
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do
+    for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
 }
 trap cleanup EXIT
 
@@ -61,11 +66,57 @@ for f in "${scenarios[@]}"; do
         labels: {node: '$f'}"
 done
 
-# Probe, pair and coordinator metrics come only from sweeps, workload metrics from GPU pods. DEMO: `nccl-triage demo --serve`
-# is to serve them for this test; until the binary has it, those queries are reported as SKIP.
+# Probe, pair and coordinator metrics come only from sweeps: `nccl-triage demo --serve` runs a
+# coordinator and 8 agents on fixture roots with the fake NCCL (faults: node-2 port down, a bad
+# cable between node-4 and node-6), finishes its sweeps, then serves every /metrics endpoint and
+# prints their URLs. Without demo in the binary, those queries are reported as SKIP.
 demo_job=""
+demo_alerts=()
 skip_args=(--skip-metric 'nccl_triage_(probe_|pair_verdict|last_probe_|coordinator_|workload_|nccl_info)'
            --skip-reason "exported only by probes, the coordinator and GPU workload pods: needs 'nccl-triage demo --serve'")
+targets_expected=${#scenarios[@]}
+if has_cmd demo --serve; then
+  "$bin" demo --serve --work-dir "$work/demo" >"$work/demo.log" 2>&1 &
+  demo_pid=$!
+  pids+=("$demo_pid")
+  for _ in $(seq 2400); do
+    grep -q 'serving until Ctrl-C' "$work/demo.log" && break
+    kill -0 "$demo_pid" 2>/dev/null || { echo "FAIL: demo exited:"; tail -n 20 "$work/demo.log"; exit 1; }
+    sleep 0.1
+  done
+  grep -q 'serving until Ctrl-C' "$work/demo.log" || { echo "FAIL: demo did not finish its sweeps"; exit 1; }
+  # "  <name>  http://127.0.0.1:<port>/metrics  /status" after the "serving" line.
+  agents="" coordinator=""
+  while read -r name address; do
+    hostport="${address#http://}"; hostport="${hostport%%/*}"
+    if [ "$name" = coordinator ]; then
+      coordinator="$hostport"
+    else
+      agents+="
+      - targets: ['$hostport']
+        labels: {node: '$name'}"
+      targets_expected=$((targets_expected + 1))
+    fi
+  done < <(awk '/serving until Ctrl-C:/ {on = 1; next} on && $2 ~ /^http:/ {print $1, $2}' "$work/demo.log")
+  [ -n "$coordinator" ] || { echo "FAIL: demo printed no coordinator URL"; exit 1; }
+  targets_expected=$((targets_expected + 1))
+  demo_job="  - job_name: nccl-triage-agent-demo
+    honor_labels: true
+    static_configs:$agents
+    relabel_configs:
+      - target_label: job
+        replacement: nccl-triage-agent
+  - job_name: nccl-triage-coordinator
+    honor_labels: true
+    static_configs:
+      - targets: ['$coordinator']"
+  # The fixtures and the demo have no GPU workload containers.
+  skip_args=(--skip-metric 'nccl_triage_workload_'
+             --skip-reason "exported only for GPU workload containers; no fixture or demo node runs one")
+  demo_alerts=(--expect 'NcclTriageIbPortDown{node="node-2"}'
+               --absent 'NcclTriageNodeFaultConfirmed{node="node-0"}'
+               --absent 'NcclTriageCoordinatorDown')
+fi
 
 # ------------------------------------------------------------------ Prometheus
 prom_port="$(free_port)"
@@ -86,7 +137,21 @@ pids+=($!)
 wait_http "127.0.0.1:$prom_port" 60
 # rate() needs two samples: wait until every target has been scraped a few times.
 url="http://127.0.0.1:$prom_port"
-"$deploycheck" wait-scrapes --prometheus "$url" --targets "${#scenarios[@]}" --samples 4 --timeout 60s
+"$deploycheck" wait-scrapes --prometheus "$url" --targets "$targets_expected" --samples 4 --timeout 60s
+
+# Confirmed faults: when the demo's coordinator says it localised faults, the fault series and
+# their alerts must be there; when it confirmed none, they are reported as SKIP.
+if [ -n "$demo_job" ]; then
+  confirmed="$("$deploycheck" value --prometheus "$url" --expr 'sum(nccl_triage_coordinator_localised_faults)' 2>&1 >/dev/null)"
+  if awk -v v="$confirmed" 'BEGIN { exit !(v + 0 > 0) }'; then
+    demo_alerts+=(--expect 'NcclTriageNodeFaultConfirmed{node="node-2"}'
+                  --expect 'NcclTriageLinkFault{node=~"node-4|node-6",peer=~"node-4|node-6"}')
+  else
+    echo "SKIP confirmed-fault queries and alerts: the demo's coordinator localised no fault (nccl_triage_coordinator_localised_faults = ${confirmed:-?})"
+    skip_args=(--skip-metric 'nccl_triage_(workload_|coordinator_fault\b)'
+               --skip-reason "no GPU workload containers in the fixtures or the demo; no fault confirmed by the demo's coordinator")
+  fi
+fi
 
 status=0
 echo "== dashboard queries"
@@ -103,7 +168,7 @@ echo "== alert rules on live agent metrics (pending state; 'for' has not elapsed
   --absent 'NcclTriageNodeArchitecture{node="dgx-h100"}' \
   --absent 'NcclTriageMemlockTooLow{node="dgx-h100"}' \
   --absent 'NcclTriageChecksStale' \
-  --absent 'NcclTriageAgentDown' || status=1
+  --absent 'NcclTriageAgentDown' "${demo_alerts[@]}" || status=1
 if [ "$status" -ne 0 ]; then
   echo "--- logs in $work"; tail -n 5 "$work"/*.log
 fi

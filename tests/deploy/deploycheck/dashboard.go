@@ -224,3 +224,25 @@ func runWaitScrapes(c *checker, args []string) {
 	}
 	c.check(n >= *targets, "after %v only %d of %d targets have %d scrapes", *timeout, n, *targets, *samples)
 }
+
+// runValue prints the value of a scalar-valued query (the first sample), or 0 when it is empty.
+func runValue(c *checker, args []string) {
+	fs := flag.NewFlagSet("value", flag.ExitOnError)
+	prom := fs.String("prometheus", "", "Prometheus base URL")
+	expr := fs.String("expr", "", "PromQL expression")
+	fs.Parse(args)
+	r, err := promQuery(*prom, *expr)
+	if !c.check(err == nil && r.Status == "success", "%s: %v %s", *expr, err, r.Error) {
+		return
+	}
+	v := "0"
+	if len(r.Data.Result) > 0 {
+		var sample struct {
+			Value []interface{} `json:"value"`
+		}
+		if json.Unmarshal(r.Data.Result[0], &sample) == nil && len(sample.Value) == 2 {
+			v, _ = sample.Value[1].(string)
+		}
+	}
+	fmt.Fprintln(os.Stderr, v)
+}

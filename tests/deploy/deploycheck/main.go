@@ -7,6 +7,7 @@
 //	deploycheck dashboard --dashboard D.json --prometheus http://127.0.0.1:9090 [--skip-metric RE]
 //	deploycheck alerts-live --prometheus URL --expect 'Alert{label="v"}'... --absent 'Alert{...}'...
 //	deploycheck wait-scrapes --prometheus URL --targets N --samples 4 --timeout 30s
+//	deploycheck value --prometheus URL --expr 'sum(x)'   (prints the value on stderr)
 //	deploycheck metric-names --files D.json,R.yaml --sources agent
 //	deploycheck drift --rendered R.yaml --deploy deploy --chart helm/nccl-triage
 //
@@ -57,6 +58,8 @@ func main() {
 		runAlertsLive(c, args)
 	case "wait-scrapes":
 		runWaitScrapes(c, args)
+	case "value":
+		runValue(c, args)
 	case "metric-names":
 		runMetricNames(c, args)
 	case "drift":
