@@ -21,7 +21,7 @@ struct CliRun {
   nlohmann::json json;
 };
 
-CliRun Run(const std::string& fixture, std::vector<std::string> extra) {
+CliRun RunCli(const std::string& fixture, std::vector<std::string> extra) {
   SubprocessOptions o;
   std::string root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/" + fixture;
   o.argv = {NCCL_TRIAGE_BINARY_DIR "/nccl-triage", "probe", "--pair-local", "--format", "json",
@@ -51,7 +51,7 @@ std::vector<std::string> Causes(const CliRun& r) {
 }
 
 TEST(ProbePairLocalCli, HealthyDgxA100IsHealthyAndExitsZero) {
-  auto r = Run("dgx-a100", {});
+  auto r = RunCli("dgx-a100", {});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.json["schema"], "nccl-triage/probe-pair/v1");
   EXPECT_EQ(r.json["verdict"]["class"], "healthy");
@@ -62,7 +62,7 @@ TEST(ProbePairLocalCli, HealthyDgxA100IsHealthyAndExitsZero) {
 
 TEST(ProbePairLocalCli, PortDownOnTheProbedRailIsIbResource) {
   // mlx5_3's port is down; the other seven would carry NCCL, so the probe pins the rail.
-  auto r = Run("port-down", {"--ib-hca", "=mlx5_3"});
+  auto r = RunCli("port-down", {"--ib-hca", "=mlx5_3"});
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(r.json["verdict"]["class"], "ib_resource");
   EXPECT_EQ(r.json["rows"][0]["result"]["outcome"], "pass");
@@ -74,7 +74,7 @@ TEST(ProbePairLocalCli, PortDownOnTheProbedRailIsIbResource) {
 }
 
 TEST(ProbePairLocalCli, Memlock64KiBIsIbResourceCausedByMemlock) {
-  auto r = Run("memlock-64k", {});
+  auto r = RunCli("memlock-64k", {});
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(r.json["verdict"]["class"], "ib_resource");
   EXPECT_EQ(Causes(r).front(), "limits.memlock");
@@ -83,14 +83,14 @@ TEST(ProbePairLocalCli, Memlock64KiBIsIbResourceCausedByMemlock) {
 }
 
 TEST(ProbePairLocalCli, PodWithoutDevInfinibandIsIbResourceCausedByPassthrough) {
-  auto r = Run("no-dev-ib", {});
+  auto r = RunCli("no-dev-ib", {});
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(r.json["verdict"]["class"], "ib_resource");
   EXPECT_EQ(Causes(r).front(), "container.rdma_devices");
 }
 
 TEST(ProbePairLocalCli, TablePrintsBothRowsAndTheVerdict) {
-  auto r = Run("memlock-64k", {"--format", "table"});
+  auto r = RunCli("memlock-64k", {"--format", "table"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out, HasSubstr("socket  pass"));
   EXPECT_THAT(r.out, HasSubstr("ib      fail"));
@@ -99,8 +99,8 @@ TEST(ProbePairLocalCli, TablePrintsBothRowsAndTheVerdict) {
 }
 
 TEST(ProbePairLocalCli, UsageErrorsExitTwo) {
-  EXPECT_EQ(Run("dgx-a100", {"--mode", "infiniband"}).exit_code, 2);
-  EXPECT_EQ(Run("dgx-a100", {"--size", "lots"}).exit_code, 2);
+  EXPECT_EQ(RunCli("dgx-a100", {"--mode", "infiniband"}).exit_code, 2);
+  EXPECT_EQ(RunCli("dgx-a100", {"--size", "lots"}).exit_code, 2);
 }
 
 }  // namespace

@@ -303,3 +303,24 @@ TEST(ExitCodeFor, HealthyZeroFaultOneUnknownThree) {
 
 }  // namespace
 }  // namespace nccl_triage
+
+namespace nccl_triage {
+namespace {
+
+// Logs the probe wrote on an H200 with NCCL 2.28.9 (tests/gpu/run-gpu.sh): the non-blocking init
+// reports the forced-IB failure through the async path (group.cc ... [Async thread]).
+TEST(ClassifyLogFile, ReadsTheRealProbeLogsOfNccl2289) {
+  std::string dir = NCCL_TRIAGE_SOURCE_DIR "/tests/probe/testdata/";
+  auto socket = ClassifyLogFile(dir + "h200-nccl-2.28.9-socket-rank0.log");
+  ASSERT_TRUE(socket.has_value());
+  EXPECT_THAT(socket->transports, ElementsAre("NET/Socket"));
+  auto ib = ClassifyLogFile(dir + "h200-nccl-2.28.9-ib-rank0.log");
+  ASSERT_TRUE(ib.has_value());
+  EXPECT_EQ(ib->fault_class, FaultClass::kIbResource);
+  ASSERT_FALSE(ib->causes.empty());
+  EXPECT_EQ(ib->causes.front().cause, "ib.hca_present");
+  EXPECT_FALSE(ClassifyLogFile(dir + "absent.log").has_value());
+}
+
+}  // namespace
+}  // namespace nccl_triage
