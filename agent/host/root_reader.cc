@@ -148,6 +148,30 @@ ListResult RootReader::List(std::string_view rel) const {
   return r;
 }
 
+bool RootReader::ForEachLink(std::string_view base, const std::vector<std::string>& subdirs,
+                             const std::function<void(size_t, std::string_view)>& fn) const {
+  int base_fd = ::open(PathOf(base).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (base_fd < 0) return false;
+  std::array<char, PATH_MAX> buf{};
+  for (size_t i = 0; i < subdirs.size(); ++i) {
+    int dir_fd = ::openat(base_fd, subdirs[i].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0) continue;
+    DIR* dir = ::fdopendir(dir_fd);
+    if (dir == nullptr) {
+      ::close(dir_fd);
+      continue;
+    }
+    while (struct dirent* e = ::readdir(dir)) {
+      if (e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
+      ssize_t n = ::readlinkat(dir_fd, e->d_name, buf.data(), buf.size() - 1);
+      if (n > 0) fn(i, std::string_view(buf.data(), static_cast<size_t>(n)));
+    }
+    ::closedir(dir);  // closes dir_fd too
+  }
+  ::close(base_fd);
+  return true;
+}
+
 bool RootReader::Exists(std::string_view rel) const {
   struct stat st {};
   return ::lstat(PathOf(rel).c_str(), &st) == 0;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -48,6 +49,13 @@ class RootReader {
   // proc/<pid>/fd scan reads thousands of links on a busy host and would swamp the record).
   ReadResult ReadLink(std::string_view rel, bool count = true);
   ListResult List(std::string_view rel) const;
+  // Calls fn(i, target) for every symbolic link in each directory subdirs[i] under `base`
+  // (proc/<pid>/fd for every pid): the base is opened once, each directory relative to it, and
+  // each link costs one readlinkat, with no sorting — the fd scan of a node with thousands of
+  // processes. Not counted in files_read(). Directories that vanish meanwhile are skipped.
+  // Returns false when the base cannot be opened.
+  bool ForEachLink(std::string_view base, const std::vector<std::string>& subdirs,
+                   const std::function<void(size_t, std::string_view)>& fn) const;
   bool Exists(std::string_view rel) const;     // lstat: a dangling link exists
   bool IsDirectory(std::string_view rel) const;  // stat: follows links
 
