@@ -84,15 +84,30 @@ class Pass {
         if (auto ref = ParseCgroupFile(*own.text)) own_pod_uid_ = ref->pod_uid;
       }
     }
-    std::map<std::string, ContainerFacts> by_id;
+    // First the fd links of every process (one pass over proc/, relative opens), then the files
+    // of the few that hold a GPU.
+    std::vector<std::string> fd_dirs;
+    std::vector<int> pids;
     for (const auto& name : procs.names) {
       if (!AllDigits(name)) continue;
       int pid = std::stoi(name);
       if (pid == options_.self_pid) continue;
-      ++result.processes_scanned;
-      std::vector<std::string> gpus = GpuDevices(name);
-      if (gpus.empty()) continue;
-      ProcessOutcome outcome = ReadProcess(pid, name, std::move(gpus));
+      pids.push_back(pid);
+      fd_dirs.push_back(name + "/fd");
+    }
+    result.processes_scanned = static_cast<int>(pids.size());
+    std::map<size_t, std::vector<std::string>> gpus_of;
+    reader_.ForEachLink("proc", fd_dirs, [&](size_t i, std::string_view target) {
+      if (!Matches(target)) return;
+      auto& gpus = gpus_of[i];
+      if (std::find(gpus.begin(), gpus.end(), target) == gpus.end()) gpus.emplace_back(target);
+    });
+    std::map<std::string, ContainerFacts> by_id;
+    for (auto& [i, gpus] : gpus_of) {
+      const int pid = pids[i];
+      std::sort(gpus.begin(), gpus.end(),
+                [](const auto& a, const auto& b) { return NaturalLess(a, b); });
+      ProcessOutcome outcome = ReadProcess(pid, std::to_string(pid), std::move(gpus));
       if (!outcome.skip_reason.empty()) {
         Skip(result, pid, outcome.skip_reason);
         continue;
@@ -129,19 +144,6 @@ class Pass {
   bool Matches(std::string_view target) const {
     if (!target.starts_with(prefix_)) return false;
     return std::regex_match(target.begin(), target.end(), pattern_);
-  }
-
-  std::vector<std::string> GpuDevices(const std::string& pid_name) {
-    std::vector<std::string> gpus;
-    const std::string fd_dir = "proc/" + pid_name + "/fd";
-    ListResult fds = reader_.List(fd_dir);
-    for (const auto& fd : fds.names) {
-      ReadResult link = reader_.ReadLink(fd_dir + "/" + fd, /*count=*/false);
-      if (!link.ok() || !Matches(*link.text)) continue;
-      if (std::find(gpus.begin(), gpus.end(), *link.text) == gpus.end()) gpus.push_back(*link.text);
-    }
-    std::sort(gpus.begin(), gpus.end(), [](const auto& a, const auto& b) { return NaturalLess(a, b); });
-    return gpus;
   }
 
   template <typename T>
