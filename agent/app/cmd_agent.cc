@@ -20,6 +20,7 @@
 
 #include "app/cli.h"
 #include "checks/check.h"
+#include "config/config_loader.h"
 #include "core/config.h"
 #include "core/report.h"
 #include "daemon/agent.h"
@@ -154,8 +155,12 @@ int RunAgentCommand(CliContext& ctx) {
   // Step: configuration.
   Config config;
   if (flags.config) {
-    ctx.err << "nccl-triage agent: --config is not supported by this build yet\n";
-    return 2;
+    auto loaded = LoadConfigFile(*flags.config);
+    if (!loaded.ok()) {
+      ctx.err << "nccl-triage agent: " << loaded.status().message() << "\n";
+      return 2;
+    }
+    config = std::move(loaded).value();
   }
   std::string listen = flags.listen.value_or(config.agent.listen);
   auto address = ParseListenAddress(listen);

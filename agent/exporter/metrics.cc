@@ -293,7 +293,17 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() {
   return CollectLocked();
 }
 
-std::string AgentMetrics::Scrape() { return SerializeMetrics(Collect()); }
+std::string AgentMetrics::Scrape() {
+  AgentStateView view = state_.View();
+  std::lock_guard lock(mu_);
+  // Every series is a function of the state, so an unchanged generation means an unchanged text
+  // (Prometheus usually scrapes several times per check cycle).
+  if (cached_generation_ && *cached_generation_ == view.generation) return cached_text_;
+  RefreshLocked(view);
+  cached_text_ = SerializeMetrics(CollectLocked());
+  cached_generation_ = view.generation;
+  return cached_text_;
+}
 
 std::string AgentMetrics::SerializeOnly() {
   std::lock_guard lock(mu_);

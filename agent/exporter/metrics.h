@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -82,7 +83,8 @@ class AgentMetrics {
   AgentMetrics(const AgentMetrics&) = delete;
   AgentMetrics& operator=(const AgentMetrics&) = delete;
 
-  // Refresh from the state, then serialise: the body of GET /metrics.
+  // Refresh from the state, then serialise: the body of GET /metrics. While the state's
+  // generation has not moved, the previous text is returned as it is.
   std::string Scrape();
   // Refresh from the state, then collect (tests and the benchmark look at the families).
   std::vector<prometheus::MetricFamily> Collect();
@@ -99,6 +101,8 @@ class AgentMetrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<PortCounters> port_counters_;
   uint64_t observed_probe_seq_ = 0;
+  std::optional<uint64_t> cached_generation_;  // the state generation cached_text_ shows
+  std::string cached_text_;
 
   prometheus::Family<prometheus::Histogram>* probe_duration_ = nullptr;
   std::map<ProbeMode, prometheus::Histogram*> probe_duration_by_mode_;
