@@ -270,56 +270,75 @@ func runRuntimeLibs(c *checker, args []string) {
 		c.fatal(fmt.Errorf("ldd %s: %v", *binary, err))
 		return
 	}
-	libs := 0
+	type lib struct{ soname, path string }
+	var libs []lib
 	for _, l := range strings.Split(string(out), "\n") {
 		f := strings.Fields(l)
 		if len(f) < 3 || f[1] != "=>" {
 			continue
 		}
-		lib := f[2]
-		c.check(lib != "not", "%s is not found", f[0])
-		if lib == "not" {
+		if !c.check(f[2] != "not", "%s is not found", f[0]) {
 			continue
 		}
-		libs++
-		pkg := owningPackage(lib)
-		if !c.check(pkg != "", "no Debian package owns %s", lib) {
+		libs = append(libs, lib{f[0], f[2]})
+	}
+	c.check(len(libs) > 3, "ldd listed only %d libraries", len(libs))
+	// One dpkg-query for every path variant of every library (usrmerge: /lib vs /usr/lib).
+	var paths []string
+	variants := map[string][]string{}
+	for _, l := range libs {
+		v := []string{l.path}
+		if real, err := filepath.EvalSymlinks(l.path); err == nil && real != l.path {
+			v = append(v, real)
+		}
+		for _, p := range append([]string(nil), v...) {
+			if strings.HasPrefix(p, "/usr/") {
+				v = append(v, strings.TrimPrefix(p, "/usr"))
+			} else {
+				v = append(v, "/usr"+p)
+			}
+		}
+		variants[l.path] = v
+		paths = append(paths, v...)
+	}
+	owner := map[string]string{}
+	sout, _ := exec.Command("dpkg-query", append([]string{"-S"}, paths...)...).Output()
+	for _, line := range strings.Split(string(sout), "\n") {
+		pkgs, path, ok := strings.Cut(line, ": ")
+		if !ok {
 			continue
 		}
-		c.check(closure[pkg], "%s comes from %s, which packages-runtime.txt does not bring in", f[0], pkg)
+		pkg, _, _ := strings.Cut(strings.Split(pkgs, ",")[0], ":")
+		owner[strings.TrimSpace(path)] = strings.TrimSpace(pkg)
 	}
-	c.check(libs > 3, "ldd listed only %d libraries", libs)
-}
-
-func owningPackage(path string) string {
-	candidates := []string{path}
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		candidates = append(candidates, real)
-	}
-	for _, p := range append([]string(nil), candidates...) {
-		// usrmerge: dpkg may know /lib/... as /usr/lib/... or the reverse.
-		if strings.HasPrefix(p, "/usr/") {
-			candidates = append(candidates, strings.TrimPrefix(p, "/usr"))
-		} else {
-			candidates = append(candidates, "/usr"+p)
+	for _, l := range libs {
+		pkg := ""
+		for _, v := range variants[l.path] {
+			if owner[v] != "" {
+				pkg = owner[v]
+				break
+			}
 		}
-	}
-	for _, p := range candidates {
-		out, err := exec.Command("dpkg-query", "-S", p).Output()
-		if err != nil {
+		if !c.check(pkg != "", "no Debian package owns %s", l.path) {
 			continue
 		}
-		line := strings.Split(strings.TrimSpace(string(out)), "\n")[0]
-		pkg, _, _ := strings.Cut(line, ":")
-		pkg = strings.Split(pkg, ",")[0]
-		return strings.TrimSpace(pkg)
+		c.check(closure[pkg], "%s comes from %s, which packages-runtime.txt does not bring in", l.soname, pkg)
 	}
-	return ""
 }
 
 // dependencyClosure follows Depends and Pre-Depends of installed packages (first alternative
-// that is installed), as apt would when installing the list.
+// that is installed), as apt would when installing the list. One dpkg-query reads them all.
 func dependencyClosure(roots []string) map[string]bool {
+	out, _ := exec.Command("dpkg-query", "-W", "-f=${Package}\t${Status}\t${Depends}, ${Pre-Depends}\n").Output()
+	installed := map[string]bool{}
+	deps := map[string]string{}
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.SplitN(l, "\t", 3)
+		if len(f) == 3 && f[1] == "install ok installed" {
+			installed[f[0]] = true
+			deps[f[0]] += f[2] + ","
+		}
+	}
 	seen := map[string]bool{}
 	queue := append([]string(nil), roots...)
 	for len(queue) > 0 {
@@ -329,19 +348,14 @@ func dependencyClosure(roots []string) map[string]bool {
 			continue
 		}
 		seen[p] = true
-		out, err := exec.Command("dpkg-query", "-W", "-f=${Depends}, ${Pre-Depends}", p).Output()
-		if err != nil {
-			continue
-		}
-		for _, dep := range strings.Split(string(out), ",") {
+		for _, dep := range strings.Split(deps[p], ",") {
 			for _, alt := range strings.Split(dep, "|") {
-				name := strings.Fields(strings.TrimSpace(alt) + " ")
-				if len(name) == 0 || name[0] == "" {
+				name := strings.Fields(alt)
+				if len(name) == 0 {
 					continue
 				}
 				n, _, _ := strings.Cut(name[0], ":")
-				if st, err := exec.Command("dpkg-query", "-W", "-f=${Status}", n).Output(); err == nil &&
-					string(st) == "install ok installed" {
+				if installed[n] {
 					queue = append(queue, n)
 					break
 				}
