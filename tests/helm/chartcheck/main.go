@@ -407,6 +407,8 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 		v := volume(ds, str(vm, "name"))
 		c.check(str(v, "hostPath.path") == m.hostPath, "mount %s is not hostPath %s", m.path, m.hostPath)
 	}
+	c.check(!strings.HasPrefix(str(agent, "terminationMessagePath"), "/dev") && str(agent, "terminationMessagePath") != "",
+		"terminationMessagePath %q would create a file in the host's /dev", str(agent, "terminationMessagePath"))
 	cfgMount := mount(agent, "/etc/nccl-triage")
 	c.check(cfgMount != nil && str(volume(ds, str(cfgMount, "name")), "configMap.name") == full+"-config",
 		"config ConfigMap not mounted at /etc/nccl-triage")
