@@ -79,7 +79,7 @@ if has_cmd demo --serve; then
   "$bin" demo --serve --work-dir "$work/demo" >"$work/demo.log" 2>&1 &
   demo_pid=$!
   pids+=("$demo_pid")
-  for _ in $(seq 2400); do
+  for _ in $(seq 4200); do
     grep -q 'serving until Ctrl-C' "$work/demo.log" && break
     kill -0 "$demo_pid" 2>/dev/null || { echo "FAIL: demo exited:"; tail -n 20 "$work/demo.log"; exit 1; }
     sleep 0.1
