@@ -5,6 +5,7 @@
 //	chartcheck --manifests rendered.yaml --values merged.json --chart helm/nccl-triage \
 //	           --mode default|all-on [--extract-config config.yaml]
 //	chartcheck --schema-cases tests/helm/bad-values --render build/helm-render --chart helm/nccl-triage
+//	chartcheck --rbac-code agent --manifests all-on.yaml
 //	chartcheck --readme-values helm/nccl-triage/README.md --chart helm/nccl-triage
 //	chartcheck --config-subset rendered-config.yaml --config-dump dumped.yaml
 //
@@ -23,6 +24,7 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -239,10 +241,13 @@ func main() {
 	subset := flag.String("config-subset", "", "a config file whose every value must be in --config-dump")
 	dump := flag.String("config-dump", "", "the output of nccl-triage check --dump-config")
 	readme := flag.String("readme-values", "", "chart README whose tables must document every value")
+	rbacCode := flag.String("rbac-code", "", "C++ sources whose Kubernetes client calls the agent's RBAC must match")
 	flag.Parse()
 	c := &checker{}
 	var err error
-	if *readme != "" {
+	if *rbacCode != "" {
+		err = runRbacCode(c, *manifests, *rbacCode)
+	} else if *readme != "" {
 		err = runReadmeValues(c, *readme, *chartDir)
 	} else if *subset != "" {
 		err = runConfigSubset(c, *subset, *dump)
@@ -485,10 +490,10 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 
 	// ---------------------------------------------------------------- RBAC: exactly the verbs used
 	c.scope = "rbac"
-	// pods always; nodes get only for topology pairing, nodes/status and events only when enabled.
-	wantAgent := []string{"/pods:get", "/pods:list", "/pods:patch"}
+	// pods always; nodes get with workloads (on by default), nodes/status and events when enabled.
+	wantAgent := []string{"/nodes:get", "/pods:list", "/pods:patch"}
 	if allOn {
-		wantAgent = append(wantAgent, "/events:create", "/nodes:get", "/nodes/status:patch")
+		wantAgent = append(wantAgent, "/events:create", "/nodes/status:patch")
 	}
 	sort.Strings(wantAgent)
 	ar := s.find("ClusterRole", full+"-agent")
@@ -591,6 +596,76 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 			"node CIDRs %v", get(ing[0], "from"))
 		c.check(get(ing[1], "from.0.namespaceSelector.matchLabels") != nil, "prometheus namespaceSelector")
 	}
+	return nil
+}
+
+// kubeCalls maps each KubeClient method (agent/exporter/kube_client.h) to the permission it needs.
+var kubeCalls = map[string]string{
+	"PatchPodAnnotations":      "/pods:patch",
+	"PatchPodAnnotationsIfUid": "/pods:patch",
+	"GetPod":                   "/pods:get",
+	"ListPods":                 "/pods:list",
+	"GetNode":                  "/nodes:get",
+	"PatchNodeCondition":       "/nodes/status:patch",
+	"CreateEvent":              "/events:create",
+}
+
+// runRbacCode derives the agent's permissions from the KubeClient calls in the sources and
+// compares them with the agent ClusterRole of a render with every option on: RBAC is exactly
+// what the code uses, no more, no less.
+func runRbacCode(c *checker, manifests, sources string) error {
+	c.scope = "rbac-code"
+	header, err := os.ReadFile(filepath.Join(sources, "exporter", "kube_client.h"))
+	if err != nil {
+		return err
+	}
+	methods := regexp.MustCompile(`virtual KubeResponse (\w+)\(`).FindAllStringSubmatch(string(header), -1)
+	c.check(len(methods) > 0, "no KubeClient methods found")
+	for _, m := range methods {
+		_, ok := kubeCalls[m[1]]
+		c.check(ok, "KubeClient::%s has no known permission: add it to kubeCalls and the chart's RBAC", m[1])
+	}
+	used := map[string]bool{}
+	call := regexp.MustCompile(`(?:->|\.)(\w+)\(`)
+	err = filepath.Walk(sources, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || !strings.HasSuffix(p, ".cc") {
+			return err
+		}
+		base := filepath.Base(p)
+		if base == "kube_client.cc" || strings.HasPrefix(base, "fake_") || strings.HasSuffix(base, "_test.cc") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range call.FindAllStringSubmatch(string(b), -1) {
+			if perm, ok := kubeCalls[m[1]]; ok {
+				used[perm] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var want []string
+	for p := range used {
+		want = append(want, p)
+	}
+	sort.Strings(want)
+	objs, err := loadManifests(manifests)
+	if err != nil {
+		return err
+	}
+	var got []string
+	for _, o := range objs {
+		if o["kind"] == "ClusterRole" || o["kind"] == "Role" {
+			got = append(got, rbacRules(o)...)
+		}
+	}
+	sort.Strings(got)
+	c.check(reflect.DeepEqual(got, want), "RBAC with every option on grants %v; the code calls for %v", got, want)
 	return nil
 }
 
