@@ -17,6 +17,10 @@ constexpr std::array kSubcommands = {
     Subcommand{"agent", "run the node agent: checks every interval, metrics, /status, annotations",
                &RunAgentCommand},
     Subcommand{"probe", "NCCL all-reduce over sockets and over IB, then the verdict", &RunProbeCommand},
+    Subcommand{"coordinator", "pair the agents, run the probes, localise faults to node or link",
+               &RunCoordinatorCommand},
+    Subcommand{"demo", "a coordinator and N agents on this machine with injected faults",
+               &RunDemoCommand},
 };
 
 void PrintUsage(std::ostream& os) {

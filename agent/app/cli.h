@@ -35,5 +35,7 @@ int RunCheckCommand(CliContext& ctx);
 int RunClassifyLogCommand(CliContext& ctx);
 int RunAgentCommand(CliContext& ctx);
 int RunProbeCommand(CliContext& ctx);
+int RunCoordinatorCommand(CliContext& ctx);
+int RunDemoCommand(CliContext& ctx);
 
 }  // namespace nccl_triage

@@ -72,11 +72,15 @@ ProbeResult MergeRanks(const ModeProbes& probes, ProbeMode mode) {
   }
   const ProbeResult& r0 = *probes.rank0;
   const ProbeResult& r1 = *probes.rank1;
-  // A rank that could not run at all makes the pair unjudgeable by probes.
-  for (const ProbeResult* r : {&r0, &r1}) {
-    if (r->outcome == ProbeOutcome::kNotRun || r->outcome == ProbeOutcome::kUnavailable) {
-      merged = *r;
-      return merged;
+  // Without a failure, a rank that could not run at all (refused, NCCL missing, cancelled because
+  // its peer could not run) makes the pair unjudgeable by probes. A failure wins over it: the
+  // coordinator cancels the surviving rank once the other has failed before the rendezvous.
+  if (!Failed(r0.outcome) && !Failed(r1.outcome)) {
+    for (const ProbeResult* r : {&r0, &r1}) {
+      if (r->outcome == ProbeOutcome::kNotRun || r->outcome == ProbeOutcome::kUnavailable) {
+        merged = *r;
+        return merged;
+      }
     }
   }
   if (r0.outcome == ProbeOutcome::kPass && r1.outcome == ProbeOutcome::kPass) {

@@ -166,14 +166,25 @@ std::vector<NodePair> Sweep::NextRound() {
   for (size_t i = 0; i < need.size(); ++i) {
     const std::string& x = need[i];
     if (!is_free(x)) continue;
+    auto free_for_x = [&](const std::string& r) {
+      return r != x && is_free(r) && !done.count(NodePair(x, r));
+    };
     auto usable = [&](const std::string& r) {
-      if (r == x || !is_free(r) || done.count(NodePair(x, r))) return false;
-      return !setup_.incompatible || !setup_.incompatible(x, r);
+      return free_for_x(r) && (!setup_.incompatible || !setup_.incompatible(x, r));
     };
     std::string pick;
     for (size_t k = 0; k < refs.size() && pick.empty(); ++k) {
       const std::string& r = refs[(cursor + k) % refs.size()];
       if (usable(r)) {
+        pick = r;
+        cursor = (cursor + k + 1) % refs.size();
+      }
+    }
+    // A node predicted incompatible with every reference (its NCCL version differs from all the
+    // others) is still re-paired: failing with two good partners is exactly what localises it.
+    for (size_t k = 0; k < refs.size() && pick.empty(); ++k) {
+      const std::string& r = refs[(cursor + k) % refs.size()];
+      if (free_for_x(r)) {
         pick = r;
         cursor = (cursor + k + 1) % refs.size();
       }

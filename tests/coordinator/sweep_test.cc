@@ -225,7 +225,7 @@ TEST(Sweep, RetestsSuspectedLinksInRoundTwo) {
   EXPECT_EQ(LinkFaults(run.result), (std::set<NodePair>{NodePair(Name(0), Name(5))}));
 }
 
-TEST(Sweep, NeverUsesAPredictedIncompatibleNodeAsReference) {
+TEST(Sweep, PrefersReferencesNotPredictedIncompatible) {
   World w;
   w.bad_nodes[Name(0)] = "ib.port_state";
   SweepSetup setup = MakeSetup(8, Adjacent(8));
@@ -243,6 +243,20 @@ TEST(Sweep, NeverUsesAPredictedIncompatibleNodeAsReference) {
     }
   }
   EXPECT_EQ(NodeFaults(s.Result()), std::set<std::string>{Name(0)});
+}
+
+TEST(Sweep, NodeIncompatibleWithEveryoneIsStillLocalised) {
+  // Its NCCL version differs from all the others: the prediction says every pair with it fails,
+  // and only probing it with two good partners confirms that the node is the fault.
+  World w;
+  w.bad_nodes[Name(3)] = "versions.mismatch";
+  SweepSetup setup = MakeSetup(8, Adjacent(8));
+  setup.incompatible = [](const std::string& a, const std::string& b) {
+    return a == Name(3) || b == Name(3);
+  };
+  SweepRun run = RunSweep(w, setup);
+  EXPECT_EQ(NodeFaults(run.result), std::set<std::string>{Name(3)});
+  EXPECT_EQ(run.rounds, 2);
 }
 
 TEST(Sweep, IgnoresJudgementsForPairsItDidNotPlan) {

@@ -16,6 +16,10 @@
 //                                           "NET/IB : Unable to open device mlx5_0", then as above
 //   memlock (proc/self/limits) below 16 MiB -> "Call to ibv_reg_mr failed with error Cannot
 //                                           allocate memory" at connection setup, ncclSystemError
+//   the path between two ranks is broken -> "NET/IB : Got completion from peer ... with status=12"
+//     (RETRY_EXC) at connection setup, ncclRemoteError, on both ranks: the PKeys at index
+//     NCCL_IB_PKEY (default 0) of the two ports are not one partition with a full member, or one
+//     node lists the other's hostname in fixture.json "ib_unreachable" (a broken path of the fabric)
 //   otherwise                            -> channels "via NET/IB/0"
 // Without FAKE_NCCL_ROOT the node has no HCA (like a GPU box without InfiniBand).
 //
@@ -54,6 +58,7 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -381,6 +386,7 @@ ncclResult_t BootstrapInterface(Iface* out) {
 
 struct IbResult {
   std::vector<std::string> ports;  // "mlx5_0:1/IB"
+  uint16_t pkey = 0;               // pkeys/<NCCL_IB_PKEY> of the first port; 0 when unknown
 };
 
 std::string StateOf(const std::string& port_dir) { return ReadFirstLine(port_dir + "/state"); }
@@ -426,6 +432,11 @@ IbResult IbInitDevices(const std::string& oob) {
       if (StateOf(pdir).find("ACTIVE") == std::string::npos) continue;  // skipped silently
       std::string ll = ReadFirstLine(pdir + "/link_layer");
       if (ll != "InfiniBand" && ll != "Ethernet") continue;
+      if (r.ports.empty() && ll == "InfiniBand") {
+        std::string index = Env("NCCL_IB_PKEY").empty() ? "0" : Env("NCCL_IB_PKEY");
+        r.pkey = static_cast<uint16_t>(
+            std::strtoul(ReadFirstLine(pdir + "/pkeys/" + index).c_str(), nullptr, 16));
+      }
       r.ports.push_back(dev + ":" + port + (ll == "InfiniBand" ? "/IB" : "/RoCE"));
     }
   }
@@ -486,6 +497,8 @@ struct ncclComm {
   bool blocking = true;
   std::string net;  // "IB" or "Socket"
   bool ib_memlock_fails = false;
+  uint16_t ib_pkey = 0;
+  std::string ib_broken_peer;  // set when the IB path to this peer cannot work
   bool channels_connected = false;
   int listen_fd = -1;
   std::vector<int> fds;  // root: index = peer rank; others: fds[0] is rank 0
@@ -589,6 +602,15 @@ ncclResult_t ConnectChannels(ncclComm* c) {
     INFO("[Proxy Service %d] Failed to execute operation Connect from rank %d, retcode 2",
          c->rank, c->rank);
     return ncclSystemError;
+  }
+  if (c->net == "IB" && !c->ib_broken_peer.empty()) {
+    WARN_AT("transport/net_ib/p2p.cc", 467,
+            "NET/IB : Got completion from peer %s with status=12 opcode=0 len=0 vendor err 129 "
+            "(Send) localGid fe80::1 remoteGid fe80::2",
+            c->ib_broken_peer.c_str());
+    TRACE_RET("transport/net_ib/p2p.cc", 471, kRemoteError);
+    TRACE_RET("transport/net.cc", 1318, kRemoteError);
+    return kRemoteError;
   }
   const char* net = c->net == "IB" ? "NET/IB/0" : "NET/Socket/0";
   int next = (c->rank + 1) % c->nranks;
@@ -712,7 +734,46 @@ struct Hello {
   uint32_t version;
   uint32_t bus_id;
   char host_hash[96];
+  uint32_t ib_pkey;        // 0: not on IB
+  char node[64];           // the fixture's hostname
+  char unreachable[256];   // fixture.json "ib_unreachable", comma-separated
 };
+
+// IB partitions: two ports talk when their PKeys are one partition and one is a full member.
+bool PkeysTalk(uint32_t a, uint32_t b) {
+  if (a == 0 || b == 0) return true;  // unknown: not this fake's business
+  return (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000) != 0;
+}
+
+bool Listed(const char* list, const char* name) {
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty() && item == name) return true;
+  }
+  return false;
+}
+
+// fixture.json "ib_unreachable": ["a", "b"] -> "a,b" (a flat scan: the file is ours).
+std::string Unreachable() {
+  std::ifstream in(Root() + "/fixture.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto key = text.find("\"ib_unreachable\"");
+  if (key == std::string::npos) return "";
+  auto open = text.find('[', key);
+  auto close = text.find(']', open);
+  if (open == std::string::npos || close == std::string::npos) return "";
+  std::string out;
+  for (size_t i = open; i < close;) {
+    auto q1 = text.find('"', i);
+    if (q1 == std::string::npos || q1 > close) break;
+    auto q2 = text.find('"', q1 + 1);
+    if (q2 == std::string::npos || q2 > close) break;
+    out += (out.empty() ? "" : ",") + text.substr(q1 + 1, q2 - q1 - 1);
+    i = q2 + 1;
+  }
+  return out;
+}
 
 std::string HostHashString() {
   std::string id = Env("NCCL_HOSTID");
@@ -755,6 +816,7 @@ ncclResult_t NetInit(ncclComm* c, const std::string& config_net, const Iface& oo
     INFO("Initialized NET plugin IB");
     auto memlock = MemlockSoft();
     c->ib_memlock_fails = memlock && *memlock < kMemlockFloor;
+    c->ib_pkey = ib.pkey;
   } else {
     c->net = "Socket";
     INFO("NET/Socket : Using [0]%s", oob_s.c_str());
@@ -779,6 +841,12 @@ ncclResult_t Bootstrap(ncclComm* c, const IdPayload& id) {
   mine.version = FAKE_NCCL_VERSION_CODE;
   mine.bus_id = bus_id;
   std::snprintf(mine.host_hash, sizeof(mine.host_hash), "%s", hash.c_str());
+  if (c->net == "IB") {
+    mine.ib_pkey = c->ib_pkey;
+    std::snprintf(mine.node, sizeof(mine.node), "%s",
+                  ReadFirstLine(Root() + "/proc/sys/kernel/hostname").c_str());
+    std::snprintf(mine.unreachable, sizeof(mine.unreachable), "%s", Unreachable().c_str());
+  }
   c->fds.assign(static_cast<size_t>(c->nranks), -1);
 
   if (c->rank == 0) {
@@ -829,11 +897,29 @@ ncclResult_t Bootstrap(ncclComm* c, const IdPayload& id) {
         }
       }
     }
+    // The IB paths (2 ranks: one path): which peer each rank cannot reach.
+    std::vector<std::string> broken(static_cast<size_t>(c->nranks));
+    for (int i = 0; i < c->nranks; ++i) {
+      for (int j = 0; j < c->nranks; ++j) {
+        const Hello& a = hellos[static_cast<size_t>(i)];
+        const Hello& b = hellos[static_cast<size_t>(j)];
+        if (i == j || a.node[0] == 0 || b.node[0] == 0) continue;
+        if (!PkeysTalk(a.ib_pkey, b.ib_pkey) || Listed(a.unreachable, b.node) ||
+            Listed(b.unreachable, a.node)) {
+          broken[static_cast<size_t>(i)] = b.node;
+        }
+      }
+    }
+    c->ib_broken_peer = broken[0];
     for (int peer = 1; peer < c->nranks; ++peer) {
       SendAll(c->fds[static_cast<size_t>(peer)], &verdict, sizeof(verdict), c->aborted);
       uint32_t len = static_cast<uint32_t>(why.size());
       SendAll(c->fds[static_cast<size_t>(peer)], &len, sizeof(len), c->aborted);
       SendAll(c->fds[static_cast<size_t>(peer)], why.data(), why.size(), c->aborted);
+      const std::string& b = broken[static_cast<size_t>(peer)];
+      uint32_t blen = static_cast<uint32_t>(b.size());
+      SendAll(c->fds[static_cast<size_t>(peer)], &blen, sizeof(blen), c->aborted);
+      SendAll(c->fds[static_cast<size_t>(peer)], b.data(), b.size(), c->aborted);
     }
     if (verdict != ncclSuccess) {
       WARN_AT("init.cc", 904, "%s", why.c_str());
@@ -877,6 +963,12 @@ ncclResult_t Bootstrap(ncclComm* c, const IdPayload& id) {
   }
   std::string why(len, '\0');
   if (len > 0 && RecvAll(fd, why.data(), len, c->aborted) != 1) return PeerClosed(c, fd);
+  uint32_t blen = 0;
+  if (RecvAll(fd, &blen, sizeof(blen), c->aborted) != 1 || blen > 64) return PeerClosed(c, fd);
+  c->ib_broken_peer.assign(blen, '\0');
+  if (blen > 0 && RecvAll(fd, c->ib_broken_peer.data(), blen, c->aborted) != 1) {
+    return PeerClosed(c, fd);
+  }
   if (verdict != ncclSuccess) {
     WARN_AT("init.cc", 904, "%s", why.c_str());
     TRACE_RET("init.cc", 1339, verdict);

@@ -1,0 +1,124 @@
+#include "coordinator/coordinator_metrics.h"
+
+#include <array>
+
+namespace nccl_triage {
+namespace {
+
+constexpr std::array kSpecs = {
+    MetricSpec{"nccl_triage_coordinator_agents_connected", "gauge", "",
+               "Agents with an open session to the coordinator."},
+    MetricSpec{"nccl_triage_coordinator_sweeps_total", "counter", "", "Sweeps finished."},
+    MetricSpec{"nccl_triage_coordinator_sweep_duration_seconds", "histogram", "",
+               "Wall time of a sweep, all rounds."},
+    MetricSpec{"nccl_triage_coordinator_probes_total", "counter", "mode,outcome",
+               "Pair probes run, by mode and merged outcome (lost: an agent went away)."},
+    MetricSpec{"nccl_triage_coordinator_localised_faults", "gauge", "kind",
+               "Confirmed faults localised to a node or to a link."},
+    MetricSpec{"nccl_triage_coordinator_fault", "gauge", "kind,node,peer,class,cause",
+               "1 for each confirmed fault (peer is empty for node faults)."},
+    MetricSpec{"nccl_triage_coordinator_pairs_tested", "gauge", "",
+               "Pairs tested in the current round-robin coverage cycle."},
+    MetricSpec{"nccl_triage_coordinator_pairs_total", "gauge", "",
+               "Pairs of the current node set (n(n-1)/2)."},
+    MetricSpec{"nccl_triage_coordinator_last_sweep_timestamp_seconds", "gauge", "",
+               "Unix time the last sweep finished."},
+};
+
+std::string Help(std::string_view name) {
+  for (const auto& s : kSpecs) {
+    if (s.name == name) return std::string(s.help);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::span<const MetricSpec> CoordinatorMetricSpecs() { return kSpecs; }
+
+CoordinatorMetrics::CoordinatorMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  auto gauge = [&](const char* name) -> prometheus::Gauge& {
+    return prometheus::BuildGauge().Name(name).Help(Help(name)).Register(*registry_).Add({});
+  };
+  agents_ = &gauge("nccl_triage_coordinator_agents_connected");
+  sweeps_ = &prometheus::BuildCounter()
+                 .Name("nccl_triage_coordinator_sweeps_total")
+                 .Help(Help("nccl_triage_coordinator_sweeps_total"))
+                 .Register(*registry_)
+                 .Add({});
+  sweep_duration_ =
+      &prometheus::BuildHistogram()
+           .Name("nccl_triage_coordinator_sweep_duration_seconds")
+           .Help(Help("nccl_triage_coordinator_sweep_duration_seconds"))
+           .Register(*registry_)
+           .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600});
+  probes_ = &prometheus::BuildCounter()
+                 .Name("nccl_triage_coordinator_probes_total")
+                 .Help(Help("nccl_triage_coordinator_probes_total"))
+                 .Register(*registry_);
+  localised_family_ = &prometheus::BuildGauge()
+                           .Name("nccl_triage_coordinator_localised_faults")
+                           .Help(Help("nccl_triage_coordinator_localised_faults"))
+                           .Register(*registry_);
+  localised_node_ = &localised_family_->Add({{"kind", "node"}});
+  localised_link_ = &localised_family_->Add({{"kind", "link"}});
+  fault_ = std::make_unique<GaugeSeries>(prometheus::BuildGauge()
+                                             .Name("nccl_triage_coordinator_fault")
+                                             .Help(Help("nccl_triage_coordinator_fault"))
+                                             .Register(*registry_));
+  pairs_tested_ = &gauge("nccl_triage_coordinator_pairs_tested");
+  pairs_total_ = &gauge("nccl_triage_coordinator_pairs_total");
+  last_sweep_ = &gauge("nccl_triage_coordinator_last_sweep_timestamp_seconds");
+}
+
+CoordinatorMetrics::~CoordinatorMetrics() = default;
+
+void CoordinatorMetrics::SetAgentsConnected(size_t n) {
+  std::lock_guard lock(mu_);
+  agents_->Set(static_cast<double>(n));
+}
+
+void CoordinatorMetrics::CountProbe(std::string_view mode, std::string_view outcome) {
+  std::lock_guard lock(mu_);
+  probes_->Add({{"mode", std::string(mode)}, {"outcome", std::string(outcome)}}).Increment();
+}
+
+void CoordinatorMetrics::ObserveSweep(double seconds, int64_t finished_unix_ms) {
+  std::lock_guard lock(mu_);
+  sweeps_->Increment();
+  sweep_duration_->Observe(seconds);
+  last_sweep_->Set(static_cast<double>(finished_unix_ms) / 1000.0);
+}
+
+void CoordinatorMetrics::SetFaults(const std::vector<TrackedFault>& confirmed) {
+  std::lock_guard lock(mu_);
+  int nodes = 0;
+  int links = 0;
+  for (const auto& t : confirmed) {
+    const LocalisedFault& f = t.fault;
+    const bool node = f.kind == FaultKind::kNode;
+    (node ? nodes : links)++;
+    fault_->Set({{"kind", std::string(ToString(f.kind))},
+                 {"node", f.nodes.empty() ? "" : f.nodes[0]},
+                 {"peer", node || f.nodes.size() < 2 ? "" : f.nodes[1]},
+                 {"class", std::string(ToString(f.fault_class))},
+                 {"cause", f.causes.empty() ? "" : f.causes[0]}},
+                1);
+  }
+  fault_->Sweep();
+  localised_node_->Set(nodes);
+  localised_link_->Set(links);
+}
+
+void CoordinatorMetrics::SetCoverage(uint64_t tested, uint64_t total) {
+  std::lock_guard lock(mu_);
+  pairs_tested_->Set(static_cast<double>(tested));
+  pairs_total_->Set(static_cast<double>(total));
+}
+
+std::string CoordinatorMetrics::Text() {
+  std::lock_guard lock(mu_);
+  return SerializeMetrics(registry_->Collect());
+}
+
+}  // namespace nccl_triage

@@ -1,0 +1,68 @@
+// CoordinatorMetrics: the coordinator's Prometheus metrics (names fixed by the runtime contract,
+// prefix nccl_triage_coordinator_), updated by the coordinator as things happen and serialised on
+// GET /metrics.
+//
+//   agents_connected                         gauge
+//   sweeps_total                             counter
+//   sweep_duration_seconds                   histogram
+//   probes_total{mode,outcome}               counter (one per pair and mode; outcome "lost" when
+//                                            an agent disconnected or never reported)
+//   localised_faults{kind}                   gauge (kind node|link: confirmed faults now)
+//   fault{kind,node,peer,class,cause}        gauge 1 per confirmed fault (peer "" for node faults)
+//   pairs_tested / pairs_total               gauges (round-robin coverage of the current cycle)
+//   last_sweep_timestamp_seconds             gauge
+//
+// Thread-safe: every method takes an internal mutex.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "coordinator/hold_down.h"
+#include "exporter/metrics.h"
+
+namespace nccl_triage {
+
+std::span<const MetricSpec> CoordinatorMetricSpecs();
+
+class CoordinatorMetrics {
+ public:
+  CoordinatorMetrics();
+  ~CoordinatorMetrics();
+  CoordinatorMetrics(const CoordinatorMetrics&) = delete;
+  CoordinatorMetrics& operator=(const CoordinatorMetrics&) = delete;
+
+  void SetAgentsConnected(size_t n);
+  void CountProbe(std::string_view mode, std::string_view outcome);
+  void ObserveSweep(double seconds, int64_t finished_unix_ms);
+  void SetFaults(const std::vector<TrackedFault>& confirmed);
+  void SetCoverage(uint64_t tested, uint64_t total);
+
+  std::string Text();
+
+ private:
+  std::mutex mu_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Gauge* agents_ = nullptr;
+  prometheus::Counter* sweeps_ = nullptr;
+  prometheus::Histogram* sweep_duration_ = nullptr;
+  prometheus::Family<prometheus::Counter>* probes_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* localised_family_ = nullptr;
+  prometheus::Gauge* localised_node_ = nullptr;
+  prometheus::Gauge* localised_link_ = nullptr;
+  std::unique_ptr<GaugeSeries> fault_;
+  prometheus::Gauge* pairs_tested_ = nullptr;
+  prometheus::Gauge* pairs_total_ = nullptr;
+  prometheus::Gauge* last_sweep_ = nullptr;
+};
+
+}  // namespace nccl_triage

@@ -1,0 +1,136 @@
+// CoordinatorServer: the coordinator process's heart. It keeps one gRPC stream per agent
+// (nccl_triage.v1 Coordinator.Session), runs sweeps on an interval and on demand, drives every
+// pair's socket and IB probes through the agents, judges them (pair_judge, sweep, hold_down) and
+// pushes the verdicts back; it serves /metrics, /livez, /readyz, /status and POST /sweep.
+//
+// Security: a shared token in the "authorization: Bearer <token>" metadata (a wrong or missing
+// token is rejected with UNAUTHENTICATED and one log line naming the peer); TLS when a certificate
+// and key are given. Everything sent to an agent is a closed assignment (peer, mode, rank, size,
+// deadline). Robustness: a malformed message closes that agent's stream with INVALID_ARGUMENT
+// (or is ignored when harmless) and never affects other streams; an agent silent for
+// heartbeat_timeout is dropped; no probe stays assigned past its deadline plus a grace (the pair
+// is then inconclusive and both agents are told to cancel); an agent that disconnects mid-probe
+// makes its pair inconclusive and its peer's child is cancelled at once.
+//
+// Threads: gRPC's callback threads handle stream events; one sweep thread plans and waits; the
+// HTTP server has its own pool. All shared state sits behind one mutex. Ownership: the server
+// owns its streams; the logger must outlive it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "coordinator/hold_down.h"
+#include "coordinator/node_info.h"
+#include "coordinator/pair_judge.h"
+#include "coordinator/sweep.h"
+#include "core/config.h"
+#include "core/status.h"
+
+namespace nccl_triage {
+
+class Logger;
+
+struct CoordinatorOptions {
+  std::string listen = "0.0.0.0:9501";  // gRPC
+  std::string http_listen;              // empty: no HTTP server
+  std::string token;                    // empty: agents are not authenticated (logged)
+  std::string cert_pem;                 // TLS when cert and key are both set
+  std::string key_pem;
+  std::chrono::milliseconds sweep_interval{900'000};  // 0: only on demand
+  int hold_down = 2;
+  std::string topology_label;
+  std::chrono::milliseconds heartbeat_timeout{30'000};
+  int heartbeat_interval_seconds = 5;   // told to agents in Welcome
+  uint64_t probe_size_bytes = 64ull << 20;  // mapped onto the closed set of sizes
+  int probe_deadline_seconds = 120;
+  std::chrono::milliseconds report_grace{10'000};  // beyond the deadline before a rank is lost
+  // When one rank failed, how long the other may take to report its own log before it is
+  // cancelled (it cannot pass any more; its log often names the cause).
+  std::chrono::milliseconds peer_failed_grace{5'000};
+  JudgeOptions judge;
+  int max_rounds = 3;
+  uint64_t seed = 1;
+  std::string version;
+};
+
+// Options from the configuration file's coordinator and probe sections (token and TLS material
+// are read by the caller: they come from files or the environment).
+CoordinatorOptions CoordinatorOptionsFromConfig(const Config& config);
+
+// The coordinator's state at one moment, for /status, the demo and tests.
+struct CoordinatorView {
+  struct Agent {
+    NodeInfo info;
+    bool connected = false;
+    std::string peer;  // the agent's address as gRPC saw it
+  };
+  struct Pair {
+    NodePair pair;
+    PairJudgement judgement;
+    PairLocalisation localisation = PairLocalisation::kNone;
+    uint64_t sweep = 0;
+    int round = 0;
+  };
+  struct Node {
+    FaultClass fault_class = FaultClass::kUnknown;
+    Basis basis = Basis::kChecks;
+    std::vector<std::string> causes;
+    std::string reason;
+    NodeState state = NodeState::kUntested;  // in the last sweep that tested it
+    bool confirmed_fault = false;
+  };
+  std::vector<Agent> agents;          // every node ever seen, by name
+  std::map<std::string, Node> nodes;  // the published node verdicts
+  std::vector<Pair> pairs;            // the last probe result of each pair, by pair
+  std::vector<TrackedFault> faults;   // suspected and confirmed
+  uint64_t sweeps_done = 0;
+  int last_sweep_rounds = 0;
+  uint64_t pairs_tested = 0;
+  uint64_t pairs_total = 0;
+  uint64_t coverage_cycles = 0;
+  int hold_down = 2;
+};
+
+nlohmann::json ToJson(const CoordinatorView& view);
+
+class CoordinatorServer {
+ public:
+  CoordinatorServer(CoordinatorOptions options, Logger& log);
+  ~CoordinatorServer();
+  CoordinatorServer(const CoordinatorServer&) = delete;
+  CoordinatorServer& operator=(const CoordinatorServer&) = delete;
+
+  // Binds the gRPC port (and the HTTP port when configured) and starts the sweep thread.
+  Status Start();
+  // Closes every stream, stops the sweep thread and both servers. Idempotent.
+  void Stop();
+
+  int grpc_port() const;
+  int http_port() const;
+
+  // Asks for a sweep; returns the number of the sweep that will answer the request.
+  uint64_t RequestSweep();
+  // Waits until sweep `number` has finished; false on timeout or stop.
+  bool WaitForSweep(uint64_t number, std::chrono::milliseconds timeout);
+  // Waits until at least `n` agents are connected (said hello); false on timeout.
+  bool WaitForAgents(size_t n, std::chrono::milliseconds timeout);
+  size_t ConnectedAgents() const;
+  // Probes assigned and not yet reported (tests: nothing stays assigned forever).
+  size_t OutstandingProbes() const;
+
+  CoordinatorView View() const;
+  std::string MetricsText() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nccl_triage
