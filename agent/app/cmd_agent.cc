@@ -22,6 +22,7 @@
 #include "checks/check.h"
 #include "config/config_loader.h"
 #include "core/config.h"
+#include "coordinator/session.h"
 #include "core/report.h"
 #include "daemon/agent.h"
 #include "daemon/agent_state.h"
@@ -221,12 +222,6 @@ int RunAgentCommand(CliContext& ctx) {
   agent.SetProbeRunner(
       MakeRunnerProbeFn(std::make_shared<const ProbeRunner>(config.probe, probe_options)));
 
-  std::optional<std::string> coordinator = flags.coordinator;
-  if (!coordinator) coordinator = config.agent.coordinator;
-  if (coordinator && !flags.standalone) {
-    log.Warn("agent", "coordinator " + *coordinator +
-                          ": this build has no coordinator link; running standalone");
-  }
 
   // Step: metrics and HTTP endpoints.
   SignalBlock signals;
@@ -272,6 +267,26 @@ int RunAgentCommand(CliContext& ctx) {
     }
   } else if (wants_kube) {
     log.Info("kube", "not running in Kubernetes (no KUBERNETES_SERVICE_HOST): no annotations");
+  }
+
+  // Step: the coordinator session (after the Kubernetes client: it reads the topology label).
+  std::optional<std::string> coordinator = flags.coordinator;
+  if (!coordinator) coordinator = config.agent.coordinator;
+  if (coordinator && !flags.standalone) {
+    std::map<std::string, std::string> labels;
+    if (kube && !config.coordinator.topology_label.empty() && !node.empty()) {
+      for (auto& [k, v] : NodeLabelsFromJson(kube->GetNode(node).body)) {
+        if (k == config.coordinator.topology_label) labels[k] = v;
+      }
+    }
+    auto link = MakeCoordinatorLink(*coordinator, config, Env("NCCL_TRIAGE_TOKEN"), labels,
+                                    NCCL_TRIAGE_VERSION, log);
+    if (!link.ok()) {
+      ctx.err << "nccl-triage agent: " << link.status().message() << "\n";
+      return 2;
+    }
+    agent.SetCoordinatorLink(std::move(link).value());
+    log.Info("agent", "coordinator session to " + *coordinator);
   }
 
   // Run until SIGTERM/SIGINT; teardown always runs.

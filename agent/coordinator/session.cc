@@ -7,6 +7,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "coordinator/convert.h"
 #include "daemon/log.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
+#include <nlohmann/json.hpp>
 
 namespace nccl_triage {
 namespace {
@@ -417,6 +419,57 @@ void CoordinatorSession::Run(AgentServices& services, std::stop_token stop) {
     sleep_cv.wait_for(lock, stop, delay, [] { return false; });
   }
   services.SetCoordinatorStatus("stopped");
+}
+
+StatusOr<std::unique_ptr<CoordinatorLink>> MakeCoordinatorLink(
+    const std::string& target, const Config& config, const std::string& env_token,
+    std::map<std::string, std::string> labels, const std::string& version, Logger& log) {
+  auto read = [](const std::string& path, const char* what) -> StatusOr<std::string> {
+    std::ifstream in(path);
+    if (!in) return NotFound(std::string("cannot read the ") + what + " file '" + path + "'");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return text;
+  };
+  SessionOptions o;
+  o.target = target;
+  o.version = version;
+  o.labels = std::move(labels);
+  if (config.agent.token_file) {
+    auto token = read(*config.agent.token_file, "token");
+    if (!token.ok()) return token.status();
+    o.token = *token;
+  } else {
+    o.token = env_token;
+  }
+  while (!o.token.empty() && (o.token.back() == '\n' || o.token.back() == '\r' ||
+                              o.token.back() == ' ')) {
+    o.token.pop_back();
+  }
+  if (config.agent.ca_file) {
+    auto ca = read(*config.agent.ca_file, "CA");
+    if (!ca.ok()) return ca.status();
+    o.tls = true;
+    o.ca_pem = *ca;
+  }
+  if (o.token.empty()) {
+    log.Warn("session", "no token (agent.token_file or NCCL_TRIAGE_TOKEN): a coordinator that "
+                        "requires one will reject this agent");
+  }
+  return std::unique_ptr<CoordinatorLink>(std::make_unique<CoordinatorSession>(o, log));
+}
+
+std::map<std::string, std::string> NodeLabelsFromJson(const std::string& body) {
+  std::map<std::string, std::string> out;
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return out;
+  auto meta = j.find("metadata");
+  if (meta == j.end() || !meta->is_object()) return out;
+  auto labels = meta->find("labels");
+  if (labels == meta->end() || !labels->is_object()) return out;
+  for (const auto& [k, v] : labels->items()) {
+    if (v.is_string()) out[k] = v.get<std::string>();
+  }
+  return out;
 }
 
 }  // namespace nccl_triage

@@ -21,8 +21,11 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 
+#include "core/config.h"
+#include "core/status.h"
 #include "daemon/coordinator_link.h"
 
 namespace nccl_triage {
@@ -63,5 +66,17 @@ class CoordinatorSession final : public CoordinatorLink {
   Logger& log_;
   std::atomic<uint64_t> sessions_{0};
 };
+
+// The agent's session to `target` from the configuration: the token from agent.token_file, else
+// the environment variable NCCL_TRIAGE_TOKEN (`env_token`, passed in: nothing here reads the
+// environment); TLS when agent.ca_file is set (the file holds the roots). Fails on an unreadable
+// token or CA file.
+StatusOr<std::unique_ptr<CoordinatorLink>> MakeCoordinatorLink(
+    const std::string& target, const Config& config, const std::string& env_token,
+    std::map<std::string, std::string> labels, const std::string& version, Logger& log);
+
+// The labels of a Kubernetes Node object (the JSON body of GET /api/v1/nodes/<name>); empty when
+// the body is not a Node.
+std::map<std::string, std::string> NodeLabelsFromJson(const std::string& body);
 
 }  // namespace nccl_triage

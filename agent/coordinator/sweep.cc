@@ -119,7 +119,6 @@ std::vector<NodePair> Sweep::NextRound() {
   if (round_ >= setup_.max_rounds) return {};
   std::vector<NodePair> pairs;
   if (round_ == 0) {
-    round_ = 1;
     std::set<std::string> used;
     for (const auto& p : setup_.round1) {
       if (!present_.count(p.a) || !present_.count(p.b) || p.a == p.b) continue;
@@ -128,6 +127,8 @@ std::vector<NodePair> Sweep::NextRound() {
       used.insert(p.b);
       pairs.push_back(p);
     }
+    if (pairs.empty()) return pairs;  // nothing to probe: the sweep has no round
+    round_ = 1;
     planned_.insert(pairs.begin(), pairs.end());
     return pairs;
   }
