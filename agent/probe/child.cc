@@ -12,10 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "probe/libraries.h"
 
@@ -27,7 +26,7 @@ using abi::CUresult;
 using abi::ncclResult_t;
 
 constexpr size_t kStagingElements = 256 * 1024;  // 1 MiB of uint32: bounded host memory
-constexpr uint32_t kSentinel = 0xDEADBEEF;        // recv buffer before the collective
+constexpr uint32_t kSentinel = 0xDEADBEEF;       // recv buffer before the collective
 
 int64_t MonotonicNs() {
   timespec ts{};
@@ -123,8 +122,8 @@ class ChildRun {
       if (!CuOk("cuDeviceGetCount", rc)) return false;
       if (count == 0) return Unavailable("no CUDA device");
       if (o_.device >= count) {
-        r_.detail = "device " + std::to_string(o_.device) + " requested, " +
-                    std::to_string(count) + " present";
+        r_.detail = "device " + std::to_string(o_.device) + " requested, " + std::to_string(count) +
+                    " present";
         return false;
       }
     }
@@ -159,8 +158,8 @@ class ChildRun {
         r_.outcome = closed ? ProbeOutcome::kFail : ProbeOutcome::kTimeout;
         r_.detail = closed ? "no unique id: the relay closed fd " +
                                  std::to_string(o_.unique_id_fd) + " without one"
-                           : "no unique id from rank 0 on fd " +
-                                 std::to_string(o_.unique_id_fd) + " before the deadline";
+                           : "no unique id from rank 0 on fd " + std::to_string(o_.unique_id_fd) +
+                                 " before the deadline";
         return false;
       }
       id = *read;
@@ -217,8 +216,8 @@ class ChildRun {
     for (uint64_t base = 0; base < count; base += staging.size()) {
       uint64_t n = std::min<uint64_t>(staging.size(), count - base);
       for (uint64_t k = 0; k < n; ++k) staging[k] = Contribution(o_.rank, base + k);
-      if (!CuOk("cuMemcpyHtoD_v2", cu_.memcpy_htod(send_ + base * sizeof(uint32_t),
-                                                  staging.data(), n * sizeof(uint32_t)))) {
+      if (!CuOk("cuMemcpyHtoD_v2", cu_.memcpy_htod(send_ + base * sizeof(uint32_t), staging.data(),
+                                                   n * sizeof(uint32_t)))) {
         return false;
       }
     }
@@ -244,9 +243,9 @@ class ChildRun {
   }
 
   bool AllReduce(uint64_t count) {
-    ncclResult_t rc = nc_.all_reduce(reinterpret_cast<const void*>(send_),
-                                     reinterpret_cast<void*>(recv_), count, abi::kNcclUint32,
-                                     abi::kNcclSum, comm_, stream_);
+    ncclResult_t rc =
+        nc_.all_reduce(reinterpret_cast<const void*>(send_), reinterpret_cast<void*>(recv_), count,
+                       abi::kNcclUint32, abi::kNcclSum, comm_, stream_);
     // A non-blocking communicator may still be connecting (runtime connect, 2.22+).
     if (rc == abi::kNcclInProgress) {
       rc = WaitComm("ncclAllReduce");
@@ -310,7 +309,7 @@ class ChildRun {
     for (uint64_t base = 0; base < count; base += staging.size()) {
       uint64_t n = std::min<uint64_t>(staging.size(), count - base);
       if (!CuOk("cuMemcpyDtoH_v2", cu_.memcpy_dtoh(staging.data(), recv_ + base * sizeof(uint32_t),
-                                                  n * sizeof(uint32_t)))) {
+                                                   n * sizeof(uint32_t)))) {
         return false;
       }
       for (uint64_t k = 0; k < n; ++k) {
@@ -337,8 +336,7 @@ class ChildRun {
   void Cleanup() {
     if (comm_ != nullptr) {
       if (r_.outcome == ProbeOutcome::kPass) {
-        if (nc_.comm_finalize != nullptr &&
-            nc_.comm_finalize(comm_) == abi::kNcclInProgress &&
+        if (nc_.comm_finalize != nullptr && nc_.comm_finalize(comm_) == abi::kNcclInProgress &&
             nc_.comm_get_async_error != nullptr) {
           // Bounded: a finalize that hangs after a verified run is not worth failing it for.
           auto until = std::min(deadline_, Clock::now() + std::chrono::seconds(5));

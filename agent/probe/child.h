@@ -46,7 +46,7 @@ struct ChildOptions {
   std::vector<std::string> cuda_library_paths;
   bool default_library_search = true;
   std::string library_root = "/";
-  int unique_id_fd = 0;  // ranks > 0 read the id line from here
+  int unique_id_fd = 0;                       // ranks > 0 read the id line from here
   std::optional<int64_t> spawn_monotonic_ns;  // CLOCK_MONOTONIC at spawn (for startup_seconds)
 };
 

@@ -53,8 +53,7 @@ void* LoadedLibrary::Symbol(const char* name) const {
   return handle == nullptr ? nullptr : dlsym(handle, name);
 }
 
-std::vector<std::string> LibraryCandidates(const LibrarySearch& search,
-                                           const std::string& soname) {
+std::vector<std::string> LibraryCandidates(const LibrarySearch& search, const std::string& soname) {
   std::vector<std::string> out;
   auto add = [&](std::string p) {
     if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(std::move(p));

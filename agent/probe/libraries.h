@@ -4,12 +4,14 @@
 //   1. the configured paths (ProbeConfig::{nccl,cuda}_library_paths), in order; an entry that is a
 //      directory means <dir>/<soname>;
 //   2. the SONAME itself, through the dynamic loader (LD_LIBRARY_PATH, the binary's RUNPATH,
-//      /etc/ld.so.cache, the default directories) — skipped when only configured paths are allowed;
+//      /etc/ld.so.cache, the default directories) — skipped when only configured paths are
+//      allowed;
 //   3. well-known install locations under the root: for NCCL the pip wheel layout
 //      <prefix>/lib/python3.*/{site,dist}-packages/nvidia/nccl/lib/libnccl.so.2 for the usual
-//      Python prefixes (/usr, /usr/local, /opt/conda, /opt/*/.venv, /opt/*), plus /usr/local/nccl/lib and
-//      /usr/local/cuda*/lib{64,}; for CUDA the driver's container mounts (/usr/local/nvidia/lib64,
-//      /usr/lib64, /usr/lib/x86_64-linux-gnu, /usr/lib/aarch64-linux-gnu) — also skipped then.
+//      Python prefixes (/usr, /usr/local, /opt/conda, /opt/*/.venv, /opt/*), plus
+//      /usr/local/nccl/lib and /usr/local/cuda*/lib{64,}; for CUDA the driver's container mounts
+//      (/usr/local/nvidia/lib64, /usr/lib64, /usr/lib/x86_64-linux-gnu, /usr/lib/aarch64-linux-gnu)
+//      — also skipped then.
 // Loaded libraries are never dlclosed: NCCL starts threads that would outlive the code.
 // Thread-compatible; used only inside the probe child.
 #pragma once
@@ -78,12 +80,12 @@ struct NcclApi {
   abi::NcclCommInitRankFn comm_init_rank = nullptr;
   abi::NcclCommInitRankConfigFn comm_init_rank_config = nullptr;  // 2.14+
   abi::NcclAllReduceFn all_reduce = nullptr;
-  abi::NcclCommGetAsyncErrorFn comm_get_async_error = nullptr;   // 2.4+
-  abi::NcclCommFn comm_abort = nullptr;                           // 2.4+
+  abi::NcclCommGetAsyncErrorFn comm_get_async_error = nullptr;  // 2.4+
+  abi::NcclCommFn comm_abort = nullptr;                         // 2.4+
   abi::NcclCommFn comm_destroy = nullptr;
-  abi::NcclCommFn comm_finalize = nullptr;                        // 2.14+
+  abi::NcclCommFn comm_finalize = nullptr;  // 2.14+
   abi::NcclGetErrorStringFn get_error_string = nullptr;
-  abi::NcclGetLastErrorFn get_last_error = nullptr;               // 2.13+
+  abi::NcclGetLastErrorFn get_last_error = nullptr;  // 2.13+
 };
 
 // Resolves the symbols; fails when one the probe cannot do without is missing (it names it).

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ostream>
-
 #include <nlohmann/json.hpp>
+#include <ostream>
 
 #include "core/catalogue.h"
 #include "probe/nccl_abi.h"
@@ -23,12 +22,18 @@ bool PeerCaused(const ProbeResult& r) {
 
 int Severity(const ProbeResult& r) {
   switch (r.outcome) {
-    case ProbeOutcome::kUnavailable: return 0;
-    case ProbeOutcome::kCrashed: return 1;
-    case ProbeOutcome::kFail: return PeerCaused(r) ? 4 : 2;
-    case ProbeOutcome::kTimeout: return 3;
-    case ProbeOutcome::kNotRun: return 5;
-    case ProbeOutcome::kPass: return 6;
+    case ProbeOutcome::kUnavailable:
+      return 0;
+    case ProbeOutcome::kCrashed:
+      return 1;
+    case ProbeOutcome::kFail:
+      return PeerCaused(r) ? 4 : 2;
+    case ProbeOutcome::kTimeout:
+      return 3;
+    case ProbeOutcome::kNotRun:
+      return 5;
+    case ProbeOutcome::kPass:
+      return 6;
   }
   return 6;
 }
@@ -54,7 +59,8 @@ ProbeResult MergeRankResults(const std::vector<ProbeResult>& ranks) {
   }
   ProbeResult merged = ranks[pick];
   if (merged.outcome == ProbeOutcome::kPass) {
-    for (const auto& r : ranks) merged.duration_seconds = std::max(merged.duration_seconds, r.duration_seconds);
+    for (const auto& r : ranks)
+      merged.duration_seconds = std::max(merged.duration_seconds, r.duration_seconds);
     return merged;
   }
   merged.detail = "rank " + std::to_string(ranks[pick].rank) + ": " + merged.detail;
@@ -113,10 +119,13 @@ PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeM
 
 int ExitCodeFor(const PairVerdict& v) {
   switch (v.fault_class) {
-    case FaultClass::kHealthy: return 0;
+    case FaultClass::kHealthy:
+      return 0;
     case FaultClass::kArchitecture:
-    case FaultClass::kIbResource: return 1;
-    case FaultClass::kUnknown: return 3;
+    case FaultClass::kIbResource:
+      return 1;
+    case FaultClass::kUnknown:
+      return 3;
   }
   return 3;
 }
@@ -126,7 +135,8 @@ nlohmann::json ToJson(const PairLocalReport& report) {
   for (const auto& row : report.rows) {
     nlohmann::json ranks = nlohmann::json::array();
     for (const auto& r : row.ranks) ranks.push_back(ToJson(r));
-    rows.push_back({{"mode", ToString(row.mode)}, {"result", ToJson(row.merged)}, {"ranks", ranks}});
+    rows.push_back(
+        {{"mode", ToString(row.mode)}, {"result", ToJson(row.merged)}, {"ranks", ranks}});
   }
   nlohmann::json causes = nlohmann::json::array();
   for (const auto& id : report.verdict.causes) {

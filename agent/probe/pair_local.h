@@ -9,10 +9,9 @@
 #pragma once
 
 #include <iosfwd>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "core/decision.h"
 #include "core/model.h"
@@ -32,9 +31,9 @@ struct PairLocalRow {
 struct PairLocalReport {
   std::vector<PairLocalRow> rows;  // socket first, then IB (as run)
   std::vector<Finding> node_findings;
-  std::string findings_note;       // why there are none, when there are none
+  std::string findings_note;  // why there are none, when there are none
   PairVerdict verdict;
-  std::string work_dir;            // where the NCCL logs are
+  std::string work_dir;  // where the NCCL logs are
 };
 
 // One row from the ranks' results.

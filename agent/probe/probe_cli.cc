@@ -2,9 +2,8 @@
 
 #include <stdlib.h>
 
-#include <ostream>
-
 #include <nlohmann/json.hpp>
+#include <ostream>
 
 #include "probe/child.h"
 #include "probe/pair_local.h"
@@ -148,8 +147,8 @@ StatusOr<std::string> MakeWorkDir(const std::map<std::string, std::string>& env)
   return pattern;
 }
 
-int RunPairLocalCommand(const std::vector<std::string>& args, std::ostream& out,
-                        std::ostream& err, const ProbeCliHooks& hooks) {
+int RunPairLocalCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                        const ProbeCliHooks& hooks) {
   PairArgs p;
   Overrides o;
   if (Status st = ParsePairArgs(args, p, o); !st.ok()) {

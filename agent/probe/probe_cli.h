@@ -23,7 +23,7 @@
 namespace nccl_triage {
 
 struct ProbeCliHooks {
-  std::string self_exe;                        // the binary that implements `probe --child`
+  std::string self_exe;                            // the binary that implements `probe --child`
   std::map<std::string, std::string> environment;  // this process's environment
   // Loads a configuration file's probe section (the full binary only).
   std::function<StatusOr<ProbeConfig>(const std::string& path)> load_config;

@@ -6,9 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "classify/classifier.h"
 #include "core/catalogue.h"
@@ -103,14 +102,14 @@ void ApplyLogRules(ProbeResult& r, const std::optional<Classification>& log) {
   std::optional<std::pair<std::string, std::string>> own_cause;  // id, evidence
   if (r.outcome == ProbeOutcome::kPass && r.transport != want) {
     r.outcome = ProbeOutcome::kFail;
-    r.detail = r.transport.empty()
-                   ? "cannot confirm the transport: no channel line in the NCCL log (" +
-                         (log ? std::string("log has none") : std::string("no log")) + ")"
-                   : std::string(ToString(r.mode)) + " probe ran via " + r.transport + ", not " +
-                         want;
-    own_cause.emplace("probe.transport",
-                      r.transport.empty() ? "no channel line in the NCCL log"
-                                          : "channels via " + r.transport + " (wanted " + want + ")");
+    r.detail =
+        r.transport.empty()
+            ? "cannot confirm the transport: no channel line in the NCCL log (" +
+                  (log ? std::string("log has none") : std::string("no log")) + ")"
+            : std::string(ToString(r.mode)) + " probe ran via " + r.transport + ", not " + want;
+    own_cause.emplace("probe.transport", r.transport.empty() ? "no channel line in the NCCL log"
+                                                             : "channels via " + r.transport +
+                                                                   " (wanted " + want + ")");
   }
   if (r.outcome == ProbeOutcome::kFail && r.mismatches > 0) {
     own_cause.emplace("probe.data", r.detail);
@@ -168,8 +167,8 @@ ProbeResult InterpretChild(const ProbeRequest& req, const SubprocessResult& proc
         r.detail = "garbage result: no JSON result on stdout (exit code " +
                    std::to_string(proc.exit_code) + ")";
         if (proc.out_dropped > 0) {
-          r.detail += "; stdout exceeded its bound, " + std::to_string(proc.out_dropped) +
-                      " bytes dropped";
+          r.detail +=
+              "; stdout exceeded its bound, " + std::to_string(proc.out_dropped) + " bytes dropped";
         }
         if (!proc.out.empty()) r.detail += "; stdout began \"" + Excerpt(proc.out) + "\"";
         break;
@@ -181,8 +180,8 @@ ProbeResult InterpretChild(const ProbeRequest& req, const SubprocessResult& proc
       if (r.peer.empty()) r.peer = req.peer;
       r.log_path = log_path;
       if (proc.out_dropped > 0) {
-        r.detail += " (stdout exceeded its bound: " + std::to_string(proc.out_dropped) +
-                    " bytes dropped)";
+        r.detail +=
+            " (stdout exceeded its bound: " + std::to_string(proc.out_dropped) + " bytes dropped)";
       }
       break;
     }
@@ -242,14 +241,13 @@ ProbeResult ProbeChildProcess::Finish() {
 
 ProbeRunner::ProbeRunner(ProbeConfig config, ProbeRunnerOptions options)
     : config_(std::move(config)), options_(std::move(options)) {
-  socket_ifname_ = config_.socket_ifname ? config_.socket_ifname
-                                         : ReadDefaultRouteInterface(options_.root);
+  socket_ifname_ =
+      config_.socket_ifname ? config_.socket_ifname : ReadDefaultRouteInterface(options_.root);
 }
 
 std::string ProbeRunner::LogPath(const ProbeRequest& req) const {
   return (std::filesystem::path(options_.work_dir) /
-          ("nccl-" + std::string(ToString(req.mode)) + "-rank" + std::to_string(req.rank) +
-           ".log"))
+          ("nccl-" + std::string(ToString(req.mode)) + "-rank" + std::to_string(req.rank) + ".log"))
       .string();
 }
 
@@ -260,18 +258,31 @@ std::vector<std::string> ProbeRunner::ChildArgv(const ProbeRequest& req,
   // The child stops itself first (abort, report); the runner's SIGKILL is the backstop.
   int child_ms = timeout_ms - std::min(5000, timeout_ms / 10);
   std::vector<std::string> argv = {
-      options_.child_exe, "probe", "--child",
-      "--mode", std::string(ToString(req.mode)),
-      "--rank", std::to_string(req.rank),
-      "--nranks", std::to_string(req.nranks),
-      "--device", std::to_string(req.device),
-      "--size", std::to_string(config_.size_bytes),
-      "--iters", std::to_string(std::max(config_.iterations, 1)),
-      "--warmup", std::to_string(std::max(config_.warmup_iterations, 0)),
-      "--deadline-ms", std::to_string(child_ms),
-      "--log-file", log_path,
-      "--lib-root", options_.root,
-      "--spawn-ns", std::to_string(spawn_ns),
+      options_.child_exe,
+      "probe",
+      "--child",
+      "--mode",
+      std::string(ToString(req.mode)),
+      "--rank",
+      std::to_string(req.rank),
+      "--nranks",
+      std::to_string(req.nranks),
+      "--device",
+      std::to_string(req.device),
+      "--size",
+      std::to_string(config_.size_bytes),
+      "--iters",
+      std::to_string(std::max(config_.iterations, 1)),
+      "--warmup",
+      std::to_string(std::max(config_.warmup_iterations, 0)),
+      "--deadline-ms",
+      std::to_string(child_ms),
+      "--log-file",
+      log_path,
+      "--lib-root",
+      options_.root,
+      "--spawn-ns",
+      std::to_string(spawn_ns),
   };
   if (!req.peer.empty()) {
     argv.push_back("--peer");

@@ -32,11 +32,11 @@
 namespace nccl_triage {
 
 struct ProbeRunnerOptions {
-  std::string child_exe;          // the nccl-triage binary (or nccl-triage-probe)
-  std::string root = "/";         // host root: <root>/proc/net/route for the default interface
-  std::string work_dir;           // NCCL logs go here (created); must be set
+  std::string child_exe;   // the nccl-triage binary (or nccl-triage-probe)
+  std::string root = "/";  // host root: <root>/proc/net/route for the default interface
+  std::string work_dir;    // NCCL logs go here (created); must be set
   std::map<std::string, std::string> parent_env;  // the only source of inherited variables
-  bool default_library_search = true;  // false: only ProbeConfig's library paths
+  bool default_library_search = true;             // false: only ProbeConfig's library paths
   size_t max_output_bytes = 1 << 20;
 };
 
@@ -46,8 +46,8 @@ struct ProbeRequest {
   int rank = 0;
   int nranks = 2;
   int device = 0;
-  std::string peer;                    // reported in the result
-  std::optional<std::string> hostid;   // NCCL_HOSTID (distinct per rank for a local pair)
+  std::string peer;                   // reported in the result
+  std::optional<std::string> hostid;  // NCCL_HOSTID (distinct per rank for a local pair)
 };
 
 // A started child. Rank 0 prints the unique id; other ranks wait for it on stdin.

@@ -44,10 +44,14 @@ std::string Errno(const char* what, int err) { return std::string(what) + ": " +
 
 std::string_view ToString(ExitKind k) {
   switch (k) {
-    case ExitKind::kExited: return "exited";
-    case ExitKind::kSignaled: return "signaled";
-    case ExitKind::kTimedOut: return "timed_out";
-    case ExitKind::kSpawnFailed: return "spawn_failed";
+    case ExitKind::kExited:
+      return "exited";
+    case ExitKind::kSignaled:
+      return "signaled";
+    case ExitKind::kTimedOut:
+      return "timed_out";
+    case ExitKind::kSpawnFailed:
+      return "spawn_failed";
   }
   return "spawn_failed";
 }
@@ -63,8 +67,8 @@ StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(SubprocessOptions option
   int err_pipe[2] = {-1, -1};
   int in_pair[2] = {-1, -1};
   auto close_all = [&] {
-    for (int* fd : {&out_pipe[0], &out_pipe[1], &err_pipe[0], &err_pipe[1], &in_pair[0],
-                    &in_pair[1]}) {
+    for (int* fd :
+         {&out_pipe[0], &out_pipe[1], &err_pipe[0], &err_pipe[1], &in_pair[0], &in_pair[1]}) {
       CloseFd(*fd);
     }
   };
@@ -103,8 +107,8 @@ StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(SubprocessOptions option
   posix_spawnattr_setpgroup(&attr, 0);  // own process group, id = the child's pid
   posix_spawnattr_setsigmask(&attr, &empty_mask);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
   std::vector<char*> argv;
   for (auto& a : options.argv) argv.push_back(a.data());

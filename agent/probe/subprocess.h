@@ -27,8 +27,8 @@
 namespace nccl_triage {
 
 struct SubprocessOptions {
-  std::vector<std::string> argv;  // argv[0] is the program's path (no PATH search)
-  std::vector<std::string> env;   // "NAME=value": the child's whole environment
+  std::vector<std::string> argv;              // argv[0] is the program's path (no PATH search)
+  std::vector<std::string> env;               // "NAME=value": the child's whole environment
   std::chrono::milliseconds timeout{60'000};  // from the spawn; then SIGKILL of the group
   size_t max_output_bytes = 1 << 20;          // per stream; the rest is read and dropped
   bool pipe_stdin = false;  // true: stdin is a pipe fed by WriteStdin; false: /dev/null
@@ -40,14 +40,14 @@ std::string_view ToString(ExitKind k);
 
 struct SubprocessResult {
   ExitKind kind = ExitKind::kSpawnFailed;
-  int exit_code = -1;   // kExited
-  int signal = 0;       // kSignaled: the signal that ended the child
-  std::string out;      // captured stdout (at most max_output_bytes)
-  std::string err;      // captured stderr (at most max_output_bytes)
+  int exit_code = -1;      // kExited
+  int signal = 0;          // kSignaled: the signal that ended the child
+  std::string out;         // captured stdout (at most max_output_bytes)
+  std::string err;         // captured stderr (at most max_output_bytes)
   size_t out_dropped = 0;  // bytes read beyond the bound and discarded
   size_t err_dropped = 0;
-  double seconds = 0;   // spawn to end
-  std::string error;    // kSpawnFailed: why
+  double seconds = 0;  // spawn to end
+  std::string error;   // kSpawnFailed: why
 };
 
 class Subprocess {
@@ -108,8 +108,8 @@ class Subprocess {
   Clock::time_point started_;
   Clock::time_point deadline_;
   Clock::time_point ended_;
-  bool exited_ = false;   // the leader has exited (status collected)
-  bool done_ = false;     // exited and pipes drained
+  bool exited_ = false;  // the leader has exited (status collected)
+  bool done_ = false;    // exited and pipes drained
   bool timed_out_ = false;
   bool killed_ = false;
   int status_ = 0;

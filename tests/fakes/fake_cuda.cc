@@ -203,28 +203,60 @@ CUresult cuStreamDestroy_v2(void* stream) {
 
 CUresult cuGetErrorName(CUresult error, const char** str) {
   switch (error) {
-    case kSuccess: *str = "CUDA_SUCCESS"; break;
-    case kInvalidValue: *str = "CUDA_ERROR_INVALID_VALUE"; break;
-    case kOutOfMemory: *str = "CUDA_ERROR_OUT_OF_MEMORY"; break;
-    case kNotInitialized: *str = "CUDA_ERROR_NOT_INITIALIZED"; break;
-    case kNoDevice: *str = "CUDA_ERROR_NO_DEVICE"; break;
-    case kInvalidDevice: *str = "CUDA_ERROR_INVALID_DEVICE"; break;
-    case kNotReady: *str = "CUDA_ERROR_NOT_READY"; break;
-    default: *str = nullptr; return kInvalidValue;
+    case kSuccess:
+      *str = "CUDA_SUCCESS";
+      break;
+    case kInvalidValue:
+      *str = "CUDA_ERROR_INVALID_VALUE";
+      break;
+    case kOutOfMemory:
+      *str = "CUDA_ERROR_OUT_OF_MEMORY";
+      break;
+    case kNotInitialized:
+      *str = "CUDA_ERROR_NOT_INITIALIZED";
+      break;
+    case kNoDevice:
+      *str = "CUDA_ERROR_NO_DEVICE";
+      break;
+    case kInvalidDevice:
+      *str = "CUDA_ERROR_INVALID_DEVICE";
+      break;
+    case kNotReady:
+      *str = "CUDA_ERROR_NOT_READY";
+      break;
+    default:
+      *str = nullptr;
+      return kInvalidValue;
   }
   return kSuccess;
 }
 
 CUresult cuGetErrorString(CUresult error, const char** str) {
   switch (error) {
-    case kSuccess: *str = "no error"; break;
-    case kInvalidValue: *str = "invalid argument"; break;
-    case kOutOfMemory: *str = "out of memory"; break;
-    case kNotInitialized: *str = "initialization error"; break;
-    case kNoDevice: *str = "no CUDA-capable device is detected"; break;
-    case kInvalidDevice: *str = "invalid device ordinal"; break;
-    case kNotReady: *str = "device not ready"; break;
-    default: *str = nullptr; return kInvalidValue;
+    case kSuccess:
+      *str = "no error";
+      break;
+    case kInvalidValue:
+      *str = "invalid argument";
+      break;
+    case kOutOfMemory:
+      *str = "out of memory";
+      break;
+    case kNotInitialized:
+      *str = "initialization error";
+      break;
+    case kNoDevice:
+      *str = "no CUDA-capable device is detected";
+      break;
+    case kInvalidDevice:
+      *str = "invalid device ordinal";
+      break;
+    case kNotReady:
+      *str = "device not ready";
+      break;
+    default:
+      *str = nullptr;
+      return kInvalidValue;
   }
   return kSuccess;
 }

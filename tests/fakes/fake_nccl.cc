@@ -406,7 +406,9 @@ IbResult IbInitDevices(const std::string& oob) {
       std::string list;
       std::stringstream ss(hca);
       std::string item;
-      while (std::getline(ss, item, ',')) list += (list.empty() ? "" : ",") + item.substr(0, item.find(':'));
+      while (std::getline(ss, item, ',')) {
+        list += (list.empty() ? "" : ",") + item.substr(0, item.find(':'));
+      }
       if (!MatchIfList(dev, list)) continue;
     }
     // ibv_open_device opens /dev/infiniband/uverbsN of this device.
@@ -655,7 +657,8 @@ ncclResult_t RunAllReduce(ncclComm* c, const Job& job) {
       if (got == 0) return PeerClosed(c, fd);
       if (got < 0) return c->aborted ? ncclInternalError : kRemoteError;
       if (h.bytes != bytes || static_cast<int>(h.datatype) != job.datatype) {
-        WARN_AT("enqueue.cc", 2041, "AllReduce: rank %u sent %lu bytes of type %u, expected %zu of %d",
+        WARN_AT("enqueue.cc", 2041,
+                "AllReduce: rank %u sent %lu bytes of type %u, expected %zu of %d",
                 h.rank, static_cast<unsigned long>(h.bytes), h.datatype, bytes, job.datatype);
         return ncclInvalidUsage;
       }
@@ -679,7 +682,9 @@ ncclResult_t RunAllReduce(ncclComm* c, const Job& job) {
   }
   int fd = c->fds[0];
   Header h{bytes, static_cast<uint32_t>(job.datatype), static_cast<uint32_t>(c->rank)};
-  if (!SendAll(fd, &h, sizeof(h), c->aborted)) return c->aborted ? ncclInternalError : PeerClosed(c, fd);
+  if (!SendAll(fd, &h, sizeof(h), c->aborted)) {
+    return c->aborted ? ncclInternalError : PeerClosed(c, fd);
+  }
   std::vector<char> chunk(std::min(bytes, kChunk));
   for (size_t off = 0; off < bytes; off += kChunk) {
     size_t n = std::min(kChunk, bytes - off);
@@ -1101,9 +1106,11 @@ const char* ncclGetErrorString(ncclResult_t code) {
   }
   switch (code) {
     case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
     case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+    case ncclInternalError:
+      return "internal error - please report this issue to the NCCL developers";
     case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
     case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
     case ncclRemoteError: return "remote process exited or there was a network error";
@@ -1243,7 +1250,8 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (comm->init_thread.joinable()) comm->init_thread.join();
   {
     std::unique_lock<std::mutex> lock(comm->mu);
-    comm->cv.wait(lock, [comm] { return comm->stop || (comm->jobs.empty() && comm->running == 0); });
+    comm->cv.wait(lock,
+                  [comm] { return comm->stop || (comm->jobs.empty() && comm->running == 0); });
   }
   StopWorker(comm);
   INFO("comm %p rank %d nranks %d cudaDev 0 busId 0 - Destroy COMPLETE",

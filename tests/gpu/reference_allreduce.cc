@@ -17,21 +17,21 @@
 #include <thread>
 #include <vector>
 
-#define CHECK_CUDA(x)                                                              \
-  do {                                                                             \
-    cudaError_t e = (x);                                                           \
-    if (e != cudaSuccess) {                                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e));                 \
-      return 1;                                                                    \
-    }                                                                              \
+#define CHECK_CUDA(x)                                              \
+  do {                                                             \
+    cudaError_t e = (x);                                           \
+    if (e != cudaSuccess) {                                        \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e)); \
+      return 1;                                                    \
+    }                                                              \
   } while (0)
-#define CHECK_NCCL(x)                                                              \
-  do {                                                                             \
-    ncclResult_t r = (x);                                                          \
-    if (r != ncclSuccess) {                                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, ncclGetErrorString(r));                 \
-      return 1;                                                                    \
-    }                                                                              \
+#define CHECK_NCCL(x)                                              \
+  do {                                                             \
+    ncclResult_t r = (x);                                          \
+    if (r != ncclSuccess) {                                        \
+      std::fprintf(stderr, "%s: %s\n", #x, ncclGetErrorString(r)); \
+      return 1;                                                    \
+    }                                                              \
   } while (0)
 
 int main(int argc, char** argv) {

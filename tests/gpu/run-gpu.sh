@@ -16,6 +16,8 @@
 #   2. a socket probe per size (busbw per size, sizes.tsv).
 #   3. a hand-written two-process NCCL all-reduce (reference_allreduce.cc) at 64 MiB under the
 #      same environment: the probe's socket busbw is within 10 % of it.
+#   4. rank 0 alone (its peer never comes): the child aborts NCCL at its deadline and reports a
+#      timeout instead of hanging.
 # NVLink SHARP stays off (NCCL_NVLS_ENABLE=0) in this script and in every probe child.
 set -uo pipefail
 
@@ -86,7 +88,10 @@ check "cause" "$(json_get "$j" "'ib.hca_present' in [c['cause'] for c in d['verd
   "ib.hca_present among the causes"
 note "nccl $(json_get "$j" "d['rows'][0]['result']['nccl_version']") from $(json_get "$j" "d['rows'][0]['result']['nccl_library']"), cuda driver $(json_get "$j" "d['rows'][0]['result']['cuda_driver_version']"), gpu $(json_get "$j" "d['rows'][0]['result']['gpu_name']") $(json_get "$j" "d['rows'][0]['result']['gpu_bus_id']")"
 note "startup (spawn to first NCCL call): rank0 $(json_get "$j" "d['rows'][0]['ranks'][0]['startup_seconds']") s, rank1 $(json_get "$j" "d['rows'][0]['ranks'][1]['startup_seconds']") s"
-cp "$work"/pair-json/nccl-*.log "$results/" 2>/dev/null
+for f in "$work"/pair-json/nccl-*.log; do
+  echo "==> $(basename "$f")"
+  cat "$f"
+done >"$results/nccl-logs.txt" 2>/dev/null
 
 # The default library search (no --nccl-lib): which NCCL does it find?
 "$bin" probe --pair-local --mode socket --size 1M --socket-ifname "$ifname" --format json \
@@ -135,6 +140,23 @@ else
   check "reference build" 1 "see reference-build.log"
 fi
 
+# ------------------------------------------------------------------ 4. a peer that never comes
+# Rank 0 alone: NCCL's bootstrap waits for rank 1 forever; the child must abort the non-blocking
+# communicator at its own deadline and still report (timeout), well before the outer limit.
+start=$(date +%s)
+timeout 60 env -i PATH="$PATH" NCCL_SOCKET_IFNAME="$ifname" NCCL_HOSTID=lonely-rank0 \
+  NCCL_NVLS_ENABLE=0 "$bin" probe --child --mode socket --rank 0 --nranks 2 --size 1M \
+  --deadline-ms 8000 --log-file "$work/lonely.log" --nccl-lib "$NCCL_HOME/lib" \
+  >"$work/lonely.out" 2>&1
+lonely_rc=$?
+tail -n 1 "$work/lonely.out" >"$work/lonely.json"
+check "lonely rank" "$([[ $lonely_rc == 0 && $(json_get "$work/lonely.json" "d['outcome']") == timeout ]]; echo $?)" \
+  "rc $lonely_rc after $(( $(date +%s) - start )) s: $(json_get "$work/lonely.json" "d['outcome'] + ': ' + d['detail']")"
+
 note "failures: $failures"
+# At most eight files come back from a remote run: keep the build logs only when they matter.
+[[ -s "$results/pair-local.stderr" ]] || rm -f "$results/pair-local.stderr"
+[[ -x "$ref" ]] && rm -f "$results/reference-build.log"
+[[ -n "${PROBE_BIN:-}" || $failures != 0 ]] || rm -f "$results/build.log"
 rm -rf "$work"
 [[ $failures == 0 ]]

@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
     long long left = std::atoll(argv[2]);
     std::string chunk(65536, 'x');
     while (left > 0) {
-      size_t n = static_cast<size_t>(std::min<long long>(left, static_cast<long long>(chunk.size())));
+      size_t n =
+          static_cast<size_t>(std::min<long long>(left, static_cast<long long>(chunk.size())));
       if (write(1, chunk.data(), n) < 0 || write(2, chunk.data(), n) < 0) return 3;
       left -= static_cast<long long>(n);
     }

@@ -1,9 +1,9 @@
 // `nccl-triage probe --pair-local` through the real binary, with the fake libcuda/libnccl driven
 // by fixture roots of real machines: the verdict of the decision table and its causes.
-#include <filesystem>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "probe/subprocess.h"
@@ -24,10 +24,30 @@ struct CliRun {
 CliRun RunCli(const std::string& fixture, std::vector<std::string> extra) {
   SubprocessOptions o;
   std::string root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/" + fixture;
-  o.argv = {NCCL_TRIAGE_BINARY_DIR "/nccl-triage", "probe", "--pair-local", "--format", "json",
-            "--size", "256K", "--iters", "3", "--warmup", "1", "--timeout", "20",
-            "--socket-ifname", "lo", "--nccl-lib", FAKE_NCCL_DIR, "--cuda-lib", FAKE_CUDA_DIR,
-            "--only-configured-libs", "--env-allow", "FAKE_NCCL_ROOT", "--root", root};
+  o.argv = {NCCL_TRIAGE_BINARY_DIR "/nccl-triage",
+            "probe",
+            "--pair-local",
+            "--format",
+            "json",
+            "--size",
+            "256K",
+            "--iters",
+            "3",
+            "--warmup",
+            "1",
+            "--timeout",
+            "20",
+            "--socket-ifname",
+            "lo",
+            "--nccl-lib",
+            FAKE_NCCL_DIR,
+            "--cuda-lib",
+            FAKE_CUDA_DIR,
+            "--only-configured-libs",
+            "--env-allow",
+            "FAKE_NCCL_ROOT",
+            "--root",
+            root};
   o.argv.insert(o.argv.end(), extra.begin(), extra.end());
   o.env = {"PATH=/usr/bin:/bin", "FAKE_NCCL_ROOT=" + root,
            "TMPDIR=" + std::filesystem::temp_directory_path().string()};

@@ -1,11 +1,11 @@
 // The runner and the child end to end, with the fake libcuda/libnccl: real child processes, real
 // TCP between the ranks, the fault knobs of the fake NCCL (FAKE_NCCL_FAULTS, allow-listed through
 // ProbeConfig::env_allowlist like any other variable), and the deadlines.
-#include <chrono>
-#include <filesystem>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
 
 #include "probe/pair_local.h"
 #include "probe/runner.h"
@@ -42,7 +42,8 @@ ProbeRunner MakeRunner(const std::string& faults, const std::string& fixture = "
                 ("probe-fakes-" + std::to_string(getpid()) + "-" + std::to_string(counter++)))
                    .string();
   o.default_library_search = false;
-  o.parent_env = {{"PATH", "/usr/bin:/bin"}, {"FAKE_NCCL_FAULTS", faults},
+  o.parent_env = {{"PATH", "/usr/bin:/bin"},
+                  {"FAKE_NCCL_FAULTS", faults},
                   {"UNRELATED", "must not reach the child"}};
   if (!fixture.empty()) {
     o.parent_env["FAKE_NCCL_ROOT"] = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/" + fixture;
@@ -59,7 +60,8 @@ TEST(ProbeWithFakes, SocketPairPassesWithVerifiedDataAndABandwidth) {
     EXPECT_EQ(r.mismatches, 0u);
     EXPECT_EQ(r.transport, "NET/Socket");
     EXPECT_GT(r.busbw_bytes_per_second, 0);
-    EXPECT_NEAR(r.busbw_bytes_per_second, r.algbw_bytes_per_second, 1e-6 * r.algbw_bytes_per_second);
+    EXPECT_NEAR(r.busbw_bytes_per_second, r.algbw_bytes_per_second,
+                1e-6 * r.algbw_bytes_per_second);
     EXPECT_EQ(r.nccl_version, "2.28.9");
     EXPECT_EQ(r.cuda_driver_version, 13000);
     EXPECT_GT(r.startup_seconds, 0);

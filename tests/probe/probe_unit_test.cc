@@ -1,13 +1,12 @@
 // Pure parts of the probe: version decoding, library search order, the child's environment, the
 // default-route parser, unique-id relay encoding, argument parsing, and result typing.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "probe/child.h"
@@ -116,7 +115,7 @@ TEST(DefaultRouteInterface, PicksTheLowestMetricDefaultRouteThatIsUp) {
   const char* route =
       "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
       "eth1\t000A0A0A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
-      "eth9\t00000000\t010200C0\t0002\t0\t0\t0\t00000000\t0\t0\t0\n"   // not up
+      "eth9\t00000000\t010200C0\t0002\t0\t0\t0\t00000000\t0\t0\t0\n"  // not up
       "ens5\t00000000\t010200C0\t0003\t0\t0\t200\t00000000\t0\t0\t0\n"
       "eth0\t00000000\t010200C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n";
   EXPECT_EQ(DefaultRouteInterface(route), "eth0");
@@ -272,8 +271,8 @@ ProbeResult Rank(int rank, ProbeOutcome o, std::optional<int> nccl = std::nullop
 }
 
 TEST(MergeRankResults, TheCrashedRankExplainsThePairAndThePeerCauseIsKept) {
-  auto m = MergeRankResults({Rank(0, ProbeOutcome::kFail, 6, "peer.exited"),
-                             Rank(1, ProbeOutcome::kCrashed)});
+  auto m = MergeRankResults(
+      {Rank(0, ProbeOutcome::kFail, 6, "peer.exited"), Rank(1, ProbeOutcome::kCrashed)});
   EXPECT_EQ(m.outcome, ProbeOutcome::kCrashed);
   EXPECT_EQ(m.detail, "rank 1: d1");
   ASSERT_TRUE(m.classification.has_value());
@@ -281,9 +280,9 @@ TEST(MergeRankResults, TheCrashedRankExplainsThePairAndThePeerCauseIsKept) {
 }
 
 TEST(MergeRankResults, UnavailableWinsAndAllPassIsRankZero) {
-  EXPECT_EQ(MergeRankResults({Rank(0, ProbeOutcome::kUnavailable),
-                              Rank(1, ProbeOutcome::kFail)}).outcome,
-            ProbeOutcome::kUnavailable);
+  EXPECT_EQ(
+      MergeRankResults({Rank(0, ProbeOutcome::kUnavailable), Rank(1, ProbeOutcome::kFail)}).outcome,
+      ProbeOutcome::kUnavailable);
   auto pass = MergeRankResults({Rank(0, ProbeOutcome::kPass), Rank(1, ProbeOutcome::kPass)});
   EXPECT_EQ(pass.outcome, ProbeOutcome::kPass);
   EXPECT_EQ(pass.detail, "d0");

@@ -1,5 +1,6 @@
 #include "probe/subprocess.h"
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -7,8 +8,6 @@
 #include <fstream>
 #include <string>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 namespace nccl_triage {
 namespace {
@@ -144,9 +143,10 @@ TEST(Subprocess, PumpStopsWhenTheCallerHasWhatItNeeds) {
   ASSERT_TRUE(p.ok());
   Subprocess* raw = p->get();
   auto start = std::chrono::steady_clock::now();
-  Subprocess::Pump(std::span<Subprocess* const>(&raw, 1),
-                   [&] { return raw->out().find('\n') != std::string::npos; },
-                   std::chrono::steady_clock::now() + 5s);
+  Subprocess::Pump(
+      std::span<Subprocess* const>(&raw, 1),
+      [&] { return raw->out().find('\n') != std::string::npos; },
+      std::chrono::steady_clock::now() + 5s);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
   EXPECT_FALSE(raw->done());
   raw->Kill();
