@@ -5,8 +5,10 @@
 // 2 for a usage, configuration or unreadable-input error, with exactly one line on stderr.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -22,6 +24,7 @@
 #include "core/report.h"
 #include "core/snapshot_json.h"
 #include "host/gatherer.h"
+#include "workload/view.h"
 
 namespace nccl_triage {
 namespace {
@@ -30,13 +33,15 @@ constexpr const char* kUsage =
     "usage: nccl-triage check [--root DIR] [--config FILE] [--format table|json]\n"
     "                         [--dump-snapshot FILE|-] [--from-snapshot FILE|-]\n"
     "                         [--previous-snapshot FILE] [--dump-config] [--node NAME]\n"
+    "                         [--workloads]\n"
     "  Reads this node (or the tree under --root, or a snapshot saved with --dump-snapshot)\n"
     "  and judges it with every host check. The class is a prediction from the checks alone:\n"
     "  architecture (host, container or versions) before ib_resource (fabric, HCA, RDMA stack).\n"
     "  --previous-snapshot turns port error counters into rates. --dump-snapshot - writes the\n"
     "  snapshot to stdout instead of the report. --dump-config prints the effective\n"
-    "  configuration. Exit 0: no check failed; 1: a check failed; 2: usage, configuration or\n"
-    "  unreadable input.\n";
+    "  configuration. --workloads also judges every GPU container on the node through\n"
+    "  /proc/<pid> (limits, network namespace, /dev/infiniband, /dev/shm, NCCL environment).\n"
+    "  Exit 0: no check failed; 1: a check failed; 2: usage, configuration or unreadable input.\n";
 
 struct Args {
   std::string root = "/";
@@ -47,6 +52,7 @@ struct Args {
   std::optional<std::string> from_snapshot;
   std::optional<std::string> previous_snapshot;
   bool dump_config = false;
+  bool workloads = false;
   bool help = false;
   std::optional<std::string> node;
 };
@@ -71,6 +77,8 @@ StatusOr<Args> ParseArgs(const std::vector<std::string>& argv) {
       a.help = true;
     } else if (flag == "--dump-config") {
       a.dump_config = true;
+    } else if (flag == "--workloads") {
+      a.workloads = true;
     } else if (flag == "--root" || flag == "--config" || flag == "--format" ||
                flag == "--dump-snapshot" || flag == "--from-snapshot" ||
                flag == "--previous-snapshot" || flag == "--node") {
@@ -95,6 +103,9 @@ StatusOr<Args> ParseArgs(const std::vector<std::string>& argv) {
   }
   if (a.root_given && a.from_snapshot) {
     return InvalidArgument("--root and --from-snapshot exclude each other");
+  }
+  if (a.workloads && a.from_snapshot) {
+    return InvalidArgument("--workloads reads processes: it needs a root, not --from-snapshot");
   }
   return a;
 }
@@ -141,6 +152,23 @@ int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// One workload pass on the root: names from the API when running in a pod (read only, nothing
+// is patched), device assignments from the kubelet's socket when the root has it.
+workload::WorkloadPass RunWorkloadPass(const std::string& root, const NodeSnapshot& snapshot,
+                                       const Config& config, std::ostream& err) {
+  Logger log(err, LogLevel::kWarn);
+  SystemClock clock;
+  std::unique_ptr<KubeClient> kube = workload::InClusterLookupClient(log);
+  workload::WorkloadMonitorOptions options;
+  options.node = snapshot.node;
+  options.scanner.root = root;
+  options.scanner.self_pid = root == "/" ? static_cast<int>(::getpid()) : 0;
+  options.config = config;
+  options.annotate = false;
+  auto monitor = workload::MakeWorkloadMonitor(options, nullptr, kube.get(), clock, log);
+  return monitor->RunPass(snapshot);
 }
 
 // One line on stderr, exit 2.
@@ -208,14 +236,20 @@ int RunCheckCommand(CliContext& ctx) {
   NodeReport report =
       MakeReport(snapshot.node, registry.Run(snapshot, config, context), NowUnixMs());
 
+  std::optional<workload::WorkloadPass> workloads;
+  if (args.workloads) workloads = RunWorkloadPass(args.root, snapshot, config, ctx.err);
+
   if (args.format == "json") {
-    ctx.out << ToJson(report).dump(2) << "\n";
+    nlohmann::json j = ToJson(report);
+    if (workloads) j["workloads"] = workload::WorkloadsJson(*workloads);
+    ctx.out << j.dump(2) << "\n";
   } else {
     TableOptions options;
     options.color = UseColor(ctx.out);
     RenderReportTable(report, ctx.out, options);
+    if (workloads) workload::RenderWorkloadsTable(*workloads, ctx.out);
   }
-  return ExitCodeFor(report);
+  return std::max(ExitCodeFor(report), workloads ? workload::WorkloadExitCode(*workloads) : 0);
 }
 
 }  // namespace nccl_triage

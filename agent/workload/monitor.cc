@@ -33,6 +33,11 @@ WorkloadMonitor::WorkloadMonitor(WorkloadMonitorOptions options, AgentState* sta
 
 WorkloadMonitor::~WorkloadMonitor() { Stop(); }
 
+void WorkloadMonitor::AdoptPodResources(std::unique_ptr<PodResourcesSource> source) {
+  owned_pod_resources_ = std::move(source);
+  pod_resources_ = owned_pod_resources_.get();
+}
+
 void WorkloadMonitor::WarnOnce(std::string& streak, const std::string& line) {
   if (streak == line) return;
   streak = line;

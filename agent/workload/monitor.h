@@ -71,6 +71,9 @@ class WorkloadMonitor final : public StateSink {
   WorkloadMonitor(const WorkloadMonitor&) = delete;
   WorkloadMonitor& operator=(const WorkloadMonitor&) = delete;
 
+  // Uses (and owns) this pod-resources source from now on; call before Start().
+  void AdoptPodResources(std::unique_ptr<PodResourcesSource> source);
+
   // One pass against the node's snapshot (the hardware facts the containers share).
   WorkloadPass RunPass(const NodeSnapshot& host);
 
@@ -90,6 +93,7 @@ class WorkloadMonitor final : public StateSink {
   AgentState* state_;
   KubeClient* kube_;
   PodResourcesSource* pod_resources_;
+  std::unique_ptr<PodResourcesSource> owned_pod_resources_;
   Clock& clock_;
   Logger& log_;
   CheckRegistry registry_;

@@ -41,9 +41,15 @@ std::string Uid(int n) {
 }
 
 std::string Cid(int n) {
-  char buf[80];
-  std::snprintf(buf, sizeof(buf), "%064x", n + 0xbe11c4);
-  return buf;
+  std::string id;
+  uint32_t x = static_cast<uint32_t>(n + 7) * 2654435761u;
+  for (int i = 0; i < 8; ++i) {
+    char buf[9];
+    std::snprintf(buf, sizeof(buf), "%08x", x);
+    id += buf;
+    x = x * 1664525u + 1013904223u;
+  }
+  return id;
 }
 
 double CpuMs() {

@@ -47,10 +47,17 @@ inline std::string PodUid(int n) {
   return buf;
 }
 
+// 64 hex digits that differ from the first one on (short ids are the first 12).
 inline std::string ContainerId(int n) {
-  char buf[80];
-  std::snprintf(buf, sizeof(buf), "%064x", n + 0xc0ffee);
-  return buf;
+  std::string id;
+  uint32_t x = static_cast<uint32_t>(n + 1) * 2654435761u;
+  for (int i = 0; i < 8; ++i) {
+    char buf[9];
+    std::snprintf(buf, sizeof(buf), "%08x", x);
+    id += buf;
+    x = x * 1664525u + 1013904223u;
+  }
+  return id;
 }
 
 // A well-configured training process of pod n on a DGX A100 fixture: host network, every uverbs

@@ -1,0 +1,137 @@
+#include "workload/view.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "checks/check_util.h"
+#include "core/report.h"
+
+namespace nccl_triage::workload {
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+std::string PodLabel(const PodContainer& p) {
+  return (p.namespace_name.empty() ? std::string() : p.namespace_name + "/") + p.pod;
+}
+
+const char* StatusWord(FaultClass verdict, const ContainerVerdict& v) {
+  if (verdict == FaultClass::kArchitecture || verdict == FaultClass::kIbResource) return "FAIL";
+  for (const auto& f : v.findings) {
+    if (f.status == CheckStatus::kWarn) return "WARN";
+  }
+  return verdict == FaultClass::kHealthy ? "OK" : "?";
+}
+
+}  // namespace
+
+std::unique_ptr<WorkloadMonitor> MakeWorkloadMonitor(WorkloadMonitorOptions options,
+                                                     AgentState* state, KubeClient* kube,
+                                                     Clock& clock, Logger& log) {
+  const std::string socket =
+      (std::filesystem::path(options.scanner.root) / kPodResourcesSocket).string();
+  auto monitor = std::make_unique<WorkloadMonitor>(std::move(options), state, kube, nullptr,
+                                                   clock, log);
+  std::error_code ec;
+  if (std::filesystem::exists(socket, ec)) {
+    monitor->AdoptPodResources(std::make_unique<GrpcPodResources>(socket));
+    log.Info("workload", "device assignments from the kubelet's pod-resources socket " + socket);
+  }
+  return monitor;
+}
+
+std::unique_ptr<KubeClient> InClusterLookupClient(Logger& log) {
+  InClusterOptions o;
+  o.host = Env("KUBERNETES_SERVICE_HOST");
+  if (o.host.empty()) return nullptr;
+  const std::string port = Env("KUBERNETES_SERVICE_PORT");
+  if (!port.empty()) o.port = std::atoi(port.c_str());
+  auto client = InClusterKubeClient::Create(o);
+  if (!client.ok()) {
+    log.Debug("workload", "no Kubernetes API for pod names: " + client.status().message());
+    return nullptr;
+  }
+  return std::move(client).value();
+}
+
+nlohmann::json ToJson(const ContainerVerdict& v) {
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : v.findings) findings.push_back(nccl_triage::ToJson(f));
+  nlohmann::json nccl = nullptr;
+  if (v.nccl) nccl = {{"path", v.nccl->path}, {"version", v.nccl->version}};
+  nlohmann::json env = nlohmann::json::object();
+  for (const auto& [k, val] : v.environ) env[k] = val;
+  return {{"namespace", v.pod.namespace_name},
+          {"pod", v.pod.pod},
+          {"container", v.pod.container},
+          {"pod_uid", v.pod.pod_uid},
+          {"container_id", v.container_id},
+          {"pids", v.pids},
+          {"gpus", v.gpu_devices},
+          {"verdict", ToString(v.verdict)},
+          {"causes", v.causes},
+          {"nccl", nccl},
+          {"environ", env},
+          {"findings", findings}};
+}
+
+nlohmann::json WorkloadsJson(const WorkloadPass& pass) {
+  nlohmann::json containers = nlohmann::json::array();
+  for (const auto& c : pass.containers) containers.push_back(ToJson(c));
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const auto& s : pass.scan.skipped) skipped.push_back({{"pid", s.pid}, {"reason", s.reason}});
+  return {{"containers", containers},
+          {"skipped", skipped},
+          {"processes_scanned", pass.scan.processes_scanned},
+          {"error", pass.scan.error},
+          {"pods_listed", pass.directory.fresh},
+          {"pods_error", pass.directory.list_error}};
+}
+
+void RenderWorkloadsTable(const WorkloadPass& pass, std::ostream& os) {
+  os << "\nWorkloads: " << pass.containers.size() << " GPU container(s) in " << pass.pods.size()
+     << " pod(s), " << pass.scan.processes_scanned << " processes scanned\n";
+  if (!pass.scan.error.empty()) os << "  could not look: " << pass.scan.error << "\n";
+  for (const auto& c : pass.containers) {
+    std::string word = StatusWord(c.verdict, c);
+    word.resize(4, ' ');
+    os << "  " << word << "  " << PodLabel(c.pod) << " " << c.pod.container
+       << "  " << ToString(c.verdict);
+    if (!c.causes.empty()) os << " (" << checks::Join(c.causes) << ")";
+    if (c.nccl) os << "  NCCL " << (c.nccl->version.empty() ? c.nccl->path : c.nccl->version);
+    os << "  pid";
+    if (c.pids.size() > 1) os << "s";
+    for (size_t i = 0; i < c.pids.size(); ++i) os << (i ? "," : " ") << c.pids[i];
+    os << "\n";
+    for (const auto& f : c.findings) {
+      if (f.status != CheckStatus::kFail && f.status != CheckStatus::kWarn) continue;
+      os << "      " << ToString(f.status) << " " << f.check << ": " << f.message << "\n";
+      if (f.status == CheckStatus::kFail && !f.remedy.empty()) {
+        os << "        fix: " << f.remedy << "\n";
+      }
+    }
+  }
+  if (!pass.scan.skipped.empty()) {
+    os << "  skipped " << pass.scan.skipped.size() << " GPU process(es):";
+    for (size_t i = 0; i < pass.scan.skipped.size() && i < 5; ++i) {
+      os << (i ? "; " : " ") << "pid " << pass.scan.skipped[i].pid << " "
+         << pass.scan.skipped[i].reason;
+    }
+    os << "\n";
+  }
+}
+
+int WorkloadExitCode(const WorkloadPass& pass) {
+  for (const auto& c : pass.containers) {
+    if (!c.causes.empty()) return 1;
+  }
+  return 0;
+}
+
+}  // namespace nccl_triage::workload
