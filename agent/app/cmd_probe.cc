@@ -1,10 +1,12 @@
-// `nccl-triage probe`: the NCCL probe (agent/probe) with this binary's node checks, so that a
-// local pair's verdict can name the node's failing checks next to the causes its logs show.
+// `nccl-triage probe`: the NCCL probe (agent/probe) with this binary's configuration file and node
+// checks, so that a local pair's verdict names the node's failing checks next to the causes its
+// NCCL logs show.
 #include <string>
 #include <vector>
 
 #include "app/cli.h"
 #include "checks/check.h"
+#include "config/config_loader.h"
 #include "host/gatherer.h"
 #include "probe/environment.h"
 #include "probe/probe_cli.h"
@@ -17,15 +19,27 @@ int RunProbeCommand(CliContext& ctx) {
   ProbeCliHooks hooks;
   hooks.self_exe = ctx.self_exe;
   hooks.environment = EnvironmentMap(environ);
+  hooks.load_config = [](const std::string& path) -> StatusOr<ProbeConfig> {
+    auto config = LoadConfigFile(path);
+    if (!config.ok()) return config.status();
+    return config->probe;
+  };
   hooks.node_findings = [](const std::string& root,
-                           const std::string& /*config_path*/) -> StatusOr<std::vector<Finding>> {
+                           const std::string& config_path) -> StatusOr<std::vector<Finding>> {
+    Config config;
+    if (!config_path.empty()) {
+      auto loaded = LoadConfigFile(config_path);
+      if (!loaded.ok()) return loaded.status();
+      config = *loaded;
+    }
     GatherOptions options;
     options.root = root;
+    options.mr_register_bytes = config.checks.mr_register_bytes;
     auto snapshot = GatherSnapshot(options);
     if (!snapshot.ok()) return snapshot.status();
     CheckRegistry registry;
     RegisterBuiltinChecks(registry);
-    return registry.Run(*snapshot, Config{}, CheckContext{});
+    return registry.Run(*snapshot, config, CheckContext{});
   };
   return RunProbeCli(ctx.args, ctx.out, ctx.err, hooks);
 }

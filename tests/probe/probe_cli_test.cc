@@ -2,8 +2,10 @@
 // by fixture roots of real machines: the verdict of the decision table and its causes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "probe/subprocess.h"
@@ -116,6 +118,48 @@ TEST(ProbePairLocalCli, TablePrintsBothRowsAndTheVerdict) {
   EXPECT_THAT(r.out, HasSubstr("ib      fail"));
   EXPECT_THAT(r.out, HasSubstr("verdict: ib_resource"));
   EXPECT_THAT(r.out, HasSubstr("limits.memlock"));
+}
+
+TEST(ProbePairLocalCli, TheConfigFileSetsTheRailTheLibrariesAndTheAllowList) {
+  auto path = std::filesystem::temp_directory_path() /
+              ("probe-cli-config-" + std::to_string(getpid()) + ".yaml");
+  std::ofstream(path) << "probe:\n"
+                      << "  ib_hca: \"=mlx5_3\"\n"
+                      << "  nccl_library_paths: [\"" << FAKE_NCCL_DIR << "\"]\n"
+                      << "  cuda_library_paths: [\"" << FAKE_CUDA_DIR << "\"]\n"
+                      << "  env_allowlist: [FAKE_NCCL_ROOT]\n";
+  SubprocessOptions o;
+  std::string root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/port-down";
+  o.argv = {NCCL_TRIAGE_BINARY_DIR "/nccl-triage",
+            "probe",
+            "--pair-local",
+            "--format",
+            "json",
+            "--size",
+            "256K",
+            "--socket-ifname",
+            "lo",
+            "--only-configured-libs",
+            "--config",
+            path.string(),
+            "--root",
+            root};
+  o.env = {"PATH=/usr/bin:/bin", "FAKE_NCCL_ROOT=" + root,
+           "TMPDIR=" + std::filesystem::temp_directory_path().string()};
+  o.timeout = std::chrono::seconds(60);
+  auto r = RunSubprocess(o);
+  std::filesystem::remove(path);
+  ASSERT_EQ(r.kind, ExitKind::kExited);
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["verdict"]["class"], "ib_resource");
+  EXPECT_EQ(j["rows"][1]["result"]["outcome"], "fail");
+}
+
+TEST(ProbePairLocalCli, ABadConfigFileIsAUsageError) {
+  auto r = RunCli("dgx-a100", {"--config", "/nonexistent/nccl-triage.yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("nccl-triage probe:"));
 }
 
 TEST(ProbePairLocalCli, UsageErrorsExitTwo) {
