@@ -11,6 +11,7 @@
 
 #include "classify/classifier.h"
 #include "core/catalogue.h"
+#include "probe/child.h"
 #include "probe/environment.h"
 
 namespace nccl_triage {
@@ -200,7 +201,7 @@ ProbeChildProcess::ProbeChildProcess(ProbeRequest request, std::string log_path,
 
 std::optional<std::string> ProbeChildProcess::UniqueId() const {
   const std::string& out = process_->out();
-  std::string_view prefix = "NCCL_TRIAGE_UNIQUE_ID ";
+  std::string_view prefix = kUniqueIdLinePrefix;
   size_t at = 0;
   while ((at = out.find(prefix, at)) != std::string::npos) {
     if (at == 0 || out[at - 1] == '\n') {
@@ -214,7 +215,7 @@ std::optional<std::string> ProbeChildProcess::UniqueId() const {
 }
 
 Status ProbeChildProcess::SendUniqueId(const std::string& hex) {
-  Status s = process_->WriteStdin(std::string("NCCL_TRIAGE_UNIQUE_ID ") + hex + "\n");
+  Status s = process_->WriteStdin(std::string(kUniqueIdLinePrefix) + hex + "\n");
   process_->CloseStdin();
   return s;
 }
