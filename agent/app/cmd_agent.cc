@@ -8,6 +8,7 @@
 // SIGINT stop it cleanly. With --once it runs a single cycle, prints the report JSON (the shape of
 // `check --format json`) and exits like `check` does (0 ok, 1 a check failed, 2 could not look).
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -36,6 +37,7 @@
 #include "exporter/metrics.h"
 #include "host/gatherer.h"
 #include "probe/runner.h"
+#include "workload/view.h"
 
 extern char** environ;
 
@@ -222,7 +224,6 @@ int RunAgentCommand(CliContext& ctx) {
   agent.SetProbeRunner(
       MakeRunnerProbeFn(std::make_shared<const ProbeRunner>(config.probe, probe_options)));
 
-
   // Step: metrics and HTTP endpoints.
   SignalBlock signals;
   AgentMetrics metrics(state, NCCL_TRIAGE_VERSION);
@@ -289,12 +290,28 @@ int RunAgentCommand(CliContext& ctx) {
     log.Info("agent", "coordinator session to " + *coordinator);
   }
 
+  // Step: the workload view (the users' GPU pods on this node, read through /proc/<pid>): a pass
+  // after every cycle on its own thread; annotations only with agent.annotate_pod.
+  std::unique_ptr<workload::WorkloadMonitor> workloads;
+  if (config.agent.workloads) {
+    workload::WorkloadMonitorOptions w;
+    w.node = node;
+    w.scanner.root = flags.root;
+    w.scanner.self_pid = flags.root == "/" ? static_cast<int>(::getpid()) : 0;
+    w.config = config;
+    w.annotate = config.agent.annotate_pod;
+    workloads = workload::MakeWorkloadMonitor(w, &state, kube.get(), clock, log);
+    agent.AddSink(workloads.get());
+    workloads->Start();
+  }
+
   // Run until SIGTERM/SIGINT; teardown always runs.
   std::jthread loop([&agent](std::stop_token stop) { agent.Run(stop); });
   int sig = signals.Wait();
   log.Info("agent", std::string("stopping on ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
   loop.request_stop();
   loop.join();
+  if (workloads) workloads->Stop();
   if (publisher) publisher->Stop();
   server.Stop();
   return 0;

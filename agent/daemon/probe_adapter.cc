@@ -7,7 +7,8 @@
 namespace nccl_triage {
 
 ProbeFn MakeRunnerProbeFn(std::shared_ptr<const ProbeRunner> runner) {
-  return [runner](const ProbeAssignment& a, std::stop_token stop) -> ProbeResult {
+  return [runner = std::move(runner)](const ProbeAssignment& a,
+                                     std::stop_token stop) -> ProbeResult {
     std::shared_ptr<const ProbeRunner> use = runner;
     ProbeConfig config = runner->config();
     bool custom = false;

@@ -68,7 +68,7 @@ httplib::Server::Handler Wrap(HttpHandler handler, Logger* log) {
       reply = {500, "text/plain; charset=utf-8", "internal error\n"};
     }
     res.status = reply.status;
-    res.set_content(std::move(reply.body), reply.content_type.c_str());
+    res.set_content(reply.body, reply.content_type.c_str());
   };
 }
 }  // namespace
