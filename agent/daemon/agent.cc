@@ -110,14 +110,11 @@ std::shared_ptr<const NodeSnapshot> Agent::LatestSnapshot() const {
 }
 
 uint64_t Agent::WaitForCycle(uint64_t seen_cycles, std::stop_token stop) {
-  uint64_t generation = 0;
-  while (!stop.stop_requested()) {
+  while (true) {
     AgentStateView view = state_.View();
-    if (view.cycle.cycles > seen_cycles) return view.cycle.cycles;
-    generation = state_.WaitForChange(view.generation, stop);
+    if (view.cycle.cycles > seen_cycles || stop.stop_requested()) return view.cycle.cycles;
+    state_.WaitForChange(view.generation, stop);
   }
-  (void)generation;
-  return state_.View().cycle.cycles;
 }
 
 ProbeResult Agent::RunProbe(const ProbeAssignment& assignment, std::stop_token stop) {
