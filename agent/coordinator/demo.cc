@@ -256,6 +256,8 @@ Status DemoCluster::Start() {
   coordinator_ = std::make_unique<CoordinatorServer>(co, log_);
   Status started = coordinator_->Start();
   if (!started.ok()) return started;
+  coordinator_options_ = co;
+  coordinator_options_.listen = "127.0.0.1:" + std::to_string(coordinator_->grpc_port());
 
   // Per-node faults, then the link faults, which need both ends.
   std::map<int, FixtureFaults> node_faults;
@@ -330,6 +332,10 @@ Status DemoCluster::Start() {
     po.work_dir = (fs::path(options_.work_dir) / "probes" / NodeName(i)).string();
     po.default_library_search = false;
     po.parent_env = {{"PATH", "/usr/bin:/bin"}, {"FAKE_NCCL_ROOT", root}, {"NCCL_HOSTID", NodeName(i)}};
+    for (const auto& [k, v] : options_.node_env[i]) {
+      po.parent_env[k] = v;
+      config.probe.env_allowlist.push_back(k);
+    }
 
     SessionOptions so;
     so.target = "127.0.0.1:" + std::to_string(coordinator_->grpc_port());
@@ -497,6 +503,16 @@ std::vector<std::string> DemoCluster::Urls() const {
     }
   }
   return urls;
+}
+
+void DemoCluster::StopNode(int index) {
+  if (index >= 0 && index < static_cast<int>(nodes_.size())) nodes_[static_cast<size_t>(index)]->Stop();
+}
+
+Status DemoCluster::RestartCoordinator() {
+  coordinator_->Stop();
+  coordinator_ = std::make_unique<CoordinatorServer>(coordinator_options_, log_);
+  return coordinator_->Start();
 }
 
 void DemoCluster::Stop() {

@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -57,6 +58,9 @@ struct DemoOptions {
   uint64_t seed = 1;
   int probe_timeout_seconds = 20;
   std::string coordinator_listen = "127.0.0.1:0";
+  // Extra environment for one node's probe children (tests: the fake NCCL's FAKE_NCCL_FAULTS
+  // knobs); the names are allow-listed for that node like any operator-configured variable.
+  std::map<int, std::map<std::string, std::string>> node_env;
   std::function<void(const std::string&)> progress;  // one line per sweep; may be empty
 };
 
@@ -118,12 +122,18 @@ class DemoCluster {
   // The HTTP endpoints ("coordinator http://127.0.0.1:PORT", "node-0 http://..."), when served.
   std::vector<std::string> Urls() const;
   CoordinatorServer& coordinator();
+  // Stops one agent (its session closes and cancels the probe it runs), as a node going away.
+  void StopNode(int index);
+  // Replaces the coordinator with a new one on the same port (a coordinator restart); the agents
+  // reconnect by themselves.
+  Status RestartCoordinator();
   void Stop();
 
  private:
   class Node;
   DemoOptions options_;
   Logger& log_;
+  CoordinatorOptions coordinator_options_;
   std::unique_ptr<CoordinatorServer> coordinator_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::string token_;
