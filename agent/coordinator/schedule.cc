@@ -126,11 +126,10 @@ void CoverageSchedule::Recount() {
       if (Cross(pa, pb)) ++cross_untested_[r];
     }
   }
-  if (n >= 2 && tested_in_set_ == pairs_total()) {
-    // Everything in the new set was already tested: start the next coverage cycle.
+  if (n >= 2 && tested_in_set_ == pairs_total() && !restart_cycle_) {
+    // Everything in the new set was already tested: the next round starts the next cycle.
     ++cycles_;
-    tested_.clear();
-    Recount();
+    restart_cycle_ = true;
   }
 }
 
@@ -140,6 +139,11 @@ std::vector<NodePair> CoverageSchedule::NextRound(
   const int n = static_cast<int>(names_.size());
   const int rounds = CircleRounds(n);
   if (rounds == 0) return out;
+  if (restart_cycle_) {
+    restart_cycle_ = false;
+    tested_.clear();
+    Recount();
+  }
 
   int best = 0;
   for (int r = 1; r < rounds; ++r) {
@@ -196,9 +200,10 @@ void CoverageSchedule::MarkTested(const NodePair& pair) {
   if (Cross(pa, pb)) --cross_untested_[r];
   ++tested_in_set_;
   if (tested_in_set_ == pairs_total()) {
+    // Complete: counted now; the tested set is cleared when the next cycle's first round is
+    // chosen, so that the coverage gauges show n(n-1)/2 of n(n-1)/2 until then.
     ++cycles_;
-    tested_.clear();
-    Recount();
+    restart_cycle_ = true;
   }
 }
 

@@ -80,6 +80,7 @@ class CoverageSchedule {
   std::vector<uint64_t> last_picked_;        // by round
   uint64_t picks_ = 0;
   uint64_t cycles_ = 0;
+  bool restart_cycle_ = false;  // the cycle is complete; the next NextRound starts a new one
 };
 
 }  // namespace nccl_triage

@@ -1,0 +1,296 @@
+// The coordinator server against hand-driven agent streams: authentication, malformed messages,
+// heartbeats, deadlines and agents that go away mid-probe. Every wait is bounded.
+#include "coordinator/server.h"
+
+#include <gtest/gtest.h>
+
+#include <grpcpp/generic/generic_stub.h>
+
+#include <sstream>
+#include <thread>
+
+#include "daemon/log.h"
+#include "raw_agent.h"
+
+namespace nccl_triage {
+namespace {
+
+using namespace std::chrono_literals;
+using testing_util::RawAgent;
+using Body = v1::CoordinatorMessage::BodyCase;
+
+struct Coordinator {
+  explicit Coordinator(CoordinatorOptions o = {}) : log(text, LogLevel::kDebug) {
+    o.listen = "127.0.0.1:0";
+    o.sweep_interval = 0ms;
+    if (o.token.empty()) o.token = "right-token";
+    server = std::make_unique<CoordinatorServer>(o, log);
+    Status s = server->Start();
+    EXPECT_TRUE(s.ok()) << s.message();
+    target = "127.0.0.1:" + std::to_string(server->grpc_port());
+    token = o.token;
+  }
+  std::unique_ptr<RawAgent> Agent(const std::string& node) {
+    auto a = std::make_unique<RawAgent>(target, token);
+    EXPECT_TRUE(a->Send(RawAgent::Hello(node)));
+    EXPECT_TRUE(a->Next(Body::kWelcome, 5s).has_value()) << node << " got no welcome";
+    return a;
+  }
+  std::ostringstream text;
+  Logger log;
+  std::unique_ptr<CoordinatorServer> server;
+  std::string target;
+  std::string token;
+};
+
+v1::AgentMessage Report(const std::string& probe_id, v1::ProbeOutcome outcome) {
+  v1::AgentMessage m;
+  m.mutable_probe_report()->set_probe_id(probe_id);
+  m.mutable_probe_report()->set_outcome(outcome);
+  m.mutable_probe_report()->set_transport("NET/IB");
+  return m;
+}
+
+// Plays one well-behaved agent: answers every assignment with a pass, relaying the unique id.
+void Play(RawAgent& a, std::chrono::milliseconds for_how_long) {
+  auto until = std::chrono::steady_clock::now() + for_how_long;
+  while (std::chrono::steady_clock::now() < until) {
+    auto m = a.Next(Body::kAssignment, 50ms);
+    if (!m) continue;
+    const auto& as = m->assignment();
+    if (as.rank() == 0) {
+      v1::AgentMessage id;
+      id.mutable_unique_id()->set_probe_id(as.probe_id());
+      id.mutable_unique_id()->set_id(std::string(128, 'x'));
+      a.Send(id);
+    } else {
+      EXPECT_TRUE(a.Next(Body::kUniqueId, 5s).has_value());
+    }
+    a.Send(Report(as.probe_id(), v1::PROBE_OUTCOME_PASS));
+  }
+}
+
+TEST(CoordinatorAuth, WrongTokenIsRejectedWithAClearLogLine) {
+  Coordinator c;
+  RawAgent wrong(c.target, "not-the-token");
+  wrong.Send(RawAgent::Hello("intruder"));
+  auto status = wrong.WaitEnd(5s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_NE(c.text.str().find("rejected agent session from"), std::string::npos) << c.text.str();
+  EXPECT_NE(c.text.str().find("wrong token"), std::string::npos);
+  EXPECT_EQ(c.server->ConnectedAgents(), 0u);
+}
+
+TEST(CoordinatorAuth, MissingTokenIsRejectedAndTheRightOneAccepted) {
+  Coordinator c;
+  RawAgent none(c.target, "");
+  none.Send(RawAgent::Hello("anonymous"));
+  auto status = none.WaitEnd(5s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_NE(c.text.str().find("no token"), std::string::npos);
+  auto ok = c.Agent("node-a");
+  EXPECT_TRUE(c.server->WaitForAgents(1, 5s));
+}
+
+TEST(CoordinatorMessages, FirstMessageMustBeAHello) {
+  Coordinator c;
+  RawAgent a(c.target, c.token);
+  v1::AgentMessage hb;
+  hb.mutable_heartbeat()->set_sent_at_unix_ms(1);
+  a.Send(hb);
+  auto status = a.WaitEnd(5s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status->error_message().find("hello"), std::string::npos);
+}
+
+TEST(CoordinatorMessages, HelloWithAnUnusableNodeNameIsRejected) {
+  Coordinator c;
+  for (std::string name : {std::string(""), std::string("a/b"), std::string(300, 'n'),
+                           std::string("bad\nname")}) {
+    RawAgent a(c.target, c.token);
+    a.Send(RawAgent::Hello(name));
+    auto status = a.WaitEnd(5s);
+    ASSERT_TRUE(status.has_value());
+    EXPECT_EQ(status->error_code(), grpc::StatusCode::INVALID_ARGUMENT) << name;
+  }
+  EXPECT_EQ(c.server->ConnectedAgents(), 0u);
+}
+
+TEST(CoordinatorMessages, OtherProtocolVersionIsRefusedWithTheReason) {
+  Coordinator c;
+  RawAgent a(c.target, c.token);
+  v1::AgentMessage hello = RawAgent::Hello("node-a");
+  hello.mutable_hello()->set_protocol_version(2);
+  a.Send(hello);
+  auto status = a.WaitEnd(5s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(status->error_message().find("speaks 1"), std::string::npos);
+}
+
+TEST(CoordinatorMessages, HarmlessMalformedMessagesAreIgnoredAndTheStreamSurvives) {
+  Coordinator c;
+  auto a = c.Agent("node-a");
+  auto b = c.Agent("node-b");
+  a->Send(v1::AgentMessage{});  // no body
+  v1::AgentMessage id;
+  id.mutable_unique_id()->set_probe_id("no-such-probe");
+  id.mutable_unique_id()->set_id("short");
+  a->Send(id);
+  a->Send(Report("no-such-probe", v1::PROBE_OUTCOME_PASS));
+  v1::AgentMessage hb;
+  hb.mutable_heartbeat()->mutable_summary()->add_findings()->set_check("not.in.catalogue");
+  a->Send(hb);
+  // Still served: a sweep reaches both streams and completes.
+  uint64_t n = c.server->RequestSweep();
+  std::thread pa([&] { Play(*a, 3s); });
+  std::thread pb([&] { Play(*b, 3s); });
+  EXPECT_TRUE(c.server->WaitForSweep(n, 10s));
+  pa.join();
+  pb.join();
+  EXPECT_EQ(c.server->ConnectedAgents(), 2u);
+  auto view = c.server->View();
+  ASSERT_EQ(view.pairs.size(), 1u);
+  EXPECT_EQ(view.pairs[0].judgement.status, PairStatus::kPass);
+}
+
+// gRPC cannot parse them: the read fails and the coordinator ends that stream cleanly.
+TEST(CoordinatorMessages, BytesThatAreNotAMessageCloseOnlyThatStream) {
+  Coordinator c;
+  auto good = c.Agent("node-good");
+  grpc::GenericStub generic(grpc::CreateChannel(c.target, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer " + c.token);
+  grpc::CompletionQueue cq;
+  auto call = generic.PrepareCall(&ctx, "/nccl_triage.v1.Coordinator/Session", &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  grpc::Slice junk(std::string("\xff\xff\xff\xff\x0f not protobuf at all"));
+  grpc::ByteBuffer buf(&junk, 1);
+  call->Write(buf, reinterpret_cast<void*>(2));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(3));
+  auto deadline = std::chrono::system_clock::now() + 5s;
+  bool finished = false;
+  while (!finished) {
+    auto r = cq.AsyncNext(&tag, &ok, deadline);
+    ASSERT_NE(r, grpc::CompletionQueue::TIMEOUT) << "the stream was not closed";
+    if (r == grpc::CompletionQueue::SHUTDOWN) break;
+    finished = tag == reinterpret_cast<void*>(3);
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  // The well-behaved agent is untouched.
+  EXPECT_EQ(c.server->ConnectedAgents(), 1u);
+  v1::AgentMessage hb;
+  hb.mutable_heartbeat()->set_sent_at_unix_ms(2);
+  EXPECT_TRUE(good->Send(hb));
+}
+
+TEST(CoordinatorLiveness, SilentAgentIsDroppedAfterTheHeartbeatTimeout) {
+  CoordinatorOptions o;
+  o.heartbeat_timeout = 1500ms;
+  Coordinator c(o);
+  auto a = c.Agent("node-quiet");
+  EXPECT_EQ(c.server->ConnectedAgents(), 1u);
+  auto status = a->WaitEnd(6s);
+  ASSERT_TRUE(status.has_value()) << "not dropped";
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(c.server->ConnectedAgents(), 0u);
+  EXPECT_NE(c.text.str().find("no heartbeat"), std::string::npos);
+}
+
+TEST(CoordinatorLiveness, ASecondSessionOfTheSameNodeReplacesTheFirst) {
+  Coordinator c;
+  auto first = c.Agent("node-a");
+  auto second = c.Agent("node-a");
+  auto status = first->WaitEnd(5s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_EQ(c.server->ConnectedAgents(), 1u);
+}
+
+TEST(CoordinatorDeadlines, ProbesThatNeverReportEndAtTheDeadlineAndAreCancelled) {
+  CoordinatorOptions o;
+  o.probe_deadline_seconds = 1;
+  o.report_grace = 500ms;
+  Coordinator c(o);
+  auto a = c.Agent("node-a");
+  auto b = c.Agent("node-b");
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t n = c.server->RequestSweep();
+  ASSERT_TRUE(a->Next(Body::kAssignment, 5s).has_value());
+  ASSERT_TRUE(b->Next(Body::kAssignment, 5s).has_value());
+  EXPECT_EQ(c.server->OutstandingProbes(), 2u);
+  // Neither reports: the coordinator gives up at deadline + grace and tells both to cancel.
+  EXPECT_TRUE(c.server->WaitForSweep(n, 10s));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_TRUE(a->Next(Body::kCancel, 2s).has_value());
+  EXPECT_TRUE(b->Next(Body::kCancel, 2s).has_value());
+  EXPECT_EQ(c.server->OutstandingProbes(), 0u);
+  auto view = c.server->View();
+  ASSERT_EQ(view.pairs.size(), 1u);
+  EXPECT_EQ(view.pairs[0].judgement.status, PairStatus::kInconclusive);
+  EXPECT_NE(view.pairs[0].judgement.verdict.reason.find("within the deadline"), std::string::npos);
+}
+
+TEST(CoordinatorDeadlines, AgentLostMidProbeMakesThePairInconclusiveAndCancelsItsPeerAtOnce) {
+  CoordinatorOptions o;
+  o.probe_deadline_seconds = 60;  // the peer must not wait for this
+  Coordinator c(o);
+  auto a = c.Agent("node-a");
+  auto b = c.Agent("node-b");
+  uint64_t n = c.server->RequestSweep();
+  auto as_a = a->Next(Body::kAssignment, 5s);
+  auto as_b = b->Next(Body::kAssignment, 5s);
+  ASSERT_TRUE(as_a && as_b);
+  const auto lost_at = std::chrono::steady_clock::now();
+  a->Cancel();  // node-a goes away mid-probe
+  auto cancel = b->Next(Body::kCancel, 5s);
+  ASSERT_TRUE(cancel.has_value()) << "the peer's probe was not cancelled";
+  EXPECT_EQ(cancel->cancel().probe_id(), as_b->assignment().probe_id());
+  EXPECT_NE(cancel->cancel().reason().find("node-a disconnected"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - lost_at, 3s);
+  EXPECT_TRUE(c.server->WaitForSweep(n, 10s));
+  EXPECT_EQ(c.server->OutstandingProbes(), 0u);
+  auto view = c.server->View();
+  ASSERT_FALSE(view.pairs.empty());
+  EXPECT_EQ(view.pairs[0].judgement.status, PairStatus::kInconclusive);
+  EXPECT_TRUE(view.faults.empty());
+}
+
+TEST(CoordinatorMetrics, ServesTheContractNamesAfterASweep) {
+  CoordinatorOptions o;
+  o.http_listen = "127.0.0.1:0";
+  Coordinator c(o);
+  auto a = c.Agent("node-a");
+  auto b = c.Agent("node-b");
+  uint64_t n = c.server->RequestSweep();
+  std::thread pa([&] { Play(*a, 2s); });
+  std::thread pb([&] { Play(*b, 2s); });
+  EXPECT_TRUE(c.server->WaitForSweep(n, 10s));
+  pa.join();
+  pb.join();
+  std::string m = c.server->MetricsText();
+  for (const char* name :
+       {"nccl_triage_coordinator_agents_connected 2", "nccl_triage_coordinator_sweeps_total 1",
+        "nccl_triage_coordinator_sweep_duration_seconds_count 1",
+        "nccl_triage_coordinator_probes_total{mode=\"ib\",outcome=\"pass\"} 1",
+        "nccl_triage_coordinator_probes_total{mode=\"socket\",outcome=\"pass\"} 1",
+        "nccl_triage_coordinator_localised_faults{kind=\"node\"} 0",
+        "nccl_triage_coordinator_pairs_tested 1", "nccl_triage_coordinator_pairs_total 1",
+        "nccl_triage_coordinator_last_sweep_timestamp_seconds"}) {
+    EXPECT_NE(m.find(name), std::string::npos) << name << "\n" << m;
+  }
+  EXPECT_GT(c.server->http_port(), 0);
+}
+
+}  // namespace
+}  // namespace nccl_triage
