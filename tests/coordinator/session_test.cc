@@ -1,0 +1,463 @@
+// The agent's side of the session: back-off, the unique-id relay and verdicts through the real
+// coordinator, and the closed set of assignments, busy GPUs and cancellation against a scripted
+// coordinator. AgentServices is a fake: no child processes here.
+#include "coordinator/session.h"
+
+#include <gtest/gtest.h>
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "coordinator/convert.h"
+#include "coordinator/server.h"
+#include "daemon/log.h"
+#include "nccl_triage/v1/agent.grpc.pb.h"
+
+namespace nccl_triage {
+namespace {
+
+using namespace std::chrono_literals;
+
+class FakeServices final : public AgentServices {
+ public:
+  explicit FakeServices(std::string node) : node_(std::move(node)), state_(node_, "test", 0) {
+    auto report = std::make_shared<NodeReport>();
+    report->node = node_;
+    report_ = report;
+    snapshot_ = std::make_shared<NodeSnapshot>();
+  }
+
+  const std::string& NodeName() const override { return node_; }
+  const Config& config() const override { return config_; }
+  AgentState& state() override { return state_; }
+  std::shared_ptr<const NodeReport> LatestReport() const override { return report_; }
+  std::shared_ptr<const NodeSnapshot> LatestSnapshot() const override {
+    std::lock_guard lock(mu_);
+    return snapshot_;
+  }
+  uint64_t WaitForCycle(uint64_t, std::stop_token) override { return 1; }
+  ProbeResult RunProbe(const ProbeAssignment& a, std::stop_token stop) override {
+    {
+      std::lock_guard lock(mu_);
+      probes_++;
+      cv_.notify_all();
+    }
+    ProbeResult r;
+    r.mode = a.mode;
+    r.rank = a.rank;
+    r.peer = a.peer;
+    r.outcome = ProbeOutcome::kPass;
+    r.transport = a.mode == ProbeMode::kIb ? "NET/IB" : "NET/Socket";
+    if (run_probe) return run_probe(a, stop);
+    return r;
+  }
+  void SetPairVerdict(const std::string& peer, const PairVerdict& v) override {
+    std::lock_guard lock(mu_);
+    pairs_[peer] = v;
+    cv_.notify_all();
+  }
+  void RemovePeer(const std::string& peer) override {
+    std::lock_guard lock(mu_);
+    pairs_.erase(peer);
+  }
+  void SetNodeVerdict(std::optional<NodeVerdict> v) override {
+    std::lock_guard lock(mu_);
+    node_verdict_ = v;
+    cv_.notify_all();
+  }
+  void SetCoordinatorStatus(std::string status) override {
+    std::lock_guard lock(mu_);
+    statuses_.push_back(std::move(status));
+    cv_.notify_all();
+  }
+
+  void SetGpuHolder() {
+    std::lock_guard lock(mu_);
+    auto s = std::make_shared<NodeSnapshot>();
+    s->gpu_holders.push_back({4242, "python3", "/dev/nvidia0"});
+    snapshot_ = s;
+  }
+  bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, pred);
+  }
+  std::optional<NodeVerdict> node_verdict() {
+    std::lock_guard lock(mu_);
+    return node_verdict_;
+  }
+  std::map<std::string, PairVerdict> pairs() {
+    std::lock_guard lock(mu_);
+    return pairs_;
+  }
+  std::vector<std::string> statuses() {
+    std::lock_guard lock(mu_);
+    return statuses_;
+  }
+
+  Config config_;
+  std::function<ProbeResult(const ProbeAssignment&, std::stop_token)> run_probe;
+  std::atomic<int> probes_{0};
+  std::map<std::string, PairVerdict> pairs_;
+  std::optional<NodeVerdict> node_verdict_;
+  std::vector<std::string> statuses_;
+
+ private:
+  std::string node_;
+  AgentState state_;
+  std::shared_ptr<const NodeReport> report_;
+  std::shared_ptr<const NodeSnapshot> snapshot_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+// Runs a CoordinatorSession for `services` on a thread until destroyed.
+struct RunningSession {
+  RunningSession(SessionOptions o, FakeServices& services) : log(text) {
+    session = std::make_unique<CoordinatorSession>(std::move(o), log);
+    thread = std::jthread([this, &services](std::stop_token st) { session->Run(services, st); });
+  }
+  ~RunningSession() {
+    thread.request_stop();
+    thread.join();
+  }
+  std::ostringstream text;
+  Logger log;
+  std::unique_ptr<CoordinatorSession> session;
+  std::jthread thread;
+};
+
+TEST(ReconnectDelay, DoublesFromTheInitialDelayUpToTheCapWithEqualJitter) {
+  for (int attempt = 0; attempt < 12; ++attempt) {
+    const double d = std::min(500.0 * (1 << attempt), 30'000.0);
+    auto lo = ReconnectDelay(attempt, 500ms, 30s, 0.0);
+    auto hi = ReconnectDelay(attempt, 500ms, 30s, 0.999999);
+    EXPECT_EQ(lo.count(), static_cast<int64_t>(d / 2)) << attempt;
+    EXPECT_NEAR(static_cast<double>(hi.count()), d, 1.0) << attempt;
+  }
+  EXPECT_LE(ReconnectDelay(1000, 500ms, 30s, 0.5), 30s);
+}
+
+TEST(CoordinatorSession, RelaysTheUniqueIdAndStoresTheVerdictsItIsPushed) {
+  std::ostringstream text;
+  Logger log(text);
+  CoordinatorOptions co;
+  co.listen = "127.0.0.1:0";
+  co.sweep_interval = 0ms;
+  co.token = "t0ken";
+  CoordinatorServer server(co, log);
+  ASSERT_TRUE(server.Start().ok());
+  const std::string id(128, '\x5a');
+  std::atomic<int> relayed_ok{0};
+  auto probe = [&](const ProbeAssignment& a, std::stop_token stop) {
+    ProbeResult r;
+    r.mode = a.mode;
+    r.rank = a.rank;
+    r.transport = a.mode == ProbeMode::kIb ? "NET/IB" : "NET/Socket";
+    r.nccl_version = "2.28.9";
+    if (a.rank == 0) {
+      a.publish_unique_id(BytesToHex(id));
+      r.outcome = ProbeOutcome::kPass;
+    } else {
+      auto got = a.await_unique_id(stop);
+      r.outcome = got && *got == BytesToHex(id) ? ProbeOutcome::kPass : ProbeOutcome::kFail;
+      if (r.outcome == ProbeOutcome::kPass) relayed_ok++;
+    }
+    return r;
+  };
+  FakeServices a("node-a");
+  FakeServices b("node-b");
+  a.run_probe = probe;
+  b.run_probe = probe;
+  SessionOptions so;
+  so.target = "127.0.0.1:" + std::to_string(server.grpc_port());
+  so.token = "t0ken";
+  RunningSession sa(so, a);
+  RunningSession sb(so, b);
+  ASSERT_TRUE(server.WaitForAgents(2, 10s));
+  uint64_t n = server.RequestSweep();
+  ASSERT_TRUE(server.WaitForSweep(n, 10s));
+  EXPECT_EQ(relayed_ok.load(), 2);  // socket and IB, each relayed to rank 1
+  ASSERT_TRUE(a.WaitFor([&] { return a.node_verdict_.has_value() && a.pairs_.count("node-b"); },
+                        5s));
+  EXPECT_EQ(a.node_verdict()->fault_class, FaultClass::kHealthy);
+  EXPECT_EQ(a.node_verdict()->basis, Basis::kProbes);
+  EXPECT_EQ(a.pairs().at("node-b").fault_class, FaultClass::kHealthy);
+  auto statuses = a.statuses();
+  EXPECT_NE(std::find(statuses.begin(), statuses.end(), "connected to " + so.target),
+            statuses.end());
+}
+
+TEST(CoordinatorSession, KeepsReconnectingWithBackOffWhileNobodyListens) {
+  FakeServices a("node-a");
+  SessionOptions so;
+  so.target = "127.0.0.1:1";  // nothing there
+  so.backoff_initial = 20ms;
+  so.backoff_max = 80ms;
+  auto start = std::chrono::steady_clock::now();
+  {
+    RunningSession s(so, a);
+    ASSERT_TRUE(a.WaitFor(
+        [&] {
+          return std::count_if(a.statuses_.begin(), a.statuses_.end(), [](const std::string& x) {
+                   return x.rfind("reconnecting in", 0) == 0;
+                 }) >= 3;
+        },
+        10s));
+  }
+  // Stop is prompt even in the middle of a back-off.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 8s);
+  EXPECT_EQ(a.statuses().back(), "stopped");
+}
+
+// A coordinator that follows a script: welcome, then whatever the test sends, recording reports.
+class ScriptedCoordinator final : public v1::Coordinator::Service {
+ public:
+  grpc::Status Session(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::AgentMessage>* stream) override {
+    v1::AgentMessage hello;
+    if (!stream->Read(&hello) || !hello.has_hello()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "hello");
+    }
+    v1::CoordinatorMessage w;
+    w.mutable_welcome()->set_protocol_version(1);
+    stream->Write(w);
+    std::thread reader([&] {
+      v1::AgentMessage m;
+      while (stream->Read(&m)) {
+        std::lock_guard lock(mu_);
+        if (m.has_probe_report()) reports_.push_back(m.probe_report());
+        cv_.notify_all();
+      }
+    });
+    for (;;) {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, 50ms);
+      if (close_) {
+        close_ = false;
+        lock.unlock();
+        ctx->TryCancel();
+        break;
+      }
+      while (!outbox_.empty()) {
+        v1::CoordinatorMessage m = outbox_.front();
+        outbox_.pop_front();
+        stream->Write(m);
+      }
+      if (ctx->IsCancelled() || stopping_) break;
+    }
+    reader.join();
+    return grpc::Status::OK;
+  }
+
+  void Send(v1::CoordinatorMessage m) {
+    std::lock_guard lock(mu_);
+    outbox_.push_back(std::move(m));
+    cv_.notify_all();
+  }
+  void CloseStream() {
+    std::lock_guard lock(mu_);
+    close_ = true;
+  }
+  void Stop() {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  std::optional<v1::ProbeReport> WaitReport(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return !reports_.empty(); })) return std::nullopt;
+    auto r = reports_.front();
+    reports_.erase(reports_.begin());
+    return r;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<v1::CoordinatorMessage> outbox_;
+  std::vector<v1::ProbeReport> reports_;
+  bool close_ = false;
+  bool stopping_ = false;
+};
+
+struct Scripted {
+  Scripted() {
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    b.RegisterService(&service);
+    server = b.BuildAndStart();
+  }
+  ~Scripted() {
+    service.Stop();
+    server->Shutdown(std::chrono::system_clock::now() + 2s);
+  }
+  SessionOptions Options() {
+    SessionOptions o;
+    o.target = "127.0.0.1:" + std::to_string(port);
+    o.backoff_initial = 20ms;
+    o.backoff_max = 100ms;
+    return o;
+  }
+  ScriptedCoordinator service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+};
+
+v1::CoordinatorMessage Assignment(const std::string& id, v1::ProbeMode mode = v1::PROBE_MODE_SOCKET,
+                                  v1::ProbeSize size = v1::PROBE_SIZE_64KIB, uint32_t rank = 0,
+                                  const std::string& peer = "node-b") {
+  v1::CoordinatorMessage m;
+  auto* a = m.mutable_assignment();
+  a->set_probe_id(id);
+  a->set_peer(peer);
+  a->set_mode(mode);
+  a->set_rank(rank);
+  a->set_size(size);
+  a->set_deadline_seconds(5);
+  return m;
+}
+
+TEST(CoordinatorSession, RefusesAssignmentsOutsideTheClosedSet) {
+  Scripted c;
+  FakeServices a("node-a");
+  RunningSession s(c.Options(), a);
+  struct Case {
+    v1::CoordinatorMessage m;
+  };
+  std::vector<v1::CoordinatorMessage> bad = {
+      Assignment("p1", v1::PROBE_MODE_UNSPECIFIED),
+      Assignment("p2", v1::PROBE_MODE_IB, static_cast<v1::ProbeSize>(99)),
+      Assignment("p3", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 7),
+      Assignment("p4", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "; rm -rf /"),
+      Assignment("p5", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "node-a"),  // itself
+  };
+  for (auto& m : bad) {
+    c.service.Send(m);
+    auto r = c.service.WaitReport(5s);
+    ASSERT_TRUE(r.has_value()) << m.assignment().probe_id();
+    EXPECT_EQ(r->probe_id(), m.assignment().probe_id());
+    EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
+    EXPECT_NE(r->skipped_reason().find("closed set"), std::string::npos) << r->skipped_reason();
+  }
+  EXPECT_EQ(a.probes_.load(), 0);
+  // A valid one runs, with the size from the enum and the deadline clamped to the config.
+  ProbeAssignment seen;
+  a.run_probe = [&](const ProbeAssignment& pa, std::stop_token) {
+    seen = pa;
+    ProbeResult r;
+    r.outcome = ProbeOutcome::kPass;
+    return r;
+  };
+  a.config_.probe.timeout_seconds = 3;
+  c.service.Send(Assignment("ok", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 1));
+  auto r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_PASS);
+  EXPECT_EQ(seen.size_bytes, 1u << 20);
+  EXPECT_EQ(seen.timeout_seconds, 3);
+  EXPECT_EQ(seen.rank, 1);
+  EXPECT_EQ(seen.mode, ProbeMode::kIb);
+}
+
+TEST(CoordinatorSession, NeverProbesWhileAnotherProcessHoldsTheGpus) {
+  Scripted c;
+  FakeServices a("node-a");
+  a.SetGpuHolder();
+  RunningSession s(c.Options(), a);
+  c.service.Send(Assignment("busy"));
+  auto r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
+  EXPECT_NE(r->skipped_reason().find("skipped: GPUs busy"), std::string::npos);
+  EXPECT_NE(r->skipped_reason().find("python3"), std::string::npos);
+  EXPECT_EQ(a.probes_.load(), 0);
+}
+
+TEST(CoordinatorSession, ProbesWhenGpusAreBusyIfTheConfigAllowsIt) {
+  Scripted c;
+  FakeServices a("node-a");
+  a.SetGpuHolder();
+  a.config_.probe.allow_when_gpus_busy = true;
+  RunningSession s(c.Options(), a);
+  c.service.Send(Assignment("allowed"));
+  auto r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_PASS);
+  EXPECT_EQ(a.probes_.load(), 1);
+}
+
+TEST(CoordinatorSession, CancelStopsTheRunningProbe) {
+  Scripted c;
+  FakeServices a("node-a");
+  std::atomic<bool> stopped{false};
+  a.run_probe = [&](const ProbeAssignment&, std::stop_token stop) {
+    std::mutex m;
+    std::condition_variable_any cv;
+    std::unique_lock lock(m);
+    cv.wait_for(lock, stop, 20s, [] { return false; });
+    stopped = stop.stop_requested();
+    ProbeResult r;
+    r.outcome = ProbeOutcome::kNotRun;
+    r.detail = "cancelled";
+    return r;
+  };
+  RunningSession s(c.Options(), a);
+  c.service.Send(Assignment("long"));
+  ASSERT_TRUE(a.WaitFor([&] { return a.probes_.load() == 1; }, 5s));
+  v1::CoordinatorMessage cancel;
+  cancel.mutable_cancel()->set_probe_id("long");
+  cancel.mutable_cancel()->set_reason("peer lost");
+  auto t0 = std::chrono::steady_clock::now();
+  c.service.Send(cancel);
+  auto r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(stopped.load());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+}
+
+TEST(CoordinatorSession, ALostStreamCancelsTheRunningProbeAndReconnects) {
+  Scripted c;
+  FakeServices a("node-a");
+  std::atomic<bool> stopped{false};
+  a.run_probe = [&](const ProbeAssignment&, std::stop_token stop) {
+    std::mutex m;
+    std::condition_variable_any cv;
+    std::unique_lock lock(m);
+    cv.wait_for(lock, stop, 20s, [] { return false; });
+    stopped = stop.stop_requested();
+    return ProbeResult{};
+  };
+  RunningSession s(c.Options(), a);
+  c.service.Send(Assignment("orphan"));
+  ASSERT_TRUE(a.WaitFor([&] { return a.probes_.load() == 1; }, 5s));
+  c.service.CloseStream();
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!stopped && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(stopped.load()) << "the probe outlived its stream";
+  EXPECT_TRUE(a.WaitFor(
+      [&] {
+        return std::count(a.statuses_.begin(), a.statuses_.end(),
+                          "connected to " + c.Options().target) >= 2;
+      },
+      5s));
+}
+
+TEST(NodeLabelsFromJson, ReadsTheLabelsOfANodeObject) {
+  auto labels = NodeLabelsFromJson(
+      R"({"kind":"Node","metadata":{"name":"n1","labels":{"topology.kubernetes.io/rack":"r7",)"
+      R"("x":1}}})");
+  EXPECT_EQ(labels.size(), 1u);
+  EXPECT_EQ(labels["topology.kubernetes.io/rack"], "r7");
+  EXPECT_TRUE(NodeLabelsFromJson("not json").empty());
+  EXPECT_TRUE(NodeLabelsFromJson(R"({"metadata":[]})").empty());
+}
+
+}  // namespace
+}  // namespace nccl_triage
