@@ -31,6 +31,9 @@ Finding ContainerIpcLock(const NodeSnapshot& s, const Config& c, const CheckCont
     return b.Warn("CAP_IPC_LOCK missing and the memlock limit is unknown");
   }
   if (memlock_enough) return b.Pass("CAP_IPC_LOCK missing but not needed: memlock is sufficient");
+  if (s.ib_devices.empty() && RdmaPciDevices(s).empty()) {
+    return b.Pass("CAP_IPC_LOCK missing, not needed: no RDMA hardware to register memory with");
+  }
   return b.Fail("CAP_IPC_LOCK missing and memlock limited to " +
                 FormatLimit(s.memlock.value->soft, true) +
                 ": registrations beyond it fail (add IPC_LOCK or raise memlock)");

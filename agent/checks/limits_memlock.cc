@@ -14,7 +14,7 @@ Finding LimitsMemlock(const NodeSnapshot& s, const Config& c, const CheckContext
   b.AddFact("Max locked memory", s.memlock, "proc/self/limits");
   const auto& floor = c.expect.memlock_min_bytes;
   b.Add("required", floor ? "at least " + FormatBytes(*floor) : "unlimited",
-        floor ? "config: expect.memlock_min_bytes" : "default (expect.memlock_min_bytes unset)");
+        floor ? "config: expect.memlock_min_bytes" : "default: expect.memlock_min_bytes unset");
   if (!s.memlock.ok()) return b.Skip("the locked-memory limit could not be read");
 
   const Limit& soft = s.memlock.value->soft;
@@ -34,10 +34,18 @@ Finding LimitsMemlock(const NodeSnapshot& s, const Config& c, const CheckContext
   // and the message says when this process would get away with it (container.ipc_lock judges
   // the capability).
   if (s.cap_eff.ok() && (*s.cap_eff.value & kCapIpcLock) != 0) {
-    b.AddFact("CapEff", s.cap_eff, "proc/self/status");
+    b.Add("CapEff", "0x" + HexDigits(*s.cap_eff.value, 16),
+          SourceOr(s.cap_eff, "proc/self/status"));
     hint +=
         "; this process has CAP_IPC_LOCK and could register beyond it, processes without the "
         "capability fail in ibv_reg_mr";
+  }
+  // Locked memory only limits RDMA registration: on a node without RDMA hardware a small limit
+  // breaks nothing NCCL does, and saying so is more useful than a failure.
+  if (s.ib_devices.empty() && RdmaPciDevices(s).empty()) {
+    return b.Warn("memlock is " + have +
+                  ", too small for NCCL over IB, but this node has no "
+                  "RDMA hardware");
   }
   return b.Fail("memlock is " + have + ", NCCL over IB needs " + need + hint);
 }

@@ -371,32 +371,154 @@ class Loader {
   YAML::Mark at_;  // the key being set, for errors about a value without a position
 };
 
-// Deepest nesting of flow collections ([ and {) outside quotes and comments.
-int FlowNesting(std::string_view text) {
-  int depth = 0, deepest = 0;
-  char quote = 0;
-  bool comment = false;
-  for (char c : text) {
-    if (c == '\n') {
-      comment = false;
+// The 1-based line of the first byte sequence that is not UTF-8 text (invalid UTF-8 or a control
+// character), or 0 when the text is valid.
+// YAML is Unicode text; rejecting other bytes up front keeps every loaded string printable and
+// every dump loadable.
+size_t FirstInvalidUtf8Line(std::string_view text) {
+  size_t line = 1;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') ++line;
+    size_t len = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      // C0 controls other than tab and line ends (NUL included) are not YAML text either.
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) return line;
+      ++i;
       continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      len = 2;
+      cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      len = 3;
+      cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return line;
     }
-    if (comment) continue;
-    if (quote != 0) {
-      if (c == quote) quote = 0;
-      continue;
+    if (i + len > text.size()) return line;
+    for (size_t k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(text[i + k]);
+      if ((cc & 0xc0) != 0x80) return line;
+      cp = (cp << 6) | (cc & 0x3f);
     }
-    if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '#') {
-      comment = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
+    // Overlong forms, surrogates and values beyond Unicode.
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) {
+      return line;
     }
+    i += len;
   }
-  return deepest;
+  return 0;
+}
+
+// What the pre-scan below found wrong, at which line.
+struct PrescanIssue {
+  size_t line = 0;
+  std::string what;
+};
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+// A light lexical pass over the text before yaml-cpp sees it. yaml-cpp 0.7 loops forever on a
+// ',' that starts a token in block context (",", "--- ,", "- ,", "&a ,") and recurses once per
+// level of flow nesting; both are rejected here. The pass tracks quotes, comments, flow nesting
+// and block scalars well enough to stay clear of valid configuration files (a comma inside a plain
+// scalar such as "^lo,docker" is fine).
+std::optional<PrescanIssue> Prescan(std::string_view text) {
+  int depth = 0;
+  char quote = 0;
+  int block_indent = -1;  // inside a block scalar whose header line had this indentation
+  size_t line = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    ++line;
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view ln = text.substr(pos, end - pos);
+    pos = end + 1;
+    size_t indent = 0;
+    while (indent < ln.size() && ln[indent] == ' ') ++indent;
+    const bool blank = std::all_of(ln.begin(), ln.end(), IsSpace);
+    if (block_indent >= 0 && quote == 0) {
+      if (blank || static_cast<int>(indent) > block_indent) continue;
+      block_indent = -1;
+    }
+    char prev = '\n';     // the previous character on this line; '\n' at the line's start
+    bool closed = false;  // the last non-space character closed a quoted or flow node at depth 0
+    size_t content_end = ln.size();
+    for (size_t k = 0; k < ln.size(); ++k) {
+      const char c = ln[k];
+      if (quote != 0) {
+        if (quote == '"' && c == '\\') {
+          ++k;
+        } else if (c == quote) {
+          quote = 0;
+          closed = depth == 0;
+        }
+        prev = 'x';
+        continue;
+      }
+      const bool after_space = prev == '\n' || IsSpace(prev);
+      const bool token_start = after_space || prev == '[' || prev == '{' || prev == ',';
+      if (c == '#' && after_space) {
+        content_end = k;
+        break;
+      }
+      if (c == ',' && depth == 0) {
+        // A ',' outside flow collections is part of a plain scalar ("^lo,docker") unless it
+        // follows a complete node, sits in an anchor or tag, or starts a token after nothing, an
+        // indicator, an anchor, a tag or a key: then it would start a node, which yaml-cpp
+        // cannot handle.
+        size_t t_end = k;
+        while (t_end > 0 && IsSpace(ln[t_end - 1])) --t_end;
+        size_t t_start = t_end;
+        while (t_start > 0 && !IsSpace(ln[t_start - 1])) --t_start;
+        const std::string_view token = ln.substr(t_start, t_end - t_start);
+        const bool in_token = !after_space && !token.empty();
+        const bool bad =
+            closed || (in_token && (token.front() == '&' || token.front() == '!')) ||
+            (after_space && (token.empty() || token == "-" || token == "?" || token == ":" ||
+                             token == "---" || token == "..." || token.front() == '&' ||
+                             token.front() == '!' || token.back() == ':' || token.back() == '"' ||
+                             token.back() == '\'' || token.back() == ']' || token.back() == '}'));
+        if (bad) {
+          return PrescanIssue{line, "invalid YAML: ',' cannot start a value outside [ ] or { }"};
+        }
+      } else if ((c == '"' || c == '\'') && (token_start || prev == ':')) {
+        quote = c;
+      } else if ((c == '[' || c == '{') && (token_start || prev == ':')) {
+        if (++depth > kMaxFlowNesting) {
+          return PrescanIssue{line, "nested deeper than " + std::to_string(kMaxFlowNesting) +
+                                        " levels, not a configuration file"};
+        }
+      } else if ((c == ']' || c == '}') && depth > 0) {
+        closed = --depth == 0;
+        prev = c;
+        continue;
+      }
+      if (!IsSpace(c)) closed = false;
+      prev = c;
+    }
+    // A block scalar header ("|", ">-", "|2") ends the line: what follows, more indented, is
+    // literal text.
+    if (quote == 0 && depth == 0) {
+      std::string_view content = ln.substr(0, content_end);
+      while (!content.empty() && IsSpace(content.back())) content.remove_suffix(1);
+      const size_t last_space = content.find_last_of(" \t");
+      const std::string_view last =
+          content.substr(last_space == std::string_view::npos ? 0 : last_space + 1);
+      if (!last.empty() && (last.front() == '|' || last.front() == '>') &&
+          last.find_first_not_of("|>+-0123456789") == std::string_view::npos) {
+        block_indent = static_cast<int>(indent);
+      }
+    }
+    if (end == text.size()) break;
+  }
+  return std::nullopt;
 }
 
 std::string FormatDouble(double d) {
@@ -492,9 +614,12 @@ StatusOr<Config> LoadConfigFromString(std::string_view yaml, std::string_view na
     return InvalidArgument(prefix + ": larger than " + std::to_string(kMaxConfigBytes) +
                            " bytes, not a configuration file");
   }
-  if (FlowNesting(yaml) > kMaxFlowNesting) {
-    return InvalidArgument(prefix + ": nested deeper than " + std::to_string(kMaxFlowNesting) +
-                           " levels, not a configuration file");
+  if (auto issue = Prescan(yaml)) {
+    return InvalidArgument(prefix + ":" + std::to_string(issue->line) + ": " + issue->what);
+  }
+  if (const size_t line = FirstInvalidUtf8Line(yaml); line != 0) {
+    return InvalidArgument(prefix + ":" + std::to_string(line) +
+                           ": not UTF-8 text (invalid byte or control character)");
   }
   Loader loader(name);
   try {

@@ -32,9 +32,9 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Runs `argv` with stdout and stderr on /dev/null; returns the exit code and adds the child's
-// rusage peak RSS (KiB) to `max_rss_kib`.
-int RunChild(const std::vector<std::string>& argv, long& max_rss_kib) {
+// Runs `argv` with stdout and stderr on /dev/null; returns the exit code, raises `max_rss_kib` to
+// the child's peak RSS and sets `cpu_ms` to its user + system time (both from wait4's rusage).
+int RunChild(const std::vector<std::string>& argv, long& max_rss_kib, double& cpu_ms) {
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
@@ -53,6 +53,8 @@ int RunChild(const std::vector<std::string>& argv, long& max_rss_kib) {
   rusage usage{};
   if (wait4(pid, &status, 0, &usage) != pid) return -1;
   max_rss_kib = std::max(max_rss_kib, usage.ru_maxrss);
+  auto ms = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e3 + t.tv_usec / 1e3; };
+  cpu_ms = ms(usage.ru_utime) + ms(usage.ru_stime);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -78,14 +80,16 @@ int main(int argc, char** argv) {
 
   // 1. The command as a user runs it: process start, gather, judge, JSON out.
   const std::vector<std::string> cmd = {binary, "check", "--root", root, "--format", "json"};
-  std::vector<double> wall;
+  std::vector<double> wall, cpu;
   long max_rss_kib = 0;
-  RunChild(cmd, max_rss_kib);  // warm the page cache once
+  double cpu_ms = 0;
+  RunChild(cmd, max_rss_kib, cpu_ms);  // warm the page cache once
   max_rss_kib = 0;
   for (int i = 0; i < runs; ++i) {
     const auto start = Clock::now();
-    const int rc = RunChild(cmd, max_rss_kib);
+    const int rc = RunChild(cmd, max_rss_kib, cpu_ms);
     wall.push_back(Ms(Clock::now() - start));
+    cpu.push_back(cpu_ms);
     if (rc != 0) {
       std::fprintf(stderr, "bench_check: '%s check --root %s' exited %d (expected 0)\n",
                    binary.c_str(), root.c_str(), rc);
@@ -131,7 +135,22 @@ int main(int argc, char** argv) {
   std::printf("check on %s (%d runs)\n", root.c_str(), runs);
   std::printf("  wall time (child process):  median %.1f ms, max %.1f ms\n", Median(wall),
               *std::max_element(wall.begin(), wall.end()));
-  std::printf("  peak RSS (child process):   %.1f MB\n", static_cast<double>(max_rss_kib) / 1024.0);
+  std::printf("  CPU time (child process):   median %.1f ms (user + system)\n", Median(cpu));
+  std::printf("  peak RSS (child process):   %.1f MiB\n",
+              static_cast<double>(max_rss_kib) / 1024.0);
+
+  // The floor under those figures: the same binary doing nothing but printing its version
+  // (dynamic loading of its libraries and their initialisers).
+  std::vector<double> base_wall, base_cpu;
+  long base_rss_kib = 0;
+  for (int i = 0; i < runs; ++i) {
+    const auto start = Clock::now();
+    RunChild({binary, "--version"}, base_rss_kib, cpu_ms);
+    base_wall.push_back(Ms(Clock::now() - start));
+    base_cpu.push_back(cpu_ms);
+  }
+  std::printf("  baseline `--version`:       wall median %.1f ms, CPU median %.1f ms, RSS %.1f MiB\n",
+              Median(base_wall), Median(base_cpu), static_cast<double>(base_rss_kib) / 1024.0);
   std::printf("  in-process gather:          median %.2f ms\n", Median(gather_ms));
   std::printf("  in-process checks + report: median %.3f ms\n", Median(judge_ms));
   std::printf("  files read:                 %zu, each at most %d time(s)%s\n",

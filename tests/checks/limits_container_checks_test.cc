@@ -66,6 +66,14 @@ TEST(MemlockCheck, PassesAboveTheConfiguredFloor) {
   EXPECT_EQ(RunOne(&LimitsMemlock, s, c).status, CheckStatus::kFail);
 }
 
+TEST(MemlockCheck, OnlyWarnsOnANodeWithoutRdmaHardware) {
+  NodeSnapshot s = BareNode();
+  s.memlock = Limited(8 << 20, 8 << 20);
+  Finding f = RunOne(&LimitsMemlock, s);
+  EXPECT_EQ(f.status, CheckStatus::kWarn);
+  EXPECT_NE(f.message.find("no RDMA hardware"), std::string::npos);
+}
+
 TEST(MemlockCheck, SkipsWhenLimitsAreUnreadable) {
   NodeSnapshot s = HealthyIbNode();
   s.memlock = Unreadable<LimitPair>("proc/self/limits");
@@ -113,6 +121,13 @@ TEST(IpcLockCheck, PassesWithTheCapability) {
   NodeSnapshot s = HealthyIbNode();
   s.memlock = Limited(8 << 20, 8 << 20);
   s.cap_eff = Have<uint64_t>(0xa80425fb | kCapIpcLock);
+  EXPECT_EQ(RunOne(&ContainerIpcLock, s).status, CheckStatus::kPass);
+}
+
+TEST(IpcLockCheck, IsNotNeededWithoutRdmaHardware) {
+  NodeSnapshot s = BareNode();
+  s.memlock = Limited(8 << 20, 8 << 20);
+  s.cap_eff = Have<uint64_t>(0);
   EXPECT_EQ(RunOne(&ContainerIpcLock, s).status, CheckStatus::kPass);
 }
 

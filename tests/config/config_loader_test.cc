@@ -149,10 +149,45 @@ TEST(ConfigLoader, ReportsSyntaxErrorsWithTheirLine) {
   EXPECT_NE(e.find("invalid YAML"), std::string::npos);
 }
 
+TEST(ConfigLoader, RejectsACommaThatStartsAValueInsteadOfHanging) {
+  // yaml-cpp 0.7 loops forever on these; the loader must answer.
+  for (const char* text :
+       {",", ",{", " ,[", "---\n,", "--- ,", "- ,", "&a ,", "!t ,", "expect:\n  hcas: 8\n,",
+        "a: 1\n...\n,", "&a,", "!t,", "\"a\",", "'a',", "{a},", "[a] ,"}) {
+    EXPECT_NE(ErrorOf(text).find("',' cannot start a value"), std::string::npos) << text;
+  }
+  // Commas inside scalars, flow lists, quotes, comments and block scalars are fine.
+  Config c = Load(
+      "expect:\n"
+      "  socket_ifname: ^lo,docker , virbr  # a, comment\n"
+      "checks:\n"
+      "  disabled: [ib.peermem, ib.contention]\n"
+      "coordinator:\n"
+      "  topology_label: \", quoted\"\n"
+      "  token_file: |\n"
+      "    , literal\n");
+  EXPECT_EQ(c.expect.socket_ifname, "^lo,docker , virbr");
+  EXPECT_EQ(c.checks.disabled.size(), 2u);
+  EXPECT_EQ(c.coordinator.topology_label, ", quoted");
+  EXPECT_EQ(c.coordinator.token_file, ", literal\n");
+}
+
 TEST(ConfigLoader, RefusesPathologicalInput) {
   EXPECT_NE(ErrorOf(std::string(100, '[') + std::string(100, ']')).find("nested deeper"),
             std::string::npos);
   EXPECT_NE(ErrorOf(std::string(2 << 20, '#')).find("larger than"), std::string::npos);
+}
+
+TEST(ConfigLoader, RejectsTextThatIsNotUtf8) {
+  EXPECT_EQ(ErrorOf("expect:\n  socket_ifname: \"eth\xfe"
+                    "0\"\n"),
+            "config:2: not UTF-8 text (invalid byte or control character)");
+  EXPECT_EQ(ErrorOf("agent:\n  token_file: \"/t\xc0\xaf\"\n"),
+            "config:2: not UTF-8 text (invalid byte or control character)");
+  EXPECT_EQ(ErrorOf(std::string("\0,!", 3)),
+            "config:1: not UTF-8 text (invalid byte or control character)");
+  EXPECT_EQ(Load("coordinator:\n  topology_label: \"r\xc3\xa9gion\"\n").coordinator.topology_label,
+            "r\xc3\xa9gion");
 }
 
 TEST(ConfigLoader, NullUnsetsAnOptionalButNotARequiredKey) {
