@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,8 @@
 #include <cctype>
 #include <cerrno>
 #include <climits>
+#include <cstdint>
+#include <cstring>
 
 namespace nccl_triage {
 namespace {
@@ -152,21 +155,31 @@ bool RootReader::ForEachLink(std::string_view base, const std::vector<std::strin
                              const std::function<void(size_t, std::string_view)>& fn) const {
   int base_fd = ::open(PathOf(base).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (base_fd < 0) return false;
-  std::array<char, PATH_MAX> buf{};
+  std::array<char, PATH_MAX> target{};
+  // getdents64 straight into a buffer: readdir over fdopendir would add an fstat and two fcntl
+  // calls per directory, a fifth of the syscalls of an fd scan.
+  alignas(8) std::array<char, 16384> entries{};
   for (size_t i = 0; i < subdirs.size(); ++i) {
     int dir_fd = ::openat(base_fd, subdirs[i].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir_fd < 0) continue;
-    DIR* dir = ::fdopendir(dir_fd);
-    if (dir == nullptr) {
-      ::close(dir_fd);
-      continue;
+    for (;;) {
+      const long n = ::syscall(SYS_getdents64, dir_fd, entries.data(), entries.size());
+      if (n <= 0) break;
+      for (long off = 0; off < n;) {
+        // struct linux_dirent64: u64 d_ino, s64 d_off, u16 d_reclen, u8 d_type, char d_name[].
+        const char* rec = entries.data() + off;
+        uint16_t reclen = 0;
+        std::memcpy(&reclen, rec + 16, sizeof(reclen));
+        const auto type = static_cast<unsigned char>(rec[18]);
+        const char* name = rec + 19;
+        if (reclen == 0) break;
+        off += reclen;
+        if (type != DT_LNK && type != DT_UNKNOWN) continue;
+        ssize_t len = ::readlinkat(dir_fd, name, target.data(), target.size() - 1);
+        if (len > 0) fn(i, std::string_view(target.data(), static_cast<size_t>(len)));
+      }
     }
-    while (struct dirent* e = ::readdir(dir)) {
-      if (e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
-      ssize_t n = ::readlinkat(dir_fd, e->d_name, buf.data(), buf.size() - 1);
-      if (n > 0) fn(i, std::string_view(buf.data(), static_cast<size_t>(n)));
-    }
-    ::closedir(dir);  // closes dir_fd too
+    ::close(dir_fd);
   }
   ::close(base_fd);
   return true;
