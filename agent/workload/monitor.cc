@@ -1,5 +1,8 @@
 #include "workload/monitor.h"
 
+#include <algorithm>
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "checks/check.h"
@@ -157,6 +160,11 @@ WorkloadPass WorkloadMonitor::RunPass(const NodeSnapshot& host) {
     pass.containers.push_back(JudgeContainer(c, pod, pass.scan.host_netns, host, options_.config,
                                              pass.directory.node, registry_));
   }
+  // People read them by pod: namespace, pod, container.
+  std::sort(pass.containers.begin(), pass.containers.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.pod.namespace_name, a.pod.pod, a.pod.container) <
+           std::tie(b.pod.namespace_name, b.pod.pod, b.pod.container);
+  });
   pass.pods = PodVerdicts(pass.containers);
   Publish(pass, pass.directory.fresh);
   pass.duration_seconds =
