@@ -130,23 +130,26 @@ std::string VerdictLine(const NodeReport& r, const Painter& paint) {
   switch (r.fault_class) {
     case FaultClass::kHealthy:
       color = kGreen;
-      meaning = "no failing check";
+      meaning = "no check failed";
       break;
     case FaultClass::kArchitecture:
       color = kRed;
-      meaning = "the fix lives in the host, container or version setup";
+      meaning = "the fix is in the host, container or version setup";
       break;
     case FaultClass::kIbResource:
       color = kRed;
-      meaning = "the fix lives in the fabric, the HCA or the RDMA stack";
+      meaning = "the fix is in the fabric, the HCA or the RDMA stack";
       break;
     case FaultClass::kUnknown:
       meaning = "nothing could be judged";
       break;
   }
-  std::string line = "node " + r.node + ": " + paint(color, std::string(ToString(r.fault_class)));
+  const std::string node = r.node.empty() ? "(unnamed)" : r.node;
+  std::string line = "node " + node + ": " + paint(color, std::string(ToString(r.fault_class)));
   line += " — " + meaning;
-  if (r.basis == Basis::kChecks) line += " (predicted from node checks, not confirmed by probes)";
+  line += r.basis == Basis::kChecks
+              ? "\nbasis: node checks only, a prediction until probes confirm it"
+              : "\nbasis: confirmed by NCCL probes";
   return line;
 }
 

@@ -45,7 +45,7 @@ Finding SecurityLsm(const NodeSnapshot& s, const Config&, const CheckContext&) {
     b.Add("SELinux", selinux_enforcing ? "enforcing" : "permissive",
           SourceOr(s.selinux_enforce, "sys/fs/selinux/enforce"));
   } else if (s.selinux_enforce.error == "missing") {
-    looked = true;
+    // Absence says SELinux is off, but alone it is too little to call the node unconfined.
     b.Add("SELinux", "not enabled", SourceOr(s.selinux_enforce, "sys/fs/selinux/enforce"));
   } else {
     b.AddFact("SELinux", s.selinux_enforce, "sys/fs/selinux/enforce");

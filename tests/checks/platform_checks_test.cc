@@ -55,6 +55,14 @@ TEST(LsmCheck, FailsOnSeccompStrictMode) {
   EXPECT_EQ(RunOne(&SecurityLsm, s).status, CheckStatus::kFail);
 }
 
+TEST(LsmCheck, SkipsWhenOnlyTheAbsenceOfSelinuxIsKnown) {
+  NodeSnapshot s = HealthyIbNode();
+  s.selinux_enforce = Missing<int>("sys/fs/selinux/enforce");
+  s.apparmor_profile = Missing<std::string>();
+  s.seccomp_mode = Unreadable<int>();
+  EXPECT_EQ(RunOne(&SecurityLsm, s).status, CheckStatus::kSkip);
+}
+
 TEST(LsmCheck, SkipsWhenNothingIsReadable) {
   NodeSnapshot s = HealthyIbNode();
   s.selinux_enforce = Unreadable<int>();

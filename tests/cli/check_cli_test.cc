@@ -278,6 +278,7 @@ void ExpectUsageError(const std::vector<std::string>& args, const std::string& n
 
 TEST(CheckCli, BadInputExitsTwoWithOneLine) {
   ExpectUsageError({"--root", "/nonexistent/root"}, "/nonexistent/root");
+  ExpectUsageError({"--root", "/etc/hostname"}, "not a directory");
   ExpectUsageError({"--bogus"}, "unknown argument '--bogus'");
   ExpectUsageError({"--format", "xml"}, "--format must be table or json");
   ExpectUsageError({"--root"}, "--root needs a value");
@@ -299,6 +300,17 @@ TEST(CheckCli, BadInputExitsTwoWithOneLine) {
   WriteFile(config, "{\"schema\": \"something/else\"}");
   ExpectUsageError({"--from-snapshot", config}, "snapshot");
   std::remove(config.c_str());
+}
+
+TEST(CheckCli, AnEmptyRootIsUnknownNotHealthy) {
+  const std::string root = TempPath("empty-root");
+  ASSERT_EQ(system(("mkdir -p '" + root + "'").c_str()), 0);
+  Result r = Check({"--root", root, "--format", "json"});
+  rmdir(root.c_str());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = Json(r);
+  EXPECT_EQ(j["class"], "unknown");
+  EXPECT_TRUE(WithStatus(j, "pass").empty()) << r.out;
 }
 
 TEST(CheckCli, HelpExitsZero) {
