@@ -1,0 +1,126 @@
+// Failures of the machinery itself, with real probe children: the coordinator restarting in the
+// middle of a sweep, and an agent going away while its probe hangs. Nothing may stay assigned or
+// running past a deadline.
+#include <dirent.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "cluster_test_util.h"
+
+namespace nccl_triage {
+namespace {
+
+using namespace std::chrono_literals;
+using testing_util::TestCluster;
+using testing_util::TestOptions;
+
+// Probe children (`... probe --child ...`) of this process still alive.
+int LiveProbeChildren() {
+  int count = 0;
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return 0;
+  const std::string me = std::to_string(getpid());
+  while (dirent* e = readdir(d)) {
+    std::string pid = e->d_name;
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat("/proc/" + pid + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state, ppid;
+    rest >> state >> ppid;
+    if (ppid != me || state == "Z") continue;
+    std::ifstream cmd("/proc/" + pid + "/cmdline");
+    std::string args((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (args.find(std::string("--child")) != std::string::npos) ++count;
+  }
+  closedir(d);
+  return count;
+}
+
+bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return pred();
+}
+
+TEST(CoordinatorRestart, MidSweepAgentsReconnectOrphanedProbesStopAndTheNextSweepCompletes) {
+  DemoOptions o = TestOptions(4, "restart");
+  o.probe_timeout_seconds = 2;
+  o.node_env[0] = {{"FAKE_NCCL_FAULTS", "hang_allreduce"}};  // node-0's probes hang
+  TestCluster t(std::move(o));
+  ASSERT_TRUE(t.cluster.Start().ok()) << t.log_text.str();
+  t.cluster.coordinator().RequestSweep();
+  ASSERT_TRUE(WaitUntil([&] { return LiveProbeChildren() > 0; }, 10s)) << "no probe started";
+  ASSERT_GT(t.cluster.coordinator().OutstandingProbes(), 0u);
+
+  ASSERT_TRUE(t.cluster.RestartCoordinator().ok()) << t.log_text.str();
+  EXPECT_TRUE(t.cluster.coordinator().WaitForAgents(4, 10s)) << t.log_text.str();
+  // The sessions cancelled the probes nobody would collect: no child outlives the old stream.
+  EXPECT_TRUE(WaitUntil([] { return LiveProbeChildren() == 0; }, 5s))
+      << LiveProbeChildren() << " probe children left";
+
+  // The new coordinator's sweep completes: node-0's probes end at their deadline (timeout), and
+  // nothing stays assigned.
+  uint64_t n = t.cluster.coordinator().RequestSweep();
+  ASSERT_TRUE(t.cluster.coordinator().WaitForSweep(n, 60s)) << t.log_text.str();
+  EXPECT_EQ(t.cluster.coordinator().OutstandingProbes(), 0u);
+  auto view = t.cluster.coordinator().View();
+  EXPECT_FALSE(view.pairs.empty());
+  for (const auto& p : view.pairs) {
+    if (p.pair.Has("node-0")) {
+      EXPECT_EQ(p.judgement.socket, ProbeOutcome::kTimeout) << ToString(p.pair);
+    } else {
+      EXPECT_EQ(p.judgement.status, PairStatus::kPass) << ToString(p.pair);
+    }
+  }
+}
+
+TEST(AgentLoss, MidProbeTheLostPairIsInconclusiveAndThePeersChildStopsAtOnce) {
+  DemoOptions o = TestOptions(4, "loss");
+  o.probe_timeout_seconds = 60;  // far away: the peer must be stopped long before
+  o.node_env[1] = {{"FAKE_NCCL_FAULTS", "hang_allreduce"}};
+  TestCluster t(std::move(o));
+  ASSERT_TRUE(t.cluster.Start().ok()) << t.log_text.str();
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t n = t.cluster.coordinator().RequestSweep();
+  // The other pair passes quickly; node-1 and its partner hang in the all-reduce.
+  ASSERT_TRUE(WaitUntil([] { return LiveProbeChildren() == 2; }, 10s))
+      << LiveProbeChildren() << " children";
+  std::this_thread::sleep_for(200ms);
+  ASSERT_EQ(LiveProbeChildren(), 2);
+
+  t.cluster.StopNode(1);  // node-1 goes away mid-probe
+  EXPECT_TRUE(WaitUntil([] { return LiveProbeChildren() == 0; }, 5s))
+      << "the peer's probe child was not stopped";
+  ASSERT_TRUE(t.cluster.coordinator().WaitForSweep(n, 20s)) << t.log_text.str();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 20s);
+  EXPECT_EQ(t.cluster.coordinator().OutstandingProbes(), 0u);
+  auto view = t.cluster.coordinator().View();
+  bool saw_lost_pair = false;
+  for (const auto& p : view.pairs) {
+    if (p.pair.Has("node-1")) {
+      saw_lost_pair = true;
+      EXPECT_EQ(p.judgement.status, PairStatus::kInconclusive);
+      EXPECT_NE(p.judgement.verdict.reason.find("node-1 disconnected"), std::string::npos)
+          << p.judgement.verdict.reason;
+    }
+  }
+  EXPECT_TRUE(saw_lost_pair);
+  EXPECT_TRUE(view.faults.empty()) << "a lost agent is not a fault";
+  // Its peer was re-paired with a reference and passed.
+  EXPECT_EQ(view.nodes.count("node-1") ? view.nodes.at("node-1").state : NodeState::kUntested,
+            NodeState::kInconclusive);
+}
+
+}  // namespace
+}  // namespace nccl_triage
