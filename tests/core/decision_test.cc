@@ -21,7 +21,11 @@ ProbeResult WithCause(ProbeMode mode, ProbeOutcome o, std::string cause, FaultCl
   r.outcome = o;
   Classification cl;
   cl.fault_class = c;
-  cl.causes.push_back({std::move(cause), c, 0.9, {}, ""});
+  ClassifiedCause cause_entry;
+  cause_entry.cause = std::move(cause);
+  cause_entry.fault_class = c;
+  cause_entry.confidence = 0.9;
+  cl.causes.push_back(cause_entry);
   r.classification = cl;
   return r;
 }
