@@ -96,7 +96,14 @@ ProbeResult MergeRanks(const ModeProbes& probes, ProbeMode mode) {
   // At least one rank failed: the root is the failing rank whose log says the most.
   const ProbeResult* root = nullptr;
   const ProbeResult* other = nullptr;
-  auto rank_score = [](const ProbeResult& r) { return Failed(r.outcome) ? 1 + Specificity(r) : 0; };
+  // A named cause first; then a rank that hung or died itself (its peer's "remote process
+  // exited" is the consequence); then a failure that only names consequences.
+  auto rank_score = [](const ProbeResult& r) {
+    if (!Failed(r.outcome)) return 0;
+    if (Specificity(r) == 2) return 3;
+    if (r.outcome == ProbeOutcome::kTimeout || r.outcome == ProbeOutcome::kCrashed) return 2;
+    return 1;
+  };
   if (rank_score(r1) > rank_score(r0)) {
     root = &r1;
     other = &r0;

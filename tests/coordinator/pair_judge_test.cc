@@ -64,6 +64,14 @@ TEST(MergeRanks, RootIsTheRankWhoseLogNamesASpecificCause) {
   EXPECT_EQ(r.classification->causes.size(), 1u);  // peer.exited is a consequence, not added
 }
 
+TEST(MergeRanks, ARankThatHungIsTheRootOfItsPeersRemoteError) {
+  ModeProbes m = Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kTimeout),
+                      Result(ProbeMode::kSocket, 1, ProbeOutcome::kFail, {"peer.exited"}));
+  ProbeResult r = MergeRanks(m, ProbeMode::kSocket);
+  EXPECT_EQ(r.rank, 0);
+  EXPECT_EQ(r.outcome, ProbeOutcome::kTimeout);
+}
+
 TEST(MergeRanks, PassingPairIsAsFastAsItsSlowerRank) {
   ProbeResult r = MergeRanks(Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kPass),
                                   Result(ProbeMode::kIb, 1, ProbeOutcome::kPass)),

@@ -78,7 +78,9 @@ TEST(CoordinatorRestart, MidSweepAgentsReconnectOrphanedProbesStopAndTheNextSwee
   EXPECT_FALSE(view.pairs.empty());
   for (const auto& p : view.pairs) {
     if (p.pair.Has("node-0")) {
+      // Its rank hung until the deadline: the root of the pair's failure is that timeout.
       EXPECT_EQ(p.judgement.socket, ProbeOutcome::kTimeout) << ToString(p.pair);
+      EXPECT_EQ(p.judgement.verdict.fault_class, FaultClass::kArchitecture);
     } else {
       EXPECT_EQ(p.judgement.status, PairStatus::kPass) << ToString(p.pair);
     }
