@@ -49,7 +49,6 @@ std::string TrimNewline(std::string_view s) {
   return std::string(s);
 }
 
-bool Vanished(const ReadResult& r) { return !r.ok() && (r.error == "missing" || r.error == "unreadable: errno 3"); }
 
 class Pass {
  public:
@@ -208,7 +207,11 @@ class Pass {
     const std::string dir = "proc/" + pid_name + "/";
     ReadResult cgroup = reader_.ReadFile(dir + "cgroup");
     if (!cgroup.ok()) {
-      out.skip_reason = Vanished(cgroup) ? "exited during the scan" : dir + "cgroup " + cgroup.error;
+      // Every live process has a cgroup file: missing (or the whole directory gone, or ESRCH on
+      // a half-torn-down one) means it exited after the fd scan. Otherwise it is unreadable.
+      const bool gone =
+          cgroup.error == "missing" || !reader_.Exists(dir.substr(0, dir.size() - 1));
+      out.skip_reason = gone ? std::string("exited during the scan") : dir + "cgroup " + cgroup.error;
       return out;
     }
     auto ref = ParseCgroupFile(*cgroup.text);
@@ -225,10 +228,10 @@ class Pass {
     ProcessFacts& p = out.facts;
     p.pid = pid;
     p.gpu_devices = std::move(gpus);
-    bool vanished = false;
+    bool failed = false;  // any read failed: the process may have exited meanwhile
     auto read = [&](const char* leaf) {
       ReadResult r = reader_.ReadFile(dir + leaf);
-      vanished = vanished || Vanished(r);
+      failed = failed || !r.ok();
       return r;
     };
 
@@ -257,7 +260,7 @@ class Pass {
 
     {
       ReadResult link = reader_.ReadLink(dir + "ns/net");
-      vanished = vanished || Vanished(link);
+      failed = failed || !link.ok();
       p.netns = FactFrom<std::string>(dir + "ns/net", link, ParseNamespaceLink);
     }
 
@@ -309,7 +312,7 @@ class Pass {
           return std::optional<std::optional<NcclLibrary>>(std::in_place, ParseNcclFromMaps(text));
         });
 
-    if (vanished && !reader_.Exists(dir.substr(0, dir.size() - 1))) {
+    if (failed && !reader_.Exists(dir.substr(0, dir.size() - 1))) {
       out.skip_reason = "exited during the scan";
       return out;
     }

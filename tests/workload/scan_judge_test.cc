@@ -106,6 +106,18 @@ TEST(WorkloadScan, ProcessThatExitedBeforeItsFilesWereReadIsSkipped) {
   EXPECT_EQ(scan.skipped[0].reason, "exited during the scan");
 }
 
+TEST(WorkloadScan, UnreadableCgroupOfALiveProcessIsSkippedWithTheReason) {
+  WorkloadRoot root({GoodProcess(4101, 1)});
+  const std::string cgroup = root.root() + "/proc/4101/cgroup";
+  std::filesystem::remove(cgroup);
+  std::filesystem::create_directory(cgroup);  // not a regular file
+  ScanResult scan = root.Scan();
+  EXPECT_TRUE(scan.containers.empty());
+  ASSERT_EQ(scan.skipped.size(), 1u);
+  EXPECT_NE(scan.skipped[0].reason.find("proc/4101/cgroup unreadable"), std::string::npos)
+      << scan.skipped[0].reason;
+}
+
 TEST(WorkloadScan, UnreadableEntriesBecomeFactErrorsAndSkips) {
   auto p = GoodProcess(4101, 1);
   WorkloadRoot root({p});
