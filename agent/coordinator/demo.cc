@@ -373,22 +373,19 @@ StatusOr<DemoReport> DemoCluster::Run() {
       return DeadlineExceeded("sweep " + std::to_string(n) + " did not finish within 300 s");
     }
     ++sweeps_;
-    CoordinatorView view = coordinator_->View();
-    std::set<NodePair> covered;
-    for (const auto& p : view.pairs) {
-      if (p.judgement.status != PairStatus::kInconclusive) covered.insert(p.pair);
-    }
+    CoordinatorView view = coordinator_->View(false);
+    const uint64_t covered = view.pairs_concluded;
     size_t confirmed = 0;
     size_t pending = 0;
     for (const auto& t : view.faults) (t.confirmed ? confirmed : pending)++;
     if (options_.progress) {
       options_.progress("sweep " + std::to_string(sweeps_) + ": " +
                         std::to_string(view.last_sweep_rounds) + " round(s), " +
-                        std::to_string(covered.size()) + "/" + std::to_string(pairs_total) +
+                        std::to_string(covered) + "/" + std::to_string(pairs_total) +
                         " pairs covered, " + std::to_string(confirmed) + " fault(s) confirmed" +
                         (pending ? ", " + std::to_string(pending) + " awaiting confirmation" : ""));
     }
-    if (options_.rounds == 0 && covered.size() >= pairs_total && pending == 0) break;
+    if (options_.rounds == 0 && covered >= pairs_total && pending == 0) break;
   }
   return Report();
 }

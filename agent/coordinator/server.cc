@@ -29,6 +29,7 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 constexpr size_t kMaxQueuedWrites = 4096;
 constexpr size_t kMaxPairsPerVerdict = 64;
+constexpr size_t kMaxHealthyPairsPerVerdict = 8;
 constexpr size_t kMaxPairRecords = 200'000;
 
 int64_t NowUnixMs() {
@@ -115,7 +116,7 @@ class CoordinatorServer::Impl {
   bool WaitForAgents(size_t n, std::chrono::milliseconds timeout);
   size_t ConnectedAgents() const;
   size_t OutstandingProbes() const;
-  CoordinatorView View() const;
+  CoordinatorView View(bool with_pairs) const;
   std::string MetricsText() const { return metrics_.Text(); }
 
   int grpc_port_ = 0;
@@ -212,7 +213,8 @@ class CoordinatorServer::Impl {
   CoverageSchedule schedule_;
   HoldDown hold_down_;
   std::map<NodePair, CoordinatorView::Pair> pair_records_;
-  std::map<std::string, std::set<NodePair>> pairs_by_node_;
+  // node -> its pair records (pointers into pair_records_, whose nodes are stable).
+  std::map<std::string, std::map<NodePair, const CoordinatorView::Pair*>> pairs_by_node_;
   std::map<std::string, CoordinatorView::Node> node_verdicts_;
   std::jthread sweep_thread_;
 };
@@ -441,7 +443,7 @@ void CoordinatorServer::Impl::SetupHttp() {
     return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Text()};
   });
   http_->Get("/status", [this](const HttpRequest&) {
-    return HttpReply{200, "application/json", ToJson(View()).dump(2) + "\n"};
+    return HttpReply{200, "application/json", ToJson(View(true)).dump(2) + "\n"};
   });
   http_->Post("/sweep", [this](const HttpRequest&) {
     uint64_t n = RequestSweep();
@@ -930,9 +932,10 @@ void CoordinatorServer::Impl::PublishLocked(const SweepResult& result) {
     rec.localisation = p.localisation;
     rec.sweep = result.number;
     rec.round = p.round;
-    pair_records_[p.pair] = std::move(rec);
-    pairs_by_node_[p.pair.a].insert(p.pair);
-    pairs_by_node_[p.pair.b].insert(p.pair);
+    auto& slot = pair_records_[p.pair];
+    slot = std::move(rec);
+    pairs_by_node_[p.pair.a][p.pair] = &slot;
+    pairs_by_node_[p.pair.b][p.pair] = &slot;
   }
   if (pair_records_.size() > kMaxPairRecords) {
     // Bound the memory of a long-lived coordinator: forget the oldest healthy pairs first.
@@ -1025,11 +1028,23 @@ void CoordinatorServer::Impl::SendVerdictsLocked(const std::string& node) {
   *v->mutable_node() = NodeVerdictProtoLocked(node);
   auto pairs = pairs_by_node_.find(node);
   if (pairs != pairs_by_node_.end()) {
-    // The most recent pairs first, bounded.
-    std::vector<const CoordinatorView::Pair*> recs;
-    for (const auto& k : pairs->second) recs.push_back(&pair_records_.at(k));
-    std::sort(recs.begin(), recs.end(),
-              [](const auto* x, const auto* y) { return x->sweep > y->sweep; });
+    // Every pair that is not healthy (most recent first), then the few most recent healthy ones:
+    // the agent publishes one series per peer, so a node of a large cluster must not collect a
+    // peer for every pair the round-robin ever gave it.
+    std::vector<const CoordinatorView::Pair*> bad;
+    std::vector<const CoordinatorView::Pair*> good;
+    for (const auto& [k, rec] : pairs->second) {
+      (rec->judgement.status == PairStatus::kPass ? good : bad).push_back(rec);
+    }
+    auto recent = [](const auto* x, const auto* y) { return x->sweep > y->sweep; };
+    std::sort(bad.begin(), bad.end(), recent);
+    if (good.size() > kMaxHealthyPairsPerVerdict) {
+      std::nth_element(good.begin(), good.begin() + kMaxHealthyPairsPerVerdict, good.end(), recent);
+      good.resize(kMaxHealthyPairsPerVerdict);
+    }
+    std::sort(good.begin(), good.end(), recent);
+    std::vector<const CoordinatorView::Pair*> recs = bad;
+    recs.insert(recs.end(), good.begin(), good.end());
     for (size_t i = 0; i < recs.size() && i < kMaxPairsPerVerdict; ++i) {
       const auto& rec = *recs[i];
       const TrackedFault* link = hold_down_.FindLink(rec.pair);
@@ -1040,7 +1055,7 @@ void CoordinatorServer::Impl::SendVerdictsLocked(const std::string& node) {
   agent->second.stream->Send(std::move(m));
 }
 
-CoordinatorView CoordinatorServer::Impl::View() const {
+CoordinatorView CoordinatorServer::Impl::View(bool with_pairs) const {
   std::lock_guard lock(mu_);
   CoordinatorView view;
   for (const auto& [node, info] : known_) {
@@ -1057,7 +1072,10 @@ CoordinatorView CoordinatorServer::Impl::View() const {
   for (const auto& [node, info] : known_) {
     if (!view.nodes.count(node)) view.nodes[node] = ChecksVerdict(info, "not probed yet");
   }
-  for (const auto& [k, rec] : pair_records_) view.pairs.push_back(rec);
+  for (const auto& [k, rec] : pair_records_) {
+    if (rec.judgement.status != PairStatus::kInconclusive) ++view.pairs_concluded;
+    if (with_pairs) view.pairs.push_back(rec);
+  }
   view.faults = hold_down_.All();
   view.sweeps_done = sweeps_done_;
   view.last_sweep_rounds = last_sweep_rounds_;
@@ -1072,6 +1090,7 @@ nlohmann::json ToJson(const CoordinatorView& view) {
   nlohmann::json j;
   j["sweeps_done"] = view.sweeps_done;
   j["last_sweep_rounds"] = view.last_sweep_rounds;
+  j["pairs_concluded"] = view.pairs_concluded;
   j["hold_down"] = view.hold_down;
   j["coverage"] = {{"pairs_tested", view.pairs_tested},
                    {"pairs_total", view.pairs_total},
@@ -1140,7 +1159,9 @@ bool CoordinatorServer::WaitForAgents(size_t n, std::chrono::milliseconds t) {
 }
 size_t CoordinatorServer::ConnectedAgents() const { return impl_->ConnectedAgents(); }
 size_t CoordinatorServer::OutstandingProbes() const { return impl_->OutstandingProbes(); }
-CoordinatorView CoordinatorServer::View() const { return impl_->View(); }
+CoordinatorView CoordinatorServer::View(bool with_pairs) const {
+  return impl_->View(with_pairs);
+}
 std::string CoordinatorServer::MetricsText() const { return impl_->MetricsText(); }
 
 }  // namespace nccl_triage

@@ -92,6 +92,7 @@ struct CoordinatorView {
   std::vector<TrackedFault> faults;   // suspected and confirmed
   uint64_t sweeps_done = 0;
   int last_sweep_rounds = 0;
+  uint64_t pairs_concluded = 0;  // pairs whose last probe was conclusive (passed or localised)
   uint64_t pairs_tested = 0;
   uint64_t pairs_total = 0;
   uint64_t coverage_cycles = 0;
@@ -125,7 +126,9 @@ class CoordinatorServer {
   // Probes assigned and not yet reported (tests: nothing stays assigned forever).
   size_t OutstandingProbes() const;
 
-  CoordinatorView View() const;
+  // `with_pairs` false leaves out the pair records (a large cluster has many): the counters,
+  // nodes and faults only.
+  CoordinatorView View(bool with_pairs = true) const;
   std::string MetricsText() const;
 
  private:

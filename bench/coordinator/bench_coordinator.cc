@@ -1,0 +1,490 @@
+// Benchmark of the coordinator at cluster scale: thousands of agents on real gRPC streams.
+//
+// The coordinator runs in this process; the agents are simulated in a child process of this same
+// binary (`--simulate-agents`), one stream and one TCP connection each, answering every probe
+// assignment at once (zero-duration probes) the way a node with the injected faults would:
+// rank 0 hands its unique id to the coordinator, rank 1 waits for the relay, and a faulty node's
+// IB probe fails with its cause while its peer reports the remote error. So the coordinator's
+// RSS is its own, and every message is a real gRPC message over loopback.
+//
+//   localise   N agents, F random node faults, one sweep: rounds, wall time, whether exactly the
+//              injected nodes were localised, coordinator RSS; for each N of --nodes
+//   coverage   256 agents, 5 random link faults, sweeps until every pair has been probed: rounds
+//              (255), pairs (32,640), every link found and nothing else, wall time
+//
+// Usage: bench_coordinator [--nodes 64,512,4096] [--faults 1,10] [--coverage-nodes 256]
+//                          [--links 5] [--seed S] [--skip-coverage] [--skip-localise]
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "coordinator/convert.h"
+#include "coordinator/server.h"
+#include "daemon/log.h"
+#include "nccl_triage/v1/agent.grpc.pb.h"
+
+extern char** environ;
+
+namespace nccl_triage {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+std::string NodeName(int i) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "n%05d", i);
+  return buf;
+}
+
+// The faults of a run, drawn from the seed identically in both processes.
+struct Faults {
+  std::set<std::string> nodes;
+  std::set<NodePair> links;
+};
+
+Faults DrawFaults(int n, int node_faults, int link_faults, uint64_t seed) {
+  Faults f;
+  std::mt19937_64 rng(seed);
+  while (static_cast<int>(f.nodes.size()) < node_faults) f.nodes.insert(NodeName(static_cast<int>(rng() % n)));
+  while (static_cast<int>(f.links.size()) < link_faults) {
+    int a = static_cast<int>(rng() % n);
+    int b = static_cast<int>(rng() % n);
+    if (a == b || f.nodes.count(NodeName(a)) || f.nodes.count(NodeName(b))) continue;
+    f.links.insert(NodePair(NodeName(a), NodeName(b)));
+  }
+  return f;
+}
+
+std::string Flag(const std::vector<std::string>& args, const std::string& name, std::string def) {
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == name) return args[i + 1];
+  }
+  return def;
+}
+bool Has(const std::vector<std::string>& args, const std::string& name) {
+  return std::find(args.begin(), args.end(), name) != args.end();
+}
+std::vector<int> IntList(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(std::stoi(item));
+  return out;
+}
+
+void RaiseFdLimit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+double StatusKb(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) return std::stod(line.substr(std::strlen(key)));
+  }
+  return 0;
+}
+
+// ------------------------------------------------------------------ simulated agents (child)
+
+class Simulation;
+
+class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
+ public:
+  SimAgent(Simulation* sim, v1::Coordinator::Stub* stub, std::string node, const std::string& token)
+      : sim_(sim), node_(std::move(node)) {
+    ctx_.AddMetadata("authorization", "Bearer " + token);
+    stub->async()->Session(&ctx_, this);
+    v1::AgentMessage hello;
+    hello.mutable_hello()->set_protocol_version(kProtocolVersion);
+    hello.mutable_hello()->set_node(node_);
+    hello.mutable_hello()->mutable_summary()->set_arch("x86_64");
+    Send(std::move(hello));
+    StartRead(&in_);
+    StartCall();
+  }
+
+  void Send(v1::AgentMessage m) {
+    std::lock_guard lock(mu_);
+    if (done_) return;
+    out_.push_back(std::move(m));
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(&out_.front());
+    }
+  }
+
+  void Heartbeat() {
+    v1::AgentMessage m;
+    m.mutable_heartbeat()->set_sent_at_unix_ms(1);
+    Send(std::move(m));
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard lock(mu_);
+    out_.pop_front();
+    if (ok && !out_.empty()) {
+      StartWrite(&out_.front());
+    } else {
+      writing_ = false;
+    }
+  }
+
+  void OnReadDone(bool ok) override;
+  void OnDone(const grpc::Status&) override {
+    std::lock_guard lock(mu_);
+    done_ = true;
+  }
+  void Cancel() { ctx_.TryCancel(); }
+
+ private:
+  Simulation* sim_;
+  std::string node_;
+  grpc::ClientContext ctx_;
+  v1::CoordinatorMessage in_;
+  std::mutex mu_;
+  std::deque<v1::AgentMessage> out_;
+  bool writing_ = false;
+  bool done_ = false;
+  std::map<std::string, v1::ProbeAssignment> waiting_;  // rank 1: probe id -> assignment
+};
+
+class Simulation {
+ public:
+  Simulation(Faults faults) : faults_(std::move(faults)) {}
+
+  v1::AgentMessage ReportFor(const std::string& node, const v1::ProbeAssignment& a) const {
+    v1::AgentMessage m;
+    v1::ProbeReport* r = m.mutable_probe_report();
+    r->set_probe_id(a.probe_id());
+    r->set_duration_seconds(0);
+    const bool ib = a.mode() == v1::PROBE_MODE_IB;
+    r->set_transport(ib ? "NET/IB" : "NET/Socket");
+    const bool me_bad = faults_.nodes.count(node) > 0;
+    const bool peer_bad = faults_.nodes.count(a.peer()) > 0;
+    const bool link_bad = faults_.links.count(NodePair(node, a.peer())) > 0;
+    if (!ib || (!me_bad && !peer_bad && !link_bad)) {
+      r->set_outcome(v1::PROBE_OUTCOME_PASS);
+      r->set_busbw_bytes_per_second(20e9);
+      r->set_log_class(v1::FAULT_CLASS_HEALTHY);
+      return m;
+    }
+    r->set_outcome(v1::PROBE_OUTCOME_FAIL);
+    r->set_nccl_result(me_bad || link_bad ? 5 : 6);
+    r->set_log_class(v1::FAULT_CLASS_IB_RESOURCE);
+    v1::Cause* c = r->add_causes();
+    c->set_cause(me_bad ? "ib.port_state" : link_bad ? "ib.fabric" : "peer.exited");
+    c->set_fault_class(v1::FAULT_CLASS_IB_RESOURCE);
+    return m;
+  }
+
+  void Handle(SimAgent* agent, const std::string& node, const v1::CoordinatorMessage& msg,
+              std::map<std::string, v1::ProbeAssignment>& waiting) {
+    switch (msg.body_case()) {
+      case v1::CoordinatorMessage::kWelcome: welcomed_++; break;
+      case v1::CoordinatorMessage::kAssignment: {
+        const auto& a = msg.assignment();
+        if (a.rank() == 0) {
+          v1::AgentMessage id;
+          id.mutable_unique_id()->set_probe_id(a.probe_id());
+          id.mutable_unique_id()->set_id(std::string(kUniqueIdBytes, '\x42'));
+          agent->Send(std::move(id));
+          agent->Send(ReportFor(node, a));
+        } else {
+          waiting[a.probe_id()] = a;
+        }
+        break;
+      }
+      case v1::CoordinatorMessage::kUniqueId: {
+        auto it = waiting.find(msg.unique_id().probe_id());
+        if (it != waiting.end()) {
+          agent->Send(ReportFor(node, it->second));
+          waiting.erase(it);
+        }
+        break;
+      }
+      case v1::CoordinatorMessage::kCancel: waiting.erase(msg.cancel().probe_id()); break;
+      default: break;
+    }
+  }
+
+  std::atomic<int> welcomed_{0};
+
+ private:
+  Faults faults_;
+};
+
+void SimAgent::OnReadDone(bool ok) {
+  if (!ok) return;
+  sim_->Handle(this, node_, in_, waiting_);
+  StartRead(&in_);
+}
+
+// The child: N agents until killed.
+int RunSimulatedAgents(const std::vector<std::string>& args) {
+  RaiseFdLimit();
+  const std::string target = Flag(args, "--target", "");
+  const std::string token = Flag(args, "--token", "");
+  const int n = std::stoi(Flag(args, "--n", "0"));
+  Faults f = DrawFaults(n, std::stoi(Flag(args, "--node-faults", "0")),
+                        std::stoi(Flag(args, "--link-faults", "0")),
+                        std::stoull(Flag(args, "--seed", "1")));
+  Simulation sim(f);
+  std::vector<std::unique_ptr<v1::Coordinator::Stub>> stubs;
+  std::vector<std::unique_ptr<SimAgent>> agents;
+  for (int i = 0; i < n; ++i) {
+    // One connection per agent, as separate nodes have.
+    grpc::ChannelArguments ca;
+    ca.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    ca.SetInt("nccl_triage.bench.agent", i);  // distinct args: no channel sharing
+    stubs.push_back(v1::Coordinator::NewStub(
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), ca)));
+    agents.push_back(std::make_unique<SimAgent>(&sim, stubs.back().get(), NodeName(i), token));
+  }
+  // Heartbeats until the parent kills this process.
+  for (;;) {
+    std::this_thread::sleep_for(5s);
+    for (auto& a : agents) a->Heartbeat();
+  }
+}
+
+// ------------------------------------------------------------------ the coordinator (parent)
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+struct Child {
+  pid_t pid = -1;
+  ~Child() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
+pid_t SpawnAgents(const std::string& self, int port, int n, int node_faults, int link_faults,
+                  uint64_t seed) {
+  std::vector<std::string> argv = {self,
+                                   "--simulate-agents",
+                                   "--target",
+                                   "127.0.0.1:" + std::to_string(port),
+                                   "--token",
+                                   "bench-token",
+                                   "--n",
+                                   std::to_string(n),
+                                   "--node-faults",
+                                   std::to_string(node_faults),
+                                   "--link-faults",
+                                   std::to_string(link_faults),
+                                   "--seed",
+                                   std::to_string(seed)};
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, self.c_str(), nullptr, nullptr, cargv.data(), environ) != 0) return -1;
+  return pid;
+}
+
+struct Setup {
+  std::unique_ptr<CoordinatorServer> server;
+  Child child;
+  double connect_seconds = 0;
+};
+
+bool StartCluster(Setup& s, Logger& log, const std::string& self, int n, int node_faults,
+                  int link_faults, uint64_t seed, int hold_down) {
+  const int port = FreePort();
+  CoordinatorOptions o;
+  o.listen = "127.0.0.1:" + std::to_string(port);
+  o.token = "bench-token";
+  o.sweep_interval = 0ms;
+  o.hold_down = hold_down;
+  o.heartbeat_timeout = 120s;
+  o.probe_size_bytes = 64 << 10;
+  o.probe_deadline_seconds = 30;
+  o.seed = seed;
+  s.server = std::make_unique<CoordinatorServer>(o, log);
+  if (!s.server->Start().ok()) return false;
+  auto t0 = Clock::now();
+  s.child.pid = SpawnAgents(self, port, n, node_faults, link_faults, seed);
+  if (s.child.pid < 0) return false;
+  if (!s.server->WaitForAgents(static_cast<size_t>(n), 120s)) {
+    std::cerr << "only " << s.server->ConnectedAgents() << " of " << n << " agents connected\n";
+    return false;
+  }
+  s.connect_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return true;
+}
+
+// One row of the localise table, in a process of its own so that its RSS is this run's only.
+int LocaliseOne(const std::string& self, int n, int f, uint64_t seed) {
+  int status = 0;
+  {
+    {
+      std::ostringstream sink;
+      Logger log(sink, LogLevel::kWarn);
+      Setup s;
+      if (!StartCluster(s, log, self, n, f, 0, seed, 1)) return 1;
+      Faults want = DrawFaults(n, f, 0, seed);
+      auto t0 = Clock::now();
+      uint64_t id = s.server->RequestSweep();
+      if (!s.server->WaitForSweep(id, 120s)) return 1;
+      double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+      CoordinatorView v = s.server->View(false);
+      std::set<std::string> got;
+      int wrong = 0;
+      for (const auto& t : v.faults) {
+        if (t.fault.kind == FaultKind::kNode && want.nodes.count(t.fault.nodes[0])) {
+          got.insert(t.fault.nodes[0]);
+        } else {
+          ++wrong;
+        }
+      }
+      const double rss = StatusKb("VmRSS:") / 1024.0;
+      std::printf("%8d %7d %7d %10.2f %10.2f %8zu/%-3d %14d %10.1f %10.1f\n", n, f,
+                  v.last_sweep_rounds, secs, s.connect_seconds, got.size(), f, wrong, rss,
+                  StatusKb("VmHWM:") / 1024.0);
+      std::fflush(stdout);
+      if (static_cast<int>(got.size()) != f || wrong != 0 || v.last_sweep_rounds > 3) status = 1;
+      s.server->Stop();
+    }
+  }
+  return status;
+}
+
+int Localise(const std::string& self, const std::vector<int>& sizes, const std::vector<int>& faults,
+             uint64_t seed) {
+  std::printf("localise: one sweep, zero-duration probes, hold_down 1 (confirmed in the sweep)\n");
+  std::printf("%8s %7s %7s %10s %10s %12s %14s %10s %10s\n", "nodes", "faults", "rounds",
+              "sweep_s", "connect_s", "localised", "false_reports", "rss_MB", "peak_MB");
+  std::fflush(stdout);
+  int status = 0;
+  for (int n : sizes) {
+    for (int f : faults) {
+      std::vector<std::string> argv = {self, "--localise-one", std::to_string(n), std::to_string(f),
+                                       "--seed", std::to_string(seed)};
+      std::vector<char*> cargv;
+      for (auto& a : argv) cargv.push_back(a.data());
+      cargv.push_back(nullptr);
+      pid_t pid = -1;
+      if (posix_spawn(&pid, self.c_str(), nullptr, nullptr, cargv.data(), environ) != 0) return 1;
+      int ws = 0;
+      waitpid(pid, &ws, 0);
+      if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) status = 1;
+    }
+  }
+  std::printf("(rss: coordinator process after the sweep; peak: its VmHWM)\n\n");
+  return status;
+}
+
+int Coverage(const std::string& self, int n, int links, uint64_t seed) {
+  std::ostringstream sink;
+  Logger log(sink, LogLevel::kWarn);
+  Setup s;
+  if (!StartCluster(s, log, self, n, 0, links, seed, 2)) return 1;
+  Faults want = DrawFaults(n, 0, links, seed);
+  const uint64_t total = static_cast<uint64_t>(n) * static_cast<uint64_t>(n - 1) / 2;
+  auto t0 = Clock::now();
+  int sweeps = 0;
+  int rounds = 0;
+  for (;;) {
+    uint64_t id = s.server->RequestSweep();
+    if (!s.server->WaitForSweep(id, 120s)) return 1;
+    ++sweeps;
+    CoordinatorView v = s.server->View(false);
+    rounds += v.last_sweep_rounds;
+    bool pending = false;
+    for (const auto& t : v.faults) pending |= !t.confirmed;
+    if (v.coverage_cycles >= 1 && !pending) break;
+    if (sweeps > 2 * n) return 1;
+  }
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  CoordinatorView v = s.server->View();
+  const uint64_t probed = v.pairs_concluded;
+  std::set<NodePair> got;
+  int wrong = 0;
+  for (const auto& t : v.faults) {
+    NodePair p = t.fault.nodes.size() == 2 ? NodePair(t.fault.nodes[0], t.fault.nodes[1]) : NodePair();
+    if (t.fault.kind == FaultKind::kLink && want.links.count(p) && t.confirmed) {
+      got.insert(p);
+    } else {
+      ++wrong;
+    }
+  }
+  std::printf("coverage: %d agents, %d random link faults, hold_down 2\n", n, links);
+  std::printf("  sweeps %d (round-robin rounds %d, all rounds incl. re-pairing %d), pairs probed %llu of %llu\n",
+              sweeps, sweeps, rounds, static_cast<unsigned long long>(probed),
+              static_cast<unsigned long long>(total));
+  std::printf("  links found %zu of %d, false reports %d, wall %.2f s, coordinator RSS %.1f MB\n\n",
+              got.size(), links, wrong, secs, StatusKb("VmRSS:") / 1024.0);
+  s.server->Stop();
+  return got.size() == want.links.size() && wrong == 0 && probed == total ? 0 : 1;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (Has(args, "--simulate-agents")) return RunSimulatedAgents(args);
+  RaiseFdLimit();
+  char self[4096] = {};
+  ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  const std::string exe = len > 0 ? std::string(self, static_cast<size_t>(len)) : argv[0];
+  const uint64_t seed = std::stoull(Flag(args, "--seed", "7"));
+  if (args.size() >= 3 && args[0] == "--localise-one") {
+    return LocaliseOne(exe, std::stoi(args[1]), std::stoi(args[2]), seed);
+  }
+  int status = 0;
+  if (!Has(args, "--skip-localise")) {
+    status |= Localise(exe, IntList(Flag(args, "--nodes", "64,512,4096")),
+                       IntList(Flag(args, "--faults", "1,10")), seed);
+  }
+  if (!Has(args, "--skip-coverage")) {
+    status |= Coverage(exe, std::stoi(Flag(args, "--coverage-nodes", "256")),
+                       std::stoi(Flag(args, "--links", "5")), seed);
+  }
+  return status;
+}
+
+}  // namespace
+}  // namespace nccl_triage
+
+int main(int argc, char** argv) { return nccl_triage::Main(argc, argv); }
