@@ -18,6 +18,7 @@
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/cross_node.h"
 #include "coordinator/schedule.h"
+#include "core/catalogue.h"
 #include "core/report.h"
 #include "daemon/log.h"
 #include "exporter/http_server.h"
@@ -897,7 +898,15 @@ void CoordinatorServer::Impl::RunOneSweep() {
   // A node fault's causes: the node's own failing checks first. The NCCL log names the symptom
   // ("NET/IB : No device found"), the check the state behind it (the port is DOWN).
   for (auto& f : result.faults) {
-    if (f.kind != FaultKind::kNode) continue;
+    if (f.kind == FaultKind::kLink) {
+      // A link fault: the cross-node check that explains it (no common PKey partition) before
+      // the symptom the NCCL log shows (a fabric timeout).
+      std::stable_partition(f.causes.begin(), f.causes.end(), [](const std::string& c) {
+        const CauseInfo* info = FindCause(c);
+        return info != nullptr && info->kind == CauseKind::kCrossNode;
+      });
+      continue;
+    }
     const NodeInfo& info = known_[f.nodes[0]];
     std::stable_partition(f.causes.begin(), f.causes.end(), [&](const std::string& c) {
       return std::any_of(info.findings.begin(), info.findings.end(), [&](const Finding& x) {
