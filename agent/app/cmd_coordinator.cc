@@ -22,7 +22,8 @@ namespace nccl_triage {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: nccl-triage coordinator [--config FILE] [--listen ADDR:PORT] [--http-listen ADDR:PORT]\n"
+    "usage: nccl-triage coordinator [--config FILE] [--listen ADDR:PORT] [--http-listen "
+    "ADDR:PORT]\n"
     "  Pairs the agents, has every pair run a socket and an IB probe, localises faults to a node\n"
     "  or a link. gRPC for agents on --listen (default 0.0.0.0:9501); /metrics /livez /readyz\n"
     "  /status and POST /sweep on --http-listen (default 0.0.0.0:9502).\n"

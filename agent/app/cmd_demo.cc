@@ -102,10 +102,10 @@ int RunDemoCommand(CliContext& ctx) {
   if (temp_dir) {
     // Memory-backed when possible: the roots are thousands of small files written once.
     std::error_code ec;
-    std::filesystem::path base = access("/dev/shm", W_OK) == 0 &&
-                                         std::filesystem::is_directory("/dev/shm", ec)
-                                     ? std::filesystem::path("/dev/shm")
-                                     : std::filesystem::temp_directory_path();
+    std::filesystem::path base =
+        access("/dev/shm", W_OK) == 0 && std::filesystem::is_directory("/dev/shm", ec)
+            ? std::filesystem::path("/dev/shm")
+            : std::filesystem::temp_directory_path();
     work_dir = (base / ("nccl-triage-demo-" + std::to_string(getpid()))).string();
   }
   options.work_dir = work_dir;

@@ -34,20 +34,28 @@ std::string StateName(const std::string& text) {
 
 v1::FaultClass ToProto(FaultClass c) {
   switch (c) {
-    case FaultClass::kHealthy: return v1::FAULT_CLASS_HEALTHY;
-    case FaultClass::kArchitecture: return v1::FAULT_CLASS_ARCHITECTURE;
-    case FaultClass::kIbResource: return v1::FAULT_CLASS_IB_RESOURCE;
-    case FaultClass::kUnknown: return v1::FAULT_CLASS_UNKNOWN;
+    case FaultClass::kHealthy:
+      return v1::FAULT_CLASS_HEALTHY;
+    case FaultClass::kArchitecture:
+      return v1::FAULT_CLASS_ARCHITECTURE;
+    case FaultClass::kIbResource:
+      return v1::FAULT_CLASS_IB_RESOURCE;
+    case FaultClass::kUnknown:
+      return v1::FAULT_CLASS_UNKNOWN;
   }
   return v1::FAULT_CLASS_UNKNOWN;
 }
 
 FaultClass FromProto(v1::FaultClass c) {
   switch (c) {
-    case v1::FAULT_CLASS_HEALTHY: return FaultClass::kHealthy;
-    case v1::FAULT_CLASS_ARCHITECTURE: return FaultClass::kArchitecture;
-    case v1::FAULT_CLASS_IB_RESOURCE: return FaultClass::kIbResource;
-    default: return FaultClass::kUnknown;
+    case v1::FAULT_CLASS_HEALTHY:
+      return FaultClass::kHealthy;
+    case v1::FAULT_CLASS_ARCHITECTURE:
+      return FaultClass::kArchitecture;
+    case v1::FAULT_CLASS_IB_RESOURCE:
+      return FaultClass::kIbResource;
+    default:
+      return FaultClass::kUnknown;
   }
 }
 
@@ -66,53 +74,78 @@ std::optional<ProbeMode> FromProto(v1::ProbeMode m) {
 
 v1::ProbeOutcome ToProto(ProbeOutcome o) {
   switch (o) {
-    case ProbeOutcome::kPass: return v1::PROBE_OUTCOME_PASS;
-    case ProbeOutcome::kFail: return v1::PROBE_OUTCOME_FAIL;
-    case ProbeOutcome::kTimeout: return v1::PROBE_OUTCOME_TIMEOUT;
-    case ProbeOutcome::kCrashed: return v1::PROBE_OUTCOME_CRASHED;
-    case ProbeOutcome::kUnavailable: return v1::PROBE_OUTCOME_UNAVAILABLE;
-    case ProbeOutcome::kNotRun: return v1::PROBE_OUTCOME_NOT_RUN;
+    case ProbeOutcome::kPass:
+      return v1::PROBE_OUTCOME_PASS;
+    case ProbeOutcome::kFail:
+      return v1::PROBE_OUTCOME_FAIL;
+    case ProbeOutcome::kTimeout:
+      return v1::PROBE_OUTCOME_TIMEOUT;
+    case ProbeOutcome::kCrashed:
+      return v1::PROBE_OUTCOME_CRASHED;
+    case ProbeOutcome::kUnavailable:
+      return v1::PROBE_OUTCOME_UNAVAILABLE;
+    case ProbeOutcome::kNotRun:
+      return v1::PROBE_OUTCOME_NOT_RUN;
   }
   return v1::PROBE_OUTCOME_NOT_RUN;
 }
 
 ProbeOutcome FromProto(v1::ProbeOutcome o) {
   switch (o) {
-    case v1::PROBE_OUTCOME_PASS: return ProbeOutcome::kPass;
-    case v1::PROBE_OUTCOME_FAIL: return ProbeOutcome::kFail;
-    case v1::PROBE_OUTCOME_TIMEOUT: return ProbeOutcome::kTimeout;
-    case v1::PROBE_OUTCOME_CRASHED: return ProbeOutcome::kCrashed;
-    case v1::PROBE_OUTCOME_UNAVAILABLE: return ProbeOutcome::kUnavailable;
-    default: return ProbeOutcome::kNotRun;
+    case v1::PROBE_OUTCOME_PASS:
+      return ProbeOutcome::kPass;
+    case v1::PROBE_OUTCOME_FAIL:
+      return ProbeOutcome::kFail;
+    case v1::PROBE_OUTCOME_TIMEOUT:
+      return ProbeOutcome::kTimeout;
+    case v1::PROBE_OUTCOME_CRASHED:
+      return ProbeOutcome::kCrashed;
+    case v1::PROBE_OUTCOME_UNAVAILABLE:
+      return ProbeOutcome::kUnavailable;
+    default:
+      return ProbeOutcome::kNotRun;
   }
 }
 
 v1::CheckStatus ToProto(CheckStatus s) {
   switch (s) {
-    case CheckStatus::kPass: return v1::CHECK_STATUS_PASS;
-    case CheckStatus::kWarn: return v1::CHECK_STATUS_WARN;
-    case CheckStatus::kFail: return v1::CHECK_STATUS_FAIL;
-    case CheckStatus::kSkip: return v1::CHECK_STATUS_SKIP;
+    case CheckStatus::kPass:
+      return v1::CHECK_STATUS_PASS;
+    case CheckStatus::kWarn:
+      return v1::CHECK_STATUS_WARN;
+    case CheckStatus::kFail:
+      return v1::CHECK_STATUS_FAIL;
+    case CheckStatus::kSkip:
+      return v1::CHECK_STATUS_SKIP;
   }
   return v1::CHECK_STATUS_SKIP;
 }
 
 CheckStatus FromProto(v1::CheckStatus s) {
   switch (s) {
-    case v1::CHECK_STATUS_PASS: return CheckStatus::kPass;
-    case v1::CHECK_STATUS_WARN: return CheckStatus::kWarn;
-    case v1::CHECK_STATUS_FAIL: return CheckStatus::kFail;
-    default: return CheckStatus::kSkip;
+    case v1::CHECK_STATUS_PASS:
+      return CheckStatus::kPass;
+    case v1::CHECK_STATUS_WARN:
+      return CheckStatus::kWarn;
+    case v1::CHECK_STATUS_FAIL:
+      return CheckStatus::kFail;
+    default:
+      return CheckStatus::kSkip;
   }
 }
 
 std::optional<uint64_t> ProbeSizeBytes(v1::ProbeSize s) {
   switch (s) {
-    case v1::PROBE_SIZE_64KIB: return 64ull << 10;
-    case v1::PROBE_SIZE_1MIB: return 1ull << 20;
-    case v1::PROBE_SIZE_64MIB: return 64ull << 20;
-    case v1::PROBE_SIZE_1GIB: return 1ull << 30;
-    default: return std::nullopt;
+    case v1::PROBE_SIZE_64KIB:
+      return 64ull << 10;
+    case v1::PROBE_SIZE_1MIB:
+      return 1ull << 20;
+    case v1::PROBE_SIZE_64MIB:
+      return 64ull << 20;
+    case v1::PROBE_SIZE_1GIB:
+      return 1ull << 30;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -176,15 +209,16 @@ v1::NodeSummary MakeNodeSummary(const NodeSnapshot* snapshot, const NodeReport* 
 bool ValidNodeName(const std::string& name) {
   if (name.empty() || name.size() > 253) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '-' || c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '-' || c == '_';
   });
 }
 
 void ApplySummary(const v1::NodeSummary& s, NodeInfo& info) {
   info.arch = Cut(s.arch(), 64);
   info.nccl_version = Cut(s.nccl_version(), 64);
-  info.cuda_driver_version = static_cast<int>(std::min<uint32_t>(s.cuda_driver_version(), 1u << 30));
+  info.cuda_driver_version =
+      static_cast<int>(std::min<uint32_t>(s.cuda_driver_version(), 1u << 30));
   info.nvidia_driver_version = Cut(s.nvidia_driver_version(), 64);
   info.gpu_model = Cut(s.gpu_model(), 128);
   info.gpu_count = static_cast<int>(std::min<uint32_t>(s.gpu_count(), 1024));
@@ -325,9 +359,15 @@ v1::PairVerdict ToProto(const std::string& peer, const PairVerdict& v, ProbeOutc
   p.set_socket(ToProto(socket));
   p.set_ib(ToProto(ib));
   switch (loc) {
-    case PairLocalisation::kNone: p.set_localisation(v1::LOCALISATION_NONE); break;
-    case PairLocalisation::kNode: p.set_localisation(v1::LOCALISATION_NODE); break;
-    case PairLocalisation::kLink: p.set_localisation(v1::LOCALISATION_LINK); break;
+    case PairLocalisation::kNone:
+      p.set_localisation(v1::LOCALISATION_NONE);
+      break;
+    case PairLocalisation::kNode:
+      p.set_localisation(v1::LOCALISATION_NODE);
+      break;
+    case PairLocalisation::kLink:
+      p.set_localisation(v1::LOCALISATION_LINK);
+      break;
     case PairLocalisation::kInconclusive:
       p.set_localisation(v1::LOCALISATION_INCONCLUSIVE);
       break;

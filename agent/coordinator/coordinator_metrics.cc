@@ -46,12 +46,12 @@ CoordinatorMetrics::CoordinatorMetrics() : registry_(std::make_shared<prometheus
                  .Help(Help("nccl_triage_coordinator_sweeps_total"))
                  .Register(*registry_)
                  .Add({});
-  sweep_duration_ =
-      &prometheus::BuildHistogram()
-           .Name("nccl_triage_coordinator_sweep_duration_seconds")
-           .Help(Help("nccl_triage_coordinator_sweep_duration_seconds"))
-           .Register(*registry_)
-           .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600});
+  sweep_duration_ = &prometheus::BuildHistogram()
+                         .Name("nccl_triage_coordinator_sweep_duration_seconds")
+                         .Help(Help("nccl_triage_coordinator_sweep_duration_seconds"))
+                         .Register(*registry_)
+                         .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 5, 15, 60,
+                                                                          300, 900, 3600});
   probes_ = &prometheus::BuildCounter()
                  .Name("nccl_triage_coordinator_probes_total")
                  .Help(Help("nccl_triage_coordinator_probes_total"))

@@ -15,17 +15,17 @@
 // Thread-safe: every method takes an internal mutex.
 #pragma once
 
-#include <memory>
-#include <mutex>
-#include <span>
-#include <string>
-#include <vector>
-
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "coordinator/hold_down.h"
 #include "exporter/metrics.h"

@@ -117,8 +117,8 @@ Finding PKeyPartition(const NodeInfo& a, const NodeInfo& b) {
   Finding f = shared ? Make("pair.pkey_partition", CheckStatus::kPass,
                             "the nodes share a partition with a full member")
                      : Make("pair.pkey_partition", CheckStatus::kFail,
-                            a.name + " (" + KeysText(ka) + ") and " + b.name + " (" +
-                                KeysText(kb) + ") share no partition with a full member");
+                            a.name + " (" + KeysText(ka) + ") and " + b.name + " (" + KeysText(kb) +
+                                ") share no partition with a full member");
   AddEvidence(f, a, "pkeys", KeysText(ka));
   AddEvidence(f, b, "pkeys", KeysText(kb));
   return f;
@@ -147,10 +147,11 @@ Finding LinkLayer(const NodeInfo& a, const NodeInfo& b) {
     return Make("pair.link_layer", CheckStatus::kSkip, "link layers not known for both nodes");
   }
   bool common = std::any_of(la.begin(), la.end(), [&](const auto& l) { return lb.count(l) > 0; });
-  Finding f = common ? Make("pair.link_layer", CheckStatus::kPass, "the nodes share a link layer")
-                     : Make("pair.link_layer", CheckStatus::kFail,
-                            a.name + " has only " + Join(la) + " ports and " + b.name +
-                                " only " + Join(lb));
+  Finding f =
+      common
+          ? Make("pair.link_layer", CheckStatus::kPass, "the nodes share a link layer")
+          : Make("pair.link_layer", CheckStatus::kFail,
+                 a.name + " has only " + Join(la) + " ports and " + b.name + " only " + Join(lb));
   AddEvidence(f, a, "link_layers", Join(la));
   AddEvidence(f, b, "link_layers", Join(lb));
   return f;

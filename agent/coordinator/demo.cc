@@ -7,13 +7,12 @@
 #include <fstream>
 #include <iomanip>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <random>
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "checks/check.h"
 #include "coordinator/session.h"
@@ -36,8 +35,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kSwitchLabel = "nccl-triage.io/demo-switch";
-constexpr const char* kNodeKinds[] = {"port_down",     "sm_offline", "memlock",    "no_rdma_devices",
-                                      "rate_degraded", "shm_small",  "nccl_version"};
+constexpr const char* kNodeKinds[] = {"port_down",       "sm_offline",    "memlock",
+                                      "no_rdma_devices", "rate_degraded", "shm_small",
+                                      "nccl_version"};
 constexpr const char* kLinkKinds[] = {"pkey_mismatch", "cable"};
 
 std::string NodeName(int i) { return "node-" + std::to_string(i); }
@@ -109,10 +109,13 @@ StatusOr<DemoFault> ParseDemoFault(std::string_view spec, int nodes) {
   if (scope == "link") {
     f.kind = FaultKind::kLink;
     auto dash = where.find('-');
-    auto a = dash == std::string_view::npos ? std::nullopt : ParseIndex(where.substr(0, dash), nodes);
-    auto b = dash == std::string_view::npos ? std::nullopt : ParseIndex(where.substr(dash + 1), nodes);
+    auto a =
+        dash == std::string_view::npos ? std::nullopt : ParseIndex(where.substr(0, dash), nodes);
+    auto b =
+        dash == std::string_view::npos ? std::nullopt : ParseIndex(where.substr(dash + 1), nodes);
     if (!a || !b || *a == *b) {
-      return InvalidArgument("fault '" + f.spec + "': link needs two different node indices I-J in 0.." +
+      return InvalidArgument("fault '" + f.spec +
+                             "': link needs two different node indices I-J in 0.." +
                              std::to_string(nodes - 1));
     }
     f.a = std::min(*a, *b);
@@ -128,7 +131,8 @@ StatusOr<DemoFault> ParseDemoFault(std::string_view spec, int nodes) {
 
 std::string FindFakesDir(const std::string& self_exe) {
   fs::path dir = fs::path(self_exe).parent_path();
-  for (const fs::path& candidate : {dir / "tests" / "fakes", dir / "fakes", dir / ".." / "tests" / "fakes"}) {
+  for (const fs::path& candidate :
+       {dir / "tests" / "fakes", dir / "fakes", dir / ".." / "tests" / "fakes"}) {
     std::error_code ec;
     if (fs::exists(candidate / "lib" / "libnccl.so.2", ec) &&
         fs::exists(candidate / "lib" / "libcuda.so.1", ec)) {
@@ -232,8 +236,9 @@ Status DemoCluster::Start() {
     return InvalidArgument("--nodes must be between 2 and 64");
   }
   if (options_.fakes_dir.empty()) {
-    return NotFound("the fake libcuda/libnccl were not found next to the binary (build the tree "
-                    "with tests enabled: they are in <build>/tests/fakes)");
+    return NotFound(
+        "the fake libcuda/libnccl were not found next to the binary (build the tree "
+        "with tests enabled: they are in <build>/tests/fakes)");
   }
   std::error_code ec;
   fs::create_directories(options_.work_dir, ec);
@@ -331,7 +336,8 @@ Status DemoCluster::Start() {
     po.root = root;
     po.work_dir = (fs::path(options_.work_dir) / "probes" / NodeName(i)).string();
     po.default_library_search = false;
-    po.parent_env = {{"PATH", "/usr/bin:/bin"}, {"FAKE_NCCL_ROOT", root}, {"NCCL_HOSTID", NodeName(i)}};
+    po.parent_env = {
+        {"PATH", "/usr/bin:/bin"}, {"FAKE_NCCL_ROOT", root}, {"NCCL_HOSTID", NodeName(i)}};
     for (const auto& [k, v] : options_.node_env[i]) {
       po.parent_env[k] = v;
       config.probe.env_allowlist.push_back(k);
@@ -448,8 +454,9 @@ DemoReport DemoCluster::Report() const {
       r.pairs.push_back(std::move(d));
     }
   }
-  std::sort(r.pairs.begin(), r.pairs.end(),
-            [](const DemoPair& x, const DemoPair& y) { return std::tie(x.a, x.b) < std::tie(y.a, y.b); });
+  std::sort(r.pairs.begin(), r.pairs.end(), [](const DemoPair& x, const DemoPair& y) {
+    return std::tie(x.a, x.b) < std::tie(y.a, y.b);
+  });
 
   std::set<int> localised_nodes;
   for (const auto& t : view.faults) {
@@ -503,7 +510,8 @@ std::vector<std::string> DemoCluster::Urls() const {
 }
 
 void DemoCluster::StopNode(int index) {
-  if (index >= 0 && index < static_cast<int>(nodes_.size())) nodes_[static_cast<size_t>(index)]->Stop();
+  if (index >= 0 && index < static_cast<int>(nodes_.size()))
+    nodes_[static_cast<size_t>(index)]->Stop();
 }
 
 Status DemoCluster::RestartCoordinator() {
@@ -564,23 +572,27 @@ void PrintDemoTable(const DemoReport& r, std::ostream& out) {
     for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
     return s.empty() ? std::string("-") : s;
   };
-  out << "nccl-triage demo: " << r.nodes << " nodes, injected: "
-      << (r.injected.empty() ? std::string("nothing") : join(r.injected)) << "\n";
+  out << "nccl-triage demo: " << r.nodes
+      << " nodes, injected: " << (r.injected.empty() ? std::string("nothing") : join(r.injected))
+      << "\n";
   out << r.sweeps << " sweep(s), " << r.pairs_covered << "/" << r.pairs_total
       << " pairs probed to a conclusion\n\n";
-  out << std::left << std::setw(10) << "NODE" << std::setw(14) << "CLASS" << std::setw(8)
-      << "BASIS" << "CAUSES\n";
+  out << std::left << std::setw(10) << "NODE" << std::setw(14) << "CLASS" << std::setw(8) << "BASIS"
+      << "CAUSES\n";
   for (const auto& n : r.node_results) {
     out << std::setw(10) << n.name << std::setw(14) << ToString(n.fault_class) << std::setw(8)
         << ToString(n.basis) << join(n.causes) << "\n";
   }
-  out << "\n" << std::setw(8) << "PAIR" << std::setw(9) << "SOCKET" << std::setw(9) << "IB"
-      << std::setw(14) << "CLASS" << std::setw(14) << "LOCALISED" << "CAUSES\n";
+  out << "\n"
+      << std::setw(8) << "PAIR" << std::setw(9) << "SOCKET" << std::setw(9) << "IB" << std::setw(14)
+      << "CLASS" << std::setw(14) << "LOCALISED"
+      << "CAUSES\n";
   for (const auto& p : r.pairs) {
     std::string pair = std::to_string(p.a) + "-" + std::to_string(p.b);
     out << std::setw(8) << pair << std::setw(9) << ToString(p.socket) << std::setw(9)
         << ToString(p.ib) << std::setw(14) << ToString(p.fault_class) << std::setw(14)
-        << (p.basis == Basis::kChecks ? std::string("predicted") : std::string(ToString(p.localisation)))
+        << (p.basis == Basis::kChecks ? std::string("predicted")
+                                      : std::string(ToString(p.localisation)))
         << join(p.causes) << "\n";
   }
   out << "\nFAULTS\n";
@@ -590,8 +602,9 @@ void PrintDemoTable(const DemoReport& r, std::ostream& out) {
     for (int n : f.nodes) where += (where.empty() ? "node-" : " <-> node-") + std::to_string(n);
     out << "  " << std::setw(6) << ToString(f.kind) << std::setw(22) << where << std::setw(14)
         << ToString(f.fault_class) << std::setw(26) << f.cause
-        << (f.basis == Basis::kChecks ? "node checks" : f.confirmed ? "confirmed by probes"
-                                                                    : "seen once, not confirmed")
+        << (f.basis == Basis::kChecks ? "node checks"
+            : f.confirmed             ? "confirmed by probes"
+                                      : "seen once, not confirmed")
         << "\n";
   }
 }

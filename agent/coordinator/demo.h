@@ -21,11 +21,10 @@
 #include <iosfwd>
 #include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "coordinator/server.h"
 #include "coordinator/sweep.h"
@@ -38,7 +37,7 @@ class Logger;
 struct DemoFault {
   FaultKind kind = FaultKind::kNode;
   int a = -1;
-  int b = -1;  // links only
+  int b = -1;        // links only
   std::string what;  // the KIND
   std::string spec;  // as given
 };
@@ -49,11 +48,11 @@ StatusOr<DemoFault> ParseDemoFault(std::string_view spec, int nodes);
 struct DemoOptions {
   int nodes = 8;
   std::vector<DemoFault> faults;
-  int rounds = 0;            // sweeps to run; 0: until every pair is covered and nothing pending
-  std::string probe_exe;     // the binary whose `probe --child` runs a rank
-  std::string fakes_dir;     // holds lib/{libcuda.so.1,libnccl.so.2} and old/libnccl.so.2
-  std::string work_dir;      // fixture roots and probe logs (created; must be empty or absent)
-  bool serve_http = false;   // the agents' and the coordinator's HTTP endpoints on 127.0.0.1
+  int rounds = 0;           // sweeps to run; 0: until every pair is covered and nothing pending
+  std::string probe_exe;    // the binary whose `probe --child` runs a rank
+  std::string fakes_dir;    // holds lib/{libcuda.so.1,libnccl.so.2} and old/libnccl.so.2
+  std::string work_dir;     // fixture roots and probe logs (created; must be empty or absent)
+  bool serve_http = false;  // the agents' and the coordinator's HTTP endpoints on 127.0.0.1
   int hold_down = 2;
   uint64_t seed = 1;
   int probe_timeout_seconds = 20;

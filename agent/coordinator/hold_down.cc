@@ -30,9 +30,9 @@ void HoldDown::Apply(const SweepResult& sweep) {
       ++it;
       continue;
     }
-    const bool tested = k.first == FaultKind::kNode
-                            ? sweep.tested_nodes.count(k.second.b) > 0  // NodePair(node, "") keeps node in b
-                            : sweep.tested_pairs.count(k.second) > 0;
+    const bool tested = k.first == FaultKind::kNode ? sweep.tested_nodes.count(k.second.b) >
+                                                          0  // NodePair(node, "") keeps node in b
+                                                    : sweep.tested_pairs.count(k.second) > 0;
     if (!tested) {
       ++it;
       continue;

@@ -34,7 +34,7 @@ class HoldDown {
 
   void Apply(const SweepResult& sweep);
 
-  std::vector<TrackedFault> All() const;        // suspected and confirmed, in key order
+  std::vector<TrackedFault> All() const;  // suspected and confirmed, in key order
   std::vector<TrackedFault> Confirmed() const;
   std::vector<NodePair> LinksToRetest() const;  // every tracked link fault
   // A node left the cluster for good: its faults are dropped.

@@ -50,9 +50,12 @@ double BestIbRate(const NodeInfo& n) {
 
 std::string_view ToString(PairStatus s) {
   switch (s) {
-    case PairStatus::kPass: return "pass";
-    case PairStatus::kFail: return "fail";
-    case PairStatus::kInconclusive: return "inconclusive";
+    case PairStatus::kPass:
+      return "pass";
+    case PairStatus::kFail:
+      return "fail";
+    case PairStatus::kInconclusive:
+      return "inconclusive";
   }
   return "inconclusive";
 }
@@ -157,8 +160,8 @@ PairJudgement JudgePair(const NodeInfo& a, const NodeInfo& b, const PairProbes& 
   if (lost) {
     // A probe that lost a rank says nothing about the pair, whatever the other mode did.
     j.status = PairStatus::kInconclusive;
-    j.verdict.reason = (!probes.socket.lost.empty() ? probes.socket.lost : probes.ib.lost) +
-                       "; " + j.verdict.reason;
+    j.verdict.reason = (!probes.socket.lost.empty() ? probes.socket.lost : probes.ib.lost) + "; " +
+                       j.verdict.reason;
     if (j.verdict.basis == Basis::kProbes && j.verdict.fault_class == FaultClass::kHealthy) {
       j.verdict.fault_class = FaultClass::kUnknown;
     }

@@ -27,7 +27,7 @@ std::string_view ToString(PairStatus s);
 struct ModeProbes {
   std::optional<ProbeResult> rank0;  // absent when that rank never reported
   std::optional<ProbeResult> rank1;
-  std::string lost;  // non-empty when the probe could not finish: "agent node-3 disconnected"
+  std::string lost;        // non-empty when the probe could not finish: "agent node-3 disconnected"
   bool attempted = false;  // false: this mode was not run (e.g. the socket probe was lost)
 };
 

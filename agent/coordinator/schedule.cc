@@ -148,7 +148,8 @@ std::vector<NodePair> CoverageSchedule::NextRound(
   int best = 0;
   for (int r = 1; r < rounds; ++r) {
     auto key = [&](int x) {
-      return std::make_tuple(untested_[x], cross_untested_[x], -static_cast<int64_t>(last_picked_[x]));
+      return std::make_tuple(untested_[x], cross_untested_[x],
+                             -static_cast<int64_t>(last_picked_[x]));
     };
     if (key(r) > key(best)) best = r;
   }

@@ -67,17 +67,17 @@ class CoverageSchedule {
   void Recount();
 
   std::mt19937_64 rng_;
-  std::vector<std::string> names_;           // by position
-  std::vector<int> group_;                   // topology group by position
-  std::vector<uint32_t> id_;                 // stable id by position
+  std::vector<std::string> names_;  // by position
+  std::vector<int> group_;          // topology group by position
+  std::vector<uint32_t> id_;        // stable id by position
   std::unordered_map<std::string, int> pos_of_;
   std::unordered_map<std::string, std::string> topo_of_;
   std::unordered_map<std::string, uint32_t> stable_id_;  // never shrinks: ids are not reused
-  std::unordered_set<uint64_t> tested_;      // stable-id pairs tested in this cycle
-  uint64_t tested_in_set_ = 0;               // tested pairs whose nodes are both in the set
-  std::vector<int64_t> untested_;            // by round
-  std::vector<int64_t> cross_untested_;      // by round
-  std::vector<uint64_t> last_picked_;        // by round
+  std::unordered_set<uint64_t> tested_;                  // stable-id pairs tested in this cycle
+  uint64_t tested_in_set_ = 0;           // tested pairs whose nodes are both in the set
+  std::vector<int64_t> untested_;        // by round
+  std::vector<int64_t> cross_untested_;  // by round
+  std::vector<uint64_t> last_picked_;    // by round
   uint64_t picks_ = 0;
   uint64_t cycles_ = 0;
   bool restart_cycle_ = false;  // the cycle is complete; the next NextRound starts a new one

@@ -9,10 +9,9 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "coordinator/convert.h"
 #include "coordinator/coordinator_metrics.h"
@@ -57,7 +56,8 @@ CoordinatorView::Node ChecksVerdict(const NodeInfo& info, std::string reason) {
     ib = ib || f.fault_class == FaultClass::kIbResource;
   }
   v.fault_class = arch ? FaultClass::kArchitecture
-                       : ib ? FaultClass::kIbResource : FaultClass::kHealthy;
+                  : ib ? FaultClass::kIbResource
+                       : FaultClass::kHealthy;
   v.reason = std::move(reason);
   return v;
 }
@@ -203,7 +203,7 @@ class CoordinatorServer::Impl {
   std::map<Stream*, std::string> stream_nodes_;  // streams that said hello
   std::map<std::string, NodeInfo> known_;        // every node ever seen
   std::map<std::string, std::string> last_peer_;
-  std::map<std::string, ProbeRef> probes_;       // outstanding probe ids
+  std::map<std::string, ProbeRef> probes_;  // outstanding probe ids
   uint64_t probe_counter_ = 0;
   uint64_t sweeps_requested_ = 0;
   uint64_t sweeps_started_ = 0;
@@ -424,7 +424,8 @@ void CoordinatorServer::Impl::Stop() {
     std::lock_guard lock(mu_);
     for (auto& [node, agent] : agents_) {
       if (agent.stream) {
-        agent.stream->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator shutting down"));
+        agent.stream->Close(
+            grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator shutting down"));
       }
     }
     agents_.clear();
@@ -525,8 +526,12 @@ bool CoordinatorServer::Impl::OnMessage(Stream* stream, const v1::AgentMessage& 
         known_[node] = agent->second.info;
       }
       break;
-    case v1::AgentMessage::kUniqueId: OnUniqueIdLocked(node, msg.unique_id()); break;
-    case v1::AgentMessage::kProbeReport: OnReportLocked(node, msg.probe_report()); break;
+    case v1::AgentMessage::kUniqueId:
+      OnUniqueIdLocked(node, msg.unique_id());
+      break;
+    case v1::AgentMessage::kProbeReport:
+      OnReportLocked(node, msg.probe_report());
+      break;
     default:
       log_.Warn("coordinator", "ignored an empty or unknown message from " + node);
       break;
@@ -711,8 +716,8 @@ void CoordinatorServer::Impl::OnReportLocked(const std::string& node,
   const ProbeOutcome o = slot.result->outcome;
   const bool refused = o == ProbeOutcome::kNotRun || o == ProbeOutcome::kUnavailable;
   if (refused || (r == 0 && !run.relayed)) {
-    CancelUnreportedLocked(run, "peer " + node + " ended before the rendezvous: " +
-                                    std::string(ToString(o)));
+    CancelUnreportedLocked(
+        run, "peer " + node + " ended before the rendezvous: " + std::string(ToString(o)));
     return;
   }
   if (o != ProbeOutcome::kPass) {
@@ -782,8 +787,7 @@ void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
       std::unique_lock lock(mu_);
       auto wake = SteadyClock::now() + std::chrono::seconds(1);
       if (options_.sweep_interval.count() > 0) wake = std::min(wake, next_auto);
-      cv_.wait_until(lock, wake,
-                     [&] { return stopping_ || sweeps_requested_ > sweeps_started_; });
+      cv_.wait_until(lock, wake, [&] { return stopping_ || sweeps_requested_ > sweeps_started_; });
       if (stopping_) return;
       HousekeepingLocked();
       due = sweeps_requested_ > sweeps_started_ ||
@@ -796,8 +800,7 @@ void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
   }
 }
 
-bool CoordinatorServer::Impl::IncompatibleLocked(const std::string& a,
-                                                 const std::string& b) const {
+bool CoordinatorServer::Impl::IncompatibleLocked(const std::string& a, const std::string& b) const {
   auto ia = known_.find(a);
   auto ib = known_.find(b);
   if (ia == known_.end() || ib == known_.end()) return false;
@@ -953,8 +956,7 @@ void CoordinatorServer::Impl::PublishLocked(const SweepResult& result) {
       if (rec.judgement.status == PairStatus::kPass) healthy.emplace_back(rec.sweep, k);
     }
     std::sort(healthy.begin(), healthy.end());
-    for (size_t i = 0; i < healthy.size() && pair_records_.size() > kMaxPairRecords * 9 / 10;
-         ++i) {
+    for (size_t i = 0; i < healthy.size() && pair_records_.size() > kMaxPairRecords * 9 / 10; ++i) {
       const NodePair& k = healthy[i].second;
       pairs_by_node_[k.a].erase(k);
       pairs_by_node_[k.b].erase(k);
@@ -1020,7 +1022,9 @@ v1::NodeVerdict CoordinatorServer::Impl::NodeVerdictProtoLocked(const std::strin
     case NodeState::kNodeFault:
       out.set_localisation(v.confirmed_fault ? v1::LOCALISATION_NODE : v1::LOCALISATION_NONE);
       break;
-    case NodeState::kInconclusive: out.set_localisation(v1::LOCALISATION_INCONCLUSIVE); break;
+    case NodeState::kInconclusive:
+      out.set_localisation(v1::LOCALISATION_INCONCLUSIVE);
+      break;
     default:
       out.set_localisation(v.confirmed_fault ? v1::LOCALISATION_NODE : v1::LOCALISATION_NONE);
       break;
@@ -1168,9 +1172,7 @@ bool CoordinatorServer::WaitForAgents(size_t n, std::chrono::milliseconds t) {
 }
 size_t CoordinatorServer::ConnectedAgents() const { return impl_->ConnectedAgents(); }
 size_t CoordinatorServer::OutstandingProbes() const { return impl_->OutstandingProbes(); }
-CoordinatorView CoordinatorServer::View(bool with_pairs) const {
-  return impl_->View(with_pairs);
-}
+CoordinatorView CoordinatorServer::View(bool with_pairs) const { return impl_->View(with_pairs); }
 std::string CoordinatorServer::MetricsText() const { return impl_->MetricsText(); }
 
 }  // namespace nccl_triage

@@ -20,11 +20,10 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "coordinator/hold_down.h"
 #include "coordinator/node_info.h"
@@ -47,7 +46,7 @@ struct CoordinatorOptions {
   int hold_down = 2;
   std::string topology_label;
   std::chrono::milliseconds heartbeat_timeout{30'000};
-  int heartbeat_interval_seconds = 5;   // told to agents in Welcome
+  int heartbeat_interval_seconds = 5;       // told to agents in Welcome
   uint64_t probe_size_bytes = 64ull << 20;  // mapped onto the closed set of sizes
   int probe_deadline_seconds = 120;
   std::chrono::milliseconds report_grace{10'000};  // beyond the deadline before a rank is lost

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <set>
@@ -18,7 +19,6 @@
 #include "coordinator/convert.h"
 #include "daemon/log.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
-#include <nlohmann/json.hpp>
 
 namespace nccl_triage {
 namespace {
@@ -32,13 +32,27 @@ int64_t NowUnixMs() {
 std::string Describe(const grpc::Status& s) {
   std::string code;
   switch (s.error_code()) {
-    case grpc::StatusCode::UNAUTHENTICATED: code = "unauthenticated"; break;
-    case grpc::StatusCode::UNAVAILABLE: code = "unavailable"; break;
-    case grpc::StatusCode::INVALID_ARGUMENT: code = "invalid argument"; break;
-    case grpc::StatusCode::FAILED_PRECONDITION: code = "failed precondition"; break;
-    case grpc::StatusCode::ALREADY_EXISTS: code = "replaced"; break;
-    case grpc::StatusCode::CANCELLED: code = "cancelled"; break;
-    default: code = "code " + std::to_string(static_cast<int>(s.error_code())); break;
+    case grpc::StatusCode::UNAUTHENTICATED:
+      code = "unauthenticated";
+      break;
+    case grpc::StatusCode::UNAVAILABLE:
+      code = "unavailable";
+      break;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      code = "invalid argument";
+      break;
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      code = "failed precondition";
+      break;
+    case grpc::StatusCode::ALREADY_EXISTS:
+      code = "replaced";
+      break;
+    case grpc::StatusCode::CANCELLED:
+      code = "cancelled";
+      break;
+    default:
+      code = "code " + std::to_string(static_cast<int>(s.error_code()));
+      break;
   }
   return s.error_message().empty() ? code : code + ": " + s.error_message();
 }
@@ -116,9 +130,8 @@ class CoordinatorSession::Connection {
     grpc::Status status = stream_->Finish();
     std::string why = stop.stop_requested() ? "stopping" : Describe(status);
     if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
-      owner_.log_.Error("session", "the coordinator at " + o.target +
-                                       " rejected this agent: " + Describe(status) +
-                                       " (check the shared token)");
+      owner_.log_.Error("session", "the coordinator at " + o.target + " rejected this agent: " +
+                                       Describe(status) + " (check the shared token)");
     }
     return {why, welcomed_};
   }
@@ -209,8 +222,12 @@ class CoordinatorSession::Connection {
         cv_.notify_all();
         break;
       }
-      case v1::CoordinatorMessage::kVerdicts: ApplyVerdicts(msg.verdicts()); break;
-      default: owner_.log_.Warn("session", "ignored an empty message from the coordinator"); break;
+      case v1::CoordinatorMessage::kVerdicts:
+        ApplyVerdicts(msg.verdicts());
+        break;
+      default:
+        owner_.log_.Warn("session", "ignored an empty message from the coordinator");
+        break;
     }
   }
 
@@ -332,9 +349,8 @@ class CoordinatorSession::Connection {
     pa.rank = static_cast<int>(a.rank());
     pa.nranks = 2;
     pa.size_bytes = *size;
-    pa.timeout_seconds =
-        std::clamp(static_cast<int>(std::min<uint32_t>(a.deadline_seconds(), 86400)), 1,
-                   max_timeout);
+    pa.timeout_seconds = std::clamp(
+        static_cast<int>(std::min<uint32_t>(a.deadline_seconds(), 86400)), 1, max_timeout);
     const std::string probe_id = a.probe_id();
     pa.publish_unique_id = [this, probe_id](const std::string& hex) {
       auto bytes = HexToBytes(hex);
@@ -410,8 +426,8 @@ void CoordinatorSession::Run(AgentServices& services, std::stop_token stop) {
     }
     if (stop.stop_requested()) break;
     if (welcomed) attempt = 0;  // a session that worked resets the back-off
-    auto delay = ReconnectDelay(attempt++, options_.backoff_initial, options_.backoff_max,
-                                uniform(rng));
+    auto delay =
+        ReconnectDelay(attempt++, options_.backoff_initial, options_.backoff_max, uniform(rng));
     const std::string line = "reconnecting in " + std::to_string(delay.count()) + " ms: " + why;
     services.SetCoordinatorStatus(line);
     log_.Info("session", line);
@@ -441,8 +457,8 @@ StatusOr<std::unique_ptr<CoordinatorLink>> MakeCoordinatorLink(
   } else {
     o.token = env_token;
   }
-  while (!o.token.empty() && (o.token.back() == '\n' || o.token.back() == '\r' ||
-                              o.token.back() == ' ')) {
+  while (!o.token.empty() &&
+         (o.token.back() == '\n' || o.token.back() == '\r' || o.token.back() == ' ')) {
     o.token.pop_back();
   }
   if (config.agent.ca_file) {
@@ -452,8 +468,9 @@ StatusOr<std::unique_ptr<CoordinatorLink>> MakeCoordinatorLink(
     o.ca_pem = *ca;
   }
   if (o.token.empty()) {
-    log.Warn("session", "no token (agent.token_file or NCCL_TRIAGE_TOKEN): a coordinator that "
-                        "requires one will reject this agent");
+    log.Warn("session",
+             "no token (agent.token_file or NCCL_TRIAGE_TOKEN): a coordinator that "
+             "requires one will reject this agent");
   }
   return std::unique_ptr<CoordinatorLink>(std::make_unique<CoordinatorSession>(o, log));
 }

@@ -33,16 +33,16 @@ namespace nccl_triage {
 class Logger;
 
 struct SessionOptions {
-  std::string target;  // "host:port" of the coordinator's gRPC listener
-  std::string token;   // shared token; empty: none sent
-  bool tls = false;    // TLS to the coordinator
-  std::string ca_pem;  // roots for TLS; empty: the system roots
+  std::string target;                         // "host:port" of the coordinator's gRPC listener
+  std::string token;                          // shared token; empty: none sent
+  bool tls = false;                           // TLS to the coordinator
+  std::string ca_pem;                         // roots for TLS; empty: the system roots
   std::map<std::string, std::string> labels;  // node labels (the topology label for pairing)
   std::string version;
   std::chrono::milliseconds backoff_initial{500};
   std::chrono::milliseconds backoff_max{30'000};
   std::chrono::milliseconds heartbeat{5'000};  // until the coordinator's Welcome says otherwise
-  uint64_t seed = 0;  // jitter; 0: from the node name
+  uint64_t seed = 0;                           // jitter; 0: from the node name
 };
 
 // The back-off before reconnect attempt `attempt` (0-based): exponential from `initial`, capped at

@@ -9,20 +9,28 @@ std::string_view ToString(FaultKind k) { return k == FaultKind::kNode ? "node" :
 
 std::string_view ToString(NodeState s) {
   switch (s) {
-    case NodeState::kUntested: return "untested";
-    case NodeState::kGood: return "good";
-    case NodeState::kNodeFault: return "node_fault";
-    case NodeState::kInconclusive: return "inconclusive";
+    case NodeState::kUntested:
+      return "untested";
+    case NodeState::kGood:
+      return "good";
+    case NodeState::kNodeFault:
+      return "node_fault";
+    case NodeState::kInconclusive:
+      return "inconclusive";
   }
   return "untested";
 }
 
 std::string_view ToString(PairLocalisation l) {
   switch (l) {
-    case PairLocalisation::kNone: return "none";
-    case PairLocalisation::kNode: return "node";
-    case PairLocalisation::kLink: return "link";
-    case PairLocalisation::kInconclusive: return "inconclusive";
+    case PairLocalisation::kNone:
+      return "none";
+    case PairLocalisation::kNode:
+      return "node";
+    case PairLocalisation::kLink:
+      return "link";
+    case PairLocalisation::kInconclusive:
+      return "inconclusive";
   }
   return "none";
 }
@@ -89,9 +97,15 @@ Sweep::Analysis Sweep::Analyse() const {
       NodeAcc& acc = a.acc[*n];
       acc.partners.insert(t.pair.Other(*n));
       switch (t.judgement.status) {
-        case PairStatus::kPass: ++acc.passes; break;
-        case PairStatus::kFail: acc.fails.push_back(&t); break;
-        case PairStatus::kInconclusive: ++acc.inconclusive; break;
+        case PairStatus::kPass:
+          ++acc.passes;
+          break;
+        case PairStatus::kFail:
+          acc.fails.push_back(&t);
+          break;
+        case PairStatus::kInconclusive:
+          ++acc.inconclusive;
+          break;
       }
     }
   }
@@ -248,9 +262,9 @@ SweepResult Sweep::Result() const {
       o.causes = CommonCauses(verdicts);
       std::sort(partners.begin(), partners.end());
       partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
-      o.reason = "fails with " + std::to_string(partners.size()) +
-                 " known-good partners (" + partners[0] + ", " + partners[1] +
-                 (partners.size() > 2 ? ", ..." : "") + ") and passes with none";
+      o.reason = "fails with " + std::to_string(partners.size()) + " known-good partners (" +
+                 partners[0] + ", " + partners[1] + (partners.size() > 2 ? ", ..." : "") +
+                 ") and passes with none";
       r.tested_nodes.insert(n);
     } else if (an.ambiguous.count(n)) {
       o.state = NodeState::kInconclusive;
@@ -277,7 +291,9 @@ SweepResult Sweep::Result() const {
           o.localisation = PairLocalisation::kInconclusive;
         }
         break;
-      case PairStatus::kInconclusive: o.localisation = PairLocalisation::kInconclusive; break;
+      case PairStatus::kInconclusive:
+        o.localisation = PairLocalisation::kInconclusive;
+        break;
     }
     r.pairs.push_back(std::move(o));
   }
@@ -289,7 +305,10 @@ SweepResult Sweep::Result() const {
   for (const auto& p : r.pairs) {
     if (p.localisation != PairLocalisation::kLink) continue;
     const PairVerdict& v = p.judgement.verdict;
-    links.push_back({FaultKind::kLink, {p.pair.a, p.pair.b}, v.fault_class, v.causes,
+    links.push_back({FaultKind::kLink,
+                     {p.pair.a, p.pair.b},
+                     v.fault_class,
+                     v.causes,
                      "fails only together: " + p.pair.a + " and " + p.pair.b +
                          " both pass with other partners (" + v.reason + ")"});
   }

@@ -77,9 +77,9 @@ struct SweepResult {
 
 struct SweepSetup {
   uint64_t number = 0;
-  std::vector<std::string> nodes;     // available when the sweep started
-  std::vector<NodePair> round1;       // from the coverage schedule (disjoint)
-  std::vector<NodePair> retest;       // suspected links to probe again in round 2
+  std::vector<std::string> nodes;  // available when the sweep started
+  std::vector<NodePair> round1;    // from the coverage schedule (disjoint)
+  std::vector<NodePair> retest;    // suspected links to probe again in round 2
   // Cross-node prediction: true when a and b are predicted not to work together (never used as
   // each other's reference). May be empty.
   std::function<bool(const std::string&, const std::string&)> incompatible;

@@ -14,15 +14,14 @@
 //
 // Usage: bench_coordinator [--nodes 64,512,4096] [--faults 1,10] [--coverage-nodes 256]
 //                          [--links 5] [--seed S] [--skip-coverage] [--skip-localise]
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <unistd.h>
-
-#include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -69,7 +68,8 @@ struct Faults {
 Faults DrawFaults(int n, int node_faults, int link_faults, uint64_t seed) {
   Faults f;
   std::mt19937_64 rng(seed);
-  while (static_cast<int>(f.nodes.size()) < node_faults) f.nodes.insert(NodeName(static_cast<int>(rng() % n)));
+  while (static_cast<int>(f.nodes.size()) < node_faults)
+    f.nodes.insert(NodeName(static_cast<int>(rng() % n)));
   while (static_cast<int>(f.links.size()) < link_faults) {
     int a = static_cast<int>(rng() % n);
     int b = static_cast<int>(rng() % n);
@@ -209,7 +209,9 @@ class Simulation {
   void Handle(SimAgent* agent, const std::string& node, const v1::CoordinatorMessage& msg,
               std::map<std::string, v1::ProbeAssignment>& waiting) {
     switch (msg.body_case()) {
-      case v1::CoordinatorMessage::kWelcome: welcomed_++; break;
+      case v1::CoordinatorMessage::kWelcome:
+        welcomed_++;
+        break;
       case v1::CoordinatorMessage::kAssignment: {
         const auto& a = msg.assignment();
         if (a.rank() == 0) {
@@ -231,8 +233,11 @@ class Simulation {
         }
         break;
       }
-      case v1::CoordinatorMessage::kCancel: waiting.erase(msg.cancel().probe_id()); break;
-      default: break;
+      case v1::CoordinatorMessage::kCancel:
+        waiting.erase(msg.cancel().probe_id());
+        break;
+      default:
+        break;
     }
   }
 
@@ -395,14 +400,15 @@ int LocaliseOne(const std::string& self, int n, int f, uint64_t seed) {
 int Localise(const std::string& self, const std::vector<int>& sizes, const std::vector<int>& faults,
              uint64_t seed) {
   std::printf("localise: one sweep, zero-duration probes, hold_down 1 (confirmed in the sweep)\n");
-  std::printf("%8s %7s %7s %10s %10s %12s %14s %10s %10s\n", "nodes", "faults", "rounds",
-              "sweep_s", "connect_s", "localised", "false_reports", "rss_MB", "peak_MB");
+  std::printf("%8s %7s %7s %10s %10s %12s %14s %10s %10s\n", "nodes", "faults", "rounds", "sweep_s",
+              "connect_s", "localised", "false_reports", "rss_MB", "peak_MB");
   std::fflush(stdout);
   int status = 0;
   for (int n : sizes) {
     for (int f : faults) {
-      std::vector<std::string> argv = {self, "--localise-one", std::to_string(n), std::to_string(f),
-                                       "--seed", std::to_string(seed)};
+      std::vector<std::string> argv = {
+          self,     "--localise-one",    std::to_string(n), std::to_string(f),
+          "--seed", std::to_string(seed)};
       std::vector<char*> cargv;
       for (auto& a : argv) cargv.push_back(a.data());
       cargv.push_back(nullptr);
@@ -444,7 +450,8 @@ int Coverage(const std::string& self, int n, int links, uint64_t seed) {
   std::set<NodePair> got;
   int wrong = 0;
   for (const auto& t : v.faults) {
-    NodePair p = t.fault.nodes.size() == 2 ? NodePair(t.fault.nodes[0], t.fault.nodes[1]) : NodePair();
+    NodePair p =
+        t.fault.nodes.size() == 2 ? NodePair(t.fault.nodes[0], t.fault.nodes[1]) : NodePair();
     if (t.fault.kind == FaultKind::kLink && want.links.count(p) && t.confirmed) {
       got.insert(p);
     } else {
@@ -452,9 +459,11 @@ int Coverage(const std::string& self, int n, int links, uint64_t seed) {
     }
   }
   std::printf("coverage: %d agents, %d random link faults, hold_down 2\n", n, links);
-  std::printf("  sweeps %d (round-robin rounds %d, all rounds incl. re-pairing %d), pairs probed %llu of %llu\n",
-              sweeps, sweeps, rounds, static_cast<unsigned long long>(probed),
-              static_cast<unsigned long long>(total));
+  std::printf(
+      "  sweeps %d (round-robin rounds %d, all rounds incl. re-pairing %d), pairs probed %llu of "
+      "%llu\n",
+      sweeps, sweeps, rounds, static_cast<unsigned long long>(probed),
+      static_cast<unsigned long long>(total));
   std::printf("  links found %zu of %d, false reports %d, wall %.2f s, coordinator RSS %.1f MB\n\n",
               got.size(), links, wrong, secs, StatusKb("VmRSS:") / 1024.0);
   s.server->Stop();

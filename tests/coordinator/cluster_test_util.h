@@ -18,13 +18,12 @@ namespace nccl_triage::testing_util {
 inline std::string ScratchDir(const std::string& what) {
   static std::atomic<int> counter{0};
   std::error_code ec;
-  std::filesystem::path base = access("/dev/shm", W_OK) == 0 &&
-                                       std::filesystem::is_directory("/dev/shm", ec)
-                                   ? std::filesystem::path("/dev/shm")
-                                   : std::filesystem::temp_directory_path();
-  auto dir = base /
-             ("coord-test-" + what + "-" + std::to_string(getpid()) + "-" +
-              std::to_string(counter++));
+  std::filesystem::path base =
+      access("/dev/shm", W_OK) == 0 && std::filesystem::is_directory("/dev/shm", ec)
+          ? std::filesystem::path("/dev/shm")
+          : std::filesystem::temp_directory_path();
+  auto dir = base / ("coord-test-" + what + "-" + std::to_string(getpid()) + "-" +
+                     std::to_string(counter++));
   std::filesystem::remove_all(dir);
   return dir.string();
 }
@@ -43,7 +42,9 @@ inline DemoOptions TestOptions(int nodes, const std::string& what) {
 // Owns the log stream and removes the scratch directory.
 struct TestCluster {
   explicit TestCluster(DemoOptions options)
-      : work_dir(options.work_dir), log(log_text, LogLevel::kInfo), cluster(std::move(options), log) {}
+      : work_dir(options.work_dir),
+        log(log_text, LogLevel::kInfo),
+        cluster(std::move(options), log) {}
   ~TestCluster() {
     cluster.Stop();
     std::error_code ec;

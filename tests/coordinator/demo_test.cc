@@ -3,9 +3,8 @@
 // the roots. Each fault kind must be localised exactly once, to the right node or link.
 #include <gtest/gtest.h>
 
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cluster_test_util.h"
 

@@ -53,7 +53,8 @@ TEST(HoldDown, ASweepThatCouldNotLookChangesNothing) {
 
 TEST(HoldDown, AConfirmedFaultClearsOnlyAfterHoldDownCleanSweeps) {
   HoldDown h(3);
-  for (uint64_t s = 1; s <= 3; ++s) h.Apply(Sweep(s, {LinkFault("a", "b")}, {}, {NodePair("a", "b")}));
+  for (uint64_t s = 1; s <= 3; ++s)
+    h.Apply(Sweep(s, {LinkFault("a", "b")}, {}, {NodePair("a", "b")}));
   ASSERT_EQ(h.Confirmed().size(), 1u);
   h.Apply(Sweep(4, {}, {}, {NodePair("a", "b")}));
   h.Apply(Sweep(5, {}, {}, {NodePair("a", "b")}));

@@ -5,11 +5,10 @@
 // of class architecture with cause net.connect (sockets fail too), not as two bad nodes.
 //
 // Needs root and iproute2 (CI runs as root); skipped with the reason otherwise.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -48,7 +47,8 @@ class Namespaces {
     const int id = static_cast<int>(getpid() % 100000);
     bridge_ = "ntb" + std::to_string(id);
     prefix_ = "10." + std::to_string(200 + id % 50) + "." + std::to_string((id / 50) % 250) + ".";
-    for (int i = 0; i < kNodes; ++i) names_.push_back("nt" + std::to_string(id) + "-" + std::to_string(i));
+    for (int i = 0; i < kNodes; ++i)
+      names_.push_back("nt" + std::to_string(id) + "-" + std::to_string(i));
   }
   ~Namespaces() {
     for (const auto& ns : names_) Sh(ip_ + " netns del " + ns);
@@ -104,9 +104,9 @@ TEST(NetworkPartition, PairCutApartIsOneArchitecturePairFaultNotTwoBadNodes) {
   std::string error;
   if (!net.Up(&error)) GTEST_SKIP() << "cannot build the namespaces here: " << error;
 
-  const fs::path work = (access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm")
-                                                       : fs::temp_directory_path()) /
-                        ("coord-netns-" + std::to_string(getpid()));
+  const fs::path work =
+      (access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path()) /
+      ("coord-netns-" + std::to_string(getpid()));
   fs::remove_all(work);
   struct Cleanup {
     fs::path p;
@@ -149,9 +149,21 @@ TEST(NetworkPartition, PairCutApartIsOneArchitecturePairFaultNotTwoBadNodes) {
     ASSERT_TRUE(WriteFixture(spec, root.string()).ok());
     fs::create_directories(work / ("tmp-" + node));
     SubprocessOptions so;
-    so.argv = {ip, "netns", "exec", net.Name(i), NCCL_TRIAGE_BINARY_DIR "/nccl-triage", "agent",
-               "--config", (work / "config.yaml").string(), "--root", root.string(), "--node",
-               node, "--listen", "127.0.0.1:0", "--coordinator",
+    so.argv = {ip,
+               "netns",
+               "exec",
+               net.Name(i),
+               NCCL_TRIAGE_BINARY_DIR "/nccl-triage",
+               "agent",
+               "--config",
+               (work / "config.yaml").string(),
+               "--root",
+               root.string(),
+               "--node",
+               node,
+               "--listen",
+               "127.0.0.1:0",
+               "--coordinator",
                net.BridgeAddress() + ":" + std::to_string(coordinator.grpc_port())};
     so.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "NCCL_TRIAGE_TOKEN=netns-token",
               "FAKE_NCCL_ROOT=" + root.string(), "NCCL_HOSTID=" + node,
@@ -164,7 +176,8 @@ TEST(NetworkPartition, PairCutApartIsOneArchitecturePairFaultNotTwoBadNodes) {
     agents.push_back(std::move(*p));
   }
   ASSERT_TRUE(coordinator.WaitForAgents(kNodes, 30s))
-      << "agents did not connect across the namespaces\n" << log_text.str();
+      << "agents did not connect across the namespaces\n"
+      << log_text.str();
 
   // Before the partition the namespaces must reach each other; a host whose bridge traffic is
   // filtered cannot run this test.

@@ -54,9 +54,9 @@ PairProbes Probes(ModeProbes socket, ModeProbes ib) {
 
 TEST(MergeRanks, RootIsTheRankWhoseLogNamesASpecificCause) {
   // Rank 1 fails in ibv_reg_mr; rank 0 only sees its peer go away.
-  ModeProbes m = Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kFail, {"peer.exited"}),
-                      Result(ProbeMode::kIb, 1, ProbeOutcome::kFail, {"limits.memlock"},
-                             FaultClass::kIbResource));
+  ModeProbes m = Both(
+      Result(ProbeMode::kIb, 0, ProbeOutcome::kFail, {"peer.exited"}),
+      Result(ProbeMode::kIb, 1, ProbeOutcome::kFail, {"limits.memlock"}, FaultClass::kIbResource));
   ProbeResult r = MergeRanks(m, ProbeMode::kIb);
   EXPECT_EQ(r.rank, 1);
   ASSERT_TRUE(r.classification);
@@ -101,7 +101,8 @@ TEST(JudgePair, BothProbesPassIsAPass) {
 
 TEST(JudgePair, SocketPassIbFailIsIbResourceWithTheNodesFailingCheckAsCause) {
   NodeInfo b = Node("b");
-  b.findings.push_back({"ib.port_state", FaultClass::kIbResource, CheckStatus::kFail, "DOWN", {}, ""});
+  b.findings.push_back(
+      {"ib.port_state", FaultClass::kIbResource, CheckStatus::kFail, "DOWN", {}, ""});
   auto j = JudgePair(Node("a"), b,
                      Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kPass),
                                  Result(ProbeMode::kSocket, 1, ProbeOutcome::kPass)),
@@ -157,10 +158,10 @@ TEST(JudgePair, AgentLostMidProbeIsInconclusive) {
 TEST(JudgePair, SkippedProbesFallBackToChecksAndAreInconclusive) {
   ProbeResult skipped = Result(ProbeMode::kSocket, 1, ProbeOutcome::kNotRun);
   skipped.detail = "skipped: GPUs busy";
-  auto j = JudgePair(Node("a"), Node("b"),
-                     Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kNotRun), skipped),
-                            ModeProbes{}),
-                     {});
+  auto j = JudgePair(
+      Node("a"), Node("b"),
+      Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kNotRun), skipped), ModeProbes{}),
+      {});
   EXPECT_EQ(j.status, PairStatus::kInconclusive);
   EXPECT_EQ(j.verdict.basis, Basis::kChecks);
 }

@@ -2,9 +2,8 @@
 // middle of a sweep, and an agent going away while its probe hangs. Nothing may stay assigned or
 // running past a deadline.
 #include <dirent.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <thread>

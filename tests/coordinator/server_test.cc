@@ -2,9 +2,8 @@
 // heartbeats, deadlines and agents that go away mid-probe. Every wait is bounded.
 #include "coordinator/server.h"
 
-#include <gtest/gtest.h>
-
 #include <grpcpp/generic/generic_stub.h>
+#include <gtest/gtest.h>
 
 #include <sstream>
 #include <thread>
@@ -108,8 +107,8 @@ TEST(CoordinatorMessages, FirstMessageMustBeAHello) {
 
 TEST(CoordinatorMessages, HelloWithAnUnusableNodeNameIsRejected) {
   Coordinator c;
-  for (std::string name : {std::string(""), std::string("a/b"), std::string(300, 'n'),
-                           std::string("bad\nname")}) {
+  for (std::string name :
+       {std::string(""), std::string("a/b"), std::string(300, 'n'), std::string("bad\nname")}) {
     RawAgent a(c.target, c.token);
     a.Send(RawAgent::Hello(name));
     auto status = a.WaitEnd(5s);

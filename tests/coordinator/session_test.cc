@@ -3,9 +3,11 @@
 // coordinator. AgentServices is a fake: no child processes here.
 #include "coordinator/session.h"
 
-#include <gtest/gtest.h>
-
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -18,6 +20,7 @@
 #include "coordinator/server.h"
 #include "daemon/log.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
+#include "raw_agent.h"
 
 namespace nccl_triage {
 namespace {
@@ -183,8 +186,8 @@ TEST(CoordinatorSession, RelaysTheUniqueIdAndStoresTheVerdictsItIsPushed) {
   uint64_t n = server.RequestSweep();
   ASSERT_TRUE(server.WaitForSweep(n, 10s));
   EXPECT_EQ(relayed_ok.load(), 2);  // socket and IB, each relayed to rank 1
-  ASSERT_TRUE(a.WaitFor([&] { return a.node_verdict_.has_value() && a.pairs_.count("node-b"); },
-                        5s));
+  ASSERT_TRUE(
+      a.WaitFor([&] { return a.node_verdict_.has_value() && a.pairs_.count("node-b"); }, 5s));
   EXPECT_EQ(a.node_verdict()->fault_class, FaultClass::kHealthy);
   EXPECT_EQ(a.node_verdict()->basis, Basis::kProbes);
   EXPECT_EQ(a.pairs().at("node-b").fault_class, FaultClass::kHealthy);
@@ -447,6 +450,76 @@ TEST(CoordinatorSession, ALostStreamCancelsTheRunningProbeAndReconnects) {
                           "connected to " + c.Options().target) >= 2;
       },
       5s));
+}
+
+// A self-signed certificate for localhost / 127.0.0.1 (P-256), as PEM: {cert, key}.
+std::pair<std::string, std::string> SelfSignedCertificate() {
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* x = X509_new();
+  X509_set_version(x, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+  X509_gmtime_adj(X509_getm_notBefore(x), -60);
+  X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+  X509_set_pubkey(x, key);
+  X509_NAME* name = X509_get_subject_name(x);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
+  X509_set_issuer_name(x, name);
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, x, x, nullptr, nullptr, 0);
+  for (auto [nid, value] : {std::pair{NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1"},
+                            std::pair{NID_basic_constraints, "critical,CA:TRUE"}}) {
+    X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value);
+    X509_add_ext(x, ext, -1);
+    X509_EXTENSION_free(ext);
+  }
+  X509_sign(x, key, EVP_sha256());
+  auto pem = [](auto write) {
+    BIO* bio = BIO_new(BIO_s_mem());
+    write(bio);
+    char* data = nullptr;
+    long n = BIO_get_mem_data(bio, &data);
+    std::string out(data, static_cast<size_t>(n));
+    BIO_free(bio);
+    return out;
+  };
+  std::string cert = pem([&](BIO* b) { PEM_write_bio_X509(b, x); });
+  std::string k =
+      pem([&](BIO* b) { PEM_write_bio_PrivateKey(b, key, nullptr, nullptr, 0, nullptr, nullptr); });
+  X509_free(x);
+  EVP_PKEY_free(key);
+  return {cert, k};
+}
+
+TEST(CoordinatorTls, AgentsConnectOverTlsAndPlaintextIsRefused) {
+  auto [cert, key] = SelfSignedCertificate();
+  ASSERT_NE(cert.find("BEGIN CERTIFICATE"), std::string::npos);
+  std::ostringstream text;
+  Logger log(text);
+  CoordinatorOptions co;
+  co.listen = "127.0.0.1:0";
+  co.sweep_interval = 0ms;
+  co.token = "tls-token";
+  co.cert_pem = cert;
+  co.key_pem = key;
+  CoordinatorServer server(co, log);
+  ASSERT_TRUE(server.Start().ok());
+  FakeServices a("node-tls");
+  SessionOptions so;
+  so.target = "127.0.0.1:" + std::to_string(server.grpc_port());
+  so.token = "tls-token";
+  so.tls = true;
+  so.ca_pem = cert;
+  RunningSession s(so, a);
+  EXPECT_TRUE(server.WaitForAgents(1, 10s)) << s.text.str();
+  // A plaintext client does not get through.
+  testing_util::RawAgent plain(so.target, "tls-token");
+  plain.Send(testing_util::RawAgent::Hello("node-plain"));
+  auto status = plain.WaitEnd(10s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_FALSE(status->ok());
+  EXPECT_EQ(server.ConnectedAgents(), 1u);
 }
 
 TEST(NodeLabelsFromJson, ReadsTheLabelsOfANodeObject) {
