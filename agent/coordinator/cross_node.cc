@@ -171,6 +171,12 @@ std::vector<Finding> FailingCrossNodeFindings(const NodeInfo& a, const NodeInfo&
   return out;
 }
 
+std::string CrossNodeSignature(const NodeInfo& n) {
+  std::string s = n.nccl_version + "|" + n.arch + "|" + Join(LinkLayers(n)) + "|" +
+                  KeysText(IbPKeys(n)) + "|" + (n.hcas.empty() ? "nohca" : "hca");
+  return s;
+}
+
 bool PredictedIncompatible(const NodeInfo& a, const NodeInfo& b) {
   // The planner asks this for many candidate references: answer without building messages.
   if (!a.nccl_version.empty() && !b.nccl_version.empty() && a.nccl_version != b.nccl_version) {

@@ -11,6 +11,7 @@
 // unknown value is never a failure). No I/O; thread-safe.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "coordinator/node_info.h"
@@ -23,6 +24,10 @@ std::vector<Finding> CrossNodeChecks(const NodeInfo& a, const NodeInfo& b);
 // True when any cross-node check fails: the pair is predicted broken, so the planner does not use
 // one of these nodes as a known-good reference for the other.
 bool PredictedIncompatible(const NodeInfo& a, const NodeInfo& b);
+
+// What the cross-node checks read of one node, as a string: two nodes with equal signatures are
+// judged alike against any third (the coordinator groups nodes by it).
+std::string CrossNodeSignature(const NodeInfo& n);
 
 // The failing cross-node findings only (what a pair verdict with basis "checks" is made of).
 std::vector<Finding> FailingCrossNodeFindings(const NodeInfo& a, const NodeInfo& b);

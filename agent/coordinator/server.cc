@@ -1090,6 +1090,27 @@ CoordinatorView CoordinatorServer::Impl::View(bool with_pairs) const {
     if (with_pairs) view.pairs.push_back(rec);
   }
   view.faults = hold_down_.All();
+  // Predictions: group the nodes by what the cross-node checks read, judge each pair of groups
+  // once, and list unprobed pairs of incompatible groups.
+  std::map<std::string, std::vector<const NodeInfo*>> groups;
+  for (const auto& [node, info] : known_) groups[CrossNodeSignature(info)].push_back(&info);
+  for (auto ga = groups.begin(); ga != groups.end(); ++ga) {
+    for (auto gb = ga; gb != groups.end(); ++gb) {
+      if (view.predicted.size() >= kMaxPredictedPairs) break;
+      const NodeInfo& a0 = *ga->second.front();
+      const NodeInfo& b0 = ga == gb ? *ga->second.back() : *gb->second.front();
+      if (&a0 == &b0 || !PredictedIncompatible(a0, b0)) continue;
+      for (const NodeInfo* a : ga->second) {
+        for (const NodeInfo* b : gb->second) {
+          if (a == b || view.predicted.size() >= kMaxPredictedPairs) continue;
+          NodePair key(a->name, b->name);
+          if (ga == gb && a->name > b->name) continue;
+          if (pair_records_.count(key)) continue;
+          view.predicted.emplace_back(key, PredictPair(*a, *b));
+        }
+      }
+    }
+  }
   view.sweeps_done = sweeps_done_;
   view.last_sweep_rounds = last_sweep_rounds_;
   view.pairs_tested = schedule_.pairs_tested();
@@ -1136,6 +1157,15 @@ nlohmann::json ToJson(const CoordinatorView& view) {
                            {"confirmed", t.confirmed},
                            {"seen_sweeps", t.seen},
                            {"reason", t.fault.reason}});
+  }
+  j["predicted"] = nlohmann::json::array();
+  for (const auto& [pair, v] : view.predicted) {
+    j["predicted"].push_back({{"a", pair.a},
+                              {"b", pair.b},
+                              {"class", ToString(v.fault_class)},
+                              {"basis", ToString(v.basis)},
+                              {"causes", v.causes},
+                              {"reason", v.reason}});
   }
   j["pairs"] = nlohmann::json::array();
   for (const auto& p : view.pairs) {

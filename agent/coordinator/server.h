@@ -88,7 +88,11 @@ struct CoordinatorView {
   std::vector<Agent> agents;          // every node ever seen, by name
   std::map<std::string, Node> nodes;  // the published node verdicts
   std::vector<Pair> pairs;            // the last probe result of each pair, by pair
-  std::vector<TrackedFault> faults;   // suspected and confirmed
+  // Pairs not probed yet that the cross-node checks predict broken (basis checks), at most
+  // kMaxPredictedPairs; found through groups of nodes with the same summary, so it stays cheap
+  // on a large, mostly uniform cluster.
+  std::vector<std::pair<NodePair, PairVerdict>> predicted;
+  std::vector<TrackedFault> faults;  // suspected and confirmed
   uint64_t sweeps_done = 0;
   int last_sweep_rounds = 0;
   uint64_t pairs_concluded = 0;  // pairs whose last probe was conclusive (passed or localised)
@@ -97,6 +101,8 @@ struct CoordinatorView {
   uint64_t coverage_cycles = 0;
   int hold_down = 2;
 };
+
+inline constexpr size_t kMaxPredictedPairs = 256;
 
 nlohmann::json ToJson(const CoordinatorView& view);
 

@@ -5,6 +5,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -263,6 +264,31 @@ TEST(CoordinatorDeadlines, AgentLostMidProbeMakesThePairInconclusiveAndCancelsIt
   ASSERT_FALSE(view.pairs.empty());
   EXPECT_EQ(view.pairs[0].judgement.status, PairStatus::kInconclusive);
   EXPECT_TRUE(view.faults.empty());
+}
+
+TEST(CoordinatorPredictions, CrossNodeChecksPredictBrokenPairsBeforeAnyProbe) {
+  Coordinator c;
+  auto hello = [](const std::string& node, const std::string& nccl) {
+    v1::AgentMessage m = RawAgent::Hello(node);
+    m.mutable_hello()->mutable_summary()->set_nccl_version(nccl);
+    return m;
+  };
+  RawAgent a(c.target, c.token), b(c.target, c.token), d(c.target, c.token);
+  a.Send(hello("node-a", "2.28.9"));
+  b.Send(hello("node-b", "2.28.9"));
+  d.Send(hello("node-old", "2.18.1"));
+  ASSERT_TRUE(c.server->WaitForAgents(3, 5s));
+  auto view = c.server->View();
+  EXPECT_TRUE(view.pairs.empty());  // nothing probed yet
+  ASSERT_EQ(view.predicted.size(), 2u);
+  for (const auto& [pair, v] : view.predicted) {
+    EXPECT_TRUE(pair.Has("node-old"));
+    EXPECT_EQ(v.basis, Basis::kChecks);
+    EXPECT_EQ(v.fault_class, FaultClass::kArchitecture);
+    EXPECT_EQ(v.causes, std::vector<std::string>{"pair.version_skew"});
+  }
+  auto j = ToJson(view);
+  EXPECT_EQ(j["predicted"].size(), 2u);
 }
 
 TEST(CoordinatorMetrics, ServesTheContractNamesAfterASweep) {
