@@ -4,6 +4,7 @@
 
 #include "checks/check_util.h"
 #include "core/catalogue.h"
+#include "core/probe_result.h"
 #include "core/report.h"
 #include "workload/nccl_env.h"
 
@@ -40,6 +41,21 @@ void RelabelEnvironmentConfig(Finding& f, const std::string& env_source) {
   if (unset && f.status == CheckStatus::kSkip) {
     f.message = "NCCL_SOCKET_IFNAME is not set: NCCL chooses the interface itself";
   }
+}
+
+// versions.nccl when the process's maps do not give a version: say why in workload terms.
+Finding NcclNotKnown(const ProcessFacts& p) {
+  checks::FindingBuilder b("versions.nccl");
+  if (!p.nccl.ok()) {
+    b.Add("maps", "unreadable (" + p.nccl.error + ")", p.nccl.source);
+    return b.Skip("the process's memory map could not be read");
+  }
+  if (!p.nccl.value->has_value()) {
+    b.Add("libnccl.so", "not mapped", p.nccl.source);
+    return b.Skip("NCCL is not mapped in the process (not initialised yet, or linked statically)");
+  }
+  b.Add("libnccl.so", (*p.nccl.value)->path, p.nccl.source);
+  return b.Skip("the library's file name does not carry its version");
 }
 
 }  // namespace
@@ -127,9 +143,26 @@ std::vector<Finding> JudgeProcess(const ProcessFacts& p, const Fact<std::string>
       (void)subset.Register(*c);  // ids come from the catalogue's host checks: cannot fail
     }
   }
-  std::vector<Finding> ran = subset.Run(snap, cfg, CheckContext{});
+  // The NCCL the process mapped stands in for a probe's report of the version it loaded.
+  ProbeResult mapped;
+  CheckContext context;
+  const bool nccl_known = p.nccl.ok() && p.nccl.value->has_value() && !(*p.nccl.value)->version.empty();
+  if (nccl_known) {
+    mapped.nccl_version = (*p.nccl.value)->version;
+    mapped.nccl_library = (*p.nccl.value)->path;
+    mapped.detail = "mapped in the process";
+    context.probe = &mapped;
+  }
+  std::vector<Finding> ran = subset.Run(snap, cfg, context);
   const std::string env_source = Proc(p.pid) + "/environ";
-  for (auto& f : ran) RelabelEnvironmentConfig(f, env_source);
+  for (auto& f : ran) {
+    RelabelEnvironmentConfig(f, env_source);
+    const auto& disabled = cfg.checks.disabled;
+    if (f.check == "versions.nccl" && !nccl_known &&
+        std::find(disabled.begin(), disabled.end(), f.check) == disabled.end()) {
+      f = NcclNotKnown(p);
+    }
+  }
   for (auto id : kWorkloadHostChecks) {
     auto it = std::find_if(ran.begin(), ran.end(), [&](const Finding& f) { return f.check == id; });
     if (it != ran.end()) {

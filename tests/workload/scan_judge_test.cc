@@ -378,6 +378,37 @@ TEST(WorkloadJudge, GidIndexThePortDoesNotHaveFails) {
   EXPECT_EQ(StatusOf(good.Judge(good.Scan(), 0), "ib.gid"), CheckStatus::kPass);
 }
 
+TEST(WorkloadJudge, NcclMappedInTheProcessIsJudgedForTheGpuGeneration) {
+  auto old = GoodProcess(4101, 1);
+  old.nccl_library = "/opt/conda/lib/libnccl.so.2.12.10";  // older than Hopper needs (2.18)
+  auto current = GoodProcess(4102, 2);
+  auto wheel = GoodProcess(4103, 3);
+  wheel.nccl_library = "/opt/venv/lib/python3.10/site-packages/nvidia/nccl/lib/libnccl.so.2";
+  auto none = GoodProcess(4104, 4);
+  none.nccl_library.clear();
+  WorkloadRoot root({old, current, wheel, none}, "dgx-h100");
+  ScanResult scan = root.Scan();
+  ASSERT_EQ(scan.containers.size(), 4u);
+  std::map<int, ContainerVerdict> by_pid;
+  for (size_t i = 0; i < 4; ++i) {
+    ContainerVerdict v = root.Judge(scan, i);
+    by_pid[v.pids.at(0)] = v;
+  }
+  const Finding* f = testing::FindingFor(by_pid[4101], "versions.nccl");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->status, CheckStatus::kFail) << f->message;
+  EXPECT_NE(f->message.find("2.12.10"), std::string::npos);
+  EXPECT_EQ(by_pid[4101].causes, std::vector<std::string>{"versions.nccl"});
+  EXPECT_EQ(StatusOf(by_pid[4102], "versions.nccl"), CheckStatus::kPass);
+  const Finding* w = testing::FindingFor(by_pid[4103], "versions.nccl");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->status, CheckStatus::kSkip);
+  EXPECT_NE(w->message.find("does not carry its version"), std::string::npos);
+  const Finding* n = testing::FindingFor(by_pid[4104], "versions.nccl");
+  ASSERT_NE(n, nullptr);
+  EXPECT_NE(n->message.find("not mapped"), std::string::npos);
+}
+
 TEST(WorkloadJudge, TheWorstProcessOfAContainerDecidesAndIsNamed) {
   auto a = GoodProcess(4101, 1, 0);
   auto b = GoodProcess(4102, 1, 1);
