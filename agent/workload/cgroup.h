@@ -3,8 +3,8 @@
 // The kubelet puts every container in a cgroup whose path names the pod UID and the runtime's
 // container id. The shape depends on the cgroup driver and the runtime:
 //   systemd (v1 or v2): /kubepods.slice/kubepods-burstable.slice/
-//                       kubepods-burstable-pod<uid with '_' for '-'>.slice/cri-containerd-<id>.scope
-//                       (docker-<id>.scope, crio-<id>.scope)
+//                       kubepods-burstable-pod<uid with '_' for
+//                       '-'>.slice/cri-containerd-<id>.scope (docker-<id>.scope, crio-<id>.scope)
 //   cgroupfs:           /kubepods/burstable/pod<uid>/<id>   (guaranteed pods: /kubepods/pod<uid>/)
 // and, seen from inside a private cgroup namespace, the path may start with "/../..". The parser
 // looks for the pod segment and the deepest container segment after it, so a process in a nested

@@ -6,9 +6,9 @@ namespace nccl_triage::workload {
 namespace {
 
 constexpr std::array<std::string_view, 7> kAllowList = {
-    "CUDA_VISIBLE_DEVICES",  // which GPUs the process may use
+    "CUDA_VISIBLE_DEVICES",    // which GPUs the process may use
     "NVIDIA_VISIBLE_DEVICES",  // which GPUs the container runtime mounted
-    "LOCAL_RANK",            // torchrun / launcher placement
+    "LOCAL_RANK",              // torchrun / launcher placement
     "RANK",
     "WORLD_SIZE",
     "LOCAL_WORLD_SIZE",

@@ -22,9 +22,9 @@ bool IsKeptEnvName(std::string_view name);
 
 struct FilteredEnviron {
   std::map<std::string, std::string> kept;  // allow-listed names only
-  int total = 0;        // entries seen in the buffer
-  int malformed = 0;    // entries with no '=' or a name that is not a plain identifier
-  int bad_values = 0;   // allow-listed names whose value is not printable text (or too long)
+  int total = 0;                            // entries seen in the buffer
+  int malformed = 0;   // entries with no '=' or a name that is not a plain identifier
+  int bad_values = 0;  // allow-listed names whose value is not printable text (or too long)
   friend bool operator==(const FilteredEnviron&, const FilteredEnviron&) = default;
 };
 

@@ -14,10 +14,14 @@ namespace {
 // fail > warn > pass > skip: the status that decides a container's finding.
 int Severity(CheckStatus s) {
   switch (s) {
-    case CheckStatus::kFail: return 3;
-    case CheckStatus::kWarn: return 2;
-    case CheckStatus::kPass: return 1;
-    case CheckStatus::kSkip: return 0;
+    case CheckStatus::kFail:
+      return 3;
+    case CheckStatus::kWarn:
+      return 2;
+    case CheckStatus::kPass:
+      return 1;
+    case CheckStatus::kSkip:
+      return 0;
   }
   return 0;
 }
@@ -146,7 +150,8 @@ std::vector<Finding> JudgeProcess(const ProcessFacts& p, const Fact<std::string>
   // The NCCL the process mapped stands in for a probe's report of the version it loaded.
   ProbeResult mapped;
   CheckContext context;
-  const bool nccl_known = p.nccl.ok() && p.nccl.value->has_value() && !(*p.nccl.value)->version.empty();
+  const bool nccl_known =
+      p.nccl.ok() && p.nccl.value->has_value() && !(*p.nccl.value)->version.empty();
   if (nccl_known) {
     mapped.nccl_version = (*p.nccl.value)->version;
     mapped.nccl_library = (*p.nccl.value)->path;
@@ -208,8 +213,9 @@ std::optional<Finding> RdmaResourceFinding(const PodContainer& pod, const NodeRe
   const std::string what = "the pod requests none of the node's RDMA resources (" +
                            checks::Join(node.rdma_resources) + ")";
   if (devices_present) {
-    return b.Warn(what + "; it has uverbs devices by other means (privileged or a hostPath "
-                         "mount), outside the device plugin's accounting");
+    return b.Warn(what +
+                  "; it has uverbs devices by other means (privileged or a hostPath "
+                  "mount), outside the device plugin's accounting");
   }
   return b.Fail(what + ", so the device plugin gave it no /dev/infiniband device");
 }
@@ -254,9 +260,11 @@ ContainerVerdict JudgeContainer(const ContainerFacts& container, const PodContai
   const size_t n = container.processes.size();
   for (size_t i = 0; i < worst.size(); ++i) {
     std::string who = "pid " + std::to_string(worst_pid[i]);
-    if (n > 1) who += " (" + std::to_string(worst_count[i]) + " of " + std::to_string(n) +
-                      " processes alike)";
-    worst[i].evidence.insert(worst[i].evidence.begin(), Evidence{"process", who, Proc(worst_pid[i])});
+    if (n > 1)
+      who +=
+          " (" + std::to_string(worst_count[i]) + " of " + std::to_string(n) + " processes alike)";
+    worst[i].evidence.insert(worst[i].evidence.begin(),
+                             Evidence{"process", who, Proc(worst_pid[i])});
   }
   if (auto extra = RdmaResourceFinding(pod, node, any_devices)) {
     for (auto& f : worst) {

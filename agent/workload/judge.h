@@ -29,18 +29,18 @@ namespace nccl_triage::workload {
 // versions.nccl judges the NCCL library mapped in the process (it lives in the image), handed to
 // the check as the probe result it otherwise reads the version from.
 inline constexpr std::array<std::string_view, 9> kWorkloadHostChecks = {
-    "versions.nccl",  "container.host_network", "container.rdma_devices",
-    "container.ipc_lock", "limits.memlock",     "limits.nofile",
-    "shm.size",       "net.socket_ifname",      "ib.gid"};
+    "versions.nccl",      "container.host_network", "container.rdma_devices",
+    "container.ipc_lock", "limits.memlock",         "limits.nofile",
+    "shm.size",           "net.socket_ifname",      "ib.gid"};
 
 // Every check id a workload verdict can carry, in the order findings are listed.
 std::vector<std::string_view> WorkloadCheckIds();
 
 // What the node advertises through the API (status.allocatable), for the RDMA resource finding.
 struct NodeResources {
-  bool known = false;  // the node object was read
+  bool known = false;                       // the node object was read
   std::vector<std::string> rdma_resources;  // allocatable names starting with "rdma/"
-  std::string error;   // why it is unknown
+  std::string error;                        // why it is unknown
 };
 
 // The NodeSnapshot a process would have gathered about itself (see the file comment).

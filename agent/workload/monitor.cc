@@ -1,9 +1,8 @@
 #include "workload/monitor.h"
 
 #include <algorithm>
-#include <tuple>
-
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "checks/check.h"
 #include "checks/check_util.h"
@@ -16,8 +15,8 @@ std::string PodName(const PodVerdict& p) { return p.namespace_name + "/" + p.pod
 }  // namespace
 
 WorkloadMonitor::WorkloadMonitor(WorkloadMonitorOptions options, AgentState* state,
-                                 KubeClient* kube, PodResourcesSource* pod_resources,
-                                 Clock& clock, Logger& log)
+                                 KubeClient* kube, PodResourcesSource* pod_resources, Clock& clock,
+                                 Logger& log)
     : options_(std::move(options)),
       state_(state),
       kube_(kube),
@@ -62,8 +61,8 @@ PodDirectory WorkloadMonitor::Lookup(bool any_containers) {
     } else {
       dir.list_error = r.ok() ? std::string("list pods: the reply is not a PodList")
                               : "list pods: " + r.Describe();
-      WarnOnce(list_streak_, dir.list_error +
-                                 " (names from the last list; no annotations until it works)");
+      WarnOnce(list_streak_,
+               dir.list_error + " (names from the last list; no annotations until it works)");
     }
   } else if (!api) {
     dir.list_error = "no Kubernetes API";
@@ -114,7 +113,8 @@ void WorkloadMonitor::Publish(WorkloadPass& pass, bool fresh_list) {
       if (it == pod_cache_.end()) continue;
       auto change = AnnotationChange(pod, it->second.annotations, now);
       if (!change) continue;
-      KubeResponse r = kube_->PatchPodAnnotationsIfUid(pod.namespace_name, pod.pod, pod.uid, *change);
+      KubeResponse r =
+          kube_->PatchPodAnnotationsIfUid(pod.namespace_name, pod.pod, pod.uid, *change);
       if (r.ok()) {
         ++pass.patches_sent;
         for (const auto& [k, v] : *change) {
@@ -126,18 +126,20 @@ void WorkloadMonitor::Publish(WorkloadPass& pass, bool fresh_list) {
         }
         log_.Info("workload", "pod " + PodName(pod) + ": " +
                                   (pod.causes.empty() ? std::string("healthy, annotations removed")
-                                                      : std::string(ToString(pod.verdict)) +
-                                                            " (" + checks::Join(pod.causes, ",") + ")"));
+                                                      : std::string(ToString(pod.verdict)) + " (" +
+                                                            checks::Join(pod.causes, ",") + ")"));
         continue;
       }
       ++pass.patches_failed;
       if (r.status == 404) {
-        log_.Debug("workload", "pod " + PodName(pod) + " was deleted before its annotations "
-                                                     "could be patched");
+        log_.Debug("workload", "pod " + PodName(pod) +
+                                   " was deleted before its annotations "
+                                   "could be patched");
         pod_cache_.erase(it);
       } else if (r.status == 409) {
-        log_.Debug("workload", "pod " + PodName(pod) + " is another pod now (UID changed): "
-                                                     "not patched");
+        log_.Debug("workload", "pod " + PodName(pod) +
+                                   " is another pod now (UID changed): "
+                                   "not patched");
         pod_cache_.erase(it);
       } else {
         WarnOnce(patch_streak_, "patch annotations of " + PodName(pod) + ": " + r.Describe());

@@ -113,8 +113,7 @@ std::vector<const IbDevice*> OpenableDevices(const NodeSnapshot& host,
   }
   std::vector<const IbDevice*> out;
   for (const auto& dev : host.ib_devices) {
-    if (ibdevs.empty() ||
-        std::find(ibdevs.begin(), ibdevs.end(), dev.name) != ibdevs.end()) {
+    if (ibdevs.empty() || std::find(ibdevs.begin(), ibdevs.end(), dev.name) != ibdevs.end()) {
       out.push_back(&dev);
     }
   }
@@ -141,8 +140,10 @@ Finding EnvIbDisable(const NcclSettings& settings, const NodeSnapshot& host,
     return b.Pass("no RDMA devices on this node: sockets are the only network path");
   }
   if (disabled) {
-    return b.Warn("NCCL_IB_DISABLE=" + *settings.ib_disable + " keeps NCCL on TCP sockets although "
-                  "the node has " + std::to_string(hcas.size()) + " RDMA device(s)");
+    return b.Warn("NCCL_IB_DISABLE=" + *settings.ib_disable +
+                  " keeps NCCL on TCP sockets although "
+                  "the node has " +
+                  std::to_string(hcas.size()) + " RDMA device(s)");
   }
   if (net_socket) {
     return b.Warn("NCCL_NET=" + *settings.net + " forces TCP sockets although the node has " +

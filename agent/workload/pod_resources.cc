@@ -35,8 +35,8 @@ StatusOr<std::vector<PodResourcesEntry>> GrpcPodResources::List() {
   // The kubelet's replies on a big node exceed gRPC's 4 MiB default only in pathological cases;
   // 16 MiB bounds memory while leaving room.
   args.SetMaxReceiveMessageSize(16 << 20);
-  auto channel = grpc::CreateCustomChannel("unix:" + socket_path_,
-                                           grpc::InsecureChannelCredentials(), args);
+  auto channel =
+      grpc::CreateCustomChannel("unix:" + socket_path_, grpc::InsecureChannelCredentials(), args);
   auto stub = ::v1::PodResourcesLister::NewStub(channel);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout_);
@@ -44,9 +44,10 @@ StatusOr<std::vector<PodResourcesEntry>> GrpcPodResources::List() {
   ::v1::ListPodResourcesResponse response;
   grpc::Status s = stub->List(&context, request, &response);
   if (!s.ok()) {
-    return Unavailable("pod-resources List: " + std::string(s.error_message().empty()
-                                                                ? "code " + std::to_string(s.error_code())
-                                                                : s.error_message()));
+    return Unavailable("pod-resources List: " +
+                       std::string(s.error_message().empty()
+                                       ? "code " + std::to_string(s.error_code())
+                                       : s.error_message()));
   }
   return FromListResponse(response);
 }

@@ -56,7 +56,8 @@ std::optional<ApiPod> ParsePod(const json& pod) {
   if (p.name.empty()) return std::nullopt;
   p.annotations = StringMap(Member(meta, "annotations"));
   const json& spec = Member(pod, "spec");
-  p.host_network = Member(spec, "hostNetwork").is_boolean() && Member(spec, "hostNetwork").get<bool>();
+  p.host_network =
+      Member(spec, "hostNetwork").is_boolean() && Member(spec, "hostNetwork").get<bool>();
   std::map<std::string, ApiContainer> by_name;
   for (const char* list : {"initContainers", "containers", "ephemeralContainers"}) {
     const json& items = Member(spec, list);

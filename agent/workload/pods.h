@@ -9,11 +9,10 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "workload/cgroup.h"
 #include "workload/judge.h"
@@ -54,9 +53,9 @@ struct PodResourcesEntry {
 
 // What the pass knows from the API and the kubelet.
 struct PodDirectory {
-  bool listed = false;      // the pod list was read (this pass or from the cache)
-  bool fresh = false;       // read this pass (only then are annotations compared and patched)
-  std::string list_error;   // why not, or why this pass used the cache
+  bool listed = false;     // the pod list was read (this pass or from the cache)
+  bool fresh = false;      // read this pass (only then are annotations compared and patched)
+  std::string list_error;  // why not, or why this pass used the cache
   std::map<std::string, ApiPod> pods;  // by UID
   NodeResources node;
   std::optional<std::vector<PodResourcesEntry>> assignments;  // nullopt: socket absent or failed

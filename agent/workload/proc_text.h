@@ -12,9 +12,9 @@ namespace nccl_triage::workload {
 
 // The NCCL library mapped into a process.
 struct NcclLibrary {
-  std::string path;     // as the maps line shows it, without a trailing " (deleted)"
-  std::string version;  // "2.28.9" from "libnccl.so.2.28.9"; "" when the file name does not say
-  bool deleted = false; // the file was replaced on disk after the process mapped it
+  std::string path;      // as the maps line shows it, without a trailing " (deleted)"
+  std::string version;   // "2.28.9" from "libnccl.so.2.28.9"; "" when the file name does not say
+  bool deleted = false;  // the file was replaced on disk after the process mapped it
   friend bool operator==(const NcclLibrary&, const NcclLibrary&) = default;
 };
 

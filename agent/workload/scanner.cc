@@ -49,13 +49,13 @@ std::string TrimNewline(std::string_view s) {
   return std::string(s);
 }
 
-
 class Pass {
  public:
   Pass(const ScannerOptions& options, RootReader& reader)
       : options_(options), reader_(reader), prefix_(LiteralPrefix(options.gpu_device_pattern)) {
     try {
-      pattern_ = std::regex(options.gpu_device_pattern, std::regex::ECMAScript | std::regex::optimize);
+      pattern_ =
+          std::regex(options.gpu_device_pattern, std::regex::ECMAScript | std::regex::optimize);
       pattern_ok_ = true;
     } catch (const std::regex_error&) {
       pattern_ok_ = false;
@@ -184,12 +184,12 @@ class Pass {
       const std::string sys = dir + "root/sys/class/net/" + ni.name + "/";
       if (private_ns && i < kMaxInterfaceReads) {
         ReadResult state = reader_.ReadFile(sys + "operstate");
-        ni.operstate = FactFrom<std::string>(
-            sys + "operstate", state, [](std::string_view t) -> std::optional<std::string> {
-              std::string v = TrimNewline(t);
-              if (v.empty() || v.size() > 32) return std::nullopt;
-              return v;
-            });
+        ni.operstate = FactFrom<std::string>(sys + "operstate", state,
+                                             [](std::string_view t) -> std::optional<std::string> {
+                                               std::string v = TrimNewline(t);
+                                               if (v.empty() || v.size() > 32) return std::nullopt;
+                                               return v;
+                                             });
         ni.type = FactFrom<int>(sys + "type", reader_.ReadFile(sys + "type"), ParseDecimalInt);
       } else {
         ni.operstate.source = sys + "operstate";
@@ -209,9 +209,9 @@ class Pass {
     if (!cgroup.ok()) {
       // Every live process has a cgroup file: missing (or the whole directory gone, or ESRCH on
       // a half-torn-down one) means it exited after the fd scan. Otherwise it is unreadable.
-      const bool gone =
-          cgroup.error == "missing" || !reader_.Exists(dir.substr(0, dir.size() - 1));
-      out.skip_reason = gone ? std::string("exited during the scan") : dir + "cgroup " + cgroup.error;
+      const bool gone = cgroup.error == "missing" || !reader_.Exists(dir.substr(0, dir.size() - 1));
+      out.skip_reason =
+          gone ? std::string("exited during the scan") : dir + "cgroup " + cgroup.error;
       return out;
     }
     auto ref = ParseCgroupFile(*cgroup.text);
@@ -238,7 +238,8 @@ class Pass {
     if (ReadResult r = read("comm"); r.ok()) p.comm = Printable(TrimNewline(*r.text), 64);
 
     ReadResult limits = read("limits");
-    auto parsed_limits = limits.ok() ? ParseLimits(*limits.text) : std::map<std::string, LimitPair>{};
+    auto parsed_limits =
+        limits.ok() ? ParseLimits(*limits.text) : std::map<std::string, LimitPair>{};
     auto limit_fact = [&](const char* row) {
       Fact<LimitPair> f;
       f.source = dir + "limits";
@@ -296,8 +297,8 @@ class Pass {
         p.environ.value = FilterEnviron(*env.text);
         const FilteredEnviron& fe = *p.environ.value;
         if (fe.malformed > 0 || fe.bad_values > 0) {
-          Debug("workload: pid " + std::to_string(pid) + " environ: " +
-                std::to_string(fe.malformed) + " malformed entries and " +
+          Debug("workload: pid " + std::to_string(pid) +
+                " environ: " + std::to_string(fe.malformed) + " malformed entries and " +
                 std::to_string(fe.bad_values) + " allow-listed values that are not text skipped");
         }
       } else {

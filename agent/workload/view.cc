@@ -2,9 +2,8 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <ostream>
-
 #include <nlohmann/json.hpp>
+#include <ostream>
 
 #include "checks/check_util.h"
 #include "core/report.h"
@@ -36,8 +35,8 @@ std::unique_ptr<WorkloadMonitor> MakeWorkloadMonitor(WorkloadMonitorOptions opti
                                                      Clock& clock, Logger& log) {
   const std::string socket =
       (std::filesystem::path(options.scanner.root) / kPodResourcesSocket).string();
-  auto monitor = std::make_unique<WorkloadMonitor>(std::move(options), state, kube, nullptr,
-                                                   clock, log);
+  auto monitor =
+      std::make_unique<WorkloadMonitor>(std::move(options), state, kube, nullptr, clock, log);
   std::error_code ec;
   if (std::filesystem::exists(socket, ec)) {
     monitor->AdoptPodResources(std::make_unique<GrpcPodResources>(socket));
@@ -101,8 +100,8 @@ void RenderWorkloadsTable(const WorkloadPass& pass, std::ostream& os) {
   for (const auto& c : pass.containers) {
     std::string word = StatusWord(c.verdict, c);
     word.resize(4, ' ');
-    os << "  " << word << "  " << PodLabel(c.pod) << " " << c.pod.container
-       << "  " << ToString(c.verdict);
+    os << "  " << word << "  " << PodLabel(c.pod) << " " << c.pod.container << "  "
+       << ToString(c.verdict);
     if (!c.causes.empty()) os << " (" << checks::Join(c.causes) << ")";
     if (c.nccl) os << "  NCCL " << (c.nccl->version.empty() ? c.nccl->path : c.nccl->version);
     os << "  pid";

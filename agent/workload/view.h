@@ -10,9 +10,8 @@
 
 #include <iosfwd>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json_fwd.hpp>
+#include <string>
 
 #include "workload/monitor.h"
 

@@ -32,9 +32,9 @@ struct ProcessFacts {
   std::vector<std::string> gpu_devices;  // "/dev/nvidia0", the fd link targets that matched
   Fact<LimitPair> memlock;               // proc/<pid>/limits
   Fact<LimitPair> nofile;
-  Fact<uint64_t> cap_eff;                // proc/<pid>/status
+  Fact<uint64_t> cap_eff;  // proc/<pid>/status
   Fact<int> seccomp_mode;
-  Fact<std::string> netns;               // proc/<pid>/ns/net link target
+  Fact<std::string> netns;  // proc/<pid>/ns/net link target
   // proc/<pid>/root/dev/infiniband: what the container was given.
   bool dev_infiniband_present = false;
   std::vector<std::string> dev_infiniband;
@@ -45,8 +45,8 @@ struct ProcessFacts {
   // which shows the namespace it was mounted in. In the host namespace the judge uses the node
   // snapshot's interfaces instead (with addresses when gathered live).
   Fact<std::vector<NetInterface>> interfaces;
-  Fact<FilteredEnviron> environ;         // proc/<pid>/environ, filtered while parsing
-  Fact<std::optional<NcclLibrary>> nccl; // proc/<pid>/maps (nullopt value: NCCL not mapped)
+  Fact<FilteredEnviron> environ;          // proc/<pid>/environ, filtered while parsing
+  Fact<std::optional<NcclLibrary>> nccl;  // proc/<pid>/maps (nullopt value: NCCL not mapped)
 };
 
 // The processes of one container (same cgroup), in pid order.
@@ -63,7 +63,7 @@ struct SkippedProcess {
 
 // One pass of the scanner.
 struct ScanResult {
-  Fact<std::string> host_netns;  // proc/1/ns/net: the host's network namespace
+  Fact<std::string> host_netns;            // proc/1/ns/net: the host's network namespace
   std::vector<ContainerFacts> containers;  // ordered by container id
   std::vector<SkippedProcess> skipped;
   int processes_scanned = 0;
@@ -85,8 +85,8 @@ struct PodContainer {
   std::string container;
   std::string pod_uid;
   std::map<std::string, std::string> limits;  // resources.limits of the container spec
-  bool pod_found = false;        // the API listed the pod
-  bool container_found = false;  // a container status carried this container id
+  bool pod_found = false;                     // the API listed the pod
+  bool container_found = false;               // a container status carried this container id
   // From the kubelet's pod-resources List; nullopt when the socket is not mounted or failed.
   std::optional<std::vector<DeviceAssignment>> assigned;
 };

@@ -100,8 +100,12 @@ int main(int argc, char** argv) {
       FixtureHolder h;
       h.pid = 10000 + i;
       h.comm = "worker";
-      h.fds = {"/dev/null", "/dev/null", "/dev/null", "pipe:[" + std::to_string(700000 + i) + "]",
-               "socket:[" + std::to_string(800000 + i) + "]", "anon_inode:[eventpoll]",
+      h.fds = {"/dev/null",
+               "/dev/null",
+               "/dev/null",
+               "pipe:[" + std::to_string(700000 + i) + "]",
+               "socket:[" + std::to_string(800000 + i) + "]",
+               "anon_inode:[eventpoll]",
                "/var/log/app-" + std::to_string(i % 50) + ".log"};
       spec.holders.push_back(std::move(h));
     }
@@ -115,9 +119,9 @@ int main(int argc, char** argv) {
         FixtureWorkloadProcess p;
         p.pid = 50000 + pod * 10 + r;
         p.cgroup = KubepodsCgroup(Uid(pod), Cid(pod), pod % 2 == 0);
-        p.fds = {"/dev/null", "/dev/nvidiactl", "/dev/nvidia-uvm",
-                 "/dev/nvidia" + std::to_string((pod + r) % 8), "socket:[1]",
-                 "/dev/infiniband/uverbs" + std::to_string(pod)};
+        p.fds = {"/dev/null",       "/dev/nvidiactl",
+                 "/dev/nvidia-uvm", "/dev/nvidia" + std::to_string((pod + r) % 8),
+                 "socket:[1]",      "/dev/infiniband/uverbs" + std::to_string(pod)};
         for (int k = 0; k < 8; ++k) p.dev_infiniband.push_back("uverbs" + std::to_string(k));
         p.environ = {{"PATH", "/usr/bin"},
                      {"HOME", "/root"},

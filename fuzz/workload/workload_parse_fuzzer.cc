@@ -4,9 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "workload/cgroup.h"
 #include "workload/environ.h"

@@ -1,12 +1,12 @@
 // `nccl-triage check --workloads` in-process on a fixture root: a DGX A100 with a healthy pod, a
 // pod with a 64 KiB memlock and a pod whose NCCL_SOCKET_IFNAME names no interface.
+#include "app/cli.h"
+
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
-#include "app/cli.h"
 #include "workload_test_util.h"
 
 namespace nccl_triage::workload {

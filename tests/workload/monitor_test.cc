@@ -2,14 +2,15 @@
 // on change, removal when healthy, pods deleted or replaced between the list and the patch, the
 // API away, metrics series that follow the pods, the agent's own pod, and secrets that never
 // leave the environment they were planted in.
+#include "workload/monitor.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "daemon/agent_state.h"
 #include "daemon/clock.h"
@@ -17,7 +18,6 @@
 #include "exporter/agent_http.h"
 #include "exporter/fake_kube_client.h"
 #include "exporter/metrics.h"
-#include "workload/monitor.h"
 #include "workload_test_util.h"
 
 namespace nccl_triage::workload {
@@ -54,8 +54,7 @@ class HookedKube final : public KubeClient {
   }
   KubeResponse GetNode(const std::string& name) override { return fake_.GetNode(name); }
   KubeResponse PatchPodAnnotationsIfUid(const std::string& ns, const std::string& pod,
-                                        const std::string& uid,
-                                        const AnnotationPatch& a) override {
+                                        const std::string& uid, const AnnotationPatch& a) override {
     return fake_.PatchPodAnnotationsIfUid(ns, pod, uid, a);
   }
   std::function<void()> after_list;
@@ -141,12 +140,13 @@ TEST(WorkloadMonitor, FailingPodIsAnnotatedOnceAndOnlyOnChange) {
 }
 
 TEST(WorkloadMonitor, HealthyAgainRemovesOnlyItsOwnAnnotations) {
-  auto pod = PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1), {{"nvidia.com/gpu", "8"}},
-                     {{"nccl-triage.io/verdict", "architecture"},
-                      {"nccl-triage.io/causes", "shm.size"},
-                      {"nccl-triage.io/basis", "checks"},
-                      {"nccl-triage.io/updated", "2025-01-01T00:00:00Z"},
-                      {"team.example/owner", "alice"}});
+  auto pod =
+      PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1), {{"nvidia.com/gpu", "8"}},
+              {{"nccl-triage.io/verdict", "architecture"},
+               {"nccl-triage.io/causes", "shm.size"},
+               {"nccl-triage.io/basis", "checks"},
+               {"nccl-triage.io/updated", "2025-01-01T00:00:00Z"},
+               {"team.example/owner", "alice"}});
   Harness h({GoodProcess(4101, 1)}, {pod});
   WorkloadPass pass = h.Pass();
   EXPECT_EQ(pass.pods.at(0).verdict, FaultClass::kHealthy);
@@ -177,7 +177,8 @@ TEST(WorkloadMonitor, PodReplacedByAnotherOfTheSameNameIsNotPatched) {
   auto pod = PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1));
   Harness h({SmallShm(4101, 1)}, {pod});
   h.kube.after_list = [&] {
-    h.fake.SetPods(PodListJson({PodJson(PodUid(99), "team-a", "train-0", "trainer", ContainerId(99))}));
+    h.fake.SetPods(
+        PodListJson({PodJson(PodUid(99), "team-a", "train-0", "trainer", ContainerId(99))}));
   };
   WorkloadPass pass = h.Pass();
   EXPECT_EQ(pass.patches_sent, 0);
@@ -278,7 +279,8 @@ TEST(WorkloadMonitor, TheAgentsOwnPodIsNeverJudged) {
 }
 
 TEST(WorkloadMonitor, RunsAPassAfterEachNewCycleOnItsOwnThread) {
-  Harness h({SmallShm(4101, 1)}, {PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1))});
+  Harness h({SmallShm(4101, 1)},
+            {PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1))});
   h.monitor->Start();
   AgentStateView view;
   view.cycle.cycles = 1;
@@ -313,10 +315,12 @@ TEST(WorkloadSecrets, PlantedSecretsAppearInNoOutput) {
       {"logs", h.log_text.str()},
   };
   std::string calls;
-  for (const auto& c : h.fake.Calls()) calls += c.method + " " + c.target + " " + c.body.dump() + "\n";
+  for (const auto& c : h.fake.Calls())
+    calls += c.method + " " + c.target + " " + c.body.dump() + "\n";
   outputs.push_back({"api calls", calls});
   std::string annotations;
-  for (const auto& [k, v] : h.fake.Annotations("team-a", "train-0")) annotations += k + "=" + v + "\n";
+  for (const auto& [k, v] : h.fake.Annotations("team-a", "train-0"))
+    annotations += k + "=" + v + "\n";
   outputs.push_back({"annotations", annotations});
   // The verdicts themselves (what `check --workloads` prints) carry only allow-listed values.
   std::string verdicts;

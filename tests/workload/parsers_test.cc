@@ -19,8 +19,8 @@ constexpr const char* kUid = "0c9a2f4e-6b1d-4e8a-9f3c-2d7b5a1e6c40";
 TEST(CgroupParse, SystemdV2ContainerdGivesPodUidAndContainer) {
   auto ref = ParseCgroupLine(
       "0::/kubepods.slice/kubepods-burstable.slice/"
-      "kubepods-burstable-pod0c9a2f4e_6b1d_4e8a_9f3c_2d7b5a1e6c40.slice/cri-containerd-"s + kId +
-      ".scope");
+      "kubepods-burstable-pod0c9a2f4e_6b1d_4e8a_9f3c_2d7b5a1e6c40.slice/cri-containerd-"s +
+      kId + ".scope");
   ASSERT_TRUE(ref.has_value());
   EXPECT_EQ(ref->pod_uid, kUid);
   EXPECT_EQ(ref->container_id, kId);
@@ -44,12 +44,14 @@ TEST(CgroupParse, GuaranteedPodHasNoQosLevel) {
 TEST(CgroupParse, DockerAndCrioScopesAreRecognised) {
   auto docker = ParseCgroupLine(
       "1:name=systemd:/kubepods.slice/kubepods-pod0c9a2f4e_6b1d_4e8a_9f3c_2d7b5a1e6c40.slice/"
-      "docker-"s + kId + ".scope");
+      "docker-"s +
+      kId + ".scope");
   ASSERT_TRUE(docker.has_value());
   EXPECT_EQ(docker->runtime, "docker");
   auto crio = ParseCgroupLine(
       "0::/kubepods.slice/kubepods-besteffort.slice/"
-      "kubepods-besteffort-pod0c9a2f4e_6b1d_4e8a_9f3c_2d7b5a1e6c40.slice/crio-"s + kId + ".scope");
+      "kubepods-besteffort-pod0c9a2f4e_6b1d_4e8a_9f3c_2d7b5a1e6c40.slice/crio-"s +
+      kId + ".scope");
   ASSERT_TRUE(crio.has_value());
   EXPECT_EQ(crio->runtime, "crio");
   EXPECT_EQ(crio->container_id, kId);
@@ -71,7 +73,8 @@ TEST(CgroupParse, NestedCgroupInsideTheContainerStillMapsToIt) {
 
 TEST(CgroupParse, PathSeenFromAPrivateCgroupNamespaceIsAccepted) {
   auto ref = ParseCgroupLine(
-      "0::/../../kubepods-besteffort-pod0c9a2f4e_6b1d_4e8a_9f3c_2d7b5a1e6c40.slice/cri-containerd-"s +
+      "0::/../../kubepods-besteffort-pod0c9a2f4e_6b1d_4e8a_9f3c_2d7b5a1e6c40.slice/"
+      "cri-containerd-"s +
       kId + ".scope");
   ASSERT_TRUE(ref.has_value());
   EXPECT_EQ(ref->pod_uid, kUid);
@@ -119,8 +122,9 @@ TEST(CgroupParse, ContainerIdFromStatusStripsTheRuntimeScheme) {
 }
 
 TEST(EnvironFilter, KeepsNcclAndAllowListAndDropsEverythingElse) {
-  std::string raw = "PATH=/usr/bin\0NCCL_SOCKET_IFNAME=eth0\0AWS_SECRET_ACCESS_KEY=hunter2\0"
-                    "CUDA_VISIBLE_DEVICES=0,1\0LOCAL_RANK=3\0HF_TOKEN=hf_abc\0NCCL_IB_HCA=mlx5\0"s;
+  std::string raw =
+      "PATH=/usr/bin\0NCCL_SOCKET_IFNAME=eth0\0AWS_SECRET_ACCESS_KEY=hunter2\0"
+      "CUDA_VISIBLE_DEVICES=0,1\0LOCAL_RANK=3\0HF_TOKEN=hf_abc\0NCCL_IB_HCA=mlx5\0"s;
   FilteredEnviron f = FilterEnviron(raw);
   EXPECT_EQ(f.total, 7);
   EXPECT_EQ(f.kept.size(), 4u);

@@ -1,11 +1,12 @@
 // The kubelet's pod-resources API over a real gRPC unix socket, served by a fake kubelet.
+#include "workload/pod_resources.h"
+
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <memory>
 
 #include "podresources/v1/api.grpc.pb.h"
-#include "workload/pod_resources.h"
 #include "workload_test_util.h"
 
 namespace nccl_triage::workload {

@@ -30,7 +30,9 @@ TEST(PodList, ParsesPodsByUidWithContainerIdsAndLimits) {
 
 TEST(PodList, MalformedItemsAreSkipped) {
   nlohmann::json list = {{"items",
-                          {nullptr, 42, {{"metadata", {{"uid", "not-a-uid"}, {"name", "x"}}}},
+                          {nullptr,
+                           42,
+                           {{"metadata", {{"uid", "not-a-uid"}, {"name", "x"}}}},
                            {{"metadata", {{"uid", PodUid(2)}}}},  // no name
                            PodJson(PodUid(3), "ns", "ok", "c", ContainerId(3))}}};
   auto pods = ParsePodList(list);
@@ -114,9 +116,10 @@ ContainerVerdict Verdict(int pod, const std::string& container, FaultClass cls,
 }
 
 TEST(PodVerdicts, CombineTheContainersOfAPod) {
-  auto pods = PodVerdicts({Verdict(1, "a", FaultClass::kArchitecture, {"shm.size"}),
-                           Verdict(1, "b", FaultClass::kArchitecture, {"limits.memlock", "shm.size"}),
-                           Verdict(2, "c", FaultClass::kHealthy, {})});
+  auto pods =
+      PodVerdicts({Verdict(1, "a", FaultClass::kArchitecture, {"shm.size"}),
+                   Verdict(1, "b", FaultClass::kArchitecture, {"limits.memlock", "shm.size"}),
+                   Verdict(2, "c", FaultClass::kHealthy, {})});
   ASSERT_EQ(pods.size(), 2u);
   EXPECT_EQ(pods[0].verdict, FaultClass::kArchitecture);
   // Catalogue order, no duplicates.
@@ -143,9 +146,9 @@ TEST(AnnotationChange, NoPatchWhenNothingChanged) {
   p.verdict = FaultClass::kArchitecture;
   p.causes = {"shm.size"};
   std::map<std::string, std::string> current = {{"nccl-triage.io/verdict", "architecture"},
-                                                 {"nccl-triage.io/causes", "shm.size"},
-                                                 {"nccl-triage.io/basis", "checks"},
-                                                 {"nccl-triage.io/updated", "2023-11-14T22:13:20Z"}};
+                                                {"nccl-triage.io/causes", "shm.size"},
+                                                {"nccl-triage.io/basis", "checks"},
+                                                {"nccl-triage.io/updated", "2023-11-14T22:13:20Z"}};
   EXPECT_FALSE(AnnotationChange(p, current, 1'800'000'000'000).has_value());
   p.causes = {"limits.memlock", "shm.size"};
   EXPECT_TRUE(AnnotationChange(p, current, 1'800'000'000'000).has_value());

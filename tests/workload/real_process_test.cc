@@ -59,7 +59,9 @@ class TrainingProcess {
     pid_ = fork();
     if (pid_ == 0) {
       if (unshare(CLONE_NEWNET) != 0) _exit(10);
-      struct rlimit rl {65536, 65536};
+      struct rlimit rl {
+        65536, 65536
+      };
       if (setrlimit(RLIMIT_MEMLOCK, &rl) != 0) _exit(11);
       if (prctl(PR_CAPBSET_DROP, CAP_IPC_LOCK, 0, 0, 0) != 0) _exit(12);
       if (open(gpu_path.c_str(), O_RDONLY) < 0) _exit(13);  // kept across exec
@@ -101,8 +103,8 @@ void LinkProcess(const std::string& root, pid_t pid, const std::string& cgroup) 
   const std::string real = "/proc/" + std::to_string(pid) + "/";
   const fs::path dir = fs::path(root) / "proc" / std::to_string(pid);
   fs::create_directories(dir);
-  for (const char* leaf : {"comm", "limits", "status", "environ", "maps", "mountinfo", "fd", "ns",
-                           "net", "root"}) {
+  for (const char* leaf :
+       {"comm", "limits", "status", "environ", "maps", "mountinfo", "fd", "ns", "net", "root"}) {
     fs::create_symlink(real + leaf, dir / leaf);
   }
   std::ofstream(dir / "cgroup") << cgroup;
@@ -139,9 +141,8 @@ class RealProcessTest : public ::testing::Test {
 };
 
 TEST_F(RealProcessTest, ProcessInItsOwnNamespaceWithSmallMemlockIsJudgedFromItsProcFiles) {
-  TrainingProcess child(gpu_, {"PATH=/usr/bin:/bin", "NCCL_SOCKET_IFNAME=eth0",
-                               "NCCL_DEBUG=INFO", "LOCAL_RANK=0",
-                               std::string("PLANTED_SECRET=") + kSecret});
+  TrainingProcess child(gpu_, {"PATH=/usr/bin:/bin", "NCCL_SOCKET_IFNAME=eth0", "NCCL_DEBUG=INFO",
+                               "LOCAL_RANK=0", std::string("PLANTED_SECRET=") + kSecret});
   SkipWithoutPrivileges(child);
   if (IsSkipped()) return;
   ASSERT_GT(child.pid(), 0) << "child setup failed with code " << child.exit_code();
@@ -184,9 +185,9 @@ TEST_F(RealProcessTest, ProcessInItsOwnNamespaceWithSmallMemlockIsJudgedFromItsP
 }
 
 TEST_F(RealProcessTest, FullPassPatchesTheRightPodAndLeaksNoSecret) {
-  TrainingProcess child(gpu_, {"PATH=/usr/bin:/bin", "NCCL_SOCKET_IFNAME=eth0",
-                               std::string("PLANTED_SECRET=") + kSecret,
-                               std::string("HF_TOKEN=hf_") + kSecret});
+  TrainingProcess child(
+      gpu_, {"PATH=/usr/bin:/bin", "NCCL_SOCKET_IFNAME=eth0",
+             std::string("PLANTED_SECRET=") + kSecret, std::string("HF_TOKEN=hf_") + kSecret});
   SkipWithoutPrivileges(child);
   if (IsSkipped()) return;
   ASSERT_GT(child.pid(), 0) << "child setup failed with code " << child.exit_code();

@@ -33,7 +33,7 @@ TEST(WorkloadScan, FindsGpuHoldersAndGroupsThemByContainer) {
   ASSERT_TRUE(scan.error.empty()) << scan.error;
   ASSERT_EQ(scan.containers.size(), 2u);
   const auto& first = scan.containers[0].ref.container_id == ContainerId(1) ? scan.containers[0]
-                                                                              : scan.containers[1];
+                                                                            : scan.containers[1];
   EXPECT_EQ(first.ref.pod_uid, PodUid(1));
   ASSERT_EQ(first.processes.size(), 2u);
   EXPECT_EQ(first.processes[0].pid, 4101);
@@ -254,7 +254,8 @@ TEST(WorkloadJudge, PodWithoutTheRdmaResourceFailsWhereTheNodeAdvertisesOne) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->status, CheckStatus::kFail);
   bool named = false;
-  for (const auto& e : f->evidence) named |= e.value.find("rdma/rdma_shared_device_a") != std::string::npos;
+  for (const auto& e : f->evidence)
+    named |= e.value.find("rdma/rdma_shared_device_a") != std::string::npos;
   EXPECT_TRUE(named);
   EXPECT_NE(f->message.find("requests none"), std::string::npos);
 }

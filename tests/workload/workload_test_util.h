@@ -7,7 +7,6 @@
 
 #include <filesystem>
 #include <map>
-
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -66,8 +65,12 @@ inline FixtureWorkloadProcess GoodProcess(int pid, int pod, int gpu = -1) {
   FixtureWorkloadProcess p;
   p.pid = pid;
   p.cgroup = KubepodsCgroup(PodUid(pod), ContainerId(pod));
-  p.fds = {"/dev/null", "pipe:[81231]", "/dev/nvidiactl", "/dev/nvidia-uvm",
-           "/dev/nvidia" + std::to_string(gpu < 0 ? pod % 8 : gpu), "socket:[81299]",
+  p.fds = {"/dev/null",
+           "pipe:[81231]",
+           "/dev/nvidiactl",
+           "/dev/nvidia-uvm",
+           "/dev/nvidia" + std::to_string(gpu < 0 ? pod % 8 : gpu),
+           "socket:[81299]",
            "/dev/infiniband/uverbs0"};
   for (int i = 0; i < 8; ++i) p.dev_infiniband.push_back("uverbs" + std::to_string(i));
   p.dev_infiniband.push_back("rdma_cm");
@@ -138,19 +141,20 @@ inline CheckStatus StatusOf(const ContainerVerdict& v, std::string_view id) {
 }
 
 // A pod as the API lists it, with one container that has started.
-inline nlohmann::json PodJson(const std::string& uid, const std::string& ns, const std::string& name,
-                              const std::string& container, const std::string& container_id,
+inline nlohmann::json PodJson(const std::string& uid, const std::string& ns,
+                              const std::string& name, const std::string& container,
+                              const std::string& container_id,
                               nlohmann::json limits = {{"nvidia.com/gpu", "8"}},
                               nlohmann::json annotations = nlohmann::json::object(),
                               const std::string& node = "gpu-node-1") {
-  return {{"metadata",
-           {{"uid", uid}, {"namespace", ns}, {"name", name}, {"annotations", annotations}}},
-          {"spec",
-           {{"nodeName", node},
-            {"containers", {{{"name", container}, {"resources", {{"limits", limits}}}}}}}},
-          {"status",
-           {{"containerStatuses",
-             {{{"name", container}, {"containerID", "containerd://" + container_id}}}}}}};
+  return {
+      {"metadata", {{"uid", uid}, {"namespace", ns}, {"name", name}, {"annotations", annotations}}},
+      {"spec",
+       {{"nodeName", node},
+        {"containers", {{{"name", container}, {"resources", {{"limits", limits}}}}}}}},
+      {"status",
+       {{"containerStatuses",
+         {{{"name", container}, {"containerID", "containerd://" + container_id}}}}}}};
 }
 
 inline nlohmann::json PodListJson(std::vector<nlohmann::json> pods) {
