@@ -191,7 +191,7 @@ void WorkloadMonitor::OnState(const AgentStateView& view) {
   wake_.notify_all();
 }
 
-void WorkloadMonitor::Loop(std::stop_token stop) {
+void WorkloadMonitor::Loop(const std::stop_token& stop) {
   while (!stop.stop_requested()) {
     std::shared_ptr<const NodeSnapshot> snap;
     {
@@ -207,7 +207,7 @@ void WorkloadMonitor::Loop(std::stop_token stop) {
 
 void WorkloadMonitor::Start() {
   if (worker_.joinable()) return;
-  worker_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+  worker_ = std::jthread([this](const std::stop_token& stop) { Loop(stop); });
 }
 
 void WorkloadMonitor::Stop() {

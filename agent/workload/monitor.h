@@ -87,7 +87,7 @@ class WorkloadMonitor final : public StateSink {
   PodDirectory Lookup(bool any_containers);
   void Publish(WorkloadPass& pass, bool fresh_list);
   void WarnOnce(std::string& streak, const std::string& line);
-  void Loop(std::stop_token stop);
+  void Loop(const std::stop_token& stop);
 
   const WorkloadMonitorOptions options_;
   AgentState* state_;
