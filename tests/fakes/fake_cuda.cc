@@ -89,6 +89,30 @@ void CopyString(const std::string& s, char* out, int len) {
   out[len - 1] = '\0';
 }
 
+// The CUresults this fake returns, with the driver's name and text for each (one table serves
+// cuGetErrorName and cuGetErrorString).
+struct ErrorText {
+  CUresult code;
+  const char* name;
+  const char* text;
+};
+constexpr ErrorText kErrorTexts[] = {
+    {kSuccess, "CUDA_SUCCESS", "no error"},
+    {kInvalidValue, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {kOutOfMemory, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {kNotInitialized, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {kNoDevice, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {kInvalidDevice, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {kNotReady, "CUDA_ERROR_NOT_READY", "device not ready"},
+};
+
+const ErrorText* FindErrorText(CUresult error) {
+  for (const auto& e : kErrorTexts) {
+    if (e.code == error) return &e;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 extern "C" {
@@ -202,63 +226,15 @@ CUresult cuStreamDestroy_v2(void* stream) {
 }
 
 CUresult cuGetErrorName(CUresult error, const char** str) {
-  switch (error) {
-    case kSuccess:
-      *str = "CUDA_SUCCESS";
-      break;
-    case kInvalidValue:
-      *str = "CUDA_ERROR_INVALID_VALUE";
-      break;
-    case kOutOfMemory:
-      *str = "CUDA_ERROR_OUT_OF_MEMORY";
-      break;
-    case kNotInitialized:
-      *str = "CUDA_ERROR_NOT_INITIALIZED";
-      break;
-    case kNoDevice:
-      *str = "CUDA_ERROR_NO_DEVICE";
-      break;
-    case kInvalidDevice:
-      *str = "CUDA_ERROR_INVALID_DEVICE";
-      break;
-    case kNotReady:
-      *str = "CUDA_ERROR_NOT_READY";
-      break;
-    default:
-      *str = nullptr;
-      return kInvalidValue;
-  }
-  return kSuccess;
+  const ErrorText* e = FindErrorText(error);
+  *str = e != nullptr ? e->name : nullptr;
+  return e != nullptr ? kSuccess : kInvalidValue;
 }
 
 CUresult cuGetErrorString(CUresult error, const char** str) {
-  switch (error) {
-    case kSuccess:
-      *str = "no error";
-      break;
-    case kInvalidValue:
-      *str = "invalid argument";
-      break;
-    case kOutOfMemory:
-      *str = "out of memory";
-      break;
-    case kNotInitialized:
-      *str = "initialization error";
-      break;
-    case kNoDevice:
-      *str = "no CUDA-capable device is detected";
-      break;
-    case kInvalidDevice:
-      *str = "invalid device ordinal";
-      break;
-    case kNotReady:
-      *str = "device not ready";
-      break;
-    default:
-      *str = nullptr;
-      return kInvalidValue;
-  }
-  return kSuccess;
+  const ErrorText* e = FindErrorText(error);
+  *str = e != nullptr ? e->text : nullptr;
+  return e != nullptr ? kSuccess : kInvalidValue;
 }
 
 // Not part of CUDA: the fake NCCL finds these with dlopen("libcuda.so.1", RTLD_NOLOAD), the way
