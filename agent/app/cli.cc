@@ -7,16 +7,35 @@
 #include <iostream>
 #include <string_view>
 
+#include "app/services.h"
+
 namespace nccl_triage {
 namespace {
 
+// The serving subcommands run from the module (app/services.h); these load it first.
+int RunFromServices(CliContext& ctx, const char* name, SubcommandFn Services::*fn) {
+  auto services = LoadServices(ctx.self_exe);
+  if (!services.ok()) {
+    ctx.err << "nccl-triage " << name << ": " << services.status().message() << "\n";
+    return 2;
+  }
+  return ((*services)->*fn)(ctx);
+}
+int RunAgentCommand(CliContext& ctx) { return RunFromServices(ctx, "agent", &Services::agent); }
+int RunCoordinatorCommand(CliContext& ctx) {
+  return RunFromServices(ctx, "coordinator", &Services::coordinator);
+}
+int RunDemoCommand(CliContext& ctx) { return RunFromServices(ctx, "demo", &Services::demo); }
+
 constexpr std::array kSubcommands = {
-    Subcommand{"check", "judge this node (or a fixture root / saved snapshot) with every host check",
+    Subcommand{"check",
+               "judge this node (or a fixture root / saved snapshot) with every host check",
                &RunCheckCommand},
     Subcommand{"classify-log", "explain an NCCL log: class, cause, fix", &RunClassifyLogCommand},
     Subcommand{"agent", "run the node agent: checks every interval, metrics, /status, annotations",
                &RunAgentCommand},
-    Subcommand{"probe", "NCCL all-reduce over sockets and over IB, then the verdict", &RunProbeCommand},
+    Subcommand{"probe", "NCCL all-reduce over sockets and over IB, then the verdict",
+               &RunProbeCommand},
     Subcommand{"coordinator", "pair the agents, run the probes, localise faults to node or link",
                &RunCoordinatorCommand},
     Subcommand{"demo", "a coordinator and N agents on this machine with injected faults",

@@ -30,12 +30,10 @@ struct Subcommand {
 int RunCli(int argc, char** argv);
 int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err);
 
-// Subcommands (one file each: cmd_<name>.cc).
+// Subcommands (one file each: cmd_<name>.cc). agent, coordinator and demo live in the serving
+// module (agent/services, loaded through app/services.h).
 int RunCheckCommand(CliContext& ctx);
 int RunClassifyLogCommand(CliContext& ctx);
-int RunAgentCommand(CliContext& ctx);
 int RunProbeCommand(CliContext& ctx);
-int RunCoordinatorCommand(CliContext& ctx);
-int RunDemoCommand(CliContext& ctx);
 
 }  // namespace nccl_triage

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <memory>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -19,12 +18,12 @@
 
 #include "app/cli.h"
 #include "app/report_table.h"
+#include "app/services.h"
 #include "checks/check.h"
 #include "config/config_loader.h"
 #include "core/report.h"
 #include "core/snapshot_json.h"
 #include "host/gatherer.h"
-#include "workload/view.h"
 
 namespace nccl_triage {
 namespace {
@@ -154,23 +153,6 @@ int64_t NowUnixMs() {
       .count();
 }
 
-// One workload pass on the root: names from the API when running in a pod (read only, nothing
-// is patched), device assignments from the kubelet's socket when the root has it.
-workload::WorkloadPass RunWorkloadPass(const std::string& root, const NodeSnapshot& snapshot,
-                                       const Config& config, std::ostream& err) {
-  Logger log(err, LogLevel::kWarn);
-  SystemClock clock;
-  std::unique_ptr<KubeClient> kube = workload::InClusterLookupClient(log);
-  workload::WorkloadMonitorOptions options;
-  options.node = snapshot.node;
-  options.scanner.root = root;
-  options.scanner.self_pid = root == "/" ? static_cast<int>(::getpid()) : 0;
-  options.config = config;
-  options.annotate = false;
-  auto monitor = workload::MakeWorkloadMonitor(options, nullptr, kube.get(), clock, log);
-  return monitor->RunPass(snapshot);
-}
-
 // One line on stderr, exit 2.
 int UsageError(CliContext& ctx, const std::string& message) {
   ctx.err << "nccl-triage check: " << message << "\n";
@@ -236,20 +218,24 @@ int RunCheckCommand(CliContext& ctx) {
   NodeReport report =
       MakeReport(snapshot.node, registry.Run(snapshot, config, context), NowUnixMs());
 
-  std::optional<workload::WorkloadPass> workloads;
-  if (args.workloads) workloads = RunWorkloadPass(args.root, snapshot, config, ctx.err);
+  std::optional<WorkloadCheckOutput> workloads;
+  if (args.workloads) {
+    auto services = LoadServices(ctx.self_exe);
+    if (!services.ok()) return UsageError(ctx, "--workloads: " + services.status().message());
+    workloads = (*services)->check_workloads(args.root, snapshot, config, ctx.err);
+  }
 
   if (args.format == "json") {
     nlohmann::json j = ToJson(report);
-    if (workloads) j["workloads"] = workload::WorkloadsJson(*workloads);
+    if (workloads) j["workloads"] = std::move(workloads->json);
     ctx.out << j.dump(2) << "\n";
   } else {
     TableOptions options;
     options.color = UseColor(ctx.out);
     RenderReportTable(report, ctx.out, options);
-    if (workloads) workload::RenderWorkloadsTable(*workloads, ctx.out);
+    if (workloads) ctx.out << workloads->table;
   }
-  return std::max(ExitCodeFor(report), workloads ? workload::WorkloadExitCode(*workloads) : 0);
+  return std::max(ExitCodeFor(report), workloads ? workloads->exit_code : 0);
 }
 
 }  // namespace nccl_triage

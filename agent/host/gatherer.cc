@@ -18,8 +18,9 @@ namespace nccl_triage {
 namespace {
 
 bool AllDigits(std::string_view s) {
-  return !s.empty() &&
-         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
 }
 
 bool Printable(std::string_view s) {
@@ -220,11 +221,12 @@ class Gathering {
     }
     p.lid = ParsedFact<uint32_t>(base + "/lid", ParseHexU32);
     p.sm_lid = ParsedFact<uint32_t>(base + "/sm_lid", ParseHexU32);
-    p.sm_sl = ParsedFact<uint32_t>(base + "/sm_sl", [](std::string_view t) -> std::optional<uint32_t> {
-      auto v = ParseDecimalU64(t);
-      if (!v || *v > 15) return std::nullopt;
-      return static_cast<uint32_t>(*v);
-    });
+    p.sm_sl =
+        ParsedFact<uint32_t>(base + "/sm_sl", [](std::string_view t) -> std::optional<uint32_t> {
+          auto v = ParseDecimalU64(t);
+          if (!v || *v > 15) return std::nullopt;
+          return static_cast<uint32_t>(*v);
+        });
     p.link_layer = TextFact(base + "/link_layer");
     p.cap_mask = ParsedFact<uint32_t>(base + "/cap_mask", ParseHexU32);
     Pkeys(base, p);
@@ -247,7 +249,8 @@ class Gathering {
       auto t = Text(base + "/pkeys/" + idx, error);
       auto v = t ? ParsePkey(*t) : std::nullopt;
       if (!v) {
-        if (p.pkeys_error.empty()) p.pkeys_error = "pkeys/" + idx + ": " + (t ? UnparseableError(*t) : error);
+        if (p.pkeys_error.empty())
+          p.pkeys_error = "pkeys/" + idx + ": " + (t ? UnparseableError(*t) : error);
         continue;
       }
       if (*v == 0) continue;  // an empty slot of the table
@@ -281,7 +284,8 @@ class Gathering {
     }
   }
 
-  void Counters(const std::string& dir, std::map<std::string, uint64_t>& out, std::string& error_out) {
+  void Counters(const std::string& dir, std::map<std::string, uint64_t>& out,
+                std::string& error_out) {
     ListResult list = reader_.List(dir);
     for (const auto& name : list.names) {
       std::string error;
@@ -484,7 +488,8 @@ class Gathering {
         if (!link.ok()) continue;
         const std::string& target = *link.text;
         if (IsUverbsDevicePath(target)) {
-          if (std::find(uverbs.begin(), uverbs.end(), target) == uverbs.end()) uverbs.push_back(target);
+          if (std::find(uverbs.begin(), uverbs.end(), target) == uverbs.end())
+            uverbs.push_back(target);
         } else if (IsNvidiaGpuDevicePath(target)) {
           if (std::find(gpus.begin(), gpus.end(), target) == gpus.end()) gpus.push_back(target);
         }
@@ -494,13 +499,15 @@ class Gathering {
       std::string error;
       if (auto t = Text("proc/" + pid_name + "/comm", error); t && Printable(*t)) comm = *t;
       for (auto* list : {&uverbs, &gpus}) {
-        std::sort(list->begin(), list->end(), [](const auto& a, const auto& b) { return NaturalLess(a, b); });
+        std::sort(list->begin(), list->end(),
+                  [](const auto& a, const auto& b) { return NaturalLess(a, b); });
       }
       for (const auto& d : uverbs) snap_.uverbs_holders.push_back({pid, comm, d});
       for (const auto& d : gpus) snap_.gpu_holders.push_back({pid, comm, d});
     }
     if (unreadable > 0) {
-      snap_.proc_scan_error = std::to_string(unreadable) + " process(es) not readable, first " + first_error;
+      snap_.proc_scan_error =
+          std::to_string(unreadable) + " process(es) not readable, first " + first_error;
     }
   }
 
@@ -576,9 +583,10 @@ void GatherLive(const GatherOptions& options, bool root_is_host, NodeSnapshot& s
 
 const std::vector<std::string>& ModulesOfInterest() {
   static const std::vector<std::string> kModules = {
-      "ib_core",  "ib_uverbs", "ib_umad",  "rdma_cm",        "rdma_ucm",    "ib_ipoib",
-      "mlx5_core", "mlx5_ib",  "mlx4_core", "mlx4_ib",       "irdma",       "bnxt_re",
-      "efa",      "nvidia",    "nvidia_uvm", "nvidia_peermem", "nv_peer_mem", "apparmor"};
+      "mlx_compat", "ib_core",        "ib_uverbs",   "ib_umad", "rdma_cm",
+      "rdma_ucm",   "ib_ipoib",       "mlx5_core",   "mlx5_ib", "mlx4_core",
+      "mlx4_ib",    "irdma",          "bnxt_re",     "efa",     "nvidia",
+      "nvidia_uvm", "nvidia_peermem", "nv_peer_mem", "apparmor"};
   return kModules;
 }
 
@@ -588,18 +596,18 @@ StatusOr<NodeSnapshot> GatherSnapshot(const GatherOptions& options) {
   if (::stat(reader.root().c_str(), &st) != 0) {
     return NotFound("root '" + options.root + "': " + std::strerror(errno));
   }
-  if (!S_ISDIR(st.st_mode)) return InvalidArgument("root '" + options.root + "' is not a directory");
+  if (!S_ISDIR(st.st_mode))
+    return InvalidArgument("root '" + options.root + "' is not a directory");
 
   const bool root_is_host = reader.root() == "/";
   NodeSnapshot snap;
   snap.root = reader.root();
   snap.self_pid = options.self_pid.value_or(root_is_host ? static_cast<int>(::getpid()) : 0);
-  snap.taken_at_unix_ms =
-      options.now_unix_ms
-          ? options.now_unix_ms()
-          : std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::system_clock::now().time_since_epoch())
-                .count();
+  snap.taken_at_unix_ms = options.now_unix_ms
+                              ? options.now_unix_ms()
+                              : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
 
   Gathering(options, reader, snap).Run();
   if (root_is_host || options.verbs != nullptr || options.addresses != nullptr) {

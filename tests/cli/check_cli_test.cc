@@ -152,8 +152,9 @@ INSTANTIATE_TEST_SUITE_P(
         FixtureCase{"no-uverbs", "", "ib_resource", 1, {"ib.driver"}},
         FixtureCase{"shm-64m", "", "architecture", 1, {"shm.size"}},
         FixtureCase{"no-peermem", "", "healthy", 0, {}},
-        FixtureCase{"cpu-only", "", "healthy", 0, {}},
-        FixtureCase{"ib-busy", "", "healthy", 0, {}}),
+        FixtureCase{"cpu-only", "", "healthy", 0, {}}, FixtureCase{"ib-busy", "", "healthy", 0, {}},
+        FixtureCase{"ofed-mixed", "", "architecture", 1, {"versions.ofed_kernel"}},
+        FixtureCase{"gpu-pods", "", "healthy", 0, {}}),
     [](const auto& info) {
       std::string name = info.param.fixture + (info.param.config.empty() ? "" : "_configured");
       for (auto& ch : name) {

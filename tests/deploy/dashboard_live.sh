@@ -2,7 +2,8 @@
 # Runs every Grafana dashboard query, and the alert rules, against a real Prometheus (Debian's
 # `prometheus`, on loopback) that scrapes running nccl-triage processes:
 #   - agents judging fixture roots: `nccl-triage agent --standalone --root tests/fixtures/<f>`
-#     (node verdicts, checks, ports, limits, freshness);
+#     (node verdicts, checks, ports, limits, freshness; gpu-pods runs three GPU pods, so its
+#     agent's workload view exports workload_check_status);
 #   - `nccl-triage demo --serve` when the binary has it (probes, pairs, coordinator metrics).
 # Without demo, the queries of metrics only probes and the coordinator export are reported as
 # SKIP with that reason. Without an `agent` subcommand the test is skipped (exit 77).
@@ -52,7 +53,7 @@ wait_http() {  # url, seconds
 # ------------------------------------------------------------------ agents on fixture roots
 # One agent per scenario; the Prometheus target gets node=<fixture> as the chart's PodMonitor
 # gives node=<node name>.
-scenarios=(dgx-h100 port-down memlock-64k rate-degraded no-dev-ib)
+scenarios=(dgx-h100 port-down memlock-64k rate-degraded no-dev-ib gpu-pods)
 targets=""
 for f in "${scenarios[@]}"; do
   [ -d "$fixtures/$f" ] || { echo "FAIL: no fixture $fixtures/$f"; exit 1; }
@@ -72,8 +73,8 @@ done
 # prints their URLs. Without demo in the binary, those queries are reported as SKIP.
 demo_job=""
 demo_alerts=()
-skip_args=(--skip-metric 'nccl_triage_(probe_|pair_verdict|last_probe_|coordinator_|workload_|nccl_info)'
-           --skip-reason "exported only by probes, the coordinator and GPU workload pods: needs 'nccl-triage demo --serve'")
+skip_args=(--skip-metric 'nccl_triage_(probe_|pair_verdict|last_probe_|coordinator_|nccl_info)'
+           --skip-reason "exported only by probes and the coordinator: needs 'nccl-triage demo --serve'")
 targets_expected=${#scenarios[@]}
 if has_cmd demo --serve; then
   "$bin" demo --serve --work-dir "$work/demo" >"$work/demo.log" 2>&1 &
@@ -110,9 +111,7 @@ if has_cmd demo --serve; then
     honor_labels: true
     static_configs:
       - targets: ['$coordinator']"
-  # The fixtures and the demo have no GPU workload containers.
-  skip_args=(--skip-metric 'nccl_triage_workload_'
-             --skip-reason "exported only for GPU workload containers; no fixture or demo node runs one")
+  skip_args=()
   demo_alerts=(--expect 'NcclTriageIbPortDown{node="node-2"}'
                --absent 'NcclTriageNodeFaultConfirmed{node="node-0"}'
                --absent 'NcclTriageCoordinatorDown')
@@ -148,8 +147,8 @@ if [ -n "$demo_job" ]; then
                   --expect 'NcclTriageLinkFault{node=~"node-4|node-6",peer=~"node-4|node-6"}')
   else
     echo "SKIP confirmed-fault queries and alerts: the demo's coordinator localised no fault (nccl_triage_coordinator_localised_faults = ${confirmed:-?})"
-    skip_args=(--skip-metric 'nccl_triage_(workload_|coordinator_fault\b)'
-               --skip-reason "no GPU workload containers in the fixtures or the demo; no fault confirmed by the demo's coordinator")
+    skip_args=(--skip-metric 'nccl_triage_coordinator_fault\b'
+               --skip-reason "no fault confirmed by the demo's coordinator")
   fi
 fi
 
@@ -163,6 +162,9 @@ echo "== alert rules on live agent metrics (pending state; 'for' has not elapsed
   --expect 'NcclTriageMemlockTooLow{node="memlock-64k"}' \
   --expect 'NcclTriageIbPortRateDegraded{node="rate-degraded"}' \
   --expect 'NcclTriageRdmaDevicesMissing{node="no-dev-ib"}' \
+  --expect 'NcclTriageWorkloadMemlockTooLow{node="gpu-pods"}' \
+  --absent 'NcclTriageWorkloadMemlockTooLow{node="dgx-h100"}' \
+  --absent 'NcclTriageNodeArchitecture{node="gpu-pods"}' \
   --absent 'NcclTriageIbPortDown{node="dgx-h100"}' \
   --absent 'NcclTriageNodeIbResource{node="dgx-h100"}' \
   --absent 'NcclTriageNodeArchitecture{node="dgx-h100"}' \

@@ -148,6 +148,8 @@ TEST(GatherSnapshot, DgxA100ReadsEveryHcaPortAndPlatformFact) {
   EXPECT_TRUE(Module(s, "nvidia_peermem").loaded);
   EXPECT_EQ(Module(s, "nvidia_peermem").version, "535.129.03");
   EXPECT_EQ(Module(s, "mlx5_core").version, "23.10-1.1.9");
+  EXPECT_TRUE(Module(s, "mlx_compat").loaded);  // MLNX_OFED's compatibility layer
+  EXPECT_EQ(Module(s, "mlx_compat").version, "23.10-1.1.9");
   EXPECT_TRUE(Module(s, "ib_uverbs").loaded);
   EXPECT_EQ(Module(s, "ib_uverbs").version, "");
   EXPECT_FALSE(Module(s, "mlx4_ib").loaded);
@@ -344,6 +346,15 @@ TEST(GatherSnapshot, CpuOnlyVmHasNoRdmaNoGpu) {
   EXPECT_EQ(s.nvidia_driver_version.error, "missing");
   EXPECT_TRUE(s.gpus.empty());
   EXPECT_FALSE(Module(s, "nvidia").loaded);
+}
+
+TEST(GatherSnapshot, OfedMixedLooksForMlxCompatAndFindsItAbsent) {
+  NodeSnapshot s = Gather("ofed-mixed");
+  EXPECT_FALSE(Module(s, "mlx_compat").loaded);  // looked for: "absent", not "unknown"
+  EXPECT_EQ(Module(s, "mlx_compat").source, "sys/module/mlx_compat");
+  EXPECT_EQ(Module(s, "mlx5_core").version, "23.10-1.1.9");
+  EXPECT_TRUE(Module(s, "ib_core").loaded);
+  EXPECT_EQ(Module(s, "ib_core").version, "");
 }
 
 TEST(GatherSnapshot, IbBusyFindsOtherHoldersOnce) {

@@ -204,8 +204,8 @@ func runDockerfile(c *checker, args []string) {
 						"line %d: runtime stage copies %q from the build context", in.line, s)
 				} else {
 					c.check(from == "build", "line %d: copies from stage %q", in.line, from)
-					c.check(s == "/build/nccl-triage" || s == "/build/config.yaml",
-						"line %d: runtime stage copies %q from the build stage (only the binary and the config)", in.line, s)
+					c.check(s == "/build/nccl-triage" || s == "/build/nccl-triage-services.so" || s == "/build/config.yaml",
+						"line %d: runtime stage copies %q from the build stage (only the binary, its module and the config)", in.line, s)
 				}
 			}
 		case "RUN":
@@ -216,6 +216,11 @@ func runDockerfile(c *checker, args []string) {
 	}
 	copies := stageText(runtime, "COPY")
 	c.check(strings.Contains(copies, "/build/nccl-triage /usr/bin/nccl-triage"), "the binary is not installed as /usr/bin/nccl-triage")
+	// The binary looks for its module at ../lib/nccl-triage/ (agent/app/services.cc).
+	c.check(strings.Contains(copies, "/build/nccl-triage-services.so /usr/lib/nccl-triage/nccl-triage-services.so"),
+		"the serving module is not installed as /usr/lib/nccl-triage/nccl-triage-services.so")
+	c.check(regexp.MustCompile(`nccl-triage (agent|coordinator|demo) --help`).MatchString(rRun),
+		"the runtime stage never loads the serving module (e.g. `nccl-triage coordinator --help`)")
 	c.check(strings.Contains(copies, "/etc/nccl-triage/config.yaml"), "no default config at /etc/nccl-triage/config.yaml")
 	c.check(strings.Contains(stageText(runtime, "ENTRYPOINT"), "/usr/bin/nccl-triage"), "the entrypoint is not the binary")
 	c.check(strings.Contains(rRun, "--uid 65532"), "no non-root user (65532) for the coordinator")
@@ -256,7 +261,7 @@ func runDockerfile(c *checker, args []string) {
 // runtime image can start the binary.
 func runRuntimeLibs(c *checker, args []string) {
 	fs := flag.NewFlagSet("runtime-libs", flag.ExitOnError)
-	binary := fs.String("binary", "", "the nccl-triage binary")
+	binaries := fs.String("binary", "", "the nccl-triage binary and its module, comma-separated")
 	list := fs.String("runtime-list", "", "packages-runtime.txt")
 	fs.Parse(args)
 	pkgs, _, err := readPackageList(*list)
@@ -265,22 +270,28 @@ func runRuntimeLibs(c *checker, args []string) {
 		return
 	}
 	closure := dependencyClosure(pkgs)
-	out, err := exec.Command("ldd", *binary).Output()
-	if err != nil {
-		c.fatal(fmt.Errorf("ldd %s: %v", *binary, err))
-		return
-	}
 	type lib struct{ soname, path string }
 	var libs []lib
-	for _, l := range strings.Split(string(out), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 3 || f[1] != "=>" {
-			continue
+	seen := map[string]bool{}
+	for _, binary := range strings.Split(*binaries, ",") {
+		out, err := exec.Command("ldd", binary).Output()
+		if err != nil {
+			c.fatal(fmt.Errorf("ldd %s: %v", binary, err))
+			return
 		}
-		if !c.check(f[2] != "not", "%s is not found", f[0]) {
-			continue
+		for _, l := range strings.Split(string(out), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 3 || f[1] != "=>" {
+				continue
+			}
+			if !c.check(f[2] != "not", "%s (needed by %s) is not found", f[0], binary) {
+				continue
+			}
+			if !seen[f[2]] {
+				seen[f[2]] = true
+				libs = append(libs, lib{f[0], f[2]})
+			}
 		}
-		libs = append(libs, lib{f[0], f[2]})
 	}
 	c.check(len(libs) > 3, "ldd listed only %d libraries", len(libs))
 	// One dpkg-query for every path variant of every library (usrmerge: /lib vs /usr/lib).

@@ -3,7 +3,7 @@
 //
 //	deploycheck rules --rules A.yaml,B.yaml --tests alerts_test.yaml --readme README.md
 //	deploycheck dockerfile --dockerfile Dockerfile --scripts scripts
-//	deploycheck runtime-libs --binary build/nccl-triage --runtime-list scripts/packages-runtime.txt
+//	deploycheck runtime-libs --binary build/nccl-triage,build/nccl-triage-services.so --runtime-list scripts/packages-runtime.txt
 //	deploycheck dashboard --dashboard D.json --prometheus http://127.0.0.1:9090 [--skip-metric RE]
 //	deploycheck alerts-live --prometheus URL --expect 'Alert{label="v"}'... --absent 'Alert{...}'...
 //	deploycheck wait-scrapes --prometheus URL --targets N --samples 4 --timeout 30s
