@@ -395,11 +395,11 @@ TEST(CoordinatorSession, ProbesWhenGpusAreBusyIfTheConfigAllowsIt) {
   EXPECT_EQ(a.probes_.load(), 1);
 }
 
-TEST(CoordinatorSession, CancelStopsTheRunningProbe) {
-  Scripted c;
-  FakeServices a("node-a");
-  std::atomic<bool> stopped{false};
-  a.run_probe = [&](const ProbeAssignment&, std::stop_token stop) {
+// A probe that blocks until its stop token fires (at most 20 s), records that it was stopped and
+// returns "not run" with `detail`.
+std::function<ProbeResult(const ProbeAssignment&, std::stop_token)> ProbeThatWaitsForItsStop(
+    std::atomic<bool>& stopped, std::string detail) {
+  return [&stopped, detail](const ProbeAssignment&, std::stop_token stop) {
     std::mutex m;
     std::condition_variable_any cv;
     std::unique_lock lock(m);
@@ -407,9 +407,16 @@ TEST(CoordinatorSession, CancelStopsTheRunningProbe) {
     stopped = stop.stop_requested();
     ProbeResult r;
     r.outcome = ProbeOutcome::kNotRun;
-    r.detail = "cancelled";
+    r.detail = detail;
     return r;
   };
+}
+
+TEST(CoordinatorSession, CancelStopsTheRunningProbe) {
+  Scripted c;
+  FakeServices a("node-a");
+  std::atomic<bool> stopped{false};
+  a.run_probe = ProbeThatWaitsForItsStop(stopped, "cancelled");
   RunningSession s(c.Options(), a);
   c.service.Send(Assignment("long"));
   ASSERT_TRUE(a.WaitFor([&] { return a.probes_.load() == 1; }, 5s));
@@ -429,14 +436,7 @@ TEST(CoordinatorSession, ALostStreamCancelsTheRunningProbeAndReconnects) {
   Scripted c;
   FakeServices a("node-a");
   std::atomic<bool> stopped{false};
-  a.run_probe = [&](const ProbeAssignment&, std::stop_token stop) {
-    std::mutex m;
-    std::condition_variable_any cv;
-    std::unique_lock lock(m);
-    cv.wait_for(lock, stop, 20s, [] { return false; });
-    stopped = stop.stop_requested();
-    return ProbeResult{};
-  };
+  a.run_probe = ProbeThatWaitsForItsStop(stopped, "cancelled");
   RunningSession s(c.Options(), a);
   c.service.Send(Assignment("orphan"));
   ASSERT_TRUE(a.WaitFor([&] { return a.probes_.load() == 1; }, 5s));
