@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds the nccl-triage image from the Dockerfile without a Docker engine and without Docker Hub:
+# the debian:12 base comes from debootstrap (Debian's archive only) and the Dockerfile is built
+# with buildah (Debian 12 package), then the image is started once to prove it works: the
+# binary runs `check` on a bundled fixture root, and `coordinator --help` loads the serving
+# module with every shared library it needs.
+#
+#   scripts/image-offline.sh [TAG]          default tag nccl-triage:<version from CMakeLists.txt>
+#   scripts/image-offline.sh --save FILE    also write the image as a docker-archive tarball
+#                                           (`docker load -i FILE` / `ctr images import FILE`)
+#
+# Needs root (debootstrap, buildah's chroot isolation); installs buildah and debootstrap when
+# missing. Work files live in ${WORK:-/var/tmp/nccl-triage-image}; the base image is kept in
+# buildah's storage between runs. Storage driver vfs, so it works where overlay mounts do not.
+set -euo pipefail
+src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+version="$(sed -n 's/^project(nccl_triage VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")"
+tag="nccl-triage:$version"
+save=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --save) save="${2:?--save needs a file}"; shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) tag="$1"; shift ;;
+  esac
+done
+work="${WORK:-/var/tmp/nccl-triage-image}"
+mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+bah=(buildah --storage-driver vfs)
+
+[ "$(id -u)" -eq 0 ] || { echo "image-offline: needs root (debootstrap, buildah chroot)"; exit 2; }
+for tool in buildah debootstrap; do
+  command -v "$tool" >/dev/null || { apt-get update -qq && apt-get install -y -qq "$tool" >/dev/null; }
+done
+
+# The base image, once: a minimal Debian 12 tree named as the Dockerfile's FROM expects.
+base="docker.io/library/debian:12"
+if ! "${bah[@]}" inspect --type image "$base" >/dev/null 2>&1; then
+  echo "image-offline: debootstrap bookworm from $mirror"
+  rm -rf "$work/rootfs"; mkdir -p "$work"
+  debootstrap --variant=minbase bookworm "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 \
+    || { echo "image-offline: debootstrap failed, see $work/debootstrap.log"; exit 1; }
+  rm -rf "$work/rootfs/var/cache/apt/archives/"*.deb "$work/rootfs/var/lib/apt/lists/"*
+  ctr="$("${bah[@]}" from scratch)"
+  "${bah[@]}" copy "$ctr" "$work/rootfs/" / >/dev/null
+  "${bah[@]}" config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --cmd bash "$ctr"
+  "${bah[@]}" commit -q "$ctr" "$base" >/dev/null
+  "${bah[@]}" rm "$ctr" >/dev/null
+  rm -rf "$work/rootfs"
+fi
+
+echo "image-offline: building $tag"
+start=$(date +%s)
+"${bah[@]}" bud --isolation chroot --pull=false -t "$tag" "$src"
+echo "image-offline: built $tag in $(( $(date +%s) - start )) s"
+
+# Smoke test in the runtime image: check on a fixture root copied in, the module's libraries.
+ctr="$("${bah[@]}" from --pull=false "$tag")"
+trap '"${bah[@]}" rm "$ctr" >/dev/null 2>&1 || true' EXIT
+"${bah[@]}" copy "$ctr" "$src/tests/fixtures/port-down" /tmp/port-down >/dev/null
+run() { "${bah[@]}" run --isolation chroot "$ctr" -- "$@"; }
+run nccl-triage --version
+rc=0; run nccl-triage check --root /tmp/port-down >/dev/null || rc=$?
+[ "$rc" -eq 1 ] || { echo "image-offline: check on port-down exited $rc, want 1"; exit 1; }
+run nccl-triage coordinator --help >/dev/null
+run sh -c '! command -v g++ && ! command -v cmake' >/dev/null \
+  || { echo "image-offline: the runtime image has a compiler"; exit 1; }
+"${bah[@]}" images --format '{{.Name}}:{{.Tag}} {{.Size}}' | grep -F "${tag%%:*}" || true
+echo "image-offline: $tag runs check (exit 1 on port-down) and loads the serving module"
+
+if [ -n "$save" ]; then
+  "${bah[@]}" push "$tag" "docker-archive:$save:$tag"
+  echo "image-offline: wrote $save"
+fi
