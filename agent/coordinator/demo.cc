@@ -21,6 +21,7 @@
 #include "daemon/agent_state.h"
 #include "daemon/clock.h"
 #include "daemon/log.h"
+#include "daemon/node_loop_parts.h"
 #include "daemon/probe_adapter.h"
 #include "exporter/agent_http.h"
 #include "exporter/http_server.h"
@@ -155,15 +156,8 @@ class DemoCluster::Node {
     GatherOptions gather_options;
     gather_options.root = root_;
     gather_options.node_name = name_;
-    SnapshotGatherer gatherer(gather_options);
-    auto registry = std::make_shared<CheckRegistry>();
-    RegisterBuiltinChecks(*registry);
-    GatherFn gather = [gatherer] { return gatherer.Gather(); };
-    JudgeFn judge = [registry, config](const NodeSnapshot& now, const NodeSnapshot* previous) {
-      CheckContext context;
-      context.previous = previous;
-      return registry->Run(now, config, context);
-    };
+    GatherFn gather = MakeRootGatherFn(gather_options);
+    JudgeFn judge = MakeBuiltinJudgeFn(config);
     AgentOptions options;
     options.node = name_;
     options.interval = std::chrono::minutes(10);  // one check cycle is enough for the demo

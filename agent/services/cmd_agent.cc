@@ -28,6 +28,7 @@
 #include "daemon/agent_state.h"
 #include "daemon/clock.h"
 #include "daemon/log.h"
+#include "daemon/node_loop_parts.h"
 #include "daemon/probe_adapter.h"
 #include "exporter/agent_http.h"
 #include "exporter/http_server.h"
@@ -186,15 +187,8 @@ int RunAgentCommand(CliContext& ctx) {
   gather_options.root = flags.root;
   gather_options.node_name = node;
   gather_options.mr_register_bytes = config.checks.mr_register_bytes;
-  SnapshotGatherer gatherer(gather_options);
-  auto registry = std::make_shared<CheckRegistry>();
-  RegisterBuiltinChecks(*registry);
-  GatherFn gather = [gatherer] { return gatherer.Gather(); };
-  JudgeFn judge = [registry, config](const NodeSnapshot& now, const NodeSnapshot* previous) {
-    CheckContext context;
-    context.previous = previous;
-    return registry->Run(now, config, context);
-  };
+  GatherFn gather = MakeRootGatherFn(gather_options);
+  JudgeFn judge = MakeBuiltinJudgeFn(config);
 
   AgentState state(node, NCCL_TRIAGE_VERSION, clock.NowUnixMs());
   AgentOptions options;
