@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the nccl-triage image from the Dockerfile without a Docker engine and without Docker Hub:
 # the debian:12 base comes from debootstrap (Debian's archive only) and the Dockerfile is built
-# with buildah (Debian 12 package), then the image is started once to prove it works: the
-# binary runs `check` on a bundled fixture root, and `coordinator --help` loads the serving
-# module with every shared library it needs.
+# with buildah (Debian 12 package), then the image is started to prove it works: `check` on a
+# bundled fixture root, `coordinator --help` (the serving module and every library it needs), one
+# `agent --standalone --once` cycle and `check --workloads` on the gpu-pods fixture.
 #
 #   scripts/image-offline.sh [TAG]          default tag nccl-triage:<version from CMakeLists.txt>
 #   scripts/image-offline.sh --save FILE    also write the image as a docker-archive tarball
@@ -55,19 +55,28 @@ start=$(date +%s)
 "${bah[@]}" bud --isolation chroot --pull=false -t "$tag" "$src"
 echo "image-offline: built $tag in $(( $(date +%s) - start )) s"
 
-# Smoke test in the runtime image: check on a fixture root copied in, the module's libraries.
+# Smoke test in the runtime image, on fixture roots copied in: check, the module's libraries, one
+# agent cycle, the workload view.
 ctr="$("${bah[@]}" from --pull=false "$tag")"
 trap '"${bah[@]}" rm "$ctr" >/dev/null 2>&1 || true' EXIT
 "${bah[@]}" copy "$ctr" "$src/tests/fixtures/port-down" /tmp/port-down >/dev/null
+"${bah[@]}" copy "$ctr" "$src/tests/fixtures/gpu-pods" /tmp/gpu-pods >/dev/null
 run() { "${bah[@]}" run --isolation chroot "$ctr" -- "$@"; }
+expect_exit() {  # code, command...
+  local want="$1" rc=0; shift
+  run "$@" >/dev/null || rc=$?
+  [ "$rc" -eq "$want" ] || { echo "image-offline: '$*' exited $rc, want $want"; exit 1; }
+}
 run nccl-triage --version
-rc=0; run nccl-triage check --root /tmp/port-down >/dev/null || rc=$?
-[ "$rc" -eq 1 ] || { echo "image-offline: check on port-down exited $rc, want 1"; exit 1; }
-run nccl-triage coordinator --help >/dev/null
+expect_exit 1 nccl-triage check --root /tmp/port-down
+expect_exit 0 nccl-triage coordinator --help
+# One agent cycle (serving module: HTTP server, metrics) and the workload view on three pods.
+expect_exit 0 nccl-triage agent --standalone --once --root /tmp/gpu-pods --listen 127.0.0.1:0
+expect_exit 1 nccl-triage check --root /tmp/gpu-pods --workloads
 run sh -c '! command -v g++ && ! command -v cmake' >/dev/null \
   || { echo "image-offline: the runtime image has a compiler"; exit 1; }
 "${bah[@]}" images --format '{{.Name}}:{{.Tag}} {{.Size}}' | grep -F "${tag%%:*}" || true
-echo "image-offline: $tag runs check (exit 1 on port-down) and loads the serving module"
+echo "image-offline: $tag runs check, the agent and the workload view on fixture roots"
 
 if [ -n "$save" ]; then
   "${bah[@]}" push "$tag" "docker-archive:$save:$tag"
