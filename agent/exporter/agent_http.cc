@@ -1,6 +1,8 @@
 #include "exporter/agent_http.h"
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "daemon/log.h"
 
@@ -35,13 +37,31 @@ nlohmann::json AgentStatusJson(const AgentStateView& view) {
                      {"degraded", v.degraded},
                      {"decided_at", FormatRfc3339(rec->decided_at_unix_ms)}});
   }
+  // One object per GPU container, in the order the workload pass judged them: its verdict and
+  // causes (as `check --workloads` gives them) and every finding.
   nlohmann::json workloads = nlohmann::json::array();
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<Finding>> by_container;
+  std::vector<std::tuple<std::string, std::string, std::string>> order;
   for (const auto& w : *view.workloads) {
-    nlohmann::json f = ToJson(w.finding);
-    f["namespace"] = w.ns;
-    f["pod"] = w.pod;
-    f["container"] = w.container;
-    workloads.push_back(std::move(f));
+    auto key = std::make_tuple(w.ns, w.pod, w.container);
+    auto [it, added] = by_container.try_emplace(key);
+    if (added) order.push_back(key);
+    it->second.push_back(w.finding);
+  }
+  for (const auto& key : order) {
+    const std::vector<Finding>& findings = by_container[key];
+    std::vector<std::string> causes;
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& f : findings) {
+      if (f.status == CheckStatus::kFail) causes.push_back(f.check);
+      list.push_back(ToJson(f));
+    }
+    workloads.push_back({{"namespace", std::get<0>(key)},
+                         {"pod", std::get<1>(key)},
+                         {"container", std::get<2>(key)},
+                         {"class", ToString(ClassFromFindings(findings))},
+                         {"causes", causes},
+                         {"findings", std::move(list)}});
   }
   nlohmann::json j = {
       {"schema", kAgentStatusSchema},

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -256,6 +257,28 @@ TEST(WorkloadMonitor, MetricsFollowThePodsAndVanishWithThem) {
   h.Pass();
   text = metrics.Scrape();
   EXPECT_EQ(text.find("pod=\"train-0\""), std::string::npos) << text;
+}
+
+TEST(WorkloadMonitor, StatusGroupsTheFindingsPerContainerWithItsVerdict) {
+  Harness h({SmallShm(4101, 1), GoodProcess(4102, 2)},
+            {PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1)),
+             PodJson(PodUid(2), "team-b", "train-1", "trainer", ContainerId(2))});
+  h.Pass();
+  nlohmann::json w = AgentStatusJson(h.state.View())["workloads"];
+  ASSERT_EQ(w.size(), 2u) << w.dump(2);
+  std::map<std::string, nlohmann::json> by_pod;
+  for (const auto& c : w)
+    by_pod[c["namespace"].get<std::string>() + "/" + c["pod"].get<std::string>()] = c;
+  const auto& bad = by_pod["team-a/train-0"];
+  EXPECT_EQ(bad["container"], "trainer");
+  EXPECT_EQ(bad["class"], "architecture");
+  EXPECT_EQ(bad["causes"], nlohmann::json::array({"shm.size"}));
+  EXPECT_GT(bad["findings"].size(), 5u);
+  for (const auto& f : bad["findings"]) EXPECT_TRUE(f.contains("check") && f.contains("status"));
+  const auto& good = by_pod["team-b/train-1"];
+  EXPECT_EQ(good["class"], "healthy");
+  EXPECT_TRUE(good["causes"].empty());
+  EXPECT_EQ(good["findings"].size(), bad["findings"].size());
 }
 
 TEST(WorkloadMonitor, TheAgentsOwnPodIsNeverJudged) {
