@@ -26,7 +26,7 @@ NCCL_HOME="${NCCL_HOME:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/ncc
 CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
 SIZES="${SIZES:-1M 4M 16M 64M 256M 1G}"
 results="${OUT:-$repo/tests/gpu/results}"
-work="$(mktemp -d <work>)"
+work="$(mktemp -d /tmp/nccl-triage-gpu-XXXXXX)"
 mkdir -p "$results"
 export NCCL_NVLS_ENABLE=0
 
