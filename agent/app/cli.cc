@@ -21,11 +21,11 @@ int RunFromServices(CliContext& ctx, const char* name, SubcommandFn Services::*f
   }
   return ((*services)->*fn)(ctx);
 }
-int RunAgentCommand(CliContext& ctx) { return RunFromServices(ctx, "agent", &Services::agent); }
-int RunCoordinatorCommand(CliContext& ctx) {
+int LoadAndRunAgent(CliContext& ctx) { return RunFromServices(ctx, "agent", &Services::agent); }
+int LoadAndRunCoordinator(CliContext& ctx) {
   return RunFromServices(ctx, "coordinator", &Services::coordinator);
 }
-int RunDemoCommand(CliContext& ctx) { return RunFromServices(ctx, "demo", &Services::demo); }
+int LoadAndRunDemo(CliContext& ctx) { return RunFromServices(ctx, "demo", &Services::demo); }
 
 constexpr std::array kSubcommands = {
     Subcommand{"check",
@@ -33,13 +33,13 @@ constexpr std::array kSubcommands = {
                &RunCheckCommand},
     Subcommand{"classify-log", "explain an NCCL log: class, cause, fix", &RunClassifyLogCommand},
     Subcommand{"agent", "run the node agent: checks every interval, metrics, /status, annotations",
-               &RunAgentCommand},
+               &LoadAndRunAgent},
     Subcommand{"probe", "NCCL all-reduce over sockets and over IB, then the verdict",
                &RunProbeCommand},
     Subcommand{"coordinator", "pair the agents, run the probes, localise faults to node or link",
-               &RunCoordinatorCommand},
+               &LoadAndRunCoordinator},
     Subcommand{"demo", "a coordinator and N agents on this machine with injected faults",
-               &RunDemoCommand},
+               &LoadAndRunDemo},
 };
 
 void PrintUsage(std::ostream& os) {

@@ -8,10 +8,8 @@
 namespace nccl_triage {
 namespace {
 
-const Services* linked_services = nullptr;
-
-// One module per process: a second LoadServices returns the table the first one found.
-const Services* loaded_services = nullptr;
+// The table in use: the module's once loaded (one per process), or the one a test linked in.
+const Services* services_in_use = nullptr;
 
 StatusOr<const Services*> Open(const std::string& path) {
   // RTLD_LOCAL: the module's copies of the component libraries stay private to it.
@@ -50,8 +48,7 @@ std::vector<std::string> ServicesCandidates(const std::string& self_exe) {
 }
 
 StatusOr<const Services*> LoadServices(const std::string& self_exe) {
-  if (linked_services != nullptr) return linked_services;
-  if (loaded_services != nullptr) return loaded_services;
+  if (services_in_use != nullptr) return services_in_use;
   std::string tried;
   for (const std::string& path : ServicesCandidates(self_exe)) {
     if (!std::filesystem::exists(path)) {
@@ -60,14 +57,14 @@ StatusOr<const Services*> LoadServices(const std::string& self_exe) {
     }
     auto opened = Open(path);
     if (!opened.ok()) return opened.status();  // present but broken: say why, do not hide it
-    loaded_services = *opened;
-    return loaded_services;
+    services_in_use = *opened;
+    return services_in_use;
   }
   return NotFound("the serving module " + std::string(kServicesFile) +
                   " is not installed (looked at " + tried +
                   "; NCCL_TRIAGE_SERVICES names another path)");
 }
 
-void UseLinkedServices(const Services* services) { linked_services = services; }
+void UseLinkedServices(const Services* services) { services_in_use = services; }
 
 }  // namespace nccl_triage

@@ -55,8 +55,9 @@ using ServicesEntryFn = const Services* (*)();
 // beside the binary, then <binary dir>/../lib/nccl-triage/.
 std::vector<std::string> ServicesCandidates(const std::string& self_exe);
 
-// The table from the first candidate that loads; the linked table when UseLinkedServices was
-// called. The error names every path tried and why the last one failed.
+// The table of the first candidate that exists (loaded once per process), or the linked table
+// when UseLinkedServices was called. Errors: the candidate exists but does not load, is not a
+// module or comes from another build (why, with its path); none exists (every path tried).
 StatusOr<const Services*> LoadServices(const std::string& self_exe);
 
 // For programs that link nccl_triage::services themselves (the in-process tests).

@@ -14,7 +14,6 @@
 #include <sstream>
 #include <thread>
 
-#include "checks/check.h"
 #include "coordinator/session.h"
 #include "core/catalogue.h"
 #include "daemon/agent.h"

@@ -19,7 +19,6 @@
 #include <string>
 #include <thread>
 
-#include "checks/check.h"
 #include "config/config_loader.h"
 #include "coordinator/session.h"
 #include "core/config.h"
