@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "core/report.h"
 #include "daemon/log.h"
 
 namespace nccl_triage {
@@ -49,19 +50,16 @@ nlohmann::json AgentStatusJson(const AgentStateView& view) {
     it->second.push_back(w.finding);
   }
   for (const auto& key : order) {
-    const std::vector<Finding>& findings = by_container[key];
-    std::vector<std::string> causes;
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& f : findings) {
-      if (f.status == CheckStatus::kFail) causes.push_back(f.check);
-      list.push_back(ToJson(f));
-    }
+    // Class and causes as every report has them (causes in catalogue order).
+    NodeReport r = MakeReport("", std::move(by_container[key]), 0);
+    nlohmann::json findings = nlohmann::json::array();
+    for (const auto& f : r.findings) findings.push_back(ToJson(f));
     workloads.push_back({{"namespace", std::get<0>(key)},
                          {"pod", std::get<1>(key)},
                          {"container", std::get<2>(key)},
-                         {"class", ToString(ClassFromFindings(findings))},
-                         {"causes", causes},
-                         {"findings", std::move(list)}});
+                         {"class", ToString(r.fault_class)},
+                         {"causes", r.causes},
+                         {"findings", std::move(findings)}});
   }
   nlohmann::json j = {
       {"schema", kAgentStatusSchema},
