@@ -62,18 +62,8 @@ inline std::string ContainerId(int n) {
 // A well-configured training process of pod n on a DGX A100 fixture: host network, every uverbs
 // device, unlimited memlock, IPC_LOCK, /dev/shm an emptyDir, NCCL mapped, GPU n % 8 held.
 inline FixtureWorkloadProcess GoodProcess(int pid, int pod, int gpu = -1) {
-  FixtureWorkloadProcess p;
-  p.pid = pid;
-  p.cgroup = KubepodsCgroup(PodUid(pod), ContainerId(pod));
-  p.fds = {"/dev/null",
-           "pipe:[81231]",
-           "/dev/nvidiactl",
-           "/dev/nvidia-uvm",
-           "/dev/nvidia" + std::to_string(gpu < 0 ? pod % 8 : gpu),
-           "socket:[81299]",
-           "/dev/infiniband/uverbs0"};
-  for (int i = 0; i < 8; ++i) p.dev_infiniband.push_back("uverbs" + std::to_string(i));
-  p.dev_infiniband.push_back("rdma_cm");
+  FixtureWorkloadProcess p =
+      GpuContainerProcess(pid, PodUid(pod), ContainerId(pod), gpu < 0 ? pod % 8 : gpu, 0);
   p.environ = {{"PATH", "/usr/local/bin:/usr/bin"},
                {"NCCL_DEBUG", "WARN"},
                {"LOCAL_RANK", "0"},
