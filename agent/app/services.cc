@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 namespace nccl_triage {
 namespace {
@@ -35,8 +36,7 @@ StatusOr<const Services*> Open(const std::string& path) {
   return services;  // never closed: the subcommand runs until exit
 }
 
-}  // namespace
-
+// $NCCL_TRIAGE_SERVICES exactly, else beside the binary, then in ../lib/nccl-triage/.
 std::vector<std::string> ServicesCandidates(const std::string& self_exe) {
   if (const char* explicit_path = std::getenv("NCCL_TRIAGE_SERVICES");
       explicit_path != nullptr && *explicit_path != '\0') {
@@ -46,6 +46,8 @@ std::vector<std::string> ServicesCandidates(const std::string& self_exe) {
   return {(dir / kServicesFile).string(),
           (dir.parent_path() / "lib" / "nccl-triage" / kServicesFile).string()};
 }
+
+}  // namespace
 
 StatusOr<const Services*> LoadServices(const std::string& self_exe) {
   if (services_in_use != nullptr) return services_in_use;

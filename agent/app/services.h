@@ -14,7 +14,6 @@
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <vector>
 
 #include "app/cli.h"
 #include "core/config.h"
@@ -51,13 +50,11 @@ inline constexpr const char* kServicesFile = "nccl-triage-services.so";
 inline constexpr const char* kServicesSymbol = "ncclTriageServices";
 using ServicesEntryFn = const Services* (*)();
 
-// Paths tried in order: $NCCL_TRIAGE_SERVICES when set (exactly that file), else the module
-// beside the binary, then <binary dir>/../lib/nccl-triage/.
-std::vector<std::string> ServicesCandidates(const std::string& self_exe);
-
-// The table of the first candidate that exists (loaded once per process), or the linked table
-// when UseLinkedServices was called. Errors: the candidate exists but does not load, is not a
-// module or comes from another build (why, with its path); none exists (every path tried).
+// The table of the first candidate (in order: $NCCL_TRIAGE_SERVICES when set, exactly that
+// file; else the module beside the binary, then <binary dir>/../lib/nccl-triage/) that exists
+// (loaded once per process), or the linked table when UseLinkedServices was called. Errors: the
+// candidate exists but does not load, is not a module or comes from another build (why, with its
+// path); none exists (every path tried).
 StatusOr<const Services*> LoadServices(const std::string& self_exe);
 
 // For programs that link nccl_triage::services themselves (the in-process tests).
