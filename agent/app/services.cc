@@ -36,23 +36,26 @@ StatusOr<const Services*> Open(const std::string& path) {
   return services;  // never closed: the subcommand runs until exit
 }
 
-// $NCCL_TRIAGE_SERVICES exactly, else beside the binary, then in ../lib/nccl-triage/.
-std::vector<std::string> ServicesCandidates(const std::string& self_exe) {
-  if (const char* explicit_path = std::getenv("NCCL_TRIAGE_SERVICES");
-      explicit_path != nullptr && *explicit_path != '\0') {
-    return {explicit_path};
-  }
-  const std::filesystem::path dir = std::filesystem::path(self_exe).parent_path();
-  return {(dir / kServicesFile).string(),
-          (dir.parent_path() / "lib" / "nccl-triage" / kServicesFile).string()};
+// $NCCL_TRIAGE_SERVICES when set (exactly that file).
+std::string ExplicitPath() {
+  const char* path = std::getenv("NCCL_TRIAGE_SERVICES");
+  return path != nullptr ? path : "";
 }
 
 }  // namespace
 
 StatusOr<const Services*> LoadServices(const std::string& self_exe) {
   if (services_in_use != nullptr) return services_in_use;
+  const std::string explicit_path = ExplicitPath();
+  const std::filesystem::path dir = std::filesystem::path(self_exe).parent_path();
+  const std::vector<std::string> candidates =
+      !explicit_path.empty()
+          ? std::vector<std::string>{explicit_path}
+          : std::vector<std::string>{
+                (dir / kServicesFile).string(),
+                (dir.parent_path() / "lib" / "nccl-triage" / kServicesFile).string()};
   std::string tried;
-  for (const std::string& path : ServicesCandidates(self_exe)) {
+  for (const std::string& path : candidates) {
     if (!std::filesystem::exists(path)) {
       tried += (tried.empty() ? "" : ", ") + path;
       continue;
@@ -61,6 +64,11 @@ StatusOr<const Services*> LoadServices(const std::string& self_exe) {
     if (!opened.ok()) return opened.status();  // present but broken: say why, do not hide it
     services_in_use = *opened;
     return services_in_use;
+  }
+  if (!explicit_path.empty()) {
+    return NotFound(
+        "NCCL_TRIAGE_SERVICES names " + explicit_path +
+        ", which does not exist (unset it to use the module installed with the binary)");
   }
   return NotFound("the serving module " + std::string(kServicesFile) +
                   " is not installed (looked at " + tried +

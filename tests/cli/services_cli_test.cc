@@ -26,7 +26,7 @@ const std::string kModule = std::string(NCCL_TRIAGE_BINARY_DIR) + "/nccl-triage-
 const std::string kFixture = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/dgx-a100";
 
 SubprocessResult Exec(const std::string& binary, std::vector<std::string> args,
-                     std::vector<std::string> env = {}) {
+                      std::vector<std::string> env = {}) {
   SubprocessOptions o;
   o.argv = {binary};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
@@ -179,7 +179,11 @@ TEST_F(Layout, BrokenOrForeignModuleIsOneLineAndExit2) {
 
   r = Exec(Bin(), {"agent", "--help"}, {"NCCL_TRIAGE_SERVICES=" + (dir_ / "absent.so").string()});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("absent.so"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("NCCL_TRIAGE_SERVICES names " + (dir_ / "absent.so").string() +
+                       ", which does not exist"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(LineCount(r.err), 1) << r.err;
 
   // The explicit path wins over the module beside the binary.
   r = Exec(kBinary, {"agent", "--help"}, {"NCCL_TRIAGE_SERVICES=" + garbage});
