@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -26,9 +27,12 @@ constexpr size_t kMaxFieldBytes = 128;  // network name, version, environment va
 enum Tier : int {
   kTierRoot = 0,       // matched on a rank's first WARN
   kTierSecondary = 1,  // a precise rule on a later WARN or on quoted text (c10d `Last error:`)
-  kTierContext = 2,    // INFO context (IB wanted and missing); unmatched first WARNs rank here
-  kTierFollow = 3,     // peer exits and wrappers: the cause is elsewhere
-  kTierWeak = 4,       // error codes and their names only
+  // No WARN on the rank, but its back-trace starts in a file that names the component
+  // (`misc/socket.cc:564 -> 2`): where the error was raised, only in runs that did not complete.
+  kTierTrace = 2,
+  kTierContext = 3,  // INFO context (IB wanted and missing); unmatched first WARNs rank here
+  kTierFollow = 4,   // peer exits and wrappers: the cause is elsewhere
+  kTierWeak = 5,     // error codes and their names only
   kTierNone = 99,
 };
 
@@ -117,7 +121,16 @@ struct CauseAcc {
 
 struct RankState {
   bool has_warn = false;
+  bool has_code = false;  // a failing `-> N` seen on this rank (before or after its WARN)
   int code_after_warn = -1;
+};
+
+// The first back-trace line of a rank without a WARN whose file a file rule names.
+struct TraceRoot {
+  size_t rule = 0;
+  int code = -1;
+  LogLine line;
+  std::string rank;
 };
 
 struct RootCandidate {
@@ -147,6 +160,10 @@ struct LogClassifier::State {
 
   bool init_complete = false;
   bool channels = false;
+  bool tests_passed = false;  // nccl-tests printed its summary (`# Out of bounds values : 0 OK`)
+  bool setup_seen = false;    // NCCL chose interfaces or a network, or counted its ranks
+  bool ib_devices_used = false;  // `NET/IB : Using [0]mlx5_1:1/RoCE ...`: some HCA opened
+  std::optional<TraceRoot> trace_root;
   std::vector<std::string> transports;
   std::string network;
   std::string version;
@@ -247,12 +264,27 @@ struct LogClassifier::State {
     }
   }
 
-  void OnCode(std::string_view rank, int code, std::string_view line) {
+  void OnCode(std::string_view rank, int code, std::string_view message, std::string_view line) {
     if (code == 0 || code == 7) return;  // ncclSuccess, ncclInProgress
     auto it = ranks.find(std::string(rank));
     if (it != ranks.end() && it->second.has_warn) {
       if (it->second.code_after_warn < 0) it->second.code_after_warn = code;
       return;
+    }
+    // The first `-> N` of a rank that printed no WARN is where the error was raised.
+    RankState* rs = Rank(rank);
+    if (rs != nullptr && !rs->has_code) {
+      rs->has_code = true;
+      if (!trace_root) {
+        std::string_view file = message.substr(0, message.find(' '));
+        auto rule = compiled.MatchFile(file);
+        // Only components whose calls are all outside the IB path: net_ib.cc also fails in
+        // its out-of-band socket, so a bare `net_ib.cc -> 2` does not say which path failed.
+        if (rule && compiled.rules()[*rule].verdict == FaultClass::kArchitecture) {
+          trace_root = TraceRoot{*rule, code, {line_no, Sanitize(line)},
+                                 std::string(Cap(rank, kMaxFieldBytes))};
+        }
+      }
     }
     if (orphan_code < 0) {
       orphan_code = code;
@@ -309,7 +341,7 @@ struct LogClassifier::State {
     std::string_view msg = p.message;
     int code = BacktraceCode(msg);
     if (code >= 0) {
-      OnCode(p.rank, code, line);
+      OnCode(p.rank, code, msg, line);
       return;
     }
     if (EndsWith(msg, "Init COMPLETE")) init_complete = true;
@@ -319,6 +351,14 @@ struct LogClassifier::State {
       network = Sanitize(Cap(msg.substr(14), kMaxFieldBytes));
     }
     if (StartsWith(msg, "NCCL version ") && version.empty()) version = ParseVersion(msg);
+    if (StartsWith(msg, "Using network") || StartsWith(msg, "Using internal Network") ||
+        StartsWith(msg, "NET/Socket : Using") || StartsWith(msg, "Bootstrap : Using") ||
+        msg.find(" nranks ") != std::string_view::npos) {
+      setup_seen = true;
+    }
+    if (StartsWith(msg, "NET/IB") && msg.find(": Using [") != std::string_view::npos) {
+      ib_devices_used = true;
+    }
     if (StartsWith(msg, "NCCL_")) OnEnv(msg);
     for (const auto& m : compiled.MatchLine(p)) {
       const Rule& r = compiled.rules()[m.rule];
@@ -330,6 +370,11 @@ struct LogClassifier::State {
     if (p.message.empty()) return;
     ++nonempty_text_lines;
     if (version.empty()) version = ParseVersion(p.message);
+    // nccl-tests' summary: the collectives ran and returned correct data.
+    if (p.message.find("Out of bounds values : 0 OK") != std::string_view::npos ||
+        p.message.find("# Avg bus bandwidth") != std::string_view::npos) {
+      tests_passed = true;
+    }
     bool root_found = false;
     for (const auto& m : compiled.MatchLine(p)) {
       const Rule& r = compiled.rules()[m.rule];
@@ -424,8 +469,18 @@ Classification LogClassifier::State::Finish() {
   out.network = network;
   out.nccl_version = version;
   out.init_complete = init_complete;
-  const bool success = init_complete || channels;
+  const bool success = init_complete || channels || tests_passed;
 
+  // An HCA NCCL could not open is skipped; it is the fault only when NCCL then used no HCA at
+  // all (it fell back to sockets, or IB was missing), not when it went on with other HCAs.
+  if (!ib_devices_used) {
+    for (auto& [id, acc] : causes) {
+      if (acc.tier == kTierContext && acc.rule != nullptr &&
+          acc.rule->cause == "container.rdma_devices") {
+        acc.tier = kTierSecondary;
+      }
+    }
+  }
   // Which causes stay: context only when the run failed and IB was wanted (forced, or an IB
   // call failed); everything else always.
   bool strong_ib = false;
@@ -463,6 +518,22 @@ Classification LogClassifier::State::Finish() {
       acc.matches = 1;
       acc.code_verdict = rc->verdict;
       kept.emplace(std::string(rc->cause), std::move(acc));
+    }
+  }
+  // A back-trace that starts in a known component, on a rank without a WARN, in a run that did
+  // not complete.
+  // Channel lines do not count against it: ranks connect channels before one of them fails.
+  if (trace_root && !init_complete && !tests_passed) {
+    const Rule& r = compiled.rules()[trace_root->rule];
+    CauseAcc& acc = kept[std::string(r.cause)];
+    if (acc.tier > kTierTrace) {
+      acc.tier = kTierTrace;
+      acc.rule = &r;
+      acc.confidence = std::max(acc.confidence, r.confidence * 0.8);
+      acc.order_line = trace_root->line.number;
+      acc.evidence.insert(acc.evidence.begin(), trace_root->line);
+      if (acc.evidence.size() > kMaxEvidence) acc.evidence.pop_back();
+      ++acc.matches;
     }
   }
   for (const auto& ref : Refinements()) {
@@ -561,6 +632,16 @@ Classification LogClassifier::State::Finish() {
     }
     out.fault_class = top.fault_class;
     out.reason = who + ": " + top.cause + "; " + PathSentence(top.fault_class);
+  } else if (!out.causes.empty() && kept.at(out.causes.front().cause).tier == kTierTrace) {
+    const ClassifiedCause& top = out.causes.front();
+    out.fault_class = top.fault_class;
+    out.reason = "no WARN names the failing call, but the back-trace of rank " +
+                 Sanitize(trace_root->rank) + " starts in " +
+                 Sanitize(Cap(trace_root->line.text, 160)) + " (line " +
+                 std::to_string(trace_root->line.number) + "): " + top.cause + "; " +
+                 PathSentence(top.fault_class) +
+                 "; confirm with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET";
+    if (!out.result_code) out.result_code = trace_root->code;
   } else if (!out.causes.empty() && kept.at(out.causes.front().cause).tier == kTierContext) {
     // NCCL_NET=IB forced and the IB path missing, in INFO lines only (the log was cut before
     // the WARN, or NCCL printed none): the INFO names the missing piece.
@@ -592,12 +673,22 @@ Classification LogClassifier::State::Finish() {
     out.fault_class = top.fault_class;
     out.reason = "only an error code or its text (" + top.cause +
                  "), no WARN naming the failing call: rerun with NCCL_DEBUG=INFO "
-                 "NCCL_DEBUG_SUBSYS=INIT,NET";
+                 "NCCL_DEBUG_SUBSYS=INIT,NET, and run the A/B probe (the job once more with "
+                 "NCCL_IB_DISABLE=1: works -> the IB path, still fails -> architecture)";
   } else if (first_unmatched != nullptr) {
     out.fault_class = FaultClass::kUnknown;
     out.reason = "the first WARN (line " + std::to_string(first_unmatched->line.number) +
                  ") matches no rule: " +
                  Sanitize(Cap(first_unmatched->line.text, 200));  // re-sanitise the cut
+  } else if (setup_seen && out.causes.empty() && orphan_code < 0 && text_code < 0) {
+    // NCCL set up (interfaces, network, ranks) and nothing failed. Benign WARNs such as a
+    // missing libibverbs on a socket-only run, or an HCA NCCL skipped, do not make a failure.
+    out.fault_class = FaultClass::kHealthy;
+    out.reason = "no failure in " + std::to_string(nccl_lines) +
+                 " NCCL line(s): no error code, no WARN naming a failed call" +
+                 (network.empty() ? std::string() : ", network " + network) +
+                 "; no Init COMPLETE in the input either, so if the job hung or failed later, "
+                 "classify the rest of the log";
   } else if (nccl_lines > 0) {
     out.fault_class = FaultClass::kUnknown;
     out.reason =

@@ -86,6 +86,38 @@ void ParsePrefix(std::string_view prefix, ParsedLine& out) {
   }
 }
 
+// NCCL up to 2.3 wrote no "NCCL" before the level: `host:pid:tid [dev] file.cu:LINE WARN msg`,
+// `host:pid:tid [dev] INFO msg`, and users paste just `include/socket.h:344 WARN msg`. The level
+// word counts only right after a `[dev]` token or a `file.ext:LINE` token, so prose that says
+// "WARN" or "INFO" stays text.
+bool IsLegacyLevelAnchor(std::string_view token) {
+  if (token.size() >= 3 && token.front() == '[' && token.back() == ']') {
+    return AllDigits(token.substr(1, token.size() - 2));
+  }
+  size_t colon = token.rfind(':');
+  if (colon == std::string_view::npos || !AllDigits(token.substr(colon + 1))) return false;
+  std::string_view file = token.substr(0, colon);
+  size_t dot = file.rfind('.');
+  if (dot == std::string_view::npos) return false;
+  std::string_view ext = file.substr(dot + 1);
+  return ext == "cc" || ext == "cu" || ext == "c" || ext == "h" || ext == "cpp";
+}
+
+bool ParseLegacy(std::string_view s, ParsedLine& out) {
+  for (std::string_view word : {std::string_view(" WARN "), std::string_view(" INFO ")}) {
+    size_t pos = s.find(word);
+    if (pos == std::string_view::npos || pos == 0) continue;
+    size_t space = s.rfind(' ', pos - 1);
+    size_t start = space == std::string_view::npos ? 0 : space + 1;
+    if (!IsLegacyLevelAnchor(s.substr(start, pos - start))) continue;
+    out.level = word == " WARN " ? NcclLevel::kWarn : NcclLevel::kInfo;
+    ParsePrefix(s.substr(0, pos), out);
+    out.message = TrimLeft(s.substr(pos + word.size()));
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 ParsedLine ParseLogLine(std::string_view line) {
@@ -113,6 +145,7 @@ ParsedLine ParseLogLine(std::string_view line) {
     }
     pos = s.find("NCCL ", pos + 1);
   }
+  if (ParseLegacy(s, out)) return out;
   out.message = s;
   return out;
 }

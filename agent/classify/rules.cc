@@ -90,9 +90,11 @@ constexpr std::array kRules = {
          "mount the host's view of /sys/class/infiniband or set NCCL_IB_GID_INDEX to a "
          "populated RoCE v2 entry."},
     // B5 8: /dev/infiniband not accessible.
-    Rule{"ibv.open_device", "container.rdma_devices", kIb, kRoot, kWT, kMsg,
+    // ncclIbInitDevices skips a device it cannot open and goes on with the others (or falls
+    // back to sockets): alone this is context, the reason only when IB was wanted and missing.
+    Rule{"ibv.open_device", "container.rdma_devices", kIb, kContext, kWT, kMsg,
          "Call to ibv_open_device", {}, 0.85},
-    Rule{"ib.unable_open_device", "container.rdma_devices", kIb, kRoot, kWT, kMsg,
+    Rule{"ib.unable_open_device", "container.rdma_devices", kIb, kContext, kWT, kMsg,
          "Unable to open device", R"(NET/IB ?: Unable to open device)", 0.85},
     Rule{"ibv.get_device_list", "ib.driver", kIb, kRoot, kWT, kMsg, "Call to ibv_get_device_list",
          {}, 0.75},
@@ -115,8 +117,33 @@ constexpr std::array kRules = {
          R"((Got async event|async fatal event).*)"
          R"((port error|local catastrophic error|PORT_ERR|LOCAL_CATAS))",
          0.9},
+    // A fatal event on one queue pair (work queue or access error) kills that connection: a
+    // real RDMA failure, unlike the informational events below.
+    Rule{"ib.async_qp_fatal", "ib.verbs_call", kIb, kRoot, kWT, kMsg, "async",
+         R"((async fatal event on QP|Got async event : .*(work queue error|access violation)))",
+         0.7},
     Rule{"ib.async_benign", "ib.port_down_runtime", kIb, kIgnore, kW, kMsg, "async event", {},
          0},
+    // Two ranks disagree on a message size: their configuration or NCCL build differs (or the
+    // program called different collectives). NET/IB only reports it; the fabric is fine.
+    Rule{"net_ib.collective_mismatch", "versions.mismatch", kArch, kRoot, kWT, kMsg,
+         "collective mismatch error", {}, 0.6,
+         "Two ranks expected different message sizes: compare the NCCL version and the NCCL_* "
+         "environment of the ranks (a variable set on one rank only), and check that every rank "
+         "calls the same collectives with the same sizes."},
+    // ---------------------------------------------- external RDMA net plugins (AWS OFI, EFA)
+    Rule{"ofi.register_enomem", "limits.memlock", kIb, kRoot, kWT, kMsg,
+         "NET/OFI Unable to register memory", R"(Cannot allocate memory)", 0.7},
+    Rule{"ofi.register", "ib.mr_register", kIb, kRoot, kWT, kMsg,
+         "NET/OFI Unable to register memory", {}, 0.7,
+         "The RDMA net plugin (aws-ofi-nccl/libfabric) could not register a buffer: check the "
+         "EFA installer and libfabric versions against the NCCL version, memlock, and the "
+         "plugin's known issues."},
+    Rule{"ofi.generic", "ib.verbs_call", kIb, kGeneric, kWT, kMsg, "NET/OFI",
+         R"(NET/OFI .*(failed|Couldn't|Unable|[Ee]rror))", 0.55,
+         "The RDMA net plugin (aws-ofi-nccl/libfabric) failed: check that the EFA devices are "
+         "passed into the container (/dev/infiniband/uverbs*), fi_info -p efa, and the plugin "
+         "and installer versions."},
     // --------------------------------------------------------------- NET plugin selection
     // B5 9, 10: NCCL_NET=IB forced and no IB device initialised.
     Rule{"net.ib_not_found", "ib.hca_present", kIb, kRoot, kWT, kMsg, "Error: network ",
@@ -136,6 +163,18 @@ constexpr std::array kRules = {
     // fails with NCCL_IB_DISABLE=1 as well: an interface problem, not an RDMA one.
     Rule{"ib.no_ip_interface", "net.socket_ifname", kArch, kRoot, kWT, kMsg,
          "No IP interface found", {}, 0.8},
+    // NCCL <= 2.3 (include/socket.h): no usable IP interface of the family NCCL picked.
+    Rule{"socket.create_failed", "net.socket_ifname", kArch, kRoot, kWT, kMsg,
+         "Socket creation failed", {}, 0.7,
+         "NCCL could not create its bootstrap socket: give the host an IP interface NCCL can "
+         "use (even a single node needs one for multi-process jobs) and check IPv4/IPv6 "
+         "consistency between nodes; set NCCL_SOCKET_IFNAME to it."},
+    // Two processes claimed the same rank: the launcher's rank/world layout is wrong.
+    Rule{"bootstrap.rank_twice", "nccl.api_usage", kArch, kRoot, kWT, kMsg,
+         "has already checked in", R"(Bootstrap Root : rank \d+ of \d+ ranks has already)", 0.8,
+         "Two processes were started with the same rank: check the launcher's node count, tasks "
+         "per node and GPUs per node against the job (Slurm ntasks-per-node, torchrun "
+         "--nnodes/--node_rank)."},
     // B5 16, 17.
     Rule{"socket.bootstrap_no_interface", "net.socket_ifname", kArch, kRoot, kWT, kMsg,
          "Bootstrap : no socket interface found", {}, 0.9},
@@ -152,7 +191,7 @@ constexpr std::array kRules = {
     Rule{"socket.connect_failed", "net.connect", kArch, kRoot, kWT, kMsg, "onnect to ",
          R"([Cc]onnect to \S+ (failed ?: |returned ).*)"
          R"((Connection refused|Connection timed out|No route to host|Network is unreachable|)"
-         R"(Host is unreachable))",
+         R"(Host is unreachable|Software caused connection abort))",
          0.85},
     Rule{"socket.connect_retries", "net.connect", kArch, kRoot, kWT, kMsg, "exceeded ",
          R"(exceeded (retries|timeouts|error retry count))", 0.8},
@@ -196,6 +235,11 @@ constexpr std::array kRules = {
     // B5 25 and NCCL_FACTS A7: CUDA errors, by cudaGetErrorString text, CUresult name or value.
     Rule{"cuda.insufficient_driver", "versions.cuda_driver", kArch, kRoot, kWT, kMsg,
          "CUDA driver version is insufficient for CUDA runtime version", {}, 0.9},
+    Rule{"cuda.api_not_supported", "versions.cuda_driver", kArch, kRoot, kWT, kMsg,
+         "API call is not supported in the installed CUDA driver", {}, 0.85,
+         "The installed driver is older than the CUDA version NCCL was built for: install a "
+         "driver that supports the image's CUDA version, or use an NCCL build for the driver's "
+         "CUDA."},
     Rule{"cuda.driver_mismatch", "versions.cuda_driver", kArch, kRoot, kWT, kMsg,
          "unsupported display driver / cuda driver combination", {}, 0.9,
          "The kernel module and the user-space driver differ (CUDA 803): reboot after a driver "
@@ -348,6 +392,10 @@ constexpr std::array kRules = {
          "ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER", {}, 0.9},
     Rule{"api.config_blocking", "nccl.api_usage", kArch, kRoot, kWT, kMsg,
          "Invalid config blocking attribute value", {}, 0.9},
+    Rule{"api.mismatched_collective", "nccl.api_usage", kArch, kRoot, kWT, kMsg,
+         "Mismatched collective detected", {}, 0.8,
+         "Ranks called different collectives or passed different sizes: check that every rank "
+         "issues the same collectives in the same order with the same counts."},
     // --------------------------------------------- INFO that matters only when IB was wanted
     // B5 9: harmless when the run then succeeds over sockets (NCCL falls back), the reason
     // when NCCL_NET=IB was forced.
@@ -455,6 +503,7 @@ CompiledRules::CompiledRules() : rules_(kRules) {
     if (r.lines & kInfoLine) info_rules_.push_back(i);
     // File rules need the `file:LINE` that only WARN lines carry.
     if ((r.lines & kTextLine) && r.field == RuleField::kMessage) text_rules_.push_back(i);
+    if (r.field == RuleField::kFile) file_rules_.push_back(i);
     if (r.regex.empty()) {
       regexes_.emplace_back();
     } else {
@@ -503,6 +552,13 @@ std::vector<CompiledRules::LineMatch> CompiledRules::MatchLine(const ParsedLine&
     if (!r.also_next || r.strength == Strength::kIgnore) break;
   }
   return out;
+}
+
+std::optional<size_t> CompiledRules::MatchFile(std::string_view file) const {
+  for (size_t i : file_rules_) {
+    if (Matches(i, file)) return i;
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string_view> RuleNamesForLine(std::string_view line) {

@@ -106,11 +106,15 @@ class CompiledRules {
   // The rules that name one parsed line: the first match in table order, and the following
   // ones while the matching rule says also_next. An ignore rule stops the search.
   std::vector<LineMatch> MatchLine(const ParsedLine& line) const;
+  // The first file rule (RuleField::kFile) that names `file` (`misc/socket.cc:564`), for
+  // back-trace lines of a rank that printed no WARN; nullopt when none does.
+  std::optional<size_t> MatchFile(std::string_view file) const;
 
  private:
   std::span<const Rule> rules_;
   std::vector<std::optional<std::regex>> regexes_;
   std::vector<size_t> warn_rules_, info_rules_, text_rules_;  // candidates per line kind
+  std::vector<size_t> file_rules_;
 };
 
 // The names of the rules that match one raw log line (as MatchLine after parsing it).

@@ -305,6 +305,36 @@ const std::map<std::string, std::string>& Samples() {
        "collective operation timeout: WorkNCCL(SeqNum=1882, OpType=ALLREDUCE, NumelIn=262144, "
        "NumelOut=262144, Timeout(ms)=600000) ran for 600072 milliseconds before timing out."},
       {"result.cuda_error", "[rank1]: ncclUnhandledCudaError: Call to CUDA function failed."},
+      // Lines from the real corpus (tests/classify/corpus), as users posted them.
+      {"ib.async_qp_fatal",
+       "node-0:139577:139678 [0] transport/net_ib.cc:154 NCCL WARN NET/IB : mlx5_1:1 async fatal "
+       "event on QP (0x7309dc3bb338): invalid request local work queue error"},
+      {"net_ib.collective_mismatch",
+       "10.10.23.10: so-ucloud-10-10-23-10:1307367:1307586 [0] transport/net_ib.cc:1038 NCCL WARN "
+       "NET/IB : req 0/1 tag 0 peer 10.10.23.6<58683> collective mismatch error, local size "
+       "496640 remote size 65536"},
+      {"ofi.register_enomem",
+       "10.0.87.143: 10.0.87.143: ip-10-0-87-143:149:298 [5] register_mr_buffers:465 NCCL WARN "
+       "NET/OFI Unable to register memory (type = 1) for device 0. RC: 12, Error: Cannot "
+       "allocate memory"},
+      {"ofi.register",
+       "register_rail_mr_buffer:617 NCCL WARN NET/OFI Unable to register memory (type = 2) for "
+       "device 4. RC: -22, Error: Invalid argument"},
+      {"ofi.generic",
+       "[1,23]<stdout>:ip-172-32-45-165:72593:73427 [7] create_nccl_ofi_component:459 NCCL WARN "
+       "NET/OFI Couldn't open AV. RC: -22, ERROR: Invalid argument"},
+      {"socket.create_failed",
+       "include/socket.h:344 WARN Socket creation failed : Address family not supported by "
+       "protocol"},
+      {"bootstrap.rank_twice",
+       "hpc-25-14:18569:18835 [0] bootstrap.cc:131 NCCL WARN Bootstrap Root : rank 1 of 8 ranks "
+       "has already checked in"},
+      {"api.mismatched_collective",
+       "init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective calls "
+       "at and around rank 39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the "
+       "collective logs"},
+      {"cuda.api_not_supported",
+       "Cuda failure 'API call is not supported in the installed CUDA driver'"},
       {"result.system_error",
        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
        "device error. "},
