@@ -193,6 +193,10 @@ constexpr std::array kRules = {
          R"((Connection refused|Connection timed out|No route to host|Network is unreachable|)"
          R"(Host is unreachable|Software caused connection abort))",
          0.85},
+    // 2.2x+ INFO while it retries; routine for "Connection refused" at start-up, not for a
+    // missing route.
+    Rule{"socket.connect_retrying", "net.connect", kArch, kRoot, kIT, kMsg, "connect returned ",
+         R"(connect returned (No route to host|Network is unreachable), retrying)", 0.6},
     Rule{"socket.connect_retries", "net.connect", kArch, kRoot, kWT, kMsg, "exceeded ",
          R"(exceeded (retries|timeouts|error retry count))", 0.8},
     Rule{"socket.connect_syscall", "net.connect", kArch, kRoot, kWT, kMsg, "Call to connect ",

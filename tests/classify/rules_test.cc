@@ -323,6 +323,9 @@ const std::map<std::string, std::string>& Samples() {
       {"ofi.generic",
        "[1,23]<stdout>:ip-172-32-45-165:72593:73427 [7] create_nccl_ofi_component:459 NCCL WARN "
        "NET/OFI Couldn't open AV. RC: -22, ERROR: Invalid argument"},
+      {"socket.connect_retrying",
+       "zgiot:1183664:1184669 [0] NCCL INFO socketPollConnect: connect returned No route to host, "
+       "retrying (26/34) after sleep for 2600 msec"},
       {"socket.create_failed",
        "include/socket.h:344 WARN Socket creation failed : Address family not supported by "
        "protocol"},
