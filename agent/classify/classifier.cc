@@ -680,7 +680,8 @@ Classification LogClassifier::State::Finish() {
     out.reason = "the first WARN (line " + std::to_string(first_unmatched->line.number) +
                  ") matches no rule: " +
                  Sanitize(Cap(first_unmatched->line.text, 200));  // re-sanitise the cut
-  } else if (setup_seen && out.causes.empty() && orphan_code < 0 && text_code < 0) {
+  } else if ((setup_seen || nccl_lines >= 2) && out.causes.empty() && orphan_code < 0 &&
+             text_code < 0) {
     // NCCL set up (interfaces, network, ranks) and nothing failed. Benign WARNs such as a
     // missing libibverbs on a socket-only run, or an HCA NCCL skipped, do not make a failure.
     out.fault_class = FaultClass::kHealthy;
