@@ -22,6 +22,17 @@ constexpr size_t kMaxRanks = 65536;     // rank keys tracked (first WARN per ran
 constexpr size_t kMaxTextRoots = 64;    // free-text root candidates (logs without WARN lines)
 constexpr size_t kMaxTransports = 8;
 constexpr size_t kMaxFieldBytes = 128;  // network name, version, environment values
+// Distinct WARN messages whose rule matches are remembered. A failing job repeats the same few
+// WARNs on every rank, thousands of times; matching one against the rule table (a literal scan
+// per rule, a std::regex where the literal hits) is what a WARN costs, so a repeat is a lookup.
+// Bounded: the memo is dropped when full (at most this many messages of at most 4 KiB).
+constexpr size_t kMaxMemo = 256;
+
+// Heterogeneous lookup: rank keys and messages arrive as string_views into the line.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
 
 // Ranking tiers: a cause's tier is that of its strongest match; lower ranks first.
 enum Tier : int {
@@ -154,7 +165,11 @@ struct LogClassifier::State {
   size_t unmatched_warns = 0;
 
   std::map<std::string, CauseAcc, std::less<>> causes;
-  std::unordered_map<std::string, RankState> ranks;
+  std::unordered_map<std::string, RankState, StringHash, std::equal_to<>> ranks;
+  std::unordered_map<std::string, std::vector<CompiledRules::LineMatch>, StringHash,
+                     std::equal_to<>>
+      warn_memo;
+  std::string memo_key;  // reused: building the key allocates only when it grows
   std::vector<RootCandidate> roots;
   std::vector<RootCandidate> text_roots;
 
@@ -210,7 +225,9 @@ struct LogClassifier::State {
 
   void AddCause(const Rule& r, int tier, double confidence, std::string_view line,
                 std::string_view ts) {
-    CauseAcc& acc = causes[std::string(r.cause)];
+    auto found = causes.find(r.cause);
+    CauseAcc& acc =
+        found != causes.end() ? found->second : causes.emplace(r.cause, CauseAcc{}).first->second;
     AddEvidence(acc, line_no, line);
     if (tier < acc.tier) {
       acc.tier = tier;
@@ -232,16 +249,27 @@ struct LogClassifier::State {
   }
 
   RankState* Rank(std::string_view key) {
-    auto it = ranks.find(std::string(key));
+    auto it = ranks.find(key);
     if (it != ranks.end()) return &it->second;
     if (ranks.size() >= kMaxRanks) return nullptr;
     return &ranks.emplace(std::string(key), RankState{}).first->second;
   }
 
+  // The rules that name a WARN line, from the memo when the same file and message came before.
+  const std::vector<CompiledRules::LineMatch>& MatchWarn(const ParsedLine& p) {
+    memo_key.assign(p.file);
+    memo_key.push_back('\n');
+    memo_key.append(p.message);
+    auto it = warn_memo.find(memo_key);
+    if (it != warn_memo.end()) return it->second;
+    if (warn_memo.size() >= kMaxMemo) warn_memo.clear();
+    return warn_memo.emplace(memo_key, compiled.MatchLine(p)).first->second;
+  }
+
   void OnWarn(const ParsedLine& p, std::string_view line) {
     ++nccl_lines;
     ++warn_lines;
-    std::vector<CompiledRules::LineMatch> matches = compiled.MatchLine(p);
+    const std::vector<CompiledRules::LineMatch>& matches = MatchWarn(p);
     const auto rules = compiled.rules();
     if (!matches.empty() && rules[matches.front().rule].strength == Strength::kIgnore) return;
     RankState* rs = Rank(p.rank);
@@ -266,7 +294,7 @@ struct LogClassifier::State {
 
   void OnCode(std::string_view rank, int code, std::string_view message, std::string_view line) {
     if (code == 0 || code == 7) return;  // ncclSuccess, ncclInProgress
-    auto it = ranks.find(std::string(rank));
+    auto it = ranks.find(rank);
     if (it != ranks.end() && it->second.has_warn) {
       if (it->second.code_after_warn < 0) it->second.code_after_warn = code;
       return;

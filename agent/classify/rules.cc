@@ -508,10 +508,14 @@ CompiledRules::CompiledRules() : rules_(kRules) {
     // File rules need the `file:LINE` that only WARN lines carry.
     if ((r.lines & kTextLine) && r.field == RuleField::kMessage) text_rules_.push_back(i);
     if (r.field == RuleField::kFile) file_rules_.push_back(i);
-    if (r.regex.empty()) {
+    const bool literal =
+        r.regex.find_first_of(R"(\^$.|?*+()[]{})") == std::string_view::npos;
+    if (r.regex.empty() || literal) {
       regexes_.emplace_back();
+      literals_.emplace_back(r.regex);
     } else {
       regexes_.emplace_back(std::regex(r.regex.begin(), r.regex.end(), std::regex::ECMAScript));
+      literals_.emplace_back();
     }
   }
 }
@@ -525,10 +529,14 @@ bool CompiledRules::Matches(size_t i, std::string_view field, int* code) const {
   const Rule& r = rules_[i];
   if (field.find(r.needle) == std::string_view::npos) return false;
   const auto& re = regexes_[i];
-  if (!re) return true;
+  if (!re) return literals_[i].empty() || field.find(literals_[i]) != std::string_view::npos;
   // std::regex backtracks recursively; a bounded input keeps its stack use bounded.
-  constexpr size_t kMaxRegexInput = 2048;
+  constexpr size_t kMaxRegexInput = 512;  // NCCL puts the failing call first; 2.24+'s longest (modify_qp with GIDs) is ~300
   if (field.size() > kMaxRegexInput) field = field.substr(0, kMaxRegexInput);
+  if (code == nullptr || r.code_group == 0) {
+    // No capture wanted: the overload without match_results copies no sub-matches.
+    return std::regex_search(field.begin(), field.end(), *re);
+  }
   std::match_results<std::string_view::const_iterator> m;
   if (!std::regex_search(field.begin(), field.end(), m, *re)) return false;
   if (code != nullptr && r.code_group > 0 && static_cast<size_t>(r.code_group) < m.size() &&

@@ -2,7 +2,13 @@
 // failure, streamed from a file. Prints the median wall time over several runs and the peak RSS
 // of the process (getrusage), and checks the verdict so a fast wrong answer does not count.
 //
+// With --warn-flood MIB it instead classifies a file of MIB MiB of repeated NCCL WARN lines (the
+// same few failures printed over and over by every rank, as a looping job does) and prints the
+// throughput in MB/s: the worst case for the classifier, since every line goes through the
+// rule table.
+//
 //   build/bench/classify/bench_classify [--lines N] [--ranks N] [--runs N] [--keep FILE]
+//   build/bench/classify/bench_classify --warn-flood 256 [--runs N]
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -25,7 +31,71 @@ struct Options {
   int ranks = 64;
   int runs = 7;
   std::string keep;  // write the generated log here and keep it
+  size_t flood_mib = 0;  // > 0: the WARN flood benchmark of this many MiB
 };
+
+double PeakRssMiB() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+// MiB of WARN lines from 64 ranks: the failures a broken job repeats (a memory registration,
+// a peer that closed the connection, the proxy wrapper, an unmatched WARN).
+void GenerateWarnFlood(const std::string& path, size_t mib) {
+  std::ofstream out(path);
+  std::mt19937 rng(11);
+  const char* kWarn[] = {
+      "misc/ibvwrap.cc:262 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory",
+      "misc/socket.cc:538 NCCL WARN socketProgress: Connection closed by remote peer "
+      "gpu-node05<52187>",
+      "proxy.cc:1519 NCCL WARN [Proxy Service 3] Failed to execute operation Connect from rank 1, "
+      "retcode 2",
+      "transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<46761> with "
+      "error 12, opcode 0, len 0, vendor err 129",
+      "graph/search.cc:890 NCCL WARN Could not find a path for pattern 4, falling back to simple "
+      "order",
+  };
+  const size_t target = mib * 1024 * 1024;
+  size_t bytes = 0;
+  while (bytes < target) {
+    unsigned r = rng() % 64;
+    std::string line = "[2025-02-11 09:14:07] gpu-node" + std::to_string(r / 8) + ":" +
+                       std::to_string(41000 + r) + ":" + std::to_string(41060 + r) + " [" +
+                       std::to_string(r % 8) + "] " + kWarn[rng() % std::size(kWarn)];
+    out << line << '\n';
+    bytes += line.size() + 1;
+  }
+}
+
+int RunWarnFlood(const Options& o, const std::string& path) {
+  GenerateWarnFlood(path, o.flood_mib);
+  const auto bytes = std::filesystem::file_size(path);
+  std::vector<double> ms;
+  nccl_triage::Classification last;
+  for (int i = 0; i < o.runs; ++i) {
+    std::ifstream in(path, std::ios::binary);
+    auto t0 = std::chrono::steady_clock::now();
+    last = nccl_triage::ClassifyLog(in);
+    auto t1 = std::chrono::steady_clock::now();
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  if (o.keep.empty()) std::filesystem::remove(path);
+  std::sort(ms.begin(), ms.end());
+  const double median = ms[ms.size() / 2];
+  const double mb = static_cast<double>(bytes) / 1e6;
+  bool correct = last.fault_class == nccl_triage::FaultClass::kIbResource &&
+                 !last.causes.empty() && last.causes[0].cause == "limits.memlock";
+  std::printf("warn flood: %zu lines, %.1f MB, %d runs\n", last.lines, mb, o.runs);
+  std::printf("warn flood: median %.0f ms (min %.0f, max %.0f), %.1f MB/s\n", median, ms.front(),
+              ms.back(), mb / (median / 1000.0));
+  std::printf("warn flood: peak RSS %.1f MiB\n", PeakRssMiB());
+  std::printf("warn flood: verdict %s, top cause %s: %s\n",
+              std::string(nccl_triage::ToString(last.fault_class)).c_str(),
+              last.causes.empty() ? "-" : last.causes[0].cause.c_str(),
+              correct ? "as expected" : "WRONG");
+  return correct ? 0 : 1;
+}
 
 // Writes the log line by line, so generating it costs no memory either.
 void GenerateLog(const std::string& path, const Options& o) {
@@ -100,11 +170,6 @@ void GenerateLog(const std::string& path, const Options& o) {
   }
 }
 
-double PeakRssMiB() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-}
 
 }  // namespace
 
@@ -116,6 +181,7 @@ int main(int argc, char** argv) {
     if (a == "--ranks") o.ranks = std::atoi(argv[i + 1]);
     if (a == "--runs") o.runs = std::atoi(argv[i + 1]);
     if (a == "--keep") o.keep = argv[i + 1];
+    if (a == "--warn-flood") o.flood_mib = std::strtoull(argv[i + 1], nullptr, 10);
   }
   if (o.ranks < 40 || o.runs < 1 || o.lines < 1000) {
     std::fprintf(stderr, "bench_classify: need --ranks >= 40, --runs >= 1, --lines >= 1000\n");
@@ -125,6 +191,7 @@ int main(int argc, char** argv) {
                                        ("nccl-triage-bench-" + std::to_string(getpid()) + ".log"))
                                           .string()
                                     : o.keep;
+  if (o.flood_mib > 0) return RunWarnFlood(o, path);
   GenerateLog(path, o);
   const auto bytes = std::filesystem::file_size(path);
   const double rss_before = PeakRssMiB();
