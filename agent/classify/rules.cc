@@ -278,7 +278,9 @@ constexpr std::array kRules = {
          "The toolkit's stub libcuda.so was loaded instead of the driver (CUDA 34): remove "
          ".../stubs from LD_LIBRARY_PATH and let the NVIDIA container toolkit mount the host "
          "driver."},
-    Rule{"cuda.system_not_ready", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure",
+    // Needle "failure": NCCL prints `Cuda failure '...'`, nccl-tests `Test CUDA failure ... '...'`,
+    // both with cudaGetErrorString's text.
+    Rule{"cuda.system_not_ready", "cuda.driver", kArch, kRoot, kWT, kMsg, "failure",
          R"(system not yet initialized)", 0.85,
          "The GPU system is not ready (CUDA 802): on NVSwitch systems start "
          "nvidia-fabricmanager (same version as the driver) and wait for it to finish."},
@@ -302,7 +304,7 @@ constexpr std::array kRules = {
          "CUDA_ERROR_NO_BINARY_FOR_GPU", {}, 0.85,
          "The NCCL (or application) build has no kernels for this GPU architecture: use an "
          "NCCL build that includes it (H100/H200 need NCCL >= 2.18 built for sm_90)."},
-    Rule{"cuda.invalid_device", "gpu.visibility", kArch, kRoot, kWT, kMsg, "Cuda failure",
+    Rule{"cuda.invalid_device", "gpu.visibility", kArch, kRoot, kWT, kMsg, "failure",
          R"(invalid device ordinal)", 0.8,
          "The rank selected a GPU index that does not exist in this process (CUDA 101): check "
          "CUDA_VISIBLE_DEVICES and the LOCAL_RANK to device mapping."},
@@ -310,7 +312,7 @@ constexpr std::array kRules = {
          "CUDA_ERROR_INVALID_DEVICE", {}, 0.8,
          "The rank selected a GPU index that does not exist in this process (CUDA 101): check "
          "CUDA_VISIBLE_DEVICES and the LOCAL_RANK to device mapping."},
-    Rule{"cuda.out_of_memory", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure",
+    Rule{"cuda.out_of_memory", "cuda.driver", kArch, kRoot, kWT, kMsg, "failure",
          R"('out of memory')", 0.8,
          "The GPU ran out of memory while NCCL allocated its buffers (CUDA 2): free GPU memory "
          "(other processes, the framework's cache) or lower NCCL_BUFFSIZE / channel counts."},
@@ -318,11 +320,11 @@ constexpr std::array kRules = {
          "CUDA_ERROR_OUT_OF_MEMORY", {}, 0.8,
          "The GPU ran out of memory while NCCL allocated its buffers (CUDA 2): free GPU memory "
          "(other processes, the framework's cache) or lower NCCL_BUFFSIZE / channel counts."},
-    Rule{"cuda.operating_system", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure",
+    Rule{"cuda.operating_system", "cuda.driver", kArch, kRoot, kWT, kMsg, "failure",
          R"(OS call failed)", 0.7},
     Rule{"cuda.operating_system_name", "cuda.driver", kArch, kRoot, kWT, kMsg,
          "CUDA_ERROR_OPERATING_SYSTEM", {}, 0.7},
-    Rule{"cuda.not_supported", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure",
+    Rule{"cuda.not_supported", "cuda.driver", kArch, kRoot, kWT, kMsg, "failure",
          R"('operation not supported')", 0.75,
          "A CUDA feature NCCL uses is not supported here (CUDA 801), typically cuMem/VMM under "
          "vGPU or in some containers: try NCCL_CUMEM_ENABLE=0, or update the driver."},
@@ -330,15 +332,15 @@ constexpr std::array kRules = {
          "CUDA_ERROR_NOT_SUPPORTED", {}, 0.75,
          "A CUDA feature NCCL uses is not supported here (CUDA 801), typically cuMem/VMM under "
          "vGPU or in some containers: try NCCL_CUMEM_ENABLE=0, or update the driver."},
-    Rule{"cuda.not_permitted", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure",
+    Rule{"cuda.not_permitted", "cuda.driver", kArch, kRoot, kWT, kMsg, "failure",
          R"('operation not permitted')", 0.7},
     Rule{"cuda.not_permitted_name", "cuda.driver", kArch, kRoot, kWT, kMsg,
          "CUDA_ERROR_NOT_PERMITTED", {}, 0.7},
-    Rule{"cuda.not_initialized", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure",
+    Rule{"cuda.not_initialized", "cuda.driver", kArch, kRoot, kWT, kMsg, "failure",
          R"(initialization error)", 0.75},
     Rule{"cuda.not_initialized_name", "cuda.driver", kArch, kRoot, kWT, kMsg,
          "CUDA_ERROR_NOT_INITIALIZED", {}, 0.75},
-    Rule{"cuda.illegal_address", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure",
+    Rule{"cuda.illegal_address", "cuda.driver", kArch, kRoot, kWT, kMsg, "failure",
          R"(illegal memory access)", 0.7,
          "A kernel accessed an illegal address (CUDA 700): usually a bug in the application or "
          "a corrupted buffer; if it repeats on one GPU only, run GPU diagnostics (dcgmi diag)."},
@@ -381,7 +383,8 @@ constexpr std::array kRules = {
          R"(Cuda failure 209\b)", 0.8,
          "The NCCL (or application) build has no kernels for this GPU architecture: use an "
          "NCCL build that includes it (H100/H200 need NCCL >= 2.18 built for sm_90)."},
-    Rule{"cuda.failure", "cuda.driver", kArch, kRoot, kWT, kMsg, "Cuda failure", {}, 0.75},
+    Rule{"cuda.failure", "cuda.driver", kArch, kRoot, kWT, kMsg, "failure",
+         R"((Cuda|CUDA) failure)", 0.75},
     // B5 26: NVML.
     Rule{"nvml.driver_mismatch", "versions.cuda_driver", kArch, kRoot, kWT, kMsg,
          "Driver/library version mismatch", {}, 0.85,
@@ -527,12 +530,16 @@ const CompiledRules& CompiledRules::Get() {
 
 bool CompiledRules::Matches(size_t i, std::string_view field, int* code) const {
   const Rule& r = rules_[i];
-  if (field.find(r.needle) == std::string_view::npos) return false;
+  const size_t at = field.find(r.needle);
+  if (at == std::string_view::npos) return false;
   const auto& re = regexes_[i];
   if (!re) return literals_[i].empty() || field.find(literals_[i]) != std::string_view::npos;
-  // std::regex backtracks recursively; a bounded input keeps its stack use bounded.
-  constexpr size_t kMaxRegexInput = 512;  // NCCL puts the failing call first; 2.24+'s longest (modify_qp with GIDs) is ~300
-  if (field.size() > kMaxRegexInput) field = field.substr(0, kMaxRegexInput);
+  // std::regex backtracks recursively and costs O(n^2) on `.*(a|b)` patterns: it reads a bounded
+  // window that starts a little before the literal (a quoted `Last error:` can sit far into a
+  // long wrapper line; a pattern may begin up to a few words before its literal).
+  constexpr size_t kMaxRegexInput = 512;
+  constexpr size_t kBeforeNeedle = 64;
+  field = field.substr(at > kBeforeNeedle ? at - kBeforeNeedle : 0, kMaxRegexInput);
   if (code == nullptr || r.code_group == 0) {
     // No capture wanted: the overload without match_results copies no sub-matches.
     return std::regex_search(field.begin(), field.end(), *re);
