@@ -299,11 +299,13 @@ struct LogClassifier::State {
       if (it->second.code_after_warn < 0) it->second.code_after_warn = code;
       return;
     }
-    // The first `-> N` of a rank that printed no WARN is where the error was raised.
+    // The first `-> N` of a rank that printed no WARN is where the error was raised. Only a
+    // failed system call (2) names its component: internal errors (3) there are mostly the
+    // abort of a rank whose peer failed.
     RankState* rs = Rank(rank);
     if (rs != nullptr && !rs->has_code) {
       rs->has_code = true;
-      if (!trace_root) {
+      if (!trace_root && code == 2) {
         std::string_view file = message.substr(0, message.find(' '));
         auto rule = compiled.MatchFile(file);
         // Only components whose calls are all outside the IB path: net_ib.cc also fails in

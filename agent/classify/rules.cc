@@ -383,6 +383,12 @@ constexpr std::array kRules = {
          R"(Cuda failure 209\b)", 0.8,
          "The NCCL (or application) build has no kernels for this GPU architecture: use an "
          "NCCL build that includes it (H100/H200 need NCCL >= 2.18 built for sm_90)."},
+    // P2P transport (2.7-2.1x): the peer GPU's memory cannot be mapped into this process.
+    Rule{"cuda.ipc_handle", "cuda.driver", kArch, kRoot, kWT, kMsg, "CUDA IPC handle",
+         R"(failed to open CUDA IPC handle)", 0.7,
+         "The peer GPU's memory cannot be mapped (CUDA IPC): peer access between these GPUs is "
+         "not supported or blocked (consumer GPUs, ACS/IOMMU, GPUs in different containers). "
+         "Set NCCL_P2P_DISABLE=1 to use shared memory, or fix the PCIe/IOMMU setup."},
     Rule{"cuda.failure", "cuda.driver", kArch, kRoot, kWT, kMsg, "failure",
          R"((Cuda|CUDA) failure)", 0.75},
     // B5 26: NVML.

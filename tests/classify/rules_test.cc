@@ -336,6 +336,9 @@ const std::map<std::string, std::string>& Samples() {
        "init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective calls "
        "at and around rank 39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the "
        "collective logs"},
+      {"cuda.ipc_handle",
+       "(pid=909608) z-pc:909608:910337 [0] transport/p2p.cc:238 NCCL WARN failed to open CUDA IPC "
+       "handle : 217 peer access is not supported between these two devices"},
       {"cuda.api_not_supported",
        "Cuda failure 'API call is not supported in the installed CUDA driver'"},
       {"result.system_error",
