@@ -391,6 +391,13 @@ constexpr std::array kRules = {
          "Set NCCL_P2P_DISABLE=1 to use shared memory, or fix the PCIe/IOMMU setup."},
     Rule{"cuda.failure", "cuda.driver", kArch, kRoot, kWT, kMsg, "failure",
          R"((Cuda|CUDA) failure)", 0.75},
+    // Topology detection reads the GPU's and NIC's PCI path under /sys; a host or VM that does
+    // not expose it (WSL2, some containers) fails here, before any transport.
+    Rule{"topo.sysfs_path", "platform.arch", kArch, kRoot, kW, kMsg, "Could not find real path",
+         {}, 0.6,
+         "NCCL cannot read the PCI topology under /sys for a GPU or NIC: run on a host (or VM or "
+         "container) that exposes /sys/class/pci_bus and /sys/devices, or give NCCL a topology "
+         "file with NCCL_TOPO_FILE."},
     // B5 26: NVML.
     Rule{"nvml.driver_mismatch", "versions.cuda_driver", kArch, kRoot, kWT, kMsg,
          "Driver/library version mismatch", {}, 0.85,

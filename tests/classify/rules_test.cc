@@ -339,6 +339,9 @@ const std::map<std::string, std::string>& Samples() {
       {"cuda.ipc_handle",
        "(pid=909608) z-pc:909608:910337 [0] transport/p2p.cc:238 NCCL WARN failed to open CUDA IPC "
        "handle : 217 peer access is not supported between these two devices"},
+      {"topo.sysfs_path",
+       "SHJS-PF4ZKYLL:92777:92889 [0] graph/xml.cc:332 NCCL WARN Could not find real path of "
+       "/sys/class/pci_bus/0000:01/../../0000:01:00.0"},
       {"cuda.api_not_supported",
        "Cuda failure 'API call is not supported in the installed CUDA driver'"},
       {"result.system_error",
