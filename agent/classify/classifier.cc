@@ -175,8 +175,8 @@ struct LogClassifier::State {
 
   bool init_complete = false;
   bool channels = false;
-  bool tests_passed = false;  // nccl-tests printed its summary (`# Out of bounds values : 0 OK`)
-  bool setup_seen = false;    // NCCL chose interfaces or a network, or counted its ranks
+  bool tests_passed = false;     // nccl-tests printed its summary (`# Out of bounds values : 0 OK`)
+  bool setup_seen = false;       // NCCL chose interfaces or a network, or counted its ranks
   bool ib_devices_used = false;  // `NET/IB : Using [0]mlx5_1:1/RoCE ...`: some HCA opened
   std::optional<TraceRoot> trace_root;
   std::vector<std::string> transports;
@@ -311,8 +311,8 @@ struct LogClassifier::State {
         // Only components whose calls are all outside the IB path: net_ib.cc also fails in
         // its out-of-band socket, so a bare `net_ib.cc -> 2` does not say which path failed.
         if (rule && compiled.rules()[*rule].verdict == FaultClass::kArchitecture) {
-          trace_root = TraceRoot{*rule, code, {line_no, Sanitize(line)},
-                                 std::string(Cap(rank, kMaxFieldBytes))};
+          trace_root = TraceRoot{
+              *rule, code, {line_no, Sanitize(line)}, std::string(Cap(rank, kMaxFieldBytes))};
         }
       }
     }
@@ -665,12 +665,11 @@ Classification LogClassifier::State::Finish() {
   } else if (!out.causes.empty() && kept.at(out.causes.front().cause).tier == kTierTrace) {
     const ClassifiedCause& top = out.causes.front();
     out.fault_class = top.fault_class;
-    out.reason = "no WARN names the failing call, but the back-trace of rank " +
-                 Sanitize(trace_root->rank) + " starts in " +
-                 Sanitize(Cap(trace_root->line.text, 160)) + " (line " +
-                 std::to_string(trace_root->line.number) + "): " + top.cause + "; " +
-                 PathSentence(top.fault_class) +
-                 "; confirm with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET";
+    out.reason =
+        "no WARN names the failing call, but the back-trace of rank " + Sanitize(trace_root->rank) +
+        " starts in " + Sanitize(Cap(trace_root->line.text, 160)) + " (line " +
+        std::to_string(trace_root->line.number) + "): " + top.cause + "; " +
+        PathSentence(top.fault_class) + "; confirm with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET";
     if (!out.result_code) out.result_code = trace_root->code;
   } else if (!out.causes.empty() && kept.at(out.causes.front().cause).tier == kTierContext) {
     // NCCL_NET=IB forced and the IB path missing, in INFO lines only (the log was cut before

@@ -524,8 +524,7 @@ CompiledRules::CompiledRules() : rules_(kRules) {
     // File rules need the `file:LINE` that only WARN lines carry.
     if ((r.lines & kTextLine) && r.field == RuleField::kMessage) text_rules_.push_back(i);
     if (r.field == RuleField::kFile) file_rules_.push_back(i);
-    const bool literal =
-        r.regex.find_first_of(R"(\^$.|?*+()[]{})") == std::string_view::npos;
+    const bool literal = r.regex.find_first_of(R"(\^$.|?*+()[]{})") == std::string_view::npos;
     if (r.regex.empty() || literal) {
       regexes_.emplace_back();
       literals_.emplace_back(r.regex);

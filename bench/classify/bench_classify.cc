@@ -30,7 +30,7 @@ struct Options {
   size_t lines = 200000;
   int ranks = 64;
   int runs = 7;
-  std::string keep;  // write the generated log here and keep it
+  std::string keep;      // write the generated log here and keep it
   size_t flood_mib = 0;  // > 0: the WARN flood benchmark of this many MiB
 };
 
@@ -91,8 +91,8 @@ int RunWarnFlood(const Options& o, const std::string& path) {
   const double median = ms[ms.size() / 2];
   const double mb = static_cast<double>(bytes) / 1e6;
   // With the fixed seed the first line is a QP/completion timeout: the earliest root wins.
-  bool correct = last.fault_class == nccl_triage::FaultClass::kIbResource &&
-                 !last.causes.empty() && last.causes[0].cause == "ib.fabric";
+  bool correct = last.fault_class == nccl_triage::FaultClass::kIbResource && !last.causes.empty() &&
+                 last.causes[0].cause == "ib.fabric";
   std::printf("warn flood: %zu lines, %.1f MB, %d runs\n", last.lines, mb, o.runs);
   std::printf("warn flood: median %.0f ms (min %.0f, max %.0f), %.1f MB/s\n", median, ms.front(),
               ms.back(), mb / (median / 1000.0));
@@ -176,7 +176,6 @@ void GenerateLog(const std::string& path, const Options& o) {
     }
   }
 }
-
 
 }  // namespace
 

@@ -81,9 +81,8 @@ std::string Lower(std::string s) {
 }
 
 bool IsHeldOut(const std::string& source) {
-  return std::any_of(kHeldOut.begin(), kHeldOut.end(), [&](std::string_view h) {
-    return Lower(std::string(h)) == Lower(source);
-  });
+  return std::any_of(kHeldOut.begin(), kHeldOut.end(),
+                     [&](std::string_view h) { return Lower(std::string(h)) == Lower(source); });
 }
 
 struct Case {
