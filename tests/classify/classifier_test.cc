@@ -332,3 +332,78 @@ TEST(LogClassifier, JsonCarriesTheDesignFields) {
 
 }  // namespace
 }  // namespace nccl_triage
+
+namespace nccl_triage {
+namespace {
+
+// Lines below are from the real corpus (tests/classify/corpus), as users posted them.
+
+TEST(ParseLogLine, ReadsNccl22LinesWithoutTheNcclWord) {
+  ParsedLine w = ParseLogLine(
+      "gpu-bql-144-103:18553:18611 [0] include/socket.h:360 WARN Call to connect failed : "
+      "Connection timed out");
+  EXPECT_EQ(w.level, NcclLevel::kWarn);
+  EXPECT_EQ(w.rank, "gpu-bql-144-103:18553");
+  EXPECT_EQ(w.file, "include/socket.h:360");
+  EXPECT_EQ(w.message, "Call to connect failed : Connection timed out");
+  ParsedLine i = ParseLogLine("gpu-bql-144-103:18553:18611 [0] INFO bootstrap.cu:28 -> 2 [Net]");
+  EXPECT_EQ(i.level, NcclLevel::kInfo);
+  EXPECT_EQ(ParseLogLine("WARN: the disk is 90% full").level, NcclLevel::kNone);
+}
+
+TEST(LogClassifier, BacktraceOfARankWithoutWarnNamesTheSocketPath) {
+  Classification c = ClassifyLogText(
+      "nd20-01:191191:219889 [0] NCCL INFO misc/socket.cc:564 -> 2\n"
+      "nd20-01:191191:219889 [0] NCCL INFO bootstrap.cc:270 -> 2\n"
+      "nd20-01:191191:219889 [0] NCCL INFO init.cc:1303 -> 2\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture) << c.reason;
+  ASSERT_FALSE(c.causes.empty());
+  EXPECT_EQ(c.causes.front().cause, "net.connect");
+  EXPECT_EQ(c.result_code, 2);
+}
+
+TEST(LogClassifier, AnHcaThatCannotBeOpenedIsBenignWhenNcclUsesOthers) {
+  const std::string open_failed =
+      "pod:80744:80744 [1] misc/ibvwrap.cc:212 NCCL WARN Call to ibv_open_device failed\n"
+      "pod:80744:80744 [1] transport/net_ib.cc:149 NCCL WARN NET/IB : Unable to open device "
+      "mlx5_59\n";
+  Classification others = ClassifyLogText(
+      open_failed +
+      "pod:80744:80744 [1] NCCL INFO NET/IB : Using [0]mlx5_1:1/RoCE [1]mlx5_18:1/RoCE ; OOB "
+      "eth0:33.117.221.247<0>\npod:80744:80744 [1] NCCL INFO Using network IB\n");
+  EXPECT_EQ(others.fault_class, FaultClass::kHealthy) << others.reason;
+  Classification none = ClassifyLogText(open_failed +
+                                        "pod:80744:80744 [1] NCCL INFO NET/IB : No device found.\n"
+                                        "pod:80744:80744 [1] NCCL INFO Using network Socket\n");
+  EXPECT_EQ(none.fault_class, FaultClass::kIbResource) << none.reason;
+  ASSERT_FALSE(none.causes.empty());
+  EXPECT_EQ(none.causes.front().cause, "container.rdma_devices");
+}
+
+TEST(LogClassifier, AWrapperAloneIsUnknownWithTheNextStepsAndItsVersion) {
+  Classification c = ClassifyLogText(
+      "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:784, unhandled "
+      "system error, NCCL version 2.7.8\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kUnknown);
+  EXPECT_EQ(c.nccl_version, "2.7.8");
+  EXPECT_EQ(c.result_code, 2);
+  EXPECT_NE(c.reason.find("NCCL_IB_DISABLE=1"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("NCCL_DEBUG_SUBSYS=INIT,NET"), std::string::npos) << c.reason;
+}
+
+TEST(LogClassifier, RepeatedWarnsGiveTheSameVerdictAsOne) {
+  const std::string line =
+      "gpu-a17:4121:4121 [0] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_reg_mr failed with error "
+      "Cannot allocate memory\n";
+  std::string flood;
+  for (int i = 0; i < 2000; ++i) flood += line;
+  Classification one = ClassifyLogText(line);
+  Classification many = ClassifyLogText(flood);
+  EXPECT_EQ(one.fault_class, many.fault_class);
+  ASSERT_FALSE(many.causes.empty());
+  EXPECT_EQ(one.causes.front().cause, many.causes.front().cause);
+  EXPECT_EQ(many.causes.front().evidence.size(), 5u);  // evidence stays bounded
+}
+
+}  // namespace
+}  // namespace nccl_triage
