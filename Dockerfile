@@ -1,10 +1,11 @@
-# nccl-triage image: one binary for the agent (DaemonSet) and the coordinator (Deployment), with
-# its serving module (agent, coordinator, demo) in /usr/lib/nccl-triage/.
+# nccl-triage image: `nccl-triage-server` for the agent (DaemonSet) and the coordinator
+# (Deployment), and `nccl-triage` (check, classify-log, probe) beside it, which the agent runs as
+# its probe child. No test code: the demo and the test harness are built only with the tests.
 #
 #   docker build -t nccl-triage:0.1.0 .
 #
-# Two stages. `build` has the compilers and -dev packages; `runtime` carries only the binary, its
-# module, the shared libraries they load and a default configuration. The package lists live in
+# Two stages. `build` has the compilers and -dev packages; `runtime` carries only the two
+# executables, the shared libraries they load and a default configuration. The package lists live in
 # scripts/packages-build.txt and scripts/packages-runtime.txt (the same files a developer's
 # `make deps` reads) and are installed by scripts/install-deps.sh in both stages.
 #
@@ -30,8 +31,8 @@ RUN sed '/^# test-only/,$d' scripts/packages-build.txt > /tmp/packages-build-onl
 COPY . .
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
           -DNCCL_TRIAGE_BUILD_TESTS=OFF -DNCCL_TRIAGE_BUILD_BENCH=OFF -DNCCL_TRIAGE_BUILD_FUZZ=OFF \
-    && cmake --build /build --target nccl-triage -j"$(nproc)" \
-    && strip --strip-debug /build/nccl-triage /build/nccl-triage-services.so \
+    && cmake --build /build --target nccl-triage nccl-triage-server -j"$(nproc)" \
+    && strip --strip-debug /build/nccl-triage /build/nccl-triage-server \
     && /build/nccl-triage --version \
     && /build/nccl-triage check --dump-config > /build/config.yaml
 
@@ -44,14 +45,13 @@ RUN /tmp/deps/install-deps.sh /tmp/deps/packages-runtime.txt \
     && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
                --shell /usr/sbin/nologin nccl-triage
 COPY --from=build /build/nccl-triage /usr/bin/nccl-triage
-# Loaded by the binary only for agent, coordinator, demo and `check --workloads` (it brings gRPC,
-# TLS, HTTP and prometheus-cpp; `check` alone stays small). Found at ../lib/nccl-triage/.
-COPY --from=build /build/nccl-triage-services.so /usr/lib/nccl-triage/nccl-triage-services.so
+# The services (gRPC, TLS, HTTP, prometheus-cpp); the chart sets it as the containers' command.
+COPY --from=build /build/nccl-triage-server /usr/bin/nccl-triage-server
 # The effective defaults (`check --dump-config`); in Kubernetes the chart's ConfigMap replaces it.
 COPY --from=build /build/config.yaml /etc/nccl-triage/config.yaml
-# Fail the image build, not a node, when a shared library is missing (the coordinator's --help
-# loads the module and everything it links).
-RUN nccl-triage --version && nccl-triage coordinator --help > /dev/null
+# Fail the image build, not a node, when a shared library is missing (starting the server loads
+# everything it links).
+RUN nccl-triage --version && nccl-triage-server coordinator --help > /dev/null
 # agent HTTP (metrics, /livez, /readyz, /status); coordinator gRPC; coordinator HTTP.
 EXPOSE 9500 9501 9502
 ENTRYPOINT ["/usr/bin/nccl-triage"]

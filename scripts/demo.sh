@@ -6,9 +6,9 @@
 set -uo pipefail
 build="${1:-build}"
 shift || true
-bin="$build/nccl-triage"
+bin="$build/nccl-triage-demo"
 if [ ! -x "$bin" ]; then
-  echo "demo: $bin not found (run make build first)" >&2
+  echo "demo: $bin not found (run make build first; the demo is built with the tests)" >&2
   exit 2
 fi
-exec "$bin" demo "$@"
+exec "$bin" "$@"

@@ -69,12 +69,14 @@ expect_exit() {  # code, command...
 }
 run nccl-triage --version
 expect_exit 1 nccl-triage check --root /tmp/port-down
-expect_exit 0 nccl-triage coordinator --help
-# One agent cycle (serving module: HTTP server, metrics) and the workload view on three pods.
-expect_exit 0 nccl-triage agent --standalone --once --root /tmp/gpu-pods --listen 127.0.0.1:0
+expect_exit 0 nccl-triage-server coordinator --help
+# One agent cycle (the server: HTTP server, metrics) and the workload view on three pods.
+expect_exit 0 nccl-triage-server agent --standalone --once --root /tmp/gpu-pods --listen 127.0.0.1:0
 expect_exit 1 nccl-triage check --root /tmp/gpu-pods --workloads
 run sh -c '! command -v g++ && ! command -v cmake' >/dev/null \
   || { echo "image-offline: the runtime image has a compiler"; exit 1; }
+run sh -c '! command -v nccl-triage-demo && ! command -v fixture-gen' >/dev/null \
+  || { echo "image-offline: the runtime image has test code"; exit 1; }
 "${bah[@]}" images --format '{{.Name}}:{{.Tag}} {{.Size}}' | grep -F "${tag%%:*}" || true
 echo "image-offline: $tag runs check, the agent and the workload view on fixture roots"
 

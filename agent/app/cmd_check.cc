@@ -18,7 +18,7 @@
 
 #include "app/cli.h"
 #include "app/report_table.h"
-#include "app/services.h"
+#include "app/workload_check.h"
 #include "checks/check.h"
 #include "config/config_loader.h"
 #include "core/report.h"
@@ -220,9 +220,8 @@ int RunCheckCommand(CliContext& ctx) {
 
   std::optional<WorkloadCheckOutput> workloads;
   if (args.workloads) {
-    auto services = LoadServices(ctx.self_exe);
-    if (!services.ok()) return UsageError(ctx, "--workloads: " + services.status().message());
-    workloads = (*services)->check_workloads(args.root, snapshot, config, ctx.err);
+    workloads = CheckWorkloads(args.root, snapshot, config,
+                               SiblingExe(ctx.self_exe, "nccl-triage-server"), ctx.err);
   }
 
   if (args.format == "json") {

@@ -15,10 +15,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "core/config.h"
 #include "core/model.h"
 #include "core/snapshot.h"
-#include "core/status.h"
 
 namespace nccl_triage {
 

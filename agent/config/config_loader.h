@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "core/config.h"
-#include "core/status.h"
 
 namespace nccl_triage {
 

@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/hold_down.h"
 #include "exporter/metrics.h"
+#include "planner/hold_down.h"
 
 namespace nccl_triage {
 

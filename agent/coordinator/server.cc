@@ -13,15 +13,15 @@
 #include <set>
 #include <thread>
 
-#include "coordinator/convert.h"
+#include "base/log.h"
 #include "coordinator/coordinator_metrics.h"
-#include "coordinator/cross_node.h"
-#include "coordinator/schedule.h"
 #include "core/catalogue.h"
 #include "core/report.h"
-#include "daemon/log.h"
 #include "exporter/http_server.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
+#include "planner/cross_node.h"
+#include "planner/schedule.h"
+#include "wire/convert.h"
 
 namespace nccl_triage {
 namespace {

@@ -25,12 +25,12 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/hold_down.h"
-#include "coordinator/node_info.h"
-#include "coordinator/pair_judge.h"
-#include "coordinator/sweep.h"
+#include "base/status.h"
 #include "core/config.h"
-#include "core/status.h"
+#include "planner/hold_down.h"
+#include "planner/node_info.h"
+#include "planner/pair_judge.h"
+#include "planner/sweep.h"
 
 namespace nccl_triage {
 

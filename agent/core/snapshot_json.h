@@ -9,8 +9,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "base/status.h"
 #include "core/snapshot.h"
-#include "core/status.h"
 
 namespace nccl_triage {
 

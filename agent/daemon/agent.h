@@ -18,14 +18,15 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/status.h"
 #include "core/config.h"
 #include "core/model.h"
 #include "core/snapshot.h"
-#include "core/status.h"
-#include "daemon/agent_state.h"
-#include "daemon/clock.h"
 #include "daemon/coordinator_link.h"
-#include "daemon/log.h"
+#include "state/agent_state.h"
+#include "state/state_sink.h"
 
 namespace nccl_triage {
 
@@ -35,13 +36,6 @@ using JudgeFn =
     std::function<std::vector<Finding>(const NodeSnapshot& now, const NodeSnapshot* previous)>;
 // Runs one probe (the probe runner); called with the probe mutex held, one at a time.
 using ProbeFn = std::function<ProbeResult(const ProbeAssignment&, std::stop_token)>;
-
-// Receives the state after every change the agent makes. Must not block (queue and return).
-class StateSink {
- public:
-  virtual ~StateSink() = default;
-  virtual void OnState(const AgentStateView& view) = 0;
-};
 
 struct AgentOptions {
   std::string node;  // overrides the snapshot's node name when not empty
@@ -91,8 +85,8 @@ class Agent final : public AgentServices {
   std::vector<StateSink*> sinks_;
   std::unique_ptr<CoordinatorLink> link_;
   std::shared_ptr<const NodeSnapshot> previous_;  // loop thread only
-  std::mutex probe_mu_;                            // one probe at a time
-  std::mutex notify_mu_;                           // sinks see changes in order
+  std::mutex probe_mu_;                           // one probe at a time
+  std::mutex notify_mu_;                          // sinks see changes in order
 };
 
 }  // namespace nccl_triage

@@ -20,7 +20,7 @@
 #include "core/probe_result.h"
 #include "core/report.h"
 #include "core/snapshot.h"
-#include "daemon/agent_state.h"
+#include "state/agent_state.h"
 
 namespace nccl_triage {
 
@@ -30,10 +30,10 @@ namespace nccl_triage {
 struct ProbeAssignment {
   std::string peer;  // the other node of the pair
   ProbeMode mode = ProbeMode::kSocket;
-  int rank = 0;      // this node's rank in the two-rank communicator; rank 0 creates the id
+  int rank = 0;  // this node's rank in the two-rank communicator; rank 0 creates the id
   int nranks = 2;
-  uint64_t size_bytes = 0;    // 0: probe.size_bytes from the config
-  int timeout_seconds = 0;    // 0 or above probe.timeout_seconds: probe.timeout_seconds
+  uint64_t size_bytes = 0;  // 0: probe.size_bytes from the config
+  int timeout_seconds = 0;  // 0 or above probe.timeout_seconds: probe.timeout_seconds
   // Rank 0: called once with the NCCL unique id (hex) as soon as the child made it, for the
   // coordinator to relay to the other rank.
   std::function<void(const std::string& unique_id_hex)> publish_unique_id;

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "base/log.h"
 #include "core/report.h"
-#include "daemon/log.h"
 
 namespace nccl_triage {
 namespace {

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "daemon/agent_state.h"
 #include "exporter/http_server.h"
 #include "exporter/metrics.h"
+#include "state/agent_state.h"
 
 namespace nccl_triage {
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/agent_state.h"
-#include "exporter/kube_client.h"
+#include "kube/kube_api.h"
+#include "state/agent_state.h"
 
 namespace nccl_triage {
 
@@ -25,9 +25,8 @@ inline constexpr std::string_view kAnnotationCauses = "nccl-triage.io/causes";
 inline constexpr std::string_view kAnnotationBasis = "nccl-triage.io/basis";
 inline constexpr std::string_view kAnnotationUpdated = "nccl-triage.io/updated";
 inline constexpr std::string_view kAnnotationReport = "nccl-triage.io/report";
-inline constexpr std::string_view kAnnotationKeys[] = {kAnnotationVerdict, kAnnotationCauses,
-                                                       kAnnotationBasis, kAnnotationUpdated,
-                                                       kAnnotationReport};
+inline constexpr std::string_view kAnnotationKeys[] = {
+    kAnnotationVerdict, kAnnotationCauses, kAnnotationBasis, kAnnotationUpdated, kAnnotationReport};
 inline constexpr size_t kReportAnnotationMaxBytes = 16 * 1024;
 inline constexpr std::string_view kConditionType = "NcclFabricReady";
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "daemon/log.h"
+#include "base/log.h"
 
 namespace nccl_triage {
 

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <utility>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace nccl_triage {
 

@@ -25,11 +25,11 @@
 #include <string>
 #include <thread>
 
-#include "daemon/agent.h"
-#include "daemon/clock.h"
-#include "daemon/log.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "exporter/annotations.h"
-#include "exporter/kube_client.h"
+#include "kube/kube_api.h"
+#include "state/state_sink.h"
 
 namespace nccl_triage {
 
@@ -79,8 +79,8 @@ class KubePublisher final : public StateSink {
   struct Channel {
     bool pending = false;
     Clock::TimePoint due{};
-    int failures = 0;            // consecutive
-    std::string logged_error;    // the error last logged (a streak is logged once)
+    int failures = 0;          // consecutive
+    std::string logged_error;  // the error last logged (a streak is logged once)
   };
   enum class Outcome { kDone, kRetry, kGiveUp };
 

@@ -12,6 +12,12 @@
 // on an internal mutex. The AgentState must outlive this object.
 #pragma once
 
+#include <prometheus/collectable.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,20 +27,14 @@
 #include <string_view>
 #include <vector>
 
-#include <prometheus/collectable.h>
-#include <prometheus/family.h>
-#include <prometheus/gauge.h>
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
-
-#include "daemon/agent_state.h"
+#include "state/agent_state.h"
 
 namespace nccl_triage {
 
 // One metric of the contract: the README table is checked against this list and a live scrape.
 struct MetricSpec {
   std::string_view name;
-  std::string_view type;  // gauge | counter | histogram
+  std::string_view type;    // gauge | counter | histogram
   std::string_view labels;  // comma list, "" for none
   std::string_view help;
 };
@@ -48,8 +48,8 @@ inline constexpr std::string_view kCheckStatuses[] = {"pass", "warn", "fail", "s
 inline constexpr std::string_view kPortStates[] = {"DOWN", "INIT", "ARMED", "ACTIVE",
                                                    "ACTIVE_DEFER"};
 inline constexpr std::string_view kPortPhysicalStates[] = {
-    "Sleep", "Polling", "Disabled", "PortConfigurationTraining", "LinkUp", "LinkErrorRecovery",
-    "Phy Test"};
+    "Sleep",  "Polling",           "Disabled", "PortConfigurationTraining",
+    "LinkUp", "LinkErrorRecovery", "Phy Test"};
 
 // Keeps the series of one gauge family equal to a desired set: Set() marks a label set present in
 // this round, Sweep() removes every series that was not Set() since the previous Sweep().

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "core/config.h"
 #include "core/snapshot.h"
-#include "core/status.h"
 #include "host/live.h"
 
 namespace nccl_triage {
@@ -29,9 +29,9 @@ const std::vector<std::string>& ModulesOfInterest();
 
 struct GatherOptions {
   std::string root = "/";
-  std::string node_name;          // empty: proc/sys/kernel/hostname under the root
-  std::optional<int> self_pid;    // excluded from the device-holder scan; default getpid() for "/"
-                                  // and 0 (nobody) for other roots
+  std::string node_name;        // empty: proc/sys/kernel/hostname under the root
+  std::optional<int> self_pid;  // excluded from the device-holder scan; default getpid() for "/"
+                                // and 0 (nobody) for other roots
   uint64_t mr_register_bytes = ChecksConfig{}.mr_register_bytes;
   // Live sources, not owned. nullptr: the real ones when the root is "/", none otherwise.
   // Injecting either one turns live gathering on for any root (tests).

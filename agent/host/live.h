@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "core/snapshot.h"
-#include "core/status.h"
 
 namespace nccl_triage {
 

@@ -22,8 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "core/probe_result.h"
-#include "core/status.h"
 #include "probe/nccl_abi.h"
 
 namespace nccl_triage {

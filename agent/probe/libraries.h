@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "probe/nccl_abi.h"
 
 namespace nccl_triage {

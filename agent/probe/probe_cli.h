@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "core/config.h"
 #include "core/model.h"
-#include "core/status.h"
 
 namespace nccl_triage {
 

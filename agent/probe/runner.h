@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "core/classification.h"
 #include "core/config.h"
 #include "core/probe_result.h"
-#include "core/status.h"
 #include "probe/subprocess.h"
 
 namespace nccl_triage {

@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace nccl_triage {
 

@@ -30,13 +30,13 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
+#include "base/log.h"
 #include "core/config.h"
 #include "core/snapshot.h"
-#include "daemon/agent.h"
-#include "daemon/agent_state.h"
-#include "daemon/clock.h"
-#include "daemon/log.h"
-#include "exporter/kube_client.h"
+#include "kube/kube_api.h"
+#include "state/agent_state.h"
+#include "state/state_sink.h"
 #include "workload/pod_resources.h"
 #include "workload/pods.h"
 #include "workload/publish.h"

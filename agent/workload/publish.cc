@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
+#include "base/log.h"
 #include "checks/check_util.h"
 #include "core/catalogue.h"
 #include "core/report.h"
-#include "daemon/log.h"
 
 namespace nccl_triage::workload {
 namespace {

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/agent_state.h"
-#include "exporter/kube_client.h"
+#include "kube/kube_api.h"
+#include "state/agent_state.h"
 #include "workload/workload.h"
 
 namespace nccl_triage::workload {

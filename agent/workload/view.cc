@@ -1,6 +1,5 @@
 #include "workload/view.h"
 
-#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -10,11 +9,6 @@
 
 namespace nccl_triage::workload {
 namespace {
-
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
 
 std::string PodLabel(const PodContainer& p) {
   return (p.namespace_name.empty() ? std::string() : p.namespace_name + "/") + p.pod;
@@ -30,33 +24,19 @@ const char* StatusWord(FaultClass verdict, const ContainerVerdict& v) {
 
 }  // namespace
 
-std::unique_ptr<WorkloadMonitor> MakeWorkloadMonitor(WorkloadMonitorOptions options,
-                                                     AgentState* state, KubeClient* kube,
-                                                     Clock& clock, Logger& log) {
-  const std::string socket =
-      (std::filesystem::path(options.scanner.root) / kPodResourcesSocket).string();
-  auto monitor =
-      std::make_unique<WorkloadMonitor>(std::move(options), state, kube, nullptr, clock, log);
+std::string PodResourcesSocketUnder(const std::string& root) {
+  const std::string socket = (std::filesystem::path(root) / kPodResourcesSocket).string();
   std::error_code ec;
-  if (std::filesystem::exists(socket, ec)) {
-    monitor->AdoptPodResources(std::make_unique<GrpcPodResources>(socket));
-    log.Info("workload", "device assignments from the kubelet's pod-resources socket " + socket);
-  }
-  return monitor;
+  return std::filesystem::exists(socket, ec) ? socket : std::string();
 }
 
-std::unique_ptr<KubeClient> InClusterLookupClient(Logger& log) {
-  InClusterOptions o;
-  o.host = Env("KUBERNETES_SERVICE_HOST");
-  if (o.host.empty()) return nullptr;
-  const std::string port = Env("KUBERNETES_SERVICE_PORT");
-  if (!port.empty()) o.port = std::atoi(port.c_str());
-  auto client = InClusterKubeClient::Create(o);
-  if (!client.ok()) {
-    log.Debug("workload", "no Kubernetes API for pod names: " + client.status().message());
-    return nullptr;
-  }
-  return std::move(client).value();
+std::unique_ptr<WorkloadMonitor> MakeWorkloadMonitor(
+    WorkloadMonitorOptions options, AgentState* state, KubeClient* kube,
+    std::unique_ptr<PodResourcesSource> pod_resources, Clock& clock, Logger& log) {
+  auto monitor =
+      std::make_unique<WorkloadMonitor>(std::move(options), state, kube, nullptr, clock, log);
+  if (pod_resources) monitor->AdoptPodResources(std::move(pod_resources));
+  return monitor;
 }
 
 nlohmann::json ToJson(const ContainerVerdict& v) {

@@ -1,11 +1,11 @@
 // The workload view as the command line and the agent use it: building a WorkloadMonitor for a
-// root (with the kubelet's pod-resources socket when the root has one, and the in-cluster API
-// client when running in a pod), and presenting a pass as JSON and as a table.
+// root with the API and kubelet sources its caller chose, and presenting a pass as JSON and as a
+// table.
 //
 // JSON (`check --workloads --format json`, key "workloads" of the report): one object per GPU
 // container: namespace, pod, container, pod_uid, container_id, pids, gpus, verdict, causes, nccl
 // {path, version}, environ (allow-listed NCCL_* and placement variables only) and findings in the
-// node report's finding shape. Pure except MakeWorkloadMonitor and InClusterLookupClient.
+// node report's finding shape. Pure except MakeWorkloadMonitor.
 #pragma once
 
 #include <iosfwd>
@@ -17,15 +17,11 @@
 
 namespace nccl_triage::workload {
 
-// A monitor on options.scanner.root; uses root/var/lib/kubelet/pod-resources/kubelet.sock when
-// it exists (the monitor owns that client). `state` and `kube` may be null.
-std::unique_ptr<WorkloadMonitor> MakeWorkloadMonitor(WorkloadMonitorOptions options,
-                                                     AgentState* state, KubeClient* kube,
-                                                     Clock& clock, Logger& log);
-
-// The in-cluster client when KUBERNETES_SERVICE_HOST is set and the service account is mounted;
-// null otherwise (the reason goes to the log at debug level).
-std::unique_ptr<KubeClient> InClusterLookupClient(Logger& log);
+// A monitor on options.scanner.root that owns `pod_resources` (the kubelet's device
+// assignments; null when the root has no pod-resources socket). `state` and `kube` may be null.
+std::unique_ptr<WorkloadMonitor> MakeWorkloadMonitor(
+    WorkloadMonitorOptions options, AgentState* state, KubeClient* kube,
+    std::unique_ptr<PodResourcesSource> pod_resources, Clock& clock, Logger& log);
 
 nlohmann::json ToJson(const ContainerVerdict& v);
 nlohmann::json WorkloadsJson(const WorkloadPass& pass);

@@ -40,10 +40,10 @@
 #include <thread>
 #include <vector>
 
-#include "coordinator/convert.h"
+#include "base/log.h"
 #include "coordinator/server.h"
-#include "daemon/log.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
+#include "wire/convert.h"
 
 extern char** environ;
 

@@ -1,5 +1,5 @@
-// Idle cost of the real agent: `nccl-triage agent --standalone` on the DGX H100 fixture (8 HCAs)
-// with agent.interval_seconds 1, for --seconds (default 20). Samples the process's CPU time
+// Idle cost of the real agent: `nccl-triage-server agent --standalone` on the DGX H100 fixture (8
+// HCAs) with agent.interval_seconds 1, for --seconds (default 20). Samples the process's CPU time
 // (/proc/<pid>/stat utime+stime) and resident memory (/proc/<pid>/status VmRSS) once a second,
 // after the first cycle finished.
 //
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   std::string dir = mkdtemp(dir_template);
   std::string config = dir + "/config.yaml";
   std::ofstream(config) << "agent:\n  interval_seconds: " << interval << "\n";
-  std::string binary = std::string(NCCL_TRIAGE_BINARY_DIR) + "/nccl-triage";
+  std::string binary = std::string(NCCL_TRIAGE_BINARY_DIR) + "/nccl-triage-server";
   pid_t pid = fork();
   if (pid == 0) {
     freopen("/dev/null", "w", stderr);

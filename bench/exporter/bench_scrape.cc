@@ -15,10 +15,10 @@
 
 #include "checks/check.h"
 #include "core/report.h"
-#include "daemon/agent_state.h"
 #include "exporter/agent_http.h"
 #include "exporter/metrics.h"
 #include "host/gatherer.h"
+#include "state/agent_state.h"
 
 namespace nt = nccl_triage;
 using Clock = std::chrono::steady_clock;
@@ -63,10 +63,11 @@ int main(int argc, char** argv) {
   auto findings = registry.Run(*snapshot, config, nt::CheckContext{});
   int64_t now_ms = 1'700'000'000'000;
   nt::AgentState state(snapshot->node, "bench", now_ms);
-  state.SetCycle(std::make_shared<nt::NodeReport>(nt::MakeReport(snapshot->node, findings, now_ms)),
-                 std::make_shared<const nt::NodeSnapshot>(*snapshot),
-                 std::make_shared<const nt::SnapshotSummary>(nt::Summarize(*snapshot, config.expect)),
-                 now_ms, now_ms + 20, "");
+  state.SetCycle(
+      std::make_shared<nt::NodeReport>(nt::MakeReport(snapshot->node, findings, now_ms)),
+      std::make_shared<const nt::NodeSnapshot>(*snapshot),
+      std::make_shared<const nt::SnapshotSummary>(nt::Summarize(*snapshot, config.expect)), now_ms,
+      now_ms + 20, "");
   constexpr int kPeers = 64;
   for (int i = 0; i < kPeers; ++i) {
     std::string peer = "gpu-node-" + std::to_string(100 + i);
@@ -119,10 +120,12 @@ int main(int argc, char** argv) {
   std::printf("fixture %s: %zu ports, %zu findings, %d peers x 2 modes\n", fixture.c_str(),
               nt::Summarize(*snapshot, config.expect).ports.size(), findings.size(), kPeers);
   std::printf("exposition: %zu bytes, %zu lines\n", bytes, series);
-  std::printf("GET /metrics over loopback, state unchanged: median %.3f ms, p99 %.3f ms (%d runs)\n",
-              http.median_ms, http.p99_ms, runs);
-  std::printf("GET /metrics over loopback, state changed:   median %.3f ms, p99 %.3f ms (%d runs)\n",
-              http_changed.median_ms, http_changed.p99_ms, runs);
+  std::printf(
+      "GET /metrics over loopback, state unchanged: median %.3f ms, p99 %.3f ms (%d runs)\n",
+      http.median_ms, http.p99_ms, runs);
+  std::printf(
+      "GET /metrics over loopback, state changed:   median %.3f ms, p99 %.3f ms (%d runs)\n",
+      http_changed.median_ms, http_changed.p99_ms, runs);
   std::printf("refresh + serialise:        median %.3f ms, p99 %.3f ms\n", refresh.median_ms,
               refresh.p99_ms);
   std::printf("serialise alone:            median %.3f ms, p99 %.3f ms\n", serialise.median_ms,

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "fixture/fixture.h"
 #include "host/gatherer.h"
+#include "support/fixture/fixture.h"
 
 namespace {
 
@@ -83,13 +83,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_gather: the fixture snapshot is wrong\n");
     return 1;
   }
-  std::printf("snapshot of a DGX H100 fixture (8 HCAs, 8 GPUs): median %.2f ms, max %.2f ms, "
-              "%zu files, %d runs\n",
-              f.median_ms, f.max_ms, f.files, runs);
-  std::printf("snapshot of %s (live, %zu IB devices, %s): median %.2f ms, max %.2f ms, %zu files, "
-              "%d runs\n",
-              live_root.c_str(), live->ib_devices.size(),
-              live->live.verbs_error.empty() ? "verbs ok" : live->live.verbs_error.c_str(),
-              l.median_ms, l.max_ms, l.files, runs);
+  std::printf(
+      "snapshot of a DGX H100 fixture (8 HCAs, 8 GPUs): median %.2f ms, max %.2f ms, "
+      "%zu files, %d runs\n",
+      f.median_ms, f.max_ms, f.files, runs);
+  std::printf(
+      "snapshot of %s (live, %zu IB devices, %s): median %.2f ms, max %.2f ms, %zu files, "
+      "%d runs\n",
+      live_root.c_str(), live->ib_devices.size(),
+      live->live.verbs_error.empty() ? "verbs ok" : live->live.verbs_error.c_str(), l.median_ms,
+      l.max_ms, l.files, runs);
   return 0;
 }

@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "daemon/agent_state.h"
-#include "daemon/clock.h"
-#include "daemon/log.h"
-#include "fixture/fixture.h"
-#include "fixture/workload_fixture.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "host/gatherer.h"
+#include "state/agent_state.h"
+#include "support/fixture/fixture.h"
+#include "support/fixture/workload_fixture.h"
 #include "workload/monitor.h"
 
 namespace {

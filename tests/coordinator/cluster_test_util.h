@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
-#include "coordinator/demo.h"
-#include "daemon/log.h"
+#include "base/log.h"
+#include "support/demo_cluster.h"
 
 namespace nccl_triage::testing_util {
 

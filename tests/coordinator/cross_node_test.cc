@@ -1,4 +1,4 @@
-#include "coordinator/cross_node.h"
+#include "planner/cross_node.h"
 
 #include <gtest/gtest.h>
 

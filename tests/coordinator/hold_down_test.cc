@@ -1,4 +1,4 @@
-#include "coordinator/hold_down.h"
+#include "planner/hold_down.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-// A network partition between two nodes, made with real network namespaces: four `nccl-triage
-// agent` processes, each in a namespace of its own joined by veth pairs to a bridge, talk to an
-// in-process coordinator on the bridge's address; their probes (fake NCCL over real TCP) run
-// between the namespaces. Cutting the route between two of them must come out as one pair fault
-// of class architecture with cause net.connect (sockets fail too), not as two bad nodes.
+// A network partition between two nodes, made with real network namespaces: four
+// `nccl-triage-server agent` processes, each in a namespace of its own joined by veth pairs to a
+// bridge, talk to an in-process coordinator on the bridge's address; their probes (fake NCCL over
+// real TCP) run between the namespaces. Cutting the route between two of them must come out as one
+// pair fault of class architecture with cause net.connect (sockets fail too), not as two bad nodes.
 //
 // Needs root and iproute2 (CI runs as root); skipped with the reason otherwise.
 #include <gtest/gtest.h>
@@ -15,10 +15,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/log.h"
 #include "coordinator/server.h"
-#include "daemon/log.h"
-#include "fixture/fixture.h"
 #include "probe/subprocess.h"
+#include "support/fixture/fixture.h"
 
 namespace nccl_triage {
 namespace {
@@ -153,7 +153,7 @@ TEST(NetworkPartition, PairCutApartIsOneArchitecturePairFaultNotTwoBadNodes) {
                "netns",
                "exec",
                net.Name(i),
-               NCCL_TRIAGE_BINARY_DIR "/nccl-triage",
+               NCCL_TRIAGE_BINARY_DIR "/nccl-triage-server",
                "agent",
                "--config",
                (work / "config.yaml").string(),

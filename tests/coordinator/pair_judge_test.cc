@@ -1,4 +1,4 @@
-#include "coordinator/pair_judge.h"
+#include "planner/pair_judge.h"
 
 #include <gtest/gtest.h>
 

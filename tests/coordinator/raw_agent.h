@@ -14,8 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "coordinator/convert.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
+#include "wire/convert.h"
 
 namespace nccl_triage::testing_util {
 

@@ -1,4 +1,4 @@
-#include "coordinator/schedule.h"
+#include "planner/schedule.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "daemon/log.h"
+#include "base/log.h"
 #include "raw_agent.h"
 
 namespace nccl_triage {

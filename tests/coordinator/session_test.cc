@@ -1,7 +1,7 @@
 // The agent's side of the session: back-off, the unique-id relay and verdicts through the real
 // coordinator, and the closed set of assignments, busy GPUs and cancellation against a scripted
 // coordinator. AgentServices is a fake: no child processes here.
-#include "coordinator/session.h"
+#include "coordinator_client/session.h"
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -16,11 +16,11 @@
 #include <sstream>
 #include <thread>
 
-#include "coordinator/convert.h"
+#include "base/log.h"
 #include "coordinator/server.h"
-#include "daemon/log.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
 #include "raw_agent.h"
+#include "wire/convert.h"
 
 namespace nccl_triage {
 namespace {

@@ -1,11 +1,11 @@
-#include "coordinator/sweep.h"
+#include "planner/sweep.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 #include <set>
 
-#include "coordinator/schedule.h"
+#include "planner/schedule.h"
 
 namespace nccl_triage {
 namespace {

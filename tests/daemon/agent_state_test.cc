@@ -1,4 +1,4 @@
-#include "daemon/agent_state.h"
+#include "state/agent_state.h"
 
 #include <gtest/gtest.h>
 

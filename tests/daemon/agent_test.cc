@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/fake_clock.h"
+
 namespace nccl_triage {
 namespace {
 
@@ -48,9 +50,9 @@ TEST_F(AgentTest, CycleStoresReportSummaryAndPassesThePreviousSnapshotToTheCheck
   Agent agent(
       {.interval = 10s}, [&]() -> StatusOr<NodeSnapshot> { return Snapshot(errors += 5); },
       [&](const NodeSnapshot& now, const NodeSnapshot* prev) {
-        seen_previous.push_back(prev ? std::optional(prev->ib_devices[0].ports[0].counters.at(
-                                           "symbol_error"))
-                                     : std::nullopt);
+        seen_previous.push_back(
+            prev ? std::optional(prev->ib_devices[0].ports[0].counters.at("symbol_error"))
+                 : std::nullopt);
         (void)now;
         return std::vector<Finding>{Fail("ib.port_errors", FaultClass::kIbResource)};
       },
@@ -158,8 +160,8 @@ class FakeLink : public CoordinatorLink {
     a.mode = ProbeMode::kIb;
     ProbeResult r = services.RunProbe(a, stop);
     PairVerdict v;
-    v.fault_class = r.outcome == ProbeOutcome::kPass ? FaultClass::kHealthy
-                                                     : FaultClass::kIbResource;
+    v.fault_class =
+        r.outcome == ProbeOutcome::kPass ? FaultClass::kHealthy : FaultClass::kIbResource;
     v.basis = Basis::kProbes;
     services.SetPairVerdict(a.peer, v);
     services.SetNodeVerdict(NodeVerdict{v.fault_class, Basis::kProbes, {"ib.port_state"}, "x"});

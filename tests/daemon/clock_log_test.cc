@@ -3,8 +3,9 @@
 #include <sstream>
 #include <thread>
 
-#include "daemon/clock.h"
-#include "daemon/log.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "support/fake_clock.h"
 
 namespace nccl_triage {
 namespace {

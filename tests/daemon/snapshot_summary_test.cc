@@ -1,4 +1,4 @@
-#include "daemon/snapshot_summary.h"
+#include "state/snapshot_summary.h"
 
 #include <gtest/gtest.h>
 

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Runs every Grafana dashboard query, and the alert rules, against a real Prometheus (Debian's
 # `prometheus`, on loopback) that scrapes running nccl-triage processes:
-#   - agents judging fixture roots: `nccl-triage agent --standalone --root tests/fixtures/<f>`
+#   - agents judging fixture roots: `nccl-triage-server agent --standalone --root tests/fixtures/<f>`
 #     (node verdicts, checks, ports, limits, freshness; gpu-pods runs three GPU pods, so its
 #     agent's workload view exports workload_check_status);
-#   - `nccl-triage demo --serve` when the binary has it (probes, pairs, coordinator metrics).
-# Without demo, the queries of metrics only probes and the coordinator export are reported as
+#   - `nccl-triage-demo --serve` when it was built (probes, pairs, coordinator metrics).
+# Without the demo, the queries of metrics only probes and the coordinator export are reported as
 # SKIP with that reason. Without an `agent` subcommand the test is skipped (exit 77).
 #
-# Usage: dashboard_live.sh NCCL_TRIAGE DEPLOYCHECK PROMETHEUS SOURCE_DIR WORK_DIR
+# Usage: dashboard_live.sh NCCL_TRIAGE_SERVER NCCL_TRIAGE_DEMO DEPLOYCHECK PROMETHEUS SOURCE_DIR WORK_DIR
 set -euo pipefail
-bin="$1"; deploycheck="$2"; prometheus="$3"; src="$4"; work="$5"
+bin="$1"; demo_bin="$2"; deploycheck="$3"; prometheus="$4"; src="$5"; work="$6"
 fixtures="$src/tests/fixtures"
 dashboard="$src/helm/nccl-triage/files/nccl-triage-dashboard.json"
 rules="$src/helm/nccl-triage/files/nccl-triage-rules.yaml"
@@ -67,17 +67,17 @@ for f in "${scenarios[@]}"; do
         labels: {node: '$f'}"
 done
 
-# Probe, pair and coordinator metrics come only from sweeps: `nccl-triage demo --serve` runs a
+# Probe, pair and coordinator metrics come only from sweeps: `nccl-triage-demo --serve` runs a
 # coordinator and 8 agents on fixture roots with the fake NCCL (faults: node-2 port down, a bad
 # cable between node-4 and node-6), finishes its sweeps, then serves every /metrics endpoint and
-# prints their URLs. Without demo in the binary, those queries are reported as SKIP.
+# prints their URLs. Without the demo executable, those queries are reported as SKIP.
 demo_job=""
 demo_alerts=()
 skip_args=(--skip-metric 'nccl_triage_(probe_|pair_verdict|last_probe_|coordinator_|nccl_info)'
-           --skip-reason "exported only by probes and the coordinator: needs 'nccl-triage demo --serve'")
+           --skip-reason "exported only by probes and the coordinator: needs 'nccl-triage-demo --serve'")
 targets_expected=${#scenarios[@]}
-if has_cmd demo --serve; then
-  "$bin" demo --serve --work-dir "$work/demo" >"$work/demo.log" 2>&1 &
+if [[ -x "$demo_bin" ]] && "$demo_bin" --help 2>&1 | grep -q -- --serve; then
+  "$demo_bin" --serve --work-dir "$work/demo" >"$work/demo.log" 2>&1 &
   demo_pid=$!
   pids+=("$demo_pid")
   for _ in $(seq 4200); do

@@ -19,7 +19,7 @@ using namespace testing;
 
 // `nccl-triage check --format json --root ROOT`: what the checks say about a fixture.
 nlohmann::json CheckJson(const std::string& root) {
-  std::string cmd = AgentBinary() + " check --format json --root " + root + " 2>/dev/null";
+  std::string cmd = CheckBinary() + " check --format json --root " + root + " 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -88,7 +88,8 @@ TEST(AgentBinary, OnceAgreesWithCheckOnEveryFixture) {
 
 TEST(AgentBinary, BadFlagsAndAnUnusableRootExitWithUsageCode) {
   auto run = [](const std::string& args) {
-    return WEXITSTATUS(std::system((AgentBinary() + " agent " + args + " >/dev/null 2>&1").c_str()));
+    return WEXITSTATUS(
+        std::system((AgentBinary() + " agent " + args + " >/dev/null 2>&1").c_str()));
   };
   EXPECT_EQ(run("--bogus"), 2);
   EXPECT_EQ(run("--root /nonexistent-root --once"), 2);
@@ -140,7 +141,8 @@ TEST(Prometheus, ScrapesAgentsAndAnswersTheVerdictOfTheChecks) {
     EXPECT_EQ(classes[f], check["class"].get<std::string>()) << f;
   }
   // The one-hot gauge carries every class: exactly four series per agent.
-  auto all = HttpGet(prom_port, "/api/v1/query?query=count%20by%20(fixture)%20(nccl_triage_node_verdict)");
+  auto all =
+      HttpGet(prom_port, "/api/v1/query?query=count%20by%20(fixture)%20(nccl_triage_node_verdict)");
   ASSERT_TRUE(all);
   for (const auto& series : nlohmann::json::parse(all->body)["data"]["result"]) {
     EXPECT_EQ(series["value"][1], "4") << series.dump();
@@ -155,7 +157,8 @@ const std::map<std::string, std::string> kNodeExporterCounters = {
     {"local_link_integrity_errors", "node_infiniband_local_link_integrity_errors_total"},
     {"port_rcv_constraint_errors", "node_infiniband_port_receive_constraint_errors_total"},
     {"port_rcv_errors", "node_infiniband_port_errors_received_total"},
-    {"port_rcv_remote_physical_errors", "node_infiniband_port_receive_remote_physical_errors_total"},
+    {"port_rcv_remote_physical_errors",
+     "node_infiniband_port_receive_remote_physical_errors_total"},
     {"port_rcv_switch_relay_errors", "node_infiniband_port_receive_switch_relay_errors_total"},
     {"port_xmit_constraint_errors", "node_infiniband_port_transmit_constraint_errors_total"},
     {"port_xmit_discards", "node_infiniband_port_transmit_discards_total"},
@@ -166,13 +169,9 @@ const std::map<std::string, std::string> kNodeExporterCounters = {
 // The kernel's numbers for the state names (drivers/infiniband/core/sysfs.c).
 const std::map<std::string, int> kStateIds = {{"NOP", 0},   {"DOWN", 1},   {"INIT", 2},
                                               {"ARMED", 3}, {"ACTIVE", 4}, {"ACTIVE_DEFER", 5}};
-const std::map<std::string, int> kPhysIds = {{"Sleep", 1},
-                                             {"Polling", 2},
-                                             {"Disabled", 3},
-                                             {"PortConfigurationTraining", 4},
-                                             {"LinkUp", 5},
-                                             {"LinkErrorRecovery", 6},
-                                             {"Phy Test", 7}};
+const std::map<std::string, int> kPhysIds = {
+    {"Sleep", 1},  {"Polling", 2},           {"Disabled", 3}, {"PortConfigurationTraining", 4},
+    {"LinkUp", 5}, {"LinkErrorRecovery", 6}, {"Phy Test", 7}};
 
 TEST(NodeExporter, AgreesOnPortStatePhysicalStateRateAndErrorCountersOfEveryIbFixture) {
   std::string node_exporter = FindProgram("prometheus-node-exporter");

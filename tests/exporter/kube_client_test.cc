@@ -1,6 +1,6 @@
 // The real Kubernetes client against a local HTTPS server that checks what a real API server
 // would: the bearer token, the content type, the path and the body.
-#include "exporter/kube_client.h"
+#include "kube/kube_client.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -13,6 +13,7 @@
 
 #include "exporter/annotations.h"
 #include "exporter/kube_publisher.h"
+#include "support/fake_clock.h"
 #include "tls_test_cert.h"
 
 namespace nccl_triage {
@@ -36,9 +37,7 @@ class TempDir {
   std::string path_;
 };
 
-void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 // A fake API server: records requests, answers what the test scripts.
 class ApiServer {
@@ -46,8 +45,11 @@ class ApiServer {
   explicit ApiServer(const testing::TestCert& cert)
       : server_(cert.cert_path.c_str(), cert.key_path.c_str()) {
     auto handler = [this](const httplib::Request& req, httplib::Response& res) {
-      Seen seen{req.method, req.path, req.get_header_value("Authorization"),
-                req.get_header_value("Content-Type"), req.body,
+      Seen seen{req.method,
+                req.path,
+                req.get_header_value("Authorization"),
+                req.get_header_value("Content-Type"),
+                req.body,
                 req.has_param("fieldSelector") ? req.get_param_value("fieldSelector") : ""};
       {
         std::lock_guard lock(mu_);
@@ -154,8 +156,8 @@ TEST_F(KubeClientTest, PatchesPodAnnotationsAsAMergePatchWithTheBearerToken) {
 
 TEST_F(KubeClientTest, PatchesTheNodeStatusConditionAndCreatesEvents) {
   auto client = Client();
-  NodeCondition c{"NcclFabricReady", "False", "IbResource", "ib.port_state", 1700000000000,
-                  1690000000000};
+  NodeCondition c{"NcclFabricReady", "False",       "IbResource",
+                  "ib.port_state",   1700000000000, 1690000000000};
   EXPECT_TRUE(client->PatchNodeCondition("gpu-node-1", c).ok());
   auto seen = server_.Last();
   EXPECT_EQ(seen.path, "/api/v1/nodes/gpu-node-1/status");

@@ -5,7 +5,8 @@
 #include <sstream>
 #include <thread>
 
-#include "exporter/fake_kube_client.h"
+#include "support/fake_clock.h"
+#include "support/fake_kube_client.h"
 #include "test_state.h"
 
 namespace nccl_triage {
@@ -226,7 +227,10 @@ TEST_F(PublisherTest, OnStateNeverWaitsForASlowApiServer) {
   Cycle(Good());
   pub.OnState(state_.View());
   EXPECT_LT(std::chrono::steady_clock::now() - start, 50ms);
-  for (int i = 0; i < 300 && kube_.Annotations("nccl-triage", "agent-abcde")["nccl-triage.io/verdict"] != "healthy"; ++i) {
+  for (int i = 0;
+       i < 300 &&
+       kube_.Annotations("nccl-triage", "agent-abcde")["nccl-triage.io/verdict"] != "healthy";
+       ++i) {
     std::this_thread::sleep_for(10ms);
   }
   EXPECT_EQ(kube_.Annotations("nccl-triage", "agent-abcde")["nccl-triage.io/verdict"], "healthy");

@@ -25,7 +25,11 @@
 
 namespace nccl_triage::testing {
 
-inline std::string AgentBinary() { return std::string(NCCL_TRIAGE_BINARY_DIR) + "/nccl-triage"; }
+inline std::string AgentBinary() {
+  return std::string(NCCL_TRIAGE_BINARY_DIR) + "/nccl-triage-server";
+}
+// The small executable (`check`), which the agent's probe children are too.
+inline std::string CheckBinary() { return std::string(NCCL_TRIAGE_BINARY_DIR) + "/nccl-triage"; }
 inline std::string SourceDir() { return NCCL_TRIAGE_SOURCE_DIR; }
 inline std::string FixtureRoot(const std::string& name) {
   return SourceDir() + "/tests/fixtures/" + name;
@@ -156,15 +160,15 @@ inline std::optional<HttpResult> HttpGet(int port, const std::string& path) {
   return HttpResult{res->status, res->body};
 }
 
-// Starts `nccl-triage agent --standalone --root ROOT --listen 127.0.0.1:0` and learns the port
-// from its start-up log line; waits (bounded) for /readyz.
+// Starts `nccl-triage-server agent --standalone --root ROOT --listen 127.0.0.1:0` and learns the
+// port from its start-up log line; waits (bounded) for /readyz.
 class AgentProcess {
  public:
   AgentProcess(const std::string& root, const std::string& log_path,
                std::vector<std::string> extra = {})
       : log_path_(log_path) {
-    std::vector<std::string> argv = {AgentBinary(), "agent", "--standalone", "--root", root,
-                                     "--listen", "127.0.0.1:0"};
+    std::vector<std::string> argv = {AgentBinary(), "agent",    "--standalone", "--root",
+                                     root,          "--listen", "127.0.0.1:0"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     child_ = std::make_unique<Child>(argv, log_path);
   }

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "daemon/agent_state.h"
+#include "state/agent_state.h"
 
 namespace nccl_triage::testing {
 
@@ -54,7 +54,8 @@ inline void FillPeers(AgentState& state, int peers, int64_t now_ms) {
       ProbeResult r;
       r.peer = peer;
       r.mode = mode;
-      r.outcome = (i % 7 == 3 && mode == ProbeMode::kIb) ? ProbeOutcome::kFail : ProbeOutcome::kPass;
+      r.outcome =
+          (i % 7 == 3 && mode == ProbeMode::kIb) ? ProbeOutcome::kFail : ProbeOutcome::kPass;
       r.busbw_bytes_per_second = mode == ProbeMode::kIb ? 23.5e9 : 2.1e9;
       r.duration_seconds = mode == ProbeMode::kIb ? 4.2 : 7.9;
       r.nccl_version = "2.28.9";

@@ -1,5 +1,6 @@
 // The committed fixture trees are exactly what fixture-gen writes today: regenerate every scenario
 // into a temporary directory and compare entry by entry (type, content, link target).
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -8,9 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include <gtest/gtest.h>
-
-#include "fixture/fixture.h"
+#include "support/fixture/fixture.h"
 
 namespace nccl_triage {
 namespace {
@@ -21,7 +20,8 @@ namespace fs = std::filesystem;
 // git does not keep empty ones, so the generator must not make any).
 std::map<std::string, std::string> Describe(const fs::path& root) {
   std::map<std::string, std::string> out;
-  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator();
+       ++it) {
     const std::string rel = it->path().lexically_relative(root).string();
     if (it->is_symlink()) {
       out[rel] = "link:" + fs::read_symlink(it->path()).string();
@@ -69,7 +69,8 @@ TEST(FixtureDrift, CommittedTreesMatchTheGenerator) {
 }
 
 TEST(FixtureDrift, WrittenTreeEqualsBuiltTree) {
-  const fs::path dir = fs::temp_directory_path() / ("nccl-triage-written-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("nccl-triage-written-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   auto spec = FixturePreset("ib-busy");
   ASSERT_TRUE(spec.ok());
@@ -79,7 +80,8 @@ TEST(FixtureDrift, WrittenTreeEqualsBuiltTree) {
 }
 
 TEST(FixtureDrift, EveryRootFolderHasAPreset) {
-  // Other fixtures (logs, configs) may live next to the roots; a folder with proc/ or sys/ is a root.
+  // Other fixtures (logs, configs) may live next to the roots; a folder with proc/ or sys/ is a
+  // root.
   const fs::path committed = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/fixtures";
   std::set<std::string> scenarios;
   for (const auto& s : FixtureScenarios()) scenarios.insert(s);
@@ -100,7 +102,8 @@ TEST(FixtureDrift, ReadmeListsEveryScenario) {
 }
 
 TEST(FixtureWriter, RefusesANonEmptyDirectory) {
-  const fs::path dir = fs::temp_directory_path() / ("nccl-triage-nonempty-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("nccl-triage-nonempty-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::ofstream(dir / "keep") << "x";
   auto st = WriteFixture(*FixturePreset("cpu-only"), dir.string());
@@ -111,10 +114,12 @@ TEST(FixtureWriter, RefusesANonEmptyDirectory) {
 
 TEST(FixtureWriter, LimitsTextMatchesKernelColumns) {
   const std::string text = LimitsText({{false, 65536}, {false, 65536}}, {{true, 0}, {true, 0}});
-  EXPECT_NE(text.find("Limit                     Soft Limit           Hard Limit           Units     \n"),
-            std::string::npos);
-  EXPECT_NE(text.find("Max locked memory         65536                65536                bytes     \n"),
-            std::string::npos);
+  EXPECT_NE(
+      text.find("Limit                     Soft Limit           Hard Limit           Units     \n"),
+      std::string::npos);
+  EXPECT_NE(
+      text.find("Max locked memory         65536                65536                bytes     \n"),
+      std::string::npos);
   EXPECT_NE(text.find("Max nice priority         0                    0                    \n"),
             std::string::npos);
 }

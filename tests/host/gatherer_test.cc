@@ -2,6 +2,7 @@
 // over damaged copies of them.
 #include "host/gatherer.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,10 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include <gtest/gtest.h>
-
-#include "fixture/fixture.h"
 #include "host/root_reader.h"
+#include "support/fixture/fixture.h"
 
 namespace nccl_triage {
 namespace {
@@ -361,7 +360,8 @@ TEST(GatherSnapshot, IbBusyFindsOtherHoldersOnce) {
   NodeSnapshot s = Gather("ib-busy");
   ASSERT_EQ(s.uverbs_holders.size(), 2u);
   EXPECT_EQ(s.uverbs_holders[0], (DeviceHolder{31337, "python3", "/dev/infiniband/uverbs0"}));
-  EXPECT_EQ(s.uverbs_holders[1], (DeviceHolder{31338, "pt_main_thread", "/dev/infiniband/uverbs1"}));
+  EXPECT_EQ(s.uverbs_holders[1],
+            (DeviceHolder{31338, "pt_main_thread", "/dev/infiniband/uverbs1"}));
   ASSERT_EQ(s.gpu_holders.size(), 2u);
   EXPECT_EQ(s.gpu_holders[0], (DeviceHolder{31337, "python3", "/dev/nvidia0"}));
   EXPECT_EQ(s.gpu_holders[1], (DeviceHolder{31338, "pt_main_thread", "/dev/nvidia1"}));
@@ -469,7 +469,9 @@ TEST_F(DamagedFixture, GarbageEmptyAndTruncatedFilesBecomeFactErrors) {
   Write(Port(0) + "pkeys/1", "zz\n");
   Write(Port(1) + "link_layer", "\n\n");
   Write("proc/self/limits", "Limit Soft Limit Hard Limit Units\nMax locked memory 655");
-  Write("proc/meminfo", std::string("\x7f" "ELF\x02\x01\x01\0\0\0", 10));
+  Write("proc/meminfo", std::string("\x7f"
+                                    "ELF\x02\x01\x01\0\0\0",
+                                    10));
   Write("proc/cpuinfo", "processor\t: 0\nvendor_id\t: Authen");
   Write("proc/self/status", "Name:\tnccl-triage\nCapEff:\tnot-hex\n");
   Write("proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX x86_64 Kern");
@@ -545,7 +547,8 @@ class FakeVerbs : public VerbsProvider {
     return devices;
   }
   StatusOr<std::vector<VerbsPort>> QueryPorts(const std::string& device) override {
-    if (device == "mlx5_1") return Unavailable("ibv_open_device(mlx5_1): Permission denied (errno 13)");
+    if (device == "mlx5_1")
+      return Unavailable("ibv_open_device(mlx5_1): Permission denied (errno 13)");
     return std::vector<VerbsPort>{{device, 1, "ACTIVE", 4096, 8, 128, "InfiniBand"}};
   }
   Status RegisterMemory(const std::string& device, uint64_t bytes) override {
@@ -583,8 +586,9 @@ TEST(GatherSnapshot, FakeVerbsFillLiveFacts) {
   EXPECT_EQ(s->live.verbs_error, "ibv_open_device(mlx5_1): Permission denied (errno 13)");
   ASSERT_EQ(s->live.mr_registrations.size(), 2u);
   EXPECT_EQ(s->live.mr_registrations[0], (MrRegistration{"mlx5_0", 1 << 20, true, ""}));
-  EXPECT_EQ(s->live.mr_registrations[1],
-            (MrRegistration{"mlx5_1", 1 << 20, false, "ibv_reg_mr: Cannot allocate memory (errno 12)"}));
+  EXPECT_EQ(
+      s->live.mr_registrations[1],
+      (MrRegistration{"mlx5_1", 1 << 20, false, "ibv_reg_mr: Cannot allocate memory (errno 12)"}));
   EXPECT_EQ(verbs.registered.size(), 2u);
   EXPECT_EQ(Interface(*s, "ib0")->addresses,
             (std::vector<std::string>{"10.10.0.11/16", "fe80::ba3f:d203:c1:a01/64"}));

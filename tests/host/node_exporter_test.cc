@@ -4,6 +4,7 @@
 // prometheus-node-exporter binary is absent; every wait is bounded.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -19,11 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "fixture/fixture.h"
 #include "host/gatherer.h"
 #include "host/parsers.h"
+#include "support/fixture/fixture.h"
 
 namespace nccl_triage {
 namespace {
@@ -54,7 +53,8 @@ int FreePort() {
 }
 
 // One HTTP/1.0 GET on 127.0.0.1, bounded by `timeout`; nullopt when nothing answered.
-std::optional<std::string> HttpGet(int port, const std::string& path, std::chrono::milliseconds timeout) {
+std::optional<std::string> HttpGet(int port, const std::string& path,
+                                   std::chrono::milliseconds timeout) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return std::nullopt;
   timeval tv{static_cast<time_t>(timeout.count() / 1000),
@@ -69,7 +69,8 @@ std::optional<std::string> HttpGet(int port, const std::string& path, std::chron
     ::close(fd);
     return std::nullopt;
   }
-  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  const std::string req =
+      "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
     ::close(fd);
     return std::nullopt;
@@ -84,7 +85,8 @@ std::optional<std::string> HttpGet(int port, const std::string& path, std::chron
   }
   ::close(fd);
   size_t body = resp.find("\r\n\r\n");
-  if (resp.rfind("HTTP/1.", 0) != 0 || resp.find(" 200 ") == std::string::npos || body == std::string::npos) {
+  if (resp.rfind("HTTP/1.", 0) != 0 || resp.find(" 200 ") == std::string::npos ||
+      body == std::string::npos) {
     return std::nullopt;
   }
   return resp.substr(body + 4);
@@ -233,7 +235,8 @@ TEST(NodeExporterCrossCheck, InfinibandCollectorAgreesWithSnapshotOnEveryFixture
         EXPECT_EQ(metric("rate_bytes_per_second"), *port.rate_gbps.value * 125e6) << key;
         // port_rcv_data / port_xmit_data count 4-byte words; node_exporter reports bytes.
         EXPECT_EQ(metric("port_data_received_bytes_total"), counter("port_rcv_data") * 4) << key;
-        EXPECT_EQ(metric("port_data_transmitted_bytes_total"), counter("port_xmit_data") * 4) << key;
+        EXPECT_EQ(metric("port_data_transmitted_bytes_total"), counter("port_xmit_data") * 4)
+            << key;
         EXPECT_EQ(metric("port_packets_received_total"), counter("port_rcv_packets")) << key;
         EXPECT_EQ(metric("port_packets_transmitted_total"), counter("port_xmit_packets")) << key;
         EXPECT_EQ(metric("link_downed_total"), counter("link_downed")) << key;

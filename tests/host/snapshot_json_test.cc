@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fixture/fixture.h"
 #include "host/gatherer.h"
+#include "support/fixture/fixture.h"
 
 namespace nccl_triage {
 namespace {
@@ -61,7 +61,10 @@ NodeSnapshot EverythingSet() {
   s.uverbs = {{"uverbs0", "mlx5_0"}};
   s.dev_infiniband_present = true;
   s.dev_infiniband = {"rdma_cm", "uverbs0"};
-  s.interfaces = {{"ib0", {std::string("up"), "o", ""}, {32, "t", ""}, {std::nullopt, "m", "missing"},
+  s.interfaces = {{"ib0",
+                   {std::string("up"), "o", ""},
+                   {32, "t", ""},
+                   {std::nullopt, "m", "missing"},
                    {"10.0.0.1/24", "fe80::1/64"}}};
   s.modules = {{"ib_uverbs", true, "", "sys/module/ib_uverbs"},
                {"nvidia_peermem", false, "", "sys/module/nvidia_peermem"}};
@@ -84,7 +87,8 @@ NodeSnapshot EverythingSet() {
   s.live.verbs_error = "ibv_open_device(mlx5_1): Permission denied (errno 13)";
   s.live.verbs_devices = {"mlx5_0", "mlx5_1"};
   s.live.verbs_ports = {{"mlx5_0", 1, "ACTIVE", 4096, 8, 128, "InfiniBand"}};
-  s.live.mr_registrations = {{"mlx5_0", 67108864, false, "ibv_reg_mr: Cannot allocate memory (errno 12)"}};
+  s.live.mr_registrations = {
+      {"mlx5_0", 67108864, false, "ibv_reg_mr: Cannot allocate memory (errno 12)"}};
   s.files_read = {{"proc/self/limits", 1}, {"proc/cpuinfo", 2}};
   return s;
 }
@@ -145,7 +149,8 @@ TEST(SnapshotJson, BadShapesAreErrorsNamingTheKey) {
       {json(nullptr), "snapshot: expected an object"},
       {with("/schema", "nccl-triage/node-snapshot/v9"), "schema"},
       {with("/ib_devices", "mlx5_0"), "snapshot.ib_devices: expected an array"},
-      {with("/ib_devices/0/ports/0/pkeys/0", 70000), "snapshot.ib_devices[0].ports[0].pkeys[0]: number out of range"},
+      {with("/ib_devices/0/ports/0/pkeys/0", 70000),
+       "snapshot.ib_devices[0].ports[0].pkeys[0]: number out of range"},
       {with("/ib_devices/0/ports/0/lid/value", "0x1a"), "lid.value: expected an integer"},
       {with("/memlock/value", "unlimited"), "snapshot.memlock.value: expected an object"},
       {with("/memlock/value/soft/value", -1), "number out of range"},
@@ -153,8 +158,10 @@ TEST(SnapshotJson, BadShapesAreErrorsNamingTheKey) {
       {with("/self_pid", 4294967296ll), "snapshot.self_pid: number out of range"},
       {with("/hypervisor/value", "yes"), "expected true or false"},
       {with("/files_read", json::array({1, 2})), "snapshot.files_read: expected an object"},
-      {with("/live/mr_registrations/0", 3), "snapshot.live.mr_registrations[0]: expected an object"},
-      {with("/ib_devices/0/ports/0/counters/symbol_error", -5), "counters.symbol_error: number out of range"},
+      {with("/live/mr_registrations/0", 3),
+       "snapshot.live.mr_registrations[0]: expected an object"},
+      {with("/ib_devices/0/ports/0/counters/symbol_error", -5),
+       "counters.symbol_error: number out of range"},
       {with("/node", 17), "snapshot.node: expected a string"},
   };
   for (const auto& c : cases) {

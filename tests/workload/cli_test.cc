@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "services/services.h"
 #include "workload_test_util.h"
 
 namespace nccl_triage::workload {
@@ -18,7 +17,6 @@ using testing::GoodProcess;
 class CheckWorkloadsCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    UseLinkedServices(&LinkedServices());  // in-process: no module to load
     dir_ = new testing::TempDir();
     auto memlock = GoodProcess(4200, 2);
     memlock.memlock = {{false, 65536}, {false, 65536}};

@@ -1,11 +1,10 @@
 // The kubelet's pod-resources API over a real gRPC unix socket, served by a fake kubelet.
-#include "workload/pod_resources.h"
-
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <memory>
 
+#include "kubelet/pod_resources_client.h"
 #include "podresources/v1/api.grpc.pb.h"
 #include "workload_test_util.h"
 

@@ -22,12 +22,13 @@
 #include <sstream>
 #include <thread>
 
-#include "daemon/agent_state.h"
-#include "daemon/clock.h"
-#include "daemon/log.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "exporter/agent_http.h"
-#include "exporter/fake_kube_client.h"
 #include "exporter/metrics.h"
+#include "state/agent_state.h"
+#include "support/fake_clock.h"
+#include "support/fake_kube_client.h"
 #include "workload/monitor.h"
 #include "workload_test_util.h"
 

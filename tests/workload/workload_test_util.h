@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "checks/check.h"
-#include "fixture/fixture.h"
-#include "fixture/workload_fixture.h"
 #include "host/gatherer.h"
+#include "support/fixture/fixture.h"
+#include "support/fixture/workload_fixture.h"
 #include "workload/judge.h"
 #include "workload/scanner.h"
 

@@ -204,8 +204,8 @@ func runDockerfile(c *checker, args []string) {
 						"line %d: runtime stage copies %q from the build context", in.line, s)
 				} else {
 					c.check(from == "build", "line %d: copies from stage %q", in.line, from)
-					c.check(s == "/build/nccl-triage" || s == "/build/nccl-triage-services.so" || s == "/build/config.yaml",
-						"line %d: runtime stage copies %q from the build stage (only the binary, its module and the config)", in.line, s)
+					c.check(s == "/build/nccl-triage" || s == "/build/nccl-triage-server" || s == "/build/config.yaml",
+						"line %d: runtime stage copies %q from the build stage (only the two executables and the config)", in.line, s)
 				}
 			}
 		case "RUN":
@@ -216,11 +216,11 @@ func runDockerfile(c *checker, args []string) {
 	}
 	copies := stageText(runtime, "COPY")
 	c.check(strings.Contains(copies, "/build/nccl-triage /usr/bin/nccl-triage"), "the binary is not installed as /usr/bin/nccl-triage")
-	// The binary looks for its module at ../lib/nccl-triage/ (agent/app/services.cc).
-	c.check(strings.Contains(copies, "/build/nccl-triage-services.so /usr/lib/nccl-triage/nccl-triage-services.so"),
-		"the serving module is not installed as /usr/lib/nccl-triage/nccl-triage-services.so")
-	c.check(regexp.MustCompile(`nccl-triage (agent|coordinator|demo) --help`).MatchString(rRun),
-		"the runtime stage never loads the serving module (e.g. `nccl-triage coordinator --help`)")
+	// The server runs probes and workload lookups with the small executable beside it.
+	c.check(strings.Contains(copies, "/build/nccl-triage-server /usr/bin/nccl-triage-server"),
+		"the server is not installed as /usr/bin/nccl-triage-server (beside /usr/bin/nccl-triage)")
+	c.check(regexp.MustCompile(`nccl-triage-server (agent|coordinator) --help`).MatchString(rRun),
+		"the runtime stage never starts the server (e.g. `nccl-triage-server coordinator --help`)")
 	c.check(strings.Contains(copies, "/etc/nccl-triage/config.yaml"), "no default config at /etc/nccl-triage/config.yaml")
 	c.check(strings.Contains(stageText(runtime, "ENTRYPOINT"), "/usr/bin/nccl-triage"), "the entrypoint is not the binary")
 	c.check(strings.Contains(rRun, "--uid 65532"), "no non-root user (65532) for the coordinator")

@@ -599,7 +599,7 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	return nil
 }
 
-// kubeCalls maps each KubeClient method (agent/exporter/kube_client.h) to the permission it needs.
+// kubeCalls maps each KubeClient method (agent/kube/kube_api.h) to the permission it needs.
 var kubeCalls = map[string]string{
 	"PatchPodAnnotations":      "/pods:patch",
 	"PatchPodAnnotationsIfUid": "/pods:patch",
@@ -615,7 +615,7 @@ var kubeCalls = map[string]string{
 // what the code uses, no more, no less.
 func runRbacCode(c *checker, manifests, sources string) error {
 	c.scope = "rbac-code"
-	header, err := os.ReadFile(filepath.Join(sources, "exporter", "kube_client.h"))
+	header, err := os.ReadFile(filepath.Join(sources, "kube", "kube_api.h"))
 	if err != nil {
 		return err
 	}

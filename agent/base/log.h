@@ -1,0 +1,47 @@
+// Logger: one line per event, with a level and a component, written to a stream (stderr in the
+// binary, a string stream in tests).
+//
+// Not a global: the app creates one and passes it by reference to whatever logs. Lines look like
+//   2025-01-02T03:04:05.678Z WARN kube: patch pod annotations: HTTP 403 (forbidden)
+// Newlines inside a message are replaced so one event is always one line. Callers must never pass
+// credentials (the Kubernetes client logs statuses and paths, never headers). Thread-safe.
+#pragma once
+
+#include <iosfwd>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace nccl_triage {
+
+enum class LogLevel { kDebug, kInfo, kWarn, kError };
+
+std::string_view ToString(LogLevel level);
+// Parses debug|info|warn|error (case-insensitive); false on anything else.
+bool ParseLogLevel(std::string_view s, LogLevel* out);
+
+class Logger {
+ public:
+  explicit Logger(std::ostream& out, LogLevel min_level = LogLevel::kInfo);
+
+  void Log(LogLevel level, std::string_view component, std::string_view message);
+  void Debug(std::string_view component, std::string_view m) {
+    Log(LogLevel::kDebug, component, m);
+  }
+  void Info(std::string_view component, std::string_view m) { Log(LogLevel::kInfo, component, m); }
+  void Warn(std::string_view component, std::string_view m) { Log(LogLevel::kWarn, component, m); }
+  void Error(std::string_view component, std::string_view m) {
+    Log(LogLevel::kError, component, m);
+  }
+  bool Enabled(LogLevel level) const { return level >= min_level_; }
+
+ private:
+  std::mutex mu_;
+  std::ostream& out_;
+  LogLevel min_level_;
+};
+
+// "2025-01-02T03:04:05Z" (with_millis adds ".678").
+std::string FormatRfc3339(int64_t unix_ms, bool with_millis = false);
+
+}  // namespace nccl_triage

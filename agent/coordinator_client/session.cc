@@ -1,0 +1,492 @@
+#include "coordinator_client/session.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "base/log.h"
+#include "nccl_triage/v1/agent.grpc.pb.h"
+#include "wire/convert.h"
+
+namespace nccl_triage {
+namespace {
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Describe(const grpc::Status& s) {
+  std::string code;
+  switch (s.error_code()) {
+    case grpc::StatusCode::UNAUTHENTICATED:
+      code = "unauthenticated";
+      break;
+    case grpc::StatusCode::UNAVAILABLE:
+      code = "unavailable";
+      break;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      code = "invalid argument";
+      break;
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      code = "failed precondition";
+      break;
+    case grpc::StatusCode::ALREADY_EXISTS:
+      code = "replaced";
+      break;
+    case grpc::StatusCode::CANCELLED:
+      code = "cancelled";
+      break;
+    default:
+      code = "code " + std::to_string(static_cast<int>(s.error_code()));
+      break;
+  }
+  return s.error_message().empty() ? code : code + ": " + s.error_message();
+}
+
+}  // namespace
+
+std::chrono::milliseconds ReconnectDelay(int attempt, std::chrono::milliseconds initial,
+                                         std::chrono::milliseconds max, double random01) {
+  double d = static_cast<double>(initial.count()) * std::pow(2.0, std::min(attempt, 30));
+  d = std::min(d, static_cast<double>(max.count()));
+  random01 = std::clamp(random01, 0.0, 1.0);
+  return std::chrono::milliseconds(static_cast<int64_t>(d / 2 + d / 2 * random01));
+}
+
+// One stream to the coordinator, from Hello to its end.
+class CoordinatorSession::Connection {
+ public:
+  Connection(CoordinatorSession& owner, AgentServices& services)
+      : owner_(owner), services_(services), heartbeat_(owner.options_.heartbeat) {}
+
+  // Runs the stream to its end; returns why it ended, and whether a Welcome was received.
+  std::pair<std::string, bool> Run(std::stop_token stop) {
+    const SessionOptions& o = owner_.options_;
+    std::shared_ptr<grpc::ChannelCredentials> creds;
+    if (o.tls) {
+      grpc::SslCredentialsOptions ssl;
+      ssl.pem_root_certs = o.ca_pem;
+      creds = grpc::SslCredentials(ssl);
+    } else {
+      creds = grpc::InsecureChannelCredentials();
+    }
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 20'000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+    // A channel of its own for every attempt: a fresh connection, no shared subchannel state.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    auto channel = grpc::CreateCustomChannel(o.target, creds, args);
+    auto stub = v1::Coordinator::NewStub(channel);
+    if (!o.token.empty()) ctx_.AddMetadata("authorization", "Bearer " + o.token);
+    std::stop_callback cancel_on_stop(stop, [this] { ctx_.TryCancel(); });
+    stream_ = stub->Session(&ctx_);
+
+    v1::AgentMessage hello;
+    v1::Hello* h = hello.mutable_hello();
+    h->set_protocol_version(kProtocolVersion);
+    h->set_node(NodeName());
+    h->set_agent_version(o.version);
+    for (const auto& [k, v] : o.labels) (*h->mutable_labels())[k] = v;
+    *h->mutable_summary() = Summary();
+    last_summary_ = h->summary().SerializeAsString();
+    Write(hello);
+
+    std::jthread worker([this](std::stop_token st) { ProbeLoop(st); });
+    std::jthread beat([this](std::stop_token st) { HeartbeatLoop(st); });
+
+    v1::CoordinatorMessage msg;
+    while (stream_->Read(&msg)) Handle(msg);
+
+    // The stream is over: stop the threads (the worker cancels a running probe) and collect
+    // the status.
+    {
+      std::lock_guard lock(mu_);
+      ended_ = true;
+    }
+    cv_.notify_all();
+    beat.request_stop();
+    worker.request_stop();
+    {
+      std::lock_guard lock(mu_);
+      if (current_) current_->request_stop();
+    }
+    cv_.notify_all();
+    beat.join();
+    worker.join();
+    grpc::Status status = stream_->Finish();
+    std::string why = stop.stop_requested() ? "stopping" : Describe(status);
+    if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+      owner_.log_.Error("session", "the coordinator at " + o.target + " rejected this agent: " +
+                                       Describe(status) + " (check the shared token)");
+    }
+    return {why, welcomed_};
+  }
+
+ private:
+  std::string NodeName() {
+    if (!services_.NodeName().empty()) return services_.NodeName();
+    auto report = services_.LatestReport();
+    return report ? report->node : std::string();
+  }
+
+  v1::NodeSummary Summary() {
+    auto snapshot = services_.LatestSnapshot();
+    auto report = services_.LatestReport();
+    AgentStateView view = services_.state().View();
+    int cuda = 0;
+    for (const auto& [key, rec] : view.probes) {
+      if (rec && rec->result.cuda_driver_version > 0) cuda = rec->result.cuda_driver_version;
+    }
+    return MakeNodeSummary(snapshot.get(), report.get(), view.NcclVersion(), cuda, GpusBusy());
+  }
+
+  bool GpusBusy() {
+    if (services_.config().probe.allow_when_gpus_busy) return false;
+    auto snapshot = services_.LatestSnapshot();
+    return snapshot && !snapshot->gpu_holders.empty();
+  }
+
+  bool Write(const v1::AgentMessage& m) {
+    std::lock_guard lock(write_mu_);
+    if (write_failed_) return false;
+    if (!stream_->Write(m)) write_failed_ = true;
+    return !write_failed_;
+  }
+
+  void Handle(const v1::CoordinatorMessage& msg) {
+    switch (msg.body_case()) {
+      case v1::CoordinatorMessage::kWelcome: {
+        welcomed_ = true;
+        owner_.sessions_++;
+        if (msg.welcome().heartbeat_interval_seconds() > 0) {
+          std::lock_guard lock(mu_);
+          heartbeat_ = std::chrono::seconds(
+              std::min<uint32_t>(msg.welcome().heartbeat_interval_seconds(), 300));
+        }
+        cv_.notify_all();
+        services_.SetCoordinatorStatus("connected to " + owner_.options_.target);
+        owner_.log_.Info("session", "connected to the coordinator at " + owner_.options_.target);
+        break;
+      }
+      case v1::CoordinatorMessage::kAssignment: {
+        std::lock_guard lock(mu_);
+        if (queue_.size() >= 1 || current_id_ == msg.assignment().probe_id()) {
+          // One probe at a time: the coordinator never overlaps them, so this is a stale one.
+          Refuse(msg.assignment().probe_id(), "busy with another probe");
+          break;
+        }
+        queue_.push_back(msg.assignment());
+        cv_.notify_all();
+        break;
+      }
+      case v1::CoordinatorMessage::kUniqueId: {
+        std::lock_guard lock(mu_);
+        if (msg.unique_id().id().size() == kUniqueIdBytes) {
+          if (relays_.size() < 16) relays_[msg.unique_id().probe_id()] = msg.unique_id().id();
+        } else {
+          owner_.log_.Warn("session", "ignored a malformed unique id from the coordinator");
+        }
+        cv_.notify_all();
+        break;
+      }
+      case v1::CoordinatorMessage::kCancel: {
+        std::lock_guard lock(mu_);
+        const std::string& id = msg.cancel().probe_id();
+        if (id == current_id_ && current_) {
+          owner_.log_.Info("session", "probe " + id + " cancelled: " + msg.cancel().reason());
+          current_->request_stop();
+        }
+        for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+          if (it->probe_id() == id) {
+            Refuse(id, "cancelled: " + msg.cancel().reason());
+            queue_.erase(it);
+            break;
+          }
+        }
+        cancelled_.insert(id);
+        if (cancelled_.size() > 64) cancelled_.erase(cancelled_.begin());
+        cv_.notify_all();
+        break;
+      }
+      case v1::CoordinatorMessage::kVerdicts:
+        ApplyVerdicts(msg.verdicts());
+        break;
+      default:
+        owner_.log_.Warn("session", "ignored an empty message from the coordinator");
+        break;
+    }
+  }
+
+  void Refuse(const std::string& probe_id, const std::string& why) {
+    v1::AgentMessage m;
+    v1::ProbeReport* r = m.mutable_probe_report();
+    r->set_probe_id(probe_id);
+    r->set_outcome(v1::PROBE_OUTCOME_NOT_RUN);
+    r->set_skipped_reason(why);
+    Write(m);
+  }
+
+  void ApplyVerdicts(const v1::Verdicts& v) {
+    if (v.has_node() && v.node().fault_class() != v1::FAULT_CLASS_UNSPECIFIED) {
+      NodeVerdict nv;
+      nv.fault_class = FromProto(v.node().fault_class());
+      nv.basis = FromProto(v.node().basis());
+      for (const auto& c : v.node().causes()) nv.causes.push_back(c);
+      nv.reason = v.node().reason();
+      services_.SetNodeVerdict(nv);
+    }
+    std::set<std::string> now;
+    for (const auto& p : v.pairs()) {
+      if (!ValidNodeName(p.peer())) continue;
+      services_.SetPairVerdict(p.peer(), FromProto(p));
+      now.insert(p.peer());
+    }
+    for (const auto& peer : peers_) {
+      if (!now.count(peer)) services_.RemovePeer(peer);
+    }
+    peers_ = std::move(now);
+  }
+
+  void HeartbeatLoop(std::stop_token stop) {
+    std::unique_lock lock(mu_);
+    while (!stop.stop_requested() && !ended_) {
+      cv_.wait_for(lock, heartbeat_, [&] { return stop.stop_requested() || ended_; });
+      if (stop.stop_requested() || ended_) return;
+      lock.unlock();
+      v1::AgentMessage m;
+      m.mutable_heartbeat()->set_sent_at_unix_ms(static_cast<uint64_t>(NowUnixMs()));
+      v1::NodeSummary summary = Summary();
+      std::string bytes = summary.SerializeAsString();
+      if (bytes != last_summary_) {
+        *m.mutable_heartbeat()->mutable_summary() = std::move(summary);
+        last_summary_ = std::move(bytes);
+      }
+      Write(m);
+      lock.lock();
+    }
+  }
+
+  void ProbeLoop(std::stop_token stop) {
+    for (;;) {
+      v1::ProbeAssignment a;
+      std::stop_source probe_stop;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop.stop_requested() || ended_ || !queue_.empty(); });
+        if (stop.stop_requested() || ended_) return;
+        a = queue_.front();
+        queue_.pop_front();
+        current_id_ = a.probe_id();
+        current_ = &probe_stop;
+        if (cancelled_.count(a.probe_id())) probe_stop.request_stop();
+      }
+      std::stop_callback forward(stop, [&probe_stop] { probe_stop.request_stop(); });
+      v1::AgentMessage out;
+      *out.mutable_probe_report() = RunAssignment(a, probe_stop.get_token());
+      {
+        std::lock_guard lock(mu_);
+        current_ = nullptr;
+        current_id_.clear();
+        relays_.erase(a.probe_id());
+      }
+      Write(out);
+      // The summary may have changed (the probe told the NCCL version): say so at once.
+      v1::NodeSummary summary = Summary();
+      std::string bytes = summary.SerializeAsString();
+      if (bytes != last_summary_) {
+        v1::AgentMessage m;
+        m.mutable_heartbeat()->set_sent_at_unix_ms(static_cast<uint64_t>(NowUnixMs()));
+        *m.mutable_heartbeat()->mutable_summary() = std::move(summary);
+        last_summary_ = std::move(bytes);
+        Write(m);
+      }
+    }
+  }
+
+  v1::ProbeReport RunAssignment(const v1::ProbeAssignment& a, std::stop_token stop) {
+    v1::ProbeReport refused;
+    refused.set_probe_id(a.probe_id());
+    refused.set_outcome(v1::PROBE_OUTCOME_NOT_RUN);
+    auto mode = FromProto(a.mode());
+    auto size = ProbeSizeBytes(a.size());
+    if (!mode || !size || a.rank() > 1 || !ValidNodeName(a.peer()) || a.peer() == NodeName()) {
+      refused.set_skipped_reason("rejected: the assignment is outside the closed set");
+      owner_.log_.Warn("session", "refused malformed assignment " + a.probe_id().substr(0, 64));
+      return refused;
+    }
+    if (GpusBusy()) {
+      auto snapshot = services_.LatestSnapshot();
+      std::string who;
+      if (snapshot && !snapshot->gpu_holders.empty()) {
+        const auto& h = snapshot->gpu_holders.front();
+        who = " (" + h.comm + " pid " + std::to_string(h.pid) + " holds " + h.device + ")";
+      }
+      refused.set_skipped_reason("skipped: GPUs busy" + who);
+      return refused;
+    }
+    if (stop.stop_requested()) {
+      refused.set_skipped_reason("cancelled");
+      return refused;
+    }
+    const int max_timeout = std::max(services_.config().probe.timeout_seconds, 1);
+    ProbeAssignment pa;
+    pa.peer = a.peer();
+    pa.mode = *mode;
+    pa.rank = static_cast<int>(a.rank());
+    pa.nranks = 2;
+    pa.size_bytes = *size;
+    pa.timeout_seconds = std::clamp(
+        static_cast<int>(std::min<uint32_t>(a.deadline_seconds(), 86400)), 1, max_timeout);
+    const std::string probe_id = a.probe_id();
+    pa.publish_unique_id = [this, probe_id](const std::string& hex) {
+      auto bytes = HexToBytes(hex);
+      if (!bytes || bytes->size() != kUniqueIdBytes) {
+        owner_.log_.Warn("session", "the probe child printed a malformed unique id");
+        return;
+      }
+      v1::AgentMessage m;
+      m.mutable_unique_id()->set_probe_id(probe_id);
+      m.mutable_unique_id()->set_id(*bytes);
+      Write(m);
+    };
+    pa.await_unique_id = [this, probe_id](std::stop_token st) -> std::optional<std::string> {
+      std::unique_lock lock(mu_);
+      std::stop_callback wake(st, [this] { cv_.notify_all(); });
+      cv_.wait(lock, [&] { return st.stop_requested() || ended_ || relays_.count(probe_id); });
+      auto it = relays_.find(probe_id);
+      if (it == relays_.end()) return std::nullopt;
+      return BytesToHex(it->second);
+    };
+    ProbeResult r = services_.RunProbe(pa, stop);
+    return ToProbeReport(r, probe_id);
+  }
+
+  CoordinatorSession& owner_;
+  AgentServices& services_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>> stream_;
+  std::mutex write_mu_;
+  bool write_failed_ = false;
+
+  std::mutex mu_;
+  std::condition_variable_any cv_;
+  bool ended_ = false;
+  bool welcomed_ = false;
+  std::chrono::milliseconds heartbeat_;
+  std::deque<v1::ProbeAssignment> queue_;
+  std::string current_id_;
+  std::stop_source* current_ = nullptr;
+  std::map<std::string, std::string> relays_;  // probe id -> unique id bytes
+  std::set<std::string> cancelled_;
+  std::set<std::string> peers_;  // peers with a pair verdict set by this connection
+  std::string last_summary_;     // serialized, to send it again only when it changed
+};
+
+CoordinatorSession::CoordinatorSession(SessionOptions options, Logger& log)
+    : options_(std::move(options)), log_(log) {}
+
+CoordinatorSession::~CoordinatorSession() = default;
+
+uint64_t CoordinatorSession::sessions() const { return sessions_.load(); }
+
+void CoordinatorSession::Run(AgentServices& services, std::stop_token stop) {
+  // The Hello carries the node's findings: wait for the first check cycle.
+  services.SetCoordinatorStatus("waiting for the first check cycle");
+  services.WaitForCycle(0, stop);
+  uint64_t seed = options_.seed;
+  if (seed == 0) seed = std::hash<std::string>{}(services.NodeName()) | 1;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  int attempt = 0;
+  std::mutex sleep_mu;
+  std::condition_variable_any sleep_cv;
+  while (!stop.stop_requested()) {
+    services.SetCoordinatorStatus("connecting to " + options_.target);
+    std::string why;
+    bool welcomed = false;
+    try {
+      Connection c(*this, services);
+      std::tie(why, welcomed) = c.Run(stop);
+    } catch (const std::exception& e) {
+      why = std::string("session failed: ") + e.what();
+    }
+    if (stop.stop_requested()) break;
+    if (welcomed) attempt = 0;  // a session that worked resets the back-off
+    auto delay =
+        ReconnectDelay(attempt++, options_.backoff_initial, options_.backoff_max, uniform(rng));
+    const std::string line = "reconnecting in " + std::to_string(delay.count()) + " ms: " + why;
+    services.SetCoordinatorStatus(line);
+    log_.Info("session", line);
+    std::unique_lock lock(sleep_mu);
+    sleep_cv.wait_for(lock, stop, delay, [] { return false; });
+  }
+  services.SetCoordinatorStatus("stopped");
+}
+
+StatusOr<std::unique_ptr<CoordinatorLink>> MakeCoordinatorLink(
+    const std::string& target, const Config& config, const std::string& env_token,
+    std::map<std::string, std::string> labels, const std::string& version, Logger& log) {
+  auto read = [](const std::string& path, const char* what) -> StatusOr<std::string> {
+    std::ifstream in(path);
+    if (!in) return NotFound(std::string("cannot read the ") + what + " file '" + path + "'");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return text;
+  };
+  SessionOptions o;
+  o.target = target;
+  o.version = version;
+  o.labels = std::move(labels);
+  if (config.agent.token_file) {
+    auto token = read(*config.agent.token_file, "token");
+    if (!token.ok()) return token.status();
+    o.token = *token;
+  } else {
+    o.token = env_token;
+  }
+  while (!o.token.empty() &&
+         (o.token.back() == '\n' || o.token.back() == '\r' || o.token.back() == ' ')) {
+    o.token.pop_back();
+  }
+  if (config.agent.ca_file) {
+    auto ca = read(*config.agent.ca_file, "CA");
+    if (!ca.ok()) return ca.status();
+    o.tls = true;
+    o.ca_pem = *ca;
+  }
+  if (o.token.empty()) {
+    log.Warn("session",
+             "no token (agent.token_file or NCCL_TRIAGE_TOKEN): a coordinator that "
+             "requires one will reject this agent");
+  }
+  return std::unique_ptr<CoordinatorLink>(std::make_unique<CoordinatorSession>(o, log));
+}
+
+std::map<std::string, std::string> NodeLabelsFromJson(const std::string& body) {
+  std::map<std::string, std::string> out;
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return out;
+  auto meta = j.find("metadata");
+  if (meta == j.end() || !meta->is_object()) return out;
+  auto labels = meta->find("labels");
+  if (labels == meta->end() || !labels->is_object()) return out;
+  for (const auto& [k, v] : labels->items()) {
+    if (v.is_string()) out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+}  // namespace nccl_triage

@@ -1,0 +1,107 @@
+#include "kube/kube_api.h"
+
+#include <charconv>
+#include <sstream>
+
+#include "base/log.h"
+
+namespace nccl_triage {
+
+bool KubeResponse::Retryable() const {
+  return status == 0 || status == 408 || status == 429 || status >= 500;
+}
+
+bool KubeResponse::Permanent() const { return status == 401 || status == 403 || status == 404; }
+
+std::string KubeResponse::Describe() const {
+  if (status == 0) return error.empty() ? "no response" : error;
+  std::string text = "HTTP " + std::to_string(status);
+  // The API server answers errors with a v1 Status whose message says what was refused.
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_object()) {
+    if (j.contains("reason") && j["reason"].is_string()) {
+      text += " " + j["reason"].get<std::string>();
+    }
+    if (j.contains("message") && j["message"].is_string()) {
+      std::string m = j["message"].get<std::string>();
+      if (m.size() > 300) m = m.substr(0, 300) + "...";
+      text += ": " + m;
+    }
+  }
+  return text;
+}
+
+nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations) {
+  nlohmann::json a = nlohmann::json::object();
+  for (const auto& [k, v] : annotations) a[k] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  return {{"metadata", {{"annotations", a}}}};
+}
+
+nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations, const std::string& uid) {
+  nlohmann::json body = AnnotationPatchBody(annotations);
+  body["metadata"]["uid"] = uid;
+  return body;
+}
+
+nlohmann::json NodeConditionPatchBody(const NodeCondition& c) {
+  nlohmann::json cond = {{"type", c.type},
+                         {"status", c.status},
+                         {"reason", c.reason},
+                         {"message", c.message},
+                         {"lastHeartbeatTime", FormatRfc3339(c.last_heartbeat_unix_ms)},
+                         {"lastTransitionTime", FormatRfc3339(c.last_transition_unix_ms)}};
+  return {{"status", {{"conditions", nlohmann::json::array({cond})}}}};
+}
+
+nlohmann::json EventBody(const KubeEvent& e) {
+  std::string at = FormatRfc3339(e.at_unix_ms);
+  char suffix[32];
+  std::snprintf(suffix, sizeof(suffix), "%llx",
+                static_cast<unsigned long long>(e.at_unix_ms) * 1000000ULL);
+  nlohmann::json involved = {{"kind", e.involved_kind}, {"name", e.involved_name}};
+  if (e.involved_kind == "Node") involved["apiVersion"] = "v1";
+  if (!e.involved_namespace.empty()) involved["namespace"] = e.involved_namespace;
+  if (!e.involved_uid.empty()) involved["uid"] = e.involved_uid;
+  return {{"apiVersion", "v1"},
+          {"kind", "Event"},
+          {"metadata", {{"name", e.involved_name + "." + suffix}, {"namespace", e.ns}}},
+          {"involvedObject", involved},
+          {"reason", e.reason},
+          {"message", e.message},
+          {"type", e.type},
+          {"source", {{"component", e.component}, {"host", e.host}}},
+          {"firstTimestamp", at},
+          {"lastTimestamp", at},
+          {"count", 1},
+          {"reportingComponent", e.component},
+          {"reportingInstance", e.host}};
+}
+
+std::string UrlEncode(std::string_view value) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : value) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::optional<std::chrono::seconds> ParseRetryAfter(std::string_view value) {
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
+  long long secs = -1;
+  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), secs);
+  if (value.empty() || ec != std::errc() || ptr != value.data() + value.size() || secs < 0) {
+    return std::nullopt;
+  }
+  return std::chrono::seconds(std::min<long long>(secs, 3600));
+}
+
+}  // namespace nccl_triage

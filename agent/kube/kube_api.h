@@ -1,0 +1,100 @@
+// KubeClient: the few Kubernetes API calls nccl-triage makes, behind an interface so that the
+// publishers are tested against a fake (with injected errors and latency) and the real client is
+// tested against a local HTTPS server.
+//
+// Calls return a KubeResponse (HTTP status, or a transport error) and never throw; deciding
+// whether to retry is the caller's business (KubeResponse::Retryable). Implementations are
+// thread-safe. The real client never logs or returns the bearer token.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace nccl_triage {
+
+struct KubeResponse {
+  int status = 0;     // HTTP status; 0 when no response came (see `error`)
+  std::string error;  // transport failure: "connection refused", "timeout", "TLS: ..."
+  std::string body;
+  std::optional<std::chrono::seconds> retry_after;  // from a Retry-After header in seconds
+
+  bool ok() const { return status >= 200 && status < 300; }
+  // Worth retrying later with the same request: no response, 408, 429 or a 5xx.
+  bool Retryable() const;
+  // Retrying cannot help until someone changes RBAC or the object exists: 401, 403, 404.
+  bool Permanent() const;
+  // "HTTP 403 Forbidden: pods \"x\" is forbidden: ..." (the API's message, shortened), "timeout".
+  std::string Describe() const;
+};
+
+// A node condition as node-problem-detector writes it.
+struct NodeCondition {
+  std::string type;    // "NcclFabricReady"
+  std::string status;  // "True" | "False" | "Unknown"
+  std::string reason;  // PascalCase
+  std::string message;
+  int64_t last_heartbeat_unix_ms = 0;
+  int64_t last_transition_unix_ms = 0;
+};
+
+// A core/v1 Event about an object (the node, for verdict changes).
+struct KubeEvent {
+  std::string ns = "default";  // events about cluster-scoped objects (Node) live in "default"
+  std::string involved_kind = "Node";
+  std::string involved_name;
+  std::string involved_namespace;  // empty for a Node
+  std::string involved_uid;        // node-problem-detector uses the node name for a Node
+  std::string type = "Normal";     // Normal | Warning
+  std::string reason;
+  std::string message;
+  std::string component = "nccl-triage-agent";
+  std::string host;  // the node
+  int64_t at_unix_ms = 0;
+};
+
+using AnnotationPatch = std::map<std::string, std::optional<std::string>>;  // nullopt deletes
+
+class KubeClient {
+ public:
+  virtual ~KubeClient() = default;
+  // JSON merge patch (application/merge-patch+json) of the pod's metadata.annotations.
+  virtual KubeResponse PatchPodAnnotations(const std::string& ns, const std::string& pod,
+                                           const AnnotationPatch& annotations) = 0;
+  // Strategic merge patch of nodes/<node>/status: conditions merge by type.
+  virtual KubeResponse PatchNodeCondition(const std::string& node,
+                                          const NodeCondition& condition) = 0;
+  virtual KubeResponse CreateEvent(const KubeEvent& event) = 0;
+  virtual KubeResponse GetPod(const std::string& ns, const std::string& name) = 0;
+  // Pods of every namespace matching a field selector, e.g. "spec.nodeName=gpu-node-1".
+  virtual KubeResponse ListPods(const std::string& field_selector) = 0;
+  // One node (the workload view reads status.allocatable for the RDMA device plugin resources).
+  virtual KubeResponse GetNode(const std::string& name) = 0;
+  // PatchPodAnnotations with the pod's UID as a precondition: the API answers 409 Conflict when
+  // the pod of that name is another one now (deleted and recreated), so a patch computed for one
+  // pod never lands on another (the workload view annotates pods it did not create).
+  virtual KubeResponse PatchPodAnnotationsIfUid(const std::string& ns, const std::string& pod,
+                                                const std::string& uid,
+                                                const AnnotationPatch& annotations) = 0;
+};
+
+// The request bodies (pure; the tests of the real client and the fake check them).
+nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations);
+// The same with metadata.uid set (the API's UID precondition).
+nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations, const std::string& uid);
+nlohmann::json NodeConditionPatchBody(const NodeCondition& condition);
+nlohmann::json EventBody(const KubeEvent& event);
+// Percent-encodes a query value ("spec.nodeName=a" -> "spec.nodeName%3Da").
+std::string UrlEncode(std::string_view value);
+// Retry-After in seconds ("120"); nullopt for HTTP-dates and garbage (callers back off instead).
+std::optional<std::chrono::seconds> ParseRetryAfter(std::string_view value);
+
+}  // namespace nccl_triage

@@ -1,0 +1,53 @@
+// InClusterKubeClient: the real KubeClient (kube/kube_api.h), HTTPS to the API server with the
+// pod's service account. Lives apart from the interface so that code which only needs the
+// interface (the workload view, the publishers) does not link HTTP or TLS.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "kube/kube_api.h"
+
+namespace nccl_triage {
+
+struct InClusterOptions {
+  std::string host;  // KUBERNETES_SERVICE_HOST, read by the app and passed in
+  int port = 443;    // KUBERNETES_SERVICE_PORT
+  // Holds `token` (re-read before every request: kubelet rotates bound tokens) and `ca.crt`.
+  std::string service_account_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
+  std::chrono::milliseconds connect_timeout{3000};
+  std::chrono::milliseconds read_timeout{10000};
+  std::chrono::milliseconds write_timeout{10000};
+  std::string user_agent = "nccl-triage";
+};
+
+// The real client: HTTPS to the API server, TLS verified against the service account's CA,
+// bearer token from the service account. One connection, kept alive, requests serialised.
+class InClusterKubeClient final : public KubeClient {
+ public:
+  // Fails when the host is empty or ca.crt / token cannot be read.
+  static StatusOr<std::unique_ptr<InClusterKubeClient>> Create(InClusterOptions options);
+  ~InClusterKubeClient() override;
+
+  KubeResponse PatchPodAnnotations(const std::string& ns, const std::string& pod,
+                                   const AnnotationPatch& annotations) override;
+  KubeResponse PatchNodeCondition(const std::string& node, const NodeCondition& c) override;
+  KubeResponse CreateEvent(const KubeEvent& event) override;
+  KubeResponse GetPod(const std::string& ns, const std::string& name) override;
+  KubeResponse ListPods(const std::string& field_selector) override;
+  KubeResponse GetNode(const std::string& name) override;
+  KubeResponse PatchPodAnnotationsIfUid(const std::string& ns, const std::string& pod,
+                                        const std::string& uid,
+                                        const AnnotationPatch& annotations) override;
+
+ private:
+  struct Impl;
+  explicit InClusterKubeClient(std::unique_ptr<Impl> impl);
+  KubeResponse Send(const std::string& method, const std::string& path,
+                    const std::string& content_type, const std::string& body);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nccl_triage

@@ -1,0 +1,189 @@
+#include "planner/pair_judge.h"
+
+#include <algorithm>
+
+#include "planner/cross_node.h"
+
+namespace nccl_triage {
+namespace {
+
+bool IsGenericCause(const std::string& id) {
+  return id == "peer.exited" || id == "nccl.timeout" || id == "nccl.system" ||
+         id == "nccl.internal";
+}
+
+// 2: the log names a specific cause; 1: only consequences (peer exited, timeout); 0: nothing.
+int Specificity(const ProbeResult& r) {
+  if (!r.classification || r.classification->causes.empty()) return 0;
+  for (const auto& c : r.classification->causes) {
+    if (!IsGenericCause(c.cause)) return 2;
+  }
+  return 1;
+}
+
+bool Failed(ProbeOutcome o) {
+  return o == ProbeOutcome::kFail || o == ProbeOutcome::kTimeout || o == ProbeOutcome::kCrashed;
+}
+
+// The findings the decision table reads for a pair: both nodes' own (the agents send failing and
+// warning ones) and the cross-node checks (all statuses: a pass there is evidence too).
+std::vector<Finding> PairFindings(const NodeInfo& a, const NodeInfo& b) {
+  std::vector<Finding> findings = a.findings;
+  findings.insert(findings.end(), b.findings.begin(), b.findings.end());
+  for (auto& f : CrossNodeChecks(a, b)) findings.push_back(std::move(f));
+  return findings;
+}
+
+double BestIbRate(const NodeInfo& n) {
+  double best = 0;
+  for (const auto& h : n.hcas) {
+    for (const auto& p : h.ports) {
+      if (p.link_layer == "InfiniBand" || p.link_layer == "Ethernet") {
+        best = std::max(best, p.rate_gbps);
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string_view ToString(PairStatus s) {
+  switch (s) {
+    case PairStatus::kPass:
+      return "pass";
+    case PairStatus::kFail:
+      return "fail";
+    case PairStatus::kInconclusive:
+      return "inconclusive";
+  }
+  return "inconclusive";
+}
+
+ProbeResult MergeRanks(const ModeProbes& probes, ProbeMode mode) {
+  ProbeResult merged;
+  merged.mode = mode;
+  if (!probes.attempted) {
+    merged.outcome = ProbeOutcome::kNotRun;
+    merged.detail = probes.lost.empty() ? "not run" : probes.lost;
+    return merged;
+  }
+  if (!probes.lost.empty() || !probes.rank0 || !probes.rank1) {
+    merged.outcome = ProbeOutcome::kNotRun;
+    merged.detail = probes.lost.empty() ? "a rank did not report" : probes.lost;
+    return merged;
+  }
+  const ProbeResult& r0 = *probes.rank0;
+  const ProbeResult& r1 = *probes.rank1;
+  // Without a failure, a rank that could not run at all (refused, NCCL missing, cancelled because
+  // its peer could not run) makes the pair unjudgeable by probes. A failure wins over it: the
+  // coordinator cancels the surviving rank once the other has failed before the rendezvous.
+  if (!Failed(r0.outcome) && !Failed(r1.outcome)) {
+    for (const ProbeResult* r : {&r0, &r1}) {
+      if (r->outcome == ProbeOutcome::kNotRun || r->outcome == ProbeOutcome::kUnavailable) {
+        merged = *r;
+        return merged;
+      }
+    }
+  }
+  if (r0.outcome == ProbeOutcome::kPass && r1.outcome == ProbeOutcome::kPass) {
+    merged = r0;
+    // The pair is as fast as its slower rank.
+    merged.busbw_bytes_per_second = std::min(r0.busbw_bytes_per_second, r1.busbw_bytes_per_second);
+    merged.algbw_bytes_per_second = std::min(r0.algbw_bytes_per_second, r1.algbw_bytes_per_second);
+    if (r0.transport != r1.transport && !r1.transport.empty() && r1.transport != "NET/IB") {
+      merged.transport = r1.transport;  // either rank falling back to sockets counts
+    }
+    return merged;
+  }
+  // At least one rank failed: the root is the failing rank whose log says the most.
+  const ProbeResult* root = nullptr;
+  const ProbeResult* other = nullptr;
+  // A named cause first; then a rank that hung or died itself (its peer's "remote process
+  // exited" is the consequence); then a failure that only names consequences.
+  auto rank_score = [](const ProbeResult& r) {
+    if (!Failed(r.outcome)) return 0;
+    if (Specificity(r) == 2) return 3;
+    if (r.outcome == ProbeOutcome::kTimeout || r.outcome == ProbeOutcome::kCrashed) return 2;
+    return 1;
+  };
+  if (rank_score(r1) > rank_score(r0)) {
+    root = &r1;
+    other = &r0;
+  } else {
+    root = &r0;
+    other = &r1;
+  }
+  merged = *root;
+  if (merged.classification && other->classification) {
+    for (const auto& c : other->classification->causes) {
+      if (IsGenericCause(c.cause)) continue;
+      auto& mine = merged.classification->causes;
+      if (std::none_of(mine.begin(), mine.end(),
+                       [&](const ClassifiedCause& m) { return m.cause == c.cause; })) {
+        mine.push_back(c);
+      }
+    }
+  } else if (!merged.classification && other->classification && Specificity(*other) == 2) {
+    merged.classification = other->classification;
+  }
+  return merged;
+}
+
+std::optional<double> ExpectedPairBytesPerSecond(const NodeInfo& a, const NodeInfo& b) {
+  double ra = BestIbRate(a);
+  double rb = BestIbRate(b);
+  if (ra <= 0 || rb <= 0) return std::nullopt;
+  return std::min(ra, rb) * 1e9 / 8;
+}
+
+PairJudgement JudgePair(const NodeInfo& a, const NodeInfo& b, const PairProbes& probes,
+                        const JudgeOptions& options) {
+  PairJudgement j;
+  ProbeResult socket = MergeRanks(probes.socket, ProbeMode::kSocket);
+  ProbeResult ib = MergeRanks(probes.ib, ProbeMode::kIb);
+  j.socket = socket.outcome;
+  j.ib = ib.outcome;
+  j.ib_busbw_bytes_per_second = ib.outcome == ProbeOutcome::kPass ? ib.busbw_bytes_per_second : 0;
+
+  DecisionInputs in;
+  in.socket = socket.outcome;
+  in.ib = ib.outcome;
+  in.socket_result = &socket;
+  in.ib_result = &ib;
+  in.node_findings = PairFindings(a, b);
+  if (options.check_bandwidth) in.expected_ib_bytes_per_second = ExpectedPairBytesPerSecond(a, b);
+  in.busbw_min_fraction = options.busbw_min_fraction;
+  j.verdict = Decide(in);
+
+  const bool lost = !probes.socket.lost.empty() || !probes.ib.lost.empty();
+  if (lost) {
+    // A probe that lost a rank says nothing about the pair, whatever the other mode did.
+    j.status = PairStatus::kInconclusive;
+    j.verdict.reason = (!probes.socket.lost.empty() ? probes.socket.lost : probes.ib.lost) + "; " +
+                       j.verdict.reason;
+    if (j.verdict.basis == Basis::kProbes && j.verdict.fault_class == FaultClass::kHealthy) {
+      j.verdict.fault_class = FaultClass::kUnknown;
+    }
+    return j;
+  }
+  if (j.verdict.basis != Basis::kProbes) {
+    j.status = PairStatus::kInconclusive;
+  } else if (j.verdict.fault_class == FaultClass::kHealthy) {
+    j.status = PairStatus::kPass;
+  } else if (j.verdict.fault_class == FaultClass::kArchitecture ||
+             j.verdict.fault_class == FaultClass::kIbResource) {
+    j.status = PairStatus::kFail;
+  } else {
+    j.status = PairStatus::kInconclusive;
+  }
+  return j;
+}
+
+PairVerdict PredictPair(const NodeInfo& a, const NodeInfo& b) {
+  DecisionInputs in;
+  in.node_findings = PairFindings(a, b);
+  return Decide(in);
+}
+
+}  // namespace nccl_triage

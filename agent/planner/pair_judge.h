@@ -1,0 +1,67 @@
+// JudgePair: from the probe results of one pair (two ranks x two modes) to the pair's verdict.
+//
+// A probe has two ranks and both report. When one fails, the other usually fails only as a
+// consequence ("remote process exited", a timeout waiting for the peer); MergeRanks keeps the rank
+// whose NCCL log names the most specific cause as the root, and adds the other's specific causes.
+// The merged socket and IB results go through core Decide() with the failing findings of both
+// nodes and of the cross-node checks, so the pair verdict names causes the same way everywhere.
+//
+// A pair is kPass when Decide says healthy from probes, kFail when it says architecture or
+// ib_resource from probes, and kInconclusive otherwise (an agent lost mid-probe, a probe skipped
+// because the GPUs were busy, NCCL unavailable, a class the table cannot name). Pure.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/decision.h"
+#include "core/probe_result.h"
+#include "planner/node_info.h"
+
+namespace nccl_triage {
+
+enum class PairStatus { kPass, kFail, kInconclusive };
+std::string_view ToString(PairStatus s);
+
+// One mode of one pair as the coordinator saw it.
+struct ModeProbes {
+  std::optional<ProbeResult> rank0;  // absent when that rank never reported
+  std::optional<ProbeResult> rank1;
+  std::string lost;        // non-empty when the probe could not finish: "agent node-3 disconnected"
+  bool attempted = false;  // false: this mode was not run (e.g. the socket probe was lost)
+};
+
+struct PairProbes {
+  NodePair pair;
+  ModeProbes socket;
+  ModeProbes ib;
+};
+
+struct JudgeOptions {
+  double busbw_min_fraction = 0.5;
+  // Compare IB busbw with the ports' rate only when the message is large enough to be bandwidth-
+  // bound; a 64 KiB all-reduce measures latency and would call every pair degraded.
+  bool check_bandwidth = false;
+};
+
+struct PairJudgement {
+  PairVerdict verdict;
+  PairStatus status = PairStatus::kInconclusive;
+  ProbeOutcome socket = ProbeOutcome::kNotRun;
+  ProbeOutcome ib = ProbeOutcome::kNotRun;
+  double ib_busbw_bytes_per_second = 0;
+};
+
+// The two ranks of one mode folded into one result (outcome, root classification, busbw).
+ProbeResult MergeRanks(const ModeProbes& probes, ProbeMode mode);
+
+// What one port of the pair should carry: the lower of the two nodes' best IB port rates.
+std::optional<double> ExpectedPairBytesPerSecond(const NodeInfo& a, const NodeInfo& b);
+
+PairJudgement JudgePair(const NodeInfo& a, const NodeInfo& b, const PairProbes& probes,
+                        const JudgeOptions& options);
+
+// The verdict before any probe ran: the failing node and cross-node findings (basis checks).
+PairVerdict PredictPair(const NodeInfo& a, const NodeInfo& b);
+
+}  // namespace nccl_triage

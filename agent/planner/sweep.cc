@@ -1,0 +1,324 @@
+#include "planner/sweep.h"
+
+#include <algorithm>
+#include <random>
+
+namespace nccl_triage {
+
+std::string_view ToString(FaultKind k) { return k == FaultKind::kNode ? "node" : "link"; }
+
+std::string_view ToString(NodeState s) {
+  switch (s) {
+    case NodeState::kUntested:
+      return "untested";
+    case NodeState::kGood:
+      return "good";
+    case NodeState::kNodeFault:
+      return "node_fault";
+    case NodeState::kInconclusive:
+      return "inconclusive";
+  }
+  return "untested";
+}
+
+std::string_view ToString(PairLocalisation l) {
+  switch (l) {
+    case PairLocalisation::kNone:
+      return "none";
+    case PairLocalisation::kNode:
+      return "node";
+    case PairLocalisation::kLink:
+      return "link";
+    case PairLocalisation::kInconclusive:
+      return "inconclusive";
+  }
+  return "none";
+}
+
+namespace {
+
+struct NodeAcc {
+  int passes = 0;
+  int inconclusive = 0;
+  std::vector<const PairOutcome*> fails;
+  std::set<std::string> partners;
+};
+
+// Causes common to every verdict (in the order of the first), or their union when none is common.
+std::vector<std::string> CommonCauses(const std::vector<const PairVerdict*>& verdicts) {
+  std::vector<std::string> out;
+  if (verdicts.empty()) return out;
+  for (const auto& c : verdicts.front()->causes) {
+    bool everywhere = std::all_of(verdicts.begin(), verdicts.end(), [&](const PairVerdict* v) {
+      return std::find(v->causes.begin(), v->causes.end(), c) != v->causes.end();
+    });
+    if (everywhere) out.push_back(c);
+  }
+  if (!out.empty()) return out;
+  for (const auto* v : verdicts) {
+    for (const auto& c : v->causes) {
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+    }
+  }
+  return out;
+}
+
+FaultClass CommonClass(const std::vector<const PairVerdict*>& verdicts) {
+  // Architecture first: it hides whatever the IB path would show (DESIGN, report class).
+  bool ib = false;
+  for (const auto* v : verdicts) {
+    if (v->fault_class == FaultClass::kArchitecture) return FaultClass::kArchitecture;
+    if (v->fault_class == FaultClass::kIbResource) ib = true;
+  }
+  return ib ? FaultClass::kIbResource : FaultClass::kUnknown;
+}
+
+}  // namespace
+
+struct Sweep::Analysis {
+  std::map<std::string, NodeAcc> acc;
+  std::set<std::string> good;
+  std::set<std::string> node_faults;
+  std::set<std::string> ambiguous;
+
+  bool Good(const std::string& n) const { return good.count(n) > 0; }
+  bool Fault(const std::string& n) const { return node_faults.count(n) > 0; }
+};
+
+Sweep::Sweep(SweepSetup setup)
+    : setup_(std::move(setup)),
+      present_(setup_.nodes.begin(), setup_.nodes.end()),
+      rng_state_(setup_.seed) {}
+
+Sweep::Analysis Sweep::Analyse() const {
+  Analysis a;
+  for (const auto& t : tests_) {
+    for (const std::string* n : {&t.pair.a, &t.pair.b}) {
+      NodeAcc& acc = a.acc[*n];
+      acc.partners.insert(t.pair.Other(*n));
+      switch (t.judgement.status) {
+        case PairStatus::kPass:
+          ++acc.passes;
+          break;
+        case PairStatus::kFail:
+          acc.fails.push_back(&t);
+          break;
+        case PairStatus::kInconclusive:
+          ++acc.inconclusive;
+          break;
+      }
+    }
+  }
+  for (const auto& [n, acc] : a.acc) {
+    if (acc.passes > 0) a.good.insert(n);
+  }
+  for (const auto& [n, acc] : a.acc) {
+    if (acc.passes > 0) continue;
+    std::set<std::string> good_partners;
+    for (const auto* t : acc.fails) {
+      const std::string& p = t->pair.Other(n);
+      if (a.Good(p)) good_partners.insert(p);
+    }
+    if (good_partners.size() >= 2) {
+      a.node_faults.insert(n);
+    } else if (!acc.fails.empty() || acc.inconclusive > 0) {
+      a.ambiguous.insert(n);
+    }
+  }
+  return a;
+}
+
+std::vector<NodePair> Sweep::NextRound() {
+  planned_.clear();
+  if (round_ >= setup_.max_rounds) return {};
+  std::vector<NodePair> pairs;
+  if (round_ == 0) {
+    std::set<std::string> used;
+    for (const auto& p : setup_.round1) {
+      if (!present_.count(p.a) || !present_.count(p.b) || p.a == p.b) continue;
+      if (used.count(p.a) || used.count(p.b)) continue;  // keep the round disjoint
+      used.insert(p.a);
+      used.insert(p.b);
+      pairs.push_back(p);
+    }
+    if (pairs.empty()) return pairs;  // nothing to probe: the sweep has no round
+    round_ = 1;
+    planned_.insert(pairs.begin(), pairs.end());
+    return pairs;
+  }
+
+  Analysis an = Analyse();
+  std::set<std::string> busy;
+  std::set<NodePair> done;
+  for (const auto& t : tests_) done.insert(t.pair);
+  auto is_free = [&](const std::string& n) { return present_.count(n) && !busy.count(n); };
+
+  if (round_ == 1) {
+    for (const auto& p : setup_.retest) {
+      if (done.count(p) || !is_free(p.a) || !is_free(p.b)) continue;
+      if (an.ambiguous.count(p.a) || an.ambiguous.count(p.b)) continue;
+      busy.insert(p.a);
+      busy.insert(p.b);
+      pairs.push_back(p);
+    }
+  }
+
+  // References: nodes that passed, in a seeded random order, scanned from a rotating start so the
+  // load of being a reference spreads.
+  std::vector<std::string> refs(an.good.begin(), an.good.end());
+  std::mt19937_64 rng(rng_state_ + static_cast<uint64_t>(round_));
+  std::shuffle(refs.begin(), refs.end(), rng);
+  // Fallback references: present nodes not probed at all in this sweep (e.g. the odd one out).
+  std::vector<std::string> spare;
+  for (const auto& n : present_) {
+    if (!an.acc.count(n)) spare.push_back(n);
+  }
+  // Who needs a partner: the ambiguous, and present nodes not probed at all yet (the odd one out
+  // of round 1, a node whose round-1 partner had left).
+  std::vector<std::string> need(an.ambiguous.begin(), an.ambiguous.end());
+  need.insert(need.end(), spare.begin(), spare.end());
+  size_t cursor = 0;
+  for (size_t i = 0; i < need.size(); ++i) {
+    const std::string& x = need[i];
+    if (!is_free(x)) continue;
+    auto free_for_x = [&](const std::string& r) {
+      return r != x && is_free(r) && !done.count(NodePair(x, r));
+    };
+    auto usable = [&](const std::string& r) {
+      return free_for_x(r) && (!setup_.incompatible || !setup_.incompatible(x, r));
+    };
+    std::string pick;
+    for (size_t k = 0; k < refs.size() && pick.empty(); ++k) {
+      const std::string& r = refs[(cursor + k) % refs.size()];
+      if (usable(r)) {
+        pick = r;
+        cursor = (cursor + k + 1) % refs.size();
+      }
+    }
+    // A node predicted incompatible with every reference (its NCCL version differs from all the
+    // others) is still re-paired: failing with two good partners is exactly what localises it.
+    for (size_t k = 0; k < refs.size() && pick.empty(); ++k) {
+      const std::string& r = refs[(cursor + k) % refs.size()];
+      if (free_for_x(r)) {
+        pick = r;
+        cursor = (cursor + k + 1) % refs.size();
+      }
+    }
+    for (size_t k = 0; k < spare.size() && pick.empty(); ++k) {
+      if (usable(spare[k])) pick = spare[k];
+    }
+    // Last resort: another node that needs a partner and has not met this one yet. Both are
+    // suspects, but a pass makes both good, and a failure blames nobody (a node fault needs good
+    // partners).
+    for (size_t k = i + 1; k < need.size() && pick.empty(); ++k) {
+      if (usable(need[k])) pick = need[k];
+    }
+    if (pick.empty()) continue;
+    busy.insert(x);
+    busy.insert(pick);
+    pairs.emplace_back(x, pick);
+  }
+  if (pairs.empty()) return {};
+  ++round_;
+  planned_.insert(pairs.begin(), pairs.end());
+  return pairs;
+}
+
+void Sweep::Record(const NodePair& pair, const PairJudgement& judgement) {
+  if (!planned_.erase(pair)) return;
+  PairOutcome o;
+  o.pair = pair;
+  o.round = round_;
+  o.judgement = judgement;
+  tests_.push_back(std::move(o));
+}
+
+void Sweep::RemoveNode(const std::string& node) { present_.erase(node); }
+
+SweepResult Sweep::Result() const {
+  Analysis an = Analyse();
+  SweepResult r;
+  r.number = setup_.number;
+  r.rounds = round_;
+  for (const auto& n : setup_.nodes) r.nodes[n];
+  for (const auto& [n, acc] : an.acc) {
+    NodeOutcome& o = r.nodes[n];
+    if (an.Good(n)) {
+      o.state = NodeState::kGood;
+      o.fault_class = FaultClass::kHealthy;
+      o.reason = "passed with " + std::to_string(acc.passes) + " partner(s)";
+      r.tested_nodes.insert(n);
+    } else if (an.Fault(n)) {
+      std::vector<const PairVerdict*> verdicts;
+      std::vector<std::string> partners;
+      for (const auto* t : acc.fails) {
+        const std::string& p = t->pair.Other(n);
+        if (!an.Good(p)) continue;
+        verdicts.push_back(&t->judgement.verdict);
+        partners.push_back(p);
+      }
+      o.state = NodeState::kNodeFault;
+      o.fault_class = CommonClass(verdicts);
+      o.causes = CommonCauses(verdicts);
+      std::sort(partners.begin(), partners.end());
+      partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
+      o.reason = "fails with " + std::to_string(partners.size()) + " known-good partners (" +
+                 partners[0] + ", " + partners[1] + (partners.size() > 2 ? ", ..." : "") +
+                 ") and passes with none";
+      r.tested_nodes.insert(n);
+    } else if (an.ambiguous.count(n)) {
+      o.state = NodeState::kInconclusive;
+      o.fault_class = FaultClass::kUnknown;
+      o.reason = acc.fails.empty() ? "every probe of this node was inconclusive"
+                                   : "failed, but not with two known-good partners";
+    }
+  }
+  for (const auto& t : tests_) {
+    PairOutcome o = t;
+    switch (t.judgement.status) {
+      case PairStatus::kPass:
+        o.localisation = PairLocalisation::kNone;
+        r.tested_pairs.insert(t.pair);
+        break;
+      case PairStatus::kFail:
+        if (an.Fault(t.pair.a) || an.Fault(t.pair.b)) {
+          o.localisation = PairLocalisation::kNode;
+          r.tested_pairs.insert(t.pair);
+        } else if (an.Good(t.pair.a) && an.Good(t.pair.b)) {
+          o.localisation = PairLocalisation::kLink;
+          r.tested_pairs.insert(t.pair);
+        } else {
+          o.localisation = PairLocalisation::kInconclusive;
+        }
+        break;
+      case PairStatus::kInconclusive:
+        o.localisation = PairLocalisation::kInconclusive;
+        break;
+    }
+    r.pairs.push_back(std::move(o));
+  }
+  for (const auto& n : an.node_faults) {
+    const NodeOutcome& o = r.nodes[n];
+    r.faults.push_back({FaultKind::kNode, {n}, o.fault_class, o.causes, o.reason});
+  }
+  std::vector<LocalisedFault> links;
+  for (const auto& p : r.pairs) {
+    if (p.localisation != PairLocalisation::kLink) continue;
+    const PairVerdict& v = p.judgement.verdict;
+    links.push_back({FaultKind::kLink,
+                     {p.pair.a, p.pair.b},
+                     v.fault_class,
+                     v.causes,
+                     "fails only together: " + p.pair.a + " and " + p.pair.b +
+                         " both pass with other partners (" + v.reason + ")"});
+  }
+  std::sort(links.begin(), links.end(),
+            [](const auto& x, const auto& y) { return x.nodes < y.nodes; });
+  links.erase(std::unique(links.begin(), links.end(),
+                          [](const auto& x, const auto& y) { return x.nodes == y.nodes; }),
+              links.end());
+  r.faults.insert(r.faults.end(), links.begin(), links.end());
+  return r;
+}
+
+}  // namespace nccl_triage

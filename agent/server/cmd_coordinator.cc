@@ -1,0 +1,134 @@
+// `nccl-triage-server coordinator`: the coordinator Deployment. It accepts one gRPC session per
+// agent (default 0.0.0.0:9501), sweeps every coordinator.sweep_interval_seconds and on POST /sweep,
+// and serves /metrics /livez /readyz /status on its HTTP port (default 0.0.0.0:9502).
+//
+// The shared token comes from coordinator.token_file or the environment (NCCL_TRIAGE_TOKEN); TLS is
+// on when coordinator.cert_file and key_file are set. Start-up errors (bad flags, unreadable
+// configuration, token or certificate files, a port in use) end it with one line and exit code
+// 2; SIGTERM and SIGINT stop it cleanly (exit 0).
+#include <signal.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "base/log.h"
+#include "config/config_loader.h"
+#include "coordinator/server.h"
+#include "nccl_triage_version.h"
+#include "server/server_cli.h"
+
+namespace nccl_triage {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: nccl-triage-server coordinator [--config FILE] [--listen ADDR:PORT] [--http-listen "
+    "ADDR:PORT]\n"
+    "  Pairs the agents, has every pair run a socket and an IB probe, localises faults to a node\n"
+    "  or a link. gRPC for agents on --listen (default 0.0.0.0:9501); /metrics /livez /readyz\n"
+    "  /status and POST /sweep on --http-listen (default 0.0.0.0:9502).\n"
+    "  Token: coordinator.token_file, else $NCCL_TRIAGE_TOKEN. TLS: coordinator.cert_file and\n"
+    "  coordinator.key_file.\n";
+
+StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) return NotFound(std::string("cannot read the ") + what + " file '" + path + "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+int RunCoordinatorCommand(CliContext& ctx) {
+  std::optional<std::string> config_path, listen, http_listen;
+  for (size_t i = 0; i < ctx.args.size(); ++i) {
+    const std::string& a = ctx.args[i];
+    if (a == "--help" || a == "-h") {
+      ctx.out << kUsage;
+      return 0;
+    }
+    std::optional<std::string>* target = a == "--config"        ? &config_path
+                                         : a == "--listen"      ? &listen
+                                         : a == "--http-listen" ? &http_listen
+                                                                : nullptr;
+    if (target == nullptr || i + 1 >= ctx.args.size()) {
+      ctx.err << "nccl-triage-server coordinator: bad argument '" << a << "'\n" << kUsage;
+      return 2;
+    }
+    *target = ctx.args[++i];
+  }
+
+  Config config;
+  if (config_path) {
+    auto loaded = LoadConfigFile(*config_path);
+    if (!loaded.ok()) {
+      ctx.err << "nccl-triage-server coordinator: " << loaded.status().message() << "\n";
+      return 2;
+    }
+    config = *loaded;
+  }
+  CoordinatorOptions options = CoordinatorOptionsFromConfig(config);
+  if (listen) options.listen = *listen;
+  if (http_listen) options.http_listen = *http_listen;
+  options.version = NCCL_TRIAGE_VERSION;
+  if (config.coordinator.token_file) {
+    auto token = ReadFile(*config.coordinator.token_file, "token");
+    if (!token.ok()) {
+      ctx.err << "nccl-triage-server coordinator: " << token.status().message() << "\n";
+      return 2;
+    }
+    options.token = Trim(*token);
+  } else if (const char* env = std::getenv("NCCL_TRIAGE_TOKEN"); env != nullptr) {
+    options.token = Trim(env);
+  }
+  if (config.coordinator.cert_file.has_value() != config.coordinator.key_file.has_value()) {
+    ctx.err
+        << "nccl-triage-server coordinator: TLS needs both coordinator.cert_file and key_file\n";
+    return 2;
+  }
+  if (config.coordinator.cert_file) {
+    auto cert = ReadFile(*config.coordinator.cert_file, "certificate");
+    auto key = ReadFile(*config.coordinator.key_file, "key");
+    if (!cert.ok() || !key.ok()) {
+      ctx.err << "nccl-triage-server coordinator: "
+              << (!cert.ok() ? cert.status().message() : key.status().message()) << "\n";
+      return 2;
+    }
+    options.cert_pem = *cert;
+    options.key_pem = *key;
+  }
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigset_t old;
+  pthread_sigmask(SIG_BLOCK, &set, &old);  // before any thread starts: they inherit the mask
+
+  Logger log(ctx.err);
+  int rc = 0;
+  {
+    CoordinatorServer server(options, log);
+    Status s = server.Start();
+    if (!s.ok()) {
+      ctx.err << "nccl-triage-server coordinator: " << s.message() << "\n";
+      rc = 2;
+    } else {
+      int sig = 0;
+      sigwait(&set, &sig);
+      log.Info("coordinator", std::string("stopping on ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+      server.Stop();
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return rc;
+}
+
+}  // namespace nccl_triage

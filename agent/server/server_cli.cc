@@ -1,0 +1,32 @@
+#include "server/server_cli.h"
+
+#include <array>
+#include <iostream>
+
+#include "nccl_triage_version.h"
+
+namespace nccl_triage {
+namespace {
+
+constexpr std::array kSubcommands = {
+    Subcommand{"agent", "run the node agent: checks every interval, metrics, /status, annotations",
+               &RunAgentCommand},
+    Subcommand{"coordinator", "pair the agents, run the probes, localise faults to node or link",
+               &RunCoordinatorCommand},
+    Subcommand{"workload-lookup", nullptr, &RunWorkloadLookupCommand},
+};
+
+constexpr CliProgram kProgram{"nccl-triage-server", NCCL_TRIAGE_VERSION, kSubcommands};
+
+}  // namespace
+
+int RunServerCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
+  return RunProgram(kProgram, argv, out, err);
+}
+
+int RunServerCli(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  return RunServerCli(args, std::cout, std::cerr);
+}
+
+}  // namespace nccl_triage

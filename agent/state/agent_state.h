@@ -1,0 +1,149 @@
+// AgentState: everything the agent knows right now, shared between the agent loop (which writes
+// the report of each cycle), the coordinator link (which writes probe results and verdicts) and
+// the exporters (which read it on every scrape, /status request and publication).
+//
+// Thread safety: every method is safe to call from any thread. Writers take a mutex for the time
+// of a few pointer swaps; readers take a consistent copy with View(), which shares the large
+// immutable parts (report, snapshot, probe results) through shared_ptr<const>, so a scrape never
+// waits for a cycle or a probe and never sees half of an update. Ownership: the app owns the
+// AgentState and keeps it alive longer than the agent loop, the link and the HTTP server.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/decision.h"
+#include "core/model.h"
+#include "core/probe_result.h"
+#include "core/report.h"
+#include "core/snapshot.h"
+#include "state/snapshot_summary.h"
+
+namespace nccl_triage {
+
+// A verdict on this node as a whole: from probes when the coordinator sends one (basis probes),
+// otherwise the report's class from the checks (basis checks).
+struct NodeVerdict {
+  FaultClass fault_class = FaultClass::kUnknown;
+  Basis basis = Basis::kChecks;
+  std::vector<std::string> causes;  // catalogue ids, most likely first
+  std::string reason;               // one line for people
+  int64_t decided_at_unix_ms = 0;
+
+  friend bool operator==(const NodeVerdict&, const NodeVerdict&) = default;
+};
+
+struct ProbeRecord {
+  ProbeResult result;
+  int64_t recorded_at_unix_ms = 0;
+  uint64_t seq = 0;  // increases with every recorded probe (metrics observe each one once)
+};
+
+struct PairVerdictRecord {
+  PairVerdict verdict;
+  int64_t decided_at_unix_ms = 0;
+};
+
+// One workload check on one container of a GPU pod on this node.
+struct WorkloadFinding {
+  std::string ns;
+  std::string pod;
+  std::string container;
+  Finding finding;
+};
+
+// The duration of one recorded probe, kept so that the duration histogram sees every probe once
+// even when several results for the same (peer, mode) arrive between two scrapes.
+struct ProbeObservation {
+  uint64_t seq = 0;
+  ProbeMode mode = ProbeMode::kSocket;
+  double duration_seconds = 0;
+};
+
+struct CycleInfo {
+  uint64_t cycles = 0;  // finished cycles
+  int64_t last_started_unix_ms = 0;
+  int64_t last_finished_unix_ms = 0;
+  double last_duration_seconds = 0;
+  std::string last_error;  // empty when the last cycle gathered and judged normally
+};
+
+using ProbeKey = std::pair<std::string, ProbeMode>;  // (peer, mode)
+
+// A consistent copy of the state at one moment; cheap to take (shared immutable parts).
+struct AgentStateView {
+  std::string node;
+  std::string version;
+  int64_t started_at_unix_ms = 0;
+  bool ready = false;  // the first cycle finished (whatever it found)
+  CycleInfo cycle;
+  std::shared_ptr<const NodeReport> report;  // null before the first cycle
+  std::shared_ptr<const NodeSnapshot> snapshot;
+  std::shared_ptr<const SnapshotSummary> summary;
+  std::map<ProbeKey, std::shared_ptr<const ProbeRecord>> probes;
+  std::map<std::string, std::shared_ptr<const PairVerdictRecord>> pairs;  // by peer
+  std::optional<NodeVerdict> probe_verdict;                               // from the coordinator
+  std::shared_ptr<const std::vector<WorkloadFinding>> workloads;          // never null
+  int64_t last_probe_unix_ms = 0;  // 0 until a probe was recorded
+  std::string coordinator_status;  // "standalone", or a line from the coordinator link
+  uint64_t generation = 0;         // increases with every change
+
+  // The verdict to publish: the coordinator's (basis probes) when it sent one, else the checks'.
+  NodeVerdict Verdict() const;
+  // The NCCL version the probes saw last ("" until a probe reported one).
+  std::string NcclVersion() const;
+};
+
+class AgentState {
+ public:
+  AgentState(std::string node, std::string version, int64_t started_at_unix_ms);
+  AgentState(const AgentState&) = delete;
+  AgentState& operator=(const AgentState&) = delete;
+
+  AgentStateView View() const;
+  uint64_t Generation() const;
+  bool Ready() const;
+
+  // The agent loop: one finished cycle (the report may come with an error line when gathering
+  // failed; the agent is ready after the first cycle either way).
+  void SetCycle(std::shared_ptr<const NodeReport> report,
+                std::shared_ptr<const NodeSnapshot> snapshot,
+                std::shared_ptr<const SnapshotSummary> summary, int64_t started_unix_ms,
+                int64_t finished_unix_ms, std::string error);
+
+  // The coordinator link (through AgentServices).
+  void RecordProbe(ProbeResult result, int64_t now_unix_ms);
+  void SetPairVerdict(const std::string& peer, PairVerdict verdict, int64_t now_unix_ms);
+  void RemovePeer(const std::string& peer);  // its probe results and pair verdict vanish
+  void SetProbeVerdict(std::optional<NodeVerdict> verdict);
+  void SetCoordinatorStatus(std::string status);
+
+  // The workload engineer's checks (replaces the whole list each pass).
+  void SetWorkloadFindings(std::vector<WorkloadFinding> findings);
+
+  // Probe durations recorded after `seq` (bounded history: the oldest are dropped first).
+  std::vector<ProbeObservation> ProbeObservationsAfter(uint64_t seq) const;
+
+  // Blocks until the generation exceeds `seen` or `stop` is requested; returns the generation.
+  uint64_t WaitForChange(uint64_t seen, std::stop_token stop) const;
+
+ private:
+  void BumpLocked();
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable_any changed_;
+  AgentStateView state_;
+  uint64_t probe_seq_ = 0;
+  std::deque<ProbeObservation> observations_;
+};
+
+}  // namespace nccl_triage

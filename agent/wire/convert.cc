@@ -1,0 +1,421 @@
+#include "wire/convert.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/catalogue.h"
+#include "core/report.h"
+
+namespace nccl_triage {
+namespace {
+
+constexpr size_t kMaxText = 512;
+constexpr int kMaxHcas = 64;
+constexpr int kMaxPorts = 8;
+constexpr int kMaxPkeys = 128;
+constexpr int kMaxFindings = 128;
+constexpr int kMaxCauses = 16;
+constexpr int kMaxEvidence = 4;
+
+std::string Cut(const std::string& s, size_t n = kMaxText) {
+  return s.size() <= n ? s : s.substr(0, n);
+}
+
+// "4: ACTIVE" -> "ACTIVE" (the kernel's name without its number).
+std::string StateName(const std::string& text) {
+  auto colon = text.find(':');
+  std::string s = colon == std::string::npos ? text : text.substr(colon + 1);
+  s.erase(0, s.find_first_not_of(' '));
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+v1::FaultClass ToProto(FaultClass c) {
+  switch (c) {
+    case FaultClass::kHealthy:
+      return v1::FAULT_CLASS_HEALTHY;
+    case FaultClass::kArchitecture:
+      return v1::FAULT_CLASS_ARCHITECTURE;
+    case FaultClass::kIbResource:
+      return v1::FAULT_CLASS_IB_RESOURCE;
+    case FaultClass::kUnknown:
+      return v1::FAULT_CLASS_UNKNOWN;
+  }
+  return v1::FAULT_CLASS_UNKNOWN;
+}
+
+FaultClass FromProto(v1::FaultClass c) {
+  switch (c) {
+    case v1::FAULT_CLASS_HEALTHY:
+      return FaultClass::kHealthy;
+    case v1::FAULT_CLASS_ARCHITECTURE:
+      return FaultClass::kArchitecture;
+    case v1::FAULT_CLASS_IB_RESOURCE:
+      return FaultClass::kIbResource;
+    default:
+      return FaultClass::kUnknown;
+  }
+}
+
+v1::Basis ToProto(Basis b) { return b == Basis::kProbes ? v1::BASIS_PROBES : v1::BASIS_CHECKS; }
+Basis FromProto(v1::Basis b) { return b == v1::BASIS_PROBES ? Basis::kProbes : Basis::kChecks; }
+
+v1::ProbeMode ToProto(ProbeMode m) {
+  return m == ProbeMode::kIb ? v1::PROBE_MODE_IB : v1::PROBE_MODE_SOCKET;
+}
+
+std::optional<ProbeMode> FromProto(v1::ProbeMode m) {
+  if (m == v1::PROBE_MODE_SOCKET) return ProbeMode::kSocket;
+  if (m == v1::PROBE_MODE_IB) return ProbeMode::kIb;
+  return std::nullopt;
+}
+
+v1::ProbeOutcome ToProto(ProbeOutcome o) {
+  switch (o) {
+    case ProbeOutcome::kPass:
+      return v1::PROBE_OUTCOME_PASS;
+    case ProbeOutcome::kFail:
+      return v1::PROBE_OUTCOME_FAIL;
+    case ProbeOutcome::kTimeout:
+      return v1::PROBE_OUTCOME_TIMEOUT;
+    case ProbeOutcome::kCrashed:
+      return v1::PROBE_OUTCOME_CRASHED;
+    case ProbeOutcome::kUnavailable:
+      return v1::PROBE_OUTCOME_UNAVAILABLE;
+    case ProbeOutcome::kNotRun:
+      return v1::PROBE_OUTCOME_NOT_RUN;
+  }
+  return v1::PROBE_OUTCOME_NOT_RUN;
+}
+
+ProbeOutcome FromProto(v1::ProbeOutcome o) {
+  switch (o) {
+    case v1::PROBE_OUTCOME_PASS:
+      return ProbeOutcome::kPass;
+    case v1::PROBE_OUTCOME_FAIL:
+      return ProbeOutcome::kFail;
+    case v1::PROBE_OUTCOME_TIMEOUT:
+      return ProbeOutcome::kTimeout;
+    case v1::PROBE_OUTCOME_CRASHED:
+      return ProbeOutcome::kCrashed;
+    case v1::PROBE_OUTCOME_UNAVAILABLE:
+      return ProbeOutcome::kUnavailable;
+    default:
+      return ProbeOutcome::kNotRun;
+  }
+}
+
+v1::CheckStatus ToProto(CheckStatus s) {
+  switch (s) {
+    case CheckStatus::kPass:
+      return v1::CHECK_STATUS_PASS;
+    case CheckStatus::kWarn:
+      return v1::CHECK_STATUS_WARN;
+    case CheckStatus::kFail:
+      return v1::CHECK_STATUS_FAIL;
+    case CheckStatus::kSkip:
+      return v1::CHECK_STATUS_SKIP;
+  }
+  return v1::CHECK_STATUS_SKIP;
+}
+
+CheckStatus FromProto(v1::CheckStatus s) {
+  switch (s) {
+    case v1::CHECK_STATUS_PASS:
+      return CheckStatus::kPass;
+    case v1::CHECK_STATUS_WARN:
+      return CheckStatus::kWarn;
+    case v1::CHECK_STATUS_FAIL:
+      return CheckStatus::kFail;
+    default:
+      return CheckStatus::kSkip;
+  }
+}
+
+std::optional<uint64_t> ProbeSizeBytes(v1::ProbeSize s) {
+  switch (s) {
+    case v1::PROBE_SIZE_64KIB:
+      return 64ull << 10;
+    case v1::PROBE_SIZE_1MIB:
+      return 1ull << 20;
+    case v1::PROBE_SIZE_64MIB:
+      return 64ull << 20;
+    case v1::PROBE_SIZE_1GIB:
+      return 1ull << 30;
+    default:
+      return std::nullopt;
+  }
+}
+
+v1::ProbeSize ProbeSizeFor(uint64_t bytes) {
+  if (bytes >= (1ull << 30)) return v1::PROBE_SIZE_1GIB;
+  if (bytes >= (64ull << 20)) return v1::PROBE_SIZE_64MIB;
+  if (bytes >= (1ull << 20)) return v1::PROBE_SIZE_1MIB;
+  return v1::PROBE_SIZE_64KIB;
+}
+
+v1::NodeSummary MakeNodeSummary(const NodeSnapshot* snapshot, const NodeReport* report,
+                                const std::string& nccl_version, int cuda_driver_version,
+                                bool gpus_busy) {
+  v1::NodeSummary s;
+  s.set_nccl_version(Cut(nccl_version, 64));
+  s.set_cuda_driver_version(static_cast<uint32_t>(std::max(cuda_driver_version, 0)));
+  s.set_gpus_busy(gpus_busy);
+  if (snapshot != nullptr) {
+    if (snapshot->arch.ok()) s.set_arch(Cut(*snapshot->arch.value, 64));
+    for (const auto& dev : snapshot->ib_devices) {
+      if (s.hcas_size() >= kMaxHcas) break;
+      v1::Hca* h = s.add_hcas();
+      h->set_name(Cut(dev.name, 64));
+      if (dev.hca_type.ok()) h->set_hca_type(Cut(*dev.hca_type.value, 64));
+      for (const auto& port : dev.ports) {
+        if (h->ports_size() >= kMaxPorts) break;
+        v1::Port* p = h->add_ports();
+        p->set_num(static_cast<uint32_t>(std::max(port.num, 0)));
+        if (port.link_layer.ok()) p->set_link_layer(Cut(*port.link_layer.value, 32));
+        if (port.rate_gbps.ok()) p->set_rate_gbps(*port.rate_gbps.value);
+        if (port.state.ok()) p->set_state(Cut(StateName(*port.state.value), 32));
+        if (port.phys_state.ok()) p->set_phys_state(Cut(StateName(*port.phys_state.value), 32));
+        for (size_t i = 0; i < port.pkeys.size() && p->pkeys_size() < kMaxPkeys; ++i) {
+          v1::PKey* k = p->add_pkeys();
+          k->set_value(port.pkeys[i] & 0x7fff);
+          k->set_full_member((port.pkeys[i] & 0x8000) != 0);
+          k->set_index(i < port.pkey_indices.size() ? port.pkey_indices[i] : static_cast<int>(i));
+        }
+      }
+    }
+    if (snapshot->nvidia_driver_version.ok()) {
+      s.set_nvidia_driver_version(Cut(*snapshot->nvidia_driver_version.value, 64));
+    }
+    if (!snapshot->gpus.empty()) s.set_gpu_model(Cut(snapshot->gpus.front().model, 128));
+    s.set_gpu_count(static_cast<uint32_t>(snapshot->gpus.size()));
+  }
+  if (report != nullptr) {
+    for (const auto& f : report->findings) {
+      if (s.findings_size() >= kMaxFindings) break;
+      if (f.status != CheckStatus::kFail && f.status != CheckStatus::kWarn) continue;
+      v1::Finding* out = s.add_findings();
+      out->set_check(Cut(f.check, 64));
+      out->set_fault_class(ToProto(f.fault_class));
+      out->set_status(ToProto(f.status));
+      out->set_message(Cut(f.message));
+    }
+  }
+  return s;
+}
+
+bool ValidNodeName(const std::string& name) {
+  if (name.empty() || name.size() > 253) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '-' || c == '_';
+  });
+}
+
+void ApplySummary(const v1::NodeSummary& s, NodeInfo& info) {
+  info.arch = Cut(s.arch(), 64);
+  info.nccl_version = Cut(s.nccl_version(), 64);
+  info.cuda_driver_version =
+      static_cast<int>(std::min<uint32_t>(s.cuda_driver_version(), 1u << 30));
+  info.nvidia_driver_version = Cut(s.nvidia_driver_version(), 64);
+  info.gpu_model = Cut(s.gpu_model(), 128);
+  info.gpu_count = static_cast<int>(std::min<uint32_t>(s.gpu_count(), 1024));
+  info.gpus_busy = s.gpus_busy();
+  info.hcas.clear();
+  for (int i = 0; i < s.hcas_size() && i < kMaxHcas; ++i) {
+    const v1::Hca& h = s.hcas(i);
+    HcaInfo hca;
+    hca.name = Cut(h.name(), 64);
+    hca.hca_type = Cut(h.hca_type(), 64);
+    for (int j = 0; j < h.ports_size() && j < kMaxPorts; ++j) {
+      const v1::Port& p = h.ports(j);
+      PortInfo port;
+      port.num = static_cast<int>(std::min<uint32_t>(p.num(), 255));
+      port.link_layer = Cut(p.link_layer(), 32);
+      port.rate_gbps = std::isfinite(p.rate_gbps()) && p.rate_gbps() > 0 ? p.rate_gbps() : 0;
+      port.state = Cut(p.state(), 32);
+      port.phys_state = Cut(p.phys_state(), 32);
+      for (int k = 0; k < p.pkeys_size() && k < kMaxPkeys; ++k) {
+        port.pkeys.push_back({static_cast<uint16_t>(p.pkeys(k).value() & 0x7fff),
+                              p.pkeys(k).full_member(),
+                              static_cast<int>(std::min<uint32_t>(p.pkeys(k).index(), 65535))});
+      }
+      hca.ports.push_back(std::move(port));
+    }
+    info.hcas.push_back(std::move(hca));
+  }
+  info.findings.clear();
+  for (int i = 0; i < s.findings_size() && i < kMaxFindings; ++i) {
+    const v1::Finding& f = s.findings(i);
+    // Only ids of the catalogue: a finding the coordinator cannot explain is not a cause.
+    const CauseInfo* cause = FindCause(f.check());
+    if (cause == nullptr) continue;
+    Finding out;
+    out.check = std::string(cause->id);
+    out.fault_class = cause->fault_class;
+    out.status = FromProto(f.status());
+    out.message = Cut(f.message());
+    out.remedy = std::string(cause->remedy);
+    info.findings.push_back(std::move(out));
+  }
+}
+
+StatusOr<NodeInfo> NodeInfoFromHello(const v1::Hello& hello, const std::string& topology_label) {
+  if (!ValidNodeName(hello.node())) {
+    return InvalidArgument("hello: node name '" + Cut(hello.node(), 64) +
+                           "' is empty, too long or has characters outside [A-Za-z0-9._-]");
+  }
+  NodeInfo info;
+  info.name = hello.node();
+  if (!topology_label.empty()) {
+    auto it = hello.labels().find(topology_label);
+    if (it != hello.labels().end()) info.topology = Cut(it->second, 128);
+  }
+  ApplySummary(hello.summary(), info);
+  return info;
+}
+
+v1::ProbeReport ToProbeReport(const ProbeResult& r, const std::string& probe_id) {
+  v1::ProbeReport p;
+  p.set_probe_id(probe_id);
+  p.set_outcome(ToProto(r.outcome));
+  p.set_detail(Cut(r.detail));
+  p.set_duration_seconds(r.duration_seconds);
+  p.set_busbw_bytes_per_second(r.busbw_bytes_per_second);
+  p.set_algbw_bytes_per_second(r.algbw_bytes_per_second);
+  p.set_transport(Cut(r.transport, 32));
+  if (r.nccl_result) p.set_nccl_result(*r.nccl_result);
+  p.set_nccl_error(Cut(r.nccl_error));
+  p.set_last_error(Cut(r.last_error));
+  p.set_nccl_version(Cut(r.nccl_version, 64));
+  p.set_cuda_driver_version(static_cast<uint32_t>(std::max(r.cuda_driver_version, 0)));
+  p.set_data_verified(r.data_verified);
+  if (r.classification) {
+    p.set_log_class(ToProto(r.classification->fault_class));
+    for (const auto& c : r.classification->causes) {
+      if (p.causes_size() >= kMaxCauses) break;
+      v1::Cause* out = p.add_causes();
+      out->set_cause(Cut(c.cause, 64));
+      out->set_fault_class(ToProto(c.fault_class));
+      for (const auto& line : c.evidence) {
+        if (out->evidence_size() >= kMaxEvidence) break;
+        out->add_evidence(Cut(line.text));
+      }
+    }
+  }
+  return p;
+}
+
+ProbeResult FromProbeReport(const v1::ProbeReport& p, ProbeMode mode, int rank,
+                            const std::string& peer) {
+  ProbeResult r;
+  r.mode = mode;
+  r.rank = rank;
+  r.peer = peer;
+  r.outcome = FromProto(p.outcome());
+  r.detail = Cut(!p.skipped_reason().empty() ? p.skipped_reason() : p.detail());
+  auto finite = [](double x) { return std::isfinite(x) && x > 0 ? x : 0.0; };
+  r.duration_seconds = finite(p.duration_seconds());
+  r.busbw_bytes_per_second = finite(p.busbw_bytes_per_second());
+  r.algbw_bytes_per_second = finite(p.algbw_bytes_per_second());
+  r.transport = Cut(p.transport(), 32);
+  if (p.has_nccl_result()) r.nccl_result = p.nccl_result();
+  r.nccl_error = Cut(p.nccl_error());
+  r.last_error = Cut(p.last_error());
+  r.nccl_version = Cut(p.nccl_version(), 64);
+  r.cuda_driver_version = static_cast<int>(std::min<uint32_t>(p.cuda_driver_version(), 1u << 30));
+  r.data_verified = p.data_verified();
+  if (p.log_class() != v1::FAULT_CLASS_UNSPECIFIED || p.causes_size() > 0) {
+    Classification c;
+    c.fault_class = FromProto(p.log_class());
+    for (int i = 0; i < p.causes_size() && i < kMaxCauses; ++i) {
+      const v1::Cause& in = p.causes(i);
+      const CauseInfo* info = FindCause(in.cause());
+      if (info == nullptr) continue;  // not an id of the catalogue: dropped
+      ClassifiedCause cc;
+      cc.cause = std::string(info->id);
+      cc.fault_class = FromProto(in.fault_class());
+      cc.remedy = std::string(info->remedy);
+      for (int k = 0; k < in.evidence_size() && k < kMaxEvidence; ++k) {
+        cc.evidence.push_back({0, Cut(in.evidence(k))});
+      }
+      c.causes.push_back(std::move(cc));
+    }
+    r.classification = std::move(c);
+  }
+  return r;
+}
+
+v1::PairVerdict ToProto(const std::string& peer, const PairVerdict& v, ProbeOutcome socket,
+                        ProbeOutcome ib, PairLocalisation loc, bool confirmed) {
+  v1::PairVerdict p;
+  p.set_peer(peer);
+  p.set_fault_class(ToProto(v.fault_class));
+  p.set_basis(ToProto(v.basis));
+  for (const auto& c : v.causes) p.add_causes(c);
+  p.set_reason(Cut(v.reason));
+  p.set_socket(ToProto(socket));
+  p.set_ib(ToProto(ib));
+  switch (loc) {
+    case PairLocalisation::kNone:
+      p.set_localisation(v1::LOCALISATION_NONE);
+      break;
+    case PairLocalisation::kNode:
+      p.set_localisation(v1::LOCALISATION_NODE);
+      break;
+    case PairLocalisation::kLink:
+      p.set_localisation(v1::LOCALISATION_LINK);
+      break;
+    case PairLocalisation::kInconclusive:
+      p.set_localisation(v1::LOCALISATION_INCONCLUSIVE);
+      break;
+  }
+  p.set_confirmed(confirmed);
+  return p;
+}
+
+PairVerdict FromProto(const v1::PairVerdict& p) {
+  PairVerdict v;
+  v.fault_class = FromProto(p.fault_class());
+  v.basis = FromProto(p.basis());
+  for (int i = 0; i < p.causes_size() && i < kMaxCauses; ++i) {
+    if (FindCause(p.causes(i)) != nullptr) v.causes.push_back(p.causes(i));
+  }
+  v.reason = Cut(p.reason());
+  v.degraded = std::find(v.causes.begin(), v.causes.end(), "ib.bandwidth") != v.causes.end();
+  return v;
+}
+
+std::string BytesToHex(const std::string& bytes) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  return out;
+}
+
+std::optional<std::string> HexToBytes(const std::string& hex) {
+  if (hex.size() % 2 != 0) return std::nullopt;
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    int hi = nibble(hex[i]);
+    int lo = nibble(hex[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.push_back(static_cast<char>((hi << 4) | lo));
+  }
+  return out;
+}
+
+}  // namespace nccl_triage

@@ -1,0 +1,75 @@
+// Conversions between the wire messages (nccl_triage.v1) and the project's plain types, and the
+// validation of what an agent sends.
+//
+// The coordinator and the session work with core/coordinator types; only these functions know the
+// generated classes. Validation is strict about what the planner relies on (a node name, a
+// 128-byte unique id, enums inside their closed sets) and bounded on everything else (strings are
+// cut, lists capped), so a malformed or hostile message can neither crash nor bloat the
+// coordinator. Pure; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "core/decision.h"
+#include "core/probe_result.h"
+#include "core/report.h"
+#include "core/snapshot.h"
+#include "nccl_triage/v1/agent.pb.h"
+#include "planner/node_info.h"
+#include "planner/sweep.h"
+
+namespace nccl_triage {
+
+namespace v1 = ::nccl_triage::v1;
+
+inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr size_t kUniqueIdBytes = 128;  // NCCL_UNIQUE_ID_BYTES
+
+v1::FaultClass ToProto(FaultClass c);
+FaultClass FromProto(v1::FaultClass c);
+v1::Basis ToProto(Basis b);
+Basis FromProto(v1::Basis b);
+v1::ProbeMode ToProto(ProbeMode m);
+std::optional<ProbeMode> FromProto(v1::ProbeMode m);  // nullopt for UNSPECIFIED/unknown
+v1::ProbeOutcome ToProto(ProbeOutcome o);
+ProbeOutcome FromProto(v1::ProbeOutcome o);
+v1::CheckStatus ToProto(CheckStatus s);
+CheckStatus FromProto(v1::CheckStatus s);
+
+// The closed set of probe sizes.
+std::optional<uint64_t> ProbeSizeBytes(v1::ProbeSize s);  // nullopt for UNSPECIFIED/unknown
+// The largest allowed size not above `bytes` (64 KiB at least).
+v1::ProbeSize ProbeSizeFor(uint64_t bytes);
+
+// What an agent tells about its node (Hello, Heartbeat): from its latest snapshot and report.
+// `nccl_version` / `cuda_driver_version` come from the probes seen so far ("" / 0 when none);
+// `gpus_busy` is true when another process holds the GPUs and probes are not allowed then.
+v1::NodeSummary MakeNodeSummary(const NodeSnapshot* snapshot, const NodeReport* report,
+                                const std::string& nccl_version, int cuda_driver_version,
+                                bool gpus_busy);
+
+// Hello -> NodeInfo (bounded copy). Fails on a missing or unusable node name.
+StatusOr<NodeInfo> NodeInfoFromHello(const v1::Hello& hello, const std::string& topology_label);
+// Applies a summary to an existing NodeInfo (name and topology kept).
+void ApplySummary(const v1::NodeSummary& summary, NodeInfo& info);
+
+// A node name the coordinator accepts: 1..253 bytes of [A-Za-z0-9._-] (a Kubernetes node name).
+bool ValidNodeName(const std::string& name);
+
+// One rank's result on the wire, and back.
+v1::ProbeReport ToProbeReport(const ProbeResult& r, const std::string& probe_id);
+ProbeResult FromProbeReport(const v1::ProbeReport& report, ProbeMode mode, int rank,
+                            const std::string& peer);
+
+v1::PairVerdict ToProto(const std::string& peer, const PairVerdict& v, ProbeOutcome socket,
+                        ProbeOutcome ib, PairLocalisation loc, bool confirmed);
+PairVerdict FromProto(const v1::PairVerdict& v);
+
+// "\x01\x02" <-> "0102" (the probe child prints the unique id in hex).
+std::string BytesToHex(const std::string& bytes);
+std::optional<std::string> HexToBytes(const std::string& hex);
+
+}  // namespace nccl_triage

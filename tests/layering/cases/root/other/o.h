@@ -1,0 +1,2 @@
+#pragma once
+inline int Other() { return 1; }

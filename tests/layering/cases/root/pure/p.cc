@@ -1,0 +1,3 @@
+#include <fstream>
+
+#include "other/o.h"

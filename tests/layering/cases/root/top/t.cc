@@ -1,0 +1,2 @@
+#include "other/o.h"
+#include "pure/p.h"

@@ -1,0 +1,146 @@
+// DemoCluster: a coordinator and N agents on this machine, talking real gRPC over loopback, each
+// agent with a fixture root of its own (agent/fixture) and the fake libcuda/libnccl (tests/fakes)
+// for its probe children. Faults are injected only into those roots (and, for a different NCCL,
+// into which libnccl.so.2 a node loads), so the coordinator sees them through the same signals
+// as on a real cluster: the nodes' checks, the probes' outcomes and NCCL logs.
+//
+// Fault specs (0-based node indices):
+//   node:I:KIND   KIND = port_down | sm_offline | memlock | no_rdma_devices | rate_degraded |
+//                        shm_small | nccl_version
+//   link:I-J:KIND KIND = pkey_mismatch (I and J share no PKey with a full member; both still share
+//                        the default partition with everyone else) | cable (the IB path between
+//                        exactly I and J is broken; both reach everyone else)
+//
+// `nccl-triage demo` and the integration tests drive it: Start(), Run() (sweeps until every pair
+// is covered and no suspicion is pending, or a fixed number of sweeps), Report(). The agents and
+// the coordinator run in this process on their own threads; the probes are child processes.
+// Not thread-safe (one driver).
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "coordinator/server.h"
+#include "planner/sweep.h"
+
+namespace nccl_triage {
+
+class Logger;
+
+struct DemoFault {
+  FaultKind kind = FaultKind::kNode;
+  int a = -1;
+  int b = -1;        // links only
+  std::string what;  // the KIND
+  std::string spec;  // as given
+};
+
+// Parses one --fault spec for a cluster of `nodes` nodes.
+StatusOr<DemoFault> ParseDemoFault(std::string_view spec, int nodes);
+
+struct DemoOptions {
+  int nodes = 8;
+  std::vector<DemoFault> faults;
+  int rounds = 0;           // sweeps to run; 0: until every pair is covered and nothing pending
+  std::string probe_exe;    // the binary whose `probe --child` runs a rank
+  std::string fakes_dir;    // holds lib/{libcuda.so.1,libnccl.so.2} and old/libnccl.so.2
+  std::string work_dir;     // fixture roots and probe logs (created; must be empty or absent)
+  bool serve_http = false;  // the agents' and the coordinator's HTTP endpoints on 127.0.0.1
+  int hold_down = 2;
+  uint64_t seed = 1;
+  int probe_timeout_seconds = 20;
+  std::string coordinator_listen = "127.0.0.1:0";
+  // Extra environment for one node's probe children (tests: the fake NCCL's FAKE_NCCL_FAULTS
+  // knobs); the names are allow-listed for that node like any operator-configured variable.
+  std::map<int, std::map<std::string, std::string>> node_env;
+  std::function<void(const std::string&)> progress;  // one line per sweep; may be empty
+};
+
+struct DemoNode {
+  int index = 0;
+  std::string name;
+  FaultClass fault_class = FaultClass::kUnknown;
+  Basis basis = Basis::kChecks;
+  std::vector<std::string> causes;
+  std::string reason;
+};
+
+struct DemoPair {
+  int a = 0;
+  int b = 0;
+  ProbeOutcome socket = ProbeOutcome::kNotRun;
+  ProbeOutcome ib = ProbeOutcome::kNotRun;
+  FaultClass fault_class = FaultClass::kUnknown;
+  Basis basis = Basis::kChecks;
+  std::vector<std::string> causes;
+  PairLocalisation localisation = PairLocalisation::kNone;
+};
+
+struct DemoLocalised {
+  FaultKind kind = FaultKind::kNode;
+  std::vector<int> nodes;
+  FaultClass fault_class = FaultClass::kUnknown;
+  std::string cause;
+  Basis basis = Basis::kProbes;  // checks: a node fault only its own checks show
+  bool confirmed = false;
+};
+
+struct DemoReport {
+  int nodes = 0;
+  std::vector<std::string> injected;
+  uint64_t sweeps = 0;
+  uint64_t pairs_covered = 0;
+  uint64_t pairs_total = 0;
+  std::vector<DemoNode> node_results;
+  std::vector<DemoPair> pairs;
+  std::vector<DemoLocalised> faults;
+};
+
+nlohmann::json ToJson(const DemoReport& report);
+void PrintDemoTable(const DemoReport& report, std::ostream& out);
+
+class DemoCluster {
+ public:
+  DemoCluster(DemoOptions options, Logger& log);
+  ~DemoCluster();
+  DemoCluster(const DemoCluster&) = delete;
+  DemoCluster& operator=(const DemoCluster&) = delete;
+
+  // Writes the fixture roots, starts the coordinator and the agents, waits for every agent.
+  Status Start();
+  // Sweeps (see DemoOptions::rounds) and returns the report.
+  StatusOr<DemoReport> Run();
+  DemoReport Report() const;
+  // The HTTP endpoints ("coordinator http://127.0.0.1:PORT", "node-0 http://..."), when served.
+  std::vector<std::string> Urls() const;
+  CoordinatorServer& coordinator();
+  // Stops one agent (its session closes and cancels the probe it runs), as a node going away.
+  void StopNode(int index);
+  // Replaces the coordinator with a new one on the same port (a coordinator restart); the agents
+  // reconnect by themselves.
+  Status RestartCoordinator();
+  void Stop();
+
+ private:
+  class Node;
+  DemoOptions options_;
+  Logger& log_;
+  CoordinatorOptions coordinator_options_;
+  std::unique_ptr<CoordinatorServer> coordinator_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::string token_;
+  uint64_t sweeps_ = 0;
+};
+
+// Where the fake libraries of a build are, relative to the binary: <dir>/tests/fakes or
+// <dir>/fakes with lib/libnccl.so.2 inside. Empty when none is found.
+std::string FindFakesDir(const std::string& self_exe);
+
+}  // namespace nccl_triage
