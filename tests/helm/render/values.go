@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -131,4 +133,36 @@ func setValue(values map[string]interface{}, assignment string) error {
 	}
 	m[keys[len(keys)-1]] = norm
 	return nil
+}
+
+// readObjects reads a YAML stream of Kubernetes objects (the renderer's --cluster); an empty
+// stream is a cluster with nothing in it, which lookup can still see.
+func readObjects(path string) ([]map[string]interface{}, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := []map[string]interface{}{}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var raw interface{}
+		if err := dec.Decode(&raw); err != nil {
+			if err == io.EOF {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		if raw == nil {
+			continue
+		}
+		n, err := jsonNormalize(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		m, ok := n.(map[string]interface{})
+		if !ok {
+			return nil, fmt.Errorf("%s: a document is not an object", path)
+		}
+		out = append(out, m)
+	}
 }
