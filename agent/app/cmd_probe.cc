@@ -1,6 +1,9 @@
 // `nccl-triage probe`: the NCCL probe (agent/probe) with this binary's configuration file and node
 // checks, so that a local pair's verdict names the node's failing checks next to the causes its
 // NCCL logs show.
+#include <unistd.h>
+
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,7 @@ int RunProbeCommand(CliContext& ctx) {
   ProbeCliHooks hooks;
   hooks.self_exe = ctx.self_exe;
   hooks.environment = EnvironmentMap(environ);
+  hooks.stderr_is_terminal = &ctx.err == &std::cerr && isatty(STDERR_FILENO) == 1;
   hooks.load_config = [](const std::string& path) -> StatusOr<ProbeConfig> {
     auto config = LoadConfigFile(path);
     if (!config.ok()) return config.status();

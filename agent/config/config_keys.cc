@@ -159,6 +159,10 @@ constexpr std::array kSpecs = {
     KeySpec{{"agent.workloads", "bool", "judge the GPU workload containers on the node"},
             KeyKind::kBool,
             NT_FIELD(agent.workloads)},
+    KeySpec{{"agent.metrics_disabled", "list of metric names",
+             "metric families not exported, e.g. [nccl_triage_ib_port_errors_total]"},
+            KeyKind::kStringList,
+            NT_FIELD(agent.metrics_disabled)},
     // coordinator
     KeySpec{{"coordinator.listen", "host:port", "gRPC address the agents connect to"},
             KeyKind::kListen,

@@ -100,21 +100,94 @@ PairVerdict DecidePairLocal(const std::vector<PairLocalRow>& rows,
 }
 
 PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeMode>& modes,
-                             std::vector<Finding> node_findings, std::string findings_note) {
+                             std::vector<Finding> node_findings, std::string findings_note,
+                             PairLocalObserver* observer) {
   PairLocalReport report;
   report.node_findings = std::move(node_findings);
   report.findings_note = std::move(findings_note);
   report.work_dir = runner.options().work_dir;
-  for (ProbeMode mode : modes) {
+  const int count = static_cast<int>(modes.size());
+  for (int i = 0; i < count; ++i) {
     PairLocalRow row;
-    row.mode = mode;
-    row.ranks = runner.RunLocalRanks(mode, 2);
+    row.mode = modes[i];
+    if (observer) observer->ModeStarted(row.mode, i + 1, count, runner.config().timeout_seconds);
+    const auto started = std::chrono::steady_clock::now();
+    row.ranks = runner.RunLocalRanks(row.mode, 2);
     row.merged = MergeRankResults(row.ranks);
+    if (observer) {
+      observer->ModeFinished(
+          row, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    }
     report.rows.push_back(std::move(row));
   }
   report.verdict =
       DecidePairLocal(report.rows, report.node_findings, runner.config().busbw_min_fraction);
   return report;
+}
+
+std::string ProgressRunningText(ProbeMode mode, int index, int count, int elapsed_seconds,
+                                int timeout_seconds) {
+  return std::string(ToString(mode)) + " probe (" + std::to_string(index) + "/" +
+         std::to_string(count) + "): 2 ranks running, " + std::to_string(elapsed_seconds) +
+         " s (limit " + std::to_string(timeout_seconds) + " s)";
+}
+
+std::string ProgressDoneText(const PairLocalRow& row, int index, int count, double seconds) {
+  char elapsed[32];
+  std::snprintf(elapsed, sizeof(elapsed), "%.1f", seconds);
+  std::string text = std::string(ToString(row.mode)) + " probe (" + std::to_string(index) + "/" +
+                     std::to_string(count) + "): " + std::string(ToString(row.merged.outcome)) +
+                     " in " + elapsed + " s";
+  if (row.merged.classification && !row.merged.classification->causes.empty()) {
+    const auto& causes = row.merged.classification->causes;
+    text += " (";
+    for (size_t i = 0; i < causes.size(); ++i) text += (i ? "," : "") + causes[i].cause;
+    text += ")";
+  }
+  return text;
+}
+
+TerminalProgress::TerminalProgress(std::ostream& out, bool enabled, std::chrono::milliseconds tick)
+    : out_(out), enabled_(enabled), tick_(tick) {}
+
+TerminalProgress::~TerminalProgress() { StopTicker(); }
+
+void TerminalProgress::StopTicker() {
+  if (ticker_.joinable()) {
+    ticker_.request_stop();
+    wake_.notify_all();
+    ticker_.join();
+  }
+}
+
+void TerminalProgress::ModeStarted(ProbeMode mode, int index, int count, int timeout_seconds) {
+  if (!enabled_) return;
+  StopTicker();
+  {
+    std::lock_guard lock(mu_);
+    index_ = index;
+    count_ = count;
+  }
+  ticker_ = std::jthread([this, mode, index, count, timeout_seconds](std::stop_token stop) {
+    const auto started = std::chrono::steady_clock::now();
+    std::unique_lock lock(mu_);
+    while (!stop.stop_requested()) {
+      const int elapsed = static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(
+                                               std::chrono::steady_clock::now() - started)
+                                               .count());
+      // \r and erase-to-end-of-line: the line is rewritten in place, never scrolled.
+      out_ << "\r" << ProgressRunningText(mode, index, count, elapsed, timeout_seconds) << "\x1b[K"
+           << std::flush;
+      wake_.wait_for(lock, stop, tick_, [] { return false; });
+    }
+  });
+}
+
+void TerminalProgress::ModeFinished(const PairLocalRow& row, double seconds) {
+  if (!enabled_) return;
+  StopTicker();
+  std::lock_guard lock(mu_);
+  out_ << "\r" << ProgressDoneText(row, index_, count_, seconds) << "\x1b[K\n" << std::flush;
 }
 
 int ExitCodeFor(const PairVerdict& v) {

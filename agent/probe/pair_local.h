@@ -8,9 +8,13 @@
 // Pure functions, apart from RunPairLocal which drives a ProbeRunner.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <iosfwd>
+#include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/decision.h"
@@ -43,9 +47,52 @@ ProbeResult MergeRankResults(const std::vector<ProbeResult>& ranks);
 PairVerdict DecidePairLocal(const std::vector<PairLocalRow>& rows,
                             const std::vector<Finding>& node_findings, double busbw_min_fraction);
 
+// Told when each mode starts and ends (the progress line); called on the caller's thread.
+class PairLocalObserver {
+ public:
+  virtual ~PairLocalObserver() = default;
+  virtual void ModeStarted(ProbeMode mode, int index, int count, int timeout_seconds) = 0;
+  virtual void ModeFinished(const PairLocalRow& row, double seconds) = 0;
+};
+
 // Runs the modes in order (socket before IB, as the triage does) and decides.
 PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeMode>& modes,
-                             std::vector<Finding> node_findings, std::string findings_note);
+                             std::vector<Finding> node_findings, std::string findings_note,
+                             PairLocalObserver* observer = nullptr);
+
+// "socket probe (1/2): 2 ranks running, 14 s (limit 120 s)".
+std::string ProgressRunningText(ProbeMode mode, int index, int count, int elapsed_seconds,
+                                int timeout_seconds);
+// "socket probe (1/2): pass in 3.2 s" / "ib probe (2/2): fail in 120.0 s (ib.port_state)".
+std::string ProgressDoneText(const PairLocalRow& row, int index, int count, double seconds);
+
+// The progress of `probe --pair-local` on a terminal: each mode can take up to two probe
+// timeouts (2 x 120 s by default) with nothing else to show, so one line per mode is rewritten
+// in place every second while its ranks run, then replaced by the mode's outcome. Enabled only
+// when the stream is a terminal (the caller checks isatty), so pipes, logs and --format json
+// stay clean. Thread-safe: a ticker thread of its own rewrites the line.
+class TerminalProgress final : public PairLocalObserver {
+ public:
+  TerminalProgress(std::ostream& out, bool enabled,
+                   std::chrono::milliseconds tick = std::chrono::seconds(1));
+  ~TerminalProgress() override;
+  TerminalProgress(const TerminalProgress&) = delete;
+  TerminalProgress& operator=(const TerminalProgress&) = delete;
+
+  void ModeStarted(ProbeMode mode, int index, int count, int timeout_seconds) override;
+  void ModeFinished(const PairLocalRow& row, double seconds) override;
+
+ private:
+  void StopTicker();
+
+  std::ostream& out_;
+  const bool enabled_;
+  const std::chrono::milliseconds tick_;
+  std::mutex mu_;
+  std::condition_variable_any wake_;
+  std::jthread ticker_;
+  int index_ = 0, count_ = 0;
+};
 
 // 0 healthy, 1 a fault verdict (architecture or ib_resource), 3 nothing to conclude (unknown).
 int ExitCodeFor(const PairVerdict& verdict);

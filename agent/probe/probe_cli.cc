@@ -200,7 +200,9 @@ int RunPairLocalCommand(const std::vector<std::string>& args, std::ostream& out,
   }
 
   ProbeRunner runner(config, ro);
-  PairLocalReport report = RunPairLocal(runner, p.modes, std::move(findings), note);
+  // Each mode may run up to two probe timeouts: say what is running, on a terminal only.
+  TerminalProgress progress(err, hooks.stderr_is_terminal);
+  PairLocalReport report = RunPairLocal(runner, p.modes, std::move(findings), note, &progress);
   if (p.json) {
     out << ToJson(report).dump(2) << "\n";
   } else {

@@ -25,6 +25,7 @@ namespace nccl_triage {
 struct ProbeCliHooks {
   std::string self_exe;                            // the binary that implements `probe --child`
   std::map<std::string, std::string> environment;  // this process's environment
+  bool stderr_is_terminal = false;                 // a progress line goes to stderr only then
   // Loads a configuration file's probe section (the full binary only).
   std::function<StatusOr<ProbeConfig>(const std::string& path)> load_config;
   // The node checks of the host at `root` (the full binary only); config_path may be empty.

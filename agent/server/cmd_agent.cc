@@ -228,7 +228,13 @@ int RunAgentCommand(CliContext& ctx) {
 
   // Step: metrics and HTTP endpoints.
   SignalBlock signals;
-  AgentMetrics metrics(state, NCCL_TRIAGE_VERSION);
+  if (std::string unknown = UnknownMetricFamilies(config.agent.metrics_disabled);
+      !unknown.empty()) {
+    ctx.err << "nccl-triage-server agent: agent.metrics_disabled names no agent metric family: "
+            << unknown << " (the families are listed in the README, \"Metrics\")\n";
+    return 2;
+  }
+  AgentMetrics metrics(state, NCCL_TRIAGE_VERSION, config.agent.metrics_disabled);
   HttpServer server(&log);
   InstallAgentEndpoints(server, state, metrics);
   auto port = server.Start(address->first, address->second);

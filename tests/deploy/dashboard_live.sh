@@ -4,7 +4,9 @@
 #   - agents judging fixture roots: `nccl-triage-server agent --standalone --root tests/fixtures/<f>`
 #     (node verdicts, checks, ports, limits, freshness; gpu-pods runs three GPU pods, so its
 #     agent's workload view exports workload_check_status);
-#   - `nccl-triage-demo --serve` when it was built (probes, pairs, coordinator metrics).
+#   - `nccl-triage-demo --serve` when it was built (probes, pairs, coordinator metrics), and a
+#     second one with 256 agents and one sweep (the fleet-scale case: every query must answer
+#     with fewer than 500 series, so per-node/per-pair/per-port panels must filter or top-k).
 # Without the demo, the queries of metrics only probes and the coordinator export are reported as
 # SKIP with that reason. Without an `agent` subcommand the test is skipped (exit 77).
 #
@@ -76,41 +78,58 @@ demo_alerts=()
 skip_args=(--skip-metric 'nccl_triage_(probe_|pair_verdict|last_probe_|coordinator_|nccl_info)'
            --skip-reason "exported only by probes and the coordinator: needs 'nccl-triage-demo --serve'")
 targets_expected=${#scenarios[@]}
-if [[ -x "$demo_bin" ]] && "$demo_bin" --help 2>&1 | grep -q -- --serve; then
-  "$demo_bin" --serve --work-dir "$work/demo" >"$work/demo.log" 2>&1 &
-  demo_pid=$!
-  pids+=("$demo_pid")
+# start_demo NAME PREFIX ARGS...: runs `nccl-triage-demo --serve ARGS` until it serves, then
+# sets $agents_of_demo (targets labelled node=<PREFIX><node>) and $coordinator_of_demo.
+start_demo() {
+  local name="$1" prefix="$2"; shift 2
+  "$demo_bin" --serve --work-dir "$work/$name" "$@" >"$work/$name.log" 2>&1 &
+  local pid=$!
+  pids+=("$pid")
   for _ in $(seq 4200); do
-    grep -q 'serving until Ctrl-C' "$work/demo.log" && break
-    kill -0 "$demo_pid" 2>/dev/null || { echo "FAIL: demo exited:"; tail -n 20 "$work/demo.log"; exit 1; }
+    grep -q 'serving until Ctrl-C' "$work/$name.log" && break
+    kill -0 "$pid" 2>/dev/null || { echo "FAIL: $name exited:"; tail -n 20 "$work/$name.log"; exit 1; }
     sleep 0.1
   done
-  grep -q 'serving until Ctrl-C' "$work/demo.log" || { echo "FAIL: demo did not finish its sweeps"; exit 1; }
+  grep -q 'serving until Ctrl-C' "$work/$name.log" || { echo "FAIL: $name did not finish its sweeps"; exit 1; }
   # "  <name>  http://127.0.0.1:<port>/metrics  /status" after the "serving" line.
-  agents="" coordinator=""
-  while read -r name address; do
+  agents_of_demo="" coordinator_of_demo=""
+  local node address hostport
+  while read -r node address; do
     hostport="${address#http://}"; hostport="${hostport%%/*}"
-    if [ "$name" = coordinator ]; then
-      coordinator="$hostport"
+    if [ "$node" = coordinator ]; then
+      coordinator_of_demo="$hostport"
     else
-      agents+="
+      agents_of_demo+="
       - targets: ['$hostport']
-        labels: {node: '$name'}"
+        labels: {node: '$prefix$node'}"
       targets_expected=$((targets_expected + 1))
     fi
-  done < <(awk '/serving until Ctrl-C:/ {on = 1; next} on && $2 ~ /^http:/ {print $1, $2}' "$work/demo.log")
-  [ -n "$coordinator" ] || { echo "FAIL: demo printed no coordinator URL"; exit 1; }
+  done < <(awk '/serving until Ctrl-C:/ {on = 1; next} on && $2 ~ /^http:/ {print $1, $2}' "$work/$name.log")
+  [ -n "$coordinator_of_demo" ] || { echo "FAIL: $name printed no coordinator URL"; exit 1; }
   targets_expected=$((targets_expected + 1))
+}
+
+if [[ -x "$demo_bin" ]] && "$demo_bin" --help 2>&1 | grep -q -- --serve; then
+  # 8 agents until every pair is covered and both faults confirmed; then 256 agents, one sweep.
+  start_demo demo ""
+  agents="$agents_of_demo" coordinators="
+      - targets: ['$coordinator_of_demo']
+        labels: {cluster: demo}"
+  start_demo fleet fleet- --nodes 256 --rounds 1
+  agents+="$agents_of_demo"
+  coordinators+="
+      - targets: ['$coordinator_of_demo']
+        labels: {cluster: fleet}"
   demo_job="  - job_name: nccl-triage-agent-demo
     honor_labels: true
+    scrape_interval: 5s
     static_configs:$agents
     relabel_configs:
       - target_label: job
         replacement: nccl-triage-agent
   - job_name: nccl-triage-coordinator
     honor_labels: true
-    static_configs:
-      - targets: ['$coordinator']"
+    static_configs:$coordinators"
   skip_args=()
   demo_alerts=(--expect 'NcclTriageIbPortDown{node="node-2"}'
                --absent 'NcclTriageNodeFaultConfirmed{node="node-0"}'
@@ -154,7 +173,9 @@ fi
 
 status=0
 echo "== dashboard queries"
-"$deploycheck" dashboard --dashboard "$dashboard" --prometheus "$url" "${skip_args[@]}" || status=1
+max_series=()
+[ -n "$demo_job" ] && max_series=(--max-series 500)
+"$deploycheck" dashboard --dashboard "$dashboard" --prometheus "$url" "${max_series[@]}" "${skip_args[@]}" || status=1
 echo "== alert rules on live agent metrics (pending state; 'for' has not elapsed)"
 "$deploycheck" alerts-live --prometheus "$url" \
   --expect 'NcclTriageIbPortDown{node="port-down"}' \

@@ -83,8 +83,8 @@ int RunDemo(CliContext& ctx) {
       return 2;
     }
   }
-  if (options.nodes < 2 || options.nodes > 64) {
-    ctx.err << "nccl-triage-demo: --nodes must be between 2 and 64\n";
+  if (options.nodes < 2 || options.nodes > 256) {
+    ctx.err << "nccl-triage-demo: --nodes must be between 2 and 256\n";
     return 2;
   }
   if (specs.empty() && !no_faults) specs = {"node:2:port_down", "link:4-6:cable"};

@@ -343,7 +343,9 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 			"PodMonitor/"+full+"-agent", "PodMonitor/"+full+"-coordinator",
 			"PrometheusRule/"+full, "Service/"+full+"-agent",
 			"ServiceAccount/triage-agent-sa", "ServiceAccount/triage-coordinator-sa",
-			"ServiceMonitor/"+full+"-agent", "ServiceMonitor/"+full+"-coordinator")
+			"ServiceMonitor/"+full+"-agent", "ServiceMonitor/"+full+"-coordinator",
+			"ValidatingAdmissionPolicy/"+full+"-agent-own-node",
+			"ValidatingAdmissionPolicyBinding/"+full+"-agent-own-node")
 	} else {
 		want = append(want, "ServiceAccount/"+full+"-agent", "ServiceAccount/"+full+"-coordinator")
 	}
@@ -351,7 +353,8 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	c.check(reflect.DeepEqual(s.inventory(), want), "objects\n got  %v\n want %v", s.inventory(), want)
 	for _, o := range objs {
 		kind, _ := o["kind"].(string)
-		if kind != "ClusterRole" && kind != "ClusterRoleBinding" {
+		if kind != "ClusterRole" && kind != "ClusterRoleBinding" &&
+			!strings.HasPrefix(kind, "ValidatingAdmissionPolicy") {
 			c.check(str(o, "metadata.namespace") != "", "%s/%s has no namespace", kind, str(o, "metadata.name"))
 		}
 	}
@@ -599,6 +602,20 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	c.scope = "rules"
 	checkRules(c, s.find("PrometheusRule", full), chartDir)
 	checkInhibitRules(c, s.find("AlertmanagerConfig", full), chartDir)
+
+	c.scope = "admission-policy"
+	vap := s.find("ValidatingAdmissionPolicy", full+"-agent-own-node")
+	c.check(str(vap, "spec.matchConditions.0.expression") ==
+		`request.userInfo.username == "system:serviceaccount:nccl-triage:triage-agent-sa"`,
+		"the policy does not match the agent's service account: %q", str(vap, "spec.matchConditions.0.expression"))
+	vapText := toJSON(get(vap, "spec.validations"))
+	c.check(strings.Contains(vapText, "object.spec.nodeName in variables.nodes") &&
+		strings.Contains(toJSON(get(vap, "spec.variables")), "authentication.kubernetes.io/node-name"),
+		"the policy does not compare spec.nodeName with the token's node: %s", vapText)
+	c.check(strings.Contains(vapText, "startsWith('nccl-triage.io/')"), "the policy does not restrict the annotations")
+	vb := s.find("ValidatingAdmissionPolicyBinding", full+"-agent-own-node")
+	c.check(str(vb, "spec.policyName") == full+"-agent-own-node" && toJSON(get(vb, "spec.validationActions")) == `["Deny"]`,
+		"binding %s", toJSON(get(vb, "spec")))
 
 	c.scope = "networkpolicy"
 	np := s.find("NetworkPolicy", full+"-coordinator")
