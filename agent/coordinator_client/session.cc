@@ -103,6 +103,12 @@ class CoordinatorSession::Connection {
     for (const auto& [k, v] : o.labels) (*h->mutable_labels())[k] = v;
     *h->mutable_summary() = Summary();
     last_summary_ = h->summary().SerializeAsString();
+    {
+      std::lock_guard lock(owner_.last_verdicts_mu_);
+      if (!owner_.last_verdicts_.empty()) {
+        h->mutable_last_verdicts()->ParseFromString(owner_.last_verdicts_);
+      }
+    }
     Write(hello);
 
     std::jthread worker([this](std::stop_token st) { ProbeLoop(st); });
@@ -241,6 +247,10 @@ class CoordinatorSession::Connection {
   }
 
   void ApplyVerdicts(const v1::Verdicts& v) {
+    {
+      std::lock_guard lock(owner_.last_verdicts_mu_);
+      owner_.last_verdicts_ = v.SerializeAsString();
+    }
     if (v.has_node() && v.node().fault_class() != v1::FAULT_CLASS_UNSPECIFIED) {
       NodeVerdict nv;
       nv.fault_class = FromProto(v.node().fault_class());
