@@ -407,10 +407,7 @@ IbResult IbInitDevices(const std::string& oob) {
       std::stringstream ss(hca);
       std::string item;
       while (std::getline(ss, item, ',')) {
-        // Appended in two steps: `"," + std::string&&` trips a g++ 12 -Wrestrict false positive
-        // at -O3.
-        if (!list.empty()) list += ',';
-        list.append(item, 0, item.find(':'));
+        list += (list.empty() ? "" : ",") + item.substr(0, item.find(':'));
       }
       if (!MatchIfList(dev, list)) continue;
     }
@@ -777,8 +774,7 @@ std::string Unreachable() {
     if (q1 == std::string::npos || q1 > close) break;
     auto q2 = text.find('"', q1 + 1);
     if (q2 == std::string::npos || q2 > close) break;
-    if (!out.empty()) out += ',';
-    out.append(text, q1 + 1, q2 - q1 - 1);
+    out += (out.empty() ? "" : ",") + text.substr(q1 + 1, q2 - q1 - 1);
     i = q2 + 1;
   }
   return out;
