@@ -448,6 +448,7 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 		c.check(str(podSpec, "runtimeClassName") == "nvidia", "runtimeClassName %q", str(podSpec, "runtimeClassName"))
 		c.check(str(podSpec, "priorityClassName") == "system-node-critical", "priorityClassName %q", str(podSpec, "priorityClassName"))
 		c.check(contains(args, "--once"), "extraArgs not passed: %v", args)
+		c.check(strings.Contains(strings.Join(args, " "), "--log-format json"), "agent args %v lack --log-format json", args)
 		c.check(mount(agent, "/etc/nccl-triage-tls") != nil, "extraVolumeMounts not mounted")
 		c.check(str(agent, "image") == "registry.example/nccl-triage:1.2.3", "image %q", str(agent, "image"))
 		c.check(str(podSpec, "serviceAccountName") == "triage-agent-sa", "service account %q", str(podSpec, "serviceAccountName"))
@@ -486,6 +487,11 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	c.check(str(co, "livenessProbe.httpGet.path") == "/livez" && str(co, "readinessProbe.httpGet.path") == "/readyz",
 		"coordinator probes")
 	cargs := strs(list(co, "args"))
+	wantFormat := "--log-format text"
+	if allOn {
+		wantFormat = "--log-format json"
+	}
+	c.check(strings.Contains(strings.Join(cargs, " "), wantFormat), "coordinator args %v lack %s", cargs, wantFormat)
 	c.check(len(cargs) >= 3 && cargs[0] == "coordinator" && cargs[2] == "/etc/nccl-triage/config.yaml", "coordinator args %v", cargs)
 	ctm := mount(co, tokenDir)
 	c.check(ctm != nil && str(volume(dep, str(ctm, "name")), "secret.secretName") == full+"-token", "coordinator token mount")

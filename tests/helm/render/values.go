@@ -73,13 +73,18 @@ func parseValues(b []byte, name string) (map[string]interface{}, error) {
 	if raw == nil {
 		return map[string]interface{}{}, nil
 	}
+	return toObject(raw, name, "top level")
+}
+
+// toObject is one decoded YAML document as a JSON-model map.
+func toObject(raw interface{}, name, what string) (map[string]interface{}, error) {
 	n, err := jsonNormalize(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	m, ok := n.(map[string]interface{})
 	if !ok {
-		return nil, fmt.Errorf("%s: top level is not a map", name)
+		return nil, fmt.Errorf("%s: %s is not a map", name, what)
 	}
 	return m, nil
 }
@@ -155,13 +160,9 @@ func readObjects(path string) ([]map[string]interface{}, error) {
 		if raw == nil {
 			continue
 		}
-		n, err := jsonNormalize(raw)
+		m, err := toObject(raw, path, "a document")
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", path, err)
-		}
-		m, ok := n.(map[string]interface{})
-		if !ok {
-			return nil, fmt.Errorf("%s: a document is not an object", path)
+			return nil, err
 		}
 		out = append(out, m)
 	}
