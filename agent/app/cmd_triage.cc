@@ -13,6 +13,7 @@
 
 #include "app/cli.h"
 #include "app/triage_children.h"
+#include "base/flags.h"
 #include "triage/incident.h"
 #include "triage/render.h"
 #include "triage/target.h"
@@ -48,7 +49,7 @@ struct Args {
   std::string format = "table";
   bool no_probe = false;
   std::string coordinator;
-  bool keep = true;
+  bool no_keep = false;
   std::string kubeconfig;
   std::string context;
   uint64_t max_log_bytes = 8 << 20;
@@ -58,90 +59,81 @@ struct Args {
   int64_t timeout_seconds = 600;
 };
 
-// The flags; an error is the line to print.
-std::string Parse(const std::vector<std::string>& argv, Args& a) {
-  for (size_t i = 0; i < argv.size(); ++i) {
-    std::string f = argv[i];
-    std::string v;
-    bool has_value = false;
-    if (const size_t eq = f.find('='); f.rfind("--", 0) == 0 && eq != std::string::npos) {
-      v = f.substr(eq + 1);
-      f = f.substr(0, eq);
-      has_value = true;
-    }
-    if (f == "--no-probe" || f == "--no-keep") {
-      if (has_value) return f + " takes no value";
-      (f == "--no-probe" ? a.no_probe : a.keep) = f == "--no-probe";
-      continue;
-    }
-    if (!has_value) {
-      if (i + 1 >= argv.size())
-        return f.rfind("-", 0) == 0 ? f + " needs a value" : "unexpected '" + f + "'";
-      v = argv[++i];
-    }
-    auto target = [&](Target::Kind kind) -> std::string {
+// The flags (base/flags.h), then what they must say together; an error is the line to print.
+std::string Parse(const std::vector<std::string>& argv, Args& a, bool* help) {
+  auto target = [&a](Target::Kind kind) {
+    return [&a, kind](const std::string& v) -> Status {
       ++a.targets;
       a.target.kind = kind;
-      if (kind == Target::Kind::kJob || kind == Target::Kind::kSelector) {
-        if (v.empty()) return f + " is empty";
-        if (kind == Target::Kind::kJob && !triage::IsObjectName(v)) {
-          return "--job '" + v + "' is not a Kubernetes object name";
+      if (kind == Target::Kind::kSelector) {
+        if (v.empty()) return InvalidArgument("expects a label selector");
+        a.target.selector = v;
+        return Status::Ok();
+      }
+      if (kind == Target::Kind::kJob) {
+        if (!triage::IsObjectName(v)) {
+          return InvalidArgument("'" + v + "' is not a Kubernetes object name");
         }
         a.target.selector = v;
-        return "";
+        return Status::Ok();
       }
       a.target.names = triage::SplitList(v);
-      if (a.target.names.empty()) return f + " names nothing";
+      if (a.target.names.empty()) return InvalidArgument(std::string("names nothing"));
       for (const auto& n : a.target.names) {
-        if (!triage::IsObjectName(n)) return f + ": '" + n + "' is not a Kubernetes object name";
+        if (!triage::IsObjectName(n)) {
+          return InvalidArgument("'" + n + "' is not a Kubernetes object name");
+        }
       }
-      return "";
+      return Status::Ok();
     };
-    std::string err;
-    if (f == "--job") {
-      err = target(Target::Kind::kJob);
-    } else if (f == "--selector" || f == "-l") {
-      err = target(Target::Kind::kSelector);
-    } else if (f == "--pods") {
-      err = target(Target::Kind::kPods);
-    } else if (f == "--nodes") {
-      err = target(Target::Kind::kNodes);
-    } else if (f == "-n" || f == "--namespace") {
-      if (!triage::IsObjectName(v)) return "namespace '" + v + "' is not a Kubernetes name";
-      a.ns = v;
-    } else if (f == "--since" || f == "--timeout") {
+  };
+  auto name = [](std::string* out) {
+    return [out](const std::string& v) -> Status {
+      if (!triage::IsObjectName(v)) return InvalidArgument("'" + v + "' is not a Kubernetes name");
+      *out = v;
+      return Status::Ok();
+    };
+  };
+  auto duration = [](int64_t* out) {
+    return [out](const std::string& v) -> Status {
       auto d = triage::ParseDurationSeconds(v);
-      if (!d.ok()) return f + ": " + d.status().message();
-      (f == "--since" ? a.since_seconds : a.timeout_seconds) = *d;
-    } else if (f == "--format") {
-      if (v != "table" && v != "json") return "--format must be table or json, not '" + v + "'";
-      a.format = v;
-    } else if (f == "--coordinator") {
-      a.coordinator = v;
-    } else if (f == "--kubeconfig") {
-      a.kubeconfig = v;
-    } else if (f == "--context") {
-      a.context = v;
-    } else if (f == "--agent-namespace") {
-      if (!triage::IsObjectName(v)) return "namespace '" + v + "' is not a Kubernetes name";
-      a.agent_ns = v;
-    } else if (f == "--max-log-bytes" || f == "--head-bytes") {
+      if (!d.ok()) return d.status();
+      *out = *d;
+      return Status::Ok();
+    };
+  };
+  auto size = [](uint64_t* out) {
+    return [out](const std::string& v) -> Status {
       auto b = triage::ParseByteSize(v);
-      if (!b.ok()) return f + ": " + b.status().message();
-      (f == "--max-log-bytes" ? a.max_log_bytes : a.head_bytes) = *b;
-    } else if (f == "--tail-lines") {
-      try {
-        size_t pos = 0;
-        a.tail_lines = std::stoll(v, &pos);
-        if (pos != v.size() || a.tail_lines < 0) throw 0;
-      } catch (...) {
-        return "--tail-lines must be a number of lines, not '" + v + "'";
-      }
-    } else {
-      return "unknown flag '" + f + "' (try --help)";
-    }
-    if (!err.empty()) return err;
-  }
+      if (!b.ok()) return b.status();
+      *out = *b;
+      return Status::Ok();
+    };
+  };
+  int tail_lines = static_cast<int>(a.tail_lines);
+  Status parsed = FlagParser()
+                      .Switch({"--help", "-h"}, help)
+                      .Custom({"--job"}, target(Target::Kind::kJob))
+                      .Custom({"--selector", "-l"}, target(Target::Kind::kSelector))
+                      .Custom({"--pods"}, target(Target::Kind::kPods))
+                      .Custom({"--nodes"}, target(Target::Kind::kNodes))
+                      .Custom({"--namespace", "-n"}, name(&a.ns))
+                      .Custom({"--since"}, duration(&a.since_seconds))
+                      .Custom({"--timeout"}, duration(&a.timeout_seconds))
+                      .Choice({"--format"}, &a.format, {"table", "json"})
+                      .Switch({"--no-probe"}, &a.no_probe)
+                      .String({"--coordinator"}, &a.coordinator)
+                      .Switch({"--no-keep"}, &a.no_keep)
+                      .String({"--kubeconfig"}, &a.kubeconfig)
+                      .String({"--context"}, &a.context)
+                      .Custom({"--agent-namespace"}, name(&a.agent_ns))
+                      .Custom({"--max-log-bytes"}, size(&a.max_log_bytes))
+                      .Custom({"--head-bytes"}, size(&a.head_bytes))
+                      .Int({"--tail-lines"}, &tail_lines, 0, 10'000'000)
+                      .Parse(argv);
+  if (!parsed.ok()) return parsed.message();
+  a.tail_lines = tail_lines;
+  if (*help) return "";
   if (a.targets != 1) return "give exactly one of --job, --selector, --pods, --nodes (try --help)";
   return "";
 }
@@ -193,16 +185,15 @@ std::string Window(const Args& a) {
 }  // namespace
 
 int RunTriageCommand(CliContext& ctx) {
-  for (const auto& a : ctx.args) {
-    if (a == "--help" || a == "-h") {
-      ctx.out << kUsage;
-      return 0;
-    }
-  }
   Args a;
-  if (std::string e = Parse(ctx.args, a); !e.empty()) {
+  bool help = false;
+  if (std::string e = Parse(ctx.args, a, &help); !e.empty()) {
     ctx.err << "nccl-triage triage: " << e << "\n";
     return 2;
+  }
+  if (help) {
+    ctx.out << kUsage;
+    return 0;
   }
   if (a.coordinator.empty()) {
     const char* env = std::getenv("NCCL_TRIAGE_COORDINATOR");
@@ -259,7 +250,7 @@ int RunTriageCommand(CliContext& ctx) {
   const triage::Incident incident = triage::JudgeIncident(in);
 
   triage::KeepOutcome kept;
-  if (a.keep) {
+  if (!a.no_keep) {
     kept = RunKeep(server, ApiArgs(a), incident, *fetched);
   } else {
     kept.not_attempted = "--no-keep";

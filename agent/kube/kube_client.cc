@@ -6,9 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
+#include "base/files.h"
 #include "base/log.h"
 
 namespace nccl_triage {
@@ -29,15 +28,6 @@ struct InClusterKubeClient::Impl {
 namespace {
 
 constexpr size_t kMaxErrorBody = 64 << 10;
-
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return true;
-}
 
 std::string TrimToken(std::string token) {
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
@@ -93,8 +83,8 @@ StatusOr<std::string> PemPath(const std::string& what, const std::string& pem,
                               const std::string& file, std::vector<int>& fds) {
   if (!pem.empty()) return MemoryFile(what, pem, fds);
   if (file.empty()) return std::string();
-  std::string unused;
-  if (!ReadFile(file, &unused)) return NotFound("cannot read the " + what + " " + file);
+  auto read = ReadWholeFile(file, what);
+  if (!read.ok()) return read.status();
   return file;
 }
 
@@ -109,13 +99,13 @@ StatusOr<ApiAccess> InClusterAccess(const InClusterOptions& options) {
   a.port = options.port;
   a.ca_file = options.service_account_dir + "/ca.crt";
   a.token_file = options.service_account_dir + "/token";
-  std::string unused;
-  if (!ReadFile(a.ca_file, &unused)) return NotFound("cannot read " + a.ca_file);
-  if (!ReadFile(a.token_file, &unused)) return NotFound("cannot read " + a.token_file);
-  std::string ns;
-  if (ReadFile(options.service_account_dir + "/namespace", &ns)) {
-    a.default_namespace = TrimToken(std::move(ns));
+  for (const auto& [path, what] : {std::pair{a.ca_file, "service account CA"},
+                                   std::pair{a.token_file, "service account token"}}) {
+    auto read = ReadWholeFile(path, what);
+    if (!read.ok()) return read.status();
   }
+  auto ns = ReadWholeFile(options.service_account_dir + "/namespace", "service account namespace");
+  if (ns.ok()) a.default_namespace = TrimToken(std::move(ns).value());
   a.source = "the pod's service account (" + options.service_account_dir + ")";
   return a;
 }
@@ -150,10 +140,8 @@ StatusOr<std::unique_ptr<InClusterKubeClient>> InClusterKubeClient::Connect(
     return InvalidArgument("a client certificate needs its key, and a key its certificate");
   }
   if (!access.token_file.empty()) {
-    std::string unused;
-    if (!ReadFile(access.token_file, &unused)) {
-      return NotFound("cannot read the token file " + access.token_file);
-    }
+    auto read = ReadWholeFile(access.token_file, "token");
+    if (!read.ok()) return read.status();
   }
   impl->client = cert->empty()
                      ? std::make_unique<httplib::SSLClient>(access.host, access.port)
@@ -184,9 +172,13 @@ bool Headers(const ApiAccess& access, const std::string& user_agent, httplib::He
              std::string* error) {
   *headers = {{"Accept", "application/json"}, {"User-Agent", user_agent}};
   std::string token = access.token;
-  if (!access.token_file.empty() && !ReadFile(access.token_file, &token)) {
-    *error = "cannot read the token file " + access.token_file;
-    return false;
+  if (!access.token_file.empty()) {
+    auto read = ReadWholeFile(access.token_file, "token");
+    if (!read.ok()) {
+      *error = read.status().message();
+      return false;
+    }
+    token = std::move(read).value();
   }
   token = TrimToken(std::move(token));
   if (!token.empty()) headers->emplace("Authorization", "Bearer " + token);

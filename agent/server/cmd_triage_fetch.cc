@@ -21,6 +21,7 @@
 #include <set>
 #include <thread>
 
+#include "base/flags.h"
 #include "server/server_cli.h"
 #include "server/triage_api.h"
 #include "triage/frames.h"
@@ -38,7 +39,6 @@ constexpr const char* kAgentSelector = "app.kubernetes.io/component=agent";
 
 struct FetchArgs {
   Target target;
-  bool target_set = false;
   std::string ns;
   std::string kubeconfig;
   std::string context;
@@ -75,67 +75,49 @@ class FrameOut {
   std::mutex mu_;
 };
 
-bool ParseInt(const std::string& s, int64_t* out) {
-  try {
-    size_t pos = 0;
-    *out = std::stoll(s, &pos);
-    return pos == s.size() && *out >= 0;
-  } catch (...) {
-    return false;
-  }
-}
-
-// Parses the arguments; an error is the line to print.
+// Parses the arguments (base/flags.h); an error is the line to print.
 std::string Parse(const std::vector<std::string>& args, FetchArgs& a) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& f = args[i];
-    if (i + 1 >= args.size()) return "'" + f + "' needs a value";
-    const std::string& v = args[++i];
-    auto set_target = [&](Target::Kind kind) {
-      if (a.target_set) return false;
-      a.target_set = true;
+  int targets = 0;
+  auto target = [&](Target::Kind kind) {
+    return [&a, &targets, kind](const std::string& v) -> Status {
+      ++targets;
       a.target.kind = kind;
       if (kind == Target::Kind::kSelector || kind == Target::Kind::kJob) {
         a.target.selector = v;
       } else {
         a.target.names = triage::SplitList(v);
       }
-      return true;
+      return Status::Ok();
     };
-    int64_t n = 0;
-    bool ok = true;
-    if (f == "--selector") {
-      ok = set_target(Target::Kind::kSelector);
-    } else if (f == "--job") {
-      ok = set_target(Target::Kind::kJob);
-    } else if (f == "--pods") {
-      ok = set_target(Target::Kind::kPods);
-    } else if (f == "--nodes") {
-      ok = set_target(Target::Kind::kNodes);
-    } else if (f == "--namespace") {
-      a.ns = v;
-    } else if (f == "--kubeconfig") {
-      a.kubeconfig = v;
-    } else if (f == "--context") {
-      a.context = v;
-    } else if (f == "--agent-namespace") {
-      a.agent_ns = v;
-    } else if (ParseInt(v, &n) && f == "--since-seconds") {
-      a.since_seconds = n;
-    } else if (ParseInt(v, &n) && f == "--head-bytes") {
-      a.head_bytes = n;
-    } else if (ParseInt(v, &n) && f == "--tail-lines") {
-      a.tail_lines = n;
-    } else if (ParseInt(v, &n) && f == "--max-log-bytes") {
-      a.max_log_bytes = n;
-    } else if (ParseInt(v, &n) && f == "--readers" && n >= 1 && n <= 32) {
-      a.readers = static_cast<int>(n);
-    } else {
-      return "bad argument '" + f + " " + v + "'";
-    }
-    if (!ok) return "give one of --selector, --job, --pods, --nodes";
-  }
-  if (!a.target_set) return "give one of --selector, --job, --pods, --nodes";
+  };
+  auto count = [](int64_t* out) {
+    return [out](const std::string& v) -> Status {
+      try {
+        size_t pos = 0;
+        *out = std::stoll(v, &pos);
+        if (pos == v.size() && *out >= 0) return Status::Ok();
+      } catch (...) {
+      }
+      return InvalidArgument("expects a count, not '" + v + "'");
+    };
+  };
+  Status parsed = FlagParser()
+                      .Custom({"--selector"}, target(Target::Kind::kSelector))
+                      .Custom({"--job"}, target(Target::Kind::kJob))
+                      .Custom({"--pods"}, target(Target::Kind::kPods))
+                      .Custom({"--nodes"}, target(Target::Kind::kNodes))
+                      .String({"--namespace"}, &a.ns)
+                      .String({"--kubeconfig"}, &a.kubeconfig)
+                      .String({"--context"}, &a.context)
+                      .String({"--agent-namespace"}, &a.agent_ns)
+                      .Custom({"--since-seconds"}, count(&a.since_seconds))
+                      .Custom({"--head-bytes"}, count(&a.head_bytes))
+                      .Custom({"--tail-lines"}, count(&a.tail_lines))
+                      .Custom({"--max-log-bytes"}, count(&a.max_log_bytes))
+                      .Int({"--readers"}, &a.readers, 1, 32)
+                      .Parse(args);
+  if (!parsed.ok()) return parsed.message();
+  if (targets != 1) return "give one of --selector, --job, --pods, --nodes";
   return "";
 }
 

@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/files.h"
+#include "base/flags.h"
 #include "server/server_cli.h"
 #include "server/triage_api.h"
 
@@ -35,24 +37,20 @@ std::string Str(const json& j, const char* key) {
 
 int RunTriageKeepCommand(CliContext& ctx) {
   std::string kubeconfig, context;
-  for (size_t i = 0; i < ctx.args.size(); i += 2) {
-    const std::string& f = ctx.args[i];
-    if (i + 1 >= ctx.args.size() || (f != "--kubeconfig" && f != "--context")) {
-      ctx.err << "nccl-triage-server triage-keep: bad argument '" << f << "'\n";
-      return 2;
-    }
-    (f == "--kubeconfig" ? kubeconfig : context) = ctx.args[i + 1];
+  Status parsed = FlagParser()
+                      .String({"--kubeconfig"}, &kubeconfig)
+                      .String({"--context"}, &context)
+                      .Parse(ctx.args);
+  if (!parsed.ok()) {
+    ctx.err << "nccl-triage-server triage-keep: " << parsed.message() << "\n";
+    return 2;
   }
-  std::string input;
-  char buf[65536];
-  while (std::cin.read(buf, sizeof(buf)) || std::cin.gcount() > 0) {
-    input.append(buf, static_cast<size_t>(std::cin.gcount()));
-    if (input.size() > kMaxInput) {
-      ctx.err << "nccl-triage-server triage-keep: the request is larger than 1 MiB\n";
-      return 2;
-    }
+  auto input = ReadWholeStream(std::cin, "keep request", kMaxInput);
+  if (!input.ok()) {
+    ctx.err << "nccl-triage-server triage-keep: " << input.status().message() << "\n";
+    return 2;
   }
-  const json req = json::parse(input, nullptr, false);
+  const json req = json::parse(*input, nullptr, false);
   if (!req.is_object() || !req["pods"].is_array() || !req["annotation"].is_object() ||
       !req["event"].is_object()) {
     ctx.err << "nccl-triage-server triage-keep: the request is not a keep document\n";

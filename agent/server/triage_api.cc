@@ -2,9 +2,8 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "base/files.h"
 #include "kube/kubeconfig.h"
 
 namespace nccl_triage {
@@ -26,18 +25,12 @@ StatusOr<ApiAccess> TriageApiAccess(const std::string& kubeconfig_flag,
   std::vector<KubeconfigFile> files;
   for (const std::string& path : candidates) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
-      if (!kubeconfig_flag.empty()) return NotFound("cannot read the kubeconfig " + path);
+    if (kubeconfig_flag.empty() && !std::filesystem::exists(path, ec)) {
       continue;  // kubectl skips KUBECONFIG entries that do not exist
     }
-    if (std::filesystem::file_size(path, ec) > kMaxKubeconfigBytes) {
-      return InvalidArgument(path + " is larger than a kubeconfig can be");
-    }
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in) return NotFound("cannot read the kubeconfig " + path);
-    files.push_back({path, text.str()});
+    auto text = ReadWholeFile(path, "kubeconfig", kMaxKubeconfigBytes);
+    if (!text.ok()) return text.status();
+    files.push_back({path, std::move(text).value()});
   }
   if (!files.empty()) return ResolveKubeconfig(files, context);
   const std::string host = Env("KUBERNETES_SERVICE_HOST");
