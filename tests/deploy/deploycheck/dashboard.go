@@ -224,7 +224,8 @@ func lintDashboard(c *checker, d map[string]interface{}) {
 			if y <= 1 && kind == "stat" && strings.Contains(expr, "count by (class)") {
 				topCountsByClass = true
 			}
-			if y <= 1 && kind == "stat" && strings.Contains(expr, "nccl_triage_coordinator_fault") {
+			if y <= 1 && kind == "stat" && (strings.Contains(expr, "nccl_triage_coordinator_fault") ||
+				strings.Contains(expr, "nccl_triage_coordinator_localised_faults")) {
 				topConfirmed = true
 			}
 		}

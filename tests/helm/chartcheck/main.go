@@ -620,9 +620,9 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 		strings.Contains(toJSON(get(vap, "spec.variables")), "authentication.kubernetes.io/node-name"),
 		"the policy does not compare spec.nodeName with the token's node: %s", vapText)
 	c.check(strings.Contains(vapText, "startsWith('nccl-triage.io/')"), "the policy does not restrict the annotations")
-	vb := s.find("ValidatingAdmissionPolicyBinding", full+"-agent-own-node")
-	c.check(str(vb, "spec.policyName") == full+"-agent-own-node" && toJSON(get(vb, "spec.validationActions")) == `["Deny"]`,
-		"binding %s", toJSON(get(vb, "spec")))
+	vapBinding := s.find("ValidatingAdmissionPolicyBinding", full+"-agent-own-node")
+	c.check(str(vapBinding, "spec.policyName") == full+"-agent-own-node" && toJSON(get(vapBinding, "spec.validationActions")) == `["Deny"]`,
+		"binding %s", toJSON(get(vapBinding, "spec")))
 
 	c.scope = "networkpolicy"
 	np := s.find("NetworkPolicy", full+"-coordinator")
