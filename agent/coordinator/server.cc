@@ -66,10 +66,7 @@ CoordinatorView::Node ChecksVerdict(const NodeInfo& info, std::string reason) {
 bool NamesSpecificCause(const ProbeResult& r) {
   if (!r.classification) return false;
   for (const auto& c : r.classification->causes) {
-    if (c.cause != "peer.exited" && c.cause != "nccl.timeout" && c.cause != "nccl.system" &&
-        c.cause != "nccl.internal") {
-      return true;
-    }
+    if (!HasTrait(c.cause, kConsequenceOnly)) return true;
   }
   return false;
 }
