@@ -23,7 +23,7 @@
 
 namespace nccl_triage {
 
-namespace v1 = ::nccl_triage::v1;
+// The messages are nccl_triage::v1::* (the proto package), so `v1::` needs no alias here.
 
 inline constexpr uint32_t kProtocolVersion = 1;
 inline constexpr size_t kUniqueIdBytes = 128;  // NCCL_UNIQUE_ID_BYTES
@@ -64,6 +64,7 @@ v1::ProbeReport ToProbeReport(const ProbeResult& r, const std::string& probe_id)
 ProbeResult FromProbeReport(const v1::ProbeReport& report, ProbeMode mode, int rank,
                             const std::string& peer);
 
+v1::Localisation ToProto(PairLocalisation l);
 v1::PairVerdict ToProto(const std::string& peer, const PairVerdict& v, ProbeOutcome socket,
                         ProbeOutcome ib, PairLocalisation loc, bool confirmed);
 PairVerdict FromProto(const v1::PairVerdict& v);
