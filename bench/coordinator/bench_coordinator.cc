@@ -129,6 +129,10 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Coor
     hello.mutable_hello()->mutable_summary()->set_arch("x86_64");
     Send(std::move(hello));
     StartRead(&in_);
+    // Heartbeats are written from the main thread, outside gRPC's callbacks: the hold keeps the
+    // call (and OnDone) alive until the read side has ended and no write can start any more.
+    // Without it a heartbeat could start a write on a call gRPC was already freeing.
+    AddHold();
     StartCall();
   }
 
@@ -248,7 +252,14 @@ class Simulation {
 };
 
 void SimAgent::OnReadDone(bool ok) {
-  if (!ok) return;
+  if (!ok) {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;  // no write starts after this
+    }
+    RemoveHold();
+    return;
+  }
   sim_->Handle(this, node_, in_, waiting_);
   StartRead(&in_);
 }
