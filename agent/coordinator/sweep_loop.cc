@@ -75,7 +75,11 @@ void CoordinatorServer::Impl::RunRoundLocked(std::unique_lock<std::mutex>& lock,
     bool all_done = true;
     for (auto& run : runs_) {
       if (run->done()) continue;
-      ApplyLocked(*run, stopping_ ? run->Abort("coordinator shutting down") : run->Tick(now));
+      if (stopping_) {
+        ApplyLocked(*run, run->Abort("coordinator shutting down"));
+      } else if (now >= run->NextDeadline().value_or(now)) {
+        ApplyLocked(*run, run->Tick(now));
+      }
       if (auto deadline = run->NextDeadline()) {
         all_done = false;
         next = std::min(next, *deadline);
