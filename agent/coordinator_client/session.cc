@@ -7,7 +7,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <deque>
-#include <fstream>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -16,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "base/files.h"
 #include "base/log.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
 #include "wire/convert.h"
@@ -440,18 +440,12 @@ void CoordinatorSession::Run(AgentServices& services, std::stop_token stop) {
 StatusOr<std::unique_ptr<CoordinatorLink>> MakeCoordinatorLink(
     const std::string& target, const Config& config, const std::string& env_token,
     std::map<std::string, std::string> labels, const std::string& version, Logger& log) {
-  auto read = [](const std::string& path, const char* what) -> StatusOr<std::string> {
-    std::ifstream in(path);
-    if (!in) return NotFound(std::string("cannot read the ") + what + " file '" + path + "'");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return text;
-  };
   SessionOptions o;
   o.target = target;
   o.version = version;
   o.labels = std::move(labels);
   if (config.agent.token_file) {
-    auto token = read(*config.agent.token_file, "token");
+    auto token = ReadWholeFile(*config.agent.token_file, "token");
     if (!token.ok()) return token.status();
     o.token = *token;
   } else {
@@ -462,7 +456,7 @@ StatusOr<std::unique_ptr<CoordinatorLink>> MakeCoordinatorLink(
     o.token.pop_back();
   }
   if (config.agent.ca_file) {
-    auto ca = read(*config.agent.ca_file, "CA");
+    auto ca = ReadWholeFile(*config.agent.ca_file, "CA");
     if (!ca.ok()) return ca.status();
     o.tls = true;
     o.ca_pem = *ca;

@@ -2,9 +2,9 @@
 
 #include <httplib.h>
 
-#include <fstream>
 #include <sstream>
 
+#include "base/files.h"
 #include "base/log.h"
 
 namespace nccl_triage {
@@ -16,15 +16,6 @@ struct InClusterKubeClient::Impl {
 };
 
 namespace {
-
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return true;
-}
 
 std::string TrimToken(std::string token) {
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
@@ -67,9 +58,11 @@ StatusOr<std::unique_ptr<InClusterKubeClient>> InClusterKubeClient::Create(
   }
   std::string ca_path = options.service_account_dir + "/ca.crt";
   std::string token_path = options.service_account_dir + "/token";
-  std::string unused;
-  if (!ReadFile(ca_path, &unused)) return NotFound("cannot read " + ca_path);
-  if (!ReadFile(token_path, &unused)) return NotFound("cannot read " + token_path);
+  for (const auto& [path, what] :
+       {std::pair{ca_path, "service account CA"}, std::pair{token_path, "service account token"}}) {
+    auto read = ReadWholeFile(path, what);
+    if (!read.ok()) return read.status();
+  }
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   impl->client = std::make_unique<httplib::SSLClient>(impl->options.host, impl->options.port);
@@ -93,12 +86,13 @@ InClusterKubeClient::~InClusterKubeClient() = default;
 KubeResponse InClusterKubeClient::Send(const std::string& method, const std::string& path,
                                        const std::string& content_type, const std::string& body) {
   KubeResponse out;
-  std::string token;
-  if (!ReadFile(impl_->options.service_account_dir + "/token", &token)) {
+  auto token =
+      ReadWholeFile(impl_->options.service_account_dir + "/token", "service account token");
+  if (!token.ok()) {
     out.error = "cannot read the service account token";
     return out;
   }
-  httplib::Headers headers = {{"Authorization", "Bearer " + TrimToken(std::move(token))},
+  httplib::Headers headers = {{"Authorization", "Bearer " + TrimToken(std::move(token).value())},
                               {"Accept", "application/json"},
                               {"User-Agent", impl_->options.user_agent}};
   std::lock_guard lock(impl_->mu);
