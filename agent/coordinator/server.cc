@@ -157,23 +157,25 @@ CoordinatorServer::Impl::Impl(CoordinatorOptions options, Logger& log)
 
 CoordinatorServer::Impl::~Impl() { Stop(); }
 
+std::optional<grpc::Status> CoordinatorServer::Impl::Unauthenticated(
+    grpc::CallbackServerContext* ctx, const std::string& what) const {
+  if (options_.token.empty()) return std::nullopt;
+  const auto& md = ctx->client_metadata();
+  auto it = md.find("authorization");
+  std::string_view got;
+  if (it != md.end()) got = std::string_view(it->second.data(), it->second.size());
+  constexpr std::string_view kBearer = "Bearer ";
+  const bool bearer = got.substr(0, kBearer.size()) == kBearer;
+  if (bearer && TokenMatches(options_.token, got.substr(kBearer.size()))) return std::nullopt;
+  log_.Warn("coordinator", "rejected " + what + " from " + ctx->peer() + ": " +
+                               (it == md.end() ? "no token" : "wrong token"));
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      it == md.end() ? "missing token" : "invalid token");
+}
+
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>*
 CoordinatorServer::Impl::NewStream(grpc::CallbackServerContext* ctx) {
-  if (!options_.token.empty()) {
-    const auto& md = ctx->client_metadata();
-    auto it = md.find("authorization");
-    std::string_view got;
-    if (it != md.end()) got = std::string_view(it->second.data(), it->second.size());
-    constexpr std::string_view kBearer = "Bearer ";
-    const bool bearer = got.substr(0, kBearer.size()) == kBearer;
-    if (!bearer || !TokenMatches(options_.token, got.substr(kBearer.size()))) {
-      log_.Warn("coordinator", "rejected agent session from " + ctx->peer() + ": " +
-                                   (it == md.end() ? "no token" : "wrong token"));
-      return new Stream(this, ctx,
-                        grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                                     it == md.end() ? "missing token" : "invalid token"));
-    }
-  }
+  if (auto refused = Unauthenticated(ctx, "agent session")) return new Stream(this, ctx, refused);
   std::lock_guard lock(mu_);
   if (stopping_) {
     return new Stream(this, ctx,
@@ -241,6 +243,7 @@ void CoordinatorServer::Impl::Stop() {
     std::lock_guard lock(mu_);
     if (stopping_) return;
     stopping_ = true;
+    FinishTriagesLocked("coordinator shutting down");
     cv_.notify_all();
   }
   if (sweep_thread_.joinable()) {
@@ -502,10 +505,11 @@ void CoordinatorServer::Impl::SendVerdictsLocked(const std::string& node) {
   const AgentVerdicts verdicts = verdicts_.ForAgent(node);
   v1::NodeVerdict* out = v->mutable_node();  // present but unspecified until there is a verdict
   if (verdicts.node) {
-    out->set_fault_class(ToProto(verdicts.node->fault_class));
-    out->set_basis(ToProto(verdicts.node->basis));
-    for (const auto& c : verdicts.node->causes) out->add_causes(c);
-    out->set_reason(verdicts.node->reason);
+    const PublishedNodeVerdict& node_verdict = verdicts.node->verdict;
+    out->set_fault_class(ToProto(node_verdict.fault_class));
+    out->set_basis(ToProto(node_verdict.basis));
+    for (const auto& c : node_verdict.causes) out->add_causes(c);
+    out->set_reason(node_verdict.reason);
     out->set_confirmed(verdicts.node->confirmed);
     out->set_localisation(ToProto(verdicts.node->localisation));
   }
