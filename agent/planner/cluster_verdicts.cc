@@ -142,14 +142,14 @@ std::vector<std::string> ClusterVerdicts::Resume(const std::string& node, const 
   std::vector<std::string> changed;
   const std::string why = "confirmed before the coordinator restarted";
   if (told.node && told.node->confirmed && told.node->localisation == PairLocalisation::kNode &&
-      told.node->basis == Basis::kProbes && ChecksFail(told.node->fault_class)) {
-    LocalisedFault f{FaultKind::kNode, {node}, told.node->fault_class, told.node->causes, why};
+      told.node->verdict.basis == Basis::kProbes && ChecksFail(told.node->verdict.fault_class)) {
+    LocalisedFault f{FaultKind::kNode, {node}, told.node->verdict.fault_class, told.node->verdict.causes, why};
     if (hold_down_.Resume(f, sweep)) {
       PublishedNodeVerdict v;
       v.fault_class = f.fault_class;
       v.basis = Basis::kProbes;
       v.causes = f.causes;
-      v.reason = "node fault, " + why + ": " + told.node->reason;
+      v.reason = "node fault, " + why + ": " + told.node->verdict.reason;
       v.confirmed_fault = true;
       nodes_[node] = std::move(v);
       changed.push_back(node);

@@ -189,6 +189,12 @@ int RunAgentCommand(CliContext& ctx) {
       ctx.err << "nccl-triage-server agent: " << error << "\n";
       return 2;
     }
+    std::string causes;
+    for (const std::string& c : report->causes) causes += (causes.empty() ? "" : ", ") + c;
+    log.Info("agent", "one cycle on " + flags.root + ": " +
+                          std::string(ToString(report->fault_class)) + ", " +
+                          std::to_string(report->findings.size()) + " findings" +
+                          (causes.empty() ? std::string() : ", failing: " + causes));
     ctx.out << ToJson(*report).dump(2) << "\n";
     return ExitCodeFor(*report);
   }

@@ -416,12 +416,12 @@ AgentVerdicts AgentVerdictsFromProto(const v1::Verdicts& v) {
   AgentVerdicts out;
   if (v.has_node() && v.node().fault_class() != v1::FAULT_CLASS_UNSPECIFIED) {
     AgentVerdicts::Node n;
-    n.fault_class = FromProto(v.node().fault_class());
-    n.basis = FromProto(v.node().basis());
+    n.verdict.fault_class = FromProto(v.node().fault_class());
+    n.verdict.basis = FromProto(v.node().basis());
     for (int i = 0; i < v.node().causes_size() && i < kMaxCauses; ++i) {
-      if (FindCause(v.node().causes(i)) != nullptr) n.causes.push_back(v.node().causes(i));
+      if (FindCause(v.node().causes(i)) != nullptr) n.verdict.causes.push_back(v.node().causes(i));
     }
-    n.reason = Cut(v.node().reason());
+    n.verdict.reason = Cut(v.node().reason());
     n.localisation = FromProto(v.node().localisation());
     n.confirmed = v.node().confirmed();
     out.node = std::move(n);

@@ -52,10 +52,10 @@ LocalisedFault NodeFault(const std::string& node, std::vector<std::string> cause
 AgentVerdicts ToldNodeFault(FaultClass c, std::vector<std::string> causes, bool confirmed = true) {
   AgentVerdicts told;
   AgentVerdicts::Node n;
-  n.fault_class = c;
-  n.basis = Basis::kProbes;
-  n.causes = std::move(causes);
-  n.reason = "fails with known-good partners";
+  n.verdict.fault_class = c;
+  n.verdict.basis = Basis::kProbes;
+  n.verdict.causes = std::move(causes);
+  n.verdict.reason = "fails with known-good partners";
   n.localisation = PairLocalisation::kNode;
   n.confirmed = confirmed;
   told.node = n;

@@ -26,6 +26,9 @@ fi
 rm -rf "$work"; mkdir -p "$work"
 started=$SECONDS
 pids=()
+# The 256-agent demo writes a fixture root per node (~180,000 files, ~600 MB): on tmpfs when there
+# is one, where writing and removing them takes seconds instead of minutes on a slow disk.
+fleet_dir="$(mktemp -d /dev/shm/nccl-triage-fleet-XXXXXX 2>/dev/null || mktemp -d)"
 cleanup() {
   local p i
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -34,6 +37,7 @@ cleanup() {
     kill -KILL "$p" 2>/dev/null || true
     wait "$p" 2>/dev/null || true
   done
+  rm -rf "$fleet_dir"
 }
 trap cleanup EXIT
 
@@ -89,7 +93,9 @@ targets_expected=${#scenarios[@]}
 declare -A demo_pids
 launch_demo() {
   local name="$1"; shift
-  "$demo_bin" --serve --work-dir "$work/$name" "$@" >"$work/$name.log" 2>&1 &
+  local dir="$work/$name"
+  [ "$name" = fleet ] && dir="$fleet_dir/$name"
+  "$demo_bin" --serve --work-dir "$dir" "$@" >"$work/$name.log" 2>&1 &
   demo_pids[$name]=$!
   pids+=("${demo_pids[$name]}")
 }
@@ -206,7 +212,7 @@ skip_pattern="$(IFS='|'; echo "${skip_re[*]}")"
 skip_reason="$(printf '%s; ' "${skip_why[@]}")"
 "$deploycheck" dashboard --dashboard "$dashboard" --prometheus "$url" "${max_series[@]}" \
   --skip-metric "$skip_pattern" --skip-reason "${skip_reason%; }" || status=1
-echo "== alert rules on live agent metrics (pending state; 'for' has not elapsed)"
+echo "== alert rules on live agent metrics (pending state; 'for' has not elapsed; $((SECONDS - started)) s after the start)"
 "$deploycheck" alerts-live --prometheus "$url" \
   --expect 'NcclTriageIbPortDown{node="port-down"}' \
   --expect 'NcclTriageNodeIbResource{node="port-down",cause="ib.port_state"}' \
@@ -225,4 +231,5 @@ echo "== alert rules on live agent metrics (pending state; 'for' has not elapsed
 if [ "$status" -ne 0 ]; then
   echo "--- logs in $work"; tail -n 5 "$work"/*.log
 fi
+echo "== done $((SECONDS - started)) s after the start"
 exit "$status"

@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -113,6 +114,7 @@ func runDashboard(c *checker, args []string) {
 	retry := fs.Duration("retry", 10*time.Second, "how long an empty result is retried (scrapes still arriving)")
 	maxSeries := fs.Int("max-series", 0, "fail a query that returns this many series or more (0: no limit)")
 	lintOnly := fs.Bool("lint", false, "only the static checks (no Prometheus)")
+	parallel := fs.Int("parallel", 4, "queries in flight at once")
 	fs.Parse(args)
 	b, err := os.ReadFile(*dashboard)
 	if err != nil {
@@ -144,21 +146,61 @@ func runDashboard(c *checker, args []string) {
 	if *skip != "" {
 		skipRe = regexp.MustCompile(*skip)
 	}
+	// The queries run on a few connections at once (Prometheus answers them in parallel; an empty
+	// result waits for scrapes still arriving), and are judged in the dashboard's order.
+	type answer struct {
+		expr    string
+		skipped bool
+		r       promResponse
+		err     error
+		took    time.Duration
+	}
+	answers := make([]answer, len(queries))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < *parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				a := &answers[i]
+				start := time.Now()
+				a.r, a.err = promQuery(*prom, a.expr)
+				for deadline := time.Now().Add(*retry); a.err == nil && a.r.Status == "success" &&
+					len(a.r.Data.Result) == 0 && time.Now().Before(deadline); {
+					time.Sleep(500 * time.Millisecond)
+					a.r, a.err = promQuery(*prom, a.expr)
+				}
+				a.took = time.Since(start)
+			}
+		}()
+	}
+	for i, q := range queries {
+		answers[i].expr = substitute(q.expr, vars)
+		answers[i].skipped = skipRe != nil && skipRe.MatchString(answers[i].expr)
+	}
+	for i := range queries {
+		if !answers[i].skipped {
+			jobs <- i
+		}
+	}
+	close(jobs)
+	wg.Wait()
 	largest, largestWhere := 0, ""
-	for _, q := range queries {
-		expr := substitute(q.expr, vars)
+	var slowest time.Duration
+	slowestWhere := ""
+	for i, q := range queries {
+		a := answers[i]
+		expr, r, err := a.expr, a.r, a.err
 		// A Grafana variable left over ($name, ${name}); $1 is a label_replace reference.
 		c.check(!regexp.MustCompile(`\$\{?[A-Za-z_]`).MatchString(expr), "%s: unsubstituted variable in %s", q.where, expr)
-		if skipRe != nil && skipRe.MatchString(expr) {
+		if a.skipped {
 			c.skipped++
 			fmt.Printf("SKIP %s: %s (%s)\n", q.where, expr, *skipReason)
 			continue
 		}
-		r, err := promQuery(*prom, expr)
-		for deadline := time.Now().Add(*retry); err == nil && r.Status == "success" &&
-			len(r.Data.Result) == 0 && time.Now().Before(deadline); {
-			time.Sleep(500 * time.Millisecond)
-			r, err = promQuery(*prom, expr)
+		if a.took > slowest {
+			slowest, slowestWhere = a.took, q.where
 		}
 		if !c.check(err == nil, "%s: %v", q.where, err) {
 			continue
@@ -175,6 +217,7 @@ func runDashboard(c *checker, args []string) {
 			}
 		}
 	}
+	fmt.Printf("slowest query: %.1f s (%s)\n", slowest.Seconds(), slowestWhere)
 	if *maxSeries > 0 {
 		fmt.Printf("largest result: %d series (%s)\n", largest, largestWhere)
 	}
