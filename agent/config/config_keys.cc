@@ -114,9 +114,10 @@ constexpr std::array kSpecs = {
             NT_FIELD(probe.timeout_seconds),
             1,
             86400},
-    KeySpec{{"probe.env_allowlist", "list of strings",
-             "extra NCCL_* variables passed from the agent's environment to the probe child"},
-            KeyKind::kStringList,
+    KeySpec{{"probe.env_allowlist", "list of NCCL_* names",
+             "extra NCCL_* variables passed from the agent's environment to the probe child; "
+             "any other name (AWS_SECRET_ACCESS_KEY, LD_PRELOAD) is refused"},
+            KeyKind::kNcclEnvNames,
             NT_FIELD(probe.env_allowlist)},
     KeySpec{{"probe.busbw_min_fraction", "number",
              "IB bus bandwidth below this fraction of the port rate is degraded (ib.bandwidth)"},

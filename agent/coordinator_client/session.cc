@@ -57,6 +57,15 @@ std::string Describe(const grpc::Status& s) {
   return s.error_message().empty() ? code : code + ": " + s.error_message();
 }
 
+// A text from the coordinator for a log line or a report: bounded (a cancel reason of megabytes
+// was logged whole), never split inside a character.
+std::string Bounded(const std::string& text, size_t max) {
+  return text.size() <= max ? text : CutWireText(text, max) + "...";
+}
+
+// Pair verdicts taken from one Verdicts message.
+constexpr size_t kMaxPairVerdicts = 256;
+
 }  // namespace
 
 std::chrono::milliseconds ReconnectDelay(int attempt, std::chrono::milliseconds initial,
@@ -207,12 +216,13 @@ class CoordinatorSession::Connection {
         std::lock_guard lock(mu_);
         const std::string& id = msg.cancel().probe_id();
         if (id == current_id_ && current_) {
-          owner_.log_.Info("session", "probe " + id + " cancelled: " + msg.cancel().reason());
+          owner_.log_.Info("session", "probe " + Bounded(id, 64) +
+                                          " cancelled: " + Bounded(msg.cancel().reason(), 200));
           current_->request_stop();
         }
         for (auto it = queue_.begin(); it != queue_.end(); ++it) {
           if (it->probe_id() == id) {
-            Refuse(id, "cancelled: " + msg.cancel().reason());
+            Refuse(id, "cancelled: " + Bounded(msg.cancel().reason(), 200));
             queue_.erase(it);
             break;
           }
@@ -245,12 +255,15 @@ class CoordinatorSession::Connection {
       NodeVerdict nv;
       nv.fault_class = FromProto(v.node().fault_class());
       nv.basis = FromProto(v.node().basis());
-      for (const auto& c : v.node().causes()) nv.causes.push_back(c);
-      nv.reason = v.node().reason();
+      nv.causes = CatalogueCauses(v.node().causes());
+      nv.reason = CutWireText(v.node().reason());
       services_.SetNodeVerdict(nv);
     }
     std::set<std::string> now;
     for (const auto& p : v.pairs()) {
+      // The coordinator sends at most a few hundred (every unhealthy pair, a few healthy ones);
+      // more is not a coordinator to believe, and each one is a series and part of /status.
+      if (now.size() >= kMaxPairVerdicts) break;
       if (!ValidNodeName(p.peer())) continue;
       services_.SetPairVerdict(p.peer(), FromProto(p));
       now.insert(p.peer());

@@ -5,15 +5,10 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "fuzz_check.h"
 #include "host/parsers.h"
 
-namespace {
-
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
-
-}  // namespace
+using nccl_triage::fuzz::Check;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace nccl_triage;

@@ -7,19 +7,14 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "fuzz_check.h"
 #include "workload/cgroup.h"
 #include "workload/environ.h"
 #include "workload/nccl_env.h"
 #include "workload/pods.h"
 #include "workload/proc_text.h"
 
-namespace {
-
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
-
-}  // namespace
+using nccl_triage::fuzz::Check;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace nccl_triage::workload;

@@ -109,7 +109,9 @@ TEST(CoordinatorMessages, FirstMessageMustBeAHello) {
 TEST(CoordinatorMessages, HelloWithAnUnusableNodeNameIsRejected) {
   Coordinator c;
   for (std::string name :
-       {std::string(""), std::string("a/b"), std::string(300, 'n'), std::string("bad\nname")}) {
+       {std::string(""), std::string("a/b"), std::string(300, 'n'), std::string("bad\nname"),
+        std::string("--nccl-lib"), std::string("Node-B"), std::string("node_b"),
+        std::string("node-"), std::string("a..b")}) {
     RawAgent a(c.target, c.token);
     a.Send(RawAgent::Hello(name));
     auto status = a.WaitEnd(5s);

@@ -594,7 +594,14 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 		c.check(str(ing[0], "ports.0.port") == "grpc" && str(ing[1], "ports.0.port") == "http", "ingress ports")
 		c.check(str(ing[0], "from.0.ipBlock.cidr") == "10.0.0.0/16" && str(ing[0], "from.1.ipBlock.cidr") == "fd00::/64",
 			"node CIDRs %v", get(ing[0], "from"))
-		c.check(get(ing[1], "from.0.namespaceSelector.matchLabels") != nil, "prometheus namespaceSelector")
+		// HTTP (/metrics, /status, POST /sweep) from monitoring's Prometheus only, by default.
+		nsLabels, _ := get(ing[1], "from.0.namespaceSelector.matchLabels").(obj)
+		podLabels, _ := get(ing[1], "from.0.podSelector.matchLabels").(obj)
+		c.check(nsLabels["kubernetes.io/metadata.name"] == "monitoring",
+			"prometheus namespaceSelector %v", get(ing[1], "from.0.namespaceSelector"))
+		c.check(podLabels["app.kubernetes.io/name"] == "prometheus",
+			"prometheus podSelector %v", get(ing[1], "from.0.podSelector"))
+		c.check(len(list(ing[1], "from")) == 1, "HTTP rule admits more than Prometheus: %v", get(ing[1], "from"))
 	}
 	return nil
 }
