@@ -1,7 +1,12 @@
-// CoordinatorServer: the coordinator process's heart. It keeps one gRPC stream per agent
+// CoordinatorServer: the coordinator process. It keeps one gRPC stream per agent
 // (nccl_triage.v1 Coordinator.Session), runs sweeps on an interval and on demand, drives every
-// pair's socket and IB probes through the agents, judges them (pair_judge, sweep, hold_down) and
-// pushes the verdicts back; it serves /metrics, /livez, /readyz, /status and POST /sweep.
+// pair's socket and IB probes through the agents, judges them and pushes the verdicts back; it
+// serves /metrics, /livez, /readyz, /status and POST /sweep.
+//
+// The parts, each in its own file: the transport (server.cc: streams, sessions, authentication,
+// the routing of probe messages), the sweep loop (sweep_loop.cc), one pair's probe phases
+// (planner/pair_run.h), the publishing policy (planner/cluster_verdicts.h) and the status view
+// (status_view.h).
 //
 // Security: a shared token in the "authorization: Bearer <token>" metadata (a wrong or missing
 // token is rejected with UNAUTHENTICATED and one log line naming the peer); TLS when a certificate
@@ -20,17 +25,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <nlohmann/json_fwd.hpp>
-#include <optional>
 #include <string>
-#include <vector>
 
 #include "base/status.h"
+#include "coordinator/status_view.h"
 #include "core/config.h"
-#include "planner/hold_down.h"
-#include "planner/node_info.h"
 #include "planner/pair_judge.h"
-#include "planner/sweep.h"
 
 namespace nccl_triage {
 
@@ -62,49 +62,6 @@ struct CoordinatorOptions {
 // Options from the configuration file's coordinator and probe sections (token and TLS material
 // are read by the caller: they come from files or the environment).
 CoordinatorOptions CoordinatorOptionsFromConfig(const Config& config);
-
-// The coordinator's state at one moment, for /status, the demo and tests.
-struct CoordinatorView {
-  struct Agent {
-    NodeInfo info;
-    bool connected = false;
-    std::string peer;  // the agent's address as gRPC saw it
-  };
-  struct Pair {
-    NodePair pair;
-    PairJudgement judgement;
-    PairLocalisation localisation = PairLocalisation::kNone;
-    uint64_t sweep = 0;
-    int round = 0;
-  };
-  struct Node {
-    FaultClass fault_class = FaultClass::kUnknown;
-    Basis basis = Basis::kChecks;
-    std::vector<std::string> causes;
-    std::string reason;
-    NodeState state = NodeState::kUntested;  // in the last sweep that tested it
-    bool confirmed_fault = false;
-  };
-  std::vector<Agent> agents;          // every node ever seen, by name
-  std::map<std::string, Node> nodes;  // the published node verdicts
-  std::vector<Pair> pairs;            // the last probe result of each pair, by pair
-  // Pairs not probed yet that the cross-node checks predict broken (basis checks), at most
-  // kMaxPredictedPairs; found through groups of nodes with the same summary, so it stays cheap
-  // on a large, mostly uniform cluster.
-  std::vector<std::pair<NodePair, PairVerdict>> predicted;
-  std::vector<TrackedFault> faults;  // suspected and confirmed
-  uint64_t sweeps_done = 0;
-  int last_sweep_rounds = 0;
-  uint64_t pairs_concluded = 0;  // pairs whose last probe was conclusive (passed or localised)
-  uint64_t pairs_tested = 0;
-  uint64_t pairs_total = 0;
-  uint64_t coverage_cycles = 0;
-  int hold_down = 2;
-};
-
-inline constexpr size_t kMaxPredictedPairs = 256;
-
-nlohmann::json ToJson(const CoordinatorView& view);
 
 class CoordinatorServer {
  public:

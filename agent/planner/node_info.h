@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -50,7 +51,9 @@ struct NodeInfo {
   std::string gpu_model;
   int gpu_count = 0;
   std::vector<Finding> findings;  // the node's failing and warning checks
-  bool gpus_busy = false;         // the agent refuses probes while another process holds GPUs
+  // How many checks passed (they are not listed); nullopt from an agent that does not say.
+  std::optional<int> checks_passed;
+  bool gpus_busy = false;  // the agent refuses probes while another process holds GPUs
   friend bool operator==(const NodeInfo&, const NodeInfo&) = default;
 };
 

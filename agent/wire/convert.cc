@@ -196,7 +196,12 @@ v1::NodeSummary MakeNodeSummary(const NodeSnapshot* snapshot, const NodeReport* 
     if (!snapshot->gpus.empty()) s.set_gpu_model(Cut(snapshot->gpus.front().model, 128));
     s.set_gpu_count(static_cast<uint32_t>(snapshot->gpus.size()));
   }
+  // Without a report nothing has passed yet (the agent's own verdict is unknown too).
+  uint32_t passed = 0;
   if (report != nullptr) {
+    passed = static_cast<uint32_t>(
+        std::count_if(report->findings.begin(), report->findings.end(),
+                      [](const Finding& f) { return f.status == CheckStatus::kPass; }));
     for (const auto& f : report->findings) {
       if (s.findings_size() >= kMaxFindings) break;
       if (f.status != CheckStatus::kFail && f.status != CheckStatus::kWarn) continue;
@@ -207,6 +212,7 @@ v1::NodeSummary MakeNodeSummary(const NodeSnapshot* snapshot, const NodeReport* 
       out->set_message(Cut(f.message));
     }
   }
+  s.set_checks_passed(passed);
   return s;
 }
 
@@ -271,6 +277,10 @@ void ApplySummary(const v1::NodeSummary& s, NodeInfo& info) {
       hca.ports.push_back(std::move(port));
     }
     info.hcas.push_back(std::move(hca));
+  }
+  info.checks_passed.reset();
+  if (s.has_checks_passed()) {
+    info.checks_passed = static_cast<int>(std::min<uint32_t>(s.checks_passed(), 1u << 20));
   }
   info.findings.clear();
   for (int i = 0; i < s.findings_size() && i < kMaxFindings; ++i) {
@@ -374,6 +384,20 @@ ProbeResult FromProbeReport(const v1::ProbeReport& p, ProbeMode mode, int rank,
   return r;
 }
 
+v1::Localisation ToProto(PairLocalisation l) {
+  switch (l) {
+    case PairLocalisation::kNone:
+      return v1::LOCALISATION_NONE;
+    case PairLocalisation::kNode:
+      return v1::LOCALISATION_NODE;
+    case PairLocalisation::kLink:
+      return v1::LOCALISATION_LINK;
+    case PairLocalisation::kInconclusive:
+      return v1::LOCALISATION_INCONCLUSIVE;
+  }
+  return v1::LOCALISATION_UNSPECIFIED;
+}
+
 v1::PairVerdict ToProto(const std::string& peer, const PairVerdict& v, ProbeOutcome socket,
                         ProbeOutcome ib, PairLocalisation loc, bool confirmed) {
   v1::PairVerdict p;
@@ -384,20 +408,7 @@ v1::PairVerdict ToProto(const std::string& peer, const PairVerdict& v, ProbeOutc
   p.set_reason(Cut(v.reason));
   p.set_socket(ToProto(socket));
   p.set_ib(ToProto(ib));
-  switch (loc) {
-    case PairLocalisation::kNone:
-      p.set_localisation(v1::LOCALISATION_NONE);
-      break;
-    case PairLocalisation::kNode:
-      p.set_localisation(v1::LOCALISATION_NODE);
-      break;
-    case PairLocalisation::kLink:
-      p.set_localisation(v1::LOCALISATION_LINK);
-      break;
-    case PairLocalisation::kInconclusive:
-      p.set_localisation(v1::LOCALISATION_INCONCLUSIVE);
-      break;
-  }
+  p.set_localisation(ToProto(loc));
   p.set_confirmed(confirmed);
   return p;
 }

@@ -75,6 +75,7 @@ v1::ProbeReport ToProbeReport(const ProbeResult& r, const std::string& probe_id)
 ProbeResult FromProbeReport(const v1::ProbeReport& report, ProbeMode mode, int rank,
                             const std::string& peer);
 
+v1::Localisation ToProto(PairLocalisation l);
 v1::PairVerdict ToProto(const std::string& peer, const PairVerdict& v, ProbeOutcome socket,
                         ProbeOutcome ib, PairLocalisation loc, bool confirmed);
 PairVerdict FromProto(const v1::PairVerdict& v);

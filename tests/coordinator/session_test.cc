@@ -39,7 +39,10 @@ class FakeServices final : public AgentServices {
   const std::string& NodeName() const override { return node_; }
   const Config& config() const override { return config_; }
   AgentState& state() override { return state_; }
-  std::shared_ptr<const NodeReport> LatestReport() const override { return report_; }
+  std::shared_ptr<const NodeReport> LatestReport() const override {
+    std::lock_guard lock(mu_);
+    return report_;
+  }
   std::shared_ptr<const NodeSnapshot> LatestSnapshot() const override {
     std::lock_guard lock(mu_);
     return snapshot_;
@@ -80,6 +83,10 @@ class FakeServices final : public AgentServices {
     cv_.notify_all();
   }
 
+  void SetReport(NodeReport report) {
+    std::lock_guard lock(mu_);
+    report_ = std::make_shared<NodeReport>(std::move(report));
+  }
   void SetGpuHolder() {
     std::lock_guard lock(mu_);
     auto s = std::make_shared<NodeSnapshot>();
@@ -194,6 +201,63 @@ TEST(CoordinatorSession, RelaysTheUniqueIdAndStoresTheVerdictsItIsPushed) {
   auto statuses = a.statuses();
   EXPECT_NE(std::find(statuses.begin(), statuses.end(), "connected to " + so.target),
             statuses.end());
+}
+
+// Core's class rule at both ends: a node whose checks all skipped is unknown in its agent's own
+// report, and the coordinator, judging the same checks, must not push it back as healthy.
+TEST(CoordinatorSession, ANodeWhereNoCheckPassedIsUnknownAtTheCoordinatorAsAtTheAgent) {
+  std::ostringstream text;
+  Logger log(text);
+  CoordinatorOptions co;
+  co.listen = "127.0.0.1:0";
+  co.sweep_interval = 0ms;
+  co.token = "t0ken";
+  CoordinatorServer server(co, log);
+  ASSERT_TRUE(server.Start().ok());
+  auto finding = [](std::string check, CheckStatus status) {
+    Finding f;
+    f.check = std::move(check);
+    f.fault_class = FaultClass::kIbResource;
+    f.status = status;
+    f.message = "as the check saw it";
+    return f;
+  };
+  FakeServices a("node-a");
+  FakeServices b("node-b");
+  a.SetReport(MakeReport("node-a", {finding("ib.hca_present", CheckStatus::kSkip)}, 1));
+  b.SetReport(MakeReport("node-b", {finding("ib.hca_present", CheckStatus::kPass)}, 1));
+  ASSERT_EQ(a.LatestReport()->fault_class, FaultClass::kUnknown);
+  ASSERT_EQ(b.LatestReport()->fault_class, FaultClass::kHealthy);
+  // No probe runs, so no probe verdict: what the coordinator publishes comes from the checks.
+  auto refuse = [](const ProbeAssignment& as, std::stop_token) {
+    ProbeResult r;
+    r.mode = as.mode;
+    r.rank = as.rank;
+    r.peer = as.peer;
+    r.outcome = ProbeOutcome::kNotRun;
+    r.detail = "GPUs busy";
+    return r;
+  };
+  a.run_probe = refuse;
+  b.run_probe = refuse;
+  SessionOptions so;
+  so.target = "127.0.0.1:" + std::to_string(server.grpc_port());
+  so.token = "t0ken";
+  RunningSession sa(so, a);
+  RunningSession sb(so, b);
+  ASSERT_TRUE(server.WaitForAgents(2, 10s));
+  auto view = server.View();
+  EXPECT_EQ(view.nodes.at("node-a").fault_class, FaultClass::kUnknown);
+  EXPECT_EQ(view.nodes.at("node-b").fault_class, FaultClass::kHealthy);
+
+  uint64_t n = server.RequestSweep();
+  ASSERT_TRUE(server.WaitForSweep(n, 10s));
+  ASSERT_TRUE(a.WaitFor([&] { return a.node_verdict_.has_value(); }, 5s));
+  ASSERT_TRUE(b.WaitFor([&] { return b.node_verdict_.has_value(); }, 5s));
+  EXPECT_EQ(a.node_verdict()->fault_class, FaultClass::kUnknown) << a.node_verdict()->reason;
+  EXPECT_EQ(a.node_verdict()->basis, Basis::kChecks);
+  EXPECT_EQ(b.node_verdict()->fault_class, FaultClass::kHealthy) << b.node_verdict()->reason;
+  EXPECT_EQ(server.View().nodes.at("node-a").fault_class, FaultClass::kUnknown);
 }
 
 TEST(CoordinatorSession, KeepsReconnectingWithBackOffWhileNobodyListens) {

@@ -1,0 +1,141 @@
+// CoordinatorServer::Impl: the coordinator's state behind its one mutex, and the two halves that
+// work on it. Internal to coordinator_server: include it only from its own .cc files.
+//
+//   server.cc      the transport: the gRPC service, one Stream per agent, authentication,
+//                  sessions and liveness, and the routing of probe messages (by probe id) to the
+//                  PairRun that owns them and of the PairRuns' actions back to the streams;
+//   sweep_loop.cc  the sweeps: when one is due, its plan (Sweep over the CoverageSchedule), each
+//                  round's PairRuns driven to their end, the judgements, and their publication
+//                  through ClusterVerdicts.
+//
+// The decisions are not here: PairRun (a pair's probe phases), Sweep, ClusterVerdicts and the
+// view (status_view.h) are plain values the Impl feeds with events under mu_.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "coordinator/coordinator_metrics.h"
+#include "coordinator/server.h"
+#include "exporter/http_server.h"
+#include "nccl_triage/v1/agent.grpc.pb.h"
+#include "planner/cluster_verdicts.h"
+#include "planner/pair_run.h"
+#include "planner/schedule.h"
+#include "planner/sweep.h"
+
+namespace nccl_triage {
+
+class CoordinatorServer::Impl {
+ public:
+  class Stream;
+  using SteadyClock = std::chrono::steady_clock;
+
+  Impl(CoordinatorOptions options, Logger& log);
+  ~Impl();
+
+  Status Start();
+  void Stop();
+
+  // gRPC entry point: a new agent stream (already rejected when the token is wrong).
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* NewStream(
+      grpc::CallbackServerContext* ctx);
+
+  // Stream events (from gRPC threads). OnMessage is false when it closed the stream.
+  bool OnMessage(Stream* stream, const v1::AgentMessage& msg);
+  void OnStreamEnd(Stream* stream, const std::string& why);
+
+  uint64_t RequestSweep();
+  bool WaitForSweep(uint64_t number, std::chrono::milliseconds timeout);
+  bool WaitForAgents(size_t n, std::chrono::milliseconds timeout);
+  size_t ConnectedAgents() const;
+  size_t OutstandingProbes() const;
+  CoordinatorView View(bool with_pairs) const;
+  std::string MetricsText() const { return metrics_.Text(); }
+
+  int grpc_port_ = 0;
+  int http_port_ = 0;
+
+ private:
+  struct Agent {
+    Stream* stream = nullptr;
+    NodeInfo info;
+    std::string peer;
+    SteadyClock::time_point last_seen;
+  };
+
+  // Where an outstanding probe id belongs: a PairRun of the current round and a rank.
+  struct ProbeRef {
+    PairRun* run = nullptr;
+    int rank = 0;
+  };
+
+  class Service final : public v1::Coordinator::CallbackService {
+   public:
+    explicit Service(Impl* impl) : impl_(impl) {}
+    grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* Session(
+        grpc::CallbackServerContext* ctx) override {
+      return impl_->NewStream(ctx);
+    }
+
+   private:
+    Impl* impl_;
+  };
+
+  // server.cc: sessions and the routing of probe messages.
+  bool ConnectedLocked(const std::string& node) const;
+  void SendLocked(const std::string& node, v1::CoordinatorMessage msg);
+  // Carries out a PairRun's actions (messages, the probe-id index, the probe counters).
+  void ApplyLocked(PairRun& run, const PairRunActions& actions);
+  void OnUniqueIdLocked(const std::string& node, const v1::UniqueId& id);
+  void OnReportLocked(const std::string& node, const v1::ProbeReport& report);
+  void DisconnectLocked(const std::string& node, const std::string& why);
+  void HousekeepingLocked();
+  void SendVerdictsLocked(const std::string& node);
+  const NodeInfo& KnownLocked(const std::string& node) const;
+
+  // sweep_loop.cc: sweeps and rounds.
+  void SweepLoop(std::stop_token stop);
+  void RunOneSweep();
+  void RunRoundLocked(std::unique_lock<std::mutex>& lock, const std::vector<NodePair>& pairs);
+  bool IncompatibleLocked(const std::string& a, const std::string& b) const;
+
+  CoordinatorOptions options_;
+  Logger& log_;
+  mutable CoordinatorMetrics metrics_;
+  Service service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<HttpServer> http_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool started_ = false;
+  std::map<std::string, Agent> agents_;          // connected, by node
+  std::map<Stream*, std::string> stream_nodes_;  // streams that said hello
+  std::map<std::string, NodeInfo> known_;        // every node ever seen
+  std::map<std::string, std::string> last_peer_;
+  std::vector<std::unique_ptr<PairRun>> runs_;  // the current round's pairs
+  std::map<std::string, ProbeRef> probes_;      // outstanding probe ids of runs_
+  uint64_t run_counter_ = 0;
+  uint64_t sweeps_requested_ = 0;
+  uint64_t sweeps_started_ = 0;
+  uint64_t sweeps_done_ = 0;
+  int last_sweep_rounds_ = 0;
+  int current_round_ = 0;
+  std::unique_ptr<Sweep> sweep_;
+  CoverageSchedule schedule_;
+  ClusterVerdicts verdicts_;
+  std::jthread sweep_thread_;
+};
+
+}  // namespace nccl_triage

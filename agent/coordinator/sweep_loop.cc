@@ -1,0 +1,160 @@
+// The sweep half of CoordinatorServer::Impl (server_impl.h): when a sweep is due, its plan, its
+// rounds of PairRuns and the publication of its outcome.
+#include <algorithm>
+#include <set>
+
+#include "base/log.h"
+#include "coordinator/server_impl.h"
+#include "planner/cross_node.h"
+
+namespace nccl_triage {
+namespace {
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+uint64_t CoordinatorServer::Impl::RequestSweep() {
+  std::lock_guard lock(mu_);
+  // A sweep already running does not answer a request made now: the next one does.
+  sweeps_requested_ = std::max(sweeps_requested_, sweeps_started_ + 1);
+  cv_.notify_all();
+  return sweeps_requested_;
+}
+
+bool CoordinatorServer::Impl::WaitForSweep(uint64_t number, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return sweeps_done_ >= number || stopping_; }) &&
+         sweeps_done_ >= number;
+}
+
+void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
+  auto next_auto = SteadyClock::now() + options_.sweep_interval;
+  while (!stop.stop_requested()) {
+    bool due = false;
+    {
+      std::unique_lock lock(mu_);
+      auto wake = SteadyClock::now() + std::chrono::seconds(1);
+      if (options_.sweep_interval.count() > 0) wake = std::min(wake, next_auto);
+      cv_.wait_until(lock, wake, [&] { return stopping_ || sweeps_requested_ > sweeps_started_; });
+      if (stopping_) return;
+      HousekeepingLocked();
+      due = sweeps_requested_ > sweeps_started_ ||
+            (options_.sweep_interval.count() > 0 && SteadyClock::now() >= next_auto);
+    }
+    if (due) {
+      RunOneSweep();
+      next_auto = SteadyClock::now() + options_.sweep_interval;
+    }
+  }
+}
+
+bool CoordinatorServer::Impl::IncompatibleLocked(const std::string& a, const std::string& b) const {
+  auto ia = known_.find(a);
+  auto ib = known_.find(b);
+  if (ia == known_.end() || ib == known_.end()) return false;
+  return PredictedIncompatible(ia->second, ib->second);
+}
+
+void CoordinatorServer::Impl::RunRoundLocked(std::unique_lock<std::mutex>& lock,
+                                             const std::vector<NodePair>& pairs) {
+  runs_.clear();
+  // Alternate which node creates the unique id, so both sides' rank-0 paths get exercised.
+  const bool flip = (sweeps_started_ + static_cast<uint64_t>(current_round_)) % 2 == 1;
+  for (const auto& p : pairs) {
+    PairRunSetup setup;
+    setup.pair = p;
+    setup.rank0 = flip ? p.b : p.a;
+    setup.rank1 = flip ? p.a : p.b;
+    setup.id_prefix = "s" + std::to_string(sweeps_started_) + "-p" + std::to_string(++run_counter_);
+    setup.phase_timeout =
+        std::chrono::seconds(options_.probe_deadline_seconds) + options_.report_grace;
+    setup.peer_failed_grace = options_.peer_failed_grace;
+    setup.connected = [this](const std::string& node) { return ConnectedLocked(node); };
+    runs_.push_back(std::make_unique<PairRun>(std::move(setup)));
+  }
+  for (auto& run : runs_) ApplyLocked(*run, run->Start(SteadyClock::now()));
+  for (;;) {
+    const auto now = SteadyClock::now();
+    auto next = now + std::chrono::milliseconds(500);
+    bool all_done = true;
+    for (auto& run : runs_) {
+      if (run->done()) continue;
+      ApplyLocked(*run, stopping_ ? run->Abort("coordinator shutting down") : run->Tick(now));
+      if (auto deadline = run->NextDeadline()) {
+        all_done = false;
+        next = std::min(next, *deadline);
+      }
+    }
+    if (all_done) return;
+    cv_.wait_until(lock, next);
+    HousekeepingLocked();
+  }
+}
+
+void CoordinatorServer::Impl::RunOneSweep() {
+  const auto started = SteadyClock::now();
+  std::unique_lock lock(mu_);
+  const uint64_t number = ++sweeps_started_;
+  std::vector<std::pair<std::string, std::string>> members;
+  SweepSetup setup;
+  setup.number = number;
+  for (const auto& [node, a] : agents_) {
+    members.emplace_back(node, a.info.topology);
+    if (!a.info.gpus_busy) setup.nodes.push_back(node);
+  }
+  schedule_.SetNodes(members);
+  std::set<std::string> available(setup.nodes.begin(), setup.nodes.end());
+  setup.round1 = schedule_.NextRound([&](const std::string& n) { return available.count(n) > 0; });
+  setup.retest = verdicts_.hold_down().LinksToRetest();
+  setup.incompatible = [this](const std::string& a, const std::string& b) {
+    return IncompatibleLocked(a, b);  // called from NextRound, with mu_ held
+  };
+  setup.max_rounds = options_.max_rounds;
+  setup.seed = options_.seed + number;
+  sweep_ = std::make_unique<Sweep>(setup);
+  log_.Info("coordinator", "sweep " + std::to_string(number) + ": " +
+                               std::to_string(setup.nodes.size()) + " nodes available, " +
+                               std::to_string(setup.round1.size()) + " pairs in round 1");
+
+  for (;;) {
+    std::vector<NodePair> pairs = sweep_->NextRound();
+    if (pairs.empty() || stopping_) break;
+    current_round_ = sweep_->round();
+    RunRoundLocked(lock, pairs);
+    for (auto& run : runs_) {
+      const NodePair& p = run->pair();
+      sweep_->Record(p,
+                     JudgePair(KnownLocked(p.a), KnownLocked(p.b), run->probes(), options_.judge));
+    }
+  }
+  runs_.clear();
+  SweepResult result = sweep_->Result();
+  sweep_.reset();
+  if (stopping_) return;
+  for (const auto& p : result.tested_pairs) schedule_.MarkTested(p);
+  const int rounds = result.rounds;
+  const size_t seen = result.faults.size();
+  verdicts_.Apply(std::move(result), known_);
+  // Confirmed faults of nodes that were not in this sweep keep their verdict (held down).
+  for (const auto& [node, a] : agents_) SendVerdictsLocked(node);
+  last_sweep_rounds_ = rounds;
+  sweeps_done_ = number;
+  const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
+  const HoldDown& hold_down = verdicts_.hold_down();
+  metrics_.ObserveSweep(seconds, NowUnixMs());
+  metrics_.SetFaults(hold_down.Confirmed());
+  metrics_.SetCoverage(schedule_.pairs_tested(), schedule_.pairs_total());
+  log_.Info("coordinator", "sweep " + std::to_string(number) + " done in " +
+                               std::to_string(rounds) + " round(s), " + std::to_string(seen) +
+                               " fault(s) seen, " + std::to_string(hold_down.Confirmed().size()) +
+                               " confirmed of " + std::to_string(hold_down.All().size()) +
+                               " tracked");
+  cv_.notify_all();
+}
+
+}  // namespace nccl_triage

@@ -1,0 +1,183 @@
+#include "planner/cluster_verdicts.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/catalogue.h"
+#include "core/report.h"
+
+namespace nccl_triage {
+namespace {
+
+// The order in which an operator needs a fault's causes (see the header).
+void OrderCauses(SweepResult& result, const std::map<std::string, NodeInfo>& known) {
+  for (auto& f : result.faults) {
+    if (f.kind == FaultKind::kLink) {
+      std::stable_partition(f.causes.begin(), f.causes.end(), [](const std::string& c) {
+        const CauseInfo* info = FindCause(c);
+        return info != nullptr && info->kind == CauseKind::kCrossNode;
+      });
+      continue;
+    }
+    auto info = known.find(f.nodes[0]);
+    if (info != known.end()) {
+      const std::vector<Finding>& own = info->second.findings;
+      std::stable_partition(f.causes.begin(), f.causes.end(), [&](const std::string& c) {
+        return std::any_of(own.begin(), own.end(), [&](const Finding& x) {
+          return x.check == c && x.status == CheckStatus::kFail;
+        });
+      });
+    }
+    result.nodes[f.nodes[0]].causes = f.causes;
+  }
+}
+
+bool ChecksFail(FaultClass c) {
+  return c == FaultClass::kArchitecture || c == FaultClass::kIbResource;
+}
+
+}  // namespace
+
+PublishedNodeVerdict ChecksVerdict(const NodeInfo& info, std::string reason) {
+  std::vector<Finding> findings = info.findings;
+  if (info.checks_passed.value_or(1) > 0) {
+    // Stands for the passes, which the summary counts but does not list.
+    Finding passed;
+    passed.status = CheckStatus::kPass;
+    findings.push_back(std::move(passed));
+  }
+  NodeReport report = MakeReport(info.name, std::move(findings), 0);
+  PublishedNodeVerdict v;
+  v.basis = Basis::kChecks;
+  v.fault_class = report.fault_class;
+  v.causes = std::move(report.causes);
+  v.reason = std::move(reason);
+  return v;
+}
+
+ClusterVerdicts::ClusterVerdicts(int hold_down, size_t max_pair_records)
+    : hold_down_(hold_down), max_pair_records_(std::max<size_t>(max_pair_records, 1)) {}
+
+void ClusterVerdicts::Apply(SweepResult result, const std::map<std::string, NodeInfo>& known) {
+  OrderCauses(result, known);
+  hold_down_.Apply(result);
+  RecordPairs(result);
+  static const NodeInfo kNothingKnown;
+  for (const auto& [node, outcome] : result.nodes) {
+    auto info = known.find(node);
+    PublishedNodeVerdict v =
+        NodeVerdict(node, outcome, info != known.end() ? info->second : kNothingKnown);
+    v.state = outcome.state;
+    nodes_[node] = std::move(v);
+  }
+}
+
+void ClusterVerdicts::RecordPairs(const SweepResult& result) {
+  for (const auto& p : result.pairs) {
+    PairRecord& rec = pairs_[p.pair];
+    rec = {p.pair, p.judgement, p.localisation, result.number, p.round};
+    pairs_by_node_[p.pair.a][p.pair] = &rec;
+    pairs_by_node_[p.pair.b][p.pair] = &rec;
+  }
+  if (pairs_.size() <= max_pair_records_) return;
+  // Bound the memory of a long-lived coordinator: forget the oldest healthy pairs first, down to
+  // nine tenths of the bound so that this does not run on every sweep.
+  std::vector<std::pair<uint64_t, NodePair>> healthy;
+  for (const auto& [k, rec] : pairs_) {
+    if (rec.judgement.status == PairStatus::kPass) healthy.emplace_back(rec.sweep, k);
+  }
+  std::sort(healthy.begin(), healthy.end());
+  for (size_t i = 0; i < healthy.size() && pairs_.size() > max_pair_records_ * 9 / 10; ++i) {
+    const NodePair& k = healthy[i].second;
+    pairs_by_node_[k.a].erase(k);
+    pairs_by_node_[k.b].erase(k);
+    pairs_.erase(k);
+  }
+}
+
+PublishedNodeVerdict ClusterVerdicts::NodeVerdict(const std::string& node,
+                                                  const NodeOutcome& outcome,
+                                                  const NodeInfo& info) const {
+  const TrackedFault* tracked = hold_down_.FindNode(node);
+  if (tracked && tracked->confirmed) {
+    PublishedNodeVerdict v;
+    v.fault_class = tracked->fault.fault_class;
+    v.basis = Basis::kProbes;
+    v.causes = tracked->fault.causes;
+    v.reason = "node fault, confirmed over " + std::to_string(hold_down_.hold_down()) +
+               " sweeps: " + tracked->fault.reason;
+    v.confirmed_fault = true;
+    return v;
+  }
+  if (outcome.state == NodeState::kGood) {
+    PublishedNodeVerdict checks = ChecksVerdict(info, "");
+    if (ChecksFail(checks.fault_class)) {
+      // The pair probes pass, but the node's own checks fail on something two ranks over the
+      // network do not exercise: the checks' prediction stands, marked as such.
+      checks.reason = "probes pass (" + outcome.reason + ") but the node checks fail";
+      return checks;
+    }
+    PublishedNodeVerdict v;
+    v.fault_class = FaultClass::kHealthy;
+    v.basis = Basis::kProbes;
+    v.reason = outcome.reason;
+    return v;
+  }
+  auto prev = nodes_.find(node);
+  if (prev != nodes_.end() && !prev->second.confirmed_fault) {
+    PublishedNodeVerdict v = prev->second;  // nothing new is confirmed: the published one stays
+    if (tracked) {
+      v.reason = "suspected node fault (seen " + std::to_string(tracked->seen) + " of " +
+                 std::to_string(hold_down_.hold_down()) + " sweeps); " + v.reason;
+    }
+    return v;
+  }
+  return ChecksVerdict(info, tracked
+                                 ? "suspected node fault, awaiting confirmation; from node checks"
+                                 : "not localised by probes yet; from node checks");
+}
+
+const PublishedNodeVerdict* ClusterVerdicts::Find(const std::string& node) const {
+  auto it = nodes_.find(node);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+AgentVerdicts ClusterVerdicts::ForAgent(const std::string& node) const {
+  AgentVerdicts out;
+  if (const PublishedNodeVerdict* v = Find(node)) {
+    AgentVerdicts::Node n;
+    n.fault_class = v->fault_class;
+    n.basis = v->basis;
+    n.causes = v->causes;
+    n.reason = v->reason;
+    n.confirmed = v->confirmed_fault || v->basis == Basis::kProbes;
+    n.localisation = v->state == NodeState::kInconclusive ? PairLocalisation::kInconclusive
+                     : v->confirmed_fault                 ? PairLocalisation::kNode
+                                                          : PairLocalisation::kNone;
+    out.node = std::move(n);
+  }
+  auto pairs = pairs_by_node_.find(node);
+  if (pairs == pairs_by_node_.end()) return out;
+  std::vector<const PairRecord*> bad;
+  std::vector<const PairRecord*> good;
+  for (const auto& [k, rec] : pairs->second) {
+    (rec->judgement.status == PairStatus::kPass ? good : bad).push_back(rec);
+  }
+  auto recent = [](const PairRecord* x, const PairRecord* y) { return x->sweep > y->sweep; };
+  std::sort(bad.begin(), bad.end(), recent);
+  if (good.size() > kMaxHealthyPairsPerAgent) {
+    std::nth_element(good.begin(), good.begin() + kMaxHealthyPairsPerAgent, good.end(), recent);
+    good.resize(kMaxHealthyPairsPerAgent);
+  }
+  std::sort(good.begin(), good.end(), recent);
+  bad.insert(bad.end(), good.begin(), good.end());
+  for (size_t i = 0; i < bad.size() && i < kMaxPairsPerAgent; ++i) {
+    const PairRecord& rec = *bad[i];
+    const TrackedFault* link = hold_down_.FindLink(rec.pair);
+    out.pairs.push_back({rec.pair.Other(node), rec.judgement.verdict, rec.judgement.socket,
+                         rec.judgement.ib, rec.localisation, link && link->confirmed});
+  }
+  return out;
+}
+
+}  // namespace nccl_triage

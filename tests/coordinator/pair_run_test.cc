@@ -1,0 +1,262 @@
+// PairRun on a timeline of its own: every deadline is a time value, so a 120 s probe deadline and
+// a 5 s peer grace are crossed without waiting.
+#include "planner/pair_run.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace nccl_triage {
+namespace {
+
+using namespace std::chrono_literals;
+using Kind = PairRunAction::Kind;
+
+const SteadyTime T0 = SteadyTime{} + 1000h;
+
+struct TwoNodes {
+  TwoNodes() {
+    PairRunSetup s;
+    s.pair = NodePair("node-a", "node-b");
+    s.rank0 = "node-b";
+    s.rank1 = "node-a";
+    s.id_prefix = "s1-p7";
+    s.phase_timeout = 130s;
+    s.peer_failed_grace = 5s;
+    s.connected = [this](const std::string& n) { return connected.count(n) > 0; };
+    run = std::make_unique<PairRun>(std::move(s));
+  }
+  std::set<std::string> connected{"node-a", "node-b"};
+  std::unique_ptr<PairRun> run;
+};
+
+ProbeResult Result(ProbeOutcome o, std::vector<std::string> causes = {}) {
+  ProbeResult r;
+  r.outcome = o;
+  if (!causes.empty()) {
+    Classification c;
+    for (auto& id : causes) {
+      ClassifiedCause cause;
+      cause.cause = std::move(id);
+      c.causes.push_back(std::move(cause));
+    }
+    r.classification = std::move(c);
+  }
+  return r;
+}
+
+std::vector<Kind> Kinds(const PairRunActions& actions) {
+  std::vector<Kind> out;
+  for (const auto& a : actions) out.push_back(a.kind);
+  return out;
+}
+
+const PairRunAction* Find(const PairRunActions& actions, Kind kind, const std::string& node = "") {
+  for (const auto& a : actions) {
+    if (a.kind == kind && (node.empty() || a.node == node)) return &a;
+  }
+  return nullptr;
+}
+
+// Both ranks of the current phase report a pass (rank 0 first, after relaying its id).
+PairRunActions PassPhase(PairRun& run, SteadyTime now) {
+  run.OnUniqueId(std::string(128, 'x'));
+  run.OnReport(0, Result(ProbeOutcome::kPass), now);
+  return run.OnReport(1, Result(ProbeOutcome::kPass), now);
+}
+
+TEST(PairRun, StartAssignsTheSocketPhaseToBothRanksWithTheirOwnIds) {
+  TwoNodes t;
+  PairRunActions a = t.run->Start(T0);
+  ASSERT_EQ(Kinds(a), (std::vector<Kind>{Kind::kAssign, Kind::kAssign}));
+  EXPECT_EQ(a[0].node, "node-b");
+  EXPECT_EQ(a[0].rank, 0);
+  EXPECT_EQ(a[0].peer, "node-a");
+  EXPECT_EQ(a[0].probe_id, "s1-p7-socket-r0");
+  EXPECT_EQ(a[1].node, "node-a");
+  EXPECT_EQ(a[1].rank, 1);
+  EXPECT_EQ(a[1].probe_id, "s1-p7-socket-r1");
+  EXPECT_EQ(a[0].mode, ProbeMode::kSocket);
+  EXPECT_EQ(t.run->NextDeadline(), T0 + 130s);
+  EXPECT_FALSE(t.run->done());
+  EXPECT_TRUE(t.run->Start(T0).empty()) << "a second start does nothing";
+}
+
+TEST(PairRun, RelaysRankZerosUniqueIdToRankOneOnce) {
+  TwoNodes t;
+  t.run->Start(T0);
+  const std::string id(128, '\x5a');
+  PairRunActions a = t.run->OnUniqueId(id);
+  ASSERT_EQ(Kinds(a), std::vector<Kind>{Kind::kRelayUniqueId});
+  EXPECT_EQ(a[0].node, "node-a");
+  EXPECT_EQ(a[0].probe_id, "s1-p7-socket-r1");
+  EXPECT_EQ(a[0].text, id);
+  EXPECT_TRUE(t.run->OnUniqueId(id).empty());
+}
+
+TEST(PairRun, ASocketPhaseThatEndsIsFollowedByTheIbPhaseThenTheRunIsDone) {
+  TwoNodes t;
+  t.run->Start(T0);
+  PairRunActions a = PassPhase(*t.run, T0 + 1s);
+  ASSERT_EQ(Kinds(a), (std::vector<Kind>{Kind::kPhaseOver, Kind::kAssign, Kind::kAssign}));
+  EXPECT_EQ(a[0].mode, ProbeMode::kSocket);
+  EXPECT_EQ(a[0].text, "pass");
+  EXPECT_EQ(a[1].probe_id, "s1-p7-ib-r0");
+  EXPECT_EQ(a[1].mode, ProbeMode::kIb);
+  EXPECT_EQ(t.run->mode(), ProbeMode::kIb);
+  EXPECT_EQ(t.run->NextDeadline(), T0 + 1s + 130s) << "the IB phase has a deadline of its own";
+  a = PassPhase(*t.run, T0 + 2s);
+  ASSERT_EQ(Kinds(a), std::vector<Kind>{Kind::kPhaseOver});
+  EXPECT_EQ(a[0].mode, ProbeMode::kIb);
+  EXPECT_TRUE(t.run->done());
+  EXPECT_EQ(t.run->NextDeadline(), std::nullopt);
+  const PairProbes& p = t.run->probes();
+  EXPECT_TRUE(p.socket.attempted && p.ib.attempted);
+  ASSERT_TRUE(p.ib.rank0 && p.ib.rank1);
+  EXPECT_EQ(p.ib.rank1->outcome, ProbeOutcome::kPass);
+  EXPECT_TRUE(p.socket.lost.empty());
+}
+
+TEST(PairRun, ProbesThatNeverReportAreLostAtTheDeadlineAndBothRanksCancelled) {
+  TwoNodes t;
+  t.run->Start(T0);
+  EXPECT_TRUE(t.run->Tick(T0 + 129s).empty());
+  PairRunActions a = t.run->Tick(T0 + 130s);
+  ASSERT_EQ(Kinds(a), (std::vector<Kind>{Kind::kCancel, Kind::kCancel, Kind::kPhaseOver}));
+  EXPECT_EQ(a[0].probe_id, "s1-p7-socket-r0");
+  EXPECT_EQ(a[1].probe_id, "s1-p7-socket-r1");
+  EXPECT_EQ(a[0].text, "no report from node-b and node-a within the deadline");
+  EXPECT_EQ(a[2].text, "lost");
+  EXPECT_TRUE(t.run->done()) << "a lost socket phase is not followed by the IB phase";
+  EXPECT_FALSE(t.run->probes().ib.attempted);
+  EXPECT_EQ(t.run->probes().socket.lost, a[0].text);
+  EXPECT_TRUE(t.run->Tick(T0 + 200s).empty());
+}
+
+TEST(PairRun, ARankThatRefusesHasItsPeerCancelledAtOnce) {
+  TwoNodes t;
+  t.run->Start(T0);
+  PairRunActions a = t.run->OnReport(1, Result(ProbeOutcome::kNotRun), T0 + 1s);
+  const PairRunAction* cancel = Find(a, Kind::kCancel);
+  ASSERT_NE(cancel, nullptr);
+  EXPECT_EQ(cancel->node, "node-b");
+  EXPECT_EQ(cancel->text, "peer node-a ended before the rendezvous: not_run");
+  // The socket phase ended (not lost: both ranks said something), so the IB phase starts.
+  EXPECT_NE(Find(a, Kind::kAssign), nullptr);
+  const ModeProbes& socket = t.run->probes().socket;
+  ASSERT_TRUE(socket.rank0.has_value());
+  EXPECT_EQ(socket.rank0->outcome, ProbeOutcome::kNotRun);
+  EXPECT_EQ(socket.rank0->detail, "cancelled: " + cancel->text);
+}
+
+TEST(PairRun, RankZeroEndingBeforeItHandedOutTheIdHasItsPeerCancelledAtOnce) {
+  TwoNodes t;
+  t.run->Start(T0);
+  PairRunActions a = t.run->OnReport(0, Result(ProbeOutcome::kCrashed), T0 + 1s);
+  const PairRunAction* cancel = Find(a, Kind::kCancel, "node-a");
+  ASSERT_NE(cancel, nullptr);
+  EXPECT_EQ(cancel->text, "peer node-b ended before the rendezvous: crashed");
+}
+
+TEST(PairRun, AFailureThatNamesItsCauseHasThePeerCancelledAtOnce) {
+  TwoNodes t;
+  t.run->Start(T0);
+  t.run->OnUniqueId(std::string(128, 'x'));
+  PairRunActions a = t.run->OnReport(0, Result(ProbeOutcome::kFail, {"limits.memlock"}), T0 + 1s);
+  const PairRunAction* cancel = Find(a, Kind::kCancel, "node-a");
+  ASSERT_NE(cancel, nullptr);
+  EXPECT_EQ(cancel->text, "peer node-b failed: fail");
+  EXPECT_EQ(t.run->probes().socket.rank1->outcome, ProbeOutcome::kNotRun);
+}
+
+TEST(PairRun, AFailureThatNamesNoCauseGivesThePeerItsGraceToReport) {
+  TwoNodes t;
+  t.run->Start(T0);
+  t.run->OnUniqueId(std::string(128, 'x'));
+  EXPECT_TRUE(t.run->OnReport(0, Result(ProbeOutcome::kFail, {"peer.exited"}), T0 + 1s).empty());
+  EXPECT_EQ(t.run->NextDeadline(), T0 + 6s);
+  EXPECT_TRUE(t.run->Tick(T0 + 6s - 1ms).empty());
+  PairRunActions a = t.run->Tick(T0 + 6s);
+  const PairRunAction* cancel = Find(a, Kind::kCancel, "node-a");
+  ASSERT_NE(cancel, nullptr);
+  EXPECT_EQ(cancel->text, "the peer failed and this rank did not report within 5000 ms");
+  EXPECT_EQ(t.run->mode(), ProbeMode::kIb) << "the phase ended with both ranks accounted for";
+}
+
+TEST(PairRun, APeerThatReportsWithinItsGraceEndsThePhaseNormally) {
+  TwoNodes t;
+  t.run->Start(T0);
+  t.run->OnUniqueId(std::string(128, 'x'));
+  t.run->OnReport(0, Result(ProbeOutcome::kTimeout), T0 + 1s);
+  PairRunActions a = t.run->OnReport(1, Result(ProbeOutcome::kFail, {"ib.port_state"}), T0 + 3s);
+  EXPECT_EQ(Find(a, Kind::kCancel), nullptr);
+  ASSERT_NE(Find(a, Kind::kPhaseOver), nullptr);
+  EXPECT_EQ(t.run->probes().socket.rank1->outcome, ProbeOutcome::kFail);
+  EXPECT_EQ(t.run->NextDeadline(), T0 + 3s + 130s) << "the grace of the old phase is gone";
+}
+
+TEST(PairRun, AnAgentLostMidProbeLosesThePhaseAndCancelsItsPeer) {
+  TwoNodes t;
+  t.run->Start(T0);
+  EXPECT_TRUE(t.run->OnAgentLost("node-c", "stream closed").empty());
+  PairRunActions a = t.run->OnAgentLost("node-b", "stream closed");
+  const PairRunAction* cancel = Find(a, Kind::kCancel, "node-a");
+  ASSERT_NE(cancel, nullptr);
+  EXPECT_EQ(cancel->text, "agent node-b disconnected during the probe (stream closed)");
+  EXPECT_EQ(a.back().text, "lost");
+  EXPECT_TRUE(t.run->done());
+  EXPECT_FALSE(t.run->probes().ib.attempted);
+}
+
+TEST(PairRun, APhaseCannotStartWithAnAgentThatIsNotConnected) {
+  TwoNodes t;
+  t.connected.erase("node-a");
+  PairRunActions a = t.run->Start(T0);
+  ASSERT_EQ(Kinds(a), std::vector<Kind>{Kind::kPhaseOver});
+  EXPECT_EQ(a[0].text, "lost");
+  EXPECT_TRUE(t.run->done());
+  EXPECT_EQ(t.run->probes().socket.lost, "agent node-a is not connected");
+}
+
+TEST(PairRun, AnIdThatCannotBeRelayedLosesThePhase) {
+  TwoNodes t;
+  t.run->Start(T0);
+  t.connected.erase("node-a");
+  PairRunActions a = t.run->OnUniqueId(std::string(128, 'x'));
+  EXPECT_EQ(Find(a, Kind::kRelayUniqueId), nullptr);
+  EXPECT_TRUE(t.run->done());
+  EXPECT_EQ(t.run->probes().socket.lost, "agent node-a disconnected during the probe");
+}
+
+TEST(PairRun, AbortCancelsWhatRunsAndLateEventsAreIgnored) {
+  TwoNodes t;
+  t.run->Start(T0);
+  PairRunActions a = t.run->Abort("coordinator shutting down");
+  ASSERT_EQ(Kinds(a), (std::vector<Kind>{Kind::kCancel, Kind::kCancel, Kind::kPhaseOver}));
+  EXPECT_EQ(a[0].text, "coordinator shutting down");
+  EXPECT_TRUE(t.run->done());
+  EXPECT_TRUE(t.run->OnReport(0, Result(ProbeOutcome::kPass), T0 + 1s).empty());
+  EXPECT_TRUE(t.run->OnUniqueId(std::string(128, 'x')).empty());
+  EXPECT_TRUE(t.run->Abort("again").empty());
+  EXPECT_TRUE(t.run->probe_id(0).empty() && t.run->probe_id(1).empty());
+}
+
+TEST(PairRun, AReportForARankThatAlreadyReportedIsIgnored) {
+  TwoNodes t;
+  t.run->Start(T0);
+  t.run->OnUniqueId(std::string(128, 'x'));
+  t.run->OnReport(0, Result(ProbeOutcome::kPass), T0 + 1s);
+  EXPECT_TRUE(t.run->OnReport(0, Result(ProbeOutcome::kFail), T0 + 1s).empty());
+  EXPECT_TRUE(t.run->OnReport(2, Result(ProbeOutcome::kFail), T0 + 1s).empty());
+  EXPECT_EQ(t.run->probe_id(1), "s1-p7-socket-r1");
+}
+
+TEST(NamesSpecificCause, ConsequencesOfThePeersFailureAreNotACause) {
+  EXPECT_FALSE(NamesSpecificCause(Result(ProbeOutcome::kFail)));
+  EXPECT_FALSE(NamesSpecificCause(Result(
+      ProbeOutcome::kFail, {"peer.exited", "nccl.timeout", "nccl.system", "nccl.internal"})));
+  EXPECT_TRUE(NamesSpecificCause(Result(ProbeOutcome::kFail, {"peer.exited", "ib.port_state"})));
+}
+
+}  // namespace
+}  // namespace nccl_triage
