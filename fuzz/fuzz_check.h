@@ -1,4 +1,4 @@
-// The one assertion of the fuzz targets: a broken property aborts, which libFuzzer reports as a
+// Require(): the one assertion of the fuzz targets: a broken property aborts, which libFuzzer reports as a
 // crash with the input that caused it (assert() would vanish in a release-style build).
 #pragma once
 
@@ -6,7 +6,7 @@
 
 namespace nccl_triage::fuzz {
 
-inline void Check(bool ok) {
+inline void Require(bool ok) {
   if (!ok) std::abort();
 }
 

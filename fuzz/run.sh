@@ -55,6 +55,8 @@ options() {
     config_fuzz) echo "-dict=$here/fuzz/config/config.dict" ;;
     gather_tree_fuzzer) echo "-max_len=4096" ;;
     snapshot_json_fuzzer) echo "-max_len=262144" ;;
+    # Its inputs light up many features; entropic scheduling then costs more than the target.
+    serialise_fuzzer) echo "-max_len=16384 -entropic=0" ;;
     *) echo "-max_len=16384" ;;
   esac
 }

@@ -63,6 +63,24 @@ std::string Bounded(const std::string& text, size_t max) {
   return text.size() <= max ? text : CutWireText(text, max) + "...";
 }
 
+// The metadata key of the identity token (coordinator/node_identity.h's kIdentityMetadata; the
+// client does not depend on the server's component).
+constexpr std::string_view kIdentityMetadataKey = "x-nccl-triage-identity";
+
+// A projected service-account token: one JWT line, a few KiB; anything else is not one.
+std::optional<std::string> ReadIdentityToken(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text(16 * 1024 + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
+    text.pop_back();
+  }
+  if (text.empty() || text.size() > 16 * 1024) return std::nullopt;
+  return text;
+}
+
 // Pair verdicts taken from one Verdicts message.
 constexpr size_t kMaxPairVerdicts = 256;
 
@@ -101,6 +119,14 @@ class CoordinatorSession::Connection {
     auto channel = grpc::CreateCustomChannel(o.target, creds, args);
     auto stub = v1::Coordinator::NewStub(channel);
     if (!o.token.empty()) ctx_.AddMetadata("authorization", "Bearer " + o.token);
+    if (!o.identity_token_file.empty()) {
+      if (auto identity = ReadIdentityToken(o.identity_token_file)) {
+        ctx_.AddMetadata(std::string(kIdentityMetadataKey), *identity);
+      } else {
+        owner_.log_.Warn("session", "cannot read the identity token '" + o.identity_token_file +
+                                        "': a coordinator that checks identities will refuse");
+      }
+    }
     std::stop_callback cancel_on_stop(stop, [this] { ctx_.TryCancel(); });
     stream_ = stub->Session(&ctx_);
 
@@ -474,6 +500,7 @@ StatusOr<std::unique_ptr<CoordinatorLink>> MakeCoordinatorLink(
          (o.token.back() == '\n' || o.token.back() == '\r' || o.token.back() == ' ')) {
     o.token.pop_back();
   }
+  if (config.agent.identity_token_file) o.identity_token_file = *config.agent.identity_token_file;
   if (config.agent.ca_file) {
     auto ca = read(*config.agent.ca_file, "CA");
     if (!ca.ok()) return ca.status();

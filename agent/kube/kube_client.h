@@ -41,6 +41,8 @@ class InClusterKubeClient final : public KubeClient {
   KubeResponse PatchPodAnnotationsIfUid(const std::string& ns, const std::string& pod,
                                         const std::string& uid,
                                         const AnnotationPatch& annotations) override;
+  KubeResponse CreateTokenReview(const std::string& token,
+                                 const std::vector<std::string>& audiences) override;
 
  private:
   struct Impl;

@@ -24,8 +24,6 @@
 
 namespace nccl_triage {
 
-namespace v1 = ::nccl_triage::v1;
-
 inline constexpr uint32_t kProtocolVersion = 1;
 inline constexpr size_t kUniqueIdBytes = 128;  // NCCL_UNIQUE_ID_BYTES
 

@@ -13,7 +13,7 @@
 #include "exporter/http_server_protocol.h"
 #include "fuzz_check.h"
 
-using nccl_triage::fuzz::Check;
+using nccl_triage::fuzz::Require;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace nccl_triage;
@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     end = FindHeadEnd(buffer, scanned);
     scanned = buffer.size();
   }
-  Check(end == FindHeadEnd(bytes));
+  Require(end == FindHeadEnd(bytes));
 
   const std::string_view head = end ? std::string_view(bytes).substr(0, *end) : bytes;
   HttpLimits small;
@@ -43,17 +43,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const HttpLimits& limits : {HttpLimits{}, small}) {
     HttpHeadResult r = ParseHttpHead(head, limits);
     if (r.head) {
-      Check(r.head->headers.size() <= limits.max_headers);
-      Check(!r.head->path.empty() && r.head->path.front() == '/');
-      Check(!r.head->method.empty());
+      Require(r.head->headers.size() <= limits.max_headers);
+      Require(!r.head->path.empty() && r.head->path.front() == '/');
+      Require(!r.head->method.empty());
     } else {
-      Check(r.error_status >= 400 && r.error_status < 600 && !r.error.empty());
+      Require(r.error_status >= 400 && r.error_status < 600 && !r.error.empty());
       const std::string response = FormatHttpResponse(r.error_status, "text/plain", r.error, false);
-      Check(FindHeadEnd(response).has_value());
+      Require(FindHeadEnd(response).has_value());
     }
   }
   if (auto addr = ParseListenAddress(bytes); addr.ok()) {
-    Check(addr->second >= 0 && addr->second <= 65535 && !addr->first.empty());
+    Require(addr->second >= 0 && addr->second <= 65535 && !addr->first.empty());
   }
   return 0;
 }

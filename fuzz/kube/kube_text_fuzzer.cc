@@ -12,18 +12,18 @@
 #include "fuzz_check.h"
 #include "kube/kube_api.h"
 
-using nccl_triage::fuzz::Check;
+using nccl_triage::fuzz::Require;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace nccl_triage;
   const std::string text(reinterpret_cast<const char*>(data), size);
-  if (auto s = ParseRetryAfter(text)) Check(s->count() >= 0);
+  if (auto s = ParseRetryAfter(text)) Require(s->count() >= 0);
   auto labels = NodeLabelsFromJson(text);
   (void)nlohmann::json(labels).dump();
   const std::string encoded = UrlEncode(text);
   for (char c : encoded) {
-    Check((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-          std::string_view("-._~%").find(c) != std::string_view::npos);
+    Require((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            std::string_view("-._~%").find(c) != std::string_view::npos);
   }
   return 0;
 }

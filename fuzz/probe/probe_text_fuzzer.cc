@@ -15,7 +15,7 @@
 #include "probe/environment.h"
 #include "probe/runner.h"
 
-using nccl_triage::fuzz::Check;
+using nccl_triage::fuzz::Require;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace nccl_triage;
@@ -23,10 +23,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto r = ParseChildOutput(text)) (void)ToJson(*r).dump();
   if (auto id = DecodeUniqueId(text)) {
     auto again = DecodeUniqueId(EncodeUniqueId(*id));
-    Check(again.has_value() && EncodeUniqueId(*again) == EncodeUniqueId(*id));
+    Require(again.has_value() && EncodeUniqueId(*again) == EncodeUniqueId(*id));
   }
   if (auto iface = DefaultRouteInterface(text)) {
-    Check(!iface->empty() && iface->find_first_of(" \t\n") == std::string::npos);
+    Require(!iface->empty() && iface->find_first_of(" \t\n") == std::string::npos);
   }
   return 0;
 }

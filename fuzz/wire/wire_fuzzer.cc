@@ -15,7 +15,7 @@
 #include "fuzz_check.h"
 #include "wire/convert.h"
 
-using nccl_triage::fuzz::Check;
+using nccl_triage::fuzz::Require;
 
 namespace {
 
@@ -23,15 +23,15 @@ using namespace nccl_triage;
 
 // Every field of a NodeInfo goes to /status: it must dump.
 void CheckInfo(const NodeInfo& info) {
-  Check(ValidNodeName(info.name));
-  Check(info.hcas.size() <= 64 && info.findings.size() <= 128);
+  Require(ValidNodeName(info.name));
+  Require(info.hcas.size() <= 64 && info.findings.size() <= 128);
   nlohmann::json j = {{"arch", info.arch},
                       {"nccl", info.nccl_version},
                       {"gpu", info.gpu_model},
                       {"driver", info.nvidia_driver_version},
                       {"topology", info.topology}};
   for (const auto& h : info.hcas) {
-    Check(h.ports.size() <= 8);
+    Require(h.ports.size() <= 8);
     j["hcas"].push_back({h.name, h.hca_type});
     for (const auto& p : h.ports) j["ports"].push_back({p.link_layer, p.state, p.phys_state});
   }
@@ -66,15 +66,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       from_coordinator.has_verdicts()) {
     const v1::Verdicts& v = from_coordinator.verdicts();
     std::vector<std::string> causes = CatalogueCauses(v.node().causes());
-    Check(causes.size() <= 16);
-    for (const auto& c : causes) Check(FindCause(c) != nullptr);
+    Require(causes.size() <= 16);
+    for (const auto& c : causes) Require(FindCause(c) != nullptr);
     std::string reason = CutWireText(v.node().reason());
-    Check(reason.size() <= 512);
+    Require(reason.size() <= 512);
     (void)nlohmann::json{{"causes", causes}, {"reason", reason}}.dump();
     for (const auto& p : v.pairs()) {
       PairVerdict pv = FromProto(p);
-      Check(pv.causes.size() <= 16 && pv.reason.size() <= 512);
-      for (const auto& c : pv.causes) Check(FindCause(c) != nullptr);
+      Require(pv.causes.size() <= 16 && pv.reason.size() <= 512);
+      for (const auto& c : pv.causes) Require(FindCause(c) != nullptr);
       (void)nlohmann::json{{"peer", ValidNodeName(p.peer()) ? p.peer() : ""},
                            {"causes", pv.causes},
                            {"reason", pv.reason}}
@@ -86,9 +86,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto bytes = HexToBytes(text)) {
     std::string lower = text;
     for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'F' ? c - 'A' + 'a' : c);
-    Check(BytesToHex(*bytes) == lower);
+    Require(BytesToHex(*bytes) == lower);
   }
-  Check(HexToBytes(BytesToHex(text)) == text);
-  if (ValidNodeName(text)) Check(text.size() <= 253 && text.front() != '-');
+  Require(HexToBytes(BytesToHex(text)) == text);
+  if (ValidNodeName(text)) Require(text.size() <= 253 && text.front() != '-');
   return 0;
 }

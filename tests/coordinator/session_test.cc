@@ -4,6 +4,7 @@
 #include "coordinator_client/session.h"
 
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -11,6 +12,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <sstream>
@@ -644,6 +646,55 @@ TEST(CoordinatorTls, AgentsConnectOverTlsAndPlaintextIsRefused) {
   ASSERT_TRUE(status.has_value());
   EXPECT_FALSE(status->ok());
   EXPECT_EQ(server.ConnectedAgents(), 1u);
+}
+
+// The agent's side of the identity check: it sends its projected token, read from the file at
+// every connect, and a coordinator that checks identities accepts it for its own node only.
+TEST(CoordinatorIdentity, TheAgentPresentsTheTokenOfItsFileAtEveryConnect) {
+  class FileTokens final : public NodeIdentity {
+   public:
+    StatusOr<std::string> NodeOf(const std::string& token) override {
+      if (token == "token-of-node-a") return std::string("node-a");
+      return InvalidArgument("identity token not accepted");
+    }
+  };
+  const std::string file = ::testing::TempDir() + "/identity-" + std::to_string(::getpid());
+  std::ofstream(file) << "token-of-node-a\n";
+  std::ostringstream text;
+  Logger log(text);
+  CoordinatorOptions co;
+  co.listen = "127.0.0.1:0";
+  co.sweep_interval = 0ms;
+  co.identity = std::make_shared<FileTokens>();
+  CoordinatorServer server(co, log);
+  ASSERT_TRUE(server.Start().ok());
+  SessionOptions so;
+  so.target = "127.0.0.1:" + std::to_string(server.grpc_port());
+  so.backoff_initial = 20ms;
+  so.backoff_max = 100ms;
+  so.identity_token_file = file;
+  {
+    FakeServices a("node-a");
+    RunningSession s(so, a);
+    EXPECT_TRUE(server.WaitForAgents(1, 10s)) << s.text.str() << text.str();
+  }
+  for (int i = 0; i < 250 && server.ConnectedAgents() > 0; ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_EQ(server.ConnectedAgents(), 0u);
+  // The token is of node-a: node-b's agent with it does not get in. Without the file, neither.
+  {
+    FakeServices b("node-b");
+    RunningSession s(so, b);
+    SessionOptions none = so;
+    none.identity_token_file = file + ".missing";
+    FakeServices c("node-c");
+    RunningSession t(none, c);
+    EXPECT_FALSE(server.WaitForAgents(1, 1500ms));
+    EXPECT_NE(t.text.str().find("cannot read the identity token"), std::string::npos);
+  }
+  EXPECT_NE(text.str().find("hello as node-b, but the identity token is of node node-a"),
+            std::string::npos)
+      << text.str();
+  std::remove(file.c_str());
 }
 
 TEST(NodeLabelsFromJson, ReadsTheLabelsOfANodeObject) {

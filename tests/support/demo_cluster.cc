@@ -491,7 +491,7 @@ std::vector<std::string> DemoCluster::Urls() const {
   std::vector<std::string> urls;
   if (coordinator_ && coordinator_->http_port() > 0) {
     urls.push_back("coordinator  http://127.0.0.1:" + std::to_string(coordinator_->http_port()) +
-                   "/metrics  /status  (POST /sweep)");
+                   "/metrics  /status  (POST /sweep -H 'Authorization: Bearer " + token_ + "')");
   }
   for (const auto& n : nodes_) {
     if (n->port() > 0) {

@@ -472,8 +472,27 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	ctm := mount(co, tokenDir)
 	c.check(ctm != nil && str(volume(dep, str(ctm, "name")), "secret.secretName") == full+"-token", "coordinator token mount")
 	c.check(path.Dir(str(config, "coordinator.token_file")) == tokenDir, "coordinator token_file outside the token mount")
-	c.check(get(dep, "spec.template.spec.automountServiceAccountToken") == false,
-		"the coordinator mounts an API token although it never calls the API server")
+	// The coordinator calls the API server only to check the agents' identity tokens.
+	verify, _ := get(config, "coordinator.verify_node_identity").(bool)
+	c.check(get(dep, "spec.template.spec.automountServiceAccountToken") == verify,
+		"coordinator API token mounted: %v, node identities checked: %v", get(dep, "spec.template.spec.automountServiceAccountToken"), verify)
+	if verify {
+		account := ""
+		for _, e := range list(co, "env") {
+			if str(e, "name") == "NCCL_TRIAGE_AGENT_SERVICE_ACCOUNT" {
+				account = str(e, "value")
+			}
+		}
+		c.check(account == ns+":"+str(podSpec, "serviceAccountName") || str(config, "coordinator.agent_service_account") != "",
+			"the coordinator does not know the agents' service account (%q)", account)
+		// The agent's projected identity token, where config.agent.identity_token_file says.
+		identityFile := str(config, "agent.identity_token_file")
+		im := mount(agent, path.Dir(identityFile))
+		src := list(volume(ds, str(im, "name")), "projected.sources")
+		c.check(im != nil && len(src) == 1 && str(src[0], "serviceAccountToken.audience") == "nccl-triage" &&
+			str(src[0], "serviceAccountToken.path") == path.Base(identityFile),
+			"agent identity token: mount %v, sources %v", im, src)
+	}
 	svc := s.find("Service", full+"-coordinator")
 	ports := map[string]string{}
 	for _, p := range list(svc, "spec.ports") {
@@ -613,6 +632,7 @@ var kubeCalls = map[string]string{
 	"GetPod":                   "/pods:get",
 	"ListPods":                 "/pods:list",
 	"GetNode":                  "/nodes:get",
+	"CreateTokenReview":        "authentication.k8s.io/tokenreviews:create",
 	"PatchNodeCondition":       "/nodes/status:patch",
 	"CreateEvent":              "/events:create",
 }
