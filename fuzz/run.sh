@@ -18,7 +18,7 @@ fixtures=$here/tests/fixtures
 
 all="host_parse_fuzzer snapshot_json_fuzzer gather_tree_fuzzer classify_log_fuzz
 workload_parse_fuzzer config_fuzz wire_fuzzer probe_text_fuzzer http_fuzzer serialise_fuzzer
-kube_text_fuzzer"
+kube_text_fuzzer flags_fuzzer"
 targets=${*:-$all}
 
 # seed TARGET DIR: copies the test inputs that suit TARGET into DIR.
@@ -45,6 +45,9 @@ seed() {
       printf 'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\neth0\t00000000\t010200C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n' >"$2/route" ;;
     http_fuzzer) cp "$here"/fuzz/exporter/corpus/* "$2/" ;;
     kube_text_fuzzer) cp "$here"/fuzz/kube/corpus/* "$2/" ;;
+    flags_fuzzer)
+      printf -- '--root\0tests/fixtures/dgx-a100\0--format=json\0--iters\0010' >"$2/check"
+      printf -- '--once\0--env-allow\0NCCL_IB_HCA\0--env-allow=NCCL_DEBUG\0-\0--timeout=5' >"$2/agent" ;;
     *) ;;  # structured inputs (trees, messages, states): libFuzzer starts from nothing
   esac
 }

@@ -15,6 +15,9 @@ constexpr std::array kSubcommands = {
     Subcommand{"classify-log", "explain an NCCL log: class, cause, fix", &RunClassifyLogCommand},
     Subcommand{"probe", "NCCL all-reduce over sockets and over IB, then the verdict",
                &RunProbeCommand},
+    Subcommand{"triage",
+               "a job died: the rank that failed first, its node, the peer, the class and the fix",
+               &RunTriageCommand},
 };
 
 constexpr CliProgram kProgram{"nccl-triage", NCCL_TRIAGE_VERSION, kSubcommands};

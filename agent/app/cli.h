@@ -20,5 +20,6 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
 int RunCheckCommand(CliContext& ctx);
 int RunClassifyLogCommand(CliContext& ctx);
 int RunProbeCommand(CliContext& ctx);
+int RunTriageCommand(CliContext& ctx);
 
 }  // namespace nccl_triage

@@ -19,6 +19,8 @@
 #include "app/cli.h"
 #include "app/report_table.h"
 #include "app/workload_check.h"
+#include "base/files.h"
+#include "base/flags.h"
 #include "checks/check.h"
 #include "config/config_loader.h"
 #include "core/report.h"
@@ -58,47 +60,23 @@ struct Args {
 
 StatusOr<Args> ParseArgs(const std::vector<std::string>& argv) {
   Args a;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    std::string flag = argv[i];
-    std::optional<std::string> inline_value;
-    if (flag.rfind("--", 0) == 0) {
-      if (const size_t eq = flag.find('='); eq != std::string::npos) {
-        inline_value = flag.substr(eq + 1);
-        flag.resize(eq);
-      }
-    }
-    auto value = [&]() -> std::optional<std::string> {
-      if (inline_value) return inline_value;
-      if (i + 1 < argv.size()) return argv[++i];
-      return std::nullopt;
-    };
-    if (flag == "--help" || flag == "-h") {
-      a.help = true;
-    } else if (flag == "--dump-config") {
-      a.dump_config = true;
-    } else if (flag == "--workloads") {
-      a.workloads = true;
-    } else if (flag == "--root" || flag == "--config" || flag == "--format" ||
-               flag == "--dump-snapshot" || flag == "--from-snapshot" ||
-               flag == "--previous-snapshot" || flag == "--node") {
-      auto v = value();
-      if (!v || v->empty()) return InvalidArgument(flag + " needs a value");
-      if (flag == "--root") {
-        a.root = *v;
-        a.root_given = true;
-      }
-      if (flag == "--config") a.config_path = *v;
-      if (flag == "--format") a.format = *v;
-      if (flag == "--dump-snapshot") a.dump_snapshot = *v;
-      if (flag == "--from-snapshot") a.from_snapshot = *v;
-      if (flag == "--previous-snapshot") a.previous_snapshot = *v;
-      if (flag == "--node") a.node = *v;
-    } else {
-      return InvalidArgument("unknown argument '" + argv[i] + "' (try --help)");
-    }
-  }
-  if (a.format != "table" && a.format != "json") {
-    return InvalidArgument("--format must be table or json, not '" + a.format + "'");
+  std::optional<std::string> root;
+  Status s = FlagParser()
+                 .Switch({"--help", "-h"}, &a.help)
+                 .Switch({"--dump-config"}, &a.dump_config)
+                 .Switch({"--workloads"}, &a.workloads)
+                 .String({"--root"}, &root)
+                 .String({"--config"}, &a.config_path)
+                 .Choice({"--format"}, &a.format, {"table", "json"})
+                 .String({"--dump-snapshot"}, &a.dump_snapshot)
+                 .String({"--from-snapshot"}, &a.from_snapshot)
+                 .String({"--previous-snapshot"}, &a.previous_snapshot)
+                 .String({"--node"}, &a.node)
+                 .Parse(argv);
+  if (!s.ok()) return s;
+  if (root) {
+    a.root = *root;
+    a.root_given = true;
   }
   if (a.root_given && a.from_snapshot) {
     return InvalidArgument("--root and --from-snapshot exclude each other");
@@ -110,14 +88,10 @@ StatusOr<Args> ParseArgs(const std::vector<std::string>& argv) {
 }
 
 StatusOr<NodeSnapshot> ReadSnapshot(const std::string& path) {
-  std::string text;
-  if (path == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return NotFound("cannot open snapshot '" + path + "'");
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  auto read = path == "-" ? ReadWholeStream(std::cin, "snapshot on standard input")
+                          : ReadWholeFile(path, "snapshot");
+  if (!read.ok()) return read.status();
+  const std::string& text = *read;
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument("snapshot '" + path + "' is not valid JSON");
   auto snap = SnapshotFromJson(j);

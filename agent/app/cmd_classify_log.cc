@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "app/cli.h"
+#include "base/flags.h"
 #include "classify/classifier.h"
 #include "classify/rules.h"
 #include "core/catalogue.h"
@@ -72,31 +73,22 @@ void PrintTable(const Classification& c, std::ostream& os) {
 
 int RunClassifyLogCommand(CliContext& ctx) {
   std::string format = "table";
-  std::string path;
-  for (size_t i = 0; i < ctx.args.size(); ++i) {
-    const std::string& a = ctx.args[i];
-    if (a == "--help" || a == "-h") {
-      ctx.out << kUsage;
-      return 0;
-    }
-    if (a == "--format" && i + 1 < ctx.args.size()) {
-      format = ctx.args[++i];
-    } else if (a.rfind("--format=", 0) == 0) {
-      format = a.substr(9);
-    } else if (a != "-" && a.rfind("-", 0) == 0) {
-      ctx.err << "nccl-triage classify-log: unknown flag '" << a << "' (try --help)\n";
-      return 2;
-    } else if (path.empty()) {
-      path = a;
-    } else {
-      ctx.err << "nccl-triage classify-log: more than one input given (try --help)\n";
-      return 2;
-    }
-  }
-  if (format != "table" && format != "json") {
-    ctx.err << "nccl-triage classify-log: --format must be table or json, not '" << format << "'\n";
+  bool help = false;
+  std::vector<std::string> inputs;
+  Status parsed = FlagParser()
+                      .Switch({"--help", "-h"}, &help)
+                      .Choice({"--format"}, &format, {"table", "json"})
+                      .Positional(&inputs, 1)
+                      .Parse(ctx.args);
+  if (!parsed.ok()) {
+    ctx.err << "nccl-triage classify-log: " << parsed.message() << "\n";
     return 2;
   }
+  if (help) {
+    ctx.out << kUsage;
+    return 0;
+  }
+  const std::string path = inputs.empty() ? std::string() : inputs[0];
 
   Classification c;
   if (path.empty() || path == "-") {

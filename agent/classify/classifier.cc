@@ -781,6 +781,8 @@ Classification ClassifyLog(std::istream& in) {
   return classifier.Finish();
 }
 
+std::string Printable(std::string_view text) { return Sanitize(text); }
+
 Classification ClassifyLogText(std::string_view text) {
   LogClassifier classifier;
   while (!text.empty()) {

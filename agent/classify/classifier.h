@@ -8,6 +8,7 @@
 
 #include <istream>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "core/classification.h"
@@ -30,6 +31,9 @@ class LogClassifier {
 };
 
 Classification ClassifyLog(std::istream& in);
+// The text as the classifier keeps evidence: valid UTF-8 stays, invalid bytes become U+FFFD and
+// control characters (except tab) '?', so it is safe to print on a terminal and in JSON.
+std::string Printable(std::string_view text);
 Classification ClassifyLogText(std::string_view text);
 
 }  // namespace nccl_triage

@@ -1,5 +1,6 @@
 #include "classify/rules.h"
 
+#include <algorithm>
 #include <array>
 
 namespace nccl_triage {
@@ -525,6 +526,12 @@ CompiledRules::CompiledRules() : rules_(kRules) {
     if ((r.lines & kTextLine) && r.field == RuleField::kMessage) text_rules_.push_back(i);
     if (r.field == RuleField::kFile) file_rules_.push_back(i);
     const bool literal = r.regex.find_first_of(R"(\^$.|?*+()[]{})") == std::string_view::npos;
+    std::vector<uint16_t> grams;
+    for (size_t k = 0; k + 1 < r.needle.size(); ++k) {
+      const uint16_t g = Gram(r.needle[k], r.needle[k + 1]);
+      if (std::find(grams.begin(), grams.end(), g) == grams.end()) grams.push_back(g);
+    }
+    needle_grams_.push_back(std::move(grams));
     if (r.regex.empty() || literal) {
       regexes_.emplace_back();
       literals_.emplace_back(r.regex);
@@ -569,14 +576,39 @@ bool CompiledRules::Matches(size_t i, std::string_view field, int* code) const {
   return true;
 }
 
+uint16_t CompiledRules::Gram(char a, char b) {
+  const uint32_t v =
+      (static_cast<uint32_t>(static_cast<unsigned char>(a)) << 8) | static_cast<unsigned char>(b);
+  return static_cast<uint16_t>(((v * 0x9E3779B1u) >> 20) & 4095u);
+}
+
+void CompiledRules::Bigrams::Add(std::string_view field) {
+  for (size_t k = 0; k + 1 < field.size(); ++k) {
+    const uint16_t g = Gram(field[k], field[k + 1]);
+    bits[g >> 6] |= uint64_t{1} << (g & 63);
+  }
+}
+
 std::vector<CompiledRules::LineMatch> CompiledRules::MatchLine(const ParsedLine& line) const {
   const std::vector<size_t>* candidates = &text_rules_;
   if (line.level == NcclLevel::kWarn) candidates = &warn_rules_;
   if (line.level == NcclLevel::kInfo || line.level == NcclLevel::kTrace) candidates = &info_rules_;
   std::vector<LineMatch> out;
+  // Only text lines meet enough rules (a hundred) for the bigram set to pay for itself; WARN
+  // lines are memoised by the classifier and INFO lines meet a few rules.
+  const bool prefilter = candidates == &text_rules_;
+  Bigrams grams;
+  if (prefilter) {
+    grams = Bigrams{};
+    grams.Add(line.message);
+  }
   for (size_t i : *candidates) {
     const Rule& r = rules_[i];
     std::string_view field = r.field == RuleField::kFile ? line.file : line.message;
+    if (prefilter && !std::all_of(needle_grams_[i].begin(), needle_grams_[i].end(),
+                                  [&](uint16_t g) { return grams.Has(g); })) {
+      continue;  // text rules read the message only
+    }
     int code = r.result_code;
     if (!Matches(i, field, &code)) continue;
     out.push_back({i, code});

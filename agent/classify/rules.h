@@ -7,6 +7,7 @@
 // regexes live in CompiledRules (built once, read-only afterwards, safe to share between threads).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <regex>
 #include <span>
@@ -118,6 +119,17 @@ class CompiledRules {
   std::vector<std::string> literals_;
   std::vector<size_t> warn_rules_, info_rules_, text_rules_;  // candidates per line kind
   std::vector<size_t> file_rules_;
+  // A line is mostly not NCCL's (training output between set-up and failure): scanning it for
+  // each of a hundred needles is what it costs. The bigrams of a field go into a 4096-bit set
+  // once per line; a rule whose needle has a bigram outside it cannot match and is skipped
+  // without a scan. Never a false skip: a substring's bigrams are all in the field's set.
+  struct Bigrams {
+    uint64_t bits[64];
+    void Add(std::string_view field);
+    bool Has(uint16_t gram) const { return (bits[gram >> 6] >> (gram & 63)) & 1; }
+  };
+  static uint16_t Gram(char a, char b);
+  std::vector<std::vector<uint16_t>> needle_grams_;  // per rule: the needle's bigram hashes
 };
 
 // The names of the rules that match one raw log line (as MatchLine after parsing it).

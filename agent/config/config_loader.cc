@@ -6,12 +6,12 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 
+#include "base/files.h"
 #include "config/config_schema.h"
 #include "core/catalogue.h"
 #include "core/env_names.h"
@@ -653,16 +653,9 @@ StatusOr<Config> LoadConfigFromString(std::string_view yaml, std::string_view na
 }
 
 StatusOr<Config> LoadConfigFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot open the configuration file");
-  std::string text;
-  char buf[8192];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxConfigBytes) break;
-  }
-  if (in.bad()) return Unavailable(path + ": read error");
-  return LoadConfigFromString(text, path);
+  auto text = ReadWholeFile(path, "configuration", kMaxConfigBytes);
+  if (!text.ok()) return text.status();
+  return LoadConfigFromString(*text, path);
 }
 
 std::string DumpConfig(const Config& config) {

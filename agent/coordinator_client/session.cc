@@ -7,7 +7,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <deque>
-#include <fstream>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -16,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "base/files.h"
 #include "base/log.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
 #include "wire/convert.h"
@@ -69,16 +69,14 @@ constexpr std::string_view kIdentityMetadataKey = "x-nccl-triage-identity";
 
 // A projected service-account token: one JWT line, a few KiB; anything else is not one.
 std::optional<std::string> ReadIdentityToken(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text(16 * 1024 + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
-    text.pop_back();
+  auto text = ReadWholeFile(path, "identity token", 16 * 1024);
+  if (!text.ok()) return std::nullopt;
+  std::string token = std::move(text).value();
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
+    token.pop_back();
   }
-  if (text.empty() || text.size() > 16 * 1024) return std::nullopt;
-  return text;
+  if (token.empty()) return std::nullopt;
+  return token;
 }
 
 // Pair verdicts taken from one Verdicts message.
@@ -479,18 +477,12 @@ void CoordinatorSession::Run(AgentServices& services, std::stop_token stop) {
 StatusOr<std::unique_ptr<CoordinatorLink>> MakeCoordinatorLink(
     const std::string& target, const Config& config, const std::string& env_token,
     std::map<std::string, std::string> labels, const std::string& version, Logger& log) {
-  auto read = [](const std::string& path, const char* what) -> StatusOr<std::string> {
-    std::ifstream in(path);
-    if (!in) return NotFound(std::string("cannot read the ") + what + " file '" + path + "'");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return text;
-  };
   SessionOptions o;
   o.target = target;
   o.version = version;
   o.labels = std::move(labels);
   if (config.agent.token_file) {
-    auto token = read(*config.agent.token_file, "token");
+    auto token = ReadWholeFile(*config.agent.token_file, "token");
     if (!token.ok()) return token.status();
     o.token = *token;
   } else {
@@ -502,7 +494,7 @@ StatusOr<std::unique_ptr<CoordinatorLink>> MakeCoordinatorLink(
   }
   if (config.agent.identity_token_file) o.identity_token_file = *config.agent.identity_token_file;
   if (config.agent.ca_file) {
-    auto ca = read(*config.agent.ca_file, "CA");
+    auto ca = ReadWholeFile(*config.agent.ca_file, "CA");
     if (!ca.ok()) return ca.status();
     o.tls = true;
     o.ca_pem = *ca;

@@ -59,7 +59,11 @@ nlohmann::json EventBody(const KubeEvent& e) {
   std::snprintf(suffix, sizeof(suffix), "%llx",
                 static_cast<unsigned long long>(e.at_unix_ms) * 1000000ULL);
   nlohmann::json involved = {{"kind", e.involved_kind}, {"name", e.involved_name}};
-  if (e.involved_kind == "Node") involved["apiVersion"] = "v1";
+  if (!e.involved_api_version.empty()) {
+    involved["apiVersion"] = e.involved_api_version;
+  } else if (e.involved_kind == "Node") {
+    involved["apiVersion"] = "v1";
+  }
   if (!e.involved_namespace.empty()) involved["namespace"] = e.involved_namespace;
   if (!e.involved_uid.empty()) involved["uid"] = e.involved_uid;
   return {{"apiVersion", "v1"},
@@ -75,6 +79,56 @@ nlohmann::json EventBody(const KubeEvent& e) {
           {"count", 1},
           {"reportingComponent", e.component},
           {"reportingInstance", e.host}};
+}
+
+namespace {
+
+KubeResponse NotSupported(const char* what) {
+  KubeResponse r;
+  r.error = std::string("this Kubernetes client does not ") + what;
+  return r;
+}
+
+void AddParam(std::string& q, std::string_view name, std::string_view value) {
+  q += q.empty() ? '?' : '&';
+  q.append(name);
+  q += '=';
+  q += UrlEncode(value);
+}
+
+}  // namespace
+
+KubeResponse KubeClient::ListNamespacedPods(const std::string&, const PodListQuery&) {
+  return NotSupported("list the pods of a namespace");
+}
+
+KubeResponse KubeClient::StreamPodLog(const std::string&, const std::string&, const PodLogQuery&,
+                                      const LogChunkSink&) {
+  return NotSupported("read pod logs");
+}
+
+KubeResponse KubeClient::CreateTokenReview(const std::string&, const std::vector<std::string>&) {
+  return NotSupported("review tokens");
+}
+
+std::string PodListQueryString(const PodListQuery& q) {
+  std::string out;
+  if (!q.label_selector.empty()) AddParam(out, "labelSelector", q.label_selector);
+  if (!q.field_selector.empty()) AddParam(out, "fieldSelector", q.field_selector);
+  if (q.limit > 0) AddParam(out, "limit", std::to_string(q.limit));
+  if (!q.continue_token.empty()) AddParam(out, "continue", q.continue_token);
+  return out;
+}
+
+std::string PodLogQueryString(const PodLogQuery& q) {
+  std::string out;
+  if (!q.container.empty()) AddParam(out, "container", q.container);
+  if (q.previous) AddParam(out, "previous", "true");
+  if (q.timestamps) AddParam(out, "timestamps", "true");
+  if (q.since_seconds > 0) AddParam(out, "sinceSeconds", std::to_string(q.since_seconds));
+  if (q.limit_bytes > 0) AddParam(out, "limitBytes", std::to_string(q.limit_bytes));
+  if (q.tail_lines >= 0) AddParam(out, "tailLines", std::to_string(q.tail_lines));
+  return out;
 }
 
 std::string UrlEncode(std::string_view value) {
@@ -93,7 +147,8 @@ std::string UrlEncode(std::string_view value) {
   return out;
 }
 
-nlohmann::json TokenReviewBody(const std::string& token, const std::vector<std::string>& audiences) {
+nlohmann::json TokenReviewBody(const std::string& token,
+                               const std::vector<std::string>& audiences) {
   return {{"apiVersion", "authentication.k8s.io/v1"},
           {"kind", "TokenReview"},
           {"spec", {{"token", token}, {"audiences", audiences}}}};
@@ -123,8 +178,8 @@ StatusOr<TokenIdentity> TokenIdentityFromReview(std::string_view body) {
     return values->front().get<std::string>();
   };
   auto authenticated = status.find("authenticated");
-  id.authenticated = authenticated != status.end() && authenticated->is_boolean() &&
-                     authenticated->get<bool>();
+  id.authenticated =
+      authenticated != status.end() && authenticated->is_boolean() && authenticated->get<bool>();
   id.error = text(status, "error");
   if (auto user = status.find("user"); user != status.end() && user->is_object()) {
     id.username = text(*user, "username");

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,26 @@ struct KubeResponse {
   std::string Describe() const;
 };
 
+// Where the API server is and how to prove who we are, from the pod's service account or from a
+// kubeconfig (kube/kubeconfig.h). PEM material is given inline (`*_pem`) or as a path
+// (`*_file`); a token file is re-read before every request (bound tokens rotate).
+struct ApiAccess {
+  std::string host;
+  int port = 443;
+  std::string base_path;  // a prefix before /api, e.g. "/k8s/clusters/c-1" behind a proxy
+  std::string ca_pem;
+  std::string ca_file;
+  bool insecure_skip_tls_verify = false;  // only when the kubeconfig says so
+  std::string client_cert_pem;
+  std::string client_cert_file;
+  std::string client_key_pem;
+  std::string client_key_file;
+  std::string token;
+  std::string token_file;
+  std::string default_namespace;  // the context's namespace or the service account's
+  std::string source;             // for messages: "kubeconfig <path>, context <name>"
+};
+
 // A node condition as node-problem-detector writes it.
 struct NodeCondition {
   std::string type;    // "NcclFabricReady"
@@ -52,9 +73,10 @@ struct KubeEvent {
   std::string ns = "default";  // events about cluster-scoped objects (Node) live in "default"
   std::string involved_kind = "Node";
   std::string involved_name;
-  std::string involved_namespace;  // empty for a Node
-  std::string involved_uid;        // node-problem-detector uses the node name for a Node
-  std::string type = "Normal";     // Normal | Warning
+  std::string involved_namespace;    // empty for a Node
+  std::string involved_uid;          // node-problem-detector uses the node name for a Node
+  std::string involved_api_version;  // "batch/v1" for a Job; empty: "v1" for a Node, else none
+  std::string type = "Normal";       // Normal | Warning
   std::string reason;
   std::string message;
   std::string component = "nccl-triage-agent";
@@ -63,6 +85,29 @@ struct KubeEvent {
 };
 
 using AnnotationPatch = std::map<std::string, std::optional<std::string>>;  // nullopt deletes
+
+// One page of a namespaced pod list (GET /api/v1/namespaces/<ns>/pods).
+struct PodListQuery {
+  std::string label_selector;  // "job-name=train-7"; empty: every pod
+  std::string field_selector;  // "spec.nodeName=gpu-1"; empty: none
+  int limit = 500;             // pods per page (the API's chunking)
+  std::string continue_token;  // from the previous page's metadata.continue
+};
+
+// What part of a container's log to read (GET .../pods/<pod>/log). The API counts limit_bytes
+// from the first line it selects, so a tail is `tail_lines` (with `limit_bytes` as a safety net
+// that then cuts its end).
+struct PodLogQuery {
+  std::string container;
+  bool previous = false;      // the last terminated instance of the container
+  bool timestamps = false;    // each line prefixed by the runtime's RFC 3339 time and a space
+  int64_t since_seconds = 0;  // 0: the whole log
+  int64_t limit_bytes = 0;    // 0: no limit
+  int64_t tail_lines = -1;    // -1: from the start
+};
+
+// Receives a log as it arrives, in chunks of any size; returning false stops the read.
+using LogChunkSink = std::function<bool(std::string_view chunk)>;
 
 class KubeClient {
  public:
@@ -85,10 +130,20 @@ class KubeClient {
   virtual KubeResponse PatchPodAnnotationsIfUid(const std::string& ns, const std::string& pod,
                                                 const std::string& uid,
                                                 const AnnotationPatch& annotations) = 0;
+  // One page of the pods of a namespace (`nccl-triage triage` finding a job's pods). The
+  // incident-triage calls have defaults that answer "not supported": only the clients that
+  // triage uses implement them, so the agent's fakes need not.
+  virtual KubeResponse ListNamespacedPods(const std::string& ns, const PodListQuery& query);
+  // A container's log, streamed to `sink` and never held whole: on success the response's body
+  // is empty; on an HTTP error it holds the API's answer (bounded), as for the other calls.
+  virtual KubeResponse StreamPodLog(const std::string& ns, const std::string& pod,
+                                    const PodLogQuery& query, const LogChunkSink& sink);
   // authentication.k8s.io/v1 TokenReview: whom a bearer token belongs to, if it was issued for
   // one of `audiences` (the coordinator binds an agent's node name to its service-account token).
+  // Like the triage calls, a default that answers "not supported": only the in-cluster client
+  // and the fake implement it.
   virtual KubeResponse CreateTokenReview(const std::string& token,
-                                         const std::vector<std::string>& audiences) = 0;
+                                         const std::vector<std::string>& audiences);
 };
 
 // What a TokenReview answered. A bound service-account token carries the pod it was issued for
@@ -112,6 +167,9 @@ nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations);
 nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations, const std::string& uid);
 nlohmann::json NodeConditionPatchBody(const NodeCondition& condition);
 nlohmann::json EventBody(const KubeEvent& event);
+// The query strings of the two reads above ("?labelSelector=...&limit=500").
+std::string PodListQueryString(const PodListQuery& query);
+std::string PodLogQueryString(const PodLogQuery& query);
 // Percent-encodes a query value ("spec.nodeName=a" -> "spec.nodeName%3Da").
 std::string UrlEncode(std::string_view value);
 // Retry-After in seconds ("120"); nullopt for HTTP-dates and garbage (callers back off instead).

@@ -1,30 +1,33 @@
 #include "kube/kube_client.h"
 
 #include <httplib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
-#include <fstream>
-#include <sstream>
+#include <cerrno>
+#include <cstring>
 
+#include "base/files.h"
 #include "base/log.h"
 
 namespace nccl_triage {
 
 struct InClusterKubeClient::Impl {
-  InClusterOptions options;
+  ApiAccess access;
+  KubeTimeouts timeouts;
   std::mutex mu;
+  std::vector<int> memory_files;  // inline PEM material, as /proc/self/fd/N paths for OpenSSL
   std::unique_ptr<httplib::SSLClient> client;
+
+  ~Impl() {
+    client.reset();
+    for (int fd : memory_files) ::close(fd);
+  }
 };
 
 namespace {
 
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return true;
-}
+constexpr size_t kMaxErrorBody = 64 << 10;
 
 std::string TrimToken(std::string token) {
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
@@ -48,7 +51,7 @@ std::string DescribeError(httplib::Error e) {
     case httplib::Error::SSLLoadingCerts:
       return "TLS: cannot load the CA certificate";
     case httplib::Error::SSLServerVerification:
-      return "TLS: the API server's certificate does not verify against the service account CA";
+      return "TLS: the API server's certificate does not verify against the configured CA";
     default:
       return "request failed: " + httplib::to_string(e);
   }
@@ -58,31 +61,103 @@ std::string PodPath(const std::string& ns, const std::string& pod) {
   return "/api/v1/namespaces/" + UrlEncode(ns) + "/pods/" + UrlEncode(pod);
 }
 
+// PEM held in memory becomes a file OpenSSL can open by path (a memfd, never on disk), so inline
+// kubeconfig data and files take the same code path in cpp-httplib.
+StatusOr<std::string> MemoryFile(const std::string& name, const std::string& data,
+                                 std::vector<int>& fds) {
+  int fd = ::memfd_create(name.c_str(), MFD_CLOEXEC);
+  if (fd < 0) return Unavailable("memfd_create: " + std::string(std::strerror(errno)));
+  fds.push_back(fd);
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Unavailable("cannot hold " + name + " in memory");
+    done += static_cast<size_t>(n);
+  }
+  return "/proc/self/fd/" + std::to_string(fd);
+}
+
+// The path of a PEM given inline or as a file; empty when neither is given.
+StatusOr<std::string> PemPath(const std::string& what, const std::string& pem,
+                              const std::string& file, std::vector<int>& fds) {
+  if (!pem.empty()) return MemoryFile(what, pem, fds);
+  if (file.empty()) return std::string();
+  auto read = ReadWholeFile(file, what);
+  if (!read.ok()) return read.status();
+  return file;
+}
+
 }  // namespace
 
-StatusOr<std::unique_ptr<InClusterKubeClient>> InClusterKubeClient::Create(
-    InClusterOptions options) {
+StatusOr<ApiAccess> InClusterAccess(const InClusterOptions& options) {
   if (options.host.empty()) {
     return InvalidArgument("no Kubernetes API host (KUBERNETES_SERVICE_HOST is not set)");
   }
-  std::string ca_path = options.service_account_dir + "/ca.crt";
-  std::string token_path = options.service_account_dir + "/token";
-  std::string unused;
-  if (!ReadFile(ca_path, &unused)) return NotFound("cannot read " + ca_path);
-  if (!ReadFile(token_path, &unused)) return NotFound("cannot read " + token_path);
+  ApiAccess a;
+  a.host = options.host;
+  a.port = options.port;
+  a.ca_file = options.service_account_dir + "/ca.crt";
+  a.token_file = options.service_account_dir + "/token";
+  for (const auto& [path, what] : {std::pair{a.ca_file, "service account CA"},
+                                   std::pair{a.token_file, "service account token"}}) {
+    auto read = ReadWholeFile(path, what);
+    if (!read.ok()) return read.status();
+  }
+  auto ns = ReadWholeFile(options.service_account_dir + "/namespace", "service account namespace");
+  if (ns.ok()) a.default_namespace = TrimToken(std::move(ns).value());
+  a.source = "the pod's service account (" + options.service_account_dir + ")";
+  return a;
+}
+
+StatusOr<std::unique_ptr<InClusterKubeClient>> InClusterKubeClient::Create(
+    InClusterOptions options) {
+  auto access = InClusterAccess(options);
+  if (!access.ok()) return access.status();
+  KubeTimeouts t;
+  t.connect = options.connect_timeout;
+  t.read = options.read_timeout;
+  t.write = options.write_timeout;
+  t.user_agent = options.user_agent;
+  return Connect(*access, t);
+}
+
+StatusOr<std::unique_ptr<InClusterKubeClient>> InClusterKubeClient::Connect(
+    const ApiAccess& access, const KubeTimeouts& timeouts) {
+  if (access.host.empty()) return InvalidArgument("no Kubernetes API host");
   auto impl = std::make_unique<Impl>();
-  impl->options = std::move(options);
-  impl->client = std::make_unique<httplib::SSLClient>(impl->options.host, impl->options.port);
+  impl->access = access;
+  impl->timeouts = timeouts;
+  auto ca = PemPath("CA certificate", access.ca_pem, access.ca_file, impl->memory_files);
+  if (!ca.ok()) return ca.status();
+  auto cert = PemPath("client certificate", access.client_cert_pem, access.client_cert_file,
+                      impl->memory_files);
+  if (!cert.ok()) return cert.status();
+  auto key =
+      PemPath("client key", access.client_key_pem, access.client_key_file, impl->memory_files);
+  if (!key.ok()) return key.status();
+  if (cert->empty() != key->empty()) {
+    return InvalidArgument("a client certificate needs its key, and a key its certificate");
+  }
+  if (!access.token_file.empty()) {
+    auto read = ReadWholeFile(access.token_file, "token");
+    if (!read.ok()) return read.status();
+  }
+  impl->client = cert->empty()
+                     ? std::make_unique<httplib::SSLClient>(access.host, access.port)
+                     : std::make_unique<httplib::SSLClient>(access.host, access.port, *cert, *key);
   auto& c = *impl->client;
-  c.set_ca_cert_path(ca_path.c_str());
-  c.enable_server_certificate_verification(true);
+  if (!c.is_valid()) {
+    return InvalidArgument("the client certificate and key do not load (not PEM, or not a pair)");
+  }
+  if (!ca->empty()) c.set_ca_cert_path(ca->c_str());
+  c.enable_server_certificate_verification(!access.insecure_skip_tls_verify);
   auto split = [](std::chrono::milliseconds ms, auto setter) {
     setter(static_cast<time_t>(ms.count() / 1000), static_cast<time_t>((ms.count() % 1000) * 1000));
   };
-  split(impl->options.connect_timeout,
-        [&](time_t s, time_t us) { c.set_connection_timeout(s, us); });
-  split(impl->options.read_timeout, [&](time_t s, time_t us) { c.set_read_timeout(s, us); });
-  split(impl->options.write_timeout, [&](time_t s, time_t us) { c.set_write_timeout(s, us); });
+  split(timeouts.connect, [&](time_t s, time_t us) { c.set_connection_timeout(s, us); });
+  split(timeouts.read, [&](time_t s, time_t us) { c.set_read_timeout(s, us); });
+  split(timeouts.write, [&](time_t s, time_t us) { c.set_write_timeout(s, us); });
   c.set_keep_alive(true);
   return std::unique_ptr<InClusterKubeClient>(new InClusterKubeClient(std::move(impl)));
 }
@@ -90,22 +165,39 @@ StatusOr<std::unique_ptr<InClusterKubeClient>> InClusterKubeClient::Create(
 InClusterKubeClient::InClusterKubeClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 InClusterKubeClient::~InClusterKubeClient() = default;
 
+namespace {
+
+// The request headers, with the bearer token when there is one (re-read from its file).
+bool Headers(const ApiAccess& access, const std::string& user_agent, httplib::Headers* headers,
+             std::string* error) {
+  *headers = {{"Accept", "application/json"}, {"User-Agent", user_agent}};
+  std::string token = access.token;
+  if (!access.token_file.empty()) {
+    auto read = ReadWholeFile(access.token_file, "token");
+    if (!read.ok()) {
+      *error = read.status().message();
+      return false;
+    }
+    token = std::move(read).value();
+  }
+  token = TrimToken(std::move(token));
+  if (!token.empty()) headers->emplace("Authorization", "Bearer " + token);
+  return true;
+}
+
+}  // namespace
+
 KubeResponse InClusterKubeClient::Send(const std::string& method, const std::string& path,
                                        const std::string& content_type, const std::string& body) {
   KubeResponse out;
-  std::string token;
-  if (!ReadFile(impl_->options.service_account_dir + "/token", &token)) {
-    out.error = "cannot read the service account token";
-    return out;
-  }
-  httplib::Headers headers = {{"Authorization", "Bearer " + TrimToken(std::move(token))},
-                              {"Accept", "application/json"},
-                              {"User-Agent", impl_->options.user_agent}};
+  httplib::Headers headers;
+  if (!Headers(impl_->access, impl_->timeouts.user_agent, &headers, &out.error)) return out;
+  const std::string full = impl_->access.base_path + path;
   std::lock_guard lock(impl_->mu);
-  httplib::Result res = method == "GET" ? impl_->client->Get(path, headers)
+  httplib::Result res = method == "GET" ? impl_->client->Get(full, headers)
                         : method == "PATCH"
-                            ? impl_->client->Patch(path, headers, body, content_type)
-                            : impl_->client->Post(path, headers, body, content_type);
+                            ? impl_->client->Patch(full, headers, body, content_type)
+                            : impl_->client->Post(full, headers, body, content_type);
   if (!res) {
     out.error = DescribeError(res.error());
     return out;
@@ -115,6 +207,44 @@ KubeResponse InClusterKubeClient::Send(const std::string& method, const std::str
   if (res->has_header("Retry-After"))
     out.retry_after = ParseRetryAfter(res->get_header_value("Retry-After"));
   return out;
+}
+
+KubeResponse InClusterKubeClient::StreamPodLog(const std::string& ns, const std::string& pod,
+                                               const PodLogQuery& query, const LogChunkSink& sink) {
+  KubeResponse out;
+  httplib::Headers headers;
+  if (!Headers(impl_->access, impl_->timeouts.user_agent, &headers, &out.error)) return out;
+  const std::string path =
+      impl_->access.base_path + PodPath(ns, pod) + "/log" + PodLogQueryString(query);
+  bool stopped = false;
+  std::lock_guard lock(impl_->mu);
+  httplib::Result res = impl_->client->Get(
+      path, headers,
+      [&](const httplib::Response& r) {
+        out.status = r.status;
+        return true;
+      },
+      [&](const char* data, size_t n) {
+        if (out.ok()) {
+          stopped = !sink(std::string_view(data, n));
+          return !stopped;
+        }
+        out.body.append(data,
+                        std::min(n, kMaxErrorBody - std::min(kMaxErrorBody, out.body.size())));
+        return true;
+      });
+  if (!res && !(stopped && res.error() == httplib::Error::Canceled)) {
+    out.error = DescribeError(res.error());
+    if (out.status != 0 && out.ok()) out.error = "log stream broken: " + out.error;
+    out.status = 0;
+  }
+  return out;
+}
+
+KubeResponse InClusterKubeClient::ListNamespacedPods(const std::string& ns,
+                                                     const PodListQuery& query) {
+  return Send("GET", "/api/v1/namespaces/" + UrlEncode(ns) + "/pods" + PodListQueryString(query),
+              "", "");
 }
 
 KubeResponse InClusterKubeClient::PatchPodAnnotations(const std::string& ns, const std::string& pod,

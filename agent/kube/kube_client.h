@@ -1,6 +1,7 @@
 // InClusterKubeClient: the real KubeClient (kube/kube_api.h), HTTPS to the API server with the
-// pod's service account. Lives apart from the interface so that code which only needs the
-// interface (the workload view, the publishers) does not link HTTP or TLS.
+// pod's service account, or with the credentials of a kubeconfig (`Connect`, for `nccl-triage
+// triage` run from outside the cluster). Lives apart from the interface so that code which only
+// needs the interface (the workload view, the publishers) does not link HTTP or TLS.
 #pragma once
 
 #include <chrono>
@@ -23,12 +24,28 @@ struct InClusterOptions {
   std::string user_agent = "nccl-triage";
 };
 
-// The real client: HTTPS to the API server, TLS verified against the service account's CA,
-// bearer token from the service account. One connection, kept alive, requests serialised.
+struct KubeTimeouts {
+  std::chrono::milliseconds connect{3000};
+  std::chrono::milliseconds read{10000};  // per read: a log stream may last longer in total
+  std::chrono::milliseconds write{10000};
+  std::string user_agent = "nccl-triage";
+};
+
+// The service account's files as an ApiAccess (ca.crt, the token re-read per request, the
+// namespace file when present). Fails when the host is empty or ca.crt / token cannot be read.
+StatusOr<ApiAccess> InClusterAccess(const InClusterOptions& options);
+
+// The real client: HTTPS to the API server, TLS verified against the given CA (never the system
+// store), a bearer token or a client certificate. One connection, kept alive, requests
+// serialised; a caller that wants parallel reads makes one client per thread.
 class InClusterKubeClient final : public KubeClient {
  public:
   // Fails when the host is empty or ca.crt / token cannot be read.
   static StatusOr<std::unique_ptr<InClusterKubeClient>> Create(InClusterOptions options);
+  // Fails when the host is empty, a named file cannot be read or the client certificate and key
+  // do not load.
+  static StatusOr<std::unique_ptr<InClusterKubeClient>> Connect(const ApiAccess& access,
+                                                                const KubeTimeouts& timeouts);
   ~InClusterKubeClient() override;
 
   KubeResponse PatchPodAnnotations(const std::string& ns, const std::string& pod,
@@ -41,6 +58,9 @@ class InClusterKubeClient final : public KubeClient {
   KubeResponse PatchPodAnnotationsIfUid(const std::string& ns, const std::string& pod,
                                         const std::string& uid,
                                         const AnnotationPatch& annotations) override;
+  KubeResponse ListNamespacedPods(const std::string& ns, const PodListQuery& query) override;
+  KubeResponse StreamPodLog(const std::string& ns, const std::string& pod, const PodLogQuery& query,
+                            const LogChunkSink& sink) override;
   KubeResponse CreateTokenReview(const std::string& token,
                                  const std::vector<std::string>& audiences) override;
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <ostream>
 #include <thread>
 
+#include "base/flags.h"
 #include "probe/libraries.h"
 
 namespace nccl_triage {
@@ -428,21 +430,6 @@ void PinModeEnvironment(const ChildOptions& o) {
   }
 }
 
-bool ParseInt(const std::string& s, int& out) {
-  try {
-    size_t pos = 0;
-    long v = std::stol(s, &pos);
-    if (pos != s.size() || v < std::numeric_limits<int>::min() ||
-        v > std::numeric_limits<int>::max()) {
-      return false;
-    }
-    out = static_cast<int>(v);
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 }  // namespace
 
 std::optional<uint64_t> ParseByteSize(std::string_view s) {
@@ -506,73 +493,52 @@ std::optional<abi::ncclUniqueId> DecodeUniqueId(std::string_view text) {
 
 StatusOr<ChildOptions> ParseChildArgs(const std::vector<std::string>& args) {
   ChildOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::optional<std::string> {
-      if (i + 1 >= args.size()) return std::nullopt;
-      return args[++i];
-    };
-    auto need_int = [&](int& dst, int min) -> Status {
-      auto v = value();
-      if (!v || !ParseInt(*v, dst) || dst < min) return InvalidArgument(a + ": expects an integer");
-      return Status::Ok();
-    };
-    Status st;
-    if (a == "--mode") {
-      auto v = value();
-      auto m = v ? ParseProbeMode(*v) : std::nullopt;
-      if (!m) return InvalidArgument("--mode: expects socket or ib");
-      o.mode = *m;
-    } else if (a == "--rank") {
-      st = need_int(o.rank, 0);
-    } else if (a == "--nranks") {
-      st = need_int(o.nranks, 1);
-    } else if (a == "--device") {
-      st = need_int(o.device, 0);
-    } else if (a == "--iters") {
-      st = need_int(o.iterations, 1);
-    } else if (a == "--warmup") {
-      st = need_int(o.warmup, 0);
-    } else if (a == "--deadline-ms") {
-      st = need_int(o.deadline_ms, 1);
-    } else if (a == "--unique-id-fd") {
-      st = need_int(o.unique_id_fd, 0);
-    } else if (a == "--size") {
-      auto v = value();
-      auto b = v ? ParseByteSize(*v) : std::nullopt;
-      if (!b || *b == 0) return InvalidArgument("--size: expects a byte count such as 64M");
-      o.size_bytes = *b;
-    } else if (a == "--log-file") {
-      auto v = value();
-      if (!v) return InvalidArgument("--log-file: expects a path");
-      o.log_path = *v;
-    } else if (a == "--peer") {
-      auto v = value();
-      if (!v) return InvalidArgument("--peer: expects a name");
-      o.peer = *v;
-    } else if (a == "--nccl-lib" || a == "--cuda-lib") {
-      auto v = value();
-      if (!v) return InvalidArgument(a + ": expects a path");
-      (a == "--nccl-lib" ? o.nccl_library_paths : o.cuda_library_paths).push_back(*v);
-    } else if (a == "--only-configured-libs") {
-      o.default_library_search = false;
-    } else if (a == "--lib-root") {
-      auto v = value();
-      if (!v) return InvalidArgument("--lib-root: expects a directory");
-      o.library_root = *v;
-    } else if (a == "--spawn-ns") {
-      auto v = value();
-      try {
-        if (!v) throw std::invalid_argument("missing");
-        o.spawn_monotonic_ns = std::stoll(*v);
-      } catch (const std::exception&) {
-        return InvalidArgument("--spawn-ns: expects nanoseconds");
-      }
-    } else {
-      return InvalidArgument("unknown child flag '" + a + "'");
-    }
-    if (!st.ok()) return st;
-  }
+  bool only_configured = false;
+  constexpr int kMax = 1'000'000'000;
+  Status s =
+      FlagParser()
+          .Custom({"--mode"},
+                  [&o](const std::string& v) -> Status {
+                    auto m = ParseProbeMode(v);
+                    if (!m) return InvalidArgument("expects one of socket, ib (not '" + v + "')");
+                    o.mode = *m;
+                    return Status::Ok();
+                  })
+          .Int({"--rank"}, &o.rank, 0, kMax)
+          .Int({"--nranks"}, &o.nranks, 1, kMax)
+          .Int({"--device"}, &o.device, 0, kMax)
+          .Int({"--iters"}, &o.iterations, 1, kMax)
+          .Int({"--warmup"}, &o.warmup, 0, kMax)
+          .Int({"--deadline-ms"}, &o.deadline_ms, 1, kMax)
+          .Int({"--unique-id-fd"}, &o.unique_id_fd, 0, kMax)
+          .Custom({"--size"},
+                  [&o](const std::string& v) -> Status {
+                    auto b = ParseByteSize(v);
+                    if (!b || *b == 0) {
+                      return InvalidArgument("expects a byte count such as 64M (not '" + v + "')");
+                    }
+                    o.size_bytes = *b;
+                    return Status::Ok();
+                  })
+          .String({"--log-file"}, &o.log_path)
+          .String({"--peer"}, &o.peer)
+          .Repeated({"--nccl-lib"}, &o.nccl_library_paths)
+          .Repeated({"--cuda-lib"}, &o.cuda_library_paths)
+          .Switch({"--only-configured-libs"}, &only_configured)
+          .String({"--lib-root"}, &o.library_root)
+          .Custom({"--spawn-ns"},
+                  [&o](const std::string& v) -> Status {
+                    int64_t ns = 0;
+                    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), ns);
+                    if (ec != std::errc() || end != v.data() + v.size()) {
+                      return InvalidArgument("expects nanoseconds (not '" + v + "')");
+                    }
+                    o.spawn_monotonic_ns = ns;
+                    return Status::Ok();
+                  })
+          .Parse(args);
+  if (!s.ok()) return s;
+  if (only_configured) o.default_library_search = false;
   if (o.rank >= o.nranks) return InvalidArgument("--rank must be below --nranks");
   return o;
 }

@@ -1,9 +1,9 @@
 #include "probe/environment.h"
 
-#include <fstream>
 #include <limits>
 #include <sstream>
 
+#include "base/files.h"
 #include "core/env_names.h"
 
 namespace nccl_triage {
@@ -83,11 +83,9 @@ std::optional<std::string> DefaultRouteInterface(std::string_view text) {
 
 std::optional<std::string> ReadDefaultRouteInterface(const std::string& root) {
   std::string base = root.empty() || root == "/" ? "" : root;
-  std::ifstream f(base + "/proc/net/route");
-  if (!f) return std::nullopt;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return DefaultRouteInterface(ss.str());
+  auto text = ReadWholeFile(base + "/proc/net/route", "route table", 1u << 20);
+  if (!text.ok()) return std::nullopt;
+  return DefaultRouteInterface(*text);
 }
 
 std::map<std::string, std::string> EnvironmentMap(char** env) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "base/flags.h"
 #include "probe/child.h"
 #include "probe/pair_local.h"
 #include "probe/runner.h"
@@ -56,73 +57,48 @@ struct Overrides {
 };
 
 Status ParsePairArgs(const std::vector<std::string>& args, PairArgs& p, Overrides& o) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> StatusOr<std::string> {
-      if (i + 1 >= args.size()) return InvalidArgument(a + ": expects a value");
-      return args[++i];
-    };
-    auto int_value = [&](std::optional<int>& dst, int min) -> Status {
-      auto v = value();
-      if (!v.ok()) return v.status();
-      try {
-        size_t pos = 0;
-        int n = std::stoi(*v, &pos);
-        if (pos != v->size() || n < min) throw std::out_of_range("range");
-        dst = n;
-      } catch (const std::exception&) {
-        return InvalidArgument(a + ": expects an integer >= " + std::to_string(min));
-      }
-      return Status::Ok();
-    };
-    Status st;
-    if (a == "--pair-local") {
-      continue;
-    } else if (a == "--mode") {
-      auto v = value();
-      if (!v.ok()) return v.status();
-      if (*v == "both") {
-        p.modes = {ProbeMode::kSocket, ProbeMode::kIb};
-      } else if (auto m = ParseProbeMode(*v)) {
-        p.modes = {*m};
-      } else {
-        return InvalidArgument("--mode: expects socket, ib or both");
-      }
-    } else if (a == "--format") {
-      auto v = value();
-      if (!v.ok()) return v.status();
-      if (*v != "table" && *v != "json") return InvalidArgument("--format: expects table or json");
-      p.json = *v == "json";
-    } else if (a == "--size") {
-      auto v = value();
-      if (!v.ok()) return v.status();
-      o.size = ParseByteSize(*v);
-      if (!o.size || *o.size == 0) return InvalidArgument("--size: expects a size such as 64M");
-    } else if (a == "--iters") {
-      st = int_value(o.iters, 1);
-    } else if (a == "--warmup") {
-      st = int_value(o.warmup, 0);
-    } else if (a == "--timeout") {
-      st = int_value(o.timeout, 1);
-    } else if (a == "--socket-ifname" || a == "--ib-hca" || a == "--root" || a == "--work-dir" ||
-               a == "--config" || a == "--nccl-lib" || a == "--cuda-lib" || a == "--env-allow") {
-      auto v = value();
-      if (!v.ok()) return v.status();
-      if (a == "--socket-ifname") o.ifname = *v;
-      if (a == "--ib-hca") o.hca = *v;
-      if (a == "--root") p.root = *v;
-      if (a == "--work-dir") p.work_dir = *v;
-      if (a == "--config") p.config_path = *v;
-      if (a == "--nccl-lib") o.nccl_libs.push_back(*v);
-      if (a == "--cuda-lib") o.cuda_libs.push_back(*v);
-      if (a == "--env-allow") o.env_allow.push_back(*v);
-    } else if (a == "--only-configured-libs") {
-      p.default_library_search = false;
-    } else {
-      return InvalidArgument("unknown flag '" + a + "' (try --help)");
-    }
-    if (!st.ok()) return st;
-  }
+  bool pair_local = false;
+  bool only_configured = false;
+  std::string format = "table";
+  Status s =
+      FlagParser()
+          .Switch({"--pair-local"}, &pair_local)
+          .Custom({"--mode"},
+                  [&p](const std::string& v) -> Status {
+                    if (v == "both") {
+                      p.modes = {ProbeMode::kSocket, ProbeMode::kIb};
+                    } else if (auto m = ParseProbeMode(v)) {
+                      p.modes = {*m};
+                    } else {
+                      return InvalidArgument("expects one of socket, ib, both (not '" + v + "')");
+                    }
+                    return Status::Ok();
+                  })
+          .Choice({"--format"}, &format, {"table", "json"})
+          .Custom({"--size"},
+                  [&o](const std::string& v) -> Status {
+                    o.size = ParseByteSize(v);
+                    if (!o.size || *o.size == 0) {
+                      return InvalidArgument("expects a size such as 64M (not '" + v + "')");
+                    }
+                    return Status::Ok();
+                  })
+          .Int({"--iters"}, &o.iters, 1, 1'000'000)
+          .Int({"--warmup"}, &o.warmup, 0, 1'000'000)
+          .Int({"--timeout"}, &o.timeout, 1, 86'400)
+          .String({"--socket-ifname"}, &o.ifname)
+          .String({"--ib-hca"}, &o.hca)
+          .String({"--root"}, &p.root)
+          .String({"--work-dir"}, &p.work_dir)
+          .String({"--config"}, &p.config_path)
+          .Repeated({"--nccl-lib"}, &o.nccl_libs)
+          .Repeated({"--cuda-lib"}, &o.cuda_libs)
+          .Repeated({"--env-allow"}, &o.env_allow)
+          .Switch({"--only-configured-libs"}, &only_configured)
+          .Parse(args);
+  if (!s.ok()) return s;
+  p.json = format == "json";
+  if (only_configured) p.default_library_search = false;
   return Status::Ok();
 }
 

@@ -56,8 +56,8 @@ std::string_view ToString(ExitKind k) {
   return "spawn_failed";
 }
 
-Subprocess::Subprocess(const SubprocessOptions& options)
-    : max_output_bytes_(options.max_output_bytes) {}
+Subprocess::Subprocess(SubprocessOptions& options)
+    : max_output_bytes_(options.max_output_bytes), on_stdout_(std::move(options.on_stdout)) {}
 
 StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(SubprocessOptions options) {
   if (options.argv.empty()) return InvalidArgument("subprocess: empty argv");
@@ -180,6 +180,11 @@ void Subprocess::ReadAvailable(Stream& s) {
   std::array<char, 65536> buf;
   while (s.fd >= 0) {
     ssize_t n = read(s.fd, buf.data(), buf.size());
+    if (n > 0 && &s == &out_ && on_stdout_) {
+      if (!killed_ && !on_stdout_(std::string_view(buf.data(), static_cast<size_t>(n)))) Kill();
+      if (killed_) s.dropped += static_cast<size_t>(n);
+      continue;
+    }
     if (n > 0) {
       size_t room = max_output_bytes_ > s.data.size() ? max_output_bytes_ - s.data.size() : 0;
       size_t keep = std::min(room, static_cast<size_t>(n));

@@ -32,6 +32,11 @@ struct SubprocessOptions {
   std::chrono::milliseconds timeout{60'000};  // from the spawn; then SIGKILL of the group
   size_t max_output_bytes = 1 << 20;          // per stream; the rest is read and dropped
   bool pipe_stdin = false;  // true: stdin is a pipe fed by WriteStdin; false: /dev/null
+  // Set: stdout is streamed to this function as it arrives (from the thread that waits)
+  // instead of captured, so a child may print more than fits in memory; a slow consumer slows
+  // the child down through the pipe. Returning false kills the child's group (a consumer that
+  // refuses what it reads). max_output_bytes then bounds stderr only.
+  std::function<bool(std::string_view)> on_stdout;
 };
 
 enum class ExitKind { kExited, kSignaled, kTimedOut, kSpawnFailed };
@@ -94,7 +99,7 @@ class Subprocess {
     size_t dropped = 0;
   };
 
-  explicit Subprocess(const SubprocessOptions& options);
+  explicit Subprocess(SubprocessOptions& options);
   void ReadAvailable(Stream& s);
   void CheckExit(bool block);
   void Finish(bool timed_out);
@@ -105,6 +110,7 @@ class Subprocess {
   Stream out_;
   Stream err_;
   size_t max_output_bytes_;
+  std::function<bool(std::string_view)> on_stdout_;
   Clock::time_point started_;
   Clock::time_point deadline_;
   Clock::time_point ended_;

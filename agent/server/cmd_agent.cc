@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/flags.h"
 #include "base/log.h"
 #include "config/config_loader.h"
 #include "coordinator_client/session.h"
@@ -71,39 +72,17 @@ struct AgentFlags {
 
 StatusOr<AgentFlags> ParseFlags(const std::vector<std::string>& args) {
   AgentFlags f;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    std::optional<std::string> inline_value;
-    if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      inline_value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    }
-    auto value = [&]() -> StatusOr<std::string> {
-      if (inline_value) return *inline_value;
-      if (i + 1 >= args.size()) return InvalidArgument(arg + " needs a value");
-      return args[++i];
-    };
-    if (arg == "--standalone" || arg == "--once" || arg == "--help" || arg == "-h") {
-      if (inline_value) return InvalidArgument(arg + " takes no value");
-      (arg == "--standalone" ? f.standalone : arg == "--once" ? f.once : f.help) = true;
-      continue;
-    }
-    std::optional<std::string>* target = arg == "--config"        ? &f.config
-                                         : arg == "--listen"      ? &f.listen
-                                         : arg == "--coordinator" ? &f.coordinator
-                                         : arg == "--node"        ? &f.node
-                                                                  : nullptr;
-    if (arg == "--root") {
-      auto v = value();
-      if (!v.ok()) return v.status();
-      f.root = *v;
-      continue;
-    }
-    if (!target) return InvalidArgument("unknown flag '" + args[i] + "'");
-    auto v = value();
-    if (!v.ok()) return v.status();
-    *target = *v;
-  }
+  Status s = FlagParser()
+                 .Switch({"--help", "-h"}, &f.help)
+                 .Switch({"--standalone"}, &f.standalone)
+                 .Switch({"--once"}, &f.once)
+                 .String({"--config"}, &f.config)
+                 .String({"--listen"}, &f.listen)
+                 .String({"--coordinator"}, &f.coordinator)
+                 .String({"--node"}, &f.node)
+                 .String({"--root"}, &f.root)
+                 .Parse(args);
+  if (!s.ok()) return s;
   return f;
 }
 
@@ -149,7 +128,7 @@ class SignalBlock {
 int RunAgentCommand(CliContext& ctx) {
   auto flags_or = ParseFlags(ctx.args);
   if (!flags_or.ok()) {
-    ctx.err << "nccl-triage-server agent: " << flags_or.status().message() << "\n" << kUsage;
+    ctx.err << "nccl-triage-server agent: " << flags_or.status().message() << "\n";
     return 2;
   }
   AgentFlags flags = *flags_or;

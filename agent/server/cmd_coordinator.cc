@@ -9,10 +9,10 @@
 #include <signal.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
+#include "base/files.h"
+#include "base/flags.h"
 #include "base/log.h"
 #include "config/config_loader.h"
 #include "coordinator/server.h"
@@ -32,14 +32,6 @@ constexpr const char* kUsage =
     "  Token: coordinator.token_file, else $NCCL_TRIAGE_TOKEN. TLS: coordinator.cert_file and\n"
     "  coordinator.key_file.\n";
 
-StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
-  std::ifstream in(path);
-  if (!in) return NotFound(std::string("cannot read the ") + what + " file '" + path + "'");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
   return s;
@@ -49,21 +41,20 @@ std::string Trim(std::string s) {
 
 int RunCoordinatorCommand(CliContext& ctx) {
   std::optional<std::string> config_path, listen, http_listen;
-  for (size_t i = 0; i < ctx.args.size(); ++i) {
-    const std::string& a = ctx.args[i];
-    if (a == "--help" || a == "-h") {
-      ctx.out << kUsage;
-      return 0;
-    }
-    std::optional<std::string>* target = a == "--config"        ? &config_path
-                                         : a == "--listen"      ? &listen
-                                         : a == "--http-listen" ? &http_listen
-                                                                : nullptr;
-    if (target == nullptr || i + 1 >= ctx.args.size()) {
-      ctx.err << "nccl-triage-server coordinator: bad argument '" << a << "'\n" << kUsage;
-      return 2;
-    }
-    *target = ctx.args[++i];
+  bool help = false;
+  Status parsed = FlagParser()
+                      .Switch({"--help", "-h"}, &help)
+                      .String({"--config"}, &config_path)
+                      .String({"--listen"}, &listen)
+                      .String({"--http-listen"}, &http_listen)
+                      .Parse(ctx.args);
+  if (!parsed.ok()) {
+    ctx.err << "nccl-triage-server coordinator: " << parsed.message() << "\n";
+    return 2;
+  }
+  if (help) {
+    ctx.out << kUsage;
+    return 0;
   }
 
   Config config;
@@ -80,7 +71,7 @@ int RunCoordinatorCommand(CliContext& ctx) {
   if (http_listen) options.http_listen = *http_listen;
   options.version = NCCL_TRIAGE_VERSION;
   if (config.coordinator.token_file) {
-    auto token = ReadFile(*config.coordinator.token_file, "token");
+    auto token = ReadWholeFile(*config.coordinator.token_file, "token");
     if (!token.ok()) {
       ctx.err << "nccl-triage-server coordinator: " << token.status().message() << "\n";
       return 2;
@@ -95,8 +86,8 @@ int RunCoordinatorCommand(CliContext& ctx) {
     return 2;
   }
   if (config.coordinator.cert_file) {
-    auto cert = ReadFile(*config.coordinator.cert_file, "certificate");
-    auto key = ReadFile(*config.coordinator.key_file, "key");
+    auto cert = ReadWholeFile(*config.coordinator.cert_file, "certificate");
+    auto key = ReadWholeFile(*config.coordinator.key_file, "key");
     if (!cert.ok() || !key.ok()) {
       ctx.err << "nccl-triage-server coordinator: "
               << (!cert.ok() ? cert.status().message() : key.status().message()) << "\n";

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "base/flags.h"
 #include "kube/kube_client.h"
 #include "kubelet/pod_resources_client.h"
 #include "server/server_cli.h"
@@ -16,18 +17,14 @@ int RunWorkloadLookupCommand(CliContext& ctx) {
   std::string node;
   std::string socket;
   bool api = false;
-  for (size_t i = 0; i < ctx.args.size(); ++i) {
-    const std::string& a = ctx.args[i];
-    if (a == "--node" && i + 1 < ctx.args.size()) {
-      node = ctx.args[++i];
-    } else if (a == "--pod-resources" && i + 1 < ctx.args.size()) {
-      socket = ctx.args[++i];
-    } else if (a == "--api") {
-      api = true;
-    } else {
-      ctx.err << "nccl-triage-server workload-lookup: bad argument '" << a << "'\n";
-      return 2;
-    }
+  Status parsed = FlagParser()
+                      .String({"--node"}, &node)
+                      .String({"--pod-resources"}, &socket)
+                      .Switch({"--api"}, &api)
+                      .Parse(ctx.args);
+  if (!parsed.ok()) {
+    ctx.err << "nccl-triage-server workload-lookup: " << parsed.message() << "\n";
+    return 2;
   }
   if (node.empty()) {
     ctx.err << "nccl-triage-server workload-lookup: --node is required\n";

@@ -14,6 +14,8 @@ constexpr std::array kSubcommands = {
     Subcommand{"coordinator", "pair the agents, run the probes, localise faults to node or link",
                &RunCoordinatorCommand},
     Subcommand{"workload-lookup", nullptr, &RunWorkloadLookupCommand},
+    Subcommand{"triage-fetch", nullptr, &RunTriageFetchCommand},
+    Subcommand{"triage-keep", nullptr, &RunTriageKeepCommand},
 };
 
 constexpr CliProgram kProgram{"nccl-triage-server", NCCL_TRIAGE_VERSION, kSubcommands};

@@ -24,6 +24,8 @@
 
 namespace nccl_triage {
 
+// The messages are nccl_triage::v1::* (the proto package), so `v1::` needs no alias here.
+
 inline constexpr uint32_t kProtocolVersion = 1;
 inline constexpr size_t kUniqueIdBytes = 128;  // NCCL_UNIQUE_ID_BYTES
 

@@ -281,11 +281,11 @@ void ExpectUsageError(const std::vector<std::string>& args, const std::string& n
 TEST(CheckCli, BadInputExitsTwoWithOneLine) {
   ExpectUsageError({"--root", "/nonexistent/root"}, "/nonexistent/root");
   ExpectUsageError({"--root", "/etc/hostname"}, "not a directory");
-  ExpectUsageError({"--bogus"}, "unknown argument '--bogus'");
-  ExpectUsageError({"--format", "xml"}, "--format must be table or json");
+  ExpectUsageError({"--bogus"}, "unknown flag '--bogus'");
+  ExpectUsageError({"--format", "xml"}, "--format: expects one of table, json (not 'xml')");
   ExpectUsageError({"--root"}, "--root needs a value");
   ExpectUsageError({"--config", "/nonexistent/config.yaml"}, "/nonexistent/config.yaml");
-  ExpectUsageError({"--from-snapshot", "/nonexistent/snap.json"}, "cannot open snapshot");
+  ExpectUsageError({"--from-snapshot", "/nonexistent/snap.json"}, "cannot open the snapshot file");
 
   const std::string config = TempPath("bad.yaml");
   WriteFile(config, "expect:\n  hcas: [8\n");

@@ -148,6 +148,30 @@ TEST(ExecutablesSplit, CheckWorkloadsJudgesTheGpuPodsFixture) {
   EXPECT_EQ(verdict_by_pid[41290], "architecture [\"net.socket_ifname\"]");
 }
 
+// One flag parser behind every command: the same spellings and the same line for a bad flag.
+TEST(ExecutablesSplit, EveryCommandSaysTheSameThingAboutABadFlag) {
+  const std::string demo = std::string(NCCL_TRIAGE_BINARY_DIR) + "/nccl-triage-demo";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
+      {kBinary, {"check"}}, {kBinary, {"classify-log"}}, {kBinary, {"probe", "--pair-local"}},
+      {kServer, {"agent"}}, {kServer, {"coordinator"}},  {kServer, {"workload-lookup"}},
+      {demo, {}},
+  };
+  for (const auto& [exe, words] : commands) {
+    std::vector<std::string> args = words;
+    args.push_back("--bogus=1");
+    auto r = Exec(exe, args);
+    std::string name = fs::path(exe).filename().string();
+    if (!words.empty()) name += " " + words[0];
+    EXPECT_EQ(r.exit_code, 2) << name;
+    EXPECT_EQ(r.err, name + ": unknown flag '--bogus' (try --help)\n") << name;
+  }
+  // --flag=value wherever --flag value works.
+  auto r = Exec(kBinary, {"check", "--root=" + kFixture, "--format=json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = Exec(kServer, {"agent", "--once", "--standalone", "--root=" + kFixture, "--node=n1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST_F(Layout, CheckWorksWithoutTheServer) {
   auto r = Exec(Bin(), {"check", "--root", kFixture, "--format", "json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

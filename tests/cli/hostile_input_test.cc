@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <filesystem>
@@ -23,11 +24,13 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using namespace testing;
 
-// Runs `argv` to completion; its exit status (or -signal) and stdout.
-std::pair<int, std::string> RunToEnd(const std::vector<std::string>& argv, const std::string& out) {
+// Runs `argv` to completion (at most `limit`); its exit status (or -signal, -1 when it had to be
+// killed) and its output.
+std::pair<int, std::string> RunToEnd(const std::vector<std::string>& argv, const std::string& out,
+                                     std::chrono::milliseconds limit = 60s) {
   Child child(argv, out);
-  auto status = child.Stop(0, 60s);  // signal 0: only wait
-  if (!status) return {-1, ""};
+  auto status = child.Stop(0, limit);  // signal 0: only wait
+  if (!status) return {-1, ReadFile(out)};
   const int code = WIFEXITED(*status) ? WEXITSTATUS(*status) : -WTERMSIG(*status);
   return {code, ReadFile(out)};
 }
@@ -121,6 +124,25 @@ TEST(HostileNames, SurviveCheckJsonDumpStatusMetricsAndTheHello) {
     EXPECT_EQ(std::system(cmd.c_str()), 0) << ReadFile(tmp.path() + "/promtool.txt");
   }
   agent.Stop(SIGTERM, 10s);
+}
+
+// Issue 16, item 11: `--config` naming a FIFO hung (the read waited for a writer). Both
+// executables refuse anything but a regular file at once, with one line.
+TEST(HostileFiles, AConfigThatIsAFifoIsRefusedAtOnce) {
+  TempDir tmp;
+  const std::string fifo = tmp.path() + "/config.yaml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::vector<std::vector<std::string>> commands = {
+      {CheckBinary(), "check", "--root", FixtureRoot("dgx-a100"), "--config", fifo},
+      {AgentBinary(), "agent", "--standalone", "--root", FixtureRoot("dgx-a100"), "--listen",
+       "127.0.0.1:0", "--config", fifo}};
+  for (const auto& argv : commands) {
+    const auto start = std::chrono::steady_clock::now();
+    auto [code, out] = RunToEnd(argv, tmp.path() + "/out.txt", 10s);
+    EXPECT_EQ(code, 2) << argv[1] << ": " << out;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << argv[1];
+    EXPECT_NE(out.find("is not a regular file"), std::string::npos) << argv[1] << ": " << out;
+  }
 }
 
 long RssKiB(pid_t pid) {

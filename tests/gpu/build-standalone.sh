@@ -21,7 +21,8 @@ if [[ -z "$found" ]]; then
 fi
 [[ "$found" == /usr/include ]] || includes+=(-I"$found")
 
-sources=("$repo"/agent/core/*.cc "$repo"/agent/classify/*.cc)
+sources=("$repo"/agent/core/*.cc "$repo"/agent/classify/*.cc "$repo"/agent/base/files.cc
+         "$repo"/agent/base/flags.cc)
 for f in child environment libraries pair_local probe_cli runner subprocess standalone_main; do
   sources+=("$repo/agent/probe/$f.cc")
 done

@@ -85,6 +85,32 @@ TEST(Subprocess, BoundsAndCountsAFlood) {
   EXPECT_EQ(r.err_dropped, size_t{4} << 20);
 }
 
+TEST(Subprocess, StreamsStdoutBeyondTheBoundToACallback) {
+  auto o = Child({"flood", std::to_string(5 << 20)});
+  o.max_output_bytes = 1 << 20;
+  size_t streamed = 0;
+  o.on_stdout = [&](std::string_view chunk) {
+    streamed += chunk.size();
+    return true;
+  };
+  auto r = RunSubprocess(o);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(streamed, size_t{5} << 20);  // all of it, none held
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_EQ(r.out_dropped, 0U);
+  EXPECT_EQ(r.err.size(), size_t{1} << 20);  // stderr is still captured and bounded
+}
+
+TEST(Subprocess, ACallbackThatRefusesWhatItReadsKillsTheChild) {
+  auto o = Child({"flood", std::to_string(64 << 20)});
+  size_t calls = 0;
+  o.on_stdout = [&](std::string_view) { return ++calls < 3; };
+  auto r = RunSubprocess(o);
+  EXPECT_EQ(r.kind, ExitKind::kSignaled);
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_EQ(calls, 3U);
+}
+
 TEST(Subprocess, GivesTheChildExactlyTheEnvironmentAskedFor) {
   auto o = Child({"env"});
   o.env = {"ONLY=this", "AND=that"};

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/cli.h"
+#include "base/flags.h"
 #include "base/log.h"
 #include "support/demo_cluster.h"
 
@@ -39,54 +40,28 @@ int RunDemo(CliContext& ctx) {
   bool json = false;
   bool verbose = false;
   std::string work_dir;
-  const auto& args = ctx.args;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](std::string* out) {
-      if (i + 1 >= args.size()) return false;
-      *out = args[++i];
-      return true;
-    };
-    std::string v;
-    if (a == "--help" || a == "-h") {
-      ctx.out << kUsage;
-      return 0;
-    } else if (a == "--nodes" && value(&v)) {
-      try {
-        options.nodes = std::stoi(v);
-      } catch (...) {
-        options.nodes = -1;
-      }
-    } else if (a == "--fault" && value(&v)) {
-      specs.push_back(v);
-    } else if (a == "--no-faults") {
-      no_faults = true;
-    } else if (a == "--format" && value(&v) && (v == "table" || v == "json")) {
-      json = v == "json";
-    } else if (a == "--rounds" && value(&v)) {
-      try {
-        options.rounds = std::stoi(v);
-      } catch (...) {
-        options.rounds = -1;
-      }
-      if (options.rounds < 1) {
-        ctx.err << "nccl-triage-demo: --rounds needs a positive number\n";
-        return 2;
-      }
-    } else if (a == "--serve") {
-      options.serve_http = true;
-    } else if (a == "--work-dir" && value(&work_dir)) {
-    } else if (a == "--verbose") {
-      verbose = true;
-    } else {
-      ctx.err << "nccl-triage-demo: bad argument '" << a << "'\n" << kUsage;
-      return 2;
-    }
-  }
-  if (options.nodes < 2 || options.nodes > 64) {
-    ctx.err << "nccl-triage-demo: --nodes must be between 2 and 64\n";
+  bool help = false;
+  std::string format = "table";
+  Status parsed = FlagParser()
+                      .Switch({"--help", "-h"}, &help)
+                      .Int({"--nodes"}, &options.nodes, 2, 64)
+                      .Repeated({"--fault"}, &specs)
+                      .Switch({"--no-faults"}, &no_faults)
+                      .Choice({"--format"}, &format, {"table", "json"})
+                      .Int({"--rounds"}, &options.rounds, 1, 1'000'000)
+                      .Switch({"--serve"}, &options.serve_http)
+                      .String({"--work-dir"}, &work_dir)
+                      .Switch({"--verbose"}, &verbose)
+                      .Parse(ctx.args);
+  if (!parsed.ok()) {
+    ctx.err << "nccl-triage-demo: " << parsed.message() << "\n";
     return 2;
   }
+  if (help) {
+    ctx.out << kUsage;
+    return 0;
+  }
+  json = format == "json";
   if (specs.empty() && !no_faults) specs = {"node:2:port_down", "link:4-6:cable"};
   for (const auto& s : specs) {
     auto f = ParseDemoFault(s, options.nodes);

@@ -509,10 +509,11 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 
 	// ---------------------------------------------------------------- RBAC: exactly the verbs used
 	c.scope = "rbac"
-	// pods always; nodes get with workloads (on by default), nodes/status and events when enabled.
+	// pods always; nodes get with workloads (on by default), nodes/status and events when enabled;
+	// pods/log and events with rbac.triage (nccl-triage triage in an agent pod).
 	wantAgent := []string{"/nodes:get", "/pods:list", "/pods:patch"}
 	if allOn {
-		wantAgent = append(wantAgent, "/events:create", "/nodes/status:patch")
+		wantAgent = append(wantAgent, "/events:create", "/nodes/status:patch", "/pods/log:get")
 	}
 	sort.Strings(wantAgent)
 	ar := s.find("ClusterRole", full+"-agent")
@@ -635,6 +636,8 @@ var kubeCalls = map[string]string{
 	"CreateTokenReview":        "authentication.k8s.io/tokenreviews:create",
 	"PatchNodeCondition":       "/nodes/status:patch",
 	"CreateEvent":              "/events:create",
+	"ListNamespacedPods":       "/pods:list",
+	"StreamPodLog":             "/pods/log:get",
 }
 
 // runRbacCode derives the agent's permissions from the KubeClient calls in the sources and

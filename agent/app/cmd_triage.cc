@@ -1,0 +1,279 @@
+// `nccl-triage triage`: a job died; which rank failed first, on which node, why, and what to do.
+//
+// The Kubernetes API is read by `nccl-triage-server triage-fetch` (HTTPS lives in the server
+// executable; this one links none of it), whose stream is classified here as it arrives. The
+// verdict is triage/incident.h's; this file is the command line, the progress line and the
+// output. Exit 0 healthy, 1 a fault found, 2 usage or API error (one line), 3 nothing to conclude.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "app/cli.h"
+#include "app/triage_children.h"
+#include "base/flags.h"
+#include "triage/incident.h"
+#include "triage/render.h"
+#include "triage/target.h"
+
+namespace nccl_triage {
+namespace {
+
+using triage::Target;
+
+constexpr const char* kUsage =
+    "usage: nccl-triage triage (--job NAME | --selector LABELS | --pods P1,P2 | --nodes N1,N2)\n"
+    "                          [-n NAMESPACE] [--since DURATION] [--format table|json]\n"
+    "                          [--no-probe] [--coordinator URL] [--no-keep]\n"
+    "                          [--kubeconfig FILE] [--context NAME] [--max-log-bytes SIZE]\n"
+    "                          [--head-bytes SIZE] [--tail-lines N] [--agent-namespace NS]\n"
+    "                          [--timeout DURATION]\n"
+    "  A job died: find its pods, read every container's log (current and previous instance),\n"
+    "  name the rank that failed first, its node, the peer it blames, the class and the fix.\n"
+    "  --job finds a Job, PyTorchJob, MPIJob, JobSet or Volcano job by its pods' labels.\n"
+    "  Each log is read as its first --head-bytes (256KiB) and, when longer, its last\n"
+    "  --tail-lines (5000), at most --max-log-bytes (8MiB) in all, since --since (all).\n"
+    "  The node checks come from the agents' pods in --agent-namespace (nccl-triage).\n"
+    "  The incident is kept as the annotation nccl-triage.io/incident on every pod and an\n"
+    "  Event on the job (--no-keep: neither). Credentials: --kubeconfig, KUBECONFIG,\n"
+    "  ~/.kube/config, else the pod's service account.\n"
+    "  Exit 0 healthy, 1 a fault found, 2 usage or API error, 3 nothing to conclude.\n";
+
+struct Args {
+  Target target;
+  int targets = 0;
+  std::string ns;
+  int64_t since_seconds = 0;
+  std::string format = "table";
+  bool no_probe = false;
+  std::string coordinator;
+  bool no_keep = false;
+  std::string kubeconfig;
+  std::string context;
+  uint64_t max_log_bytes = 8 << 20;
+  uint64_t head_bytes = 256 << 10;
+  int64_t tail_lines = 5000;
+  std::string agent_ns = "nccl-triage";
+  int64_t timeout_seconds = 600;
+};
+
+// The flags (base/flags.h), then what they must say together; an error is the line to print.
+std::string Parse(const std::vector<std::string>& argv, Args& a, bool* help) {
+  auto target = [&a](Target::Kind kind) {
+    return [&a, kind](const std::string& v) -> Status {
+      ++a.targets;
+      a.target.kind = kind;
+      if (kind == Target::Kind::kSelector) {
+        if (v.empty()) return InvalidArgument("expects a label selector");
+        a.target.selector = v;
+        return Status::Ok();
+      }
+      if (kind == Target::Kind::kJob) {
+        if (!triage::IsObjectName(v)) {
+          return InvalidArgument("'" + v + "' is not a Kubernetes object name");
+        }
+        a.target.selector = v;
+        return Status::Ok();
+      }
+      a.target.names = triage::SplitList(v);
+      if (a.target.names.empty()) return InvalidArgument(std::string("names nothing"));
+      for (const auto& n : a.target.names) {
+        if (!triage::IsObjectName(n)) {
+          return InvalidArgument("'" + n + "' is not a Kubernetes object name");
+        }
+      }
+      return Status::Ok();
+    };
+  };
+  auto name = [](std::string* out) {
+    return [out](const std::string& v) -> Status {
+      if (!triage::IsObjectName(v)) return InvalidArgument("'" + v + "' is not a Kubernetes name");
+      *out = v;
+      return Status::Ok();
+    };
+  };
+  auto duration = [](int64_t* out) {
+    return [out](const std::string& v) -> Status {
+      auto d = triage::ParseDurationSeconds(v);
+      if (!d.ok()) return d.status();
+      *out = *d;
+      return Status::Ok();
+    };
+  };
+  auto size = [](uint64_t* out) {
+    return [out](const std::string& v) -> Status {
+      auto b = triage::ParseByteSize(v);
+      if (!b.ok()) return b.status();
+      *out = *b;
+      return Status::Ok();
+    };
+  };
+  int tail_lines = static_cast<int>(a.tail_lines);
+  Status parsed = FlagParser()
+                      .Switch({"--help", "-h"}, help)
+                      .Custom({"--job"}, target(Target::Kind::kJob))
+                      .Custom({"--selector", "-l"}, target(Target::Kind::kSelector))
+                      .Custom({"--pods"}, target(Target::Kind::kPods))
+                      .Custom({"--nodes"}, target(Target::Kind::kNodes))
+                      .Custom({"--namespace", "-n"}, name(&a.ns))
+                      .Custom({"--since"}, duration(&a.since_seconds))
+                      .Custom({"--timeout"}, duration(&a.timeout_seconds))
+                      .Choice({"--format"}, &a.format, {"table", "json"})
+                      .Switch({"--no-probe"}, &a.no_probe)
+                      .String({"--coordinator"}, &a.coordinator)
+                      .Switch({"--no-keep"}, &a.no_keep)
+                      .String({"--kubeconfig"}, &a.kubeconfig)
+                      .String({"--context"}, &a.context)
+                      .Custom({"--agent-namespace"}, name(&a.agent_ns))
+                      .Custom({"--max-log-bytes"}, size(&a.max_log_bytes))
+                      .Custom({"--head-bytes"}, size(&a.head_bytes))
+                      .Int({"--tail-lines"}, &tail_lines, 0, 10'000'000)
+                      .Parse(argv);
+  if (!parsed.ok()) return parsed.message();
+  a.tail_lines = tail_lines;
+  if (*help) return "";
+  if (a.targets != 1) return "give exactly one of --job, --selector, --pods, --nodes (try --help)";
+  return "";
+}
+
+std::vector<std::string> ApiArgs(const Args& a) {
+  std::vector<std::string> out;
+  if (!a.kubeconfig.empty()) out.insert(out.end(), {"--kubeconfig", a.kubeconfig});
+  if (!a.context.empty()) out.insert(out.end(), {"--context", a.context});
+  return out;
+}
+
+std::vector<std::string> FetchArgs(const Args& a) {
+  std::vector<std::string> out = ApiArgs(a);
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+    return s;
+  };
+  switch (a.target.kind) {
+    case Target::Kind::kJob:
+      out.insert(out.end(), {"--job", a.target.selector});
+      break;
+    case Target::Kind::kSelector:
+      out.insert(out.end(), {"--selector", a.target.selector});
+      break;
+    case Target::Kind::kPods:
+      out.insert(out.end(), {"--pods", join(a.target.names)});
+      break;
+    case Target::Kind::kNodes:
+      out.insert(out.end(), {"--nodes", join(a.target.names)});
+      break;
+  }
+  if (!a.ns.empty()) out.insert(out.end(), {"--namespace", a.ns});
+  out.insert(out.end(),
+             {"--since-seconds", std::to_string(a.since_seconds), "--head-bytes",
+              std::to_string(a.head_bytes), "--tail-lines", std::to_string(a.tail_lines),
+              "--max-log-bytes", std::to_string(a.max_log_bytes), "--agent-namespace", a.agent_ns});
+  return out;
+}
+
+std::string Window(const Args& a) {
+  std::string w =
+      a.since_seconds > 0 ? "since " + std::to_string(a.since_seconds) + " s ago" : "the whole log";
+  return w + ", the first " + std::to_string(a.head_bytes) + " bytes and the last " +
+         std::to_string(a.tail_lines) + " lines of each, at most " +
+         std::to_string(a.max_log_bytes) + " bytes";
+}
+
+}  // namespace
+
+int RunTriageCommand(CliContext& ctx) {
+  Args a;
+  bool help = false;
+  if (std::string e = Parse(ctx.args, a, &help); !e.empty()) {
+    ctx.err << "nccl-triage triage: " << e << "\n";
+    return 2;
+  }
+  if (help) {
+    ctx.out << kUsage;
+    return 0;
+  }
+  if (a.coordinator.empty()) {
+    const char* env = std::getenv("NCCL_TRIAGE_COORDINATOR");
+    if (env != nullptr) a.coordinator = env;
+  }
+  const std::string server = SiblingExe(ctx.self_exe, "nccl-triage-server");
+  const bool tty = ::isatty(2) == 1;
+
+  FetchRequest req;
+  req.server_exe = server;
+  req.args = FetchArgs(a);
+  req.timeout = std::chrono::seconds(a.timeout_seconds);
+  auto last = std::chrono::steady_clock::now();
+  if (tty) {
+    req.progress = [&](size_t done, size_t total) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last < std::chrono::milliseconds(200) && done != total) return;
+      last = now;
+      ctx.err << "\rreading logs: " << done << " of " << total << std::flush;
+    };
+  }
+  auto fetched = RunFetch(req);
+  if (tty && req.progress) ctx.err << "\r\033[K" << std::flush;
+  if (!fetched.ok()) {
+    ctx.err << "nccl-triage triage: " << fetched.status().message() << "\n";
+    return 2;
+  }
+  const std::string target = triage::Describe(a.target);
+  if (fetched->pods.empty() && a.target.kind != Target::Kind::kNodes) {
+    ctx.err << "nccl-triage triage: no pods match " << target << " in namespace " << fetched->ns
+            << (fetched->found_by.empty() ? "" : " (looked for " + fetched->found_by + ")") << "\n";
+    return 2;
+  }
+
+  triage::IncidentInput in;
+  in.ns = fetched->ns;
+  in.target = target;
+  in.pods = fetched->pods;
+  in.missing = fetched->missing;
+  if (a.target.kind == Target::Kind::kNodes) in.nodes = a.target.names;
+  in.logs = std::move(fetched->logs);
+  in.log_window = Window(a);
+  in.checks_read = fetched->checks_read;
+  in.checks_error = fetched->checks_error;
+  in.agents = fetched->agents;
+  in.probes.asked = false;
+  in.probes.not_asked = a.no_probe ? "--no-probe"
+                        : a.coordinator.empty()
+                            ? "no coordinator given (--coordinator URL or NCCL_TRIAGE_COORDINATOR)"
+                            : "this build cannot ask the coordinator for probes";
+  in.now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  const triage::Incident incident = triage::JudgeIncident(in);
+
+  triage::KeepOutcome kept;
+  if (!a.no_keep) {
+    kept = RunKeep(server, ApiArgs(a), incident, *fetched);
+  } else {
+    kept.not_attempted = "--no-keep";
+  }
+  kept.count_error = "no coordinator asked";
+
+  if (a.format == "json") {
+    nlohmann::json j = triage::ToJson(incident);
+    j["api"] = fetched->api;
+    j["found_by"] = fetched->found_by;
+    j["log_window"] = in.log_window;
+    j["kept"] = {{"attempted", kept.attempted},
+                 {"annotated", kept.annotated},
+                 {"annotate_failed", kept.annotate_failed},
+                 {"annotate_error", kept.annotate_error},
+                 {"event_created", kept.event_created},
+                 {"event_error", kept.event_error},
+                 {"counted", kept.counted}};
+    ctx.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    ctx.out << triage::RenderIncidentTable(incident, kept);
+  }
+  return incident.exit_code;
+}
+
+}  // namespace nccl_triage

@@ -1,0 +1,50 @@
+// The small binary's side of the triage children: `nccl-triage-server triage-fetch`, whose
+// framed stream is decoded and classified as it arrives (one LogReader per open log, so memory
+// does not grow with the logs), and `nccl-triage-server triage-keep`, fed the incident on stdin.
+// Both run under the child-process contract (probe/subprocess.h) with an allow-listed
+// environment: what the kubeconfig or the service account needs, nothing else.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "triage/incident.h"
+#include "triage/render.h"
+
+namespace nccl_triage {
+
+struct FetchRequest {
+  std::string server_exe;
+  std::vector<std::string> args;  // triage-fetch's arguments
+  std::chrono::milliseconds timeout{600'000};
+  // Called now and then while logs arrive (logs finished, logs known); may be empty.
+  std::function<void(size_t done, size_t total)> progress;
+};
+
+struct FetchResult {
+  std::string ns;
+  std::string api;       // where the credentials came from
+  std::string found_by;  // which selector found the pods
+  std::vector<triage::JobPod> pods;
+  std::vector<std::string> missing;
+  bool checks_read = false;
+  std::string checks_error = "no agent verdict was read";
+  std::vector<triage::AgentVerdict> agents;
+  std::vector<triage::LogResult> logs;
+};
+
+// Runs the fetch child to its end. Errors (one line): the child cannot run, it says the API
+// cannot be used (its line), or its stream breaks the contract.
+StatusOr<FetchResult> RunFetch(const FetchRequest& request);
+
+// Runs the keep child with the incident. Never fails: what went wrong is in the outcome.
+triage::KeepOutcome RunKeep(const std::string& server_exe, const std::vector<std::string>& args,
+                            const triage::Incident& incident, const FetchResult& fetched);
+
+// The environment the children get: the API variables of this process, nothing else.
+std::vector<std::string> ApiEnvironment();
+
+}  // namespace nccl_triage

@@ -1,0 +1,488 @@
+#include "support/fake_api_server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+
+namespace nccl_triage::testing {
+namespace {
+
+using nlohmann::json;
+
+std::string Reason(int status) {
+  switch (status) {
+    case 400:
+      return "BadRequest";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "NotFound";
+    case 409:
+      return "Conflict";
+    default:
+      return "InternalError";
+  }
+}
+
+void Fail(httplib::Response& res, int status, const std::string& message) {
+  res.status = status;
+  res.set_content(json{{"kind", "Status"},
+                       {"apiVersion", "v1"},
+                       {"status", "Failure"},
+                       {"message", message},
+                       {"reason", Reason(status)},
+                       {"code", status}}
+                      .dump(),
+                  "application/json");
+}
+
+// RFC 3339 with nanoseconds, trailing zeros trimmed (Go's RFC3339Nano, what the kubelet writes),
+// appended to `out`. The date and time of the last second are kept: a log stream formats
+// thousands of lines per second, and this server runs beside what a bench measures.
+struct TimeFormatter {
+  int64_t secs = INT64_MIN;
+  std::string prefix;
+
+  void Append(int64_t ns, std::string& out) {
+    const int64_t s = ns / 1'000'000'000;
+    if (s != secs) {
+      secs = s;
+      std::time_t t = static_cast<std::time_t>(s);
+      std::tm tm{};
+      gmtime_r(&t, &tm);
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+                    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+      prefix = buf;
+    }
+    out += prefix;
+    int64_t frac = ns % 1'000'000'000;
+    if (frac > 0) {
+      char digits[10];
+      for (int i = 8; i >= 0; --i) {
+        digits[i] = static_cast<char>('0' + frac % 10);
+        frac /= 10;
+      }
+      int n = 9;
+      while (n > 0 && digits[n - 1] == '0') --n;
+      out += '.';
+      out.append(digits, static_cast<size_t>(n));
+    }
+    out += 'Z';
+  }
+};
+
+std::string LabelValue(const json& pod, const std::string& key, bool* present) {
+  const json& labels = pod["metadata"].value("labels", json::object());
+  auto it = labels.find(key);
+  *present = it != labels.end() && it->is_string();
+  return *present ? it->get<std::string>() : std::string();
+}
+
+// Equality-based label selectors: "a=b,c==d,e!=f,g".
+bool MatchesLabels(const json& pod, const std::string& selector) {
+  size_t start = 0;
+  while (start < selector.size()) {
+    size_t comma = selector.find(',', start);
+    if (comma == std::string::npos) comma = selector.size();
+    const std::string term = selector.substr(start, comma - start);
+    start = comma + 1;
+    bool present = false;
+    if (const size_t ne = term.find("!="); ne != std::string::npos) {
+      if (LabelValue(pod, term.substr(0, ne), &present) == term.substr(ne + 2) && present) {
+        return false;
+      }
+    } else if (const size_t eq = term.find('='); eq != std::string::npos) {
+      const size_t vpos = term.compare(eq, 2, "==") == 0 ? eq + 2 : eq + 1;
+      const std::string v = LabelValue(pod, term.substr(0, eq), &present);
+      if (!present || v != term.substr(vpos)) return false;
+    } else {
+      LabelValue(pod, term, &present);
+      if (!present) return false;
+    }
+  }
+  return true;
+}
+
+bool MatchesFields(const json& pod, const std::string& selector) {
+  if (selector.empty()) return true;
+  for (const auto& [key, where] : {std::pair{std::string("spec.nodeName="), "spec"},
+                                   std::pair{std::string("metadata.name="), "metadata"}}) {
+    if (selector.rfind(key, 0) != 0) continue;
+    const std::string field = key.substr(key.find('.') + 1, key.size() - key.find('.') - 2);
+    return pod[where].value(field, "") == selector.substr(key.size());
+  }
+  return false;
+}
+
+}  // namespace
+
+FakeLog FakeLog::FromText(const std::string& text, int64_t start_ns, int64_t step_ns) {
+  auto lines = std::make_shared<std::vector<std::string>>();
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    lines->push_back(text.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  FakeLog log;
+  log.lines = lines->size();
+  log.line = [lines](size_t i) { return (*lines)[i]; };
+  log.start_ns = start_ns;
+  log.step_ns = step_ns;
+  return log;
+}
+
+struct FakeApiServer::Impl {
+  explicit Impl(const Options& o)
+      : options(o),
+        server(o.cert_path.c_str(), o.key_path.c_str(),
+               o.client_ca_path.empty() ? nullptr : o.client_ca_path.c_str()) {}
+
+  Options options;
+  httplib::SSLServer server;
+  mutable std::mutex mu;
+  std::vector<json> pods;
+  std::map<std::string, FakeLog> logs;  // ns/pod/container/{current,previous}
+  int pod_read_failures = 0;
+  int pod_read_status = 0;
+  std::string pod_read_message;
+  std::map<std::string, std::pair<int, std::string>> namespace_failures;
+  int event_status = 0;
+  std::string event_message;
+  std::vector<Call> calls;
+  std::vector<json> events;
+
+  static std::string LogKey(const std::string& ns, const std::string& pod, const std::string& c,
+                            bool previous) {
+    return ns + "/" + pod + "/" + c + (previous ? "/previous" : "/current");
+  }
+
+  json* FindPod(const std::string& ns, const std::string& name) {
+    for (json& p : pods) {
+      if (p["metadata"].value("namespace", "") == ns && p["metadata"].value("name", "") == name) {
+        return &p;
+      }
+    }
+    return nullptr;
+  }
+
+  // A scripted failure of a pod read, consumed; false when none is due.
+  bool PodReadFailure(httplib::Response& res) {
+    if (pod_read_failures <= 0) return false;
+    --pod_read_failures;
+    Fail(res, pod_read_status, pod_read_message);
+    return true;
+  }
+
+  void List(const httplib::Request& req, httplib::Response& res) {
+    const std::string ns = req.matches[1];
+    std::lock_guard lock(mu);
+    if (PodReadFailure(res)) return;
+    if (auto f = namespace_failures.find(ns); f != namespace_failures.end()) {
+      Fail(res, f->second.first, f->second.second);
+      return;
+    }
+    const std::string labels = req.get_param_value("labelSelector");
+    const std::string fields = req.get_param_value("fieldSelector");
+    const size_t limit = req.has_param("limit") ? std::stoul(req.get_param_value("limit")) : 0;
+    const size_t from = req.has_param("continue") ? std::stoul(req.get_param_value("continue")) : 0;
+    std::vector<const json*> match;
+    for (const json& p : pods) {
+      if (p["metadata"].value("namespace", "") == ns && MatchesLabels(p, labels) &&
+          MatchesFields(p, fields)) {
+        match.push_back(&p);
+      }
+    }
+    json items = json::array();
+    size_t i = from;
+    for (; i < match.size() && (limit == 0 || items.size() < limit); ++i)
+      items.push_back(*match[i]);
+    json meta = {{"resourceVersion", "1"}};
+    if (i < match.size()) meta["continue"] = std::to_string(i);
+    res.set_content(
+        json{{"kind", "PodList"}, {"apiVersion", "v1"}, {"metadata", meta}, {"items", items}}
+            .dump(),
+        "application/json");
+  }
+
+  void Get(const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    if (PodReadFailure(res)) return;
+    const json* p = FindPod(req.matches[1], req.matches[2]);
+    if (p == nullptr) {
+      Fail(res, 404, "pods \"" + std::string(req.matches[2]) + "\" not found");
+      return;
+    }
+    res.set_content(p->dump(), "application/json");
+  }
+
+  void Patch(const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    json* p = FindPod(req.matches[1], req.matches[2]);
+    if (p == nullptr) {
+      Fail(res, 404, "pods \"" + std::string(req.matches[2]) + "\" not found");
+      return;
+    }
+    if (req.get_header_value("Content-Type") != "application/merge-patch+json") {
+      Fail(res, 415, "unsupported patch type");
+      return;
+    }
+    const json body = json::parse(req.body, nullptr, false);
+    const json& meta = body.is_object() ? body.value("metadata", json::object()) : json::object();
+    if (meta.contains("uid") && meta["uid"] != (*p)["metadata"].value("uid", "")) {
+      Fail(res, 409, "Precondition failed: UID in precondition does not match the object");
+      return;
+    }
+    const json annotations = meta.value("annotations", json::object());
+    for (const auto& [k, v] : annotations.items()) {
+      if (v.is_null()) {
+        (*p)["metadata"]["annotations"].erase(k);
+      } else {
+        (*p)["metadata"]["annotations"][k] = v;
+      }
+    }
+    res.set_content(p->dump(), "application/json");
+  }
+
+  void Log(const httplib::Request& req, httplib::Response& res) {
+    const std::string ns = req.matches[1], pod = req.matches[2];
+    FakeLog log;
+    {
+      std::lock_guard lock(mu);
+      const json* p = FindPod(ns, pod);
+      if (p == nullptr) {
+        Fail(res, 404, "pods \"" + pod + "\" not found");
+        return;
+      }
+      std::string container = req.get_param_value("container");
+      const json& containers = (*p)["spec"]["containers"];
+      if (container.empty() && containers.size() == 1) container = containers[0].value("name", "");
+      const bool previous = req.get_param_value("previous") == "true";
+      auto it = logs.find(LogKey(ns, pod, container, previous));
+      if (it == logs.end()) {
+        Fail(res, 400,
+             previous ? "previous terminated container \"" + container + "\" in pod \"" + pod +
+                            "\" not found"
+                      : "container \"" + container + "\" in pod \"" + pod + "\" is not valid");
+        return;
+      }
+      log = it->second;
+    }
+    if (log.status != 200) {
+      Fail(res, log.status, log.error_message);
+      return;
+    }
+    struct Stream {
+      FakeLog log;
+      size_t next = 0;
+      uint64_t sent = 0;
+      uint64_t limit = 0;
+      bool timestamps = false;
+      TimeFormatter time;
+    };
+    auto s = std::make_shared<Stream>();
+    s->log = std::move(log);
+    s->timestamps = req.get_param_value("timestamps") == "true";
+    if (req.has_param("limitBytes")) s->limit = std::stoull(req.get_param_value("limitBytes"));
+    if (req.has_param("tailLines")) {
+      const size_t tail = std::stoul(req.get_param_value("tailLines"));
+      s->next = s->log.lines > tail ? s->log.lines - tail : 0;
+    }
+    if (req.has_param("sinceSeconds")) {
+      const int64_t since = std::stoll(req.get_param_value("sinceSeconds"));
+      const int64_t threshold = options.now_ns - since * 1'000'000'000;
+      if (threshold > s->log.start_ns && s->log.step_ns > 0) {
+        const auto first = static_cast<size_t>((threshold - s->log.start_ns + s->log.step_ns - 1) /
+                                               s->log.step_ns);
+        s->next = std::max(s->next, std::min(first, s->log.lines));
+      }
+    }
+    std::atomic<uint64_t>* served = served_counter;
+    res.set_chunked_content_provider("text/plain", [s, served](size_t, httplib::DataSink& sink) {
+      std::string chunk;
+      while (chunk.size() < (64 << 10) && s->next < s->log.lines) {
+        const size_t i = s->next++;
+        if (s->timestamps) {
+          s->time.Append(s->log.start_ns + static_cast<int64_t>(i) * s->log.step_ns, chunk);
+          chunk += ' ';
+        }
+        chunk += s->log.line(i);
+        chunk += '\n';
+      }
+      if (s->limit > 0 && s->sent + chunk.size() > s->limit) chunk.resize(s->limit - s->sent);
+      s->sent += chunk.size();
+      *served += chunk.size();
+      if (!chunk.empty() && !sink.write(chunk.data(), chunk.size())) return false;
+      if (s->next >= s->log.lines || (s->limit > 0 && s->sent >= s->limit)) sink.done();
+      return true;
+    });
+  }
+
+  void Event(const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    if (event_status != 0) {
+      Fail(res, event_status, event_message);
+      return;
+    }
+    json body = json::parse(req.body, nullptr, false);
+    if (!body.is_object()) {
+      Fail(res, 400, "not an Event");
+      return;
+    }
+    events.push_back(body);
+    res.status = 201;
+    res.set_content(body.dump(), "application/json");
+  }
+
+  std::atomic<uint64_t>* served_counter = nullptr;
+};
+
+FakeApiServer::FakeApiServer(Options options) : impl_(std::make_unique<Impl>(options)) {
+  impl_->served_counter = &log_bytes_served_;
+  Impl* impl = impl_.get();
+  auto& srv = impl->server;
+  srv.set_pre_routing_handler([impl](const httplib::Request& req, httplib::Response& res) {
+    {
+      std::lock_guard lock(impl->mu);
+      std::string query;
+      for (const auto& [k, v] : req.params) query += (query.empty() ? "" : "&") + k + "=" + v;
+      impl->calls.push_back({req.method, req.path, query, req.body});
+    }
+    if (!impl->options.client_ca_path.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string auth = req.get_header_value("Authorization");
+    if (impl->options.token.empty() || auth != "Bearer " + impl->options.token) {
+      Fail(res, 401, "Unauthorized");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  srv.Get(R"(/api/v1/namespaces/([^/]+)/pods)",
+          [impl](const httplib::Request& q, httplib::Response& r) { impl->List(q, r); });
+  srv.Get(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/log)",
+          [impl](const httplib::Request& q, httplib::Response& r) { impl->Log(q, r); });
+  srv.Get(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
+          [impl](const httplib::Request& q, httplib::Response& r) { impl->Get(q, r); });
+  srv.Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
+            [impl](const httplib::Request& q, httplib::Response& r) { impl->Patch(q, r); });
+  srv.Post(R"(/api/v1/namespaces/([^/]+)/events)",
+           [impl](const httplib::Request& q, httplib::Response& r) { impl->Event(q, r); });
+  port_ = srv.bind_to_any_port("127.0.0.1");
+  thread_ = std::thread([impl] { impl->server.listen_after_bind(); });
+  while (!srv.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+FakeApiServer::~FakeApiServer() {
+  impl_->server.stop();
+  thread_.join();
+}
+
+void FakeApiServer::AddPod(json pod) {
+  std::lock_guard lock(impl_->mu);
+  impl_->pods.push_back(std::move(pod));
+}
+
+void FakeApiServer::SetLog(const std::string& ns, const std::string& pod,
+                           const std::string& container, bool previous, FakeLog log) {
+  std::lock_guard lock(impl_->mu);
+  impl_->logs[Impl::LogKey(ns, pod, container, previous)] = std::move(log);
+}
+
+void FakeApiServer::FailPodReads(int status, std::string message, int times) {
+  std::lock_guard lock(impl_->mu);
+  impl_->pod_read_status = status;
+  impl_->pod_read_message = std::move(message);
+  impl_->pod_read_failures = times;
+}
+
+void FakeApiServer::FailNamespace(const std::string& ns, int status, std::string message) {
+  std::lock_guard lock(impl_->mu);
+  impl_->namespace_failures[ns] = {status, std::move(message)};
+}
+
+void FakeApiServer::FailEvents(int status, std::string message) {
+  std::lock_guard lock(impl_->mu);
+  impl_->event_status = status;
+  impl_->event_message = std::move(message);
+}
+
+std::vector<FakeApiServer::Call> FakeApiServer::Calls() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->calls;
+}
+
+size_t FakeApiServer::CountCalls(const std::string& method, const std::string& path_part) const {
+  std::lock_guard lock(impl_->mu);
+  return static_cast<size_t>(
+      std::count_if(impl_->calls.begin(), impl_->calls.end(), [&](const Call& c) {
+        return c.method == method && c.path.find(path_part) != std::string::npos;
+      }));
+}
+
+std::map<std::string, std::string> FakeApiServer::Annotations(const std::string& ns,
+                                                              const std::string& pod) const {
+  std::lock_guard lock(impl_->mu);
+  std::map<std::string, std::string> out;
+  const json* p = impl_->FindPod(ns, pod);
+  if (p == nullptr) return out;
+  const json annotations = (*p)["metadata"].value("annotations", json::object());
+  for (const auto& [k, v] : annotations.items()) {
+    if (v.is_string()) out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+std::vector<json> FakeApiServer::Events() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->events;
+}
+
+std::string Base64(const std::string& data) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < data.size(); i += 3) {
+    const uint32_t v = (static_cast<uint8_t>(data[i]) << 16) |
+                       (static_cast<uint8_t>(data[i + 1]) << 8) | static_cast<uint8_t>(data[i + 2]);
+    for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(v >> s) & 63];
+  }
+  if (i + 1 == data.size()) {
+    const uint32_t v = static_cast<uint8_t>(data[i]) << 16;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == data.size()) {
+    const uint32_t v =
+        (static_cast<uint8_t>(data[i]) << 16) | (static_cast<uint8_t>(data[i + 1]) << 8);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::string KubeconfigFor(int port, const std::string& ca_pem, const std::string& token,
+                          const std::string& ns, const std::string& client_cert_pem,
+                          const std::string& client_key_pem) {
+  std::string user = token.empty() ? "" : "    token: " + token + "\n";
+  if (!client_cert_pem.empty()) {
+    user += "    client-certificate-data: " + Base64(client_cert_pem) + "\n";
+    user += "    client-key-data: " + Base64(client_key_pem) + "\n";
+  }
+  if (user.empty()) user = "    {}\n";
+  return "apiVersion: v1\nkind: Config\ncurrent-context: test\nclusters:\n- name: fake\n"
+         "  cluster:\n    server: https://127.0.0.1:" +
+         std::to_string(port) + "\n    certificate-authority-data: " + Base64(ca_pem) +
+         "\ncontexts:\n- name: test\n  context:\n    cluster: fake\n    user: tester\n"
+         "    namespace: " +
+         ns + "\nusers:\n- name: tester\n  user:\n" + user;
+}
+
+}  // namespace nccl_triage::testing

@@ -1,0 +1,93 @@
+// FakeApiServer: a Kubernetes API server over real HTTPS for the triage tests and the bench.
+//
+// It serves what `nccl-triage triage` reads and writes — namespaced pod lists (equality label
+// selectors, spec.nodeName field selectors, pages of `limit` with a continue token), single pods,
+// container logs (container, previous, timestamps, sinceSeconds, limitBytes, tailLines, streamed
+// in chunks and generated line by line, so a 200,000-line log is never held whole), annotation
+// merge patches with the UID precondition, and events — and checks what a real one would: the
+// bearer token (or, when configured, a client certificate signed by its CA). Errors are
+// injected per pod, per log and per call kind. Thread-safe; binds 127.0.0.1 on a free port.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace nccl_triage::testing {
+
+// One container instance's log: `lines` lines, line i written at start_ns + i * step_ns.
+struct FakeLog {
+  size_t lines = 0;
+  std::function<std::string(size_t i)> line;
+  int64_t start_ns = 0;
+  int64_t step_ns = 1'000'000;  // 1 ms
+  int status = 200;             // != 200: the API's answer instead of the log
+  std::string error_message;    // the Status message for such an answer
+
+  // A log from text (one entry per line; a final newline adds no line).
+  static FakeLog FromText(const std::string& text, int64_t start_ns, int64_t step_ns = 1'000'000);
+};
+
+class FakeApiServer {
+ public:
+  struct Options {
+    std::string cert_path;  // the server's certificate and key (PEM files)
+    std::string key_path;
+    std::string token;           // expected bearer token; empty: no token accepted
+    std::string client_ca_path;  // set: clients must present a certificate signed by it
+    int64_t now_ns = 0;          // "now" for sinceSeconds
+  };
+
+  explicit FakeApiServer(Options options);
+  ~FakeApiServer();
+
+  int port() const { return port_; }
+
+  // A pod object as the API returns it (metadata.name, namespace, uid, labels, spec, status).
+  void AddPod(nlohmann::json pod);
+  void SetLog(const std::string& ns, const std::string& pod, const std::string& container,
+              bool previous, FakeLog log);
+  // The next list or get of pods answers this status (a v1 Status body), then 200 again.
+  void FailPodReads(int status, std::string message, int times = 1);
+  // Every pod list in `ns` answers this status (RBAC on another namespace).
+  void FailNamespace(const std::string& ns, int status, std::string message);
+  void FailEvents(int status, std::string message);
+
+  struct Call {
+    std::string method;
+    std::string path;
+    std::string query;
+    std::string body;
+  };
+  std::vector<Call> Calls() const;
+  size_t CountCalls(const std::string& method, const std::string& path_part) const;
+  std::map<std::string, std::string> Annotations(const std::string& ns,
+                                                 const std::string& pod) const;
+  std::vector<nlohmann::json> Events() const;
+  uint64_t log_bytes_served() const { return log_bytes_served_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::thread thread_;
+  int port_ = 0;
+  std::atomic<uint64_t> log_bytes_served_{0};
+};
+
+// A kubeconfig text for this server: its CA inline, a bearer token or a client certificate.
+std::string KubeconfigFor(int port, const std::string& ca_pem, const std::string& token,
+                          const std::string& ns = "default",
+                          const std::string& client_cert_pem = "",
+                          const std::string& client_key_pem = "");
+
+// Standard base64 (for certificate-authority-data in test kubeconfigs).
+std::string Base64(const std::string& data);
+
+}  // namespace nccl_triage::testing
