@@ -554,10 +554,11 @@ void CoordinatorServer::Impl::SendVerdictsLocked(const std::string& node) {
   const AgentVerdicts verdicts = verdicts_.ForAgent(node);
   v1::NodeVerdict* out = v->mutable_node();  // present but unspecified until there is a verdict
   if (verdicts.node) {
-    out->set_fault_class(ToProto(verdicts.node->fault_class));
-    out->set_basis(ToProto(verdicts.node->basis));
-    for (const auto& c : verdicts.node->causes) out->add_causes(c);
-    out->set_reason(verdicts.node->reason);
+    const PublishedNodeVerdict& node_verdict = verdicts.node->verdict;
+    out->set_fault_class(ToProto(node_verdict.fault_class));
+    out->set_basis(ToProto(node_verdict.basis));
+    for (const auto& c : node_verdict.causes) out->add_causes(c);
+    out->set_reason(node_verdict.reason);
     out->set_confirmed(verdicts.node->confirmed);
     out->set_localisation(ToProto(verdicts.node->localisation));
   }

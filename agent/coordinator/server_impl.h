@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/server.h"
 #include "exporter/http_server.h"
@@ -118,6 +119,7 @@ class CoordinatorServer::Impl {
 
   CoordinatorOptions options_;
   Logger& log_;
+  SystemClock wall_clock_;  // for the metrics' timestamps
   mutable CoordinatorMetrics metrics_;
   Service service_;
   std::unique_ptr<grpc::Server> server_;

@@ -8,15 +8,6 @@
 #include "planner/cross_node.h"
 
 namespace nccl_triage {
-namespace {
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 uint64_t CoordinatorServer::Impl::RequestSweep() {
   std::lock_guard lock(mu_);
@@ -84,7 +75,11 @@ void CoordinatorServer::Impl::RunRoundLocked(std::unique_lock<std::mutex>& lock,
     bool all_done = true;
     for (auto& run : runs_) {
       if (run->done()) continue;
-      ApplyLocked(*run, stopping_ ? run->Abort("coordinator shutting down") : run->Tick(now));
+      if (stopping_) {
+        ApplyLocked(*run, run->Abort("coordinator shutting down"));
+      } else if (now >= run->NextDeadline().value_or(now)) {
+        ApplyLocked(*run, run->Tick(now));
+      }
       if (auto deadline = run->NextDeadline()) {
         all_done = false;
         next = std::min(next, *deadline);
@@ -146,7 +141,7 @@ void CoordinatorServer::Impl::RunOneSweep() {
   sweeps_done_ = number;
   const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
   const HoldDown& hold_down = verdicts_.hold_down();
-  metrics_.ObserveSweep(seconds, NowUnixMs());
+  metrics_.ObserveSweep(seconds, wall_clock_.NowUnixMs());
   metrics_.SetFaults(hold_down.Confirmed());
   metrics_.SetCoverage(schedule_.pairs_tested(), schedule_.pairs_total());
   log_.Info("coordinator", "sweep " + std::to_string(number) + " done in " +

@@ -162,10 +162,7 @@ AgentVerdicts ClusterVerdicts::ForAgent(const std::string& node) const {
   AgentVerdicts out;
   if (const PublishedNodeVerdict* v = Find(node)) {
     AgentVerdicts::Node n;
-    n.fault_class = v->fault_class;
-    n.basis = v->basis;
-    n.causes = v->causes;
-    n.reason = v->reason;
+    n.verdict = *v;
     n.confirmed = v->confirmed_fault || v->basis == Basis::kProbes;
     n.localisation = v->state == NodeState::kInconclusive ? PairLocalisation::kInconclusive
                      : v->confirmed_fault                 ? PairLocalisation::kNode

@@ -58,12 +58,10 @@ struct PairRecord {
 // What one agent is told about its node and its pairs (the Verdicts message, as plain values).
 struct AgentVerdicts {
   struct Node {
-    FaultClass fault_class = FaultClass::kUnknown;
-    Basis basis = Basis::kChecks;
-    std::vector<std::string> causes;
-    std::string reason;
-    PairLocalisation localisation = PairLocalisation::kNone;  // kNode when this node is the fault
-    bool confirmed = false;
+    PublishedNodeVerdict verdict;
+    // kNode when this node is a confirmed fault, kInconclusive when its last sweep could not say.
+    PairLocalisation localisation = PairLocalisation::kNone;
+    bool confirmed = false;  // a confirmed fault, or a verdict from probes
   };
   struct Pair {
     std::string peer;

@@ -8,11 +8,7 @@ namespace nccl_triage {
 namespace {
 
 Finding F(std::string check, FaultClass c, CheckStatus s) {
-  Finding f;
-  f.check = std::move(check);
-  f.fault_class = c;
-  f.status = s;
-  return f;
+  return Finding{.check = std::move(check), .fault_class = c, .status = s};
 }
 
 // The node as the coordinator learns it from the agent's summary: failing and warning findings

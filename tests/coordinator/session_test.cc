@@ -155,15 +155,30 @@ TEST(ReconnectDelay, DoublesFromTheInitialDelayUpToTheCapWithEqualJitter) {
   EXPECT_LE(ReconnectDelay(1000, 500ms, 30s, 0.5), 30s);
 }
 
-TEST(CoordinatorSession, RelaysTheUniqueIdAndStoresTheVerdictsItIsPushed) {
+// A real coordinator on a free port, sweeping only on demand, and the options of its sessions.
+struct LiveCoordinator {
+  LiveCoordinator() : log(text), server(Options(), log) {
+    Status s = server.Start();
+    EXPECT_TRUE(s.ok()) << s.message();
+    session.target = "127.0.0.1:" + std::to_string(server.grpc_port());
+    session.token = "t0ken";
+  }
+  static CoordinatorOptions Options() {
+    CoordinatorOptions co;
+    co.listen = "127.0.0.1:0";
+    co.sweep_interval = 0ms;
+    co.token = "t0ken";
+    return co;
+  }
   std::ostringstream text;
-  Logger log(text);
-  CoordinatorOptions co;
-  co.listen = "127.0.0.1:0";
-  co.sweep_interval = 0ms;
-  co.token = "t0ken";
-  CoordinatorServer server(co, log);
-  ASSERT_TRUE(server.Start().ok());
+  Logger log;
+  CoordinatorServer server;
+  SessionOptions session;
+};
+
+TEST(CoordinatorSession, RelaysTheUniqueIdAndStoresTheVerdictsItIsPushed) {
+  LiveCoordinator c;
+  CoordinatorServer& server = c.server;
   const std::string id(128, '\x5a');
   std::atomic<int> relayed_ok{0};
   auto probe = [&](const ProbeAssignment& a, std::stop_token stop) {
@@ -186,9 +201,7 @@ TEST(CoordinatorSession, RelaysTheUniqueIdAndStoresTheVerdictsItIsPushed) {
   FakeServices b("node-b");
   a.run_probe = probe;
   b.run_probe = probe;
-  SessionOptions so;
-  so.target = "127.0.0.1:" + std::to_string(server.grpc_port());
-  so.token = "t0ken";
+  const SessionOptions& so = c.session;
   RunningSession sa(so, a);
   RunningSession sb(so, b);
   ASSERT_TRUE(server.WaitForAgents(2, 10s));
@@ -208,26 +221,18 @@ TEST(CoordinatorSession, RelaysTheUniqueIdAndStoresTheVerdictsItIsPushed) {
 // Core's class rule at both ends: a node whose checks all skipped is unknown in its agent's own
 // report, and the coordinator, judging the same checks, must not push it back as healthy.
 TEST(CoordinatorSession, ANodeWhereNoCheckPassedIsUnknownAtTheCoordinatorAsAtTheAgent) {
-  std::ostringstream text;
-  Logger log(text);
-  CoordinatorOptions co;
-  co.listen = "127.0.0.1:0";
-  co.sweep_interval = 0ms;
-  co.token = "t0ken";
-  CoordinatorServer server(co, log);
-  ASSERT_TRUE(server.Start().ok());
-  auto finding = [](std::string check, CheckStatus status) {
-    Finding f;
-    f.check = std::move(check);
-    f.fault_class = FaultClass::kIbResource;
-    f.status = status;
-    f.message = "as the check saw it";
-    return f;
+  LiveCoordinator c;
+  CoordinatorServer& server = c.server;
+  auto finding = [](CheckStatus status) {
+    return Finding{.check = "ib.hca_present",
+                   .fault_class = FaultClass::kIbResource,
+                   .status = status,
+                   .message = "as the check saw it"};
   };
   FakeServices a("node-a");
   FakeServices b("node-b");
-  a.SetReport(MakeReport("node-a", {finding("ib.hca_present", CheckStatus::kSkip)}, 1));
-  b.SetReport(MakeReport("node-b", {finding("ib.hca_present", CheckStatus::kPass)}, 1));
+  a.SetReport(MakeReport("node-a", {finding(CheckStatus::kSkip)}, 1));
+  b.SetReport(MakeReport("node-b", {finding(CheckStatus::kPass)}, 1));
   ASSERT_EQ(a.LatestReport()->fault_class, FaultClass::kUnknown);
   ASSERT_EQ(b.LatestReport()->fault_class, FaultClass::kHealthy);
   // No probe runs, so no probe verdict: what the coordinator publishes comes from the checks.
@@ -242,11 +247,8 @@ TEST(CoordinatorSession, ANodeWhereNoCheckPassedIsUnknownAtTheCoordinatorAsAtThe
   };
   a.run_probe = refuse;
   b.run_probe = refuse;
-  SessionOptions so;
-  so.target = "127.0.0.1:" + std::to_string(server.grpc_port());
-  so.token = "t0ken";
-  RunningSession sa(so, a);
-  RunningSession sb(so, b);
+  RunningSession sa(c.session, a);
+  RunningSession sb(c.session, b);
   ASSERT_TRUE(server.WaitForAgents(2, 10s));
   auto view = server.View();
   EXPECT_EQ(view.nodes.at("node-a").fault_class, FaultClass::kUnknown);
