@@ -47,6 +47,12 @@ std::string Describe(const grpc::Status& s) {
     case grpc::StatusCode::ALREADY_EXISTS:
       code = "replaced";
       break;
+    case grpc::StatusCode::PERMISSION_DENIED:
+      code = "permission denied";
+      break;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      code = "resource exhausted";
+      break;
     case grpc::StatusCode::CANCELLED:
       code = "cancelled";
       break;
@@ -162,9 +168,17 @@ class CoordinatorSession::Connection {
     worker.join();
     grpc::Status status = stream_->Finish();
     std::string why = stop.stop_requested() ? "stopping" : Describe(status);
-    if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
-      owner_.log_.Error("session", "the coordinator at " + o.target + " rejected this agent: " +
-                                       Describe(status) + " (check the shared token)");
+    if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+        status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+      // The coordinator says "identity: ..." when it refused the service-account token, and
+      // PERMISSION_DENIED when that token names another node than the hello.
+      const bool identity = status.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+                            status.error_message().rfind("identity:", 0) == 0;
+      owner_.log_.Error("session",
+                        "the coordinator at " + o.target +
+                            " rejected this agent: " + Bounded(Describe(status), 512) +
+                            (identity ? " (check agent.identity_token_file and the node name)"
+                                      : " (check the shared token)"));
     }
     return {why, welcomed_};
   }

@@ -4,11 +4,11 @@
 #include "coordinator_client/session.h"
 
 #include <grpcpp/grpcpp.h>
-#include <unistd.h>
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -692,6 +692,13 @@ TEST(CoordinatorIdentity, TheAgentPresentsTheTokenOfItsFileAtEveryConnect) {
     RunningSession t(none, c);
     EXPECT_FALSE(server.WaitForAgents(1, 1500ms));
     EXPECT_NE(t.text.str().find("cannot read the identity token"), std::string::npos);
+    // The refused agent says why in words, and what to look at (not the shared token).
+    EXPECT_NE(s.text.str().find("rejected this agent: permission denied: hello as node-b"),
+              std::string::npos)
+        << s.text.str();
+    EXPECT_NE(s.text.str().find("(check agent.identity_token_file and the node name)"),
+              std::string::npos)
+        << s.text.str();
   }
   EXPECT_NE(text.str().find("hello as node-b, but the identity token is of node node-a"),
             std::string::npos)
