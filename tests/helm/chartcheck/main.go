@@ -338,6 +338,13 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	} else {
 		want = append(want, "ServiceAccount/"+full+"-agent", "ServiceAccount/"+full+"-coordinator")
 	}
+	// With node identities checked (the default) the coordinator gets its own RBAC: a ClusterRole
+	// for tokenreviews (cluster-scoped) and a Role for the pods of its namespace.
+	verifyIdentity, _ := get(values, "config.coordinator.verify_node_identity").(bool)
+	if verifyIdentity {
+		want = append(want, "ClusterRole/"+full+"-coordinator", "ClusterRoleBinding/"+full+"-coordinator",
+			"Role/"+full+"-coordinator", "RoleBinding/"+full+"-coordinator")
+	}
 	sort.Strings(want)
 	c.check(reflect.DeepEqual(s.inventory(), want), "objects\n got  %v\n want %v", s.inventory(), want)
 	for _, o := range objs {
@@ -518,13 +525,33 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	sort.Strings(wantAgent)
 	ar := s.find("ClusterRole", full+"-agent")
 	c.check(reflect.DeepEqual(rbacRules(ar), wantAgent), "agent rules %v, want %v", rbacRules(ar), wantAgent)
-	c.check(len(s.byKind("ClusterRole")) == 1 && len(s.byKind("Role")) == 0, "only the agent has RBAC")
-	for _, b := range s.byKind("ClusterRoleBinding") {
-		role := str(b, "roleRef.name")
-		c.check(s.find("ClusterRole", role) != nil, "binding %s refers to missing role %s", str(b, "metadata.name"), role)
-		for _, sub := range list(b, "subjects") {
-			c.check(s.find("ServiceAccount", str(sub, "name")) != nil && str(sub, "namespace") == ns,
-				"binding %s subject %s/%s missing", str(b, "metadata.name"), str(sub, "namespace"), str(sub, "name"))
+	// The coordinator: tokenreviews create and pods get in its own namespace, only when it checks
+	// the agents' identity tokens; nothing else.
+	if verifyIdentity {
+		cr := s.find("ClusterRole", full+"-coordinator")
+		c.check(reflect.DeepEqual(rbacRules(cr), []string{"authentication.k8s.io/tokenreviews:create"}),
+			"coordinator cluster rules %v", rbacRules(cr))
+		r := s.find("Role", full+"-coordinator")
+		c.check(reflect.DeepEqual(rbacRules(r), []string{"/pods:get"}) && str(r, "metadata.namespace") == ns,
+			"coordinator namespace rules %v in %q", rbacRules(r), str(r, "metadata.namespace"))
+		c.check(len(s.byKind("ClusterRole")) == 2 && len(s.byKind("Role")) == 1, "RBAC beyond the agent's and the coordinator's")
+	} else {
+		c.check(len(s.byKind("ClusterRole")) == 1 && len(s.byKind("Role")) == 0, "only the agent has RBAC")
+	}
+	coordinatorSA := str(dep, "spec.template.spec.serviceAccountName")
+	for _, kinds := range [][2]string{{"ClusterRoleBinding", "ClusterRole"}, {"RoleBinding", "Role"}} {
+		for _, b := range s.byKind(kinds[0]) {
+			role := str(b, "roleRef.name")
+			c.check(str(b, "roleRef.kind") == kinds[1] && s.find(kinds[1], role) != nil,
+				"binding %s refers to missing %s %s", str(b, "metadata.name"), kinds[1], role)
+			for _, sub := range list(b, "subjects") {
+				c.check(s.find("ServiceAccount", str(sub, "name")) != nil && str(sub, "namespace") == ns,
+					"binding %s subject %s/%s missing", str(b, "metadata.name"), str(sub, "namespace"), str(sub, "name"))
+				if strings.HasSuffix(role, "-coordinator") {
+					c.check(str(sub, "name") == coordinatorSA, "binding %s grants the coordinator's rules to %s",
+						str(b, "metadata.name"), str(sub, "name"))
+				}
+			}
 		}
 	}
 	for _, r := range s.byKind("ClusterRole") {
