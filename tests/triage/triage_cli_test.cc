@@ -121,6 +121,18 @@ TEST_F(TriageCli, TheTableSaysTheSameForAPerson) {
   EXPECT_EQ(r.err, "");  // no progress line when stderr is not a terminal
 }
 
+TEST_F(TriageCli, OnATerminalTheLogsProgressIsShownThenErased) {
+  auto& s = Server();
+  SixteenRankJob(s);
+  auto r = TriageOnTerminal({"--job", "train-7", "--no-probe", "--no-keep"});
+  ASSERT_EQ(r.exit_code, 1) << r.text;
+  const size_t done = r.text.find("\rreading logs: 16 of 16");
+  ASSERT_NE(done, std::string::npos) << r.text;
+  const size_t erased = r.text.find("\r\033[K", done);
+  ASSERT_NE(erased, std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("incident: job train-7", erased), std::string::npos) << r.text;
+}
+
 TEST_F(TriageCli, AHealthyRunIsHealthyFromTheLog) {
   auto& s = Server();
   for (int i = 0; i < 2; ++i) {

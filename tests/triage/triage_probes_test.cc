@@ -120,6 +120,23 @@ TEST_F(TriageProbes, ANodeWhoseGpusAnotherJobHoldsIsNotProbedAndSaysSo) {
       << cluster_->log_text.str();
 }
 
+TEST_F(TriageProbes, OnATerminalAProgressLineShowsWhileTheProbesRunAndIsErased) {
+  StartCluster("node:2:memlock");
+  auto& s = Server();
+  Job(s, 2);
+  auto r = TriageOnTerminal({"--job", "train-7", "--coordinator", Coordinator(), "--no-keep"},
+                            {TokenEnv()});
+  ASSERT_EQ(r.exit_code, 1) << r.text;
+  const size_t line =
+      r.text.find("\rprobing 4 node(s) through the coordinator at " + Coordinator() + ": 0 s");
+  ASSERT_NE(line, std::string::npos) << r.text;
+  // Erased before the report, which follows on a clean line.
+  const size_t erased = r.text.find("\r\033[K", line);
+  ASSERT_NE(erased, std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("incident: job train-7", erased), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("probing", erased), std::string::npos) << r.text;
+}
+
 TEST_F(TriageProbes, AHealthyClusterDisagreesWithNothingAndConcludesNothingFromSideEffects) {
   StartCluster("");
   auto& s = Server();
