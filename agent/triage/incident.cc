@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "classify/classifier.h"
 #include "core/catalogue.h"
+#include "core/ids.h"
 
 namespace nccl_triage::triage {
 namespace {
@@ -22,15 +23,15 @@ bool IsFault(FaultClass c) {
 // Causes that involve the other end of a connection: with a named peer on another node, the
 // log localises them to a link rather than to the failing rank's node.
 bool IsLinkCause(const std::string& cause) {
-  return cause == "ib.fabric" || cause == "net.connect" || cause == "pair.pkey_partition" ||
-         cause == "pair.link_layer";
+  return ids::kIbFabric == cause || ids::kNetConnect == cause || ids::kPairPkeyPartition == cause ||
+         ids::kPairLinkLayer == cause;
 }
 
 // Causes of a log that only shows the consequence of a failure elsewhere.
 bool IsSideEffect(const Classification& c) {
   if (c.fault_class != FaultClass::kUnknown || c.causes.empty()) return false;
   return std::all_of(c.causes.begin(), c.causes.end(), [](const ClassifiedCause& cc) {
-    return cc.cause == "peer.exited" || cc.cause == "nccl.internal";
+    return ids::kPeerExited == cc.cause || ids::kNcclInternal == cc.cause;
   });
 }
 
@@ -255,7 +256,7 @@ Incident JudgeIncident(const IncidentInput& in) {
       out.peer = p;
     }
   } else if (!side_effects.empty()) {
-    log.cause = "peer.exited";
+    log.cause = std::string(ids::kPeerExited);
     log.summary = "no log names the failing call; " + counts;
   } else if (healthy > 0) {
     log.fault_class = FaultClass::kHealthy;

@@ -395,7 +395,7 @@ PairVerdict FromProto(const v1::PairVerdict& p) {
     if (FindCause(p.causes(i)) != nullptr) v.causes.push_back(p.causes(i));
   }
   v.reason = Cut(p.reason());
-  v.degraded = std::find(v.causes.begin(), v.causes.end(), "ib.bandwidth") != v.causes.end();
+  v.degraded = IsDegraded(v.causes);
   return v;
 }
 
