@@ -185,8 +185,7 @@ int RunCheckCommand(CliContext& ctx) {
     if (*args.dump_snapshot == "-") return 0;  // stdout carries the snapshot, not the report
   }
 
-  CheckRegistry registry;
-  RegisterBuiltinChecks(registry);
+  const CheckRegistry registry = BuiltinCheckRegistry();
   CheckContext context;
   if (previous) context.previous = &*previous;
   NodeReport report =

@@ -37,9 +37,7 @@ int RunProbeCommand(CliContext& ctx) {
     options.mr_register_bytes = config.checks.mr_register_bytes;
     auto snapshot = GatherSnapshot(options);
     if (!snapshot.ok()) return snapshot.status();
-    CheckRegistry registry;
-    RegisterBuiltinChecks(registry);
-    return registry.Run(*snapshot, config, CheckContext{});
+    return BuiltinCheckRegistry().Run(*snapshot, config, CheckContext{});
   };
   return RunProbeCli(ctx.args, ctx.out, ctx.err, hooks);
 }

@@ -6,8 +6,10 @@
 // output. Exit 0 healthy, 1 a fault found, 2 usage or API error (one line), 3 nothing to conclude.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -26,7 +28,8 @@ using triage::Target;
 constexpr const char* kUsage =
     "usage: nccl-triage triage (--job NAME | --selector LABELS | --pods P1,P2 | --nodes N1,N2)\n"
     "                          [-n NAMESPACE] [--since DURATION] [--format table|json]\n"
-    "                          [--no-probe] [--coordinator URL] [--no-keep]\n"
+    "                          [--no-probe] [--coordinator HOST:PORT] [--token-file FILE]\n"
+    "                          [--coordinator-ca FILE] [--no-keep]\n"
     "                          [--kubeconfig FILE] [--context NAME] [--max-log-bytes SIZE]\n"
     "                          [--head-bytes SIZE] [--tail-lines N] [--agent-namespace NS]\n"
     "                          [--timeout DURATION]\n"
@@ -36,6 +39,9 @@ constexpr const char* kUsage =
     "  Each log is read as its first --head-bytes (256KiB) and, when longer, its last\n"
     "  --tail-lines (5000), at most --max-log-bytes (8MiB) in all, since --since (all).\n"
     "  The node checks come from the agents' pods in --agent-namespace (nccl-triage).\n"
+    "  The probes: the coordinator (--coordinator or NCCL_TRIAGE_COORDINATOR, its gRPC port;\n"
+    "  the agents' token from --token-file or NCCL_TRIAGE_TOKEN) runs the socket and IB probes\n"
+    "  between the job's nodes and against known-good nodes, now (--no-probe: none).\n"
     "  The incident is kept as the annotation nccl-triage.io/incident on every pod and an\n"
     "  Event on the job (--no-keep: neither). Credentials: --kubeconfig, KUBECONFIG,\n"
     "  ~/.kube/config, else the pod's service account.\n"
@@ -49,6 +55,8 @@ struct Args {
   std::string format = "table";
   bool no_probe = false;
   std::string coordinator;
+  std::string token_file;
+  std::string coordinator_ca;
   bool no_keep = false;
   std::string kubeconfig;
   std::string context;
@@ -123,6 +131,8 @@ std::string Parse(const std::vector<std::string>& argv, Args& a, bool* help) {
                       .Choice({"--format"}, &a.format, {"table", "json"})
                       .Switch({"--no-probe"}, &a.no_probe)
                       .String({"--coordinator"}, &a.coordinator)
+                      .String({"--token-file"}, &a.token_file)
+                      .String({"--coordinator-ca"}, &a.coordinator_ca)
                       .Switch({"--no-keep"}, &a.no_keep)
                       .String({"--kubeconfig"}, &a.kubeconfig)
                       .String({"--context"}, &a.context)
@@ -239,11 +249,31 @@ int RunTriageCommand(CliContext& ctx) {
   in.checks_read = fetched->checks_read;
   in.checks_error = fetched->checks_error;
   in.agents = fetched->agents;
-  in.probes.asked = false;
-  in.probes.not_asked = a.no_probe ? "--no-probe"
-                        : a.coordinator.empty()
-                            ? "no coordinator given (--coordinator URL or NCCL_TRIAGE_COORDINATOR)"
-                            : "this build cannot ask the coordinator for probes";
+  const CoordinatorAccess coordinator{server, a.coordinator, a.token_file, a.coordinator_ca};
+  std::vector<std::string> nodes = in.nodes;
+  for (const auto& p : in.pods) {
+    if (!p.node.empty() && std::find(nodes.begin(), nodes.end(), p.node) == nodes.end()) {
+      nodes.push_back(p.node);
+    }
+  }
+  if (a.no_probe) {
+    in.probes.not_asked = "--no-probe";
+  } else if (a.coordinator.empty()) {
+    in.probes.not_asked =
+        "no coordinator given (--coordinator HOST:PORT or NCCL_TRIAGE_COORDINATOR)";
+  } else if (nodes.empty()) {
+    in.probes.not_asked = "no node to probe: no pod of the job was scheduled";
+  } else {
+    std::function<void(int)> progress;
+    if (tty) {
+      progress = [&](int seconds) {
+        ctx.err << "\rprobing " << nodes.size() << " node(s) through the coordinator at "
+                << a.coordinator << ": " << seconds << " s" << std::flush;
+      };
+    }
+    in.probes = RunProbes(coordinator, nodes, std::chrono::seconds(a.timeout_seconds), progress);
+    if (tty) ctx.err << "\r\033[K" << std::flush;
+  }
   in.now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count();
@@ -255,7 +285,14 @@ int RunTriageCommand(CliContext& ctx) {
   } else {
     kept.not_attempted = "--no-keep";
   }
-  kept.count_error = "no coordinator asked";
+  if (a.no_keep) {
+    kept.count_error = "--no-keep";
+  } else if (a.coordinator.empty()) {
+    kept.count_error = "no coordinator given";
+  } else {
+    kept.count_error = CountIncident(coordinator, incident);
+    kept.counted = kept.count_error.empty();
+  }
 
   if (a.format == "json") {
     nlohmann::json j = triage::ToJson(incident);
@@ -268,7 +305,8 @@ int RunTriageCommand(CliContext& ctx) {
                  {"annotate_error", kept.annotate_error},
                  {"event_created", kept.event_created},
                  {"event_error", kept.event_error},
-                 {"counted", kept.counted}};
+                 {"counted", kept.counted},
+                 {"count_error", kept.count_error}};
     ctx.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     ctx.out << triage::RenderIncidentTable(incident, kept);

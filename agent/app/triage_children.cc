@@ -162,6 +162,83 @@ StatusOr<FetchResult> RunFetch(const FetchRequest& req) {
   return consumer.Take();
 }
 
+namespace {
+
+std::vector<std::string> CoordinatorArgs(const CoordinatorAccess& c) {
+  std::vector<std::string> argv = {c.server_exe, "triage-coordinator", "--coordinator", c.target};
+  if (!c.token_file.empty()) argv.insert(argv.end(), {"--token-file", c.token_file});
+  if (!c.ca_file.empty()) argv.insert(argv.end(), {"--ca-file", c.ca_file});
+  return argv;
+}
+
+// The coordinator child's environment: the token, when it comes from the environment.
+std::vector<std::string> CoordinatorEnvironment() {
+  std::vector<std::string> env;
+  if (const char* token = std::getenv("NCCL_TRIAGE_TOKEN"); token != nullptr && *token != '\0') {
+    env.push_back(std::string("NCCL_TRIAGE_TOKEN=") + token);
+  }
+  return env;
+}
+
+}  // namespace
+
+triage::ProbeOutcome RunProbes(const CoordinatorAccess& coordinator,
+                               const std::vector<std::string>& nodes, std::chrono::seconds timeout,
+                               const std::function<void(int seconds)>& progress) {
+  triage::ProbeOutcome out;
+  out.asked = true;
+  std::string list;
+  for (const auto& n : nodes) list += (list.empty() ? "" : ",") + n;
+  SubprocessOptions o;
+  o.argv = CoordinatorArgs(coordinator);
+  o.argv.insert(o.argv.end(),
+                {"--probe", list, "--timeout-seconds", std::to_string(timeout.count())});
+  o.env = CoordinatorEnvironment();
+  o.timeout = timeout + std::chrono::seconds(10);
+  o.max_output_bytes = 4 << 20;
+  auto child = Subprocess::Spawn(std::move(o));
+  const std::string what = "nccl-triage-server triage-coordinator";
+  if (!child.ok()) {
+    out.error = "cannot run " + what + ": " + child.status().message();
+    return out;
+  }
+  Subprocess* c = child->get();
+  const auto start = Subprocess::Clock::now();
+  int shown = 0;
+  if (progress) progress(0);  // at once: the probes take seconds to minutes
+  while (!c->done()) {
+    Subprocess::Pump(std::span<Subprocess* const>(&c, 1), nullptr,
+                     Subprocess::Clock::now() + std::chrono::seconds(1));
+    const int seconds = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::seconds>(Subprocess::Clock::now() - start).count());
+    if (progress && !c->done() && seconds > shown) progress(shown = seconds);
+  }
+  const SubprocessResult r = c->Wait();
+  if (r.kind != ExitKind::kExited || r.exit_code != 0) {
+    out.error = ChildFailure(what, r);
+    return out;
+  }
+  auto parsed = triage::ProbeOutcomeFromJson(json::parse(r.out, nullptr, false));
+  if (!parsed.ok()) {
+    out.error = parsed.status().message();
+    return out;
+  }
+  return std::move(parsed).value();
+}
+
+std::string CountIncident(const CoordinatorAccess& coordinator, const triage::Incident& incident) {
+  SubprocessOptions o;
+  o.argv = CoordinatorArgs(coordinator);
+  o.argv.insert(o.argv.end(), {"--count", std::string(ToString(incident.fault_class)),
+                               "--timeout-seconds", "15"});
+  if (!incident.cause.empty()) o.argv.insert(o.argv.end(), {"--cause", incident.cause});
+  o.env = CoordinatorEnvironment();
+  o.timeout = std::chrono::seconds(25);
+  const SubprocessResult r = RunSubprocess(std::move(o));
+  if (r.kind == ExitKind::kExited && r.exit_code == 0) return "";
+  return ChildFailure("nccl-triage-server triage-coordinator", r);
+}
+
 triage::KeepOutcome RunKeep(const std::string& server_exe, const std::vector<std::string>& args,
                             const triage::Incident& incident, const FetchResult& fetched) {
   triage::KeepOutcome k;

@@ -40,6 +40,24 @@ struct FetchResult {
 // cannot be used (its line), or its stream breaks the contract.
 StatusOr<FetchResult> RunFetch(const FetchRequest& request);
 
+// The coordinator: where it is and how to prove who we are (its token and, for TLS, its CA).
+struct CoordinatorAccess {
+  std::string server_exe;
+  std::string target;  // HOST:PORT of its gRPC port
+  std::string token_file;
+  std::string ca_file;
+};
+
+// Asks the coordinator for the probes of `nodes` (triage-coordinator --probe). Never fails: a
+// coordinator that cannot be asked or refuses is the outcome's `error`. `progress` is called
+// when they start (0) and about once a second while they run (seconds so far); may be empty.
+triage::ProbeOutcome RunProbes(const CoordinatorAccess& coordinator,
+                               const std::vector<std::string>& nodes, std::chrono::seconds timeout,
+                               const std::function<void(int seconds)>& progress);
+
+// Counts the incident on the coordinator (nccl_triage_incidents_total); empty or the error.
+std::string CountIncident(const CoordinatorAccess& coordinator, const triage::Incident& incident);
+
 // Runs the keep child with the incident. Never fails: what went wrong is in the outcome.
 triage::KeepOutcome RunKeep(const std::string& server_exe, const std::vector<std::string>& args,
                             const triage::Incident& incident, const FetchResult& fetched);

@@ -6,9 +6,11 @@
 // the message and evidence are specific to the node. A check that cannot look returns `skip` (or
 // `warn`) with the reason as evidence, never `fail`.
 //
-// The registry is filled explicitly by RegisterBuiltinChecks (no static initialisers): the app,
-// the agent loop and the tests each build their own. A filled registry is immutable in use and
-// may be shared between threads for RunChecks.
+// The registry is filled explicitly (no static initialisers): the app, the agent loop and the
+// tests each build their own with BuiltinCheckRegistry. A filled registry is immutable in use and
+// may be shared between threads for RunChecks. Check ids are CauseIds, so a check of an id that is
+// not in the catalogue does not compile; the built-in table is also verified at compile time to
+// hold every host check of the catalogue once (builtin.cc).
 #pragma once
 
 #include <span>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "core/catalogue.h"
 #include "core/config.h"
 #include "core/model.h"
 #include "core/snapshot.h"
@@ -37,8 +40,9 @@ struct CheckContext {
 using CheckFn = Finding (*)(const NodeSnapshot& snapshot, const Config& config,
                             const CheckContext& context);
 
+// One host check: its catalogue id (of kind kHostCheck) and the function that judges it.
 struct Check {
-  std::string_view id;  // a catalogue id of kind kHostCheck
+  CauseId id;
   CheckFn run = nullptr;
 };
 
@@ -51,6 +55,10 @@ class CheckRegistry {
   std::span<const Check> checks() const { return checks_; }
   const Check* Find(std::string_view id) const;
 
+  // The checks of `ids` that this registry holds, in the order of `ids` (ids it lacks are left
+  // out). They were validated when registered here, so taking a subset cannot fail.
+  CheckRegistry Only(std::span<const CauseId> ids) const;
+
   // Runs every check in registration order. Checks listed in config.checks.disabled produce a
   // `skip` finding that says so (the operator still sees that the check exists). A check that
   // throws (it should not) becomes a `skip` finding carrying the exception text.
@@ -61,7 +69,15 @@ class CheckRegistry {
   std::vector<Check> checks_;
 };
 
-// Adds every built-in host check, in catalogue order.
-void RegisterBuiltinChecks(CheckRegistry& registry);
+// Adds every built-in host check, in catalogue order. The table cannot hold a wrong id (it is
+// checked at compile time), so this fails only when `registry` already holds one of the checks;
+// the error names it. Callers must not drop it: a registry missing a check would report a node
+// without judging it.
+[[nodiscard]] Status RegisterBuiltinChecks(CheckRegistry& registry);
+
+// A registry holding exactly the built-in checks. Registration into a fresh registry cannot fail
+// unless the program itself is broken; if it does, this throws std::logic_error with the
+// registry's message (the program stops at start-up rather than run with a check missing).
+CheckRegistry BuiltinCheckRegistry();
 
 }  // namespace nccl_triage

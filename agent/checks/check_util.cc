@@ -6,16 +6,12 @@
 #include <charconv>
 #include <cmath>
 
-#include "core/catalogue.h"
-
 namespace nccl_triage::checks {
 
-FindingBuilder::FindingBuilder(std::string_view id) {
-  finding_.check = std::string(id);
-  if (const CauseInfo* info = FindCause(id)) {
-    finding_.fault_class = info->fault_class;
-    finding_.remedy = std::string(info->remedy);
-  }
+FindingBuilder::FindingBuilder(CauseId id) {
+  finding_.check = std::string(id.str());
+  finding_.fault_class = id.info().fault_class;
+  finding_.remedy = std::string(id.info().remedy);
 }
 
 FindingBuilder& FindingBuilder::Add(std::string key, std::string value, std::string source) {
@@ -154,7 +150,7 @@ std::vector<const PciDevice*> NvidiaGpuPci(const NodeSnapshot& s) {
 
 bool HasNvidiaGpu(const NodeSnapshot& s) { return !s.gpus.empty() || !NvidiaGpuPci(s).empty(); }
 
-std::optional<Finding> SkipWithoutHcas(std::string_view id, const NodeSnapshot& s) {
+std::optional<Finding> SkipWithoutHcas(CauseId id, const NodeSnapshot& s) {
   if (!s.ib_devices.empty()) return std::nullopt;
   FindingBuilder b(id);
   b.Add("sys/class/infiniband", s.infiniband_class_present ? "present, no device" : "absent",

@@ -10,17 +10,17 @@
 #include <string_view>
 #include <vector>
 
+#include "core/catalogue.h"
 #include "core/model.h"
 #include "core/snapshot.h"
 
 namespace nccl_triage::checks {
 
 // Accumulates the evidence of one check and closes it with a status and a one-line message.
-// The id's class and remedy come from the catalogue; an id missing there is a programming error
-// that shows up as class unknown with an empty remedy (and fails the catalogue tests).
+// The id's class and remedy come from its catalogue entry (a CauseId cannot name a missing one).
 class FindingBuilder {
  public:
-  explicit FindingBuilder(std::string_view id);
+  explicit FindingBuilder(CauseId id);
 
   FindingBuilder& Add(std::string key, std::string value, std::string source);
   // A value read from a file: its value, or the reason it could not be read. `path` is the
@@ -115,7 +115,7 @@ std::vector<const PciDevice*> NvidiaGpuPci(const NodeSnapshot& s);
 // For checks that judge HCAs: a `skip` finding when the node has no registered RDMA device
 // ("no RDMA hardware on this node", or "no RDMA device registered" when PCI shows some — then
 // ib.hca_present carries the failure), std::nullopt when there are devices to judge.
-std::optional<Finding> SkipWithoutHcas(std::string_view id, const NodeSnapshot& s);
+std::optional<Finding> SkipWithoutHcas(CauseId id, const NodeSnapshot& s);
 
 // Adds one evidence line with the link layer of each port ("mlx5_0/1 InfiniBand, ...").
 void AddLinkLayers(FindingBuilder& b, const NodeSnapshot& s);

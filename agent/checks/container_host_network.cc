@@ -6,6 +6,7 @@
 
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 namespace {
@@ -22,7 +23,7 @@ bool HasInterface(const NodeSnapshot& s, const std::string& name) {
 }  // namespace
 
 Finding ContainerHostNetwork(const NodeSnapshot& s, const Config&, const CheckContext&) {
-  FindingBuilder b("container.host_network");
+  FindingBuilder b(ids::kContainerHostNetwork);
   b.AddFact("this process", s.self_netns, "proc/self/ns/net");
   b.AddFact("host (pid 1)", s.init_netns, "proc/1/ns/net");
   if (!s.self_netns.ok() || !s.init_netns.ok()) {

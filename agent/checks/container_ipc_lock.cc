@@ -3,6 +3,7 @@
 // needed, and with it a limited memlock does not stop registration.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 namespace {
@@ -10,7 +11,7 @@ constexpr uint64_t kCapIpcLock = uint64_t{1} << 14;
 }  // namespace
 
 Finding ContainerIpcLock(const NodeSnapshot& s, const Config& c, const CheckContext&) {
-  FindingBuilder b("container.ipc_lock");
+  FindingBuilder b(ids::kContainerIpcLock);
   b.Add("CapEff", s.cap_eff.ok() ? "0x" + HexDigits(*s.cap_eff.value, 16) : FactText(s.cap_eff),
         SourceOr(s.cap_eff, "proc/self/status"));
   b.AddFact("Max locked memory", s.memlock, "proc/self/limits");

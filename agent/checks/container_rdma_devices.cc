@@ -3,12 +3,13 @@
 // container.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 
 Finding ContainerRdmaDevices(const NodeSnapshot& s, const Config&, const CheckContext&) {
-  if (auto skip = SkipWithoutHcas("container.rdma_devices", s)) return *skip;
-  FindingBuilder b("container.rdma_devices");
+  if (auto skip = SkipWithoutHcas(ids::kContainerRdmaDevices, s)) return *skip;
+  FindingBuilder b(ids::kContainerRdmaDevices);
   if (s.uverbs.empty()) {
     b.Add("sys/class/infiniband_verbs", "no uverbs device", "sys/class/infiniband_verbs");
     return b.Skip("no uverbs device on the host to pass through (see ib.driver)");

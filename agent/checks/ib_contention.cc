@@ -5,12 +5,13 @@
 
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 
 Finding IbContention(const NodeSnapshot& s, const Config&, const CheckContext&) {
-  if (auto skip = SkipWithoutHcas("ib.contention", s)) return *skip;
-  FindingBuilder b("ib.contention");
+  if (auto skip = SkipWithoutHcas(ids::kIbContention, s)) return *skip;
+  FindingBuilder b(ids::kIbContention);
   std::vector<std::string> who;
   for (const auto& h : s.uverbs_holders) {
     const std::string proc = std::to_string(h.pid) + " (" + h.comm + ")";

@@ -2,12 +2,13 @@
 // ibv_get_device_list() is empty and NCCL has no IB transport.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 
 Finding IbDriver(const NodeSnapshot& s, const Config&, const CheckContext&) {
-  if (auto skip = SkipWithoutHcas("ib.driver", s)) return *skip;
-  FindingBuilder b("ib.driver");
+  if (auto skip = SkipWithoutHcas(ids::kIbDriver, s)) return *skip;
+  FindingBuilder b(ids::kIbDriver);
   for (const char* m : {"ib_uverbs", "mlx5_ib", "ib_core"}) {
     if (FindModule(s, m) != nullptr) {
       b.Add(std::string("module ") + m, ModuleLoaded(s, m) ? "loaded" : "not loaded",

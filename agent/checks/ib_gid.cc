@@ -3,6 +3,7 @@
 // point at such an entry. InfiniBand ports use GID index 0 and are not judged.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 namespace {
@@ -23,8 +24,8 @@ std::string GidText(const nccl_triage::IbGid& g) {
 }  // namespace
 
 Finding IbGid(const NodeSnapshot& s, const Config& c, const CheckContext&) {
-  if (auto skip = SkipWithoutHcas("ib.gid", s)) return *skip;
-  FindingBuilder b("ib.gid");
+  if (auto skip = SkipWithoutHcas(ids::kIbGid, s)) return *skip;
+  FindingBuilder b(ids::kIbGid);
   const std::optional<int> want = c.expect.ib_gid_index;
   if (want) b.Add("NCCL_IB_GID_INDEX", std::to_string(*want), "config: expect.ib_gid_index");
 

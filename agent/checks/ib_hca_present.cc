@@ -2,6 +2,7 @@
 // sys/class/infiniband; with expect.hcas configured, their number must match.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 namespace {
@@ -23,7 +24,7 @@ std::string DescribeHca(const IbDevice& d) {
 }  // namespace
 
 Finding IbHcaPresent(const NodeSnapshot& s, const Config& c, const CheckContext&) {
-  FindingBuilder b("ib.hca_present");
+  FindingBuilder b(ids::kIbHcaPresent);
   const auto rdma_pci = RdmaPciDevices(s);
   const std::optional<int> expected = c.expect.hcas;
   if (expected) b.Add("expected HCAs", std::to_string(*expected), "config: expect.hcas");

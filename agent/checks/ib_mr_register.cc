@@ -2,12 +2,13 @@
 // the live node only (root "/"). A fixture root or a saved snapshot cannot tell.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 
 Finding IbMrRegister(const NodeSnapshot& s, const Config& c, const CheckContext&) {
-  if (auto skip = SkipWithoutHcas("ib.mr_register", s)) return *skip;
-  FindingBuilder b("ib.mr_register");
+  if (auto skip = SkipWithoutHcas(ids::kIbMrRegister, s)) return *skip;
+  FindingBuilder b(ids::kIbMrRegister);
   if (!s.live.gathered) {
     b.Add("root", s.root.empty() ? "not live" : s.root, "snapshot");
     return b.Skip("memory registration is tested only on the live node (root /)");

@@ -3,12 +3,13 @@
 // hence a warning.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 
 Finding IbPeermem(const NodeSnapshot& s, const Config&, const CheckContext&) {
-  if (auto skip = SkipWithoutHcas("ib.peermem", s)) return *skip;
-  FindingBuilder b("ib.peermem");
+  if (auto skip = SkipWithoutHcas(ids::kIbPeermem, s)) return *skip;
+  FindingBuilder b(ids::kIbPeermem);
   if (!HasNvidiaGpu(s)) {
     b.Add("NVIDIA GPUs", "none", "proc/driver/nvidia/gpus");
     return b.Skip("no NVIDIA GPU on this node");

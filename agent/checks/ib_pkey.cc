@@ -6,6 +6,7 @@
 
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 namespace {
@@ -30,8 +31,8 @@ int IndexOf(const IbPort& p, size_t position) {
 }  // namespace
 
 Finding IbPkey(const NodeSnapshot& s, const Config& c, const CheckContext&) {
-  if (auto skip = SkipWithoutHcas("ib.pkey", s)) return *skip;
-  FindingBuilder b("ib.pkey");
+  if (auto skip = SkipWithoutHcas(ids::kIbPkey, s)) return *skip;
+  FindingBuilder b(ids::kIbPkey);
   // A plain value and a flag rather than an optional: GCC 12 misreads the optional's state.
   const bool configured = c.expect.pkey.has_value();
   const uint16_t want = static_cast<uint16_t>(c.expect.pkey.value_or(0) & 0x7fff);

@@ -8,6 +8,7 @@
 
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 namespace {
@@ -42,8 +43,8 @@ std::string RateText(double per_hour) { return ToText(std::round(per_hour * 10) 
 }  // namespace
 
 Finding IbPortErrors(const NodeSnapshot& s, const Config& c, const CheckContext& ctx) {
-  if (auto skip = SkipWithoutHcas("ib.port_errors", s)) return *skip;
-  FindingBuilder b("ib.port_errors");
+  if (auto skip = SkipWithoutHcas(ids::kIbPortErrors, s)) return *skip;
+  FindingBuilder b(ids::kIbPortErrors);
   const double limit = c.expect.port_error_rate_per_hour;
 
   // A previous snapshot counts only if it is of this node and older.

@@ -7,12 +7,13 @@
 
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 
 Finding IbPortRate(const NodeSnapshot& s, const Config& c, const CheckContext&) {
-  if (auto skip = SkipWithoutHcas("ib.port_rate", s)) return *skip;
-  FindingBuilder b("ib.port_rate");
+  if (auto skip = SkipWithoutHcas(ids::kIbPortRate, s)) return *skip;
+  FindingBuilder b(ids::kIbPortRate);
   struct Judged {
     std::string name;
     std::string group;

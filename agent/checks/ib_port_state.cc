@@ -2,12 +2,13 @@
 // is a missing or broken link (cable, optic, switch port) or one the subnet manager left in INIT.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 
 Finding IbPortState(const NodeSnapshot& s, const Config&, const CheckContext&) {
-  if (auto skip = SkipWithoutHcas("ib.port_state", s)) return *skip;
-  FindingBuilder b("ib.port_state");
+  if (auto skip = SkipWithoutHcas(ids::kIbPortState, s)) return *skip;
+  FindingBuilder b(ids::kIbPortState);
   std::vector<std::string> bad, unknown, portless;
   int total = 0;
   for (const auto& d : s.ib_devices) {

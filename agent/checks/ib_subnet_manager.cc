@@ -2,6 +2,7 @@
 // LID 0 has not been configured by a subnet manager. RoCE ports have no subnet manager.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 namespace {
@@ -11,8 +12,8 @@ std::string Lid(const Fact<uint32_t>& f) {
 }  // namespace
 
 Finding IbSubnetManager(const NodeSnapshot& s, const Config&, const CheckContext&) {
-  if (auto skip = SkipWithoutHcas("ib.subnet_manager", s)) return *skip;
-  FindingBuilder b("ib.subnet_manager");
+  if (auto skip = SkipWithoutHcas(ids::kIbSubnetManager, s)) return *skip;
+  FindingBuilder b(ids::kIbSubnetManager);
   int ib_ports = 0, judged = 0;
   std::vector<std::string> unconfigured, unknown;
   std::vector<uint32_t> sm_lids;

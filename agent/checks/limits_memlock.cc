@@ -3,6 +3,7 @@
 // Required: unlimited, or expect.memlock_min_bytes when configured.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 namespace {
@@ -10,7 +11,7 @@ constexpr uint64_t kCapIpcLock = uint64_t{1} << 14;
 }  // namespace
 
 Finding LimitsMemlock(const NodeSnapshot& s, const Config& c, const CheckContext&) {
-  FindingBuilder b("limits.memlock");
+  FindingBuilder b(ids::kLimitsMemlock);
   b.AddFact("Max locked memory", s.memlock, "proc/self/limits");
   const auto& floor = c.expect.memlock_min_bytes;
   b.Add("required", floor ? "at least " + FormatBytes(*floor) : "unlimited",

@@ -2,11 +2,12 @@
 // EMFILE at scale. Required: expect.nofile_min (default 65536).
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 
 Finding LimitsNofile(const NodeSnapshot& s, const Config& c, const CheckContext&) {
-  FindingBuilder b("limits.nofile");
+  FindingBuilder b(ids::kLimitsNofile);
   b.AddFact("Max open files", s.nofile, "proc/self/limits");
   const uint64_t floor = c.expect.nofile_min;
   b.Add("required", "at least " + std::to_string(floor), "config: expect.nofile_min");

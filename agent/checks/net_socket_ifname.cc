@@ -4,6 +4,7 @@
 // '=' (after any '^') makes the names exact; ":port" suffixes are ignored for interface names.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 namespace {
@@ -50,7 +51,7 @@ bool IsUp(const NetInterface& i) {
 }  // namespace
 
 Finding NetSocketIfname(const NodeSnapshot& s, const Config& c, const CheckContext&) {
-  FindingBuilder b("net.socket_ifname");
+  FindingBuilder b(ids::kNetSocketIfname);
   if (!c.expect.socket_ifname) {
     b.Add("expect.socket_ifname", "unset", "config");
     return b.Skip("expect.socket_ifname is not configured");

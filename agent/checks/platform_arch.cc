@@ -2,11 +2,12 @@
 // virtualisation: a virtual machine without an RDMA device passed through has no usable RDMA.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 
 Finding PlatformArch(const NodeSnapshot& s, const Config&, const CheckContext&) {
-  FindingBuilder b("platform.arch");
+  FindingBuilder b(ids::kPlatformArch);
   b.AddFact("architecture", s.arch, "proc/sys/kernel/arch");
   b.AddFact("hypervisor", s.hypervisor, "proc/cpuinfo");
   if (!s.arch.ok()) return b.Skip("the CPU architecture could not be read");

@@ -4,13 +4,11 @@
 
 #include "checks/check.h"
 #include "checks/check_util.h"
-#include "core/catalogue.h"
 
 namespace nccl_triage {
 
 Status CheckRegistry::Register(Check check) {
-  const CauseInfo* info = FindCause(check.id);
-  if (info == nullptr || info->kind != CauseKind::kHostCheck) {
+  if (check.id.info().kind != CauseKind::kHostCheck) {
     return InvalidArgument("'" + std::string(check.id) + "' is not a host check in the catalogue");
   }
   if (check.run == nullptr) {
@@ -28,6 +26,16 @@ const Check* CheckRegistry::Find(std::string_view id) const {
     if (c.id == id) return &c;
   }
   return nullptr;
+}
+
+CheckRegistry CheckRegistry::Only(std::span<const CauseId> ids) const {
+  CheckRegistry subset;
+  for (CauseId id : ids) {
+    const Check* c = Find(id);
+    const bool taken = c != nullptr && subset.Find(id) != nullptr;
+    if (c != nullptr && !taken) subset.checks_.push_back(*c);
+  }
+  return subset;
 }
 
 std::vector<Finding> CheckRegistry::Run(const NodeSnapshot& snapshot, const Config& config,

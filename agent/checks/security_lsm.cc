@@ -3,6 +3,7 @@
 // evidence; only seccomp strict mode, which permits nothing NCCL does, is a failure.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 namespace {
@@ -33,7 +34,7 @@ std::string Trim(std::string v) {
 }  // namespace
 
 Finding SecurityLsm(const NodeSnapshot& s, const Config&, const CheckContext&) {
-  FindingBuilder b("security.lsm");
+  FindingBuilder b(ids::kSecurityLsm);
   std::vector<std::string> confined;
   bool looked = false;
 

@@ -5,6 +5,7 @@
 
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 namespace {
@@ -71,7 +72,7 @@ std::optional<std::string_view> Option(std::string_view options, std::string_vie
 }  // namespace
 
 Finding ShmSize(const NodeSnapshot& s, const Config& c, const CheckContext&) {
-  FindingBuilder b("shm.size");
+  FindingBuilder b(ids::kShmSize);
   const uint64_t floor = c.expect.shm_min_bytes;
   b.Add("required", "at least " + FormatBytes(floor), "config: expect.shm_min_bytes");
   const MountEntry* shm = nullptr;

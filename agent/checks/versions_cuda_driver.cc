@@ -2,12 +2,13 @@
 // GPU generation (from the model name), or expect.gpu_driver_min when configured.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 #include "core/probe_result.h"
 
 namespace nccl_triage::checks {
 
 Finding VersionsCudaDriver(const NodeSnapshot& s, const Config& c, const CheckContext& ctx) {
-  FindingBuilder b("versions.cuda_driver");
+  FindingBuilder b(ids::kVersionsCudaDriver);
   const auto gpu_pci = NvidiaGpuPci(s);
   if (s.gpus.empty() && gpu_pci.empty()) {
     b.Add("NVIDIA GPUs", "none", "proc/driver/nvidia/gpus, sys/bus/pci/devices");

@@ -3,12 +3,13 @@
 // a cross-node check.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 #include "core/probe_result.h"
 
 namespace nccl_triage::checks {
 
 Finding VersionsNccl(const NodeSnapshot& s, const Config&, const CheckContext& ctx) {
-  FindingBuilder b("versions.nccl");
+  FindingBuilder b(ids::kVersionsNccl);
   if (ctx.probe == nullptr) {
     b.Add("probe", "not run", "nccl-triage probe");
     return b.Skip("the NCCL version is known only from a probe run; none was given");

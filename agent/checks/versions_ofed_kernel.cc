@@ -8,6 +8,7 @@
 
 #include "checks/builtin.h"
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::checks {
 namespace {
@@ -27,7 +28,7 @@ constexpr std::array<std::string_view, 6> kStackModules = {"mlx_compat", "ib_cor
 }  // namespace
 
 Finding VersionsOfedKernel(const NodeSnapshot& s, const Config&, const CheckContext&) {
-  FindingBuilder b("versions.ofed_kernel");
+  FindingBuilder b(ids::kVersionsOfedKernel);
   b.AddFact("kernel", s.kernel_release, "proc/sys/kernel/osrelease");
   std::set<std::string> ofed_versions;
   std::vector<std::string> ofed_modules;

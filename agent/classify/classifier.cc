@@ -13,6 +13,7 @@
 #include "classify/log_line.h"
 #include "classify/rules.h"
 #include "core/catalogue.h"
+#include "core/ids.h"
 
 namespace nccl_triage {
 namespace {
@@ -226,9 +227,9 @@ struct LogClassifier::State {
 
   void AddCause(const Rule& r, int tier, double confidence, std::string_view line,
                 std::string_view ts) {
-    auto found = causes.find(r.cause);
-    CauseAcc& acc =
-        found != causes.end() ? found->second : causes.emplace(r.cause, CauseAcc{}).first->second;
+    auto found = causes.find(r.cause.str());
+    CauseAcc& acc = found != causes.end() ? found->second
+                                          : causes.emplace(r.cause.str(), CauseAcc{}).first->second;
     AddEvidence(acc, line_no, line);
     if (tier < acc.tier) {
       acc.tier = tier;
@@ -507,7 +508,7 @@ Classification LogClassifier::State::Finish() {
   if (!ib_devices_used) {
     for (auto& [id, acc] : causes) {
       if (acc.tier == kTierContext && acc.rule != nullptr &&
-          acc.rule->cause == "container.rdma_devices") {
+          acc.rule->cause == ids::kContainerRdmaDevices) {
         acc.tier = kTierSecondary;
       }
     }
@@ -568,8 +569,8 @@ Classification LogClassifier::State::Finish() {
     }
   }
   for (const auto& ref : Refinements()) {
-    auto g = kept.find(ref.general);
-    auto s = kept.find(ref.specific);
+    auto g = kept.find(ref.general.str());
+    auto s = kept.find(ref.specific.str());
     if (g == kept.end() || s == kept.end() || g->second.tier > kTierSecondary) continue;
     if (s->second.tier > g->second.tier) {
       s->second.tier = g->second.tier;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "classify/log_line.h"
+#include "core/catalogue.h"
 #include "core/model.h"
 
 namespace nccl_triage {
@@ -44,8 +45,8 @@ enum class Strength {
 };
 
 struct Rule {
-  std::string_view name;   // unique, stable; tests refer to rules by name
-  std::string_view cause;  // catalogue id (core/catalogue.cc)
+  std::string_view name;  // unique, stable; tests refer to rules by name
+  CauseId cause;          // catalogue id (core/ids.h)
   // The class of this verdict: which path failed (DESIGN "two meanings of class"). A memlock
   // failure in ibv_reg_mr is kIbResource although the catalogue files limits.memlock under
   // architecture (where its fix lives): the log classifier judges by the failing call.
@@ -72,15 +73,15 @@ struct Rule {
 // A specific cause that explains a general one: when both are found, the specific one is ranked
 // first (e.g. `Failed to initialize any NET plugin` is explained by `Failed to open libibverbs`).
 struct Refinement {
-  std::string_view general;
-  std::string_view specific;
+  CauseId general;
+  CauseId specific;
 };
 
 // ncclResult_t values (NCCL_FACTS A2) as weak evidence: `-> N` back-trace lines and retcodes.
 struct ResultCodeCause {
   int code;
   std::string_view name;  // ncclSystemError, ...
-  std::string_view cause;
+  CauseId cause;
   FaultClass verdict;
 };
 

@@ -23,6 +23,8 @@ constexpr std::array kSpecs = {
                "Pairs of the current node set (n(n-1)/2)."},
     MetricSpec{"nccl_triage_coordinator_last_sweep_timestamp_seconds", "gauge", "",
                "Unix time the last sweep finished."},
+    MetricSpec{"nccl_triage_incidents_total", "counter", "class,cause",
+               "Incidents nccl-triage triage concluded, by class and cause (cause empty: none)."},
 };
 
 std::string Help(std::string_view name) {
@@ -69,6 +71,10 @@ CoordinatorMetrics::CoordinatorMetrics() : registry_(std::make_shared<prometheus
   pairs_tested_ = &gauge("nccl_triage_coordinator_pairs_tested");
   pairs_total_ = &gauge("nccl_triage_coordinator_pairs_total");
   last_sweep_ = &gauge("nccl_triage_coordinator_last_sweep_timestamp_seconds");
+  incidents_ = &prometheus::BuildCounter()
+                    .Name("nccl_triage_incidents_total")
+                    .Help(Help("nccl_triage_incidents_total"))
+                    .Register(*registry_);
 }
 
 CoordinatorMetrics::~CoordinatorMetrics() = default;
@@ -114,6 +120,11 @@ void CoordinatorMetrics::SetCoverage(uint64_t tested, uint64_t total) {
   std::lock_guard lock(mu_);
   pairs_tested_->Set(static_cast<double>(tested));
   pairs_total_->Set(static_cast<double>(total));
+}
+
+void CoordinatorMetrics::CountIncident(std::string_view fault_class, std::string_view cause) {
+  std::lock_guard lock(mu_);
+  incidents_->Add({{"class", std::string(fault_class)}, {"cause", std::string(cause)}}).Increment();
 }
 
 std::string CoordinatorMetrics::Text() {

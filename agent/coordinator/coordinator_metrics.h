@@ -11,6 +11,8 @@
 //   fault{kind,node,peer,class,cause}        gauge 1 per confirmed fault (peer "" for node faults)
 //   pairs_tested / pairs_total               gauges (round-robin coverage of the current cycle)
 //   last_sweep_timestamp_seconds             gauge
+// and, without the coordinator_ prefix (an incident is the job's, not the coordinator's):
+//   nccl_triage_incidents_total{class,cause} counter (incidents `nccl-triage triage` concluded)
 //
 // Thread-safe: every method takes an internal mutex.
 #pragma once
@@ -46,6 +48,7 @@ class CoordinatorMetrics {
   void ObserveSweep(double seconds, int64_t finished_unix_ms);
   void SetFaults(const std::vector<TrackedFault>& confirmed);
   void SetCoverage(uint64_t tested, uint64_t total);
+  void CountIncident(std::string_view fault_class, std::string_view cause);
 
   std::string Text();
 
@@ -63,6 +66,7 @@ class CoordinatorMetrics {
   prometheus::Gauge* pairs_tested_ = nullptr;
   prometheus::Gauge* pairs_total_ = nullptr;
   prometheus::Gauge* last_sweep_ = nullptr;
+  prometheus::Family<prometheus::Counter>* incidents_ = nullptr;
 };
 
 }  // namespace nccl_triage

@@ -161,23 +161,25 @@ CoordinatorServer::Impl::Impl(CoordinatorOptions options, Logger& log)
 
 CoordinatorServer::Impl::~Impl() { Stop(); }
 
+std::optional<grpc::Status> CoordinatorServer::Impl::Unauthenticated(
+    grpc::CallbackServerContext* ctx, const std::string& what) const {
+  if (options_.token.empty()) return std::nullopt;
+  const auto& md = ctx->client_metadata();
+  auto it = md.find("authorization");
+  std::string_view got;
+  if (it != md.end()) got = std::string_view(it->second.data(), it->second.size());
+  constexpr std::string_view kBearer = "Bearer ";
+  const bool bearer = got.substr(0, kBearer.size()) == kBearer;
+  if (bearer && TokenMatches(options_.token, got.substr(kBearer.size()))) return std::nullopt;
+  log_.Warn("coordinator", "rejected " + what + " from " + ctx->peer() + ": " +
+                               (it == md.end() ? "no token" : "wrong token"));
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      it == md.end() ? "missing token" : "invalid token");
+}
+
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>*
 CoordinatorServer::Impl::NewStream(grpc::CallbackServerContext* ctx) {
-  if (!options_.token.empty()) {
-    const auto& md = ctx->client_metadata();
-    auto it = md.find("authorization");
-    std::string_view got;
-    if (it != md.end()) got = std::string_view(it->second.data(), it->second.size());
-    constexpr std::string_view kBearer = "Bearer ";
-    const bool bearer = got.substr(0, kBearer.size()) == kBearer;
-    if (!bearer || !TokenMatches(options_.token, got.substr(kBearer.size()))) {
-      log_.Warn("coordinator", "rejected agent session from " + ctx->peer() + ": " +
-                                   (it == md.end() ? "no token" : "wrong token"));
-      return new Stream(this, ctx,
-                        grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                                     it == md.end() ? "missing token" : "invalid token"));
-    }
-  }
+  if (auto refused = Unauthenticated(ctx, "agent session")) return new Stream(this, ctx, refused);
   std::string verified_node;
   if (options_.identity) {
     const auto& md = ctx->client_metadata();
@@ -268,6 +270,7 @@ void CoordinatorServer::Impl::Stop() {
     std::lock_guard lock(mu_);
     if (stopping_) return;
     stopping_ = true;
+    FinishTriagesLocked("coordinator shutting down");
     cv_.notify_all();
   }
   if (sweep_thread_.joinable()) {

@@ -6,7 +6,9 @@
 //                  PairRun that owns them and of the PairRuns' actions back to the streams;
 //   sweep_loop.cc  the sweeps: when one is due, its plan (Sweep over the CoverageSchedule), each
 //                  round's PairRuns driven to their end, the judgements, and their publication
-//                  through ClusterVerdicts.
+//                  through ClusterVerdicts;
+//   triage_rpc.cc  Coordinator.Triage (an incident's probes, a Sweep planned by TriagePlan and
+//                  run by the sweep thread between sweeps, never published) and RecordIncident.
 //
 // The decisions are not here: PairRun (a pair's probe phases), Sweep, ClusterVerdicts and the
 // view (status_view.h) are plain values the Impl feeds with events under mu_.
@@ -16,6 +18,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -87,12 +90,32 @@ class CoordinatorServer::Impl {
         grpc::CallbackServerContext* ctx) override {
       return impl_->NewStream(ctx);
     }
+    grpc::ServerUnaryReactor* Triage(grpc::CallbackServerContext* ctx, const v1::TriageRequest* req,
+                                     v1::TriageAnswer* answer) override {
+      return impl_->Triage(ctx, req, answer);
+    }
+    grpc::ServerUnaryReactor* RecordIncident(grpc::CallbackServerContext* ctx,
+                                             const v1::IncidentRecord* req,
+                                             v1::IncidentRecorded* answer) override {
+      return impl_->RecordIncident(ctx, req, answer);
+    }
 
    private:
     Impl* impl_;
   };
 
+  // An incident's probes waiting for the sweep thread; the reactor answers when they are done.
+  struct TriageJob {
+    std::vector<std::string> nodes;
+    v1::TriageAnswer* answer = nullptr;
+    grpc::ServerUnaryReactor* reactor = nullptr;
+  };
+
   // server.cc: sessions and the routing of probe messages.
+  // The shared token check of every call: the refusal (UNAUTHENTICATED, logged with the peer and
+  // `what`), or nullopt when the call may go on.
+  std::optional<grpc::Status> Unauthenticated(grpc::CallbackServerContext* ctx,
+                                              const std::string& what) const;
   bool ConnectedLocked(const std::string& node) const;
   void SendLocked(const std::string& node, v1::CoordinatorMessage msg);
   // Carries out a PairRun's actions (messages, the probe-id index, the probe counters).
@@ -116,6 +139,18 @@ class CoordinatorServer::Impl {
   void RunOneSweep();
   void RunRoundLocked(std::unique_lock<std::mutex>& lock, const std::vector<NodePair>& pairs);
   bool IncompatibleLocked(const std::string& a, const std::string& b) const;
+  // Runs a sweep of `setup` through its rounds to its result (sweep_ is set meanwhile, so an
+  // agent that leaves is taken out of it).
+  SweepResult DriveSweepLocked(std::unique_lock<std::mutex>& lock, SweepSetup setup);
+
+  // triage_rpc.cc: the incident calls.
+  grpc::ServerUnaryReactor* Triage(grpc::CallbackServerContext* ctx, const v1::TriageRequest* req,
+                                   v1::TriageAnswer* answer);
+  grpc::ServerUnaryReactor* RecordIncident(grpc::CallbackServerContext* ctx,
+                                           const v1::IncidentRecord* req,
+                                           v1::IncidentRecorded* answer);
+  void RunTriageLocked(std::unique_lock<std::mutex>& lock, TriageJob job);
+  void FinishTriagesLocked(const std::string& why);
 
   CoordinatorOptions options_;
   Logger& log_;
@@ -143,6 +178,8 @@ class CoordinatorServer::Impl {
   int last_sweep_rounds_ = 0;
   int current_round_ = 0;
   std::unique_ptr<Sweep> sweep_;
+  std::deque<TriageJob> triage_jobs_;
+  uint64_t triages_run_ = 0;
   CoverageSchedule schedule_;
   ClusterVerdicts verdicts_;
   std::jthread sweep_thread_;

@@ -31,9 +31,18 @@ void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
       std::unique_lock lock(mu_);
       auto wake = SteadyClock::now() + std::chrono::seconds(1);
       if (options_.sweep_interval.count() > 0) wake = std::min(wake, next_auto);
-      cv_.wait_until(lock, wake, [&] { return stopping_ || sweeps_requested_ > sweeps_started_; });
+      cv_.wait_until(lock, wake, [&] {
+        return stopping_ || sweeps_requested_ > sweeps_started_ || !triage_jobs_.empty();
+      });
       if (stopping_) return;
       HousekeepingLocked();
+      // An incident waits for no periodic sweep: its probes run first, one request at a time.
+      if (!triage_jobs_.empty()) {
+        TriageJob job = std::move(triage_jobs_.front());
+        triage_jobs_.pop_front();
+        RunTriageLocked(lock, std::move(job));
+        continue;
+      }
       due = sweeps_requested_ > sweeps_started_ ||
             (options_.sweep_interval.count() > 0 && SteadyClock::now() >= next_auto);
     }
@@ -91,6 +100,26 @@ void CoordinatorServer::Impl::RunRoundLocked(std::unique_lock<std::mutex>& lock,
   }
 }
 
+SweepResult CoordinatorServer::Impl::DriveSweepLocked(std::unique_lock<std::mutex>& lock,
+                                                      SweepSetup setup) {
+  sweep_ = std::make_unique<Sweep>(std::move(setup));
+  for (;;) {
+    std::vector<NodePair> pairs = sweep_->NextRound();
+    if (pairs.empty() || stopping_) break;
+    current_round_ = sweep_->round();
+    RunRoundLocked(lock, pairs);
+    for (auto& run : runs_) {
+      const NodePair& p = run->pair();
+      sweep_->Record(p,
+                     JudgePair(KnownLocked(p.a), KnownLocked(p.b), run->probes(), options_.judge));
+    }
+  }
+  runs_.clear();
+  SweepResult result = sweep_->Result();
+  sweep_.reset();
+  return result;
+}
+
 void CoordinatorServer::Impl::RunOneSweep() {
   const auto started = SteadyClock::now();
   std::unique_lock lock(mu_);
@@ -111,25 +140,10 @@ void CoordinatorServer::Impl::RunOneSweep() {
   };
   setup.max_rounds = options_.max_rounds;
   setup.seed = options_.seed + number;
-  sweep_ = std::make_unique<Sweep>(setup);
   log_.Info("coordinator", "sweep " + std::to_string(number) + ": " +
                                std::to_string(setup.nodes.size()) + " nodes available, " +
                                std::to_string(setup.round1.size()) + " pairs in round 1");
-
-  for (;;) {
-    std::vector<NodePair> pairs = sweep_->NextRound();
-    if (pairs.empty() || stopping_) break;
-    current_round_ = sweep_->round();
-    RunRoundLocked(lock, pairs);
-    for (auto& run : runs_) {
-      const NodePair& p = run->pair();
-      sweep_->Record(p,
-                     JudgePair(KnownLocked(p.a), KnownLocked(p.b), run->probes(), options_.judge));
-    }
-  }
-  runs_.clear();
-  SweepResult result = sweep_->Result();
-  sweep_.reset();
+  SweepResult result = DriveSweepLocked(lock, std::move(setup));
   if (stopping_) return;
   for (const auto& p : result.tested_pairs) schedule_.MarkTested(p);
   const int rounds = result.rounds;

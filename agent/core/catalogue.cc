@@ -1,282 +1,70 @@
+// The catalogue's own rules, checked when core is built: a broken entry is a build error, not a
+// test failure found later. The table itself is in catalogue.h (it must be constexpr-visible for
+// CauseId).
 #include "core/catalogue.h"
 
-#include <array>
+#include <ostream>
 
 namespace nccl_triage {
 namespace {
 
-constexpr FaultClass kArch = FaultClass::kArchitecture;
-constexpr FaultClass kIb = FaultClass::kIbResource;
-constexpr FaultClass kUnknownClass = FaultClass::kUnknown;
-constexpr CauseKind kHost = CauseKind::kHostCheck;
-constexpr CauseKind kLog = CauseKind::kLogCause;
-constexpr CauseKind kCross = CauseKind::kCrossNode;
-constexpr CauseKind kWorkload = CauseKind::kWorkloadCheck;
+constexpr bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
+constexpr bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-constexpr std::array kEntries = {
-    // ---------------------------------------------------------------- architecture: host checks
-    CauseInfo{"versions.nccl", kArch, kHost, "NCCL version",
-              "NCCL older than the GPU generation needs, or different NCCL versions between the "
-              "ranks of one job (NCCL refuses to initialise across versions).",
-              "Use one NCCL build on every node, at least the minimum for the GPU generation "
-              "(A100: 2.7.8, H100/H200: 2.18, B200: 2.25); rebuild the image rather than mixing."},
-    CauseInfo{"versions.cuda_driver", kArch, kHost, "GPU driver vs GPU and CUDA",
-              "A driver too old for the GPU generation or for the CUDA version NCCL was built "
-              "against makes every CUDA call fail before NCCL touches the network.",
-              "Install a driver branch that supports the GPU and the CUDA toolkit of the image "
-              "(CUDA 12.x needs driver >= 525, CUDA 13 needs >= 580), or use the CUDA forward "
-              "compatibility package."},
-    CauseInfo{"versions.ofed_kernel", kArch, kHost, "OFED vs kernel RDMA stack",
-              "Mellanox OFED user space and kernel modules must come from one release; an inbox "
-              "kernel driver under an OFED user space (or the reverse) breaks verbs calls.",
-              "Reinstall MLNX_OFED/DOCA-OFED for the running kernel (or remove it and use the "
-              "inbox rdma-core consistently); reboot so the matching modules load."},
-    CauseInfo{"container.host_network", kArch, kHost, "Host network namespace",
-              "In a private network namespace NCCL cannot see the host's IB netdevs, RoCE GIDs "
-              "and IPoIB addresses; bootstrap and the IB out-of-band socket pick the wrong "
-              "interface.",
-              "Run the pod with hostNetwork: true (and dnsPolicy: ClusterFirstWithHostNet), or "
-              "attach the RDMA interfaces with a secondary network (Multus + SR-IOV/macvlan)."},
-    CauseInfo{"container.rdma_devices", kArch, kHost, "RDMA devices passed into the container",
-              "The host has HCAs but /dev/infiniband/uverbs* is missing in the container, so "
-              "ibv_open_device fails and NCCL has no IB transport.",
-              "Request the RDMA device plugin resource (e.g. rdma/rdma_shared_device_a: 1 or "
-              "nvidia.com/hostdev), or mount /dev/infiniband into a privileged container."},
-    CauseInfo{"container.ipc_lock", kArch, kHost, "CAP_IPC_LOCK",
-              "Without CAP_IPC_LOCK a process cannot lock more memory than RLIMIT_MEMLOCK, so "
-              "RDMA memory registration of large buffers fails.",
-              "Add securityContext.capabilities.add: [IPC_LOCK] to the container (or run it "
-              "privileged)."},
-    CauseInfo{"limits.memlock", kArch, kHost, "Locked-memory limit (ulimit -l)",
-              "RDMA memory registration pins pages; a small RLIMIT_MEMLOCK (64 KiB or 8 MiB "
-              "defaults) makes ibv_reg_mr fail with ENOMEM, so only the IB path breaks.",
-              "Set memlock to unlimited: `* - memlock unlimited` in /etc/security/limits.conf, "
-              "LimitMEMLOCK=infinity for containerd/docker/kubelet systemd units, or docker "
-              "--ulimit memlock=-1:-1."},
-    CauseInfo{"limits.nofile", kArch, kHost, "Open-files limit (ulimit -n)",
-              "NCCL opens sockets, shared-memory segments and verbs objects per peer and "
-              "channel; a low RLIMIT_NOFILE makes socket() or open() fail with EMFILE at scale.",
-              "Raise nofile to at least 65536 (limits.conf, LimitNOFILE= in the runtime's unit, "
-              "or the container runtime's default ulimits)."},
-    CauseInfo{"security.lsm", kArch, kHost, "Security policy (SELinux/AppArmor/seccomp)",
-              "An enforcing SELinux or AppArmor profile, or a restrictive seccomp filter, can "
-              "deny the opens, mmaps and ioctls that verbs and CUDA IPC need.",
-              "Run the workload with a profile that allows RDMA (container_t with "
-              "container_use_devices, AppArmor unconfined or an rdma profile, seccomp "
-              "Unconfined or a profile permitting the needed syscalls); check the audit log."},
-    CauseInfo{"platform.arch", kArch, kHost, "CPU architecture and virtualisation",
-              "Ranks on different CPU architectures (x86_64 with aarch64) cannot share one NCCL "
-              "job, and a virtual machine without SR-IOV/passthrough has no usable RDMA.",
-              "Schedule one job on one architecture (nodeSelector kubernetes.io/arch); give VMs "
-              "the HCA by PCI passthrough or an SR-IOV VF."},
-    CauseInfo{"shm.size", kArch, kHost, "/dev/shm size",
-              "NCCL's intra-node SHM transport and proxy buffers live in /dev/shm; container "
-              "runtimes default to 64 MiB and fallocate fails with ENOSPC.",
-              "Mount an emptyDir with medium: Memory at /dev/shm (Kubernetes) or use docker "
-              "--shm-size=1g or --ipc=host."},
-    CauseInfo{"net.socket_ifname", kArch, kHost, "NCCL_SOCKET_IFNAME interface",
-              "NCCL_SOCKET_IFNAME names the only interfaces NCCL may use for bootstrap and "
-              "sockets; if none exists or is up, NCCL fails in both socket and IB mode.",
-              "Set NCCL_SOCKET_IFNAME to an interface present and up on every node (prefix "
-              "match: `eth`, exact: `=eth0`), or unset it."},
-    // ---------------------------------------------------------------- ib_resource: host checks
-    CauseInfo{"ib.hca_present", kIb, kHost, "HCA present",
-              "RDMA-capable PCI devices exist but no /sys/class/infiniband device is registered: "
-              "the HCA driver is not bound or failed to load, so NCCL finds no IB device.",
-              "Load the HCA driver (modprobe mlx5_ib), check dmesg for firmware or PCI errors, "
-              "and reseat or replace the card if it does not enumerate."},
-    CauseInfo{"ib.driver", kIb, kHost, "RDMA kernel modules",
-              "ib_uverbs (and the HCA's IB driver such as mlx5_ib) must be loaded for user-space "
-              "verbs; without them ibv_get_device_list is empty.",
-              "modprobe ib_uverbs mlx5_ib (or install/repair OFED), and make them load at boot."},
-    CauseInfo{"ib.port_state", kIb, kHost, "Port state",
-              "NCCL skips ports that are not ACTIVE with physical state LinkUp; a DOWN or "
-              "POLLING port means no cable, a bad cable or optic, or a disabled switch port.",
-              "Check the cable and transceiver (ibstat, mlxlink), the switch port, and that the "
-              "subnet manager brought the port from INIT to ACTIVE."},
-    CauseInfo{"ib.port_rate", kIb, kHost, "Port rate",
-              "A port that negotiated a lower width or speed (e.g. 4X to 1X, NDR to HDR) carries "
-              "a fraction of the bandwidth and slows every ring through it.",
-              "Reseat or replace the cable/optic, check the switch port's speed configuration "
-              "and mlxlink for lane errors; compare with the other ports of the node."},
-    CauseInfo{"ib.subnet_manager", kIb, kHost, "Subnet manager",
-              "On an InfiniBand link layer a port without a LID or SM LID has not been "
-              "configured by a subnet manager and stays in INIT; nothing can be routed to it.",
-              "Start or fail over the subnet manager (opensm or the switch/UFM SM) and check it "
-              "sees this port (sminfo, ibstat SM lid)."},
-    CauseInfo{"ib.pkey", kIb, kHost, "Partition key",
-              "NCCL_IB_PKEY selects a PKey index; ranks must share a partition with full "
-              "membership, or QPs cannot connect (ibv_modify_qp fails or times out).",
-              "Add the node's port GUIDs to the partition as full members in the SM's partition "
-              "config (partitions.conf / UFM), and set NCCL_IB_PKEY to that key's index."},
-    CauseInfo{"ib.gid", kIb, kHost, "RoCE GID",
-              "On RoCE, NCCL needs a RoCE v2 GID with an IP address; a missing GID or an "
-              "NCCL_IB_GID_INDEX that points to a v1 or empty entry breaks QP setup.",
-              "Give the RDMA netdev an IP address (the GID table follows), and leave "
-              "NCCL_IB_GID_INDEX unset on NCCL >= 2.21 or set it to a RoCE v2 entry (show_gids)."},
-    CauseInfo{"ib.port_errors", kIb, kHost, "Port error counters",
-              "Rising link_downed, symbol_error, port_rcv_errors or buffer-overrun counters mean "
-              "a flapping or lossy link that causes retries, timeouts and IB completion errors.",
-              "Replace the cable/optic on the port with rising counters; check the switch side "
-              "with ibqueryerrors; clear the counters after the fix and watch them."},
-    CauseInfo{"ib.mr_register", kIb, kHost, "RDMA memory registration",
-              "If ibv_reg_mr of an NCCL-sized buffer fails, every IB connection fails: locked "
-              "memory limits, exhausted HCA translation tables or a wedged driver.",
-              "Check memlock (limits.memlock), free HCA resources (other processes), and reload "
-              "the HCA driver if registration fails with plenty of memory."},
-    CauseInfo{"ib.contention", kIb, kHost, "Other processes on the HCAs",
-              "Other processes holding /dev/infiniband/uverbs* compete for QPs, memory "
-              "registrations and bandwidth; a stuck job can hold the HCA's resources.",
-              "Identify the listed processes; stop stale jobs before probing or running a new "
-              "job."},
-    CauseInfo{"ib.peermem", kIb, kHost, "GPUDirect RDMA module",
-              "Without nvidia_peermem (or nv_peer_mem, or dma-buf support) NCCL copies through "
-              "host memory: it works, but slower.",
-              "modprobe nvidia_peermem (shipped with the NVIDIA driver) and load it at boot."},
-    // ---------------------------------------------------------------- workload containers
-    CauseInfo{"env.ib_disable", kArch, kWorkload, "NCCL_IB_DISABLE left on",
-              "The container sets NCCL_IB_DISABLE=1 on a node with RDMA devices: NCCL runs over "
-              "TCP sockets at a fraction of the fabric's bandwidth (a leftover of the socket "
-              "bypass test).",
-              "Remove NCCL_IB_DISABLE from the pod spec (or set it to 0) once the IB path works; "
-              "use NCCL_NET=Socket only for a deliberate test."},
-    CauseInfo{"env.ib_hca", kArch, kWorkload, "NCCL_IB_HCA names absent HCAs",
-              "NCCL_IB_HCA selects the HCAs NCCL may use; when it matches none of the node's "
-              "devices NCCL finds no IB device and falls back to sockets (or fails with "
-              "NCCL_NET=IB).",
-              "Set NCCL_IB_HCA to devices that exist on every node (prefix match `mlx5`, exact "
-              "`=mlx5_0,mlx5_1`), or unset it."},
-    // ---------------------------------------------------------------- classifier / probe causes
-    CauseInfo{"net.connect", kArch, kLog, "TCP connection to a peer",
-              "A TCP connect to a peer or the bootstrap root was refused, timed out or had no "
-              "route: a firewall, a wrong interface or address, or a peer not listening.",
-              "Check that the nodes reach each other on the NCCL interface (ping, nc), open the "
-              "ports between GPU nodes in the firewall/NetworkPolicy, and pin "
-              "NCCL_SOCKET_IFNAME to the routed interface."},
-    CauseInfo{"net.config", kArch, kLog, "Mismatched socket configuration",
-              "A connection from a different job, NCCL version or interface reached NCCL's "
-              "port (wrong magic/type), typically when bootstrap and IB out-of-band interfaces "
-              "differ.",
-              "Use the same NCCL_SOCKET_IFNAME and NCCL build on every rank."},
-    CauseInfo{"ib.fabric", kIb, kLog, "IB fabric path",
-              "Work requests timed out in the fabric (IBV_WC_RETRY_EXC_ERR, status 12) or QP "
-              "address resolution timed out: link down, routing, wrong RoCE version, PFC.",
-              "Check port states and error counters on both ends and on the switches, routing "
-              "between the rails (NCCL_CROSS_NIC), and the RoCE GID/PFC settings."},
-    CauseInfo{"ib.gdr_acs", kIb, kLog, "GPUDirect RDMA blocked (ACS/IOMMU)",
-              "Local protection errors (status 4, vendor err 81) when the HCA writes GPU memory "
-              "mean PCIe ACS or the IOMMU blocks peer-to-peer traffic.",
-              "Disable ACS on the PCIe switches (or set the IOMMU to passthrough); "
-              "NCCL_NET_GDR_LEVEL=0 confirms the diagnosis at a bandwidth cost."},
-    CauseInfo{"ib.hca_selection", kIb, kLog, "HCA/netdev not in this namespace",
-              "ibv_modify_qp failed with No such device or Network is unreachable: the GID's "
-              "netdev is not in this network namespace (SR-IOV VF, macvlan) or there is no "
-              "route for RoCE v2.",
-              "Select HCAs whose netdev is in the pod's namespace (NCCL_IB_HCA) and give them "
-              "routes; use host networking for whole-HCA access."},
-    CauseInfo{"ib.port_down_runtime", kIb, kLog, "Port or HCA failed during the run",
-              "NCCL received an async port-error or catastrophic-error event: the link dropped "
-              "or the HCA failed while the job ran.",
-              "Check the port's cable and counters and dmesg for HCA errors; drain the node if "
-              "the HCA reports a catastrophic error."},
-    CauseInfo{"ib.verbs_call", kIb, kLog, "ibverbs call failed",
-              "An ibverbs call (or the NET/IB transport around it) failed with an error that "
-              "names no more specific cause: the HCA, its driver or its resources.",
-              "Read the errno in the line: ENOMEM points to limits.memlock, EACCES/EPERM to "
-              "container.rdma_devices or security.lsm; otherwise check ibv_devinfo, the port "
-              "state, other processes on the HCA (ib.contention) and dmesg."},
-    CauseInfo{"host.syscall", kArch, kLog, "System call failed",
-              "A libc call NCCL wraps (socket, open, mmap, fcntl, ...) failed outside the IB "
-              "path: a host or container setting blocks it, and it fails over sockets too.",
-              "Read the call and errno in the line; check ulimits (limits.nofile), security "
-              "policy (security.lsm) and free resources; confirm with NCCL_IB_DISABLE=1."},
-    CauseInfo{"ib.rdma_core_missing", kIb, kLog, "rdma-core missing from the image",
-              "NCCL could not dlopen libibverbs, so it has no IB transport in this container.",
-              "Install libibverbs1 and ibverbs-providers (rdma-core) in the image."},
-    CauseInfo{"shm.ipc", kArch, kLog, "Shared memory not shared between ranks",
-              "A peer's /dev/shm segment does not exist here: ranks on one host run in "
-              "different IPC namespaces.",
-              "Run the ranks of one node in one pod, or give them hostIPC; or set "
-              "NCCL_SHM_DISABLE=1 at a bandwidth cost."},
-    CauseInfo{"gpu.duplicate", kArch, kLog, "Two ranks on one GPU",
-              "Two ranks that NCCL sees on the same host selected the same GPU, usually a wrong "
-              "LOCAL_RANK to device mapping or CUDA_VISIBLE_DEVICES.",
-              "Set the device from LOCAL_RANK (torch.cuda.set_device) and check "
-              "CUDA_VISIBLE_DEVICES per rank."},
-    CauseInfo{"gpu.visibility", kArch, kLog, "GPU not visible to NVML",
-              "CUDA sees a GPU that NVML cannot find: cgroup device rules or per-task "
-              "CUDA_VISIBLE_DEVICES hide it.",
-              "Expose the same GPUs to every process of the job (device plugin allocation, "
-              "Slurm --gpus-per-task)."},
-    CauseInfo{"versions.mismatch", kArch, kLog, "NCCL version skew between ranks",
-              "Ranks run different NCCL versions or builds; NCCL refuses to connect them.",
-              "Deploy one image (one NCCL build) for every rank of the job."},
-    CauseInfo{"cuda.driver", kArch, kLog, "CUDA driver or runtime error",
-              "A CUDA call failed: driver too old for the runtime, GPU architecture not in the "
-              "build, out of GPU memory, no device visible, or the stub libcuda in a container.",
-              "Match the driver to the CUDA version, run with the NVIDIA container runtime so "
-              "the real libcuda and /dev/nvidia* are mounted, and check GPU memory use."},
-    CauseInfo{"nccl.api_usage", kArch, kLog, "NCCL API misuse",
-              "NCCL rejected its arguments or configuration (invalid argument/usage, config "
-              "struct not initialised): a bug in the caller, not in the node.",
-              "Fix the calling program; for nccl-triage itself, report the log."},
-    CauseInfo{"nccl.internal", kUnknownClass, kLog, "NCCL internal error",
-              "NCCL reported an internal error; the log has no earlier cause.",
-              "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and read the first WARN; "
-              "report to NCCL if it persists."},
-    CauseInfo{"nccl.system", kUnknownClass, kLog, "Unattributed system error",
-              "ncclSystemError without a WARN line that names the failing call.",
-              "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET (and NCCL_IB_DISABLE=1 to "
-              "split the families)."},
-    CauseInfo{"peer.exited", kUnknownClass, kLog, "Remote process exited",
-              "The connection was closed or reset by a peer: another rank crashed, was OOM-"
-              "killed or was stopped; the real cause is in that rank's log.",
-              "Find the rank that failed first (earliest WARN or exit) and read its log."},
-    CauseInfo{"nccl.timeout", kUnknownClass, kLog, "NCCL operation timed out",
-              "An NCCL operation or the probe deadline expired without a completion.",
-              "Check that every rank reached the collective; then the fabric (ib.fabric) and "
-              "the peers' health."},
-    CauseInfo{"probe.transport", kIb, kLog, "IB probe ran over sockets",
-              "The IB probe's log shows channels via NET/Socket: NCCL fell back to TCP, so the "
-              "IB path was not used.",
-              "Read the IB lines of the probe log (NET/IB : No device found, HCA filter) and "
-              "the ib.* checks."},
-    CauseInfo{"probe.data", kUnknownClass, kLog, "All-reduce returned wrong data",
-              "The probe's all-reduce completed but the result differed from the expected sum: "
-              "silent data corruption on a GPU, a link or a buggy NCCL build.",
-              "Rerun the probe; if it repeats on one node, drain it and run GPU and link "
-              "diagnostics (dcgmi diag, mlxlink BER)."},
-    CauseInfo{"ib.bandwidth", kIb, kLog, "IB bandwidth below expectation",
-              "Both probes pass but the IB bus bandwidth is below the configured fraction of "
-              "what the ports should carry: degraded link, no GPUDirect, or congestion.",
-              "Compare ib.port_rate and ib.peermem, check error counters and switch congestion."},
-    // ---------------------------------------------------------------- cross-node (coordinator)
-    CauseInfo{"pair.pkey_partition", kIb, kCross, "No common PKey partition",
-              "Two nodes have no partition key in common with full membership: their QPs can "
-              "never connect.",
-              "Put both nodes' port GUIDs into one partition as full members."},
-    CauseInfo{"pair.link_layer", kIb, kCross, "Link layers differ",
-              "One node's HCAs run InfiniBand and the other's Ethernet (RoCE): they cannot "
-              "form an RDMA connection.",
-              "Pair nodes of one fabric (schedule by a fabric label) or fix the port link-layer "
-              "configuration (mlxconfig LINK_TYPE)."},
-    CauseInfo{"pair.version_skew", kArch, kCross, "NCCL or CUDA driver version skew",
-              "The two nodes run different NCCL or GPU driver versions.",
-              "Roll out one NCCL image and one driver branch across the pool."},
-    CauseInfo{"pair.arch_mixed", kArch, kCross, "Mixed CPU architectures",
-              "The two nodes have different CPU architectures.",
-              "Keep a job on one architecture (nodeSelector kubernetes.io/arch)."},
-};
+// `family.name`: lower-case letters, then one dot, then lower-case letters, digits and '_'. Ids
+// are metric label values, annotation values and config keys (checks.disabled).
+constexpr bool WellFormed(std::string_view id) {
+  const size_t dot = id.find('.');
+  if (dot == 0 || dot == std::string_view::npos || dot + 1 == id.size()) return false;
+  for (size_t i = 0; i < id.size(); ++i) {
+    const char c = id[i];
+    const bool ok = i < dot ? IsLower(c) : i == dot || IsLower(c) || IsDigit(c) || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+constexpr bool IdsWellFormedAndUnique() {
+  for (size_t i = 0; i < Catalogue().size(); ++i) {
+    if (!WellFormed(Catalogue()[i].id)) return false;
+    for (size_t j = 0; j < i; ++j) {
+      if (Catalogue()[j].id == Catalogue()[i].id) return false;
+    }
+  }
+  return true;
+}
+
+constexpr bool Documented() {
+  for (const CauseInfo& e : Catalogue()) {
+    if (e.title.empty() || e.why.empty() || e.remedy.empty()) return false;
+  }
+  return true;
+}
+
+// Each trait is read by code that only ever sees ids of some kinds: a trait on another kind would
+// be silently ignored.
+constexpr bool TraitsFitTheKind() {
+  constexpr unsigned kAll =
+      kRunsInContainers | kExplainsSlowIb | kMarksDegraded | kConsequenceOnly | kFromProbeResult;
+  for (const CauseInfo& e : Catalogue()) {
+    if ((e.traits & ~kAll) != 0) return false;
+    const bool host = e.kind == CauseKind::kHostCheck;
+    const bool log = e.kind == CauseKind::kLogCause;
+    if (e.Has(kRunsInContainers) && !host) return false;  // judge.h runs host checks
+    if (e.Has(kExplainsSlowIb) && !host) return false;    // decision.h reads node findings
+    if ((e.Has(kMarksDegraded) || e.Has(kConsequenceOnly) || e.Has(kFromProbeResult)) && !log) {
+      return false;  // verdict causes named from logs and probe results
+    }
+  }
+  return true;
+}
+
+static_assert(IdsWellFormedAndUnique(), "catalogue ids must be unique and look like family.name");
+static_assert(Documented(), "every catalogue entry needs a title, a why and a remedy");
+static_assert(TraitsFitTheKind(), "a CauseTrait is set on an entry of a kind that never reads it");
 
 }  // namespace
 
-std::span<const CauseInfo> Catalogue() { return kEntries; }
-
-const CauseInfo* FindCause(std::string_view id) {
-  for (const auto& e : kEntries) {
-    if (e.id == id) return &e;
-  }
-  return nullptr;
-}
+std::ostream& operator<<(std::ostream& out, CauseId id) { return out << id.str(); }
 
 }  // namespace nccl_triage

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/ids.h"
 #include "core/report.h"
 
 namespace nccl_triage {
@@ -12,8 +13,8 @@ bool Failed(ProbeOutcome o) {
   return o == ProbeOutcome::kFail || o == ProbeOutcome::kTimeout || o == ProbeOutcome::kCrashed;
 }
 
-void AddCause(std::vector<std::string>& causes, const std::string& id) {
-  if (std::find(causes.begin(), causes.end(), id) == causes.end()) causes.push_back(id);
+void AddCause(std::vector<std::string>& causes, std::string_view id) {
+  if (std::find(causes.begin(), causes.end(), id) == causes.end()) causes.emplace_back(id);
 }
 
 void AddLogCauses(std::vector<std::string>& causes, const ProbeResult* r) {
@@ -48,6 +49,10 @@ PairVerdict FromChecks(const DecisionInputs& in, std::string reason) {
 
 }  // namespace
 
+bool IsDegraded(const std::vector<std::string>& causes) {
+  return std::any_of(causes.begin(), causes.end(),
+                     [](const std::string& id) { return HasTrait(id, kMarksDegraded); });
+}
 
 PairVerdict Decide(const DecisionInputs& in) {
   const bool socket_ran = Ran(in.socket);
@@ -68,10 +73,11 @@ PairVerdict Decide(const DecisionInputs& in) {
     v.fault_class = FaultClass::kArchitecture;
     AddLogCauses(v.causes, in.socket_result);
     AddFindingCauses(v.causes, in.node_findings, FaultClass::kArchitecture);
-    if (v.causes.empty() && in.socket == ProbeOutcome::kTimeout) AddCause(v.causes, "nccl.timeout");
-    if (v.causes.empty()) AddCause(v.causes, "nccl.system");
-    v.reason = "socket probe " + Describe(in.socket_result, in.socket) +
-               ": fails without InfiniBand too";
+    if (v.causes.empty() && in.socket == ProbeOutcome::kTimeout)
+      AddCause(v.causes, ids::kNcclTimeout);
+    if (v.causes.empty()) AddCause(v.causes, ids::kNcclSystem);
+    v.reason =
+        "socket probe " + Describe(in.socket_result, in.socket) + ": fails without InfiniBand too";
     return v;
   }
 
@@ -79,8 +85,8 @@ PairVerdict Decide(const DecisionInputs& in) {
     v.fault_class = socket_ran ? FaultClass::kIbResource : FaultClass::kUnknown;
     AddLogCauses(v.causes, in.ib_result);
     AddFindingCauses(v.causes, in.node_findings, std::nullopt);
-    if (v.causes.empty() && in.ib == ProbeOutcome::kTimeout) AddCause(v.causes, "ib.fabric");
-    if (v.causes.empty()) AddCause(v.causes, "nccl.system");
+    if (v.causes.empty() && in.ib == ProbeOutcome::kTimeout) AddCause(v.causes, ids::kIbFabric);
+    if (v.causes.empty()) AddCause(v.causes, ids::kNcclSystem);
     if (!socket_ran && in.ib_result != nullptr && in.ib_result->classification) {
       v.fault_class = in.ib_result->classification->fault_class;
     }
@@ -91,9 +97,9 @@ PairVerdict Decide(const DecisionInputs& in) {
   }
 
   if (!ib_ran) {
-    PairVerdict c = FromChecks(in, "socket probe passed, IB probe " +
-                                       Describe(in.ib_result, in.ib) +
-                                       "; IB side predicted from node checks");
+    PairVerdict c =
+        FromChecks(in, "socket probe passed, IB probe " + Describe(in.ib_result, in.ib) +
+                           "; IB side predicted from node checks");
     return c;
   }
 
@@ -101,7 +107,7 @@ PairVerdict Decide(const DecisionInputs& in) {
   if (in.ib_result != nullptr && !in.ib_result->transport.empty() &&
       in.ib_result->transport != "NET/IB") {
     v.fault_class = FaultClass::kIbResource;
-    AddCause(v.causes, "probe.transport");
+    AddCause(v.causes, ids::kProbeTransport);
     AddFindingCauses(v.causes, in.node_findings, std::nullopt);
     v.reason = "IB probe ran via " + in.ib_result->transport + ", not NET/IB";
     return v;
@@ -113,11 +119,10 @@ PairVerdict Decide(const DecisionInputs& in) {
       in.ib_result->busbw_bytes_per_second <
           in.busbw_min_fraction * *in.expected_ib_bytes_per_second) {
     v.fault_class = FaultClass::kIbResource;
-    v.degraded = true;
-    AddCause(v.causes, "ib.bandwidth");
+    AddCause(v.causes, ids::kIbBandwidth);
+    v.degraded = IsDegraded(v.causes);
     for (const auto& f : in.node_findings) {
-      if (f.status != CheckStatus::kPass && (f.check == "ib.port_rate" || f.check == "ib.peermem" ||
-                                             f.check == "ib.port_errors")) {
+      if (f.status != CheckStatus::kPass && HasTrait(f.check, kExplainsSlowIb)) {
         AddCause(v.causes, f.check);
       }
     }

@@ -1,7 +1,8 @@
 // The decision table: socket probe x IB probe -> class, as in DESIGN.md.
 //
 // | socket | IB   | class        |
-// | pass   | pass | healthy (or ib_resource/ib.bandwidth when IB busbw is below expectation) |
+// | pass   | pass | healthy (or ib_resource/ib.bandwidth when IB busbw is below expectation,   |
+// |        |      | with the node findings whose catalogue entry is kExplainsSlowIb)          |
 // | pass   | fail | ib_resource (causes from the IB log and the node checks)                  |
 // | fail   | any  | architecture                                                              |
 // | not run / unavailable | from node checks only, basis "checks"                       |
@@ -22,8 +23,12 @@ struct PairVerdict {
   Basis basis = Basis::kChecks;
   std::vector<std::string> causes;  // catalogue ids, most likely first, no duplicates
   std::string reason;               // one line for people
-  bool degraded = false;            // both pass but IB busbw below expectation
+  bool degraded = false;            // both pass but IB busbw below expectation (IsDegraded)
 };
+
+// Whether a verdict with these causes is degraded: one of them is kMarksDegraded in the catalogue.
+// Both ends of the wire derive the flag from the causes with this.
+bool IsDegraded(const std::vector<std::string>& causes);
 
 struct DecisionInputs {
   ProbeOutcome socket = ProbeOutcome::kNotRun;

@@ -11,8 +11,7 @@ GatherFn MakeRootGatherFn(const GatherOptions& options) {
 }
 
 JudgeFn MakeBuiltinJudgeFn(const Config& config) {
-  auto registry = std::make_shared<CheckRegistry>();
-  RegisterBuiltinChecks(*registry);
+  auto registry = std::make_shared<const CheckRegistry>(BuiltinCheckRegistry());
   return [registry, config](const NodeSnapshot& now, const NodeSnapshot* previous) {
     CheckContext context;
     context.previous = previous;

@@ -6,18 +6,18 @@
 #include <string>
 
 #include "core/catalogue.h"
+#include "core/ids.h"
 
 namespace nccl_triage {
 namespace {
 
-Finding Make(std::string_view id, CheckStatus status, std::string message) {
+Finding Make(CauseId id, CheckStatus status, std::string message) {
   Finding f;
-  f.check = std::string(id);
-  const CauseInfo* info = FindCause(id);
-  f.fault_class = info != nullptr ? info->fault_class : FaultClass::kUnknown;
+  f.check = std::string(id.str());
+  f.fault_class = id.info().fault_class;
   f.status = status;
   f.message = std::move(message);
-  if (info != nullptr && status != CheckStatus::kPass) f.remedy = std::string(info->remedy);
+  if (status != CheckStatus::kPass) f.remedy = std::string(id.info().remedy);
   return f;
 }
 
@@ -34,22 +34,22 @@ Finding VersionSkew(const NodeInfo& a, const NodeInfo& b) {
   const bool nccl_known = !a.nccl_version.empty() && !b.nccl_version.empty();
   const bool cuda_known = a.cuda_driver_version > 0 && b.cuda_driver_version > 0;
   if (!nccl_known && !cuda_known) {
-    return Make("pair.version_skew", CheckStatus::kSkip,
+    return Make(ids::kPairVersionSkew, CheckStatus::kSkip,
                 "NCCL and CUDA driver versions not known for both nodes yet");
   }
   Finding f;
   if (nccl_known && a.nccl_version != b.nccl_version) {
     // NCCL compares versions across ranks at init ("Mismatched NCCL version detected").
-    f = Make("pair.version_skew", CheckStatus::kFail,
+    f = Make(ids::kPairVersionSkew, CheckStatus::kFail,
              "NCCL " + a.nccl_version + " on " + a.name + " but " + b.nccl_version + " on " +
                  b.name + ": NCCL refuses ranks of different versions");
   } else if (cuda_known && a.cuda_driver_version != b.cuda_driver_version) {
     // The driver is per node; ranks on different drivers interoperate, but the pool is mid-rollout.
-    f = Make("pair.version_skew", CheckStatus::kWarn,
+    f = Make(ids::kPairVersionSkew, CheckStatus::kWarn,
              "CUDA driver " + DriverText(a.cuda_driver_version) + " on " + a.name + " but " +
                  DriverText(b.cuda_driver_version) + " on " + b.name);
   } else {
-    f = Make("pair.version_skew", CheckStatus::kPass, "same NCCL and CUDA driver versions");
+    f = Make(ids::kPairVersionSkew, CheckStatus::kPass, "same NCCL and CUDA driver versions");
   }
   if (nccl_known) {
     AddEvidence(f, a, "nccl", a.nccl_version);
@@ -64,11 +64,12 @@ Finding VersionSkew(const NodeInfo& a, const NodeInfo& b) {
 
 Finding ArchMixed(const NodeInfo& a, const NodeInfo& b) {
   if (a.arch.empty() || b.arch.empty()) {
-    return Make("pair.arch_mixed", CheckStatus::kSkip, "CPU architecture not known for both nodes");
+    return Make(ids::kPairArchMixed, CheckStatus::kSkip,
+                "CPU architecture not known for both nodes");
   }
   Finding f = a.arch == b.arch
-                  ? Make("pair.arch_mixed", CheckStatus::kPass, "both nodes are " + a.arch)
-                  : Make("pair.arch_mixed", CheckStatus::kFail,
+                  ? Make(ids::kPairArchMixed, CheckStatus::kPass, "both nodes are " + a.arch)
+                  : Make(ids::kPairArchMixed, CheckStatus::kFail,
                          a.name + " is " + a.arch + " but " + b.name + " is " + b.arch);
   AddEvidence(f, a, "arch", a.arch);
   AddEvidence(f, b, "arch", b.arch);
@@ -105,7 +106,7 @@ Finding PKeyPartition(const NodeInfo& a, const NodeInfo& b) {
   auto ka = IbPKeys(a);
   auto kb = IbPKeys(b);
   if (ka.empty() || kb.empty()) {
-    return Make("pair.pkey_partition", CheckStatus::kSkip,
+    return Make(ids::kPairPkeyPartition, CheckStatus::kSkip,
                 "no InfiniBand PKey table known for both nodes");
   }
   // IB partitions: two ports talk when they share a partition and at least one is a full member.
@@ -114,9 +115,9 @@ Finding PKeyPartition(const NodeInfo& a, const NodeInfo& b) {
     auto it = kb.find(v);
     if (it != kb.end() && (full || it->second)) shared = true;
   }
-  Finding f = shared ? Make("pair.pkey_partition", CheckStatus::kPass,
+  Finding f = shared ? Make(ids::kPairPkeyPartition, CheckStatus::kPass,
                             "the nodes share a partition with a full member")
-                     : Make("pair.pkey_partition", CheckStatus::kFail,
+                     : Make(ids::kPairPkeyPartition, CheckStatus::kFail,
                             a.name + " (" + KeysText(ka) + ") and " + b.name + " (" + KeysText(kb) +
                                 ") share no partition with a full member");
   AddEvidence(f, a, "pkeys", KeysText(ka));
@@ -144,13 +145,13 @@ Finding LinkLayer(const NodeInfo& a, const NodeInfo& b) {
   auto la = LinkLayers(a);
   auto lb = LinkLayers(b);
   if (la.empty() || lb.empty()) {
-    return Make("pair.link_layer", CheckStatus::kSkip, "link layers not known for both nodes");
+    return Make(ids::kPairLinkLayer, CheckStatus::kSkip, "link layers not known for both nodes");
   }
   bool common = std::any_of(la.begin(), la.end(), [&](const auto& l) { return lb.count(l) > 0; });
   Finding f =
       common
-          ? Make("pair.link_layer", CheckStatus::kPass, "the nodes share a link layer")
-          : Make("pair.link_layer", CheckStatus::kFail,
+          ? Make(ids::kPairLinkLayer, CheckStatus::kPass, "the nodes share a link layer")
+          : Make(ids::kPairLinkLayer, CheckStatus::kFail,
                  a.name + " has only " + Join(la) + " ports and " + b.name + " only " + Join(lb));
   AddEvidence(f, a, "link_layers", Join(la));
   AddEvidence(f, b, "link_layers", Join(lb));

@@ -2,21 +2,17 @@
 
 #include <algorithm>
 
+#include "core/catalogue.h"
 #include "planner/cross_node.h"
 
 namespace nccl_triage {
 namespace {
 
-bool IsGenericCause(const std::string& id) {
-  return id == "peer.exited" || id == "nccl.timeout" || id == "nccl.system" ||
-         id == "nccl.internal";
-}
-
 // 2: the log names a specific cause; 1: only consequences (peer exited, timeout); 0: nothing.
 int Specificity(const ProbeResult& r) {
   if (!r.classification || r.classification->causes.empty()) return 0;
   for (const auto& c : r.classification->causes) {
-    if (!IsGenericCause(c.cause)) return 2;
+    if (!HasTrait(c.cause, kConsequenceOnly)) return 2;
   }
   return 1;
 }
@@ -117,7 +113,7 @@ ProbeResult MergeRanks(const ModeProbes& probes, ProbeMode mode) {
   merged = *root;
   if (merged.classification && other->classification) {
     for (const auto& c : other->classification->causes) {
-      if (IsGenericCause(c.cause)) continue;
+      if (HasTrait(c.cause, kConsequenceOnly)) continue;
       auto& mine = merged.classification->causes;
       if (std::none_of(mine.begin(), mine.end(),
                        [&](const ClassifiedCause& m) { return m.cause == c.cause; })) {

@@ -2,15 +2,14 @@
 
 #include <utility>
 
+#include "core/catalogue.h"
+
 namespace nccl_triage {
 
 bool NamesSpecificCause(const ProbeResult& r) {
   if (!r.classification) return false;
   for (const auto& c : r.classification->causes) {
-    if (c.cause != "peer.exited" && c.cause != "nccl.timeout" && c.cause != "nccl.system" &&
-        c.cause != "nccl.internal") {
-      return true;
-    }
+    if (!HasTrait(c.cause, kConsequenceOnly)) return true;
   }
   return false;
 }

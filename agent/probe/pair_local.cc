@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "core/catalogue.h"
+#include "core/ids.h"
 #include "probe/nccl_abi.h"
 
 namespace nccl_triage {
@@ -17,7 +18,7 @@ bool PeerCaused(const ProbeResult& r) {
   if (r.nccl_result == abi::kNcclRemoteError) return true;
   if (r.detail.rfind("no unique id", 0) == 0 || r.detail.rfind("stopped: ", 0) == 0) return true;
   return r.classification && !r.classification->causes.empty() &&
-         r.classification->causes.front().cause == "peer.exited";
+         r.classification->causes.front().cause == ids::kPeerExited;
 }
 
 int Severity(const ProbeResult& r) {

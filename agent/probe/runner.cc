@@ -11,6 +11,7 @@
 
 #include "classify/classifier.h"
 #include "core/catalogue.h"
+#include "core/ids.h"
 #include "probe/child.h"
 #include "probe/environment.h"
 
@@ -56,20 +57,20 @@ bool IsFailure(ProbeOutcome o) {
 
 // Puts the probe's own cause first in the classification (and makes it the class when the log
 // itself explains nothing).
-void PrependCause(Classification& c, const std::string& id, const std::string& evidence) {
-  const CauseInfo* info = FindCause(id);
+void PrependCause(Classification& c, CauseId id, const std::string& evidence) {
+  const CauseInfo& info = id.info();
   ClassifiedCause cause;
-  cause.cause = id;
-  cause.fault_class = info != nullptr ? info->fault_class : FaultClass::kUnknown;
+  cause.cause = std::string(id.str());
+  cause.fault_class = info.fault_class;
   cause.confidence = 1.0;
   cause.evidence.push_back(LogLine{0, evidence});
-  if (info != nullptr) cause.remedy = std::string(info->remedy);
+  cause.remedy = std::string(info.remedy);
   auto dup = std::find_if(c.causes.begin(), c.causes.end(),
                           [&](const ClassifiedCause& x) { return x.cause == id; });
   if (dup != c.causes.end()) c.causes.erase(dup);
   c.causes.insert(c.causes.begin(), std::move(cause));
   if (c.fault_class == FaultClass::kHealthy || c.fault_class == FaultClass::kUnknown) {
-    c.fault_class = info != nullptr ? info->fault_class : FaultClass::kUnknown;
+    c.fault_class = info.fault_class;
     c.reason = evidence;
   }
 }
@@ -100,7 +101,7 @@ std::optional<ProbeResult> ParseChildOutput(const std::string& out) {
 void ApplyLogRules(ProbeResult& r, const std::optional<Classification>& log) {
   if (log) r.transport = PickTransport(log->transports);
   const std::string want = r.mode == ProbeMode::kIb ? "NET/IB" : "NET/Socket";
-  std::optional<std::pair<std::string, std::string>> own_cause;  // id, evidence
+  std::optional<std::pair<CauseId, std::string>> own_cause;  // id, evidence
   if (r.outcome == ProbeOutcome::kPass && r.transport != want) {
     r.outcome = ProbeOutcome::kFail;
     r.detail =
@@ -108,19 +109,19 @@ void ApplyLogRules(ProbeResult& r, const std::optional<Classification>& log) {
             ? "cannot confirm the transport: no channel line in the NCCL log (" +
                   (log ? std::string("log has none") : std::string("no log")) + ")"
             : std::string(ToString(r.mode)) + " probe ran via " + r.transport + ", not " + want;
-    own_cause.emplace("probe.transport", r.transport.empty() ? "no channel line in the NCCL log"
-                                                             : "channels via " + r.transport +
-                                                                   " (wanted " + want + ")");
+    own_cause.emplace(ids::kProbeTransport, r.transport.empty() ? "no channel line in the NCCL log"
+                                                                : "channels via " + r.transport +
+                                                                      " (wanted " + want + ")");
   }
   if (r.outcome == ProbeOutcome::kFail && r.mismatches > 0) {
-    own_cause.emplace("probe.data", r.detail);
+    own_cause.emplace(ids::kProbeData, r.detail);
   }
   if (!IsFailure(r.outcome)) return;
   Classification c = log.value_or(Classification{});
   if (own_cause) {
     PrependCause(c, own_cause->first, own_cause->second);
   } else if (r.cuda_result && c.causes.empty()) {
-    PrependCause(c, "cuda.driver", r.detail);
+    PrependCause(c, ids::kCudaDriver, r.detail);
   }
   r.classification = std::move(c);
 }

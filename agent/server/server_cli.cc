@@ -16,6 +16,7 @@ constexpr std::array kSubcommands = {
     Subcommand{"workload-lookup", nullptr, &RunWorkloadLookupCommand},
     Subcommand{"triage-fetch", nullptr, &RunTriageFetchCommand},
     Subcommand{"triage-keep", nullptr, &RunTriageKeepCommand},
+    Subcommand{"triage-coordinator", nullptr, &RunTriageCoordinatorCommand},
 };
 
 constexpr CliProgram kProgram{"nccl-triage-server", NCCL_TRIAGE_VERSION, kSubcommands};

@@ -21,9 +21,10 @@ int RunServerCli(const std::vector<std::string>& argv, std::ostream& out, std::o
 int RunAgentCommand(CliContext& ctx);
 int RunCoordinatorCommand(CliContext& ctx);
 int RunWorkloadLookupCommand(CliContext& ctx);
-// The internal children of `nccl-triage triage` (triage/frames.h): the API reads, streamed, and
-// keeping the incident (annotations, the Event).
+// The internal children of `nccl-triage triage` (triage/frames.h): the API reads, streamed,
+// keeping the incident (annotations, the Event) and the coordinator's calls (probes, count).
 int RunTriageFetchCommand(CliContext& ctx);
 int RunTriageKeepCommand(CliContext& ctx);
+int RunTriageCoordinatorCommand(CliContext& ctx);
 
 }  // namespace nccl_triage

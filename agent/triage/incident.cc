@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "classify/classifier.h"
 #include "core/catalogue.h"
+#include "core/ids.h"
 
 namespace nccl_triage::triage {
 namespace {
@@ -22,15 +23,15 @@ bool IsFault(FaultClass c) {
 // Causes that involve the other end of a connection: with a named peer on another node, the
 // log localises them to a link rather than to the failing rank's node.
 bool IsLinkCause(const std::string& cause) {
-  return cause == "ib.fabric" || cause == "net.connect" || cause == "pair.pkey_partition" ||
-         cause == "pair.link_layer";
+  return ids::kIbFabric == cause || ids::kNetConnect == cause || ids::kPairPkeyPartition == cause ||
+         ids::kPairLinkLayer == cause;
 }
 
 // Causes of a log that only shows the consequence of a failure elsewhere.
 bool IsSideEffect(const Classification& c) {
   if (c.fault_class != FaultClass::kUnknown || c.causes.empty()) return false;
   return std::all_of(c.causes.begin(), c.causes.end(), [](const ClassifiedCause& cc) {
-    return cc.cause == "peer.exited" || cc.cause == "nccl.internal";
+    return ids::kPeerExited == cc.cause || ids::kNcclInternal == cc.cause;
   });
 }
 
@@ -255,7 +256,7 @@ Incident JudgeIncident(const IncidentInput& in) {
       out.peer = p;
     }
   } else if (!side_effects.empty()) {
-    log.cause = "peer.exited";
+    log.cause = std::string(ids::kPeerExited);
     log.summary = "no log names the failing call; " + counts;
   } else if (healthy > 0) {
     log.fault_class = FaultClass::kHealthy;
@@ -363,7 +364,8 @@ Incident JudgeIncident(const IncidentInput& in) {
     int good = 0;
     for (const ProbeNodeState& n : in.probes.nodes) {
       if (n.state == "good") ++good;
-      if (n.state == "busy" || n.state == "absent" || n.state == "inconclusive") {
+      if (n.state == "busy" || n.state == "absent" || n.state == "inconclusive" ||
+          n.state == "untested") {
         out.not_looked_at.push_back("probes on " + n.node + ": " + n.state +
                                     (n.reason.empty() ? "" : " (" + n.reason + ")"));
       }
@@ -387,8 +389,13 @@ Incident JudgeIncident(const IncidentInput& in) {
                        std::to_string(in.probes.pairs_probed) + " pairs probed";
     } else if (good > 0) {
       probes.fault_class = FaultClass::kHealthy;
-      probes.summary = std::to_string(good) + " nodes pass the socket and the IB probe now (" +
-                       std::to_string(in.probes.pairs_probed) + " pairs probed)";
+      probes.summary =
+          std::to_string(good) + " nodes pass the socket and the IB probe now (" +
+          std::to_string(in.probes.pairs_probed) + " pairs probed" +
+          (in.probes.references.empty()
+               ? std::string()
+               : ", " + std::to_string(in.probes.references.size()) + " known-good reference(s)") +
+          ")";
     } else {
       probes.summary = "no node could be probed";
     }
@@ -510,7 +517,12 @@ Incident JudgeIncident(const IncidentInput& in) {
     out.reason += "; the node checks predict " + ClassText(out.fault_class) +
                   (out.cause.empty() ? "" : " (" + out.cause + ")") + " on " + out.where.node;
   }
-  if (out.remedy.empty() && !out.cause.empty()) out.remedy = CatalogueRemedy(out.cause);
+  // The fix of the cause that decided: a cause the probes or the checks name replaces the hint
+  // of the logs (which only said where to look).
+  if ((out.remedy.empty() || out.basis == "probes" || out.basis == "checks") &&
+      !out.cause.empty() && !CatalogueRemedy(out.cause).empty()) {
+    out.remedy = CatalogueRemedy(out.cause);
+  }
   if (out.remedy.empty() && out.fault_class == FaultClass::kUnknown) {
     out.remedy =
         "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET so that the failing call is "
@@ -581,6 +593,48 @@ Incident JudgeIncident(const IncidentInput& in) {
   }
 
   out.exit_code = IsFault(out.fault_class) ? 1 : out.fault_class == FaultClass::kHealthy ? 0 : 3;
+  return out;
+}
+
+StatusOr<ProbeOutcome> ProbeOutcomeFromJson(const nlohmann::json& j) {
+  using nlohmann::json;
+  if (!j.is_object()) return InvalidArgument("the coordinator's answer is not a JSON object");
+  ProbeOutcome out;
+  out.asked = true;
+  auto str = [](const json& o, const char* k) {
+    auto it = o.find(k);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto strs = [](const json& o, const char* k) {
+    std::vector<std::string> v;
+    auto it = o.find(k);
+    if (it == o.end() || !it->is_array()) return v;
+    for (const json& s : *it) {
+      if (s.is_string()) v.push_back(s.get<std::string>());
+    }
+    return v;
+  };
+  for (const json& n : j.value("nodes", json::array())) {
+    if (!n.is_object())
+      return InvalidArgument("a node of the coordinator's answer is not an object");
+    out.nodes.push_back({str(n, "node"), str(n, "state"), str(n, "reason")});
+  }
+  for (const json& f : j.value("faults", json::array())) {
+    if (!f.is_object())
+      return InvalidArgument("a fault of the coordinator's answer is not an object");
+    const std::vector<std::string> nodes = strs(f, "nodes");
+    ProbeFault pf;
+    pf.kind = str(f, "kind");
+    pf.node = nodes.empty() ? std::string() : nodes[0];
+    pf.peer = nodes.size() > 1 ? nodes[1] : std::string();
+    pf.fault_class = ParseFaultClass(str(f, "class")).value_or(FaultClass::kUnknown);
+    pf.causes = strs(f, "causes");
+    pf.reason = str(f, "reason");
+    out.faults.push_back(std::move(pf));
+  }
+  out.references = strs(j, "references");
+  const json& pairs = j.value("pairs_probed", json(0));
+  out.pairs_probed = pairs.is_number_integer() ? pairs.get<int>() : 0;
   return out;
 }
 

@@ -62,8 +62,12 @@ struct ProbeOutcome {
   std::string error;      // asked, and the coordinator did not answer (or refused)
   std::vector<ProbeNodeState> nodes;
   std::vector<ProbeFault> faults;
+  std::vector<std::string> references;  // known-good nodes outside the job, probed too
   int pairs_probed = 0;
 };
+
+// The coordinator's answer as `nccl-triage-server triage-coordinator --probe` prints it.
+StatusOr<ProbeOutcome> ProbeOutcomeFromJson(const nlohmann::json& j);
 
 struct IncidentInput {
   std::string ns;

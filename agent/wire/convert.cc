@@ -419,7 +419,7 @@ PairVerdict FromProto(const v1::PairVerdict& p) {
   v.basis = FromProto(p.basis());
   v.causes = CatalogueCauses(p.causes());
   v.reason = Cut(p.reason());
-  v.degraded = std::find(v.causes.begin(), v.causes.end(), "ib.bandwidth") != v.causes.end();
+  v.degraded = IsDegraded(v.causes);
   return v;
 }
 

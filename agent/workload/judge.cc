@@ -4,6 +4,7 @@
 
 #include "checks/check_util.h"
 #include "core/catalogue.h"
+#include "core/ids.h"
 #include "core/probe_result.h"
 #include "core/report.h"
 #include "workload/nccl_env.h"
@@ -49,7 +50,7 @@ void RelabelEnvironmentConfig(Finding& f, const std::string& env_source) {
 
 // versions.nccl when the process's maps do not give a version: say why in workload terms.
 Finding NcclNotKnown(const ProcessFacts& p) {
-  checks::FindingBuilder b("versions.nccl");
+  checks::FindingBuilder b(ids::kVersionsNccl);
   if (!p.nccl.ok()) {
     b.Add("maps", "unreadable (" + p.nccl.error + ")", p.nccl.source);
     return b.Skip("the process's memory map could not be read");
@@ -66,9 +67,7 @@ Finding NcclNotKnown(const ProcessFacts& p) {
 
 std::vector<std::string_view> WorkloadCheckIds() {
   std::vector<std::string_view> ids(kWorkloadHostChecks.begin(), kWorkloadHostChecks.end());
-  for (const auto& e : Catalogue()) {
-    if (e.kind == CauseKind::kWorkloadCheck) ids.push_back(e.id);
-  }
+  for (CauseId id : CatalogueIds<CauseKind::kWorkloadCheck>()) ids.push_back(id);
   return ids;
 }
 
@@ -140,13 +139,8 @@ std::vector<Finding> JudgeProcess(const ProcessFacts& p, const Fact<std::string>
                                   const CheckRegistry& registry) {
   NodeSnapshot snap = ProcessCheckSnapshot(p, host_netns, host);
   Config cfg = ProcessCheckConfig(p, config);
-  CheckRegistry subset;
+  const CheckRegistry subset = registry.Only(kWorkloadHostChecks);
   std::vector<Finding> findings;
-  for (auto id : kWorkloadHostChecks) {
-    if (const Check* c = registry.Find(id)) {
-      (void)subset.Register(*c);  // ids come from the catalogue's host checks: cannot fail
-    }
-  }
   // The NCCL the process mapped stands in for a probe's report of the version it loaded.
   ProbeResult mapped;
   CheckContext context;
@@ -163,12 +157,12 @@ std::vector<Finding> JudgeProcess(const ProcessFacts& p, const Fact<std::string>
   for (auto& f : ran) {
     RelabelEnvironmentConfig(f, env_source);
     const auto& disabled = cfg.checks.disabled;
-    if (f.check == "versions.nccl" && !nccl_known &&
+    if (f.check == ids::kVersionsNccl && !nccl_known &&
         std::find(disabled.begin(), disabled.end(), f.check) == disabled.end()) {
       f = NcclNotKnown(p);
     }
   }
-  for (auto id : kWorkloadHostChecks) {
+  for (CauseId id : kWorkloadHostChecks) {
     auto it = std::find_if(ran.begin(), ran.end(), [&](const Finding& f) { return f.check == id; });
     if (it != ran.end()) {
       findings.push_back(std::move(*it));
@@ -181,7 +175,7 @@ std::vector<Finding> JudgeProcess(const ProcessFacts& p, const Fact<std::string>
     findings.push_back(EnvIbDisable(settings, host, env_source));
     findings.push_back(EnvIbHca(settings, host, p.dev_infiniband, env_source));
   } else {
-    for (std::string_view id : {"env.ib_disable", "env.ib_hca"}) {
+    for (CauseId id : {ids::kEnvIbDisable, ids::kEnvIbHca}) {
       findings.push_back(checks::FindingBuilder(id)
                              .Add("environ", "unreadable (" + p.environ.error + ")", env_source)
                              .Skip("the process's environment could not be read"));
@@ -205,7 +199,7 @@ std::optional<Finding> RdmaResourceFinding(const PodContainer& pod, const NodeRe
     }
   }
   if (!requested.empty()) return std::nullopt;
-  checks::FindingBuilder b("container.rdma_devices");
+  checks::FindingBuilder b(ids::kContainerRdmaDevices);
   b.Add("node advertises", checks::Join(node.rdma_resources), "api: node status.allocatable");
   b.Add("container requests", "no rdma/* resource",
         pod.assigned ? "api: pod spec resources.limits, kubelet pod-resources List"
@@ -268,7 +262,7 @@ ContainerVerdict JudgeContainer(const ContainerFacts& container, const PodContai
   }
   if (auto extra = RdmaResourceFinding(pod, node, any_devices)) {
     for (auto& f : worst) {
-      if (f.check != "container.rdma_devices") continue;
+      if (f.check != ids::kContainerRdmaDevices) continue;
       // One finding per check id: the device plugin's view joins the devices' view, and the
       // worse status of the two stands.
       if (Severity(extra->status) > Severity(f.status)) {

@@ -18,20 +18,20 @@
 #include <vector>
 
 #include "checks/check.h"
+#include "core/catalogue.h"
 #include "core/config.h"
 #include "core/snapshot.h"
 #include "workload/workload.h"
 
 namespace nccl_triage::workload {
 
-// The host checks that apply to a container, in catalogue order. The others judge the node's
-// hardware, which a container shares with the host and the agent already reports.
-// versions.nccl judges the NCCL library mapped in the process (it lives in the image), handed to
-// the check as the probe result it otherwise reads the version from.
-inline constexpr std::array<std::string_view, 9> kWorkloadHostChecks = {
-    "versions.nccl",      "container.host_network", "container.rdma_devices",
-    "container.ipc_lock", "limits.memlock",         "limits.nofile",
-    "shm.size",           "net.socket_ifname",      "ib.gid"};
+// The host checks that apply to a container, in catalogue order: the catalogue's host checks
+// marked kRunsInContainers. The others judge the node's hardware, which a container shares with
+// the host and the agent already reports. versions.nccl judges the NCCL library mapped in the
+// process (it lives in the image), handed to the check as the probe result it otherwise reads the
+// version from.
+inline constexpr auto kWorkloadHostChecks =
+    CatalogueIds<CauseKind::kHostCheck, kRunsInContainers>();
 
 // Every check id a workload verdict can carry, in the order findings are listed.
 std::vector<std::string_view> WorkloadCheckIds();

@@ -23,15 +23,14 @@ WorkloadMonitor::WorkloadMonitor(WorkloadMonitorOptions options, AgentState* sta
       pod_resources_(pod_resources),
       clock_(clock),
       log_(log),
+      registry_(BuiltinCheckRegistry()),
       scanner_([this] {
         ScannerOptions s = options_.scanner;
         if (!s.debug) {
           s.debug = [this](std::string_view line) { log_.Debug("workload", line); };
         }
         return s;
-      }()) {
-  RegisterBuiltinChecks(registry_);
-}
+      }()) {}
 
 WorkloadMonitor::~WorkloadMonitor() { Stop(); }
 

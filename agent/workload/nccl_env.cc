@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "checks/check_util.h"
+#include "core/ids.h"
 
 namespace nccl_triage::workload {
 namespace {
@@ -122,7 +123,7 @@ std::vector<const IbDevice*> OpenableDevices(const NodeSnapshot& host,
 
 Finding EnvIbDisable(const NcclSettings& settings, const NodeSnapshot& host,
                      std::string_view env_source) {
-  checks::FindingBuilder b("env.ib_disable");
+  checks::FindingBuilder b(ids::kEnvIbDisable);
   std::string source(env_source);
   b.Add("NCCL_IB_DISABLE", settings.ib_disable.value_or("(unset)"), source);
   if (settings.net) b.Add("NCCL_NET", *settings.net, source);
@@ -154,7 +155,7 @@ Finding EnvIbDisable(const NcclSettings& settings, const NodeSnapshot& host,
 
 Finding EnvIbHca(const NcclSettings& settings, const NodeSnapshot& host,
                  const std::vector<std::string>& container_dev_ib, std::string_view env_source) {
-  checks::FindingBuilder b("env.ib_hca");
+  checks::FindingBuilder b(ids::kEnvIbHca);
   std::string source(env_source);
   b.Add("NCCL_IB_HCA", settings.ib_hca.value_or("(unset)"), source);
   if (host.ib_devices.empty()) {

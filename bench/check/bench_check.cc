@@ -99,8 +99,7 @@ int main(int argc, char** argv) {
 
   // 2. In-process split: gather vs judge, and the files-read-once property.
   std::vector<double> gather_ms, judge_ms;
-  nccl_triage::CheckRegistry registry;
-  nccl_triage::RegisterBuiltinChecks(registry);
+  const nccl_triage::CheckRegistry registry = nccl_triage::BuiltinCheckRegistry();
   nccl_triage::NodeSnapshot snapshot;
   for (int i = 0; i < runs; ++i) {
     nccl_triage::GatherOptions o;
@@ -149,8 +148,9 @@ int main(int argc, char** argv) {
     base_wall.push_back(Ms(Clock::now() - start));
     base_cpu.push_back(cpu_ms);
   }
-  std::printf("  baseline `--version`:       wall median %.1f ms, CPU median %.1f ms, RSS %.1f MiB\n",
-              Median(base_wall), Median(base_cpu), static_cast<double>(base_rss_kib) / 1024.0);
+  std::printf(
+      "  baseline `--version`:       wall median %.1f ms, CPU median %.1f ms, RSS %.1f MiB\n",
+      Median(base_wall), Median(base_cpu), static_cast<double>(base_rss_kib) / 1024.0);
   std::printf("  in-process gather:          median %.2f ms\n", Median(gather_ms));
   std::printf("  in-process checks + report: median %.3f ms\n", Median(judge_ms));
   std::printf("  files read:                 %zu, each at most %d time(s)%s\n",

@@ -57,8 +57,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gather %s: %s\n", fixture.c_str(), snapshot.status().message().c_str());
     return 2;
   }
-  nt::CheckRegistry registry;
-  nt::RegisterBuiltinChecks(registry);
+  const nt::CheckRegistry registry = nt::BuiltinCheckRegistry();
   nt::Config config;
   auto findings = registry.Run(*snapshot, config, nt::CheckContext{});
   int64_t now_ms = 1'700'000'000'000;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <array>
 #include <set>
 #include <string>
 
@@ -7,6 +8,7 @@
 #include "checks/check.h"
 #include "checks/snapshot_builder.h"
 #include "core/catalogue.h"
+#include "core/ids.h"
 #include "core/report.h"
 
 namespace nccl_triage {
@@ -16,11 +18,7 @@ using testing::BareNode;
 using testing::HealthyIbNode;
 using testing::HealthyRoceNode;
 
-CheckRegistry Builtins() {
-  CheckRegistry r;
-  RegisterBuiltinChecks(r);
-  return r;
-}
+CheckRegistry Builtins() { return BuiltinCheckRegistry(); }
 
 TEST(CheckRegistry, RegistersEveryHostCheckOfTheCatalogueOnce) {
   CheckRegistry r = Builtins();
@@ -35,14 +33,57 @@ TEST(CheckRegistry, RegistersEveryHostCheckOfTheCatalogueOnce) {
   EXPECT_EQ(registered, catalogue);
 }
 
+TEST(CheckRegistry, RegistersTheBuiltinsInCatalogueOrder) {
+  CheckRegistry r = Builtins();
+  auto host_checks = CatalogueIds<CauseKind::kHostCheck>();
+  ASSERT_EQ(r.checks().size(), host_checks.size());
+  for (size_t i = 0; i < host_checks.size(); ++i) EXPECT_EQ(r.checks()[i].id, host_checks[i]);
+}
+
+// An id that is not in the catalogue cannot even be written (tests/core/compile_fail); the ids
+// that exist but are not host checks, and the other mistakes, are refused at registration.
 TEST(CheckRegistry, RejectsIdsThatAreNotHostChecks) {
   CheckRegistry r;
-  EXPECT_FALSE(r.Register({"ib.fabric", &checks::IbPortState}).ok());  // a log cause
-  EXPECT_FALSE(r.Register({"no.such.check", &checks::IbPortState}).ok());
-  EXPECT_FALSE(r.Register({"ib.port_state", nullptr}).ok());
-  EXPECT_TRUE(r.Register({"ib.port_state", &checks::IbPortState}).ok());
-  EXPECT_FALSE(r.Register({"ib.port_state", &checks::IbPortState}).ok());  // duplicate
+  EXPECT_FALSE(r.Register({ids::kIbFabric, &checks::IbPortState}).ok());       // a log cause
+  EXPECT_FALSE(r.Register({ids::kPairLinkLayer, &checks::IbPortState}).ok());  // cross-node
+  EXPECT_FALSE(r.Register({ids::kEnvIbHca, &checks::IbPortState}).ok());       // workload
+  EXPECT_FALSE(r.Register({ids::kIbPortState, nullptr}).ok());
+  EXPECT_TRUE(r.Register({ids::kIbPortState, &checks::IbPortState}).ok());
+  EXPECT_FALSE(r.Register({ids::kIbPortState, &checks::IbPortState}).ok());  // duplicate
   EXPECT_EQ(r.checks().size(), 1u);
+}
+
+TEST(CheckRegistry, BuiltinRegistrationReportsARejectedCheckInsteadOfDroppingIt) {
+  CheckRegistry r;
+  ASSERT_TRUE(r.Register({ids::kIbGid, &checks::IbGid}).ok());
+  Status s = RegisterBuiltinChecks(r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_EQ(s.message(), "built-in checks: check 'ib.gid' is registered twice");
+}
+
+TEST(CheckRegistry, BuiltinRegistrationSucceedsOnAFreshRegistry) {
+  CheckRegistry r;
+  Status s = RegisterBuiltinChecks(r);
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(r.checks().size(), CatalogueIds<CauseKind::kHostCheck>().size());
+}
+
+TEST(CheckRegistry, OnlyKeepsTheNamedChecksInTheGivenOrder) {
+  CheckRegistry all = Builtins();
+  const std::array wanted = {ids::kShmSize, ids::kIbGid, ids::kShmSize};
+  CheckRegistry some = all.Only(wanted);
+  ASSERT_EQ(some.checks().size(), 2u);
+  EXPECT_EQ(some.checks()[0].id, ids::kShmSize);
+  EXPECT_EQ(some.checks()[1].id, ids::kIbGid);
+  EXPECT_EQ(some.checks()[0].run, all.Find("shm.size")->run);
+
+  CheckRegistry lacking;
+  ASSERT_TRUE(lacking.Register({ids::kIbGid, &checks::IbGid}).ok());
+  const std::array both = {ids::kShmSize, ids::kIbGid};
+  CheckRegistry subset = lacking.Only(both);
+  ASSERT_EQ(subset.checks().size(), 1u);
+  EXPECT_EQ(subset.checks()[0].id, ids::kIbGid);
 }
 
 TEST(CheckRegistry, FindingsCarryClassAndRemedyFromTheCatalogue) {
@@ -113,7 +154,7 @@ Finding Throwing(const NodeSnapshot&, const Config&, const CheckContext&) {
 
 TEST(CheckRegistry, ACheckThatThrowsBecomesASkipNotACrash) {
   CheckRegistry r;
-  ASSERT_TRUE(r.Register({"ib.port_state", &Throwing}).ok());
+  ASSERT_TRUE(r.Register({ids::kIbPortState, &Throwing}).ok());
   auto findings = r.Run(HealthyIbNode(), Config{}, {});
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].status, CheckStatus::kSkip);

@@ -2,9 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
+#include <vector>
+
+#include "core/ids.h"
 
 namespace nccl_triage {
 namespace {
@@ -23,18 +29,18 @@ TEST(Catalogue, IdsAreUniqueAndWellFormed) {
 
 TEST(Catalogue, HostChecksOfDesignArePresentWithTheirClass) {
   // DESIGN.md's two lists: the class is where the fix lives.
-  for (const char* id : {"versions.nccl", "versions.cuda_driver", "versions.ofed_kernel",
-                         "container.host_network", "container.rdma_devices", "container.ipc_lock",
-                         "limits.memlock", "limits.nofile", "security.lsm", "platform.arch",
-                         "shm.size", "net.socket_ifname"}) {
+  for (const char* id :
+       {"versions.nccl", "versions.cuda_driver", "versions.ofed_kernel", "container.host_network",
+        "container.rdma_devices", "container.ipc_lock", "limits.memlock", "limits.nofile",
+        "security.lsm", "platform.arch", "shm.size", "net.socket_ifname"}) {
     const CauseInfo* c = FindCause(id);
     ASSERT_NE(c, nullptr) << id;
     EXPECT_EQ(c->fault_class, FaultClass::kArchitecture) << id;
     EXPECT_EQ(c->kind, CauseKind::kHostCheck) << id;
   }
-  for (const char* id : {"ib.hca_present", "ib.driver", "ib.port_state", "ib.port_rate",
-                         "ib.subnet_manager", "ib.pkey", "ib.gid", "ib.port_errors",
-                         "ib.mr_register", "ib.contention", "ib.peermem"}) {
+  for (const char* id :
+       {"ib.hca_present", "ib.driver", "ib.port_state", "ib.port_rate", "ib.subnet_manager",
+        "ib.pkey", "ib.gid", "ib.port_errors", "ib.mr_register", "ib.contention", "ib.peermem"}) {
     const CauseInfo* c = FindCause(id);
     ASSERT_NE(c, nullptr) << id;
     EXPECT_EQ(c->fault_class, FaultClass::kIbResource) << id;
@@ -43,6 +49,77 @@ TEST(Catalogue, HostChecksOfDesignArePresentWithTheirClass) {
 }
 
 TEST(Catalogue, UnknownIdIsNotFound) { EXPECT_EQ(FindCause("ib.nonexistent"), nullptr); }
+
+TEST(CauseId, GivesItsEntryAndText) {
+  EXPECT_EQ(ids::kIbPortState.str(), "ib.port_state");
+  EXPECT_EQ(&ids::kIbPortState.info(), FindCause("ib.port_state"));
+  EXPECT_EQ(ids::kLimitsMemlock.info().fault_class, FaultClass::kArchitecture);
+  const std::string read = "ib.port_state";  // as from the wire or a report
+  EXPECT_TRUE(ids::kIbPortState == read);
+  EXPECT_FALSE(ids::kIbPortRate == read);
+  EXPECT_NE(ids::kIbPortState, ids::kIbPortRate);
+  std::ostringstream out;
+  out << ids::kIbGid;
+  EXPECT_EQ(out.str(), "ib.gid");
+}
+
+// ids.h is the list code names ids from: one constant per entry, in catalogue order, named after
+// the id (ib.port_state: kIbPortState). The compiler checks each constant's id; this checks that
+// none is missing, so every id can be written as a symbol.
+TEST(CauseId, IdsHeaderHasOneConstantPerEntryInCatalogueOrder) {
+  std::ifstream in(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/agent/core/ids.h");
+  ASSERT_TRUE(in) << "agent/core/ids.h";
+  const std::regex constant(R"re(inline constexpr CauseId (k\w+)\{"([^"]+)"\};)re");
+  std::vector<std::string> listed;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (!std::regex_search(line, m, constant)) continue;
+    std::string name = "k";
+    bool upper = true;
+    for (char c : m[2].str()) {
+      if (c == '.' || c == '_') {
+        upper = true;
+        continue;
+      }
+      name += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+      upper = false;
+    }
+    EXPECT_EQ(m[1].str(), name) << m[2];
+    listed.push_back(m[2].str());
+  }
+  std::vector<std::string> catalogue;
+  for (const auto& e : Catalogue()) catalogue.emplace_back(e.id);
+  EXPECT_EQ(listed, catalogue);
+}
+
+TEST(CatalogueIds, SelectsByKindAndTraitInCatalogueOrder) {
+  constexpr auto kContainers = CatalogueIds<CauseKind::kHostCheck, kRunsInContainers>();
+  std::vector<std::string> got;
+  for (CauseId id : kContainers) got.emplace_back(id.str());
+  std::vector<std::string> want;
+  for (const auto& e : Catalogue()) {
+    if (e.kind == CauseKind::kHostCheck && e.Has(kRunsInContainers)) want.emplace_back(e.id);
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got.front(), "versions.nccl");
+  EXPECT_EQ(CatalogueIds<CauseKind::kCrossNode>().size(), 4u);
+  EXPECT_EQ((CatalogueIds<CauseKind::kCrossNode, kRunsInContainers>().size()), 0u);
+}
+
+// The causes that name no fault of the node they were logged on: a rank whose log says only these
+// did not find the cause (the coordinator then looks at the other rank).
+TEST(CauseTrait, ConsequencesAreThePeerTheDeadlineAndTheBareCodes) {
+  std::vector<std::string> got;
+  for (const auto& e : Catalogue()) {
+    if (e.Has(kConsequenceOnly)) got.emplace_back(e.id);
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"nccl.internal", "nccl.system", "peer.exited",
+                                           "nccl.timeout"}));
+  EXPECT_TRUE(HasTrait("peer.exited", kConsequenceOnly));
+  EXPECT_FALSE(HasTrait("probe.data", kConsequenceOnly));  // unknown class, but a cause
+  EXPECT_FALSE(HasTrait("no.such_id", kConsequenceOnly));
+}
 
 }  // namespace
 }  // namespace nccl_triage

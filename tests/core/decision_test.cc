@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/catalogue.h"
+
 namespace nccl_triage {
 namespace {
 
@@ -122,20 +124,26 @@ TEST(Decide, IbProbeOverSocketsIsNotAPass) {
   EXPECT_EQ(v.causes, (std::vector<std::string>{"probe.transport"}));
 }
 
-TEST(Decide, SlowIbIsDegradedIbResource) {
-  ProbeResult ib;
+// Both probes passed, the IB one over NET/IB at `busbw` bytes/s where the ports should carry
+// 25 GB/s. `ib` must outlive the inputs.
+DecisionInputs BothPassed(ProbeResult& ib, double busbw) {
   ib.mode = ProbeMode::kIb;
   ib.outcome = O::kPass;
   ib.transport = "NET/IB";
-  ib.busbw_bytes_per_second = 5e9;
-  Finding rate = Fail("ib.port_rate", FaultClass::kIbResource);
+  ib.busbw_bytes_per_second = busbw;
   DecisionInputs in;
   in.socket = O::kPass;
   in.ib = O::kPass;
   in.ib_result = &ib;
   in.expected_ib_bytes_per_second = 25e9;
   in.busbw_min_fraction = 0.5;
-  in.node_findings = {rate};
+  return in;
+}
+
+TEST(Decide, SlowIbIsDegradedIbResource) {
+  ProbeResult ib;
+  DecisionInputs in = BothPassed(ib, 5e9);
+  in.node_findings = {Fail("ib.port_rate", FaultClass::kIbResource)};
   auto v = Decide(in);
   EXPECT_EQ(v.fault_class, FaultClass::kIbResource);
   EXPECT_TRUE(v.degraded);
@@ -145,6 +153,36 @@ TEST(Decide, SlowIbIsDegradedIbResource) {
   v = Decide(in);
   EXPECT_EQ(v.fault_class, FaultClass::kHealthy);
   EXPECT_FALSE(v.degraded);
+}
+
+// Which node findings explain a slow IB path is the catalogue's kExplainsSlowIb, not a list here:
+// every marked check is named, a failing check without the mark is not (even an ib.* one).
+TEST(Decide, SlowIbNamesTheFindingsTheCatalogueMarksAsExplainingIt) {
+  ProbeResult ib;
+  DecisionInputs in = BothPassed(ib, 1e9);
+  std::vector<std::string> marked;
+  for (const CauseInfo& e : Catalogue()) {
+    if (e.kind != CauseKind::kHostCheck) continue;
+    Finding f = Fail(std::string(e.id), e.fault_class);
+    if (e.Has(kExplainsSlowIb)) {
+      f.status = CheckStatus::kWarn;  // a warning explains it too
+      marked.emplace_back(e.id);
+    }
+    in.node_findings.push_back(f);
+  }
+  ASSERT_EQ(marked, (std::vector<std::string>{"ib.port_rate", "ib.port_errors", "ib.peermem"}));
+  auto v = Decide(in);
+  std::vector<std::string> expected = {"ib.bandwidth"};
+  expected.insert(expected.end(), marked.begin(), marked.end());
+  EXPECT_EQ(v.causes, expected);
+  EXPECT_TRUE(v.degraded);
+}
+
+TEST(IsDegraded, FollowsTheCataloguesMark) {
+  EXPECT_TRUE(IsDegraded({"ib.port_rate", "ib.bandwidth"}));
+  EXPECT_FALSE(IsDegraded({"ib.port_rate", "probe.transport"}));
+  EXPECT_FALSE(IsDegraded({"no.such_id"}));
+  EXPECT_FALSE(IsDegraded({}));
 }
 
 TEST(Decide, IbFailWithoutSocketRunDoesNotSplitTheFamily) {

@@ -288,6 +288,7 @@ Status DemoCluster::Start() {
 
   const std::string probe_exe = options_.probe_exe;
   for (int i = 0; i < options_.nodes; ++i) {
+    if (options_.busy_nodes.count(i) > 0) node_faults[i].ib_busy = true;
     FixtureSpec spec = ApplyFaults(DgxA100Spec(), node_faults[i]);
     spec.hostname = NodeName(i);
     spec.scenario = "demo-" + NodeName(i);

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +61,9 @@ struct DemoOptions {
   // Extra environment for one node's probe children (tests: the fake NCCL's NCCL_FAKE_FAULTS
   // knobs); the names are allow-listed for that node like any operator-configured variable.
   std::map<int, std::map<std::string, std::string>> node_env;
+  // Nodes whose GPUs and HCAs another process holds (a job that started there: the `ib-busy`
+  // fixture's processes); their agents refuse probes and the coordinator leaves them out.
+  std::set<int> busy_nodes;
   std::function<void(const std::string&)> progress;  // one line per sweep; may be empty
 };
 
@@ -121,6 +125,8 @@ class DemoCluster {
   // The HTTP endpoints ("coordinator http://127.0.0.1:PORT", "node-0 http://..."), when served.
   std::vector<std::string> Urls() const;
   CoordinatorServer& coordinator();
+  // The token the agents and the coordinator share (random per cluster).
+  const std::string& token() const { return token_; }
   // Stops one agent (its session closes and cancels the probe it runs), as a node going away.
   void StopNode(int index);
   // Replaces the coordinator with a new one on the same port (a coordinator restart); the agents

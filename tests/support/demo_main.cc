@@ -3,11 +3,13 @@
 // root and the fake libcuda/libnccl of the build, faults injected only into those roots. It sweeps
 // until every pair has been probed (or --rounds sweeps), then prints per node and per pair the
 // class, basis and causes, and the faults it localised. With --serve the agents' and the
-// coordinator's metrics endpoints stay up until Ctrl-C.
+// coordinator's metrics endpoints, and the coordinator's gRPC port (its token in a file of the
+// work folder), stay up until Ctrl-C.
 #include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -122,8 +124,18 @@ int RunDemo(CliContext& ctx) {
         PrintDemoTable(*report, ctx.out);
       }
       if (rc == 0 && options.serve_http) {
+        // The coordinator's gRPC port and its token (a file only this user reads), so that
+        // `nccl-triage triage --coordinator ... --token-file ...` can ask the demo for probes.
+        const std::string token_file =
+            (std::filesystem::path(work_dir) / "coordinator-token").string();
+        if (std::ofstream(token_file) << cluster.token() << "\n") {
+          std::filesystem::permissions(
+              token_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+        }
         progress << "\nserving until Ctrl-C:\n";
         for (const auto& url : cluster.Urls()) progress << "  " << url << "\n";
+        progress << "  coordinator-grpc  127.0.0.1:" << cluster.coordinator().grpc_port()
+                 << "  --token-file " << token_file << "\n";
         progress << std::flush;
         int sig = 0;
         sigwait(&set, &sig);

@@ -2,111 +2,15 @@
 // real HTTPS, serving a 16-rank job whose logs are real NCCL logs (tests/fixtures/nccl-logs:
 // captures from an H200 with NCCL 2.28.9 and lines in the formats of older versions). Every bad
 // input of issue 15 has a test that asserts its line and its exit code.
-#include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-
-#include "exporter/tls_test_cert.h"
-#include "probe/subprocess.h"
-#include "support/fake_api_server.h"
+#include "triage_test_util.h"
 
 namespace nccl_triage {
 namespace {
 
-namespace fs = std::filesystem;
-using nlohmann::json;
-using testing::FakeApiServer;
-using testing::FakeLog;
+using namespace triage_test;  // NOLINT(google-build-using-namespace): the harness of these tests
 
-const std::string kBinary = std::string(NCCL_TRIAGE_BINARY_DIR) + "/nccl-triage";
-const std::string kLogs = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/nccl-logs/";
-constexpr const char* kToken = "triage-test-token";
-constexpr int64_t kT0 = int64_t{1739265240} * 1'000'000'000;  // 2025-02-11T09:14:00Z
-
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// The lines of a fixture log that one host wrote (`host:` prefix, or an NCCL timestamp first).
-std::string LinesOf(const std::string& file, const std::string& host) {
-  std::istringstream in(Read(kLogs + file));
-  std::string out, line;
-  while (std::getline(in, line)) {
-    if (line.find(host + ":") != std::string::npos) out += line + "\n";
-  }
-  return out;
-}
-
-json PodJson(const std::string& name, const std::string& node, const std::string& ip, int index,
-             const std::string& hostname = "", int restarts = 0) {
-  json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata",
-               {{"name", name},
-                {"namespace", "ml"},
-                {"uid", "uid-" + name},
-                {"labels",
-                 {{"batch.kubernetes.io/job-name", "train-7"},
-                  {"job-name", "train-7"},
-                  {"batch.kubernetes.io/job-completion-index", std::to_string(index)}}},
-                {"ownerReferences",
-                 {{{"apiVersion", "batch/v1"},
-                   {"kind", "Job"},
-                   {"name", "train-7"},
-                   {"uid", "job-uid-7"},
-                   {"controller", true}}}}}},
-              {"spec", {{"nodeName", node}, {"containers", {{{"name", "trainer"}}}}}},
-              {"status",
-               {{"phase", "Failed"},
-                {"podIP", ip},
-                {"hostIP", "192.168.1." + std::to_string(index)},
-                {"containerStatuses",
-                 {{{"name", "trainer"},
-                   {"restartCount", restarts},
-                   {"state", {{"terminated", {{"reason", "Error"}, {"exitCode", 1}}}}}}}}}}};
-  if (!hostname.empty()) pod["spec"]["hostname"] = hostname;
-  return pod;
-}
-
-std::string Name(int i) { return "train-7-worker-" + std::to_string(i); }
-std::string Node(int i) { return (i < 10 ? "gpu-0" : "gpu-") + std::to_string(i); }
-
-class TriageCli : public ::testing::Test {
+class TriageCli : public TriageEnv {
  protected:
-  TriageCli() {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("triage_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    cert_ = testing::MakeSelfSignedCert(dir_.string());
-  }
-  ~TriageCli() override {
-    server_.reset();
-    fs::remove_all(dir_);
-  }
-
-  FakeApiServer& Server(const std::string& client_ca = "") {
-    FakeApiServer::Options o;
-    o.cert_path = cert_.cert_path;
-    o.key_path = cert_.key_path;
-    o.token = kToken;
-    o.client_ca_path = client_ca;
-    o.now_ns = kT0 + int64_t{3600} * 1'000'000'000;
-    server_ = std::make_unique<FakeApiServer>(o);
-    WriteKubeconfig(testing::KubeconfigFor(server_->port(), Read(cert_.cert_path), kToken, "ml"));
-    return *server_;
-  }
-
-  void WriteKubeconfig(const std::string& text) { std::ofstream(dir_ / "kubeconfig") << text; }
-
   // The 16-rank job: rank 5 (host gpu-a17) fails ibv_reg_mr first; rank 6 (gpu-a18) and the
   // even ranks lose their connection to it; the odd ranks are real successful H200 captures.
   void SixteenRankJob(FakeApiServer& s) {
@@ -130,27 +34,6 @@ class TriageCli : public ::testing::Test {
       s.SetLog("ml", Name(i), "trainer", false, FakeLog::FromText(text, start));
     }
   }
-
-  SubprocessResult Triage(std::vector<std::string> args, std::vector<std::string> env = {},
-                          const std::string& binary = kBinary) {
-    SubprocessOptions o;
-    o.argv = {binary, "triage"};
-    o.argv.insert(o.argv.end(), args.begin(), args.end());
-    o.env = std::move(env);
-    o.env.push_back("KUBECONFIG=" + (dir_ / "kubeconfig").string());
-    o.env.push_back("HOME=" + dir_.string());
-    o.timeout = std::chrono::seconds(120);
-    o.max_output_bytes = 16 << 20;
-    return RunSubprocess(std::move(o));
-  }
-
-  static int Lines(const std::string& s) {
-    return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
-  }
-
-  fs::path dir_;
-  testing::TestCert cert_;
-  std::unique_ptr<FakeApiServer> server_;
 };
 
 TEST_F(TriageCli, NamesTheRankThatFailedFirstItsNodeAndTheCause) {
@@ -236,6 +119,18 @@ TEST_F(TriageCli, TheTableSaysTheSameForAPerson) {
   EXPECT_NE(r.out.find("kept:     nothing (--no-keep)"), std::string::npos) << r.out;
   EXPECT_EQ(s.Events().size(), 0U);
   EXPECT_EQ(r.err, "");  // no progress line when stderr is not a terminal
+}
+
+TEST_F(TriageCli, OnATerminalTheLogsProgressIsShownThenErased) {
+  auto& s = Server();
+  SixteenRankJob(s);
+  auto r = TriageOnTerminal({"--job", "train-7", "--no-probe", "--no-keep"});
+  ASSERT_EQ(r.exit_code, 1) << r.text;
+  const size_t done = r.text.find("\rreading logs: 16 of 16");
+  ASSERT_NE(done, std::string::npos) << r.text;
+  const size_t erased = r.text.find("\r\033[K", done);
+  ASSERT_NE(erased, std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("incident: job train-7", erased), std::string::npos) << r.text;
 }
 
 TEST_F(TriageCli, AHealthyRunIsHealthyFromTheLog) {

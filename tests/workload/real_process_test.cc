@@ -174,8 +174,7 @@ TEST_F(RealProcessTest, ProcessInItsOwnNamespaceWithSmallMemlockIsJudgedFromItsP
 
   // Judged with the catalogue's checks against a DGX A100's hardware facts.
   const NodeSnapshot& host = testing::WorkloadRoot::HostSnapshot("dgx-a100");
-  CheckRegistry registry;
-  RegisterBuiltinChecks(registry);
+  const CheckRegistry registry = BuiltinCheckRegistry();
   ContainerVerdict v =
       JudgeContainer(scan.containers[0], {}, scan.host_netns, host, Config{}, {}, registry);
   EXPECT_EQ(v.verdict, FaultClass::kArchitecture);

@@ -87,7 +87,7 @@ struct WorkloadRoot {
     Status s = WriteWorkloadProcesses(processes, root());
     EXPECT_TRUE(s.ok()) << s.message();
     host = HostSnapshot(scenario);
-    RegisterBuiltinChecks(registry);
+    registry = BuiltinCheckRegistry();
   }
 
   static const NodeSnapshot& HostSnapshot(const std::string& scenario) {

@@ -26,6 +26,7 @@ var contractMetrics = map[string]string{
 	"nccl_triage_coordinator_localised_faults": "gauge", "nccl_triage_coordinator_fault": "gauge",
 	"nccl_triage_coordinator_pairs_tested": "gauge", "nccl_triage_coordinator_pairs_total": "gauge",
 	"nccl_triage_coordinator_last_sweep_timestamp_seconds": "gauge",
+	"nccl_triage_incidents_total":                          "counter",
 }
 
 // family maps a sample name to its family (histogram series carry _bucket/_sum/_count).

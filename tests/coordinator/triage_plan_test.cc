@@ -1,0 +1,72 @@
+// The probes of one incident, planned: the job's nodes paired with each other, known-good
+// references beside them, absent and busy nodes left out with the reason, and the answer
+// summarised for exactly the nodes asked about.
+#include "planner/triage_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace nccl_triage {
+namespace {
+
+std::map<std::string, TriageAgent> Agents(int n) {
+  std::map<std::string, TriageAgent> out;
+  for (int i = 0; i < n; ++i) out["n" + std::to_string(i)] = TriageAgent{true, false, false};
+  return out;
+}
+
+TEST(TriagePlan, PairsTheJobsNodesAndProbesTwoReferencesTogether) {
+  TriagePlan p = PlanTriage({"n0", "n1", "n2", "n3"}, Agents(8));
+  EXPECT_EQ(p.probed, (std::vector<std::string>{"n0", "n1", "n2", "n3"}));
+  EXPECT_EQ(p.references, (std::vector<std::string>{"n4", "n5"}));
+  EXPECT_EQ(p.round1, (std::vector<NodePair>{{"n0", "n1"}, {"n2", "n3"}, {"n4", "n5"}}));
+  EXPECT_TRUE(p.skipped.empty());
+}
+
+TEST(TriagePlan, TheOddNodeMeetsAReference) {
+  TriagePlan p = PlanTriage({"n0", "n1", "n2"}, Agents(5));
+  EXPECT_EQ(p.round1, (std::vector<NodePair>{{"n0", "n1"}, {"n2", "n3"}}));
+}
+
+TEST(TriagePlan, BusyAndAbsentNodesAreNotProbedAndSaySo) {
+  auto agents = Agents(6);
+  agents["n1"].gpus_busy = true;
+  TriagePlan p = PlanTriage({"n0", "n1", "gone", "n2", "n0"}, agents);
+  EXPECT_EQ(p.probed, (std::vector<std::string>{"n0", "n2"}));
+  EXPECT_EQ(p.skipped.at("n1"), "busy");
+  EXPECT_NE(p.reasons.at("n1").find("another job may have started"), std::string::npos);
+  EXPECT_EQ(p.skipped.at("gone"), "absent");
+}
+
+TEST(TriagePlan, NoBusyOrConfirmedFaultyNodeIsAReference) {
+  auto agents = Agents(6);
+  agents["n2"].gpus_busy = true;
+  agents["n3"].confirmed_fault = true;
+  agents["n4"].connected = false;
+  TriagePlan p = PlanTriage({"n0", "n1"}, agents);
+  EXPECT_EQ(p.references, std::vector<std::string>{"n5"});
+}
+
+TEST(TriagePlan, TheAnswerCoversTheAskedNodesAndTheirFaultsOnly) {
+  auto agents = Agents(6);
+  agents["n1"].gpus_busy = true;
+  TriagePlan plan = PlanTriage({"n0", "n1", "n2"}, agents);
+  SweepResult r;
+  r.rounds = 2;
+  r.nodes["n0"] = {NodeState::kGood, FaultClass::kHealthy, {}, "passes"};
+  r.nodes["n2"] = {NodeState::kNodeFault, FaultClass::kIbResource, {"limits.memlock"}, "IB fails"};
+  r.faults.push_back({FaultKind::kNode, {"n2"}, FaultClass::kIbResource, {"limits.memlock"}, ""});
+  r.faults.push_back({FaultKind::kNode, {"n4"}, FaultClass::kArchitecture, {"shm.size"}, ""});
+  r.pairs.resize(3);
+  TriageOutcome out = SummariseTriage({"n0", "n1", "n2"}, plan, r);
+  ASSERT_EQ(out.nodes.size(), 3U);
+  EXPECT_EQ(out.nodes[0].state, "good");
+  EXPECT_EQ(out.nodes[1].state, "busy");
+  EXPECT_EQ(out.nodes[2].state, "fault");
+  EXPECT_EQ(out.nodes[2].causes, std::vector<std::string>{"limits.memlock"});
+  ASSERT_EQ(out.faults.size(), 1U);  // n4's fault is not the job's
+  EXPECT_EQ(out.pairs_probed, 3);
+  EXPECT_EQ(out.rounds, 2);
+}
+
+}  // namespace
+}  // namespace nccl_triage
