@@ -8,51 +8,34 @@
 //   flooder got into the socket before the server closed on it.
 //   Slowloris: --slow connections (default 8, two client addresses) each send a request line and
 //   then one header line every --trickle seconds (default 3) for --seconds (default 15), opening
-//   a new connection whenever the server closes one, while
-//   /livez is asked every 250 ms on a fresh connection. Reports /livez answers, failures and
-//   their latency (median, max).
+//   a new connection whenever the server closes one, while /livez is asked every 250 ms on a
+//   fresh connection. Reports /livez answers, failures and their latency (median, max).
 //
 //   build/bench_exporter_hostile [--target agent|coordinator|both] [--floods N] [--lines N]
 //                                [--slow N] [--trickle S] [--seconds S]
 //
 // Exit 0 when the figures stay within what the README promises (peak growth under 64 MiB, every
 // /livez answered 200 within 1 s), 1 otherwise, 2 when a process did not start.
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <mutex>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "exporter/live_util.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using namespace nccl_triage::testing;
 
 // A field of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"); -1 when the process is gone.
 long StatusKiB(pid_t pid, const char* field) {
-  std::istringstream in(ReadText("/proc/" + std::to_string(pid) + "/status"));
+  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));
   std::string line;
   const std::string key = std::string(field) + ":";
   while (std::getline(in, line)) {
@@ -63,103 +46,31 @@ long StatusKiB(pid_t pid, const char* field) {
 
 double MiB(long kib) { return static_cast<double>(kib) / 1024.0; }
 
-// A TCP connection to 127.0.0.1:port from the loopback address `source`; -1 on failure.
-int Connect(int port, const char* source, int timeout_seconds) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  timeval tv{timeout_seconds, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  sockaddr_in from{}, to{};
-  from.sin_family = to.sin_family = AF_INET;
-  ::inet_pton(AF_INET, source, &from.sin_addr);
-  to.sin_port = htons(static_cast<uint16_t>(port));
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
-      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
+int Livez(int port) {
+  auto r = HttpGet(port, "/livez");
+  return r ? r->status : 0;
 }
 
-// Bytes of `data` the socket took before an error.
-size_t Send(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  return done;
-}
-
-// GET `path` on a fresh connection: the status code (0 when there was no answer within 5 s).
-int Get(int port, const std::string& path) {
-  int fd = Connect(port, "127.0.0.1", 5);
-  if (fd < 0) return 0;
-  const std::string request =
-      "GET " + path + " HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n";
-  int status = 0;
-  if (Send(fd, request) == request.size()) {
-    char buf[512];
-    ssize_t n = ::recv(fd, buf, sizeof buf - 1, 0);
-    if (n > 12) {
-      buf[n] = '\0';
-      if (std::strncmp(buf, "HTTP/1.1 ", 9) == 0) status = std::atoi(buf + 9);
-    }
-  }
-  ::close(fd);
-  return status;
-}
-
+// A server process and its HTTP port, learnt from the line of its log that `port_re` matches.
 struct Server {
-  pid_t pid = -1;
+  std::unique_ptr<Child> child;
   int port = 0;
+  pid_t pid() const { return child->pid(); }
 };
 
-// Starts `argv` with its output in `log`, and learns its HTTP port from the line `port_re`
-// matches (waits up to 20 s, then for /livez).
 Server Start(const std::vector<std::string>& argv, const std::string& log,
              const std::regex& port_re) {
-  Server s;
-  s.pid = fork();
-  if (s.pid == 0) {
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    _exit(127);
-  }
-  const auto until = Clock::now() + 20s;
-  while (Clock::now() < until && s.port == 0) {
-    std::smatch m;
-    const std::string text = ReadText(log);
-    if (std::regex_search(text, m, port_re)) s.port = std::stoi(m[1]);
-    if (::waitpid(s.pid, nullptr, WNOHANG) == s.pid) return {-1, 0};
-    std::this_thread::sleep_for(50ms);
-  }
-  while (s.port != 0 && Clock::now() < until && Get(s.port, "/livez") != 200) {
-    std::this_thread::sleep_for(50ms);
-  }
+  Server s{std::make_unique<Child>(argv, log), 0};
+  WaitFor(
+      [&] {
+        std::smatch m;
+        const std::string text = ReadFile(log);
+        if (std::regex_search(text, m, port_re)) s.port = std::stoi(m[1]);
+        return s.port > 0 || !s.child->Running();
+      },
+      20s);
+  if (s.port > 0 && !WaitFor([&] { return Livez(s.port) == 200; }, 20s)) s.port = 0;
   return s;
-}
-
-void Stop(Server& s) {
-  if (s.pid <= 0) return;
-  ::kill(s.pid, SIGTERM);
-  const auto until = Clock::now() + 10s;
-  while (Clock::now() < until && ::waitpid(s.pid, nullptr, WNOHANG) != s.pid) {
-    std::this_thread::sleep_for(50ms);
-  }
-  if (::kill(s.pid, 0) == 0) {
-    ::kill(s.pid, SIGKILL);
-    ::waitpid(s.pid, nullptr, 0);
-  }
-  s.pid = -1;
 }
 
 struct Options {
@@ -173,15 +84,15 @@ struct Options {
 
 // The header flood; true when the peak stayed within 64 MiB of the start.
 bool Flood(const std::string& name, const Server& s, const Options& o) {
-  const long before = StatusKiB(s.pid, "VmRSS");
-  const long hwm_before = StatusKiB(s.pid, "VmHWM");
+  const long before = StatusKiB(s.pid(), "VmRSS");
+  const long hwm_before = StatusKiB(s.pid(), "VmHWM");
   std::vector<size_t> taken(static_cast<size_t>(o.floods), 0);
   const auto start = Clock::now();
   {
     std::vector<std::jthread> threads;
     for (int f = 0; f < o.floods; ++f) {
       threads.emplace_back([&, f] {
-        int fd = Connect(s.port, "127.0.0.2", 30);
+        int fd = ConnectFrom(s.port, "127.0.0.2", 30);
         if (fd < 0) return;
         // 1,000 lines a chunk: "X-Flood-NNNNNN: " and 40 bytes of value, 57 bytes a line.
         std::string chunk;
@@ -191,23 +102,19 @@ bool Flood(const std::string& name, const Server& s, const Options& o) {
                         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
           chunk += line;
         }
-        const std::string head = "GET /status HTTP/1.1\r\nHost: bench\r\n";
-        size_t sent = Send(fd, head);
-        for (long i = 0; sent > 0 && i < o.lines / 1000; ++i) {
-          const size_t n = Send(fd, chunk);
-          sent += n;
-          if (n < chunk.size()) break;
+        size_t& sent = taken[static_cast<size_t>(f)];
+        if (SendAll(fd, "GET /status HTTP/1.1\r\nHost: bench\r\n")) {
+          for (long i = 0; i < o.lines / 1000 && SendAll(fd, chunk); ++i) sent += chunk.size();
         }
-        taken[static_cast<size_t>(f)] = sent;
         ::close(fd);
       });
     }
   }
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   std::this_thread::sleep_for(500ms);
-  const long after = StatusKiB(s.pid, "VmRSS");
-  const long hwm = StatusKiB(s.pid, "VmHWM");
-  const int status = Get(s.port, "/livez");
+  const long after = StatusKiB(s.pid(), "VmRSS");
+  const long hwm = StatusKiB(s.pid(), "VmHWM");
+  const int status = Livez(s.port);
   std::printf("%s header flood: %d x %ld lines (%.0f MB each) in %.2f s\n", name.c_str(), o.floods,
               o.lines, static_cast<double>(o.lines) * 57 / 1e6, wall);
   std::string accepted;
@@ -228,17 +135,16 @@ bool Slowloris(const std::string& name, const Server& s, const Options& o) {
     // A closed connection is opened again at once, as a real slowloris does.
     slow.emplace_back([&, i] {
       while (!stop) {
-        int fd = Connect(s.port, i % 2 ? "127.0.0.3" : "127.0.0.4", 5);
+        int fd = ConnectFrom(s.port, i % 2 ? "127.0.0.3" : "127.0.0.4", 5);
         if (fd < 0) {
           std::this_thread::sleep_for(100ms);
           continue;
         }
-        bool open = Send(fd, "GET /status HTTP/1.1\r\n") > 0;
+        bool open = SendAll(fd, "GET /status HTTP/1.1\r\n");
         ++connections;
         for (int k = 0; open && !stop; ++k) {
           for (int w = 0; w < o.trickle * 10 && !stop; ++w) std::this_thread::sleep_for(100ms);
-          const std::string line = "X-Slow-" + std::to_string(k) + ": 1\r\n";
-          open = Send(fd, line) == line.size();
+          open = SendAll(fd, "X-Slow-" + std::to_string(k) + ": 1\r\n");
         }
         ::close(fd);
       }
@@ -250,7 +156,7 @@ bool Slowloris(const std::string& name, const Server& s, const Options& o) {
   const auto until = Clock::now() + std::chrono::seconds(o.seconds);
   while (Clock::now() < until) {
     const auto t0 = Clock::now();
-    const int status = Get(s.port, "/livez");
+    const int status = Livez(s.port);
     const double took = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     if (status == 200) {
       ms.push_back(took);
@@ -301,31 +207,24 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_exporter_hostile: --target is agent, coordinator or both\n");
     return 2;
   }
-  char dir_template[] = "/tmp/nccl-triage-bench-XXXXXX";
-  const std::string dir = ::mkdtemp(dir_template);
-  const std::string binary = std::string(NCCL_TRIAGE_BINARY_DIR) + "/nccl-triage-server";
+  TempDir dir;
   bool ok = true;
   for (const std::string name : {"agent", "coordinator"}) {
     if (o.target != "both" && o.target != name) continue;
-    const std::string log = dir + "/" + name + ".log";
-    Server s = name == "agent"
-                   ? Start({binary, "agent", "--standalone", "--root",
-                            std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/dgx-a100",
-                            "--listen", "127.0.0.1:0"},
-                           log, std::regex("serving .* on 127\\.0\\.0\\.1:([0-9]+)"))
-                   : Start({binary, "coordinator", "--listen", "127.0.0.1:0", "--http-listen",
-                            "127.0.0.1:0"},
-                           log, std::regex("HTTP on port ([0-9]+)"));
-    if (s.pid <= 0 || s.port == 0) {
-      std::fprintf(stderr, "the %s did not start:\n%s\n", name.c_str(), ReadText(log).c_str());
-      Stop(s);
+    const std::string log = dir.path() + "/" + name + ".log";
+    Server s = name == "agent" ? Start({AgentBinary(), "agent", "--standalone", "--root",
+                                        FixtureRoot("dgx-a100"), "--listen", "127.0.0.1:0"},
+                                       log, std::regex("serving .* on 127\\.0\\.0\\.1:([0-9]+)"))
+                               : Start({AgentBinary(), "coordinator", "--listen", "127.0.0.1:0",
+                                        "--http-listen", "127.0.0.1:0"},
+                                       log, std::regex("HTTP on port ([0-9]+)"));
+    if (s.port == 0) {
+      std::fprintf(stderr, "the %s did not start:\n%s\n", name.c_str(), ReadFile(log).c_str());
       return 2;
     }
     ok = Flood(name, s, o) && ok;
     ok = Slowloris(name, s, o) && ok;
-    Stop(s);
-    std::remove(log.c_str());
+    s.child->Stop(SIGTERM, 10s);
   }
-  ::rmdir(dir.c_str());
   return ok ? 0 : 1;
 }
