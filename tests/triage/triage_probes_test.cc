@@ -88,6 +88,23 @@ TEST_F(TriageProbes, ANodeFaultIsNamedWithItsCauseAndTheIncidentIsCounted) {
       << cluster_->cluster.coordinator().MetricsText();
 }
 
+TEST_F(TriageProbes, TheReadmeShowsAProbedIncident) {
+  StartCluster("node:2:memlock");
+  auto& s = Server();
+  Job(s, 2);
+  auto r = Triage({"--job", "train-7", "-n", "ml", "--coordinator", Coordinator()}, {TokenEnv()});
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  const std::string documented = ReadmeExample("triage-probes");
+  ASSERT_FALSE(documented.empty());
+  // The README shows the address a user gives; the report itself does not print it.
+  const std::string printed =
+      "$ nccl-triage triage --job train-7 -n ml --coordinator "
+      "nccl-triage-coordinator.nccl-triage:9501\n" +
+      r.out;
+  EXPECT_EQ(WithoutRunTime(documented), WithoutRunTime(printed)) << "the README should show:\n"
+                                                                 << WithoutRunTime(printed);
+}
+
 TEST_F(TriageProbes, ALinkFaultIsNamedAsTheLink) {
   StartCluster("link:0-1:cable");
   auto& s = Server();
