@@ -289,6 +289,9 @@ int RunTriageCommand(CliContext& ctx) {
     kept.count_error = "--no-keep";
   } else if (a.coordinator.empty()) {
     kept.count_error = "no coordinator given";
+  } else if (in.probes.asked && !in.probes.error.empty()) {
+    // Asking again would wait out the same silence (or hear the same refusal).
+    kept.count_error = "the coordinator did not answer the probes";
   } else {
     kept.count_error = CountIncident(coordinator, incident);
     kept.counted = kept.count_error.empty();
