@@ -84,6 +84,24 @@ inline json PodJson(const std::string& name, const std::string& node, const std:
 inline std::string Name(int i) { return "train-7-worker-" + std::to_string(i); }
 inline std::string Node(int i) { return (i < 10 ? "gpu-0" : "gpu-") + std::to_string(i); }
 
+// The README's example block `<!-- example:NAME -->` (its text between the fences), or "".
+inline std::string ReadmeExample(const std::string& name) {
+  const std::string readme = Read(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/README.md");
+  const std::string open = "<!-- example:" + name + " -->\n```text\n",
+                    close = "```\n<!-- /example:" + name + " -->";
+  const size_t a = readme.find(open), b = readme.find(close);
+  if (a == std::string::npos || b == std::string::npos || b < a) return "";
+  return readme.substr(a + open.size(), b - a - open.size());
+}
+
+// The report's first line carries the time of the run: the one part that differs between runs.
+inline std::string WithoutRunTime(std::string text) {
+  const std::string key = " nodes), ";
+  const size_t at = text.find(key);
+  if (at != std::string::npos) text.replace(at + key.size(), 20, "<time of the run>   ");
+  return text;
+}
+
 class TriageEnv : public ::testing::Test {
  protected:
   TriageEnv() {
