@@ -205,6 +205,7 @@ triage::ProbeOutcome RunProbes(const CoordinatorAccess& coordinator,
   Subprocess* c = child->get();
   const auto start = Subprocess::Clock::now();
   int shown = 0;
+  if (progress) progress(0);  // at once: the probes take seconds to minutes
   while (!c->done()) {
     Subprocess::Pump(std::span<Subprocess* const>(&c, 1), nullptr,
                      Subprocess::Clock::now() + std::chrono::seconds(1));

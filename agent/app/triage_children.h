@@ -50,7 +50,7 @@ struct CoordinatorAccess {
 
 // Asks the coordinator for the probes of `nodes` (triage-coordinator --probe). Never fails: a
 // coordinator that cannot be asked or refuses is the outcome's `error`. `progress` is called
-// about once a second while the probes run (seconds so far); may be empty.
+// when they start (0) and about once a second while they run (seconds so far); may be empty.
 triage::ProbeOutcome RunProbes(const CoordinatorAccess& coordinator,
                                const std::vector<std::string>& nodes, std::chrono::seconds timeout,
                                const std::function<void(int seconds)>& progress);

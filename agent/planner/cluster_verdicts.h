@@ -102,6 +102,10 @@ class ClusterVerdicts {
   std::vector<std::string> Resume(const std::string& node, const AgentVerdicts& told,
                                   uint64_t sweep);
 
+  // Drops everything about a node that left the cluster: its verdict, its pair records and the
+  // faults that name it (the coordinator's node table expires such nodes).
+  void Forget(const std::string& node);
+
   // The published verdict of a node, or nullptr before any sweep included it.
   const PublishedNodeVerdict* Find(const std::string& node) const;
   // What the agent of `node` is pushed.

@@ -189,15 +189,18 @@ Incident JudgeIncident(const IncidentInput& in) {
     }
   }
   // Earliest first failure: logs with a time before those without, then by time, then by the
-  // previous instance of a container before its current one, then pod order.
-  std::stable_sort(faults.begin(), faults.end(), [](const LogView& a, const LogView& b) {
+  // previous instance of a container before its current one, then pod order. The side effects
+  // in the same order, so that their evidence does not follow the order the logs arrived in.
+  const auto earliest = [](const LogView& a, const LogView& b) {
     const auto& ta = a.log->summary.root_ns;
     const auto& tb = b.log->summary.root_ns;
     if (ta.has_value() != tb.has_value()) return ta.has_value();
     if (ta && *ta != *tb) return *ta < *tb;
     if (a.log->previous != b.log->previous) return a.log->previous;
     return PodOrderLess(a.pod, b.pod, a.log->pod, b.log->pod);
-  });
+  };
+  std::stable_sort(faults.begin(), faults.end(), earliest);
+  std::stable_sort(side_effects.begin(), side_effects.end(), earliest);
   const bool all_timed = std::all_of(faults.begin(), faults.end(), [](const LogView& v) {
     return v.log->summary.root_ns.has_value();
   });

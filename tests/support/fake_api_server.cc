@@ -372,6 +372,8 @@ FakeApiServer::FakeApiServer(Options options) : impl_(std::make_unique<Impl>(opt
             [impl](const httplib::Request& q, httplib::Response& r) { impl->Patch(q, r); });
   srv.Post(R"(/api/v1/namespaces/([^/]+)/events)",
            [impl](const httplib::Request& q, httplib::Response& r) { impl->Event(q, r); });
+  // As the real API server: Go's net package sets TCP_NODELAY on every TCP connection.
+  srv.set_tcp_nodelay(true);
   port_ = srv.bind_to_any_port("127.0.0.1");
   thread_ = std::thread([impl] { impl->server.listen_after_bind(); });
   while (!srv.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -198,6 +198,18 @@ TEST(Incident, SideEffectsAloneNameThePodThatWentAway) {
             inc.not_looked_at.end());
 }
 
+TEST(Incident, TheSideEffectsEvidenceGoesByTimeWhateverOrderTheLogsArrivedIn) {
+  IncidentInput in = Job(4);
+  in.logs.push_back(Log("w3", Closed("w3", "w1"), 300));
+  in.logs.push_back(Log("w2", Closed("w2", "w1"), 0));
+  in.logs.push_back(Log("w0", Closed("w0", "w1"), 200));
+  Incident inc = JudgeIncident(in);
+  ASSERT_EQ(inc.evidence.size(), 3U);
+  EXPECT_EQ(inc.evidence[0].pod, "w2");
+  EXPECT_EQ(inc.evidence[1].pod, "w0");
+  EXPECT_EQ(inc.evidence[2].pod, "w3");
+}
+
 TEST(Incident, HealthyLogsAreHealthyFromTheLog) {
   IncidentInput in = Job(2);
   in.logs.push_back(Log("w0", kHealthy, 0));

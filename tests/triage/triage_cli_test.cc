@@ -89,22 +89,11 @@ TEST_F(TriageCli, TheReadmeShowsWhatItPrints) {
   SixteenRankJob(s);
   auto r = Triage({"--job", "train-7", "-n", "ml", "--no-probe"});
   ASSERT_EQ(r.exit_code, 1) << r.err;
-  auto normalise = [](std::string text) {
-    const std::string key = " nodes), ";
-    const size_t at = text.find(key);
-    if (at != std::string::npos) text.replace(at + key.size(), 20, "<time of the run>   ");
-    return text;
-  };
-  const std::string readme = Read(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/README.md");
-  const std::string open = "<!-- example:triage -->\n```text\n",
-                    close = "```\n<!-- /example:triage -->";
-  const size_t a = readme.find(open), b = readme.find(close);
-  ASSERT_NE(a, std::string::npos);
-  ASSERT_NE(b, std::string::npos);
-  const std::string documented = readme.substr(a + open.size(), b - a - open.size());
+  const std::string documented = ReadmeExample("triage");
+  ASSERT_FALSE(documented.empty());
   const std::string printed = "$ nccl-triage triage --job train-7 -n ml --no-probe\n" + r.out;
-  EXPECT_EQ(normalise(documented), normalise(printed)) << "the README should show:\n"
-                                                       << normalise(printed);
+  EXPECT_EQ(WithoutRunTime(documented), WithoutRunTime(printed)) << "the README should show:\n"
+                                                                 << WithoutRunTime(printed);
 }
 
 TEST_F(TriageCli, TheTableSaysTheSameForAPerson) {
@@ -119,6 +108,18 @@ TEST_F(TriageCli, TheTableSaysTheSameForAPerson) {
   EXPECT_NE(r.out.find("kept:     nothing (--no-keep)"), std::string::npos) << r.out;
   EXPECT_EQ(s.Events().size(), 0U);
   EXPECT_EQ(r.err, "");  // no progress line when stderr is not a terminal
+}
+
+TEST_F(TriageCli, OnATerminalTheLogsProgressIsShownThenErased) {
+  auto& s = Server();
+  SixteenRankJob(s);
+  auto r = TriageOnTerminal({"--job", "train-7", "--no-probe", "--no-keep"});
+  ASSERT_EQ(r.exit_code, 1) << r.text;
+  const size_t done = r.text.find("\rreading logs: 16 of 16");
+  ASSERT_NE(done, std::string::npos) << r.text;
+  const size_t erased = r.text.find("\r\033[K", done);
+  ASSERT_NE(erased, std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("incident: job train-7", erased), std::string::npos) << r.text;
 }
 
 TEST_F(TriageCli, AHealthyRunIsHealthyFromTheLog) {
@@ -266,7 +267,10 @@ TEST_F(TriageCli, UsageErrorsAreOneLineAndExit2) {
                                              {"--job", "a", "--since", "yesterday"},
                                              {"--job", "a", "--format", "yaml"},
                                              {"--job", "a", "--max-log-bytes", "lots"},
-                                             {"--job", "a", "--frobnicate"}}) {
+                                             {"--job", "a", "--frobnicate"},
+                                             {"--job", "a", "--coordinator", "http://c:9501"},
+                                             {"--job", "a", "--coordinator", "coordinator"},
+                                             {"--job", "a", "--coordinator", "c:99999"}}) {
     auto r = Triage(args);
     EXPECT_EQ(r.exit_code, 2) << ::testing::PrintToString(args);
     EXPECT_EQ(Lines(r.err), 1) << r.err;

@@ -3,6 +3,10 @@
 // with the fake NCCL/CUDA, faults injected only into the nodes' fixture roots). The job's logs
 // say only that a peer went away; the coordinator's probes, asked for by the triage, name the
 // node and the cause — or the link — and the incident is counted on the coordinator.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <set>
 
 #include "coordinator/cluster_test_util.h"
@@ -77,6 +81,28 @@ TEST_F(TriageProbes, ANodeFaultIsNamedWithItsCauseAndTheIncidentIsCounted) {
                 R"(nccl_triage_incidents_total{cause="limits.memlock",class="ib_resource"} 1)"),
             std::string::npos)
       << cluster_->cluster.coordinator().MetricsText();
+  // An incident's probes are no sweep: nothing is published as a confirmed fault (no sweep ran
+  // in this cluster, so any fault series would be the triage's).
+  EXPECT_EQ(cluster_->cluster.coordinator().MetricsText().find("nccl_triage_coordinator_fault{"),
+            std::string::npos)
+      << cluster_->cluster.coordinator().MetricsText();
+}
+
+TEST_F(TriageProbes, TheReadmeShowsAProbedIncident) {
+  StartCluster("node:2:memlock");
+  auto& s = Server();
+  Job(s, 2);
+  auto r = Triage({"--job", "train-7", "-n", "ml", "--coordinator", Coordinator()}, {TokenEnv()});
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  const std::string documented = ReadmeExample("triage-probes");
+  ASSERT_FALSE(documented.empty());
+  // The README shows the address a user gives; the report itself does not print it.
+  const std::string printed =
+      "$ nccl-triage triage --job train-7 -n ml --coordinator "
+      "nccl-triage-coordinator.nccl-triage:9501\n" +
+      r.out;
+  EXPECT_EQ(WithoutRunTime(documented), WithoutRunTime(printed)) << "the README should show:\n"
+                                                                 << WithoutRunTime(printed);
 }
 
 TEST_F(TriageProbes, ALinkFaultIsNamedAsTheLink) {
@@ -120,6 +146,23 @@ TEST_F(TriageProbes, ANodeWhoseGpusAnotherJobHoldsIsNotProbedAndSaysSo) {
       << cluster_->log_text.str();
 }
 
+TEST_F(TriageProbes, OnATerminalAProgressLineShowsWhileTheProbesRunAndIsErased) {
+  StartCluster("node:2:memlock");
+  auto& s = Server();
+  Job(s, 2);
+  auto r = TriageOnTerminal({"--job", "train-7", "--coordinator", Coordinator(), "--no-keep"},
+                            {TokenEnv()});
+  ASSERT_EQ(r.exit_code, 1) << r.text;
+  const size_t line =
+      r.text.find("\rprobing 4 node(s) through the coordinator at " + Coordinator() + ": 0 s");
+  ASSERT_NE(line, std::string::npos) << r.text;
+  // Erased before the report, which follows on a clean line.
+  const size_t erased = r.text.find("\r\033[K", line);
+  ASSERT_NE(erased, std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("incident: job train-7", erased), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("probing", erased), std::string::npos) << r.text;
+}
+
 TEST_F(TriageProbes, AHealthyClusterDisagreesWithNothingAndConcludesNothingFromSideEffects) {
   StartCluster("");
   auto& s = Server();
@@ -155,6 +198,37 @@ TEST_F(TriageProbes, ACoordinatorThatDoesNotAnswerIsSaidAndExits3) {
                        "unavailable"),
             std::string::npos)
       << r.out;
+}
+
+TEST_F(TriageProbes, ACoordinatorThatAcceptsButNeverAnswersIsCutAtTheTimeout) {
+  // A listening socket nobody serves: the kernel completes the TCP handshake, gRPC's never comes.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 8), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string silent = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  auto& s = Server();
+  Job(s, 3);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = Triage({"--job", "train-7", "--coordinator", silent, "--timeout", "3s"},
+                  {"NCCL_TRIAGE_TOKEN=x"});
+  const auto took = std::chrono::steady_clock::now() - start;
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 3) << r.err << r.out;
+  EXPECT_NE(r.out.find("probes: the coordinator did not answer: the coordinator at " + silent +
+                       ": no answer in 3 s"),
+            std::string::npos)
+      << r.out;
+  // Not asked a second time to count the incident: the pods are annotated, the count is not.
+  EXPECT_NE(r.out.find("not counted (the coordinator did not answer the probes)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_LT(took, std::chrono::seconds(12));
 }
 
 }  // namespace

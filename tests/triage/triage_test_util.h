@@ -4,8 +4,11 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <pty.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -81,6 +84,24 @@ inline json PodJson(const std::string& name, const std::string& node, const std:
 inline std::string Name(int i) { return "train-7-worker-" + std::to_string(i); }
 inline std::string Node(int i) { return (i < 10 ? "gpu-0" : "gpu-") + std::to_string(i); }
 
+// The README's example block `<!-- example:NAME -->` (its text between the fences), or "".
+inline std::string ReadmeExample(const std::string& name) {
+  const std::string readme = Read(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/README.md");
+  const std::string open = "<!-- example:" + name + " -->\n```text\n",
+                    close = "```\n<!-- /example:" + name + " -->";
+  const size_t a = readme.find(open), b = readme.find(close);
+  if (a == std::string::npos || b == std::string::npos || b < a) return "";
+  return readme.substr(a + open.size(), b - a - open.size());
+}
+
+// The report's first line carries the time of the run: the one part that differs between runs.
+inline std::string WithoutRunTime(std::string text) {
+  const std::string key = " nodes), ";
+  const size_t at = text.find(key);
+  if (at != std::string::npos) text.replace(at + key.size(), 20, "<time of the run>   ");
+  return text;
+}
+
 class TriageEnv : public ::testing::Test {
  protected:
   TriageEnv() {
@@ -121,6 +142,49 @@ class TriageEnv : public ::testing::Test {
     o.timeout = std::chrono::seconds(120);
     o.max_output_bytes = 16 << 20;
     return RunSubprocess(std::move(o));
+  }
+
+  // `nccl-triage triage` with a terminal on its standard streams (a pseudo-terminal): everything
+  // it wrote, stdout and stderr together, as a person would see it.
+  struct TerminalRun {
+    int exit_code = -1;
+    std::string text;
+  };
+  TerminalRun TriageOnTerminal(std::vector<std::string> args, std::vector<std::string> env = {}) {
+    std::vector<std::string> argv = {kBinary, "triage"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    env.push_back("KUBECONFIG=" + (dir_ / "kubeconfig").string());
+    env.push_back("HOME=" + dir_.string());
+    env.push_back("TERM=dumb");
+    std::vector<char*> cargv, cenv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    for (auto& e : env) cenv.push_back(e.data());
+    cargv.push_back(nullptr);
+    cenv.push_back(nullptr);
+    TerminalRun run;
+    int master = -1;
+    const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+    if (pid < 0) return run;
+    if (pid == 0) {
+      ::execve(cargv[0], cargv.data(), cenv.data());
+      ::_exit(127);
+    }
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::read(master, buf, sizeof(buf));
+      if (n > 0) {
+        run.text.append(buf, static_cast<size_t>(n));
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else {
+        break;  // EIO once the child's side is closed
+      }
+    }
+    ::close(master);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return run;
   }
 
   static int Lines(const std::string& s) {
