@@ -1,6 +1,7 @@
 #include "core/decision.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/ids.h"
 #include "core/report.h"
@@ -126,9 +127,14 @@ PairVerdict Decide(const DecisionInputs& in) {
         AddCause(v.causes, f.check);
       }
     }
-    v.reason = "both probes passed but IB busbw is below " +
-               std::to_string(static_cast<int>(in.busbw_min_fraction * 100)) +
-               "% of what the ports should carry";
+    char numbers[96];
+    std::snprintf(numbers, sizeof(numbers), "%.2f GB/s is below %d%% of %.2f GB/s",
+                  in.ib_result->busbw_bytes_per_second / 1e9,
+                  static_cast<int>(in.busbw_min_fraction * 100),
+                  *in.expected_ib_bytes_per_second / 1e9);
+    v.reason = "both probes passed but IB busbw " + std::string(numbers) +
+               ", what the ports should carry" +
+               (in.expected_ib_basis.empty() ? "" : " (" + in.expected_ib_basis + ")");
   }
   return v;
 }

@@ -7,6 +7,7 @@
 
 #include "core/catalogue.h"
 #include "core/ids.h"
+#include "core/report.h"
 #include "probe/nccl_abi.h"
 
 namespace nccl_triage {
@@ -97,7 +98,25 @@ PairVerdict DecidePairLocal(const std::vector<PairLocalRow>& rows,
   }
   in.node_findings = node_findings;
   in.busbw_min_fraction = busbw_min_fraction;
-  return Decide(in);
+  PairVerdict v = Decide(in);
+  if (v.basis != Basis::kProbes || v.fault_class != FaultClass::kHealthy) return v;
+  // The probes exercised one rail (or whichever NCCL picked); a failing check elsewhere on the
+  // node still breaks the jobs that use it, so a passing probe does not clear the node.
+  std::string failing;
+  for (const auto& f : node_findings) {
+    if (f.status != CheckStatus::kFail) continue;
+    if (std::find(v.causes.begin(), v.causes.end(), f.check) == v.causes.end())
+      v.causes.push_back(f.check);
+    failing += (failing.empty() ? "" : ", ") + f.check;
+  }
+  if (failing.empty()) return v;
+  v.fault_class = ClassFromFindings(node_findings);
+  if (v.fault_class == FaultClass::kHealthy || v.fault_class == FaultClass::kUnknown) {
+    // A failing check of no known class still fails the node (exit 1, not "nothing to say").
+    v.fault_class = FaultClass::kIbResource;
+  }
+  v.reason = "probes pass, node checks fail: " + v.reason + ", but " + failing + " failed";
+  return v;
 }
 
 PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeMode>& modes,

@@ -95,6 +95,25 @@ TEST(ProbePairLocalCli, PortDownOnTheProbedRailIsIbResource) {
       << r.out;
 }
 
+TEST(ProbePairLocalCli, ProbesPassingOnAnotherRailDoNotHideAFailingPortCheck) {
+  // Unpinned, NCCL uses the seven active ports and both probes pass; mlx5_3 is still down.
+  auto r = RunCli("port-down", {});
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.json["rows"][0]["result"]["outcome"], "pass");
+  EXPECT_EQ(r.json["rows"][1]["result"]["outcome"], "pass");
+  EXPECT_EQ(r.json["verdict"]["class"], "ib_resource");
+  EXPECT_EQ(r.json["verdict"]["basis"], "probes");
+  EXPECT_THAT(r.json["verdict"]["reason"].get<std::string>(),
+              HasSubstr("probes pass, node checks fail"));
+  EXPECT_THAT(Causes(r), Contains("ib.port_state"));
+  EXPECT_THAT(r.json["failing_checks"], Contains("ib.port_state"));
+
+  auto table = RunCli("port-down", {"--format", "table"});
+  EXPECT_EQ(table.exit_code, 1);
+  EXPECT_THAT(table.out, HasSubstr("probes pass, node checks fail"));
+  EXPECT_THAT(table.out, HasSubstr("ib.port_state"));
+}
+
 TEST(ProbePairLocalCli, Memlock64KiBIsIbResourceCausedByMemlock) {
   auto r = RunCli("memlock-64k", {});
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
