@@ -9,7 +9,7 @@
 // on the fake CUDA stream, so the probe sees CUDA_ERROR_NOT_READY and async errors as on a GPU.
 // Non-blocking init (ncclConfig_t.blocking = 0) runs on a thread and reports ncclInProgress.
 //
-// What the fixture decides (FAKE_NCCL_ROOT, a tree like / on a host) in IB mode:
+// What the fixture decides (NCCL_FAKE_ROOT, a tree like / on a host) in IB mode:
 //   no ACTIVE port (after NCCL_IB_HCA)   -> "NET/IB : No device found." and "Failed to initialize
 //                                           any NET plugin", ncclInvalidUsage (5)
 //   HCA in sysfs but no dev/infiniband/uverbsN -> "Call to ibv_open_device failed",
@@ -19,11 +19,12 @@
 //   the path between two ranks is broken -> "NET/IB : Got completion from peer ... with status=12"
 //     (RETRY_EXC) at connection setup, ncclRemoteError, on both ranks: the PKeys at index
 //     NCCL_IB_PKEY (default 0) of the two ports are not one partition with a full member, or one
-//     node lists the other's hostname in fixture.json "ib_unreachable" (a broken path of the fabric)
+//     node lists the other's hostname in fixture.json "ib_unreachable" (a broken path of the
+//     fabric)
 //   otherwise                            -> channels "via NET/IB/0"
-// Without FAKE_NCCL_ROOT the node has no HCA (like a GPU box without InfiniBand).
+// Without NCCL_FAKE_ROOT the node has no HCA (like a GPU box without InfiniBand).
 //
-// Failure knobs, FAKE_NCCL_FAULTS="name[@rank],...":
+// Failure knobs, NCCL_FAKE_FAULTS="name[@rank],...":
 //   crash_init, hang_init (abortable), hang_hard (ignores abort), no_connect, garbage (junk on
 //   stdout and exit 0), flood_stdout (4 MiB on stdout and stderr), die_allreduce (send half, then
 //   SIGKILL), hang_allreduce, wrong_data, ignore_net (fall back to sockets as NCCL <= 2.9 did).
@@ -57,8 +58,8 @@
 #include <ctime>
 #include <deque>
 #include <fstream>
-#include <map>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -126,7 +127,7 @@ std::string Env(const char* name) {
 
 // "name" applies to every rank, "name@R" to rank R only.
 bool Fault(const std::string& name, int rank) {
-  std::stringstream ss(Env("FAKE_NCCL_FAULTS"));
+  std::stringstream ss(Env("NCCL_FAKE_FAULTS"));
   std::string item;
   while (std::getline(ss, item, ',')) {
     auto at = item.find('@');
@@ -138,7 +139,7 @@ bool Fault(const std::string& name, int rank) {
   return false;
 }
 
-std::string Root() { return Env("FAKE_NCCL_ROOT"); }
+std::string Root() { return Env("NCCL_FAKE_ROOT"); }
 
 std::string ReadFirstLine(const std::string& path) {
   std::ifstream in(path);
@@ -190,8 +191,8 @@ class Logger {
   void Info(const std::string& msg) {
     std::lock_guard<std::mutex> lock(mu_);
     if (level_ < 2) return;
-    std::fprintf(out_, "%s:%d:%ld [0] NCCL INFO %s\n", host_.c_str(), getpid(),
-                 syscall(SYS_gettid), msg.c_str());
+    std::fprintf(out_, "%s:%d:%ld [0] NCCL INFO %s\n", host_.c_str(), getpid(), syscall(SYS_gettid),
+                 msg.c_str());
   }
 
   void Warn(const char* file, int line, const std::string& msg) {
@@ -522,11 +523,22 @@ namespace {
 
 size_t TypeSize(int t) {
   switch (t) {
-    case 0: case 1: return 1;
-    case 2: case 3: case 7: return 4;
-    case 4: case 5: case 8: return 8;
-    case 6: case 9: return 2;
-    default: return 0;
+    case 0:
+    case 1:
+      return 1;
+    case 2:
+    case 3:
+    case 7:
+      return 4;
+    case 4:
+    case 5:
+    case 8:
+      return 8;
+    case 6:
+    case 9:
+      return 2;
+    default:
+      return 0;
   }
 }
 
@@ -539,13 +551,26 @@ void AddInto(void* dst, const void* src, size_t n) {
 
 bool Accumulate(int t, void* dst, const void* src, size_t n) {
   switch (t) {
-    case 2: AddInto<int32_t>(dst, src, n); return true;
-    case 3: AddInto<uint32_t>(dst, src, n); return true;
-    case 4: AddInto<int64_t>(dst, src, n); return true;
-    case 5: AddInto<uint64_t>(dst, src, n); return true;
-    case 7: AddInto<float>(dst, src, n); return true;
-    case 8: AddInto<double>(dst, src, n); return true;
-    default: return false;
+    case 2:
+      AddInto<int32_t>(dst, src, n);
+      return true;
+    case 3:
+      AddInto<uint32_t>(dst, src, n);
+      return true;
+    case 4:
+      AddInto<int64_t>(dst, src, n);
+      return true;
+    case 5:
+      AddInto<uint64_t>(dst, src, n);
+      return true;
+    case 7:
+      AddInto<float>(dst, src, n);
+      return true;
+    case 8:
+      AddInto<double>(dst, src, n);
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -601,8 +626,8 @@ ncclResult_t ConnectChannels(ncclComm* c) {
     WARN_AT("misc/ibvwrap.cc", 203, "Call to ibv_reg_mr failed with error Cannot allocate memory");
     TRACE_RET("transport/net_ib.cc", 1361, ncclSystemError);
     TRACE_RET("transport/net.cc", 753, ncclSystemError);
-    INFO("[Proxy Service %d] Failed to execute operation Connect from rank %d, retcode 2",
-         c->rank, c->rank);
+    INFO("[Proxy Service %d] Failed to execute operation Connect from rank %d, retcode 2", c->rank,
+         c->rank);
     return ncclSystemError;
   }
   if (c->net == "IB" && !c->ib_broken_peer.empty()) {
@@ -658,8 +683,8 @@ ncclResult_t RunAllReduce(ncclComm* c, const Job& job) {
       if (got < 0) return c->aborted ? ncclInternalError : kRemoteError;
       if (h.bytes != bytes || static_cast<int>(h.datatype) != job.datatype) {
         WARN_AT("enqueue.cc", 2041,
-                "AllReduce: rank %u sent %lu bytes of type %u, expected %zu of %d",
-                h.rank, static_cast<unsigned long>(h.bytes), h.datatype, bytes, job.datatype);
+                "AllReduce: rank %u sent %lu bytes of type %u, expected %zu of %d", h.rank,
+                static_cast<unsigned long>(h.bytes), h.datatype, bytes, job.datatype);
         return ncclInvalidUsage;
       }
       for (size_t off = 0; off < bytes; off += kChunk) {
@@ -739,9 +764,9 @@ struct Hello {
   uint32_t version;
   uint32_t bus_id;
   char host_hash[96];
-  uint32_t ib_pkey;        // 0: not on IB
-  char node[64];           // the fixture's hostname
-  char unreachable[256];   // fixture.json "ib_unreachable", comma-separated
+  uint32_t ib_pkey;       // 0: not on IB
+  char node[64];          // the fixture's hostname
+  char unreachable[256];  // fixture.json "ib_unreachable", comma-separated
 };
 
 // IB partitions: two ports talk when their PKeys are one partition and one is a full member.
@@ -990,18 +1015,20 @@ ncclResult_t DoInit(ncclComm* c, const IdPayload& id, const std::string& config_
   if (rc != ncclSuccess) return rc;
   rc = NetInit(c, config_net, oob);
   if (rc != ncclSuccess) return rc;
-  INFO("ncclCommInitRank comm %p rank %d nranks %d cudaDev 0 nvmlDev 0 busId 0 commId 0x%lx - "
-       "Init START",
-       static_cast<void*>(c), c->rank, c->nranks, static_cast<unsigned long>(c->comm_id));
+  INFO(
+      "ncclCommInitRank comm %p rank %d nranks %d cudaDev 0 nvmlDev 0 busId 0 commId 0x%lx - "
+      "Init START",
+      static_cast<void*>(c), c->rank, c->nranks, static_cast<unsigned long>(c->comm_id));
   rc = Bootstrap(c, id);
   if (rc != ncclSuccess) return rc;
   INFO("comm %p rank %d nRanks %d nNodes %d localRanks 1 localRank 0 MNNVL 0",
        static_cast<void*>(c), c->rank, c->nranks, c->nranks);
   INFO("Channel 00/02 : 0 1");
   INFO("Channel 01/02 : 0 1");
-  INFO("ncclCommInitRank comm %p rank %d nranks %d cudaDev 0 nvmlDev 0 busId 0 commId 0x%lx - "
-       "Init COMPLETE",
-       static_cast<void*>(c), c->rank, c->nranks, static_cast<unsigned long>(c->comm_id));
+  INFO(
+      "ncclCommInitRank comm %p rank %d nranks %d cudaDev 0 nvmlDev 0 busId 0 commId 0x%lx - "
+      "Init COMPLETE",
+      static_cast<void*>(c), c->rank, c->nranks, static_cast<unsigned long>(c->comm_id));
   c->worker = std::thread(WorkerLoop, c);
   return ncclSuccess;
 }
@@ -1035,8 +1062,8 @@ void LocateStreamHooks(ncclComm* c) {
   if (c->begin_work == nullptr || c->end_work == nullptr) c->begin_work = c->end_work = nullptr;
 }
 
-ncclResult_t InitRank(ncclComm_t* out, int nranks, const ncclUniqueId& raw, int rank,
-                      bool blocking, const std::string& config_net) {
+ncclResult_t InitRank(ncclComm_t* out, int nranks, const ncclUniqueId& raw, int rank, bool blocking,
+                      const std::string& config_net) {
   if (out == nullptr || nranks < 1 || rank < 0 || rank >= nranks) {
     WARN_AT("init.cc", 1791, "Invalid rank requested : %d/%d", rank, nranks);
     return ncclInvalidArgument;
@@ -1095,27 +1122,41 @@ ncclResult_t ncclGetVersion(int* version) {
 const char* ncclGetErrorString(ncclResult_t code) {
   if (kOld) {
     switch (code) {
-      case ncclSuccess: return "no error";
-      case ncclUnhandledCudaError: return "unhandled cuda error";
-      case ncclSystemError: return "unhandled system error";
-      case ncclInternalError: return "internal error";
-      case ncclInvalidArgument: return "invalid argument";
-      case ncclInvalidUsage: return "invalid usage";
-      default: return "unknown result code";
+      case ncclSuccess:
+        return "no error";
+      case ncclUnhandledCudaError:
+        return "unhandled cuda error";
+      case ncclSystemError:
+        return "unhandled system error";
+      case ncclInternalError:
+        return "internal error";
+      case ncclInvalidArgument:
+        return "invalid argument";
+      case ncclInvalidUsage:
+        return "invalid usage";
+      default:
+        return "unknown result code";
     }
   }
   switch (code) {
-    case ncclSuccess: return "no error";
+    case ncclSuccess:
+      return "no error";
     case ncclUnhandledCudaError:
       return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError:
+      return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
     case ncclInternalError:
       return "internal error - please report this issue to the NCCL developers";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "unknown result code";
+    case ncclInvalidArgument:
+      return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage:
+      return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    case ncclInProgress:
+      return "NCCL operation in progress";
+    default:
+      return "unknown result code";
   }
 }
 
@@ -1254,8 +1295,8 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
                   [comm] { return comm->stop || (comm->jobs.empty() && comm->running == 0); });
   }
   StopWorker(comm);
-  INFO("comm %p rank %d nranks %d cudaDev 0 busId 0 - Destroy COMPLETE",
-       static_cast<void*>(comm), comm->rank, comm->nranks);
+  INFO("comm %p rank %d nranks %d cudaDev 0 busId 0 - Destroy COMPLETE", static_cast<void*>(comm),
+       comm->rank, comm->nranks);
   CloseAll(comm);
   delete comm;
   return ncclSuccess;
