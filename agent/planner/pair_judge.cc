@@ -1,7 +1,7 @@
 #include "planner/pair_judge.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
 
 #include "core/catalogue.h"
 #include "planner/cross_node.h"
@@ -45,8 +45,8 @@ double BestIbRate(const NodeInfo& n) {
 
 std::string Gbps(double rate) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g Gb/s", rate);
-  return buf;
+  auto r = std::to_chars(buf, buf + sizeof(buf), rate);  // shortest form: "200", "12.5"
+  return (r.ec == std::errc() ? std::string(buf, r.ptr) : std::string("?")) + " Gb/s";
 }
 
 // The rate of "mlx5_0:1" on this node; 0 when the node does not list that port.

@@ -166,15 +166,20 @@ TEST(JudgePair, SkippedProbesFallBackToChecksAndAreInconclusive) {
   EXPECT_EQ(j.verdict.basis, Basis::kChecks);
 }
 
+// Socket and IB pass on both ranks.
+PairProbes BothModesPass() {
+  return Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kPass),
+                     Result(ProbeMode::kSocket, 1, ProbeOutcome::kPass)),
+                Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kPass),
+                     Result(ProbeMode::kIb, 1, ProbeOutcome::kPass)));
+}
+
 TEST(JudgePair, SlowIbIsDegradedOnlyWhenBandwidthIsChecked) {
   NodeInfo a = Node("a");
   a.hcas.push_back({"mlx5_0", "MT4123", {{1, "InfiniBand", 200, "ACTIVE", "LinkUp", {}}}});
   NodeInfo b = a;
   b.name = "b";
-  auto probes = Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kPass),
-                            Result(ProbeMode::kSocket, 1, ProbeOutcome::kPass)),
-                       Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kPass),
-                            Result(ProbeMode::kIb, 1, ProbeOutcome::kPass)));
+  auto probes = BothModesPass();
   probes.ib.rank1->busbw_bytes_per_second = 5e9;  // 25 GB/s ports
   EXPECT_EQ(JudgePair(a, b, probes, {}).status, PairStatus::kPass);
   JudgeOptions o;
@@ -216,10 +221,7 @@ TEST(JudgePair, BandwidthIsJudgedAgainstThePortsTheRanksUsed) {
   a.hcas.push_back({"mlx5_1", "MT4129", {{1, "InfiniBand", 100, "ACTIVE", "LinkUp", {}}}});
   NodeInfo b = a;
   b.name = "b";
-  auto probes = Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kPass),
-                            Result(ProbeMode::kSocket, 1, ProbeOutcome::kPass)),
-                       Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kPass),
-                            Result(ProbeMode::kIb, 1, ProbeOutcome::kPass)));
+  auto probes = BothModesPass();
   for (auto* r : {&*probes.ib.rank0, &*probes.ib.rank1}) {
     r->busbw_bytes_per_second = 11e9;  // fine for mlx5_1's 12.5 GB/s, slow for mlx5_0's 50
     r->ib_ports = {"mlx5_1:1"};
