@@ -12,7 +12,9 @@ using json = nlohmann::json;
 // ---- writing ----
 
 json LimitJson(const Limit& l) { return {{"unlimited", l.unlimited}, {"value", l.value}}; }
-json LimitPairJson(const LimitPair& p) { return {{"soft", LimitJson(p.soft)}, {"hard", LimitJson(p.hard)}}; }
+json LimitPairJson(const LimitPair& p) {
+  return {{"soft", LimitJson(p.soft)}, {"hard", LimitJson(p.hard)}};
+}
 
 template <typename T>
 json ValueJson(const T& v) {
@@ -100,7 +102,7 @@ void Read(const json& v, const std::string& path, double& out) {
 }
 
 template <typename T>
-  requires std::is_integral_v<T>
+requires std::is_integral_v<T>
 void Read(const json& v, const std::string& path, T& out) {
   if (v.is_number_unsigned()) {
     auto u = v.get<uint64_t>();
@@ -140,6 +142,7 @@ void Read(const json& v, const std::string& path, GpuInfo& g);
 void Read(const json& v, const std::string& path, DeviceHolder& h);
 void Read(const json& v, const std::string& path, MrRegistration& m);
 void Read(const json& v, const std::string& path, VerbsPort& p);
+void Read(const json& v, const std::string& path, VerbsDeviceError& e);
 void Read(const json& v, const std::string& path, LiveFacts& l);
 template <typename T>
 void Read(const json& v, const std::string& path, Fact<T>& out);
@@ -312,12 +315,19 @@ void Read(const json& v, const std::string& path, VerbsPort& p) {
   Field(v, path, "link_layer", p.link_layer);
 }
 
+void Read(const json& v, const std::string& path, VerbsDeviceError& e) {
+  Object(v, path);
+  Field(v, path, "device", e.device);
+  Field(v, path, "error", e.error);
+}
+
 void Read(const json& v, const std::string& path, LiveFacts& l) {
   Object(v, path);
   Field(v, path, "gathered", l.gathered);
   Field(v, path, "verbs_error", l.verbs_error);
   Field(v, path, "verbs_devices", l.verbs_devices);
   Field(v, path, "verbs_ports", l.verbs_ports);
+  Field(v, path, "verbs_device_errors", l.verbs_device_errors);
   Field(v, path, "mr_registrations", l.mr_registrations);
 }
 
@@ -326,7 +336,8 @@ void Read(const json& v, const std::string& path, LiveFacts& l) {
 json ToJson(const NodeSnapshot& s) {
   json pci = json::array();
   for (const auto& d : s.pci_devices) {
-    pci.push_back({{"bdf", d.bdf}, {"vendor", d.vendor}, {"device", d.device}, {"class", d.class_code}});
+    pci.push_back(
+        {{"bdf", d.bdf}, {"vendor", d.vendor}, {"device", d.device}, {"class", d.class_code}});
   }
   json ib = json::array();
   for (const auto& d : s.ib_devices) ib.push_back(DeviceJson(d));
@@ -342,7 +353,8 @@ json ToJson(const NodeSnapshot& s) {
   }
   json modules = json::array();
   for (const auto& m : s.modules) {
-    modules.push_back({{"name", m.name}, {"loaded", m.loaded}, {"version", m.version}, {"source", m.source}});
+    modules.push_back(
+        {{"name", m.name}, {"loaded", m.loaded}, {"version", m.version}, {"source", m.source}});
   }
   json mounts = json::array();
   for (const auto& m : s.mounts) {
@@ -352,7 +364,8 @@ json ToJson(const NodeSnapshot& s) {
                       {"super_options", m.super_options}});
   }
   json gpus = json::array();
-  for (const auto& g : s.gpus) gpus.push_back({{"bdf", g.bdf}, {"model", g.model}, {"source", g.source}});
+  for (const auto& g : s.gpus)
+    gpus.push_back({{"bdf", g.bdf}, {"model", g.model}, {"source", g.source}});
   json verbs_ports = json::array();
   for (const auto& p : s.live.verbs_ports) {
     verbs_ports.push_back({{"device", p.device},
@@ -367,11 +380,13 @@ json ToJson(const NodeSnapshot& s) {
   for (const auto& m : s.live.mr_registrations) {
     mrs.push_back({{"device", m.device}, {"bytes", m.bytes}, {"ok", m.ok}, {"error", m.error}});
   }
-  json live = {{"gathered", s.live.gathered},
-               {"verbs_error", s.live.verbs_error},
-               {"verbs_devices", s.live.verbs_devices},
-               {"verbs_ports", verbs_ports},
-               {"mr_registrations", mrs}};
+  json device_errors = json::array();
+  for (const auto& e : s.live.verbs_device_errors) {
+    device_errors.push_back({{"device", e.device}, {"error", e.error}});
+  }
+  json live = {{"gathered", s.live.gathered},           {"verbs_error", s.live.verbs_error},
+               {"verbs_devices", s.live.verbs_devices}, {"verbs_ports", verbs_ports},
+               {"verbs_device_errors", device_errors},  {"mr_registrations", mrs}};
   return {{"schema", s.schema},
           {"node", s.node},
           {"root", s.root},

@@ -13,6 +13,7 @@
 #include <iosfwd>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,6 +38,9 @@ struct PairLocalReport {
   std::vector<Finding> node_findings;
   std::string findings_note;  // why there are none, when there are none
   PairVerdict verdict;
+  // Findings that do not change the verdict: an IB probe without GPUDirect RDMA although the
+  // peer-memory module is loaded (why, and the log lines that show it).
+  std::vector<std::string> warnings;
   std::string work_dir;  // where the NCCL logs are
 };
 
@@ -54,6 +58,13 @@ class PairLocalObserver {
   virtual void ModeStarted(ProbeMode mode, int index, int count, int timeout_seconds) = 0;
   virtual void ModeFinished(const PairLocalRow& row, double seconds) = 0;
 };
+
+// The warning for an IB row that passed without a GDRDMA channel while the node's ib.peermem
+// check passed (nvidia_peermem or nv_peer_mem loaded); `log_lines` are the IB lines of its log.
+// nullopt when GDR was used, the module is not loaded, or the row did not pass.
+std::optional<std::string> GdrWarning(const PairLocalRow& ib_row,
+                                      const std::vector<Finding>& node_findings,
+                                      const std::vector<LogLine>& log_lines);
 
 // Runs the modes in order (socket before IB, as the triage does) and decides.
 PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeMode>& modes,

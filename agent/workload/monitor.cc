@@ -117,6 +117,11 @@ PodDirectory WorkloadMonitor::Lookup(const std::vector<CgroupRef>& containers) {
   return dir;
 }
 
+void WorkloadMonitor::SetNodeFault(std::optional<std::string> node_fault) {
+  std::lock_guard lock(mu_);
+  node_fault_ = std::move(node_fault);
+}
+
 void WorkloadMonitor::Publish(WorkloadPass& pass) {
   // Annotations are compared with the cache, which our own patches keep current; a pass whose
   // list failed sends nothing (the names may be stale). The UID precondition makes a patch for a
@@ -124,6 +129,11 @@ void WorkloadMonitor::Publish(WorkloadPass& pass) {
   const PodDirectory& dir = pass.directory;
   if (options_.annotate && kube_ != nullptr && dir.listed && dir.list_error.empty()) {
     const int64_t now = clock_.NowUnixMs();
+    std::optional<std::string> node_fault;
+    {
+      std::lock_guard lock(mu_);
+      node_fault = node_fault_;
+    }
     for (const auto& pod : pass.pods) {
       if (!pod.in_api) continue;
       auto it = pod_cache_.find(pod.uid);
@@ -135,7 +145,7 @@ void WorkloadMonitor::Publish(WorkloadPass& pass) {
                                         options_.node + "'");
         continue;
       }
-      auto change = AnnotationChange(pod, it->second.annotations, now);
+      auto change = AnnotationChange(pod, it->second.annotations, now, node_fault);
       if (!change) continue;
       KubeResponse r =
           kube_->PatchPodAnnotationsIfUid(pod.namespace_name, pod.pod, pod.uid, *change);
@@ -211,6 +221,7 @@ WorkloadPass WorkloadMonitor::RunPass(const NodeSnapshot& host) {
 
 void WorkloadMonitor::OnState(const AgentStateView& view) {
   std::lock_guard lock(mu_);
+  node_fault_ = NodeFaultAnnotation(view.probe_verdict);
   if (view.cycle.cycles <= seen_cycles_ || !view.snapshot) return;
   seen_cycles_ = view.cycle.cycles;
   pending_ = view.snapshot;
