@@ -35,6 +35,7 @@ inline constexpr CauseId kIbPortErrors{"ib.port_errors"};
 inline constexpr CauseId kIbMrRegister{"ib.mr_register"};
 inline constexpr CauseId kIbContention{"ib.contention"};
 inline constexpr CauseId kIbPeermem{"ib.peermem"};
+inline constexpr CauseId kIbRailTopology{"ib.rail_topology"};
 
 // workload containers
 inline constexpr CauseId kEnvIbDisable{"env.ib_disable"};

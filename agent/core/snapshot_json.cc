@@ -12,7 +12,9 @@ using json = nlohmann::json;
 // ---- writing ----
 
 json LimitJson(const Limit& l) { return {{"unlimited", l.unlimited}, {"value", l.value}}; }
-json LimitPairJson(const LimitPair& p) { return {{"soft", LimitJson(p.soft)}, {"hard", LimitJson(p.hard)}}; }
+json LimitPairJson(const LimitPair& p) {
+  return {{"soft", LimitJson(p.soft)}, {"hard", LimitJson(p.hard)}};
+}
 
 template <typename T>
 json ValueJson(const T& v) {
@@ -100,7 +102,7 @@ void Read(const json& v, const std::string& path, double& out) {
 }
 
 template <typename T>
-  requires std::is_integral_v<T>
+requires std::is_integral_v<T>
 void Read(const json& v, const std::string& path, T& out) {
   if (v.is_number_unsigned()) {
     auto u = v.get<uint64_t>();
@@ -246,6 +248,9 @@ void Read(const json& v, const std::string& path, PciDevice& d) {
   Field(v, path, "vendor", d.vendor);
   Field(v, path, "device", d.device);
   Field(v, path, "class", d.class_code);
+  Field(v, path, "path", d.path);
+  Field(v, path, "path_error", d.path_error);
+  Field(v, path, "numa_node", d.numa_node);
 }
 
 void Read(const json& v, const std::string& path, UverbsDevice& u) {
@@ -326,7 +331,13 @@ void Read(const json& v, const std::string& path, LiveFacts& l) {
 json ToJson(const NodeSnapshot& s) {
   json pci = json::array();
   for (const auto& d : s.pci_devices) {
-    pci.push_back({{"bdf", d.bdf}, {"vendor", d.vendor}, {"device", d.device}, {"class", d.class_code}});
+    pci.push_back({{"bdf", d.bdf},
+                   {"vendor", d.vendor},
+                   {"device", d.device},
+                   {"class", d.class_code},
+                   {"path", d.path},
+                   {"path_error", d.path_error},
+                   {"numa_node", FactJson(d.numa_node)}});
   }
   json ib = json::array();
   for (const auto& d : s.ib_devices) ib.push_back(DeviceJson(d));
@@ -342,7 +353,8 @@ json ToJson(const NodeSnapshot& s) {
   }
   json modules = json::array();
   for (const auto& m : s.modules) {
-    modules.push_back({{"name", m.name}, {"loaded", m.loaded}, {"version", m.version}, {"source", m.source}});
+    modules.push_back(
+        {{"name", m.name}, {"loaded", m.loaded}, {"version", m.version}, {"source", m.source}});
   }
   json mounts = json::array();
   for (const auto& m : s.mounts) {
@@ -352,7 +364,8 @@ json ToJson(const NodeSnapshot& s) {
                       {"super_options", m.super_options}});
   }
   json gpus = json::array();
-  for (const auto& g : s.gpus) gpus.push_back({{"bdf", g.bdf}, {"model", g.model}, {"source", g.source}});
+  for (const auto& g : s.gpus)
+    gpus.push_back({{"bdf", g.bdf}, {"model", g.model}, {"source", g.source}});
   json verbs_ports = json::array();
   for (const auto& p : s.live.verbs_ports) {
     verbs_ports.push_back({{"device", p.device},

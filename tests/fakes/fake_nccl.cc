@@ -16,10 +16,15 @@
 //                                           "NET/IB : Unable to open device mlx5_0", then as above
 //   memlock (proc/self/limits) below 16 MiB -> "Call to ibv_reg_mr failed with error Cannot
 //                                           allocate memory" at connection setup, ncclSystemError
+//   a port NCCL_IB_HCA selects is on an HCA listed in fixture.json "ib_mr_fail" -> "Call to
+//     ibv_reg_mr failed with error Input/output error" at connection setup, ncclSystemError: a
+//     selection without that HCA works (a guess at the errno: mlx5 turns a failed firmware
+//     command into EIO; a real bad HCA may say something else)
 //   the path between two ranks is broken -> "NET/IB : Got completion from peer ... with status=12"
 //     (RETRY_EXC) at connection setup, ncclRemoteError, on both ranks: the PKeys at index
 //     NCCL_IB_PKEY (default 0) of the two ports are not one partition with a full member, or one
-//     node lists the other's hostname in fixture.json "ib_unreachable" (a broken path of the fabric)
+//     node lists the other's hostname in fixture.json "ib_unreachable" (a broken path of the
+//     fabric)
 //   otherwise                            -> channels "via NET/IB/0"
 // Without FAKE_NCCL_ROOT the node has no HCA (like a GPU box without InfiniBand).
 //
@@ -57,8 +62,8 @@
 #include <ctime>
 #include <deque>
 #include <fstream>
-#include <map>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -190,8 +195,8 @@ class Logger {
   void Info(const std::string& msg) {
     std::lock_guard<std::mutex> lock(mu_);
     if (level_ < 2) return;
-    std::fprintf(out_, "%s:%d:%ld [0] NCCL INFO %s\n", host_.c_str(), getpid(),
-                 syscall(SYS_gettid), msg.c_str());
+    std::fprintf(out_, "%s:%d:%ld [0] NCCL INFO %s\n", host_.c_str(), getpid(), syscall(SYS_gettid),
+                 msg.c_str());
   }
 
   void Warn(const char* file, int line, const std::string& msg) {
@@ -385,8 +390,9 @@ ncclResult_t BootstrapInterface(Iface* out) {
 // ------------------------------------------------------------------ IB (net_ib/init.cc)
 
 struct IbResult {
-  std::vector<std::string> ports;  // "mlx5_0:1/IB"
-  uint16_t pkey = 0;               // pkeys/<NCCL_IB_PKEY> of the first port; 0 when unknown
+  std::vector<std::string> ports;    // "mlx5_0:1/IB"
+  std::vector<std::string> devices;  // the HCAs of `ports`, once each
+  uint16_t pkey = 0;                 // pkeys/<NCCL_IB_PKEY> of the first port; 0 when unknown
 };
 
 std::string StateOf(const std::string& port_dir) { return ReadFirstLine(port_dir + "/state"); }
@@ -401,16 +407,29 @@ IbResult IbInitDevices(const std::string& oob) {
   std::string ib = root + "/sys/class/infiniband";
   std::string verbs = root + "/sys/class/infiniband_verbs";
   std::string hca = Env("NCCL_IB_HCA");
-  for (const auto& dev : ListDir(ib)) {
-    if (!hca.empty()) {
-      std::string list;
-      std::stringstream ss(hca);
-      std::string item;
-      while (std::getline(ss, item, ',')) {
-        list += (list.empty() ? "" : ",") + item.substr(0, item.find(':'));
-      }
-      if (!MatchIfList(dev, list)) continue;
+  // NCCL_IB_HCA: "[^][=]hca[:port],...": a device is kept when some item names it (prefix match
+  // unless "="), and of its ports only those the items that name it allow (no port: all).
+  const bool hca_exclude = !hca.empty() && hca[0] == '^';
+  std::string hca_items = hca.substr(hca_exclude ? 1 : 0);
+  const bool hca_exact = !hca_items.empty() && hca_items[0] == '=';
+  if (hca_exact) hca_items.erase(0, 1);
+  auto selects = [&](const std::string& dev, const std::string& port) {
+    if (hca.empty()) return true;
+    bool matched = false;
+    std::stringstream ss(hca_items);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      const std::string name = item.substr(0, item.find(':'));
+      const std::string want_port =
+          item.find(':') == std::string::npos ? "" : item.substr(item.find(':') + 1);
+      if (name.empty()) continue;
+      const bool name_ok = hca_exact ? dev == name : dev.compare(0, name.size(), name) == 0;
+      if (name_ok && (port.empty() || want_port.empty() || want_port == port)) matched = true;
     }
+    return hca_exclude ? !matched : matched;
+  };
+  for (const auto& dev : ListDir(ib)) {
+    if (!selects(dev, "")) continue;
     // ibv_open_device opens /dev/infiniband/uverbsN of this device.
     bool can_open = false;
     bool mapped = false;
@@ -431,6 +450,7 @@ IbResult IbInitDevices(const std::string& oob) {
     }
     for (const auto& port : ListDir(ib + "/" + dev + "/ports")) {
       std::string pdir = ib + "/" + dev + "/ports/" + port;
+      if (!hca_exclude && !selects(dev, port)) continue;                // filtered by NCCL_IB_HCA
       if (StateOf(pdir).find("ACTIVE") == std::string::npos) continue;  // skipped silently
       std::string ll = ReadFirstLine(pdir + "/link_layer");
       if (ll != "InfiniBand" && ll != "Ethernet") continue;
@@ -440,6 +460,9 @@ IbResult IbInitDevices(const std::string& oob) {
             std::strtoul(ReadFirstLine(pdir + "/pkeys/" + index).c_str(), nullptr, 16));
       }
       r.ports.push_back(dev + ":" + port + (ll == "InfiniBand" ? "/IB" : "/RoCE"));
+      if (std::find(r.devices.begin(), r.devices.end(), dev) == r.devices.end()) {
+        r.devices.push_back(dev);
+      }
     }
   }
   if (r.ports.empty()) {
@@ -499,6 +522,7 @@ struct ncclComm {
   bool blocking = true;
   std::string net;  // "IB" or "Socket"
   bool ib_memlock_fails = false;
+  std::string ib_mr_fail_device;  // a selected HCA whose memory registration fails
   uint16_t ib_pkey = 0;
   std::string ib_broken_peer;  // set when the IB path to this peer cannot work
   bool channels_connected = false;
@@ -522,11 +546,22 @@ namespace {
 
 size_t TypeSize(int t) {
   switch (t) {
-    case 0: case 1: return 1;
-    case 2: case 3: case 7: return 4;
-    case 4: case 5: case 8: return 8;
-    case 6: case 9: return 2;
-    default: return 0;
+    case 0:
+    case 1:
+      return 1;
+    case 2:
+    case 3:
+    case 7:
+      return 4;
+    case 4:
+    case 5:
+    case 8:
+      return 8;
+    case 6:
+    case 9:
+      return 2;
+    default:
+      return 0;
   }
 }
 
@@ -539,13 +574,26 @@ void AddInto(void* dst, const void* src, size_t n) {
 
 bool Accumulate(int t, void* dst, const void* src, size_t n) {
   switch (t) {
-    case 2: AddInto<int32_t>(dst, src, n); return true;
-    case 3: AddInto<uint32_t>(dst, src, n); return true;
-    case 4: AddInto<int64_t>(dst, src, n); return true;
-    case 5: AddInto<uint64_t>(dst, src, n); return true;
-    case 7: AddInto<float>(dst, src, n); return true;
-    case 8: AddInto<double>(dst, src, n); return true;
-    default: return false;
+    case 2:
+      AddInto<int32_t>(dst, src, n);
+      return true;
+    case 3:
+      AddInto<uint32_t>(dst, src, n);
+      return true;
+    case 4:
+      AddInto<int64_t>(dst, src, n);
+      return true;
+    case 5:
+      AddInto<uint64_t>(dst, src, n);
+      return true;
+    case 7:
+      AddInto<float>(dst, src, n);
+      return true;
+    case 8:
+      AddInto<double>(dst, src, n);
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -601,8 +649,16 @@ ncclResult_t ConnectChannels(ncclComm* c) {
     WARN_AT("misc/ibvwrap.cc", 203, "Call to ibv_reg_mr failed with error Cannot allocate memory");
     TRACE_RET("transport/net_ib.cc", 1361, ncclSystemError);
     TRACE_RET("transport/net.cc", 753, ncclSystemError);
-    INFO("[Proxy Service %d] Failed to execute operation Connect from rank %d, retcode 2",
-         c->rank, c->rank);
+    INFO("[Proxy Service %d] Failed to execute operation Connect from rank %d, retcode 2", c->rank,
+         c->rank);
+    return ncclSystemError;
+  }
+  if (c->net == "IB" && !c->ib_mr_fail_device.empty()) {
+    WARN_AT("misc/ibvwrap.cc", 203, "Call to ibv_reg_mr failed with error Input/output error");
+    TRACE_RET("transport/net_ib.cc", 1361, ncclSystemError);
+    TRACE_RET("transport/net.cc", 753, ncclSystemError);
+    INFO("[Proxy Service %d] Failed to execute operation Connect from rank %d, retcode 2", c->rank,
+         c->rank);
     return ncclSystemError;
   }
   if (c->net == "IB" && !c->ib_broken_peer.empty()) {
@@ -658,8 +714,8 @@ ncclResult_t RunAllReduce(ncclComm* c, const Job& job) {
       if (got < 0) return c->aborted ? ncclInternalError : kRemoteError;
       if (h.bytes != bytes || static_cast<int>(h.datatype) != job.datatype) {
         WARN_AT("enqueue.cc", 2041,
-                "AllReduce: rank %u sent %lu bytes of type %u, expected %zu of %d",
-                h.rank, static_cast<unsigned long>(h.bytes), h.datatype, bytes, job.datatype);
+                "AllReduce: rank %u sent %lu bytes of type %u, expected %zu of %d", h.rank,
+                static_cast<unsigned long>(h.bytes), h.datatype, bytes, job.datatype);
         return ncclInvalidUsage;
       }
       for (size_t off = 0; off < bytes; off += kChunk) {
@@ -739,9 +795,9 @@ struct Hello {
   uint32_t version;
   uint32_t bus_id;
   char host_hash[96];
-  uint32_t ib_pkey;        // 0: not on IB
-  char node[64];           // the fixture's hostname
-  char unreachable[256];   // fixture.json "ib_unreachable", comma-separated
+  uint32_t ib_pkey;       // 0: not on IB
+  char node[64];          // the fixture's hostname
+  char unreachable[256];  // fixture.json "ib_unreachable", comma-separated
 };
 
 // IB partitions: two ports talk when their PKeys are one partition and one is a full member.
@@ -759,11 +815,11 @@ bool Listed(const char* list, const char* name) {
   return false;
 }
 
-// fixture.json "ib_unreachable": ["a", "b"] -> "a,b" (a flat scan: the file is ours).
-std::string Unreachable() {
+// A list of strings in fixture.json, '"key": ["a", "b"]' -> "a,b" (a flat scan: the file is ours).
+std::string JsonList(const char* key_name) {
   std::ifstream in(Root() + "/fixture.json");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto key = text.find("\"ib_unreachable\"");
+  auto key = text.find("\"" + std::string(key_name) + "\"");
   if (key == std::string::npos) return "";
   auto open = text.find('[', key);
   auto close = text.find(']', open);
@@ -779,6 +835,8 @@ std::string Unreachable() {
   }
   return out;
 }
+
+std::string Unreachable() { return JsonList("ib_unreachable"); }
 
 std::string HostHashString() {
   std::string id = Env("NCCL_HOSTID");
@@ -822,6 +880,10 @@ ncclResult_t NetInit(ncclComm* c, const std::string& config_net, const Iface& oo
     auto memlock = MemlockSoft();
     c->ib_memlock_fails = memlock && *memlock < kMemlockFloor;
     c->ib_pkey = ib.pkey;
+    const std::string mr_fail = JsonList("ib_mr_fail");
+    for (const auto& dev : ib.devices) {
+      if (Listed(mr_fail.c_str(), dev.c_str())) c->ib_mr_fail_device = dev;
+    }
   } else {
     c->net = "Socket";
     INFO("NET/Socket : Using [0]%s", oob_s.c_str());
@@ -990,18 +1052,20 @@ ncclResult_t DoInit(ncclComm* c, const IdPayload& id, const std::string& config_
   if (rc != ncclSuccess) return rc;
   rc = NetInit(c, config_net, oob);
   if (rc != ncclSuccess) return rc;
-  INFO("ncclCommInitRank comm %p rank %d nranks %d cudaDev 0 nvmlDev 0 busId 0 commId 0x%lx - "
-       "Init START",
-       static_cast<void*>(c), c->rank, c->nranks, static_cast<unsigned long>(c->comm_id));
+  INFO(
+      "ncclCommInitRank comm %p rank %d nranks %d cudaDev 0 nvmlDev 0 busId 0 commId 0x%lx - "
+      "Init START",
+      static_cast<void*>(c), c->rank, c->nranks, static_cast<unsigned long>(c->comm_id));
   rc = Bootstrap(c, id);
   if (rc != ncclSuccess) return rc;
   INFO("comm %p rank %d nRanks %d nNodes %d localRanks 1 localRank 0 MNNVL 0",
        static_cast<void*>(c), c->rank, c->nranks, c->nranks);
   INFO("Channel 00/02 : 0 1");
   INFO("Channel 01/02 : 0 1");
-  INFO("ncclCommInitRank comm %p rank %d nranks %d cudaDev 0 nvmlDev 0 busId 0 commId 0x%lx - "
-       "Init COMPLETE",
-       static_cast<void*>(c), c->rank, c->nranks, static_cast<unsigned long>(c->comm_id));
+  INFO(
+      "ncclCommInitRank comm %p rank %d nranks %d cudaDev 0 nvmlDev 0 busId 0 commId 0x%lx - "
+      "Init COMPLETE",
+      static_cast<void*>(c), c->rank, c->nranks, static_cast<unsigned long>(c->comm_id));
   c->worker = std::thread(WorkerLoop, c);
   return ncclSuccess;
 }
@@ -1035,8 +1099,8 @@ void LocateStreamHooks(ncclComm* c) {
   if (c->begin_work == nullptr || c->end_work == nullptr) c->begin_work = c->end_work = nullptr;
 }
 
-ncclResult_t InitRank(ncclComm_t* out, int nranks, const ncclUniqueId& raw, int rank,
-                      bool blocking, const std::string& config_net) {
+ncclResult_t InitRank(ncclComm_t* out, int nranks, const ncclUniqueId& raw, int rank, bool blocking,
+                      const std::string& config_net) {
   if (out == nullptr || nranks < 1 || rank < 0 || rank >= nranks) {
     WARN_AT("init.cc", 1791, "Invalid rank requested : %d/%d", rank, nranks);
     return ncclInvalidArgument;
@@ -1095,27 +1159,41 @@ ncclResult_t ncclGetVersion(int* version) {
 const char* ncclGetErrorString(ncclResult_t code) {
   if (kOld) {
     switch (code) {
-      case ncclSuccess: return "no error";
-      case ncclUnhandledCudaError: return "unhandled cuda error";
-      case ncclSystemError: return "unhandled system error";
-      case ncclInternalError: return "internal error";
-      case ncclInvalidArgument: return "invalid argument";
-      case ncclInvalidUsage: return "invalid usage";
-      default: return "unknown result code";
+      case ncclSuccess:
+        return "no error";
+      case ncclUnhandledCudaError:
+        return "unhandled cuda error";
+      case ncclSystemError:
+        return "unhandled system error";
+      case ncclInternalError:
+        return "internal error";
+      case ncclInvalidArgument:
+        return "invalid argument";
+      case ncclInvalidUsage:
+        return "invalid usage";
+      default:
+        return "unknown result code";
     }
   }
   switch (code) {
-    case ncclSuccess: return "no error";
+    case ncclSuccess:
+      return "no error";
     case ncclUnhandledCudaError:
       return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError:
+      return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
     case ncclInternalError:
       return "internal error - please report this issue to the NCCL developers";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "unknown result code";
+    case ncclInvalidArgument:
+      return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage:
+      return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    case ncclInProgress:
+      return "NCCL operation in progress";
+    default:
+      return "unknown result code";
   }
 }
 
@@ -1254,8 +1332,8 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
                   [comm] { return comm->stop || (comm->jobs.empty() && comm->running == 0); });
   }
   StopWorker(comm);
-  INFO("comm %p rank %d nranks %d cudaDev 0 busId 0 - Destroy COMPLETE",
-       static_cast<void*>(comm), comm->rank, comm->nranks);
+  INFO("comm %p rank %d nranks %d cudaDev 0 busId 0 - Destroy COMPLETE", static_cast<void*>(comm),
+       comm->rank, comm->nranks);
   CloseAll(comm);
   delete comm;
   return ncclSuccess;
