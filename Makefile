@@ -37,8 +37,11 @@ demo: build
 bench: build
 	@scripts/bench.sh $(BUILD_DIR)
 
+# Builds the libFuzzer targets (clang-14, ASan) and runs each for FUZZ_SECONDS, one at a time.
+FUZZ_SECONDS ?= 60
 fuzz: deps
 	cmake --preset fuzz && cmake --build build-fuzz -j $(JOBS)
+	fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD_DIR) build-fuzz build-asan build-release build-clang

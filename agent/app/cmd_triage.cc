@@ -16,6 +16,7 @@
 #include "app/cli.h"
 #include "app/triage_children.h"
 #include "base/flags.h"
+#include "classify/classifier.h"
 #include "triage/incident.h"
 #include "triage/render.h"
 #include "triage/target.h"
@@ -148,6 +149,23 @@ std::string Parse(const std::vector<std::string>& argv, Args& a, bool* help) {
   return "";
 }
 
+// The coordinator is named as gRPC names a target, HOST:PORT ([v6]:PORT): a URL would reach
+// gRPC's resolver as a host name and fail as an unreachable coordinator, after the whole triage.
+std::string CoordinatorTargetError(const std::string& target) {
+  if (target.find("://") != std::string::npos) {
+    return "expects HOST:PORT, the coordinator's gRPC port (not a URL: '" + target + "')";
+  }
+  const size_t colon = target.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : target.substr(colon + 1);
+  const bool digits =
+      !port.empty() && port.size() <= 5 &&
+      std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (colon == 0 || !digits || std::stoi(port) == 0 || std::stoi(port) > 65535) {
+    return "expects HOST:PORT, the coordinator's gRPC port (not '" + target + "')";
+  }
+  return "";
+}
+
 std::vector<std::string> ApiArgs(const Args& a) {
   std::vector<std::string> out;
   if (!a.kubeconfig.empty()) out.insert(out.end(), {"--kubeconfig", a.kubeconfig});
@@ -205,9 +223,17 @@ int RunTriageCommand(CliContext& ctx) {
     ctx.out << kUsage;
     return 0;
   }
+  std::string coordinator_from = "--coordinator";
   if (a.coordinator.empty()) {
     const char* env = std::getenv("NCCL_TRIAGE_COORDINATOR");
     if (env != nullptr) a.coordinator = env;
+    coordinator_from = "NCCL_TRIAGE_COORDINATOR";
+  }
+  if (!a.coordinator.empty()) {
+    if (std::string e = CoordinatorTargetError(a.coordinator); !e.empty()) {
+      ctx.err << "nccl-triage triage: " << coordinator_from << ": " << Printable(e) << "\n";
+      return 2;
+    }
   }
   const std::string server = SiblingExe(ctx.self_exe, "nccl-triage-server");
   const bool tty = ::isatty(2) == 1;

@@ -15,15 +15,27 @@ FindingBuilder::FindingBuilder(CauseId id) {
 }
 
 FindingBuilder& FindingBuilder::Add(std::string key, std::string value, std::string source) {
-  finding_.evidence.push_back({std::move(key), std::move(value), std::move(source)});
+  finding_.evidence.push_back({CutText(std::move(key), kMaxEvidenceValueBytes),
+                               CutText(std::move(value), kMaxEvidenceValueBytes),
+                               CutText(std::move(source), kMaxEvidenceValueBytes)});
   return *this;
 }
 
 Finding FindingBuilder::Close(CheckStatus status, std::string message) {
   Finding f = finding_;
   f.status = status;
-  f.message = std::move(message);
+  f.message = CutText(std::move(message), kMaxMessageBytes);
   return f;
+}
+
+std::string CutText(std::string text, size_t max) {
+  if (text.size() <= max) return text;
+  const std::string total = " ... (" + std::to_string(text.size()) + " bytes)";
+  size_t keep = max > total.size() ? max - total.size() : 0;
+  // Back off continuation bytes (10xxxxxx) so a multi-byte character is never split.
+  while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xc0) == 0x80) --keep;
+  text.resize(keep);
+  return text + total;
 }
 
 std::string ToText(const std::string& v) { return v; }

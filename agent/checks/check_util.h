@@ -38,6 +38,15 @@ class FindingBuilder {
   Finding finding_;
 };
 
+// Evidence values and messages are cut to these sizes (issue 16: a 10 MB sysfs value was echoed
+// whole, 8 MiB of report). Real values are far shorter: a sysfs attribute is at most a page.
+inline constexpr size_t kMaxEvidenceValueBytes = 1024;
+inline constexpr size_t kMaxMessageBytes = 2048;
+
+// `text` when it fits in `max` bytes; otherwise its start, cut on a UTF-8 character boundary,
+// and "... (N bytes)".
+std::string CutText(std::string text, size_t max);
+
 // Text of a value for evidence (doubles without trailing zeros, lids in hex, ...).
 std::string ToText(const std::string& v);
 std::string ToText(bool v);

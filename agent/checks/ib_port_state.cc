@@ -9,9 +9,15 @@ namespace nccl_triage::checks {
 Finding IbPortState(const NodeSnapshot& s, const Config&, const CheckContext&) {
   if (auto skip = SkipWithoutHcas(ids::kIbPortState, s)) return *skip;
   FindingBuilder b(ids::kIbPortState);
-  std::vector<std::string> bad, unknown;
+  std::vector<std::string> bad, unknown, portless;
   int total = 0;
   for (const auto& d : s.ib_devices) {
+    if (d.ports.empty()) {
+      // An HCA always has at least one port; none listed means its ports/ directory is missing
+      // or empty, and "all ports ACTIVE" over the other HCAs would hide it (issue 16).
+      portless.push_back(d.name);
+      b.Add(d.name + " ports", "none listed", "sys/class/infiniband/" + d.name + "/ports");
+    }
     for (const auto& p : d.ports) {
       ++total;
       const std::string name = PortName(d, p);
@@ -32,16 +38,27 @@ Finding IbPortState(const NodeSnapshot& s, const Config&, const CheckContext&) {
       }
     }
   }
-  if (total == 0) return b.Skip("the HCAs list no ports");
+  const std::string no_ports = portless.empty()
+                                   ? ""
+                                   : std::to_string(portless.size()) + " HCA(s) list no ports (" +
+                                         Join(portless) + ": ports/ missing or empty)";
+  if (total == 0) return b.Warn(no_ports);
   if (!bad.empty()) {
     return b.Fail(std::to_string(bad.size()) + " of " + std::to_string(total) +
-                  " port(s) not ACTIVE/LinkUp: " + Join(bad));
+                  " port(s) not ACTIVE/LinkUp: " + Join(bad) +
+                  (no_ports.empty() ? "" : "; " + no_ports));
   }
-  if (unknown.size() == static_cast<size_t>(total)) {
+  if (unknown.size() == static_cast<size_t>(total) && portless.empty()) {
     return b.Skip("no port state could be read");
   }
-  if (!unknown.empty()) {
-    return b.Warn("state of " + Join(unknown) + " unreadable; the other ports are ACTIVE/LinkUp");
+  if (!unknown.empty() || !portless.empty()) {
+    std::vector<std::string> parts;
+    if (!portless.empty()) parts.push_back(no_ports);
+    if (!unknown.empty()) parts.push_back("state of " + Join(unknown) + " unreadable");
+    const int good = total - static_cast<int>(unknown.size());
+    return b.Warn(
+        Join(parts, "; ") +
+        (good > 0 ? "; the other " + std::to_string(good) + " port(s) are ACTIVE/LinkUp" : ""));
   }
   return b.Pass("all " + std::to_string(total) + " port(s) ACTIVE and LinkUp");
 }

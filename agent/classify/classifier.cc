@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -615,7 +616,13 @@ Classification LogClassifier::State::Finish() {
       [](const RootCandidate& r) -> const std::string& { return r.ts; },
       [](const RootCandidate& r) { return r.line.number; },
       [](const RootCandidate&, const RootCandidate&) { return false; });
-  for (auto& r : root_list) out.roots.push_back({Sanitize(r.rank), std::move(r.line)});
+  // Ranks are told apart by their raw text, but shown sanitized: two ranks that differ only in
+  // bytes Sanitize replaces are one rank in the output (found by classify_log_fuzz).
+  std::set<std::string> shown;
+  for (auto& r : root_list) {
+    std::string rank = Sanitize(r.rank);
+    if (shown.insert(rank).second) out.roots.push_back({std::move(rank), std::move(r.line)});
+  }
 
   // The ncclResult_t that reached the API: first `-> N` after the primary rank's WARN.
   for (const auto& r : root_list) {

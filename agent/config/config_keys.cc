@@ -114,9 +114,10 @@ constexpr std::array kSpecs = {
             NT_FIELD(probe.timeout_seconds),
             1,
             86400},
-    KeySpec{{"probe.env_allowlist", "list of strings",
-             "extra NCCL_* variables passed from the agent's environment to the probe child"},
-            KeyKind::kStringList,
+    KeySpec{{"probe.env_allowlist", "list of NCCL_* names",
+             "extra NCCL_* variables passed from the agent's environment to the probe child; "
+             "any other name (AWS_SECRET_ACCESS_KEY, LD_PRELOAD) is refused"},
+            KeyKind::kNcclEnvNames,
             NT_FIELD(probe.env_allowlist)},
     KeySpec{{"probe.busbw_min_fraction", "number",
              "IB bus bandwidth below this fraction of the port rate is degraded (ib.bandwidth)"},
@@ -146,6 +147,11 @@ constexpr std::array kSpecs = {
     KeySpec{{"agent.ca_file", "string", "CA bundle for TLS to the coordinator; unset: plaintext"},
             KeyKind::kOptString,
             NT_FIELD(agent.ca_file)},
+    KeySpec{{"agent.identity_token_file", "string",
+             "the pod's service-account token projected for the audience nccl-triage, sent to a "
+             "coordinator that checks node identities (re-read at every connect); unset: none"},
+            KeyKind::kOptString,
+            NT_FIELD(agent.identity_token_file)},
     KeySpec{{"agent.annotate_pod", "bool",
              "annotate the agent's pod and affected workload pods (nccl-triage.io/*)"},
             KeyKind::kBool,
@@ -199,6 +205,16 @@ constexpr std::array kSpecs = {
             NT_FIELD(coordinator.heartbeat_timeout_seconds),
             1,
             86400},
+    KeySpec{{"coordinator.verify_node_identity", "bool",
+             "require each agent's identity token and accept its hello only for the node the "
+             "API server binds that token to (TokenReview; needs coordinator.agent_service_account)"},
+            KeyKind::kBool,
+            NT_FIELD(coordinator.verify_node_identity)},
+    KeySpec{{"coordinator.agent_service_account", "string",
+             "the agents' service account as namespace:name; identity tokens of any other are "
+             "refused"},
+            KeyKind::kString,
+            NT_FIELD(coordinator.agent_service_account)},
 };
 
 #undef NT_FIELD

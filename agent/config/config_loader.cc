@@ -14,6 +14,7 @@
 #include "base/files.h"
 #include "config/config_schema.h"
 #include "core/catalogue.h"
+#include "core/env_names.h"
 
 namespace nccl_triage {
 namespace {
@@ -348,6 +349,20 @@ class Loader {
       }
       case KeyKind::kStringList:
         return Strings(spec, v, *static_cast<std::vector<std::string>*>(field));
+      case KeyKind::kNcclEnvNames: {
+        auto& names = *static_cast<std::vector<std::string>*>(field);
+        if (Status s = Strings(spec, v, names); !s.ok()) return s;
+        size_t i = 0;
+        for (const auto& item : v) {
+          if (!IsNcclVariableName(names[i])) {
+            return Error(item.Mark(), std::string(spec.info.key) + ": '" + names[i] +
+                                          "' is not an NCCL_* variable name (only NCCL_ followed "
+                                          "by upper-case letters, digits and '_' reach the probe)");
+          }
+          ++i;
+        }
+        return Status::Ok();
+      }
       case KeyKind::kCheckIds: {
         auto& ids = *static_cast<std::vector<std::string>*>(field);
         if (Status s = Strings(spec, v, ids); !s.ok()) return s;
@@ -596,6 +611,7 @@ void EmitValue(YAML::Emitter& out, const KeySpec& spec, Config& config) {
       return;
     }
     case KeyKind::kStringList:
+    case KeyKind::kNcclEnvNames:
     case KeyKind::kCheckIds: {
       const auto& list = *static_cast<std::vector<std::string>*>(field);
       out << YAML::Flow << YAML::BeginSeq;

@@ -10,21 +10,22 @@
 namespace nccl_triage::config_internal {
 
 enum class KeyKind {
-  kInt,         // int
-  kOptInt,      // std::optional<int>
-  kUint,        // uint64_t
-  kBytes,       // uint64_t, integer or size string
-  kOptBytes,    // std::optional<uint64_t>, integer or size string
-  kDouble,      // double
-  kOptDouble,   // std::optional<double>
-  kBool,        // bool
-  kString,      // std::string
-  kOptString,   // std::optional<std::string>
-  kListen,      // std::string "host:port"
-  kStringList,  // std::vector<std::string>
-  kCheckIds,    // std::vector<std::string> of catalogue check ids
-  kOptPkey,     // std::optional<uint16_t>, the membership bit stripped
-  kOptVersion,  // std::optional<std::string> of dotted numbers "535.0"
+  kInt,           // int
+  kOptInt,        // std::optional<int>
+  kUint,          // uint64_t
+  kBytes,         // uint64_t, integer or size string
+  kOptBytes,      // std::optional<uint64_t>, integer or size string
+  kDouble,        // double
+  kOptDouble,     // std::optional<double>
+  kBool,          // bool
+  kString,        // std::string
+  kOptString,     // std::optional<std::string>
+  kListen,        // std::string "host:port"
+  kStringList,    // std::vector<std::string>
+  kCheckIds,      // std::vector<std::string> of catalogue check ids
+  kNcclEnvNames,  // std::vector<std::string> of NCCL_* environment variable names
+  kOptPkey,       // std::optional<uint16_t>, the membership bit stripped
+  kOptVersion,    // std::optional<std::string> of dotted numbers "535.0"
 };
 
 struct KeySpec {

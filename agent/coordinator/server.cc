@@ -46,8 +46,9 @@ CoordinatorOptions CoordinatorOptionsFromConfig(const Config& config) {
 class CoordinatorServer::Impl::Stream final
     : public grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
  public:
-  Stream(Impl* impl, grpc::CallbackServerContext* ctx, std::optional<grpc::Status> reject)
-      : impl_(impl), peer_(ctx->peer()) {
+  Stream(Impl* impl, grpc::CallbackServerContext* ctx, std::optional<grpc::Status> reject,
+         std::string verified_node = "")
+      : impl_(impl), peer_(ctx->peer()), verified_node_(std::move(verified_node)) {
     if (reject) {
       std::lock_guard lock(wmu_);
       closed_ = true;
@@ -59,6 +60,8 @@ class CoordinatorServer::Impl::Stream final
   }
 
   const std::string& peer() const { return peer_; }
+  // The node its identity token binds the agent to; empty when identities are not checked.
+  const std::string& verified_node() const { return verified_node_; }
 
   void Send(v1::CoordinatorMessage msg) {
     std::lock_guard lock(wmu_);
@@ -137,6 +140,7 @@ class CoordinatorServer::Impl::Stream final
 
   Impl* impl_;
   std::string peer_;
+  std::string verified_node_;
   v1::AgentMessage in_;
   std::mutex wmu_;
   std::deque<v1::CoordinatorMessage> queue_;
@@ -176,12 +180,34 @@ std::optional<grpc::Status> CoordinatorServer::Impl::Unauthenticated(
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>*
 CoordinatorServer::Impl::NewStream(grpc::CallbackServerContext* ctx) {
   if (auto refused = Unauthenticated(ctx, "agent session")) return new Stream(this, ctx, refused);
+  std::string verified_node;
+  if (options_.identity) {
+    const auto& md = ctx->client_metadata();
+    auto it = md.find(std::string(kIdentityMetadata));
+    auto node = options_.identity->NodeOf(
+        it == md.end() ? std::string() : std::string(it->second.data(), it->second.size()));
+    if (!node.ok()) {
+      log_.Warn("coordinator", "rejected agent session from " + ctx->peer() +
+                                   ": identity: " + node.status().message());
+      const bool retry = node.status().code() == StatusCode::kUnavailable;
+      return new Stream(this, ctx,
+                        grpc::Status(retry ? grpc::StatusCode::UNAVAILABLE
+                                           : grpc::StatusCode::UNAUTHENTICATED,
+                                     "identity: " + node.status().message()));
+    }
+    verified_node = *node;
+  }
   std::lock_guard lock(mu_);
   if (stopping_) {
     return new Stream(this, ctx,
                       grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator shutting down"));
   }
-  return new Stream(this, ctx, std::nullopt);
+  return new Stream(this, ctx, std::nullopt, std::move(verified_node));
+}
+
+std::function<bool(std::string_view)> CoordinatorServer::Impl::SweepTokenCheck() const {
+  if (options_.token.empty()) return nullptr;
+  return [token = options_.token](std::string_view got) { return TokenMatches(token, got); };
 }
 
 Status CoordinatorServer::Impl::Start() {
@@ -220,7 +246,8 @@ Status CoordinatorServer::Impl::Start() {
                                          },
                                      .metrics = [this] { return metrics_.Text(); },
                                      .view = [this] { return View(true); },
-                                     .request_sweep = [this] { return RequestSweep(); }});
+                                     .request_sweep = [this] { return RequestSweep(); },
+                                     .sweep_token_matches = SweepTokenCheck()});
     auto port = http_->Start(addr->first, addr->second);
     if (!port.ok()) {
       server_->Shutdown(std::chrono::system_clock::now());
@@ -293,6 +320,18 @@ bool CoordinatorServer::Impl::OnMessage(Stream* stream, const v1::AgentMessage& 
     auto info = NodeInfoFromHello(hello, options_.topology_label);
     if (!info.ok()) return reject(grpc::StatusCode::INVALID_ARGUMENT, info.status().message());
     const std::string node = info->name;
+    if (options_.identity && node != stream->verified_node()) {
+      // A token holder posing as another node (issue 16): the real agent keeps its session.
+      return reject(grpc::StatusCode::PERMISSION_DENIED,
+                    "hello as " + node + ", but the identity token is of node " +
+                        stream->verified_node());
+    }
+    if (!known_.contains(node) && !MakeRoomLocked()) {
+      return reject(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          "node table full: " + std::to_string(options_.max_nodes) + " nodes, all connected");
+    }
+    left_at_.erase(node);
     auto old = agents_.find(node);
     if (old != agents_.end()) {
       // The newest session wins: a restarted agent must not wait for the old one to time out.
@@ -368,6 +407,7 @@ void CoordinatorServer::Impl::DisconnectLocked(const std::string& node, const st
   Stream* stream = agent->second.stream;
   if (stream) stream_nodes_.erase(stream);
   agents_.erase(agent);
+  left_at_[node] = SteadyClock::now();
   log_.Info("coordinator", "agent " + node + " disconnected: " + why);
   // Every probe it was part of is lost; its peer's child is cancelled now, not at the deadline.
   for (auto& run : runs_) ApplyLocked(*run, run->OnAgentLost(node, why));
@@ -376,8 +416,35 @@ void CoordinatorServer::Impl::DisconnectLocked(const std::string& node, const st
   cv_.notify_all();
 }
 
+void CoordinatorServer::Impl::ForgetLocked(const std::string& node) {
+  known_.erase(node);
+  last_peer_.erase(node);
+  left_at_.erase(node);
+  verdicts_.Forget(node);
+}
+
+bool CoordinatorServer::Impl::MakeRoomLocked() {
+  if (known_.size() < options_.max_nodes) return true;
+  auto oldest = std::min_element(left_at_.begin(), left_at_.end(),
+                                 [](const auto& x, const auto& y) { return x.second < y.second; });
+  if (oldest == left_at_.end()) return false;
+  log_.Info("coordinator", "node table full (" + std::to_string(options_.max_nodes) +
+                               "): forgetting " + oldest->first + ", disconnected longest");
+  ForgetLocked(oldest->first);
+  return true;
+}
+
 void CoordinatorServer::Impl::HousekeepingLocked() {
   const auto now = SteadyClock::now();
+  std::vector<std::string> gone;
+  for (const auto& [node, since] : left_at_) {
+    if (now - since >= options_.node_expiry) gone.push_back(node);
+  }
+  for (const auto& node : gone) {
+    log_.Info("coordinator", "forgetting node " + node + ": disconnected for " +
+                                 std::to_string(options_.node_expiry.count() / 1000) + "s");
+    ForgetLocked(node);
+  }
   std::vector<std::string> silent;
   for (const auto& [node, a] : agents_) {
     if (now - a.last_seen > options_.heartbeat_timeout) silent.push_back(node);

@@ -28,6 +28,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "coordinator/node_identity.h"
 #include "coordinator/status_view.h"
 #include "core/config.h"
 #include "planner/pair_judge.h"
@@ -40,6 +41,10 @@ struct CoordinatorOptions {
   std::string listen = "0.0.0.0:9501";  // gRPC
   std::string http_listen;              // empty: no HTTP server
   std::string token;                    // empty: agents are not authenticated (logged)
+  // When set, every agent must also present its identity token (node_identity.h), and the node
+  // name of its Hello must be the node the token binds it to. Not owned by the options alone:
+  // shared with whoever built it.
+  std::shared_ptr<NodeIdentity> identity;
   std::string cert_pem;                 // TLS when cert and key are both set
   std::string key_pem;
   std::chrono::milliseconds sweep_interval{900'000};  // 0: only on demand
@@ -53,6 +58,12 @@ struct CoordinatorOptions {
   // When one rank failed, how long the other may take to report its own log before it is
   // cancelled (it cannot pass any more; its log often names the cause).
   std::chrono::milliseconds peer_failed_grace{5'000};
+  // The node table (every node that ever said hello, kept for /status and its verdicts) is
+  // bounded (issue 16: 3,000 made-up names were kept for good): a node disconnected this long is
+  // forgotten, and at most max_nodes are kept; a hello from a new name beyond that evicts the node
+  // disconnected longest, or is refused (RESOURCE_EXHAUSTED) while every one is connected.
+  std::chrono::milliseconds node_expiry{3'600'000};
+  size_t max_nodes = 10'000;
   JudgeOptions judge;
   int max_rounds = 3;
   uint64_t seed = 1;

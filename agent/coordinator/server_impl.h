@@ -124,8 +124,15 @@ class CoordinatorServer::Impl {
   void OnReportLocked(const std::string& node, const v1::ProbeReport& report);
   void DisconnectLocked(const std::string& node, const std::string& why);
   void HousekeepingLocked();
+  // Drops a node that left from the table, the view and the verdicts.
+  void ForgetLocked(const std::string& node);
+  // Room for one more node in the table: evicts the one disconnected longest when full; false
+  // when every node in it is connected.
+  bool MakeRoomLocked();
   void SendVerdictsLocked(const std::string& node);
   const NodeInfo& KnownLocked(const std::string& node) const;
+  // The check of POST /sweep's bearer token; empty without a token.
+  std::function<bool(std::string_view)> SweepTokenCheck() const;
 
   // sweep_loop.cc: sweeps and rounds.
   void SweepLoop(std::stop_token stop);
@@ -161,8 +168,9 @@ class CoordinatorServer::Impl {
   std::map<Stream*, std::string> stream_nodes_;  // streams that said hello
   std::map<std::string, NodeInfo> known_;        // every node ever seen
   std::map<std::string, std::string> last_peer_;
-  std::vector<std::unique_ptr<PairRun>> runs_;  // the current round's pairs
-  std::map<std::string, ProbeRef> probes_;      // outstanding probe ids of runs_
+  std::map<std::string, SteadyClock::time_point> left_at_;  // known, not connected, since
+  std::vector<std::unique_ptr<PairRun>> runs_;              // the current round's pairs
+  std::map<std::string, ProbeRef> probes_;                  // outstanding probe ids of runs_
   uint64_t run_counter_ = 0;
   uint64_t sweeps_requested_ = 0;
   uint64_t sweeps_started_ = 0;

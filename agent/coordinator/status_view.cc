@@ -132,8 +132,9 @@ nlohmann::json ToJson(const CoordinatorView& view) {
 }
 
 void AddCoordinatorEndpoints(HttpServer& http, CoordinatorEndpoints e) {
-  http.Get("/livez", [](const HttpRequest&) { return HttpReply{200, "text/plain", "ok\n"}; });
-  http.Get("/readyz", [ready = e.ready](const HttpRequest&) {
+  // Health probes on the server's own thread: never behind a slow /status (issue 16).
+  http.GetHealth("/livez", [](const HttpRequest&) { return HttpReply{200, "text/plain", "ok\n"}; });
+  http.GetHealth("/readyz", [ready = e.ready](const HttpRequest&) {
     return ready() ? HttpReply{200, "text/plain", "ready\n"}
                    : HttpReply{503, "text/plain", "not ready\n"};
   });
@@ -143,11 +144,28 @@ void AddCoordinatorEndpoints(HttpServer& http, CoordinatorEndpoints e) {
   http.Get("/status", [view = e.view](const HttpRequest&) {
     return HttpReply{200, "application/json", ToJson(view()).dump(2) + "\n"};
   });
-  http.Post("/sweep", [request = e.request_sweep](const HttpRequest&) {
-    const uint64_t n = request();
-    return HttpReply{202, "application/json",
-                     nlohmann::json{{"sweep", n}, {"status", "requested"}}.dump() + "\n"};
-  });
+  // A sweep probes every idle GPU node: only a holder of the coordinator's token may ask for one
+  // (issue 16: it answered anyone who could reach the port).
+  http.Post(
+      "/sweep", [request = e.request_sweep, matches = e.sweep_token_matches](const HttpRequest& r) {
+        if (!matches) {
+          return HttpReply{403, "text/plain; charset=utf-8",
+                           "POST /sweep is disabled: the coordinator has no token\n"};
+        }
+        constexpr std::string_view kBearer = "Bearer ";
+        const std::string_view auth = r.Header("authorization");
+        if (auth.substr(0, kBearer.size()) != kBearer || !matches(auth.substr(kBearer.size()))) {
+          return HttpReply{401,
+                           "text/plain; charset=utf-8",
+                           auth.empty()
+                               ? "POST /sweep needs Authorization: Bearer <coordinator token>\n"
+                               : "invalid token\n",
+                           {{"WWW-Authenticate", "Bearer realm=\"nccl-triage\""}}};
+        }
+        const uint64_t n = request();
+        return HttpReply{202, "application/json",
+                         nlohmann::json{{"sweep", n}, {"status", "requested"}}.dump() + "\n"};
+      });
 }
 
 }  // namespace nccl_triage

@@ -1,6 +1,6 @@
 // CoordinatorView: the coordinator's state at one moment, as /status, the demo and the tests read
 // it; how it is built from the coordinator's parts, its JSON, and the coordinator's HTTP surface
-// (/livez, /readyz, /metrics, /status, POST /sweep).
+// (/livez, /readyz, /metrics, /status, POST /sweep with the coordinator's bearer token).
 //
 // The view is a copy: building it takes the coordinator's lock once, serving it does not. Pairs
 // the cross-node checks predict broken are found through groups of nodes with the same
@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -76,6 +77,9 @@ struct CoordinatorEndpoints {
   std::function<std::string()> metrics;     // /metrics (Prometheus text)
   std::function<CoordinatorView()> view;    // /status
   std::function<uint64_t()> request_sweep;  // POST /sweep: the sweep that will answer
+  // Whether the bearer token of a POST /sweep is the coordinator's token (compared in constant
+  // time by the caller). Unset, or a coordinator without a token: /sweep is refused (403).
+  std::function<bool(std::string_view token)> sweep_token_matches;
 };
 void AddCoordinatorEndpoints(HttpServer& http, CoordinatorEndpoints endpoints);
 

@@ -47,6 +47,12 @@ std::string Describe(const grpc::Status& s) {
     case grpc::StatusCode::ALREADY_EXISTS:
       code = "replaced";
       break;
+    case grpc::StatusCode::PERMISSION_DENIED:
+      code = "permission denied";
+      break;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      code = "resource exhausted";
+      break;
     case grpc::StatusCode::CANCELLED:
       code = "cancelled";
       break;
@@ -56,6 +62,31 @@ std::string Describe(const grpc::Status& s) {
   }
   return s.error_message().empty() ? code : code + ": " + s.error_message();
 }
+
+// A text from the coordinator for a log line or a report: bounded (a cancel reason of megabytes
+// was logged whole), never split inside a character.
+std::string Bounded(const std::string& text, size_t max) {
+  return text.size() <= max ? text : CutWireText(text, max) + "...";
+}
+
+// The metadata key of the identity token (coordinator/node_identity.h's kIdentityMetadata; the
+// client does not depend on the server's component).
+constexpr std::string_view kIdentityMetadataKey = "x-nccl-triage-identity";
+
+// A projected service-account token: one JWT line, a few KiB; anything else is not one.
+std::optional<std::string> ReadIdentityToken(const std::string& path) {
+  auto text = ReadWholeFile(path, "identity token", 16 * 1024);
+  if (!text.ok()) return std::nullopt;
+  std::string token = std::move(text).value();
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
+    token.pop_back();
+  }
+  if (token.empty()) return std::nullopt;
+  return token;
+}
+
+// Pair verdicts taken from one Verdicts message.
+constexpr size_t kMaxPairVerdicts = 256;
 
 }  // namespace
 
@@ -92,6 +123,14 @@ class CoordinatorSession::Connection {
     auto channel = grpc::CreateCustomChannel(o.target, creds, args);
     auto stub = v1::Coordinator::NewStub(channel);
     if (!o.token.empty()) ctx_.AddMetadata("authorization", "Bearer " + o.token);
+    if (!o.identity_token_file.empty()) {
+      if (auto identity = ReadIdentityToken(o.identity_token_file)) {
+        ctx_.AddMetadata(std::string(kIdentityMetadataKey), *identity);
+      } else {
+        owner_.log_.Warn("session", "cannot read the identity token '" + o.identity_token_file +
+                                        "': a coordinator that checks identities will refuse");
+      }
+    }
     std::stop_callback cancel_on_stop(stop, [this] { ctx_.TryCancel(); });
     stream_ = stub->Session(&ctx_);
 
@@ -129,9 +168,17 @@ class CoordinatorSession::Connection {
     worker.join();
     grpc::Status status = stream_->Finish();
     std::string why = stop.stop_requested() ? "stopping" : Describe(status);
-    if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
-      owner_.log_.Error("session", "the coordinator at " + o.target + " rejected this agent: " +
-                                       Describe(status) + " (check the shared token)");
+    if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+        status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+      // The coordinator says "identity: ..." when it refused the service-account token, and
+      // PERMISSION_DENIED when that token names another node than the hello.
+      const bool identity = status.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+                            status.error_message().rfind("identity:", 0) == 0;
+      owner_.log_.Error("session",
+                        "the coordinator at " + o.target +
+                            " rejected this agent: " + Bounded(Describe(status), 512) +
+                            (identity ? " (check agent.identity_token_file and the node name)"
+                                      : " (check the shared token)"));
     }
     return {why, welcomed_};
   }
@@ -207,12 +254,13 @@ class CoordinatorSession::Connection {
         std::lock_guard lock(mu_);
         const std::string& id = msg.cancel().probe_id();
         if (id == current_id_ && current_) {
-          owner_.log_.Info("session", "probe " + id + " cancelled: " + msg.cancel().reason());
+          owner_.log_.Info("session", "probe " + Bounded(id, 64) +
+                                          " cancelled: " + Bounded(msg.cancel().reason(), 200));
           current_->request_stop();
         }
         for (auto it = queue_.begin(); it != queue_.end(); ++it) {
           if (it->probe_id() == id) {
-            Refuse(id, "cancelled: " + msg.cancel().reason());
+            Refuse(id, "cancelled: " + Bounded(msg.cancel().reason(), 200));
             queue_.erase(it);
             break;
           }
@@ -245,12 +293,15 @@ class CoordinatorSession::Connection {
       NodeVerdict nv;
       nv.fault_class = FromProto(v.node().fault_class());
       nv.basis = FromProto(v.node().basis());
-      for (const auto& c : v.node().causes()) nv.causes.push_back(c);
-      nv.reason = v.node().reason();
+      nv.causes = CatalogueCauses(v.node().causes());
+      nv.reason = CutWireText(v.node().reason());
       services_.SetNodeVerdict(nv);
     }
     std::set<std::string> now;
     for (const auto& p : v.pairs()) {
+      // The coordinator sends at most a few hundred (every unhealthy pair, a few healthy ones);
+      // more is not a coordinator to believe, and each one is a series and part of /status.
+      if (now.size() >= kMaxPairVerdicts) break;
       if (!ValidNodeName(p.peer())) continue;
       services_.SetPairVerdict(p.peer(), FromProto(p));
       now.insert(p.peer());
@@ -455,6 +506,7 @@ StatusOr<std::unique_ptr<CoordinatorLink>> MakeCoordinatorLink(
          (o.token.back() == '\n' || o.token.back() == '\r' || o.token.back() == ' ')) {
     o.token.pop_back();
   }
+  if (config.agent.identity_token_file) o.identity_token_file = *config.agent.identity_token_file;
   if (config.agent.ca_file) {
     auto ca = ReadWholeFile(*config.agent.ca_file, "CA");
     if (!ca.ok()) return ca.status();

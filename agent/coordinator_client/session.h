@@ -35,6 +35,10 @@ class Logger;
 struct SessionOptions {
   std::string target;                         // "host:port" of the coordinator's gRPC listener
   std::string token;                          // shared token; empty: none sent
+  // The pod's projected service-account token for the coordinator's identity check
+  // (coordinator/node_identity.h), read again at every connect (the kubelet rotates it); empty:
+  // none sent.
+  std::string identity_token_file;
   bool tls = false;                           // TLS to the coordinator
   std::string ca_pem;                         // roots for TLS; empty: the system roots
   std::map<std::string, std::string> labels;  // node labels (the topology label for pairing)

@@ -59,6 +59,7 @@ struct AgentConfig {
   std::optional<std::string> coordinator;  // "host:port"; unset: standalone
   std::optional<std::string> token_file;
   std::optional<std::string> ca_file;      // TLS to the coordinator when set
+  std::optional<std::string> identity_token_file;  // projected SA token for the coordinator
   bool annotate_pod = true;
   bool node_condition = false;
   bool events = false;
@@ -77,6 +78,9 @@ struct CoordinatorConfig {
   std::optional<std::string> cert_file;
   std::optional<std::string> key_file;
   int heartbeat_timeout_seconds = 30;
+  // Bind each agent's node name to its pod's service-account token (TokenReview).
+  bool verify_node_identity = false;
+  std::string agent_service_account;  // "namespace:name" of the agents' service account
 
   friend bool operator==(const CoordinatorConfig&, const CoordinatorConfig&) = default;
 };

@@ -428,6 +428,12 @@ StatusOr<NodeSnapshot> SnapshotFromJson(const json& j) {
   const std::string p = "snapshot";
   try {
     Object(j, p);
+    // Required: every other field may be absent (it then reads as missing), so without this "{}"
+    // or any JSON object would pass as a snapshot in which nothing could be read.
+    if (!j.contains("schema")) {
+      return InvalidArgument("snapshot: no 'schema' field; expected " +
+                             std::string(kNodeSnapshotSchema) + " (a --dump-snapshot file)");
+    }
     Field(j, p, "schema", s.schema);
     if (s.schema != kNodeSnapshotSchema) {
       return InvalidArgument("snapshot: schema '" + s.schema + "' is not " + kNodeSnapshotSchema);

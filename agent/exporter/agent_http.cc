@@ -94,8 +94,10 @@ void InstallAgentEndpoints(HttpServer& server, const AgentState& state, AgentMet
   server.Get("/metrics", [&metrics](const HttpRequest&) {
     return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics.Scrape()};
   });
-  server.Get("/livez", [](const HttpRequest&) { return HttpReply{200, "text/plain", "ok\n"}; });
-  server.Get("/readyz", [&state](const HttpRequest&) {
+  server.GetHealth("/livez", [](const HttpRequest&) {
+    return HttpReply{200, "text/plain", "ok\n"};
+  });
+  server.GetHealth("/readyz", [&state](const HttpRequest&) {
     if (state.Ready()) return HttpReply{200, "text/plain", "ready\n"};
     return HttpReply{503, "text/plain", "first check cycle not finished\n"};
   });

@@ -13,9 +13,12 @@
 
 #include "host/parsers.h"
 #include "host/root_reader.h"
+#include "host/snapshot_text.h"
 
 namespace nccl_triage {
 namespace {
+
+constexpr size_t kMaxTextFactBytes = 4096;
 
 bool AllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
@@ -81,12 +84,18 @@ class Gathering {
     return std::string(t);
   }
 
-  // A text fact: any printable one-or-more-line value.
+  // A text fact: any printable value of at most a page, which is all a sysfs or proc attribute
+  // can hold; a longer one is not what the kernel wrote (issue 16: a 10 MB value went whole into
+  // the report).
   Fact<std::string> TextFact(const std::string& rel) {
     Fact<std::string> f;
     f.source = rel;
     auto t = Text(rel, f.error);
     if (!t) return f;
+    if (t->size() > kMaxTextFactBytes) {
+      f.error = "too long: " + std::to_string(t->size()) + " bytes";
+      return f;
+    }
     if (!Printable(*t)) {
       f.error = UnparseableError(*t);
       return f;
@@ -621,10 +630,18 @@ StatusOr<NodeSnapshot> GatherSnapshot(const GatherOptions& options) {
                                     .count();
 
   Gathering(options, reader, snap).Run();
+  if (!reader.found_anything()) {
+    // Not a node with missing facts but no node at all (an empty folder, a mount that did not
+    // happen): "unknown" with exit 0 would read as "nothing wrong here" (issue 16).
+    return NotFound("root '" + options.root +
+                    "': nothing could be read (no sys/, proc/ or dev/ content); is it a node's root?");
+  }
   if (root_is_host || options.verbs != nullptr || options.addresses != nullptr) {
     GatherLive(options, root_is_host, snap);
   }
   snap.files_read = reader.TakeFilesRead();
+  // Last, so that files were read under their real names and every output sees text.
+  EscapeSnapshotText(snap);
   return snap;
 }
 

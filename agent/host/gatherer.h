@@ -40,7 +40,8 @@ struct GatherOptions {
   std::function<int64_t()> now_unix_ms;  // empty: the system clock
 };
 
-// Reads the node under options.root. Error: the root does not exist or is not a directory.
+// Reads the node under options.root. Error: the root does not exist, is not a directory, or
+// nothing at all could be read under it.
 StatusOr<NodeSnapshot> GatherSnapshot(const GatherOptions& options);
 
 // The same, as an object bound to its root (the form the agent keeps and calls every interval).

@@ -114,6 +114,7 @@ ReadResult RootReader::ReadFile(std::string_view rel) {
   }
   ::close(fd);
   r.text = std::move(text);
+  found_anything_ = true;
   return r;
 }
 
@@ -127,6 +128,7 @@ ReadResult RootReader::ReadLink(std::string_view rel, bool count) {
     return r;
   }
   r.text = std::string(buf.data(), static_cast<size_t>(n));
+  found_anything_ = true;
   return r;
 }
 
@@ -146,6 +148,7 @@ ListResult RootReader::List(std::string_view rel) const {
     r.names.emplace_back(name);
   }
   ::closedir(dir);
+  found_anything_ = found_anything_ || !r.names.empty();
   std::sort(r.names.begin(), r.names.end(),
             [](const std::string& a, const std::string& b) { return NaturalLess(a, b); });
   return r;

@@ -60,11 +60,15 @@ class RootReader {
   bool IsDirectory(std::string_view rel) const;  // stat: follows links
 
   const std::map<std::string, int>& files_read() const { return files_read_; }
+  // True once a file or link was read or a listing named something: a root where this stays
+  // false after a whole gathering holds nothing of a node (an empty or wrong --root).
+  bool found_anything() const { return found_anything_; }
   std::map<std::string, int> TakeFilesRead() { return std::move(files_read_); }
 
  private:
   std::string root_;
   std::map<std::string, int> files_read_;
+  mutable bool found_anything_ = false;  // a fact about the reads, not the reader's state
 };
 
 // The errno as its symbolic name ("EACCES"); unknown values as "errno N".

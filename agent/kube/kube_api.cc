@@ -107,6 +107,10 @@ KubeResponse KubeClient::StreamPodLog(const std::string&, const std::string&, co
   return NotSupported("read pod logs");
 }
 
+KubeResponse KubeClient::CreateTokenReview(const std::string&, const std::vector<std::string>&) {
+  return NotSupported("review tokens");
+}
+
 std::string PodListQueryString(const PodListQuery& q) {
   std::string out;
   if (!q.label_selector.empty()) AddParam(out, "labelSelector", q.label_selector);
@@ -141,6 +145,49 @@ std::string UrlEncode(std::string_view value) {
     }
   }
   return out;
+}
+
+nlohmann::json TokenReviewBody(const std::string& token,
+                               const std::vector<std::string>& audiences) {
+  return {{"apiVersion", "authentication.k8s.io/v1"},
+          {"kind", "TokenReview"},
+          {"spec", {{"token", token}, {"audiences", audiences}}}};
+}
+
+StatusOr<TokenIdentity> TokenIdentityFromReview(std::string_view body) {
+  // Every field is checked for its type before it is read: json::value() throws on a mismatch.
+  auto text = [](const nlohmann::json& o, const char* key) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || text(j, "kind") != "TokenReview" ||
+      !j.contains("status") || !j["status"].is_object()) {
+    return InvalidArgument("not a TokenReview response");
+  }
+  const nlohmann::json& status = j["status"];
+  TokenIdentity id;
+  auto first_extra = [](const nlohmann::json& user, const char* key) {
+    auto extra = user.find("extra");
+    if (extra == user.end() || !extra->is_object()) return std::string();
+    auto values = extra->find(key);
+    if (values == extra->end() || !values->is_array() || values->empty() ||
+        !values->front().is_string()) {
+      return std::string();
+    }
+    return values->front().get<std::string>();
+  };
+  auto authenticated = status.find("authenticated");
+  id.authenticated =
+      authenticated != status.end() && authenticated->is_boolean() && authenticated->get<bool>();
+  id.error = text(status, "error");
+  if (auto user = status.find("user"); user != status.end() && user->is_object()) {
+    id.username = text(*user, "username");
+    id.pod_name = first_extra(*user, "authentication.kubernetes.io/pod-name");
+    id.pod_uid = first_extra(*user, "authentication.kubernetes.io/pod-uid");
+    id.node_name = first_extra(*user, "authentication.kubernetes.io/node-name");
+  }
+  return id;
 }
 
 std::optional<std::chrono::seconds> ParseRetryAfter(std::string_view value) {

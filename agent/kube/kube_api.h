@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 
@@ -137,7 +138,28 @@ class KubeClient {
   // is empty; on an HTTP error it holds the API's answer (bounded), as for the other calls.
   virtual KubeResponse StreamPodLog(const std::string& ns, const std::string& pod,
                                     const PodLogQuery& query, const LogChunkSink& sink);
+  // authentication.k8s.io/v1 TokenReview: whom a bearer token belongs to, if it was issued for
+  // one of `audiences` (the coordinator binds an agent's node name to its service-account token).
+  // Like the triage calls, a default that answers "not supported": only the in-cluster client
+  // and the fake implement it.
+  virtual KubeResponse CreateTokenReview(const std::string& token,
+                                         const std::vector<std::string>& audiences);
 };
+
+// What a TokenReview answered. A bound service-account token carries the pod it was issued for
+// (user.extra authentication.kubernetes.io/pod-name and pod-uid) and, since Kubernetes 1.30, its
+// node (authentication.kubernetes.io/node-name).
+struct TokenIdentity {
+  bool authenticated = false;
+  std::string error;     // why not, as the API server said
+  std::string username;  // "system:serviceaccount:<namespace>:<name>"
+  std::string pod_name;
+  std::string pod_uid;
+  std::string node_name;  // empty before Kubernetes 1.30
+};
+nlohmann::json TokenReviewBody(const std::string& token, const std::vector<std::string>& audiences);
+// The status of a TokenReview response body; an error for a body that is not one.
+StatusOr<TokenIdentity> TokenIdentityFromReview(std::string_view body);
 
 // The request bodies (pure; the tests of the real client and the fake check them).
 nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations);

@@ -290,4 +290,10 @@ KubeResponse InClusterKubeClient::GetNode(const std::string& name) {
   return Send("GET", "/api/v1/nodes/" + UrlEncode(name), "", "");
 }
 
+KubeResponse InClusterKubeClient::CreateTokenReview(const std::string& token,
+                                                    const std::vector<std::string>& audiences) {
+  return Send("POST", "/apis/authentication.k8s.io/v1/tokenreviews", "application/json",
+              TokenReviewBody(token, audiences).dump());
+}
+
 }  // namespace nccl_triage

@@ -61,6 +61,8 @@ class InClusterKubeClient final : public KubeClient {
   KubeResponse ListNamespacedPods(const std::string& ns, const PodListQuery& query) override;
   KubeResponse StreamPodLog(const std::string& ns, const std::string& pod, const PodLogQuery& query,
                             const LogChunkSink& sink) override;
+  KubeResponse CreateTokenReview(const std::string& token,
+                                 const std::vector<std::string>& audiences) override;
 
  private:
   struct Impl;

@@ -72,6 +72,22 @@ void ClusterVerdicts::Apply(SweepResult result, const std::map<std::string, Node
   }
 }
 
+void ClusterVerdicts::Forget(const std::string& node) {
+  nodes_.erase(node);
+  hold_down_.Forget(node);
+  auto mine = pairs_by_node_.find(node);
+  if (mine == pairs_by_node_.end()) return;
+  for (const auto& [pair, rec] : mine->second) {
+    auto other = pairs_by_node_.find(pair.Other(node));
+    if (other != pairs_by_node_.end()) {
+      other->second.erase(pair);
+      if (other->second.empty()) pairs_by_node_.erase(other);
+    }
+    pairs_.erase(pair);
+  }
+  pairs_by_node_.erase(mine);
+}
+
 void ClusterVerdicts::RecordPairs(const SweepResult& result) {
   for (const auto& p : result.pairs) {
     PairRecord& rec = pairs_[p.pair];

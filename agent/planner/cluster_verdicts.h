@@ -93,6 +93,10 @@ class ClusterVerdicts {
   // Nodes outside the sweep keep their verdict (a confirmed fault stays held down).
   void Apply(SweepResult result, const std::map<std::string, NodeInfo>& known);
 
+  // Drops everything about a node that left the cluster: its verdict, its pair records and the
+  // faults that name it (the coordinator's node table expires such nodes).
+  void Forget(const std::string& node);
+
   // The published verdict of a node, or nullptr before any sweep included it.
   const PublishedNodeVerdict* Find(const std::string& node) const;
   // What the agent of `node` is pushed.

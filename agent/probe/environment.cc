@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/files.h"
+#include "core/env_names.h"
 
 namespace nccl_triage {
 
@@ -40,6 +41,9 @@ std::vector<std::string> BuildChildEnvironment(const ProbeEnvOptions& options,
     if (it != parent.end()) env[name] = it->second;
   }
   for (const auto& name : allowlist) {
+    // Only NCCL_* names, whatever the caller passed: the config loader refuses others, and this
+    // keeps a command-line --env-allow from handing the agent's credentials to the child.
+    if (!IsNcclVariableName(name)) continue;
     auto it = parent.find(name);
     if (it != parent.end()) env[name] = it->second;
   }

@@ -4,9 +4,10 @@
 // environment *is* the probe's configuration: the socket probe forces NCCL_NET=Socket and
 // NCCL_IB_DISABLE=1, the IB probe forces NCCL_NET=IB (without it NCCL silently falls back to
 // sockets). Nothing else leaks in from the agent's own environment: only a few essentials for the
-// dynamic loader and GPU selection, the names the operator allow-lists
-// (ProbeConfig::env_allowlist), and the mode's variables, which are applied last so the allow-list
-// cannot undo them. Pure functions, except ReadDefaultRouteInterface (reads <root>/proc/net/route).
+// dynamic loader and GPU selection, the NCCL_* names the operator allow-lists
+// (ProbeConfig::env_allowlist; any other name there is ignored), and the mode's variables, which
+// are applied last so the allow-list cannot undo them. Pure functions, except
+// ReadDefaultRouteInterface (reads <root>/proc/net/route).
 #pragma once
 
 #include <map>

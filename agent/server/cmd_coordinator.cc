@@ -17,6 +17,7 @@
 #include "config/config_loader.h"
 #include "coordinator/server.h"
 #include "nccl_triage_version.h"
+#include "server/node_identity_setup.h"
 #include "server/server_cli.h"
 
 namespace nccl_triage {
@@ -95,6 +96,20 @@ int RunCoordinatorCommand(CliContext& ctx) {
     options.cert_pem = *cert;
     options.key_pem = *key;
   }
+
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  auto identity = SetUpNodeIdentity(
+      config, {.kube_host = env("KUBERNETES_SERVICE_HOST"),
+               .kube_port = env("KUBERNETES_SERVICE_PORT"),
+               .agent_service_account = env("NCCL_TRIAGE_AGENT_SERVICE_ACCOUNT")});
+  if (!identity.ok()) {
+    ctx.err << "nccl-triage-server coordinator: " << identity.status().message() << "\n";
+    return 2;
+  }
+  options.identity = identity->identity;
 
   sigset_t set;
   sigemptyset(&set);

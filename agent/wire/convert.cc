@@ -17,8 +17,12 @@ constexpr int kMaxFindings = 128;
 constexpr int kMaxCauses = 16;
 constexpr int kMaxEvidence = 4;
 
+// At most n bytes, never ending inside a UTF-8 character: the text goes into JSON (/status) and
+// protobuf strings, which both refuse a split character.
 std::string Cut(const std::string& s, size_t n = kMaxText) {
-  return s.size() <= n ? s : s.substr(0, n);
+  if (s.size() <= n) return s;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xc0) == 0x80) --n;
+  return s.substr(0, n);
 }
 
 // "4: ACTIVE" -> "ACTIVE" (the kernel's name without its number).
@@ -214,11 +218,33 @@ v1::NodeSummary MakeNodeSummary(const NodeSnapshot* snapshot, const NodeReport* 
 
 bool ValidNodeName(const std::string& name) {
   if (name.empty() || name.size() > 253) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '-' || c == '_';
-  });
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  // Each dot-separated label: 1..63 of [a-z0-9-], starting and ending alphanumeric.
+  size_t start = 0;
+  while (start <= name.size()) {
+    size_t end = name.find('.', start);
+    if (end == std::string::npos) end = name.size();
+    const std::string_view label(name.data() + start, end - start);
+    if (label.empty() || label.size() > 63 || !alnum(label.front()) || !alnum(label.back()) ||
+        !std::all_of(label.begin(), label.end(), [&](char c) { return alnum(c) || c == '-'; })) {
+      return false;
+    }
+    start = end + 1;
+  }
+  return true;
 }
+
+std::vector<std::string> CatalogueCauses(
+    const google::protobuf::RepeatedPtrField<std::string>& ids) {
+  std::vector<std::string> out;
+  for (const auto& id : ids) {
+    if (static_cast<int>(out.size()) >= kMaxCauses) break;
+    if (FindCause(id) != nullptr) out.push_back(id);
+  }
+  return out;
+}
+
+std::string CutWireText(const std::string& text, size_t max) { return Cut(text, max); }
 
 void ApplySummary(const v1::NodeSummary& s, NodeInfo& info) {
   info.arch = Cut(s.arch(), 64);
@@ -391,9 +417,7 @@ PairVerdict FromProto(const v1::PairVerdict& p) {
   PairVerdict v;
   v.fault_class = FromProto(p.fault_class());
   v.basis = FromProto(p.basis());
-  for (int i = 0; i < p.causes_size() && i < kMaxCauses; ++i) {
-    if (FindCause(p.causes(i)) != nullptr) v.causes.push_back(p.causes(i));
-  }
+  v.causes = CatalogueCauses(p.causes());
   v.reason = Cut(p.reason());
   v.degraded = IsDegraded(v.causes);
   return v;

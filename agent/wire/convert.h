@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "core/decision.h"
@@ -56,8 +57,18 @@ StatusOr<NodeInfo> NodeInfoFromHello(const v1::Hello& hello, const std::string& 
 // Applies a summary to an existing NodeInfo (name and topology kept).
 void ApplySummary(const v1::NodeSummary& summary, NodeInfo& info);
 
-// A node name the coordinator accepts: 1..253 bytes of [A-Za-z0-9._-] (a Kubernetes node name).
+// A node name either end accepts: a Kubernetes node name, i.e. a DNS-1123 subdomain of at most
+// 253 bytes whose dot-separated labels are [a-z0-9-] and start and end alphanumeric. So a peer
+// name can never look like a flag ("--nccl-lib"), a path or an upper-case alias of a node.
 bool ValidNodeName(const std::string& name);
+
+// What a verdict from the other end may carry, as FromProto(PairVerdict) filters it and the
+// agent filters the coordinator's node verdict: cause ids that are in the catalogue (at most 16),
+// and text cut to 512 bytes on a character boundary. Unfiltered, a hostile coordinator's 3 MiB
+// reason went into /status and the pod's annotations.
+std::vector<std::string> CatalogueCauses(
+    const google::protobuf::RepeatedPtrField<std::string>& ids);
+std::string CutWireText(const std::string& text, size_t max = 512);
 
 // One rank's result on the wire, and back.
 v1::ProbeReport ToProbeReport(const ProbeResult& r, const std::string& probe_id);

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "core/env_names.h"
+
 namespace nccl_triage::workload {
 namespace {
 
@@ -41,12 +43,7 @@ bool IsIdentifier(std::string_view name) {
 std::span<const std::string_view> EnvironAllowList() { return kAllowList; }
 
 bool IsKeptEnvName(std::string_view name) {
-  if (name.starts_with("NCCL_") && name.size() > 5) {
-    for (char c : name) {
-      if (!IsNameChar(c)) return false;
-    }
-    return true;
-  }
+  if (IsNcclVariableName(name)) return true;
   for (auto allowed : kAllowList) {
     if (name == allowed) return true;
   }
@@ -76,7 +73,10 @@ FilteredEnviron FilterEnviron(std::string_view raw) {
       continue;
     }
     // A name defined twice: glibc's getenv() returns the first definition, so NCCL sees that one.
-    out.kept.emplace(std::string(name), std::string(value));
+    // A name that looks like a credential (NCCL_SECRET_TOKEN) is kept with its value hidden, so
+    // no output (check --workloads, /status, annotations) can show it; no check reads one.
+    out.kept.emplace(std::string(name),
+                     LooksSecret(name) ? std::string(kHiddenValue) : std::string(value));
   }
   return out;
 }

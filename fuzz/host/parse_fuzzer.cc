@@ -5,15 +5,10 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "fuzz_check.h"
 #include "host/parsers.h"
 
-namespace {
-
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
-
-}  // namespace
+using nccl_triage::fuzz::Require;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace nccl_triage;
@@ -24,26 +19,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)ParseDecimalU64(text);
   (void)ParseDecimalInt(text);
   (void)ParsePkey(text);
-  if (auto r = ParseRate(text)) Check(*r >= 0);
-  if (auto s = ParseNumberedState(text)) Check(s->id >= 0 && !s->name.empty());
-  if (auto g = ParseGid(text)) Check(g->size() == 39);
-  for (const auto& [name, pair] : ParseLimits(text)) Check(!name.empty());
+  if (auto r = ParseRate(text)) Require(*r >= 0);
+  if (auto s = ParseNumberedState(text)) Require(s->id >= 0 && !s->name.empty());
+  if (auto g = ParseGid(text)) Require(g->size() == 39);
+  for (const auto& [name, pair] : ParseLimits(text)) Require(!name.empty());
   (void)ParseLimitValue(text);
   (void)ParseStatusField(text, "CapEff");
   (void)ParseStatusCapEff(text);
-  if (auto m = ParseStatusSeccomp(text)) Check(*m >= 0 && *m <= 2);
+  if (auto m = ParseStatusSeccomp(text)) Require(*m >= 0 && *m <= 2);
   for (const auto& m : ParseMountinfo(text)) {
-    Check(!m.mount_point.empty() && m.mount_point.front() == '/');
+    Require(!m.mount_point.empty() && m.mount_point.front() == '/');
     (void)ParseTmpfsSizeOption(m.super_options);
   }
   (void)ParseTmpfsSizeOption(text);
   (void)ParseCpuinfoHypervisor(text);
   (void)ParseMeminfoTotal(text);
-  if (auto v = ParseNvidiaVersion(text)) Check(!v->empty());
+  if (auto v = ParseNvidiaVersion(text)) Require(!v->empty());
   (void)ParseNvidiaGpuInformation(text);
   (void)ParseNamespaceLink(text);
   (void)IsUverbsDevicePath(text);
   (void)IsNvidiaGpuDevicePath(text);
-  Check(UnparseableError(text).size() <= 14 + 40 + 1);
+  Require(UnparseableError(text).size() <= 14 + 40 + 1);
   return 0;
 }

@@ -3,7 +3,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 #include "core/snapshot_json.h"

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "checks/builtin.h"
+#include "checks/check_util.h"
 #include "checks/snapshot_builder.h"
 
 namespace nccl_triage {
@@ -51,6 +52,43 @@ TEST(PortStateCheck, SkipsWhenNoPortIsReadable) {
     Port(s, i).phys_state = Unreadable<std::string>();
   }
   EXPECT_EQ(RunOne(&IbPortState, s).status, CheckStatus::kSkip);
+}
+
+// Issue 16, item 9: an HCA whose ports/ directory is missing gave "all 7 port(s) ACTIVE" on a
+// node of eight HCAs, a silent pass.
+TEST(PortStateCheck, WarnsWhenAnHcaListsNoPorts) {
+  NodeSnapshot s = HealthyIbNode(8);
+  s.ib_devices.at(3).ports.clear();
+  Finding f = RunOne(&IbPortState, s);
+  EXPECT_EQ(f.status, CheckStatus::kWarn);
+  EXPECT_NE(f.message.find("1 HCA(s) list no ports (mlx5_3"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("the other 7 port(s) are ACTIVE/LinkUp"), std::string::npos);
+  EXPECT_TRUE(HasEvidenceFrom(f, "sys/class/infiniband/mlx5_3/ports"));
+  // A failing port still fails, and the message names the HCA without ports too.
+  Port(s, 0).state = Have<std::string>("1: DOWN");
+  f = RunOne(&IbPortState, s);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_NE(f.message.find("mlx5_3"), std::string::npos) << f.message;
+  // No HCA lists a port: a warning, not a skip that reads as "nothing to judge".
+  for (auto& d : s.ib_devices) d.ports.clear();
+  EXPECT_EQ(RunOne(&IbPortState, s).status, CheckStatus::kWarn);
+}
+
+// Issue 16, item 8: a 10 MB value in a sysfs file was echoed whole into the evidence.
+TEST(FindingBuilder, CutsLongEvidenceValuesAndMessagesOnACharacterBoundary) {
+  NodeSnapshot s = HealthyIbNode(2);
+  Port(s, 1).state = Have<std::string>("1: " + std::string(10'000'000, 'D'));
+  Finding f = RunOne(&IbPortState, s);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_LE(f.message.size(), checks::kMaxMessageBytes);
+  for (const auto& e : f.evidence) EXPECT_LE(e.value.size(), checks::kMaxEvidenceValueBytes);
+  EXPECT_NE(f.message.find(" ... (100000"), std::string::npos) << f.message.substr(0, 80);
+  const std::string euro = "\xe2\x82\xac";
+  // Byte 6 is inside the second euro sign: the cut backs off to the character before it.
+  std::string text = "aa";
+  for (int i = 0; i < 10; ++i) text += euro;
+  EXPECT_EQ(checks::CutText(text, 21), "aa" + euro + " ... (32 bytes)");
+  EXPECT_EQ(checks::CutText("short", 30), "short");
 }
 
 TEST(PortRateCheck, PassesWhenAllPortsRunAtTheSameRate) {

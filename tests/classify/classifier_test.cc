@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -403,6 +404,19 @@ TEST(LogClassifier, RepeatedWarnsGiveTheSameVerdictAsOne) {
   ASSERT_FALSE(many.causes.empty());
   EXPECT_EQ(one.causes.front().cause, many.causes.front().cause);
   EXPECT_EQ(many.causes.front().evidence.size(), 5u);  // evidence stays bounded
+}
+
+// Found by classify_log_fuzz: ranks whose prefixes differ only in control bytes are two ranks to
+// the parser but one once sanitized, and the output listed that rank twice.
+TEST(LogClassifier, RanksThatSanitizeAlikeAreOneRoot) {
+  const std::string log =
+      std::string("node\x01:1001:1001 [0] NCCL WARN NET/IB : No IP interface\n") +
+      "node\x02:1001:1001 [0] NCCL WARN NET/IB : No IP interface\n";
+  Classification c = ClassifyLogText(log);
+  ASSERT_FALSE(c.roots.empty());
+  std::set<std::string> ranks;
+  for (const auto& r : c.roots) EXPECT_TRUE(ranks.insert(r.rank).second) << r.rank;
+  EXPECT_EQ(c.roots.size(), 1u);
 }
 
 }  // namespace

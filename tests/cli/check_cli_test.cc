@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -333,15 +334,24 @@ TEST(CheckCli, BadInputExitsTwoWithOneLine) {
   std::remove(config.c_str());
 }
 
-TEST(CheckCli, AnEmptyRootIsUnknownNotHealthy) {
+// Issue 16, item 10: an empty root and a "{}" snapshot gave "unknown" with exit 0. Nothing could
+// be read: exit 2 with one line that says so.
+TEST(CheckCli, AnEmptyRootOrASnapshotWithoutSchemaIsExit2) {
   const std::string root = TempPath("empty-root");
   ASSERT_EQ(system(("mkdir -p '" + root + "'").c_str()), 0);
   Result r = Check({"--root", root, "--format", "json"});
   rmdir(root.c_str());
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  nlohmann::json j = Json(r);
-  EXPECT_EQ(j["class"], "unknown");
-  EXPECT_TRUE(WithStatus(j, "pass").empty()) << r.out;
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("nothing could be read"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  const std::string snapshot = TempPath("empty-snapshot.json");
+  WriteFile(snapshot, "{}");
+  r = Check({"--from-snapshot", snapshot});
+  std::remove(snapshot.c_str());
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("no 'schema' field"), std::string::npos) << r.err;
 }
 
 TEST(CheckCli, HelpExitsZero) {

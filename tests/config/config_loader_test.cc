@@ -137,6 +137,24 @@ TEST(ConfigLoader, RejectsUnknownCheckIdsInDisabled) {
             "output)");
 }
 
+// Issue 16, item 12: the allow-list hands variables of the agent's own environment to the probe
+// child; only NCCL settings may go, never the agent's credentials or a loader hook.
+TEST(ConfigLoader, EnvAllowlistTakesOnlyNcclNames) {
+  EXPECT_EQ(ErrorOf("probe:\n  env_allowlist: [NCCL_IB_TIMEOUT, AWS_SECRET_ACCESS_KEY]\n"),
+            "config:2: probe.env_allowlist: 'AWS_SECRET_ACCESS_KEY' is not an NCCL_* variable "
+            "name (only NCCL_ followed by upper-case letters, digits and '_' reach the probe)");
+  for (const char* bad : {"LD_PRELOAD", "NCCL_", "nccl_debug", "NCCL_DEBUG=INFO", "XNCCL_X"}) {
+    EXPECT_NE(ErrorOf(std::string("probe:\n  env_allowlist: [\"") + bad + "\"]\n")
+                  .find("is not an NCCL_* variable name"),
+              std::string::npos)
+        << bad;
+  }
+  auto c = LoadConfigFromString("probe:\n  env_allowlist: [NCCL_IB_TIMEOUT, NCCL_P2P_LEVEL]\n");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->probe.env_allowlist,
+            (std::vector<std::string>{"NCCL_IB_TIMEOUT", "NCCL_P2P_LEVEL"}));
+}
+
 TEST(ConfigLoader, RejectsDuplicateKeysAndSeveralDocuments) {
   EXPECT_EQ(ErrorOf("expect:\n  hcas: 8\n  hcas: 4\n"), "config:3: duplicate key 'expect.hcas'");
   EXPECT_EQ(ErrorOf("expect:\n  hcas: 8\n---\nexpect:\n  hcas: 4\n"),

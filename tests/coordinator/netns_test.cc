@@ -137,7 +137,7 @@ TEST(NetworkPartition, PairCutApartIsOneArchitecturePairFaultNotTwoBadNodes) {
       << "  cuda_library_paths: [\"" << fakes << "/lib/libcuda.so.1\"]\n"
       << "  size_bytes: 65536\n  iterations: 2\n  warmup_iterations: 1\n  timeout_seconds: 15\n"
       << "  socket_ifname: eth0\n  ib_hca: mlx5_0\n"
-      << "  env_allowlist: [FAKE_NCCL_ROOT, NCCL_HOSTID, NCCL_SOCKET_RETRY_CNT]\n"
+      << "  env_allowlist: [NCCL_FAKE_ROOT, NCCL_HOSTID, NCCL_SOCKET_RETRY_CNT]\n"
       << "agent:\n  interval_seconds: 600\n";
 
   std::vector<std::unique_ptr<Subprocess>> agents;
@@ -166,7 +166,7 @@ TEST(NetworkPartition, PairCutApartIsOneArchitecturePairFaultNotTwoBadNodes) {
                "--coordinator",
                net.BridgeAddress() + ":" + std::to_string(coordinator.grpc_port())};
     so.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "NCCL_TRIAGE_TOKEN=netns-token",
-              "FAKE_NCCL_ROOT=" + root.string(), "NCCL_HOSTID=" + node,
+              "NCCL_FAKE_ROOT=" + root.string(), "NCCL_HOSTID=" + node,
               // Fail a refused or unroutable connect at once instead of NCCL's ~60 s of retries.
               "NCCL_SOCKET_RETRY_CNT=1", "TMPDIR=" + (work / ("tmp-" + node)).string()};
     so.timeout = 120s;

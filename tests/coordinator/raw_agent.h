@@ -21,12 +21,15 @@ namespace nccl_triage::testing_util {
 
 class RawAgent {
  public:
-  RawAgent(const std::string& target, const std::string& token) {
+  // `identity`: the identity token (coordinator/node_identity.h) to present; empty: none.
+  RawAgent(const std::string& target, const std::string& token,
+           const std::string& identity = "") {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     channel_ = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
     stub_ = v1::Coordinator::NewStub(channel_);
     if (!token.empty()) ctx_.AddMetadata("authorization", "Bearer " + token);
+    if (!identity.empty()) ctx_.AddMetadata("x-nccl-triage-identity", identity);
     stream_ = stub_->Session(&ctx_);
     reader_ = std::thread([this] {
       v1::CoordinatorMessage m;

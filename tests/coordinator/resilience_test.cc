@@ -55,7 +55,7 @@ bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds time
 TEST(CoordinatorRestart, MidSweepAgentsReconnectOrphanedProbesStopAndTheNextSweepCompletes) {
   DemoOptions o = TestOptions(4, "restart");
   o.probe_timeout_seconds = 2;
-  o.node_env[0] = {{"FAKE_NCCL_FAULTS", "hang_allreduce"}};  // node-0's probes hang
+  o.node_env[0] = {{"NCCL_FAKE_FAULTS", "hang_allreduce"}};  // node-0's probes hang
   TestCluster t(std::move(o));
   ASSERT_TRUE(t.cluster.Start().ok()) << t.log_text.str();
   t.cluster.coordinator().RequestSweep();
@@ -89,7 +89,7 @@ TEST(CoordinatorRestart, MidSweepAgentsReconnectOrphanedProbesStopAndTheNextSwee
 TEST(AgentLoss, MidProbeTheLostPairIsInconclusiveAndThePeersChildStopsAtOnce) {
   DemoOptions o = TestOptions(4, "loss");
   o.probe_timeout_seconds = 60;  // far away: the peer must be stopped long before
-  o.node_env[1] = {{"FAKE_NCCL_FAULTS", "hang_allreduce"}};
+  o.node_env[1] = {{"NCCL_FAKE_FAULTS", "hang_allreduce"}};
   TestCluster t(std::move(o));
   ASSERT_TRUE(t.cluster.Start().ok()) << t.log_text.str();
   const auto start = std::chrono::steady_clock::now();

@@ -4,6 +4,7 @@
 
 #include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <atomic>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "exporter/live_util.h"
 #include "raw_agent.h"
 
 namespace nccl_triage {
@@ -110,7 +112,9 @@ TEST(CoordinatorMessages, FirstMessageMustBeAHello) {
 TEST(CoordinatorMessages, HelloWithAnUnusableNodeNameIsRejected) {
   Coordinator c;
   for (std::string name :
-       {std::string(""), std::string("a/b"), std::string(300, 'n'), std::string("bad\nname")}) {
+       {std::string(""), std::string("a/b"), std::string(300, 'n'), std::string("bad\nname"),
+        std::string("--nccl-lib"), std::string("Node-B"), std::string("node_b"),
+        std::string("node-"), std::string("a..b")}) {
     RawAgent a(c.target, c.token);
     a.Send(RawAgent::Hello(name));
     auto status = a.WaitEnd(5s);
@@ -334,6 +338,137 @@ TEST(CoordinatorMetrics, ServesTheContractNamesAfterASweep) {
     EXPECT_NE(m.find(name), std::string::npos) << name << "\n" << m;
   }
   EXPECT_GT(c.server->http_port(), 0);
+}
+
+// Tokens of the test: each binds its bearer to one node.
+class MapIdentity final : public NodeIdentity {
+ public:
+  StatusOr<std::string> NodeOf(const std::string& token) override {
+    if (token == "api-down") return Unavailable("TokenReview: connection refused");
+    auto it = nodes_.find(token);
+    if (it == nodes_.end()) return InvalidArgument("identity token not accepted");
+    return it->second;
+  }
+
+ private:
+  std::map<std::string, std::string> nodes_ = {{"id-a", "node-a"}, {"id-b", "node-b"}};
+};
+
+// Issue 16, item 4: with one shared token, a second hello as node-b evicted the real agent and
+// the two flapped. With identities on, a hello is accepted only for the node the bearer's
+// identity token binds it to.
+TEST(CoordinatorIdentity, AHelloMustNameTheNodeOfTheIdentityToken) {
+  CoordinatorOptions o;
+  o.identity = std::make_shared<MapIdentity>();
+  Coordinator c(o);
+  RawAgent b(c.target, c.token, "id-b");
+  ASSERT_TRUE(b.Send(RawAgent::Hello("node-b")));
+  ASSERT_TRUE(b.Next(Body::kWelcome, 5s).has_value());
+
+  // A holder of the shared token and of node-a's identity poses as node-b: refused, and the
+  // real node-b keeps its session.
+  RawAgent impostor(c.target, c.token, "id-a");
+  impostor.Send(RawAgent::Hello("node-b"));
+  auto refused = impostor.WaitEnd(5s);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(refused->error_message().find("identity token is of node node-a"), std::string::npos);
+  EXPECT_EQ(c.server->ConnectedAgents(), 1u);
+  EXPECT_EQ(c.server->View(false).agents.at(0).info.name, "node-b");
+
+  // No identity, an unknown one, and an API server that cannot answer (the agent retries).
+  for (auto [identity, code] : {std::pair{"", grpc::StatusCode::UNAUTHENTICATED},
+                                std::pair{"forged", grpc::StatusCode::UNAUTHENTICATED},
+                                std::pair{"api-down", grpc::StatusCode::UNAVAILABLE}}) {
+    RawAgent a(c.target, c.token, identity);
+    a.Send(RawAgent::Hello("node-a"));
+    auto end = a.WaitEnd(5s);
+    ASSERT_TRUE(end.has_value()) << identity;
+    EXPECT_EQ(end->error_code(), code) << identity;
+  }
+  EXPECT_NE(c.text.str().find("identity: identity token not accepted"), std::string::npos);
+  EXPECT_EQ(c.server->ConnectedAgents(), 1u);
+}
+
+// Issue 16, item 5: 3,000 hellos with made-up names were all kept, and /status grew for good.
+// Nodes that left are forgotten after node_expiry; the table holds at most max_nodes, a new name
+// evicting the node disconnected longest, refused while every node is connected.
+TEST(CoordinatorNodeTable, ExpiresNodesThatLeftAndIsCapped) {
+  CoordinatorOptions o;
+  o.max_nodes = 3;
+  o.node_expiry = 300ms;
+  Coordinator c(o);
+  auto names = [&] {
+    std::vector<std::string> out;
+    for (const auto& a : c.server->View(false).agents) out.push_back(a.info.name);
+    return out;
+  };
+  auto a = c.Agent("node-a");
+  auto b = c.Agent("node-b");
+  auto d = c.Agent("node-c");
+  RawAgent extra(c.target, c.token);
+  extra.Send(RawAgent::Hello("node-made-up"));
+  auto refused = extra.WaitEnd(5s);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(names(), (std::vector<std::string>{"node-a", "node-b", "node-c"}));
+
+  a.reset();  // node-a leaves: the next new name takes its place
+  ASSERT_TRUE(testing::WaitFor([&] { return c.server->ConnectedAgents() == 2; }, 5s));
+  auto e = c.Agent("node-e");
+  EXPECT_EQ(names(), (std::vector<std::string>{"node-b", "node-c", "node-e"}));
+
+  b.reset();
+  d.reset();
+  e.reset();
+  // Housekeeping runs every second: all three are gone within the expiry and a round of it.
+  EXPECT_TRUE(testing::WaitFor([&] { return names().empty(); }, 5s)) << names().size();
+  EXPECT_TRUE(ToJson(c.server->View(true))["agents"].empty());
+}
+
+// Issue 16, item 3: `curl -X POST coordinator:PORT/sweep` answered 202 and swept every idle GPU
+// node. Only the holder of the coordinator's token may ask now.
+TEST(CoordinatorHttp, SweepNeedsTheCoordinatorsBearerToken) {
+  CoordinatorOptions o;
+  o.http_listen = "127.0.0.1:0";
+  Coordinator c(o);
+  httplib::Client http("127.0.0.1", c.server->http_port());
+  auto none = http.Post("/sweep");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  EXPECT_EQ(none->get_header_value("WWW-Authenticate"), "Bearer realm=\"nccl-triage\"");
+  auto wrong = http.Post("/sweep", httplib::Headers{{"Authorization", "Bearer right-tokem"}}, "",
+                         "text/plain");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  auto basic = http.Post("/sweep", httplib::Headers{{"Authorization", "Basic right-token"}}, "",
+                         "text/plain");
+  ASSERT_TRUE(basic);
+  EXPECT_EQ(basic->status, 401);
+  auto right = http.Post("/sweep", httplib::Headers{{"Authorization", "Bearer " + c.token}}, "",
+                         "text/plain");
+  ASSERT_TRUE(right);
+  EXPECT_EQ(right->status, 202) << right->body;
+  // The refused requests asked for nothing: this is the first sweep.
+  EXPECT_EQ(nlohmann::json::parse(right->body)["sweep"], 1);
+  // The health probes need no token.
+  EXPECT_EQ(http.Get("/livez")->status, 200);
+}
+
+TEST(CoordinatorHttp, SweepIsRefusedWhenTheCoordinatorHasNoToken) {
+  std::ostringstream text;
+  Logger log(text);
+  CoordinatorOptions o;
+  o.listen = "127.0.0.1:0";
+  o.http_listen = "127.0.0.1:0";
+  o.sweep_interval = 0ms;
+  CoordinatorServer server(o, log);
+  ASSERT_TRUE(server.Start().ok());
+  httplib::Client http("127.0.0.1", server.http_port());
+  auto r = http.Post("/sweep", httplib::Headers{{"Authorization", "Bearer "}}, "", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_NE(r->body.find("no token"), std::string::npos);
 }
 
 }  // namespace

@@ -8,9 +8,11 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <sstream>
@@ -405,6 +407,9 @@ TEST(CoordinatorSession, RefusesAssignmentsOutsideTheClosedSet) {
       Assignment("p3", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 7),
       Assignment("p4", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "; rm -rf /"),
       Assignment("p5", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "node-a"),  // itself
+      Assignment("p6", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "--nccl-lib"),
+      Assignment("p7", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "Node-B"),
+      Assignment("p8", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "node_b"),
   };
   for (auto& m : bad) {
     c.service.Send(m);
@@ -478,6 +483,13 @@ std::function<ProbeResult(const ProbeAssignment&, std::stop_token)> ProbeThatWai
   };
 }
 
+v1::CoordinatorMessage Cancel(const std::string& probe_id, const std::string& reason) {
+  v1::CoordinatorMessage cancel;
+  cancel.mutable_cancel()->set_probe_id(probe_id);
+  cancel.mutable_cancel()->set_reason(reason);
+  return cancel;
+}
+
 TEST(CoordinatorSession, CancelStopsTheRunningProbe) {
   Scripted c;
   FakeServices a("node-a");
@@ -486,16 +498,66 @@ TEST(CoordinatorSession, CancelStopsTheRunningProbe) {
   RunningSession s(c.Options(), a);
   c.service.Send(Assignment("long"));
   ASSERT_TRUE(a.WaitFor([&] { return a.probes_.load() == 1; }, 5s));
-  v1::CoordinatorMessage cancel;
-  cancel.mutable_cancel()->set_probe_id("long");
-  cancel.mutable_cancel()->set_reason("peer lost");
   auto t0 = std::chrono::steady_clock::now();
-  c.service.Send(cancel);
+  c.service.Send(Cancel("long", "peer lost"));
   auto r = c.service.WaitReport(5s);
   ASSERT_TRUE(r.has_value());
   EXPECT_TRUE(stopped.load());
   EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+}
+
+// Issue 16, item 6: node verdicts were taken unfiltered (pair verdicts were filtered): cause ids
+// outside the catalogue and a 3 MiB reason went into /status (6.3 MB) and the annotations.
+TEST(CoordinatorSession, FiltersAHostileNodeVerdictAndBoundsPairsAndCancelReasons) {
+  Scripted c;
+  FakeServices a("node-a");
+  std::atomic<bool> stopped{false};
+  a.run_probe = ProbeThatWaitsForItsStop(stopped, "cancelled");
+  RunningSession s(c.Options(), a);
+  v1::CoordinatorMessage m;
+  v1::Verdicts* v = m.mutable_verdicts();
+  v->mutable_node()->set_fault_class(v1::FAULT_CLASS_IB_RESOURCE);
+  v->mutable_node()->set_basis(v1::BASIS_PROBES);
+  v->mutable_node()->add_causes("ib.port_state");
+  v->mutable_node()->add_causes("rm -rf /");
+  for (int i = 0; i < 100; ++i) v->mutable_node()->add_causes("limits.memlock");
+  // 3 MiB of three-byte characters: the cut must not split one.
+  std::string reason;
+  for (int i = 0; i < (1 << 20); ++i) reason += "\xe2\x82\xac";
+  v->mutable_node()->set_reason(reason);
+  for (int i = 0; i < 1000; ++i) {
+    v1::PairVerdict* p = v->add_pairs();
+    p->set_peer("node-" + std::to_string(i));
+    p->set_fault_class(v1::FAULT_CLASS_HEALTHY);
+  }
+  for (const char* bad : {"--nccl-lib", "Node-B", "node_b", "-node", "node-", "a..b"}) {
+    v1::PairVerdict* p = v->add_pairs();
+    p->set_peer(bad);
+    p->set_fault_class(v1::FAULT_CLASS_HEALTHY);
+  }
+  c.service.Send(m);
+  ASSERT_TRUE(a.WaitFor([&] { return a.node_verdict_.has_value(); }, 5s));
+  NodeVerdict nv = *a.node_verdict();
+  EXPECT_EQ(nv.fault_class, FaultClass::kIbResource);
+  ASSERT_FALSE(nv.causes.empty());
+  EXPECT_EQ(nv.causes.front(), "ib.port_state");
+  EXPECT_LE(nv.causes.size(), 16u);
+  for (const auto& cause : nv.causes) EXPECT_NE(cause, "rm -rf /");
+  EXPECT_LE(nv.reason.size(), 512u);
+  EXPECT_EQ(nv.reason.size() % 3, 0u) << "a character was split";
+  auto pairs = a.pairs();
+  EXPECT_LE(pairs.size(), 256u);
+  for (const auto& [peer, verdict] : pairs) {
+    EXPECT_EQ(peer.rfind("node-", 0), 0u) << peer;
+  }
+
+  // A cancel with a reason of megabytes is logged bounded.
+  c.service.Send(Assignment("long"));
+  ASSERT_TRUE(a.WaitFor([&] { return a.probes_.load() == 1; }, 5s));
+  c.service.Send(Cancel("long", std::string(3 << 20, 'r')));
+  ASSERT_TRUE(c.service.WaitReport(5s).has_value());
+  EXPECT_LT(s.text.str().size(), 8192u) << s.text.str().substr(0, 300);
 }
 
 TEST(CoordinatorSession, ALostStreamCancelsTheRunningProbeAndReconnects) {
@@ -586,6 +648,62 @@ TEST(CoordinatorTls, AgentsConnectOverTlsAndPlaintextIsRefused) {
   ASSERT_TRUE(status.has_value());
   EXPECT_FALSE(status->ok());
   EXPECT_EQ(server.ConnectedAgents(), 1u);
+}
+
+// The agent's side of the identity check: it sends its projected token, read from the file at
+// every connect, and a coordinator that checks identities accepts it for its own node only.
+TEST(CoordinatorIdentity, TheAgentPresentsTheTokenOfItsFileAtEveryConnect) {
+  class FileTokens final : public NodeIdentity {
+   public:
+    StatusOr<std::string> NodeOf(const std::string& token) override {
+      if (token == "token-of-node-a") return std::string("node-a");
+      return InvalidArgument("identity token not accepted");
+    }
+  };
+  const std::string file = ::testing::TempDir() + "/identity-" + std::to_string(::getpid());
+  std::ofstream(file) << "token-of-node-a\n";
+  std::ostringstream text;
+  Logger log(text);
+  CoordinatorOptions co;
+  co.listen = "127.0.0.1:0";
+  co.sweep_interval = 0ms;
+  co.identity = std::make_shared<FileTokens>();
+  CoordinatorServer server(co, log);
+  ASSERT_TRUE(server.Start().ok());
+  SessionOptions so;
+  so.target = "127.0.0.1:" + std::to_string(server.grpc_port());
+  so.backoff_initial = 20ms;
+  so.backoff_max = 100ms;
+  so.identity_token_file = file;
+  {
+    FakeServices a("node-a");
+    RunningSession s(so, a);
+    EXPECT_TRUE(server.WaitForAgents(1, 10s)) << s.text.str() << text.str();
+  }
+  for (int i = 0; i < 250 && server.ConnectedAgents() > 0; ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_EQ(server.ConnectedAgents(), 0u);
+  // The token is of node-a: node-b's agent with it does not get in. Without the file, neither.
+  {
+    FakeServices b("node-b");
+    RunningSession s(so, b);
+    SessionOptions none = so;
+    none.identity_token_file = file + ".missing";
+    FakeServices c("node-c");
+    RunningSession t(none, c);
+    EXPECT_FALSE(server.WaitForAgents(1, 1500ms));
+    EXPECT_NE(t.text.str().find("cannot read the identity token"), std::string::npos);
+    // The refused agent says why in words, and what to look at (not the shared token).
+    EXPECT_NE(s.text.str().find("rejected this agent: permission denied: hello as node-b"),
+              std::string::npos)
+        << s.text.str();
+    EXPECT_NE(s.text.str().find("(check agent.identity_token_file and the node name)"),
+              std::string::npos)
+        << s.text.str();
+  }
+  EXPECT_NE(text.str().find("hello as node-b, but the identity token is of node node-a"),
+            std::string::npos)
+      << text.str();
+  std::remove(file.c_str());
 }
 
 TEST(NodeLabelsFromJson, ReadsTheLabelsOfANodeObject) {

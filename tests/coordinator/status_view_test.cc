@@ -103,10 +103,12 @@ TEST(CoordinatorEndpoints, ServeLivenessReadinessMetricsStatusAndSweepRequests) 
   std::atomic<bool> ready{false};
   std::atomic<int> requested{0};
   HttpServer http;
-  AddCoordinatorEndpoints(http, {.ready = [&] { return ready.load(); },
-                                 .metrics = [] { return std::string("nccl_triage_x 1\n"); },
-                                 .view = [&] { return p.View(true); },
-                                 .request_sweep = [&] { return uint64_t(++requested + 6); }});
+  AddCoordinatorEndpoints(
+      http, {.ready = [&] { return ready.load(); },
+             .metrics = [] { return std::string("nccl_triage_x 1\n"); },
+             .view = [&] { return p.View(true); },
+             .request_sweep = [&] { return uint64_t(++requested + 6); },
+             .sweep_token_matches = [](std::string_view token) { return token == "sweep-token"; }});
   auto port = http.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok()) << port.status().message();
   httplib::Client client("127.0.0.1", *port);
@@ -118,7 +120,13 @@ TEST(CoordinatorEndpoints, ServeLivenessReadinessMetricsStatusAndSweepRequests) 
   auto status = client.Get("/status");
   ASSERT_TRUE(status);
   EXPECT_EQ(nlohmann::json::parse(status->body)["pairs"].size(), 1u);
-  auto sweep = client.Post("/sweep", "", "application/json");
+  // POST /sweep only with the coordinator's bearer token; a refused one requests nothing.
+  auto refused = client.Post("/sweep", "", "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 401);
+  EXPECT_EQ(requested.load(), 0);
+  auto sweep = client.Post("/sweep", httplib::Headers{{"Authorization", "Bearer sweep-token"}}, "",
+                           "application/json");
   ASSERT_TRUE(sweep);
   EXPECT_EQ(sweep->status, 202);
   EXPECT_EQ(nlohmann::json::parse(sweep->body)["sweep"], 7);

@@ -26,7 +26,7 @@ std::shared_ptr<const ProbeRunner> Runner(const std::string& hostid, const std::
   c.timeout_seconds = timeout_seconds;
   c.socket_ifname = "lo";
   // Two "nodes" on one machine: a different NCCL_HOSTID per rank, as the probe's local pair does.
-  c.env_allowlist = {"NCCL_HOSTID", "FAKE_NCCL_FAULTS"};
+  c.env_allowlist = {"NCCL_HOSTID", "NCCL_FAKE_FAULTS"};
   ProbeRunnerOptions o;
   o.child_exe = PROBE_CHILD_EXE;
   o.root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/dgx-a100";
@@ -34,7 +34,7 @@ std::shared_ptr<const ProbeRunner> Runner(const std::string& hostid, const std::
                 ("probe-adapter-" + std::to_string(getpid()) + "-" + hostid))
                    .string();
   o.default_library_search = false;
-  o.parent_env = {{"PATH", "/usr/bin:/bin"}, {"NCCL_HOSTID", hostid}, {"FAKE_NCCL_FAULTS", faults}};
+  o.parent_env = {{"PATH", "/usr/bin:/bin"}, {"NCCL_HOSTID", hostid}, {"NCCL_FAKE_FAULTS", faults}};
   return std::make_shared<const ProbeRunner>(c, o);
 }
 

@@ -5,14 +5,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "exporter/agent_http.h"
+#include "live_util.h"
 #include "test_state.h"
 
 namespace nccl_triage {
 namespace {
+
+using namespace std::chrono_literals;
+using testing::ConnectFrom;
+using testing::SendAll;
+using testing::WaitFor;
 
 TEST(ParseListenAddress, AcceptsHostPortForms) {
   auto a = ParseListenAddress("0.0.0.0:9500");
@@ -80,19 +89,22 @@ TEST(HttpServer, AHandlerThatThrowsAnswers500AndTheServerKeepsServing) {
   EXPECT_EQ(client.Get("/ok")->body, "fine");
 }
 
+// Everything the server sends until it closes or the socket's timeout passes.
+std::string ReadUntilClose(int fd) {
+  std::string reply;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;)
+    reply.append(buf, static_cast<size_t>(n));
+  return reply;
+}
+
 // Sends `request` on a fresh connection and returns what comes back before the server closes
 // it or `seconds` pass (the client never closes its side first).
-std::string RawExchange(int port, const std::string& request, int seconds) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{seconds, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+std::string RawExchange(int port, const std::string& request, int seconds,
+                        const char* source = "127.0.0.1") {
+  int fd = ConnectFrom(port, source, seconds);
   std::string reply;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+  if (fd >= 0 && SendAll(fd, request)) {
     char buf[4096];
     for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) {
       reply.append(buf, static_cast<size_t>(n));
@@ -101,9 +113,59 @@ std::string RawExchange(int port, const std::string& request, int seconds) {
       }
     }
   }
-  ::close(fd);
+  if (fd >= 0) ::close(fd);
   return reply;
 }
+
+// GET `path` on a fresh connection from `source`: the status code, 0 when nothing came back in
+// `seconds`.
+int StatusOf(int port, const std::string& path, const char* source = "127.0.0.1", int seconds = 2) {
+  int fd = ConnectFrom(port, source, seconds);
+  if (fd < 0) return 0;
+  std::string reply;
+  if (SendAll(fd, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")) {
+    reply = ReadUntilClose(fd);
+  }
+  ::close(fd);
+  if (reply.rfind("HTTP/1.1 ", 0) != 0 || reply.size() < 12) return 0;
+  return std::stoi(reply.substr(9, 3));
+}
+
+// The slowloris of issue 16: a connection that sends a request line and then one header line
+// every `every`, never finishing the head.
+class SlowClient {
+ public:
+  SlowClient(int port, const char* source, std::chrono::milliseconds every)
+      : fd_(ConnectFrom(port, source, 1)) {
+    if (fd_ < 0) return;
+    SendAll(fd_, "GET /status HTTP/1.1\r\n");
+    thread_ = std::jthread([this, every](std::stop_token st) {
+      for (int i = 0; !st.stop_requested(); ++i) {
+        if (!SendAll(fd_, "X-Slow-" + std::to_string(i) + ": 1\r\n")) break;
+        for (auto t = every; t.count() > 0 && !st.stop_requested(); t -= 10ms) {
+          std::this_thread::sleep_for(10ms);
+        }
+      }
+    });
+  }
+  ~SlowClient() {
+    thread_ = {};
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool connected() const { return fd_ >= 0; }
+  // What the server said before closing (the 408 of a total deadline), "" while still open.
+  std::string Reply() const {
+    std::string r;
+    char buf[512];
+    ssize_t n = ::recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0) r.assign(buf, static_cast<size_t>(n));
+    return r;
+  }
+
+ private:
+  int fd_;
+  std::jthread thread_;
+};
 
 TEST(HttpServer, APostWithoutLengthHasNoBodyAndIsAnsweredAtOnce) {
   HttpServer server;
@@ -139,6 +201,160 @@ TEST(HttpServer, APostWithoutLengthHasNoBodyAndIsAnsweredAtOnce) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 413);
   EXPECT_EQ(seen, "unset");
+}
+
+// Issue 16, item 1: four connections that trickle header lines held all four workers of the old
+// server, and /livez (the kubelet's liveness probe) timed out. Reading happens on one thread now,
+// so neither the probe from another address nor an ordinary request waits for them.
+TEST(HttpServer, SlowClientsDoNotStarveLivezOrOtherRequests) {
+  AgentState state("gpu-node-1", "0.1.0", 0);
+  AgentMetrics metrics(state, "0.1.0");
+  HttpServer server;  // four workers, as the agent runs it
+  InstallAgentEndpoints(server, state, metrics);
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  std::vector<std::unique_ptr<SlowClient>> slow;
+  for (int i = 0; i < 6; ++i) {
+    slow.push_back(std::make_unique<SlowClient>(*port, "127.0.0.1", 300ms));
+    ASSERT_TRUE(slow.back()->connected());
+  }
+  std::this_thread::sleep_for(200ms);
+  for (int round = 0; round < 3; ++round) {
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(StatusOf(*port, "/livez", "127.0.0.2"), 200);
+    EXPECT_EQ(StatusOf(*port, "/metrics", "127.0.0.1"), 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 500ms);
+    std::this_thread::sleep_for(300ms);
+  }
+}
+
+// A client that never finishes its request is cut at the total deadline even though each of its
+// reads arrives well within any per-read timeout.
+TEST(HttpServer, ARequestThatDoesNotArriveWholeInTimeIsAnswered408AndClosed) {
+  HttpServerOptions options;
+  options.request_timeout = 600ms;
+  HttpServer server(nullptr, options);
+  server.Get("/status", [](const HttpRequest&) { return HttpReply{200, "text/plain", "s"}; });
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  SlowClient slow(*port, "127.0.0.1", 100ms);
+  ASSERT_TRUE(slow.connected());
+  std::string reply;
+  const auto start = std::chrono::steady_clock::now();
+  while (reply.empty() && std::chrono::steady_clock::now() - start < 3s) {
+    std::this_thread::sleep_for(50ms);
+    reply = slow.Reply();
+  }
+  EXPECT_EQ(reply.rfind("HTTP/1.1 408", 0), 0u) << reply;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
+  EXPECT_EQ(server.counters().timed_out, 1u);
+  EXPECT_EQ(server.counters().requests, 0u);
+}
+
+// Connections beyond the per-address cap are refused at once; other addresses are still served,
+// and the address is served again as soon as its connections close.
+TEST(HttpServer, ConnectionsAboveThePerPeerCapAreRefused) {
+  HttpServerOptions options;
+  options.max_connections_per_peer = 3;
+  HttpServer server(nullptr, options);
+  server.GetHealth("/livez", [](const HttpRequest&) { return HttpReply{200, "text/plain", "ok"}; });
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  {
+    std::vector<std::unique_ptr<SlowClient>> slow;
+    for (int i = 0; i < 3; ++i) {
+      slow.push_back(std::make_unique<SlowClient>(*port, "127.0.0.3", 1000ms));
+    }
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(StatusOf(*port, "/livez", "127.0.0.3"), 503);
+    EXPECT_EQ(server.counters().refused_peer, 1u);
+    EXPECT_EQ(StatusOf(*port, "/livez", "127.0.0.2"), 200);
+  }
+  ASSERT_TRUE(WaitFor([&] { return StatusOf(*port, "/livez", "127.0.0.3") == 200; }, 2s));
+}
+
+// Issue 16, item 2: one request of a million header lines took the agent from 41 to 229 MB,
+// because the old server stored every line before judging the request. The head is cut while it
+// arrives now: the client learns 431 and the server stops reading long before the 53 MB are sent.
+TEST(HttpServer, AHeaderFloodIsAnswered431AfterAFewKilobytes) {
+  HttpServer server;
+  server.Get("/status", [](const HttpRequest&) { return HttpReply{200, "text/plain", "s"}; });
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  int fd = ConnectFrom(*port, "127.0.0.1", 5);
+  ASSERT_GE(fd, 0);
+  std::atomic<size_t> sent{0};
+  std::jthread flood([&] {
+    std::string chunk;
+    for (int i = 0; i < 1000; ++i)
+      chunk += "X-Flood-" + std::to_string(i) + ": aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n";
+    if (!SendAll(fd, "GET /status HTTP/1.1\r\nHost: x\r\n")) return;
+    for (int i = 0; i < 1000; ++i) {  // 1M header lines, 53 MB
+      if (!SendAll(fd, chunk)) return;
+      sent += chunk.size();
+    }
+  });
+  std::string reply = ReadUntilClose(fd);
+  flood.join();
+  ::close(fd);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 431", 0), 0u) << reply.substr(0, 200);
+  EXPECT_LT(sent.load(), 16u << 20) << "the server kept reading the flood";
+  EXPECT_EQ(server.counters().bad_requests, 1u);
+  EXPECT_EQ(server.counters().requests, 0u);
+
+  // Many short header lines within the byte cap: the count cap answers.
+  std::string many = "GET /status HTTP/1.1\r\n";
+  for (int i = 0; i < 65; ++i) many += "a" + std::to_string(i) + ": b\r\n";
+  reply = RawExchange(*port, many + "\r\n", 2);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 431", 0), 0u) << reply;
+  EXPECT_NE(reply.find("header fields"), std::string::npos) << reply;
+}
+
+// Health handlers have a thread of their own: with every worker inside a slow handler, /livez is
+// still answered at once.
+TEST(HttpServer, HealthHandlersAreNotQueuedBehindBusyWorkers) {
+  HttpServer server(nullptr, 2);
+  std::atomic<bool> release{false};
+  server.Get("/slow", [&](const HttpRequest&) {
+    while (!release) std::this_thread::sleep_for(5ms);
+    return HttpReply{200, "text/plain", "slow"};
+  });
+  server.GetHealth("/livez", [](const HttpRequest&) { return HttpReply{200, "text/plain", "ok"}; });
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  std::vector<std::jthread> busy;
+  for (int i = 0; i < 3; ++i) busy.emplace_back([&] { StatusOf(*port, "/slow", "127.0.0.1", 5); });
+  std::this_thread::sleep_for(100ms);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(StatusOf(*port, "/livez", "127.0.0.2"), 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 500ms);
+  release = true;
+}
+
+TEST(HttpServer, KeepAliveServesSeveralRequestsOnOneConnection) {
+  HttpServer server;
+  std::atomic<int> calls{0};
+  server.Get("/n", [&](const HttpRequest& r) {
+    ++calls;
+    return HttpReply{200, "text/plain", std::string(r.Header("x-n"))};
+  });
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  httplib::Client client("127.0.0.1", *port);
+  client.set_keep_alive(true);
+  for (int i = 0; i < 5; ++i) {
+    auto res = client.Get("/n", httplib::Headers{{"X-N", std::to_string(i)}});
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->body, std::to_string(i));
+  }
+  EXPECT_EQ(calls, 5);
+  // Two requests in one write (pipelining) are answered in order.
+  std::string reply = RawExchange(*port,
+                                  "GET /n HTTP/1.1\r\nX-N: a\r\n\r\n"
+                                  "GET /n HTTP/1.1\r\nX-N: done\r\nConnection: close\r\n\r\n",
+                                  2);
+  EXPECT_LT(reply.find("\r\n\r\na"), reply.find("\r\n\r\ndone")) << reply;
+  EXPECT_EQ(StatusOf(*port, "/nope"), 404);
 }
 
 TEST(HttpServer, AnAddressInUseIsAnError) {

@@ -203,6 +203,63 @@ TEST_F(KubeClientTest, ListsPodsOfThisNodeWithAnEncodedFieldSelector) {
   EXPECT_EQ(server_.Last().path, "/api/v1/namespaces/ns/pods/p");
 }
 
+TEST_F(KubeClientTest, ReviewsATokenForItsAudience) {
+  server_.SetBody(
+      R"({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","status":{)"
+      R"("authenticated":true,"audiences":["nccl-triage"],"user":{)"
+      R"("username":"system:serviceaccount:nccl-triage:nccl-triage-agent","uid":"u1",)"
+      R"("groups":["system:serviceaccounts"],"extra":{)"
+      R"("authentication.kubernetes.io/credential-id":["JTI=1"],)"
+      R"("authentication.kubernetes.io/node-name":["gpu-17"],)"
+      R"("authentication.kubernetes.io/node-uid":["n-1"],)"
+      R"("authentication.kubernetes.io/pod-name":["nccl-triage-agent-x7k2p"],)"
+      R"("authentication.kubernetes.io/pod-uid":["p-1"]}}}})");
+  auto client = Client();
+  KubeResponse r = client->CreateTokenReview("eyJhbGciOi.agent.token", {"nccl-triage"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  auto seen = server_.Last();
+  EXPECT_EQ(seen.method, "POST");
+  EXPECT_EQ(seen.path, "/apis/authentication.k8s.io/v1/tokenreviews");
+  EXPECT_EQ(seen.auth, std::string("Bearer ") + kToken);  // the client's own token, not the one
+  auto body = nlohmann::json::parse(seen.body);
+  EXPECT_EQ(body["kind"], "TokenReview");
+  EXPECT_EQ(body["spec"]["token"], "eyJhbGciOi.agent.token");
+  EXPECT_EQ(body["spec"]["audiences"], nlohmann::json::array({"nccl-triage"}));
+  auto id = TokenIdentityFromReview(r.body);
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  EXPECT_TRUE(id->authenticated);
+  EXPECT_EQ(id->username, "system:serviceaccount:nccl-triage:nccl-triage-agent");
+  EXPECT_EQ(id->node_name, "gpu-17");
+  EXPECT_EQ(id->pod_name, "nccl-triage-agent-x7k2p");
+  EXPECT_EQ(id->pod_uid, "p-1");
+}
+
+TEST(TokenIdentityFromReview, ReadsRefusalsAndRejectsWhatIsNotAReview) {
+  auto refused = TokenIdentityFromReview(
+      R"({"kind":"TokenReview","status":{"authenticated":false,"error":"token expired"}})");
+  ASSERT_TRUE(refused.ok());
+  EXPECT_FALSE(refused->authenticated);
+  EXPECT_EQ(refused->error, "token expired");
+  auto old = TokenIdentityFromReview(
+      R"({"kind":"TokenReview","status":{"authenticated":true,"user":{"username":"u",)"
+      R"("extra":{"authentication.kubernetes.io/pod-name":["p"],"other":[1]}}}})");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->pod_name, "p");
+  EXPECT_EQ(old->node_name, "");  // before Kubernetes 1.30
+  for (const char* bad : {"", "[]", "{}", R"({"kind":"Status","status":{}})",
+                          R"({"kind":"TokenReview","status":"yes"})", "{not json"}) {
+    EXPECT_FALSE(TokenIdentityFromReview(bad).ok()) << bad;
+  }
+  // A malformed user or extra reads as nothing, never as someone.
+  auto odd = TokenIdentityFromReview(
+      R"({"kind":"TokenReview","status":{"authenticated":"true","user":{"username":7,)"
+      R"("extra":{"authentication.kubernetes.io/node-name":"gpu-1"}}}})");
+  ASSERT_TRUE(odd.ok());
+  EXPECT_FALSE(odd->authenticated);
+  EXPECT_EQ(odd->username, "");
+  EXPECT_EQ(odd->node_name, "");
+}
+
 TEST_F(KubeClientTest, MapsErrorStatusesAndRetryAfter) {
   auto client = Client();
   struct Case {

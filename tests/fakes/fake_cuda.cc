@@ -4,9 +4,9 @@
 // GPU).
 //
 // Driven by the environment the probe runner lets through its allow-list:
-//   FAKE_NCCL_ROOT    a fixture root; the GPU name and bus id come from
+//   NCCL_FAKE_ROOT    a fixture root; the GPU name and bus id come from
 //                     <root>/proc/driver/nvidia/gpus/<bdf>/information when present
-//   FAKE_NCCL_FAULTS  comma list; "no_gpu" makes cuInit return CUDA_ERROR_NO_DEVICE (100)
+//   NCCL_FAKE_FAULTS  comma list; "no_gpu" makes cuInit return CUDA_ERROR_NO_DEVICE (100)
 #include <dirent.h>
 
 #include <atomic>
@@ -48,7 +48,7 @@ std::atomic<bool> g_initialized{false};
 FakeContext g_primary;
 
 bool HasFault(const char* name) {
-  const char* faults = std::getenv("FAKE_NCCL_FAULTS");
+  const char* faults = std::getenv("NCCL_FAKE_FAULTS");
   if (faults == nullptr) return false;
   std::string list = std::string(",") + faults + ",";
   return list.find(std::string(",") + name + ",") != std::string::npos;
@@ -56,7 +56,7 @@ bool HasFault(const char* name) {
 
 // "Model:  NVIDIA A100-SXM4-80GB" and "Bus Location:  0000:07:00.0" from the fixture.
 bool FixtureGpu(std::string* name, std::string* bus) {
-  const char* root = std::getenv("FAKE_NCCL_ROOT");
+  const char* root = std::getenv("NCCL_FAKE_ROOT");
   if (root == nullptr) return false;
   std::string dir = std::string(root) + "/proc/driver/nvidia/gpus";
   DIR* d = opendir(dir.c_str());

@@ -9,7 +9,7 @@
 // on the fake CUDA stream, so the probe sees CUDA_ERROR_NOT_READY and async errors as on a GPU.
 // Non-blocking init (ncclConfig_t.blocking = 0) runs on a thread and reports ncclInProgress.
 //
-// What the fixture decides (FAKE_NCCL_ROOT, a tree like / on a host) in IB mode:
+// What the fixture decides (NCCL_FAKE_ROOT, a tree like / on a host) in IB mode:
 //   no ACTIVE port (after NCCL_IB_HCA)   -> "NET/IB : No device found." and "Failed to initialize
 //                                           any NET plugin", ncclInvalidUsage (5)
 //   HCA in sysfs but no dev/infiniband/uverbsN -> "Call to ibv_open_device failed",
@@ -26,9 +26,9 @@
 //     node lists the other's hostname in fixture.json "ib_unreachable" (a broken path of the
 //     fabric)
 //   otherwise                            -> channels "via NET/IB/0"
-// Without FAKE_NCCL_ROOT the node has no HCA (like a GPU box without InfiniBand).
+// Without NCCL_FAKE_ROOT the node has no HCA (like a GPU box without InfiniBand).
 //
-// Failure knobs, FAKE_NCCL_FAULTS="name[@rank],...":
+// Failure knobs, NCCL_FAKE_FAULTS="name[@rank],...":
 //   crash_init, hang_init (abortable), hang_hard (ignores abort), no_connect, garbage (junk on
 //   stdout and exit 0), flood_stdout (4 MiB on stdout and stderr), die_allreduce (send half, then
 //   SIGKILL), hang_allreduce, wrong_data, ignore_net (fall back to sockets as NCCL <= 2.9 did).
@@ -131,7 +131,7 @@ std::string Env(const char* name) {
 
 // "name" applies to every rank, "name@R" to rank R only.
 bool Fault(const std::string& name, int rank) {
-  std::stringstream ss(Env("FAKE_NCCL_FAULTS"));
+  std::stringstream ss(Env("NCCL_FAKE_FAULTS"));
   std::string item;
   while (std::getline(ss, item, ',')) {
     auto at = item.find('@');
@@ -143,7 +143,7 @@ bool Fault(const std::string& name, int rank) {
   return false;
 }
 
-std::string Root() { return Env("FAKE_NCCL_ROOT"); }
+std::string Root() { return Env("NCCL_FAKE_ROOT"); }
 
 std::string ReadFirstLine(const std::string& path) {
   std::ifstream in(path);

@@ -9,8 +9,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
+#include "core/snapshot_json.h"
 #include "host/root_reader.h"
+#include "host/snapshot_text.h"
 #include "support/fixture/fixture.h"
 
 namespace nccl_triage {
@@ -424,21 +427,32 @@ TEST(GatherSnapshot, MissingRootIsAnError) {
   EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(GatherSnapshot, EmptyRootGivesMissingFactsNotErrors) {
+// Issue 16, item 10: an empty root gave a report of "unknown" and exit 0, as if nothing were
+// wrong. Nothing readable at all is an error; a root with little in it is a node with missing facts.
+TEST(GatherSnapshot, AnEmptyRootIsAnErrorAndAnAlmostEmptyOneGivesMissingFacts) {
   fs::path dir = fs::temp_directory_path() / ("nccl-triage-empty-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sys" / "class");
   GatherOptions o;
   o.root = dir.string();
+  auto empty = GatherSnapshot(o);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(empty.status().message().find("nothing could be read"), std::string::npos);
+
+  fs::create_directories(dir / "proc" / "self");
+  std::ofstream(dir / "proc" / "self" / "limits")
+      << "Limit                     Soft Limit           Hard Limit           Units\n"
+      << "Max locked memory         65536                65536                bytes\n";
   auto s = GatherSnapshot(o);
   fs::remove_all(dir);
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->memlock.error, "missing");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->memlock.value->soft.value, 65536u);
   EXPECT_EQ(s->kernel_release.error, "missing");
   EXPECT_EQ(s->self_netns.error, "missing");
   EXPECT_FALSE(s->infiniband_class_present);
   EXPECT_EQ(s->mounts_error, "proc/self/mountinfo: missing");
   EXPECT_EQ(s->pci_error, "sys/bus/pci/devices: missing");
-  EXPECT_EQ(s->proc_scan_error, "proc: missing");
   EXPECT_EQ(s->node, "");
 }
 
@@ -573,6 +587,63 @@ TEST_F(DamagedFixture, FifoInPlaceOfAFileDoesNotHang) {
   NodeSnapshot s = Gather();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(s.hypervisor.error, "unreadable: not a regular file");
+}
+
+// Issue 16, item 7: names are bytes. An HCA "mlx\xff", an interface "eth\xff\xfe", a counter and
+// a process name with bytes that are not UTF-8 are read under their real names and come out
+// escaped, so that every output (JSON, metrics, the coordinator's Hello) can carry them.
+TEST_F(DamagedFixture, NamesThatAreNotUtf8AreReadAndEscapedOnce) {
+  fs::rename(dir_ / "sys/class/infiniband/mlx5_0", dir_ / "sys/class/infiniband/mlx\xff");
+  Write("sys/class/net/eth\xff\xfe/operstate", "up\n");
+  Write("sys/class/net/eth\xff\xfe/type", "1\n");
+  Write("sys/class/net/eth\xff\xfe/mtu", "1500\n");
+  Write(Port(1) + "counters/sym\xfe\x01", "7\n");
+  Write("proc/self/mountinfo", "25 30 0:23 / /dev/infiniband/\xc3\x28 rw - devtmpfs udev rw\n");
+
+  NodeSnapshot s = Gather();
+  auto hca = std::find_if(s.ib_devices.begin(), s.ib_devices.end(),
+                          [](const IbDevice& d) { return d.name == "mlx\\xff"; });
+  ASSERT_NE(hca, s.ib_devices.end());
+  ASSERT_EQ(hca->ports.size(), 1u);
+  EXPECT_EQ(hca->ports[0].state.value, "4: ACTIVE");
+  EXPECT_EQ(hca->ports[0].state.source, "sys/class/infiniband/mlx\\xff/ports/1/state");
+  ASSERT_NE(Interface(s, "eth\\xff\\xfe"), nullptr);
+  EXPECT_EQ(Interface(s, "eth\\xff\\xfe")->mtu.value, 1500);
+  EXPECT_EQ(s.ib_devices.at(1).ports.at(0).counters.at("sym\\xfe\\x01"), 7u);
+  ASSERT_EQ(s.mounts.size(), 1u);
+  EXPECT_EQ(s.mounts[0].mount_point, "/dev/infiniband/\\xc3(");
+  EXPECT_TRUE(s.files_read.contains("sys/class/net/eth\\xff\\xfe/mtu"));
+  // The whole snapshot dumps as JSON (this threw type_error 316 before) and loads back equal.
+  std::string json;
+  ASSERT_NO_THROW(json = ToJson(s).dump());
+  EXPECT_TRUE(IsCleanText(json));
+  auto back = SnapshotFromJson(nlohmann::json::parse(json));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, s);
+}
+
+// Issue 16, item 8: a sysfs attribute holds at most a page; a 10 MB value is refused, not carried.
+TEST_F(DamagedFixture, ATextValueLongerThanAPageIsAnError) {
+  Write("sys/class/infiniband/mlx5_0/fw_ver", std::string(10'000'000, '7'));
+  NodeSnapshot s = Gather();
+  EXPECT_FALSE(s.ib_devices.at(0).fw_ver.ok());
+  EXPECT_EQ(s.ib_devices.at(0).fw_ver.error, "too long: 8388608 bytes");
+  EXPECT_EQ(s.ib_devices.at(1).fw_ver.value, "20.37.1014");
+}
+
+TEST(EscapeText, KeepsValidUtf8AndEscapesEverythingElse) {
+  EXPECT_EQ(EscapeText("mlx5_0"), "mlx5_0");
+  EXPECT_EQ(EscapeText("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\t"),
+            "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\t");
+  EXPECT_EQ(EscapeText("eth\xff\xfe"), "eth\\xff\\xfe");
+  EXPECT_EQ(EscapeText("a\nb\x7f"), "a\\x0ab\\x7f");
+  EXPECT_EQ(EscapeText("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
+  EXPECT_EQ(EscapeText("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(EscapeText("\xe2\x82"), "\\xe2\\x82");           // cut short
+  EXPECT_EQ(EscapeText(std::string_view("a\0b", 3)), "a\\x00b");
+  EXPECT_TRUE(IsCleanText("mlx5_0 caf\xc3\xa9"));
+  EXPECT_FALSE(IsCleanText("mlx\xff"));
+  EXPECT_TRUE(IsCleanText(EscapeText("mlx\xff\xc3")));
 }
 
 // Live sources that a test controls.

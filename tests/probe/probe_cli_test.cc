@@ -47,11 +47,11 @@ CliRun RunCli(const std::string& fixture, std::vector<std::string> extra) {
             FAKE_CUDA_DIR,
             "--only-configured-libs",
             "--env-allow",
-            "FAKE_NCCL_ROOT",
+            "NCCL_FAKE_ROOT",
             "--root",
             root};
   o.argv.insert(o.argv.end(), extra.begin(), extra.end());
-  o.env = {"PATH=/usr/bin:/bin", "FAKE_NCCL_ROOT=" + root,
+  o.env = {"PATH=/usr/bin:/bin", "NCCL_FAKE_ROOT=" + root,
            "TMPDIR=" + std::filesystem::temp_directory_path().string()};
   o.timeout = std::chrono::seconds(60);
   auto r = RunSubprocess(o);
@@ -157,7 +157,7 @@ TEST(ProbePairLocalCli, TheConfigFileSetsTheRailTheLibrariesAndTheAllowList) {
                       << "  ib_hca: \"=mlx5_3\"\n"
                       << "  nccl_library_paths: [\"" << FAKE_NCCL_DIR << "\"]\n"
                       << "  cuda_library_paths: [\"" << FAKE_CUDA_DIR << "\"]\n"
-                      << "  env_allowlist: [FAKE_NCCL_ROOT]\n";
+                      << "  env_allowlist: [NCCL_FAKE_ROOT]\n";
   SubprocessOptions o;
   std::string root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/port-down";
   o.argv = {NCCL_TRIAGE_BINARY_DIR "/nccl-triage",
@@ -174,7 +174,7 @@ TEST(ProbePairLocalCli, TheConfigFileSetsTheRailTheLibrariesAndTheAllowList) {
             path.string(),
             "--root",
             root};
-  o.env = {"PATH=/usr/bin:/bin", "FAKE_NCCL_ROOT=" + root,
+  o.env = {"PATH=/usr/bin:/bin", "NCCL_FAKE_ROOT=" + root,
            "TMPDIR=" + std::filesystem::temp_directory_path().string()};
   o.timeout = std::chrono::seconds(60);
   auto r = RunSubprocess(o);

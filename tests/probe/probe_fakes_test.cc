@@ -1,5 +1,5 @@
 // The runner and the child end to end, with the fake libcuda/libnccl: real child processes, real
-// TCP between the ranks, the fault knobs of the fake NCCL (FAKE_NCCL_FAULTS, allow-listed through
+// TCP between the ranks, the fault knobs of the fake NCCL (NCCL_FAKE_FAULTS, allow-listed through
 // ProbeConfig::env_allowlist like any other variable), and the deadlines.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -33,7 +33,7 @@ ProbeRunner MakeRunner(const std::string& faults, const std::string& fixture = "
   c.timeout_seconds = timeout_seconds;
   c.socket_ifname = "lo";
   c.ib_hca = ib_hca;
-  c.env_allowlist = {"FAKE_NCCL_FAULTS", "FAKE_NCCL_ROOT"};
+  c.env_allowlist = {"NCCL_FAKE_FAULTS", "NCCL_FAKE_ROOT"};
   ProbeRunnerOptions o;
   o.child_exe = PROBE_CHILD_EXE;
   o.root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/dgx-a100";
@@ -43,10 +43,10 @@ ProbeRunner MakeRunner(const std::string& faults, const std::string& fixture = "
                    .string();
   o.default_library_search = false;
   o.parent_env = {{"PATH", "/usr/bin:/bin"},
-                  {"FAKE_NCCL_FAULTS", faults},
+                  {"NCCL_FAKE_FAULTS", faults},
                   {"UNRELATED", "must not reach the child"}};
   if (!fixture.empty()) {
-    o.parent_env["FAKE_NCCL_ROOT"] = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/" + fixture;
+    o.parent_env["NCCL_FAKE_ROOT"] = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/" + fixture;
   }
   return ProbeRunner(c, o);
 }
@@ -77,7 +77,7 @@ TEST(ProbeWithFakes, OnlyAllowListedVariablesReachTheChild) {
   ProbeRequest req;
   auto env = runner.ChildEnvironment(req, "/tmp/x.log");
   for (const auto& e : env) EXPECT_THAT(e, ::testing::Not(HasSubstr("UNRELATED")));
-  EXPECT_THAT(env, ::testing::Contains("FAKE_NCCL_FAULTS="));
+  EXPECT_THAT(env, ::testing::Contains("NCCL_FAKE_FAULTS="));
 }
 
 TEST(ProbeWithFakes, IbPairOnAHealthyNodeRunsViaNetIb) {

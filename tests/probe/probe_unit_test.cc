@@ -111,6 +111,18 @@ TEST(BuildChildEnvironment, StartsFromScratchAndTheModeWinsOverTheAllowList) {
   EXPECT_THAT(env, Not(Contains("NCCL_SOCKET_NTHREADS=4")));
 }
 
+// The loader refuses other names; a command-line --env-allow must not pass them either.
+TEST(BuildChildEnvironment, PassesOnlyNcclNamesOfTheAllowList) {
+  std::map<std::string, std::string> parent = {{"AWS_SECRET_ACCESS_KEY", "hunter2"},
+                                               {"LD_PRELOAD", "/tmp/evil.so"},
+                                               {"NCCL_IB_TIMEOUT", "22"}};
+  auto env = BuildChildEnvironment(ProbeEnvOptions{}, parent,
+                                   {"AWS_SECRET_ACCESS_KEY", "LD_PRELOAD", "NCCL_IB_TIMEOUT"});
+  EXPECT_THAT(env, Contains("NCCL_IB_TIMEOUT=22"));
+  EXPECT_THAT(env, Not(Contains("AWS_SECRET_ACCESS_KEY=hunter2")));
+  EXPECT_THAT(env, Not(Contains("LD_PRELOAD=/tmp/evil.so")));
+}
+
 TEST(DefaultRouteInterface, PicksTheLowestMetricDefaultRouteThatIsUp) {
   const char* route =
       "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"

@@ -323,7 +323,7 @@ Status DemoCluster::Start() {
     config.probe.ib_hca = "mlx5_0";
     // All "nodes" share this host: NCCL_HOSTID gives each its own host identity, as separate
     // machines have (otherwise NCCL sees two ranks on one GPU of one host).
-    config.probe.env_allowlist = {"FAKE_NCCL_ROOT", "NCCL_HOSTID"};
+    config.probe.env_allowlist = {"NCCL_FAKE_ROOT", "NCCL_HOSTID"};
 
     ProbeRunnerOptions po;
     po.child_exe = probe_exe;
@@ -331,7 +331,7 @@ Status DemoCluster::Start() {
     po.work_dir = (fs::path(options_.work_dir) / "probes" / NodeName(i)).string();
     po.default_library_search = false;
     po.parent_env = {
-        {"PATH", "/usr/bin:/bin"}, {"FAKE_NCCL_ROOT", root}, {"NCCL_HOSTID", NodeName(i)}};
+        {"PATH", "/usr/bin:/bin"}, {"NCCL_FAKE_ROOT", root}, {"NCCL_HOSTID", NodeName(i)}};
     for (const auto& [k, v] : options_.node_env[i]) {
       po.parent_env[k] = v;
       config.probe.env_allowlist.push_back(k);
@@ -492,7 +492,7 @@ std::vector<std::string> DemoCluster::Urls() const {
   std::vector<std::string> urls;
   if (coordinator_ && coordinator_->http_port() > 0) {
     urls.push_back("coordinator  http://127.0.0.1:" + std::to_string(coordinator_->http_port()) +
-                   "/metrics  /status  (POST /sweep)");
+                   "/metrics  /status  (POST /sweep -H 'Authorization: Bearer " + token_ + "')");
   }
   for (const auto& n : nodes_) {
     if (n->port() > 0) {

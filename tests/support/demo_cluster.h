@@ -58,7 +58,7 @@ struct DemoOptions {
   uint64_t seed = 1;
   int probe_timeout_seconds = 20;
   std::string coordinator_listen = "127.0.0.1:0";
-  // Extra environment for one node's probe children (tests: the fake NCCL's FAKE_NCCL_FAULTS
+  // Extra environment for one node's probe children (tests: the fake NCCL's NCCL_FAKE_FAULTS
   // knobs); the names are allow-listed for that node like any operator-configured variable.
   std::map<int, std::map<std::string, std::string>> node_env;
   // Nodes whose GPUs and HCAs another process holds (a job that started there: the `ib-busy`

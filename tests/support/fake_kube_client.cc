@@ -30,6 +30,11 @@ void FakeKubeClient::SetNodes(nlohmann::json node_list) {
   nodes_ = std::move(node_list);
 }
 
+void FakeKubeClient::SetTokenUsers(std::map<std::string, nlohmann::json> users) {
+  std::lock_guard lock(mu_);
+  token_users_ = std::move(users);
+}
+
 std::vector<FakeKubeClient::Call> FakeKubeClient::Calls() const {
   std::lock_guard lock(mu_);
   return calls_;
@@ -163,6 +168,25 @@ KubeResponse FakeKubeClient::GetNode(const std::string& name) {
     }
     r.status = 404;
     r.body = R"({"kind":"Status","reason":"NotFound","message":"node not found"})";
+  }
+  return r;
+}
+
+KubeResponse FakeKubeClient::CreateTokenReview(const std::string& token,
+                                               const std::vector<std::string>& audiences) {
+  // The token is a credential: the call records the audiences only.
+  KubeResponse r = Answer("CreateTokenReview", "", {{"audiences", audiences}});
+  if (r.ok()) {
+    std::lock_guard lock(mu_);
+    nlohmann::json review = {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenReview"}};
+    auto user = token_users_.find(token);
+    review["status"] = user == token_users_.end()
+                           ? nlohmann::json{{"authenticated", false},
+                                            {"error", "invalid bearer token"}}
+                           : nlohmann::json{{"authenticated", true},
+                                            {"user", user->second},
+                                            {"audiences", audiences}};
+    r.body = review.dump();
   }
   return r;
 }

@@ -32,6 +32,9 @@ class FakeKubeClient final : public KubeClient {
   void SetPods(nlohmann::json pod_list);
   // Answers GetNode from this NodeList (404 for a node not in it).
   void SetNodes(nlohmann::json node_list);
+  // Answers CreateTokenReview: a token in the map is authenticated as that user (a TokenReview
+  // status.user object); any other is not. The audiences asked for are recorded with the call.
+  void SetTokenUsers(std::map<std::string, nlohmann::json> users);
 
   std::vector<Call> Calls() const;
   size_t CallCount(const std::string& method) const;
@@ -53,6 +56,8 @@ class FakeKubeClient final : public KubeClient {
   KubeResponse PatchPodAnnotationsIfUid(const std::string& ns, const std::string& pod,
                                         const std::string& uid,
                                         const AnnotationPatch& annotations) override;
+  KubeResponse CreateTokenReview(const std::string& token,
+                                 const std::vector<std::string>& audiences) override;
 
  private:
   KubeResponse Answer(const std::string& method, const std::string& target, nlohmann::json body);
@@ -63,6 +68,7 @@ class FakeKubeClient final : public KubeClient {
   std::chrono::milliseconds latency_{0};
   nlohmann::json pods_ = {{"kind", "PodList"}, {"items", nlohmann::json::array()}};
   nlohmann::json nodes_ = {{"kind", "NodeList"}, {"items", nlohmann::json::array()}};
+  std::map<std::string, nlohmann::json> token_users_;
   std::vector<Call> calls_;
   std::map<std::string, std::map<std::string, std::string>> annotations_;
   std::map<std::string, NodeCondition> conditions_;

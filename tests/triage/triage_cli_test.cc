@@ -267,7 +267,10 @@ TEST_F(TriageCli, UsageErrorsAreOneLineAndExit2) {
                                              {"--job", "a", "--since", "yesterday"},
                                              {"--job", "a", "--format", "yaml"},
                                              {"--job", "a", "--max-log-bytes", "lots"},
-                                             {"--job", "a", "--frobnicate"}}) {
+                                             {"--job", "a", "--frobnicate"},
+                                             {"--job", "a", "--coordinator", "http://c:9501"},
+                                             {"--job", "a", "--coordinator", "coordinator"},
+                                             {"--job", "a", "--coordinator", "c:99999"}}) {
     auto r = Triage(args);
     EXPECT_EQ(r.exit_code, 2) << ::testing::PrintToString(args);
     EXPECT_EQ(Lines(r.err), 1) << r.err;

@@ -326,6 +326,9 @@ TEST(WorkloadSecrets, PlantedSecretsAppearInNoOutput) {
   p.environ.push_back({secret_name, secret_value});
   p.environ.push_back({"AWS_SECRET_ACCESS_KEY", secret_value + "-aws"});
   p.environ.push_back({"NCCL_SOCKET_IFNAME", "eth0"});
+  // An NCCL_* name is kept, but one that looks like a credential only with its value hidden
+  // (issue 16: `check --workloads --format json` printed it).
+  p.environ.push_back({"NCCL_SECRET_TOKEN", secret_value + "-nccl"});
   p.environ_raw_suffix = std::string("\xff") + secret_value + std::string("\0", 1);
   Harness h({p}, {PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1))});
   AgentMetrics metrics(h.state, "test");
@@ -362,6 +365,7 @@ TEST(WorkloadSecrets, PlantedSecretsAppearInNoOutput) {
   }
   // The allow-listed setting is there: the filter is not simply dropping everything.
   EXPECT_NE(verdicts.find("NCCL_SOCKET_IFNAME"), std::string::npos);
+  EXPECT_NE(verdicts.find("NCCL_SECRET_TOKEN=<hidden>"), std::string::npos) << verdicts;
 }
 
 }  // namespace

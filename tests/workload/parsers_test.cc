@@ -137,6 +137,17 @@ TEST(EnvironFilter, KeepsNcclAndAllowListAndDropsEverythingElse) {
   EXPECT_EQ(f.kept.count("PATH"), 0u);
 }
 
+// Issue 16, item 12: `check --workloads --format json` printed every kept NCCL_* value, also
+// NCCL_SECRET_TOKEN's. Such values are hidden where they are read, so no output can show them.
+TEST(EnvironFilter, HidesTheValuesOfNamesThatLookSecret) {
+  FilteredEnviron f = FilterEnviron(
+      "NCCL_SECRET_TOKEN=s3cr3t\0NCCL_API_KEY=k\0NCCL_IB_PKEY=0x8001\0NCCL_NET=IB\0"s);
+  EXPECT_EQ(f.kept.at("NCCL_SECRET_TOKEN"), "<hidden>");
+  EXPECT_EQ(f.kept.at("NCCL_API_KEY"), "<hidden>");
+  EXPECT_EQ(f.kept.at("NCCL_IB_PKEY"), "0x8001");  // a partition key, not a credential
+  EXPECT_EQ(f.kept.at("NCCL_NET"), "IB");
+}
+
 TEST(EnvironFilter, LooksAlikeNamesAreNotKept) {
   FilteredEnviron f = FilterEnviron("NCCL_=x\0nccl_debug=INFO\0XNCCL_DEBUG=1\0NCCL_DEBUG=INFO\0"s);
   EXPECT_EQ(f.kept.size(), 1u);

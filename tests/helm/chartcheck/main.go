@@ -338,6 +338,13 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	} else {
 		want = append(want, "ServiceAccount/"+full+"-agent", "ServiceAccount/"+full+"-coordinator")
 	}
+	// With node identities checked (the default) the coordinator gets its own RBAC: a ClusterRole
+	// for tokenreviews (cluster-scoped) and a Role for the pods of its namespace.
+	verifyIdentity, _ := get(values, "config.coordinator.verify_node_identity").(bool)
+	if verifyIdentity {
+		want = append(want, "ClusterRole/"+full+"-coordinator", "ClusterRoleBinding/"+full+"-coordinator",
+			"Role/"+full+"-coordinator", "RoleBinding/"+full+"-coordinator")
+	}
 	sort.Strings(want)
 	c.check(reflect.DeepEqual(s.inventory(), want), "objects\n got  %v\n want %v", s.inventory(), want)
 	for _, o := range objs {
@@ -472,8 +479,27 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	ctm := mount(co, tokenDir)
 	c.check(ctm != nil && str(volume(dep, str(ctm, "name")), "secret.secretName") == full+"-token", "coordinator token mount")
 	c.check(path.Dir(str(config, "coordinator.token_file")) == tokenDir, "coordinator token_file outside the token mount")
-	c.check(get(dep, "spec.template.spec.automountServiceAccountToken") == false,
-		"the coordinator mounts an API token although it never calls the API server")
+	// The coordinator calls the API server only to check the agents' identity tokens.
+	verify, _ := get(config, "coordinator.verify_node_identity").(bool)
+	c.check(get(dep, "spec.template.spec.automountServiceAccountToken") == verify,
+		"coordinator API token mounted: %v, node identities checked: %v", get(dep, "spec.template.spec.automountServiceAccountToken"), verify)
+	if verify {
+		account := ""
+		for _, e := range list(co, "env") {
+			if str(e, "name") == "NCCL_TRIAGE_AGENT_SERVICE_ACCOUNT" {
+				account = str(e, "value")
+			}
+		}
+		c.check(account == ns+":"+str(podSpec, "serviceAccountName") || str(config, "coordinator.agent_service_account") != "",
+			"the coordinator does not know the agents' service account (%q)", account)
+		// The agent's projected identity token, where config.agent.identity_token_file says.
+		identityFile := str(config, "agent.identity_token_file")
+		im := mount(agent, path.Dir(identityFile))
+		src := list(volume(ds, str(im, "name")), "projected.sources")
+		c.check(im != nil && len(src) == 1 && str(src[0], "serviceAccountToken.audience") == "nccl-triage" &&
+			str(src[0], "serviceAccountToken.path") == path.Base(identityFile),
+			"agent identity token: mount %v, sources %v", im, src)
+	}
 	svc := s.find("Service", full+"-coordinator")
 	ports := map[string]string{}
 	for _, p := range list(svc, "spec.ports") {
@@ -499,13 +525,33 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	sort.Strings(wantAgent)
 	ar := s.find("ClusterRole", full+"-agent")
 	c.check(reflect.DeepEqual(rbacRules(ar), wantAgent), "agent rules %v, want %v", rbacRules(ar), wantAgent)
-	c.check(len(s.byKind("ClusterRole")) == 1 && len(s.byKind("Role")) == 0, "only the agent has RBAC")
-	for _, b := range s.byKind("ClusterRoleBinding") {
-		role := str(b, "roleRef.name")
-		c.check(s.find("ClusterRole", role) != nil, "binding %s refers to missing role %s", str(b, "metadata.name"), role)
-		for _, sub := range list(b, "subjects") {
-			c.check(s.find("ServiceAccount", str(sub, "name")) != nil && str(sub, "namespace") == ns,
-				"binding %s subject %s/%s missing", str(b, "metadata.name"), str(sub, "namespace"), str(sub, "name"))
+	// The coordinator: tokenreviews create and pods get in its own namespace, only when it checks
+	// the agents' identity tokens; nothing else.
+	if verifyIdentity {
+		cr := s.find("ClusterRole", full+"-coordinator")
+		c.check(reflect.DeepEqual(rbacRules(cr), []string{"authentication.k8s.io/tokenreviews:create"}),
+			"coordinator cluster rules %v", rbacRules(cr))
+		r := s.find("Role", full+"-coordinator")
+		c.check(reflect.DeepEqual(rbacRules(r), []string{"/pods:get"}) && str(r, "metadata.namespace") == ns,
+			"coordinator namespace rules %v in %q", rbacRules(r), str(r, "metadata.namespace"))
+		c.check(len(s.byKind("ClusterRole")) == 2 && len(s.byKind("Role")) == 1, "RBAC beyond the agent's and the coordinator's")
+	} else {
+		c.check(len(s.byKind("ClusterRole")) == 1 && len(s.byKind("Role")) == 0, "only the agent has RBAC")
+	}
+	coordinatorSA := str(dep, "spec.template.spec.serviceAccountName")
+	for _, kinds := range [][2]string{{"ClusterRoleBinding", "ClusterRole"}, {"RoleBinding", "Role"}} {
+		for _, b := range s.byKind(kinds[0]) {
+			role := str(b, "roleRef.name")
+			c.check(str(b, "roleRef.kind") == kinds[1] && s.find(kinds[1], role) != nil,
+				"binding %s refers to missing %s %s", str(b, "metadata.name"), kinds[1], role)
+			for _, sub := range list(b, "subjects") {
+				c.check(s.find("ServiceAccount", str(sub, "name")) != nil && str(sub, "namespace") == ns,
+					"binding %s subject %s/%s missing", str(b, "metadata.name"), str(sub, "namespace"), str(sub, "name"))
+				if strings.HasSuffix(role, "-coordinator") {
+					c.check(str(sub, "name") == coordinatorSA, "binding %s grants the coordinator's rules to %s",
+						str(b, "metadata.name"), str(sub, "name"))
+				}
+			}
 		}
 	}
 	for _, r := range s.byKind("ClusterRole") {
@@ -595,7 +641,14 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 		c.check(str(ing[0], "ports.0.port") == "grpc" && str(ing[1], "ports.0.port") == "http", "ingress ports")
 		c.check(str(ing[0], "from.0.ipBlock.cidr") == "10.0.0.0/16" && str(ing[0], "from.1.ipBlock.cidr") == "fd00::/64",
 			"node CIDRs %v", get(ing[0], "from"))
-		c.check(get(ing[1], "from.0.namespaceSelector.matchLabels") != nil, "prometheus namespaceSelector")
+		// HTTP (/metrics, /status, POST /sweep) from monitoring's Prometheus only, by default.
+		nsLabels, _ := get(ing[1], "from.0.namespaceSelector.matchLabels").(obj)
+		podLabels, _ := get(ing[1], "from.0.podSelector.matchLabels").(obj)
+		c.check(nsLabels["kubernetes.io/metadata.name"] == "monitoring",
+			"prometheus namespaceSelector %v", get(ing[1], "from.0.namespaceSelector"))
+		c.check(podLabels["app.kubernetes.io/name"] == "prometheus",
+			"prometheus podSelector %v", get(ing[1], "from.0.podSelector"))
+		c.check(len(list(ing[1], "from")) == 1, "HTTP rule admits more than Prometheus: %v", get(ing[1], "from"))
 	}
 	return nil
 }
@@ -607,6 +660,7 @@ var kubeCalls = map[string]string{
 	"GetPod":                   "/pods:get",
 	"ListPods":                 "/pods:list",
 	"GetNode":                  "/nodes:get",
+	"CreateTokenReview":        "authentication.k8s.io/tokenreviews:create",
 	"PatchNodeCondition":       "/nodes/status:patch",
 	"CreateEvent":              "/events:create",
 	"ListNamespacedPods":       "/pods:list",
