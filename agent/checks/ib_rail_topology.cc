@@ -40,7 +40,8 @@ Finding IbRailTopology(const NodeSnapshot& s, const Config&, const CheckContext&
   const std::vector<Rail> rails = RailTable(s);
   if (rails.empty()) return b.Skip("the HCAs list no ports");
   for (const auto& r : rails) {
-    b.Add("rail " + std::to_string(r.index), RailText(r),
+    // Keyed by port so that a message naming "mlx5_3/1" shows that rail's line.
+    b.Add(r.device + "/" + std::to_string(r.port) + " rail", RailText(r),
           r.hca_bdf.empty() ? "sys/class/infiniband/" + r.device + "/device"
                             : "sys/bus/pci/devices/" + r.hca_bdf);
   }
@@ -63,8 +64,8 @@ Finding IbRailTopology(const NodeSnapshot& s, const Config&, const CheckContext&
   if (on_switch * 2 > static_cast<int>(rails.size())) {
     for (const auto& r : rails) {
       if (r.affinity == RailAffinity::kPcieSwitch || r.affinity == RailAffinity::kUnknown) continue;
-      problems.push_back("rail " + std::to_string(r.index) + " (" + r.device +
-                         ") has no GPU on its PCIe switch");
+      problems.push_back("rail " + std::to_string(r.index) + " (" + r.device + "/" +
+                         std::to_string(r.port) + ") has no GPU on its PCIe switch");
     }
     for (size_t g = 0; g < gpus.size(); ++g) {
       if (on_gpu_switch[g].empty()) {

@@ -133,7 +133,7 @@ TEST(RailTopologyCheck, WarnsWhenAnHcaHasNoGpuOnItsSwitch) {
   Place(s, s.ib_devices[2].pci_bdf, 0x80, 20, 1, 0);
   Finding f = RunOne(&IbRailTopology, s);
   EXPECT_EQ(f.status, CheckStatus::kWarn);
-  EXPECT_NE(f.message.find("rail 2 (mlx5_2) has no GPU on its PCIe switch"), std::string::npos)
+  EXPECT_NE(f.message.find("rail 2 (mlx5_2/1) has no GPU on its PCIe switch"), std::string::npos)
       << f.message;
   EXPECT_NE(f.message.find("GPU 2 (" + GpuBusIds(s)[2] + ") has no HCA on its PCIe switch"),
             std::string::npos)
