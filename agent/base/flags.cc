@@ -4,6 +4,27 @@
 #include <memory>
 
 namespace nccl_triage {
+namespace {
+
+// An error message echoes what was typed; a control byte in it (an argument with a newline, found
+// by flags_fuzzer) is written as \xNN so that the error stays one line.
+std::string OneLine(const std::string& text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : text) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x20 || b == 0x7f) {
+      out += "\\x";
+      out += kHex[b >> 4];
+      out += kHex[b & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 FlagParser& FlagParser::Add(Names names, bool takes_value,
                             std::function<Status(const std::string&)> set) {
@@ -106,6 +127,11 @@ const FlagParser::Flag* FlagParser::Find(const std::string& name) const {
 }
 
 Status FlagParser::Parse(const std::vector<std::string>& args) const {
+  Status s = ParseArgs(args);
+  return s.ok() ? s : InvalidArgument(OneLine(s.message()));
+}
+
+Status FlagParser::ParseArgs(const std::vector<std::string>& args) const {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg.size() < 2 || arg[0] != '-') {  // "-" and words are positional

@@ -52,6 +52,7 @@ class FlagParser {
     std::function<Status(const std::string&)> set;  // value ("true"/"false" for switches)
   };
   FlagParser& Add(Names names, bool takes_value, std::function<Status(const std::string&)> set);
+  Status ParseArgs(const std::vector<std::string>& args) const;
   const Flag* Find(const std::string& name) const;
 
   std::vector<Flag> flags_;

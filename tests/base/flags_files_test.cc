@@ -70,6 +70,16 @@ TEST(FlagParser, SaysWhatIsWrongInOneWording) {
   EXPECT_EQ(Parse({"extra"}, p).message(), "unexpected argument 'extra' (try --help)");
 }
 
+// flags_fuzzer: an argument with a newline made a two-line error ("unknown flag '--root\n...'").
+// What was typed is echoed with its control bytes as \xNN, so the error stays one line.
+TEST(FlagParser, EchoesControlBytesEscapedSoTheErrorStaysOneLine) {
+  Parsed p;
+  EXPECT_EQ(Parse({"--root\nx"}, p).message(), "unknown flag '--root\\x0ax' (try --help)");
+  EXPECT_EQ(Parse({"--format", "json\r\n"}, p).message(),
+            "--format: expects one of table, json (not 'json\\x0d\\x0a')");
+  EXPECT_EQ(Parse({"a\x1b[2Jb"}, p).message(), "unexpected argument 'a\\x1b[2Jb' (try --help)");
+}
+
 TEST(FlagParser, PositionalArgumentsOnlyWhereAccepted) {
   Parsed p;
   ASSERT_TRUE(Parse({"-", "--format", "json"}, p, /*positional=*/true).ok());

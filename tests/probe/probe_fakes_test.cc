@@ -13,6 +13,7 @@
 namespace nccl_triage {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
@@ -127,7 +128,11 @@ TEST(ProbeWithFakes, CrashIsCrashedAndItsPeerIsStoppedSoonAfter) {
   auto ranks = MakeRunner("crash_init@0").RunLocalRanks(ProbeMode::kSocket);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(8));  // not the 20 s deadline
   EXPECT_EQ(ranks[1].outcome, ProbeOutcome::kFail);
-  EXPECT_THAT(ranks[1].detail, HasSubstr("stopped: rank 0"));
+  // Either the runner stopped rank 1, or rank 1 saw its peer's socket close first and failed by
+  // itself, as NCCL does ("remote process exited or there was a network error"): a race of a
+  // few milliseconds that both orders of events win on a loaded machine.
+  EXPECT_THAT(ranks[1].detail,
+              AnyOf(HasSubstr("stopped: rank 0"), HasSubstr("remote process exited")));
   EXPECT_EQ(ranks[0].outcome, ProbeOutcome::kCrashed);
   EXPECT_THAT(ranks[0].detail, HasSubstr("SIGSEGV"));
   EXPECT_EQ(MergeRankResults(ranks).outcome, ProbeOutcome::kCrashed);
