@@ -32,6 +32,7 @@ constexpr std::array kBuiltins = {
     Check{ids::kIbGid, &checks::IbGid},
     Check{ids::kIbPortErrors, &checks::IbPortErrors},
     Check{ids::kIbMrRegister, &checks::IbMrRegister},
+    Check{ids::kIbVerbsView, &checks::IbVerbsView},
     Check{ids::kIbContention, &checks::IbContention},
     Check{ids::kIbPeermem, &checks::IbPeermem},
     Check{ids::kIbRailTopology, &checks::IbRailTopology},

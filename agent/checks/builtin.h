@@ -17,6 +17,7 @@ Finding IbPkey(const NodeSnapshot& s, const Config& c, const CheckContext& ctx);
 Finding IbGid(const NodeSnapshot& s, const Config& c, const CheckContext& ctx);
 Finding IbPortErrors(const NodeSnapshot& s, const Config& c, const CheckContext& ctx);
 Finding IbMrRegister(const NodeSnapshot& s, const Config& c, const CheckContext& ctx);
+Finding IbVerbsView(const NodeSnapshot& s, const Config& c, const CheckContext& ctx);
 Finding IbContention(const NodeSnapshot& s, const Config& c, const CheckContext& ctx);
 Finding IbPeermem(const NodeSnapshot& s, const Config& c, const CheckContext& ctx);
 Finding IbRailTopology(const NodeSnapshot& s, const Config& c, const CheckContext& ctx);

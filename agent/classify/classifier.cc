@@ -23,6 +23,8 @@ constexpr size_t kMaxEvidence = 5;      // lines kept per cause
 constexpr size_t kMaxRanks = 65536;     // rank keys tracked (first WARN per rank)
 constexpr size_t kMaxTextRoots = 64;    // free-text root candidates (logs without WARN lines)
 constexpr size_t kMaxTransports = 8;
+constexpr size_t kMaxIbPorts = 64;  // NCCL's MAX_IB_DEVS is 32
+constexpr size_t kMaxIbLines = 4;
 constexpr size_t kMaxFieldBytes = 128;  // network name, version, environment values
 // Distinct WARN messages whose rule matches are remembered. A failing job repeats the same few
 // WARNs on every rank, thousands of times; matching one against the rule table (a literal scan
@@ -182,6 +184,10 @@ struct LogClassifier::State {
   bool ib_devices_used = false;  // `NET/IB : Using [0]mlx5_1:1/RoCE ...`: some HCA opened
   std::optional<TraceRoot> trace_root;
   std::vector<std::string> transports;
+  std::vector<std::string> ib_devices;  // index -> "mlx5_0:1" from the first `Using [` line
+  std::vector<int> ib_used;             // indices named by `via NET/IB/<i>` channel lines
+  bool gdrdma = false;
+  std::vector<LogLine> ib_lines;
   std::string network;
   std::string version;
   std::string env_net;                // NCCL_NET's value when the log shows it
@@ -362,9 +368,59 @@ struct LogClassifier::State {
       name = std::string(t.substr(0, slash));
     }
     name = Sanitize(Cap(name, 32));
+    if (name == "NET/IB") OnIbChannel(t, msg);
     if (transports.size() < kMaxTransports &&
         std::find(transports.begin(), transports.end(), name) == transports.end()) {
       transports.push_back(std::move(name));
+    }
+  }
+
+  void KeepIbLine(std::string_view line) {
+    if (ib_lines.size() < kMaxIbLines) ib_lines.push_back({line_no, Sanitize(Cap(line, 512))});
+  }
+
+  // `NET/IB/0/GDRDMA`, `NET/IB/3(1)/GDRDMA` (PXN through a peer's NIC), `NET/IB/0`.
+  void OnIbChannel(std::string_view via, std::string_view msg) {
+    std::string_view rest = via.substr(7);  // after "NET/IB/"
+    int index = 0;
+    size_t digits = 0;
+    while (digits < rest.size() && digits < 4 && rest[digits] >= '0' && rest[digits] <= '9') {
+      index = index * 10 + (rest[digits] - '0');
+      ++digits;
+    }
+    if (digits > 0 && ib_used.size() < kMaxIbPorts &&
+        std::find(ib_used.begin(), ib_used.end(), index) == ib_used.end()) {
+      ib_used.push_back(index);
+      KeepIbLine(msg);
+    }
+    if (rest.find("/GDRDMA") != std::string_view::npos) gdrdma = true;
+  }
+
+  // `NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB ib0:10.0.0.1<0>`
+  void OnIbUsing(std::string_view msg) {
+    if (!ib_devices.empty()) return;
+    KeepIbLine(msg);
+    size_t pos = msg.find(": Using ");
+    std::string_view list = msg.substr(pos + 8);
+    list = list.substr(0, list.find(';'));
+    while (!list.empty() && ib_devices.size() < kMaxIbPorts) {
+      size_t open = list.find('[');
+      if (open == std::string_view::npos) break;
+      size_t close = list.find(']', open);
+      if (close == std::string_view::npos) break;
+      std::string_view idx = list.substr(open + 1, close - open - 1);
+      std::string_view dev = list.substr(close + 1);
+      dev = dev.substr(0, dev.find(' '));
+      list = list.substr(close + 1);
+      int index = 0;
+      if (idx.empty() || idx.size() > 4 ||
+          !std::all_of(idx.begin(), idx.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        continue;  // `[RO]` (relaxed ordering) and other flags
+      }
+      for (char c : idx) index = index * 10 + (c - '0');
+      if (index >= static_cast<int>(kMaxIbPorts)) continue;
+      if (ib_devices.size() <= static_cast<size_t>(index)) ib_devices.resize(index + 1);
+      ib_devices[index] = Sanitize(Cap(dev.substr(0, dev.find('/')), 64));
     }
   }
 
@@ -390,6 +446,7 @@ struct LogClassifier::State {
     }
     if (StartsWith(msg, "NET/IB") && msg.find(": Using [") != std::string_view::npos) {
       ib_devices_used = true;
+      OnIbUsing(msg);
     }
     if (StartsWith(msg, "NCCL_")) OnEnv(msg);
     for (const auto& m : compiled.MatchLine(p)) {
@@ -498,6 +555,14 @@ Classification LogClassifier::State::Finish() {
   Classification out;
   out.lines = line_no;
   out.transports = transports;
+  for (int i : ib_used) {
+    if (i < static_cast<int>(ib_devices.size()) && !ib_devices[i].empty()) {
+      out.ib_ports.push_back(ib_devices[i]);
+    }
+  }
+  std::sort(out.ib_ports.begin(), out.ib_ports.end());
+  out.gdrdma = gdrdma;
+  out.ib_lines = ib_lines;
   out.network = network;
   out.nccl_version = version;
   out.init_complete = init_complete;

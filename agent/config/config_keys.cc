@@ -120,7 +120,8 @@ constexpr std::array kSpecs = {
             KeyKind::kNcclEnvNames,
             NT_FIELD(probe.env_allowlist)},
     KeySpec{{"probe.busbw_min_fraction", "number",
-             "IB bus bandwidth below this fraction of the port rate is degraded (ib.bandwidth)"},
+             "IB bus bandwidth below this fraction of the rate of the ports the probe used is "
+             "degraded (ib.bandwidth)"},
             KeyKind::kDouble,
             NT_FIELD(probe.busbw_min_fraction),
             0,

@@ -35,6 +35,7 @@ CoordinatorOptions CoordinatorOptionsFromConfig(const Config& config) {
   o.probe_size_bytes = config.probe.size_bytes;
   o.probe_deadline_seconds = std::max(config.probe.timeout_seconds, 1);
   o.judge.busbw_min_fraction = config.probe.busbw_min_fraction;
+  o.judge.check_bandwidth = config.probe.size_bytes >= kBandwidthBoundBytes;
   return o;
 }
 

@@ -295,6 +295,12 @@ class CoordinatorSession::Connection {
       nv.basis = FromProto(v.node().basis());
       nv.causes = CatalogueCauses(v.node().causes());
       nv.reason = CutWireText(v.node().reason());
+      nv.confirmed = v.node().confirmed() && v.node().localisation() == v1::LOCALISATION_NODE;
+      for (const auto& p : v.pairs()) {
+        if (nv.confirmed_links.size() >= kMaxPairVerdicts) break;
+        if (p.confirmed() && p.localisation() == v1::LOCALISATION_LINK && ValidNodeName(p.peer()))
+          nv.confirmed_links.push_back(p.peer());
+      }
       services_.SetNodeVerdict(nv);
     }
     std::set<std::string> now;

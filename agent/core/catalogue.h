@@ -197,6 +197,13 @@ inline constexpr std::array kEntries = {
               "memory limits, exhausted HCA translation tables or a wedged driver.",
               "Check memlock (limits.memlock), free HCA resources (other processes), and reload "
               "the HCA driver if registration fails with plenty of memory."},
+    CauseInfo{"ib.verbs_view", kIb, kHost, kNone, "HCAs usable through libibverbs",
+              "NCCL sees only the HCAs libibverbs lists and opens, and only the ports it reports "
+              "ACTIVE; an HCA the kernel registered that verbs cannot list or open (no user-space "
+              "provider, no /dev/infiniband node, a permission) is skipped without a word.",
+              "Install the rdma-core provider for the HCA (libmlx5) where NCCL runs, pass "
+              "/dev/infiniband/uverbs* through, and compare ibv_devinfo with "
+              "/sys/class/infiniband."},
     CauseInfo{"ib.contention", kIb, kHost, kNone, "Other processes on the HCAs",
               "Other processes holding /dev/infiniband/uverbs* compete for QPs, memory "
               "registrations and bandwidth; a stuck job can hold the HCA's resources.",

@@ -31,6 +31,11 @@ nlohmann::json ToJson(const Classification& c) {
                       {"nccl_version", c.nccl_version},
                       {"init_complete", c.init_complete},
                       {"lines", c.lines}};
+  nlohmann::json ib_lines = nlohmann::json::array();
+  for (const auto& l : c.ib_lines) ib_lines.push_back(ToJson(l));
+  j["ib_ports"] = c.ib_ports;
+  j["gdrdma"] = c.gdrdma;
+  j["ib_lines"] = ib_lines;
   j["result_code"] = c.result_code ? nlohmann::json(*c.result_code) : nlohmann::json(nullptr);
   return j;
 }

@@ -4,11 +4,10 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "core/model.h"
 
@@ -20,10 +19,10 @@ struct LogLine {
 };
 
 struct ClassifiedCause {
-  std::string cause;  // catalogue id
+  std::string cause;                              // catalogue id
   FaultClass fault_class = FaultClass::kUnknown;  // which path failed (the verdict's meaning)
   FaultClass fix_class = FaultClass::kUnknown;    // where the fix lives (the catalogue's class)
-  double confidence = 0;  // 0..1
+  double confidence = 0;                          // 0..1
   std::vector<LogLine> evidence;
   std::string remedy;
 };
@@ -36,13 +35,18 @@ struct RankRoot {
 
 struct Classification {
   FaultClass fault_class = FaultClass::kUnknown;  // healthy for a successful run
-  std::string reason;  // one line: why this class (or why unknown)
+  std::string reason;                             // one line: why this class (or why unknown)
   std::vector<RankRoot> roots;
   std::vector<ClassifiedCause> causes;  // ranked, most likely first
   std::vector<std::string> transports;  // "NET/IB", "NET/Socket", "P2P", "SHM" seen in channels
   std::string network;                  // "IB", "Socket", "IBext_v8" from `Using network X`
-  std::optional<int> result_code;       // first ncclResult_t seen in "-> N" or an error string
-  std::string nccl_version;             // "2.28.9" when the log says so
+  // The HCA ports NCCL's channels went through: `via NET/IB/<i>` mapped by the
+  // `NET/IB : Using [<i>]mlx5_0:1/IB ...` list, as "mlx5_0:1", in index order.
+  std::vector<std::string> ib_ports;
+  bool gdrdma = false;             // a NET/IB channel line ended in /GDRDMA
+  std::vector<LogLine> ib_lines;   // the Using line and the first NET/IB channel lines
+  std::optional<int> result_code;  // first ncclResult_t seen in "-> N" or an error string
+  std::string nccl_version;        // "2.28.9" when the log says so
   bool init_complete = false;
   size_t lines = 0;
 };

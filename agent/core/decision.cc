@@ -1,6 +1,7 @@
 #include "core/decision.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "core/ids.h"
 #include "core/report.h"
@@ -30,6 +31,14 @@ void AddFindingCauses(std::vector<std::string>& causes, const std::vector<Findin
     if (only && f.fault_class != *only) continue;
     AddCause(causes, f.check);
   }
+}
+
+// "5.00" (GB/s with two decimals, as the probe table prints bandwidth).
+std::string GigaBytes(double bytes_per_second) {
+  char buf[32];
+  auto r =
+      std::to_chars(buf, buf + sizeof(buf), bytes_per_second / 1e9, std::chars_format::fixed, 2);
+  return r.ec == std::errc() ? std::string(buf, r.ptr) : "?";
 }
 
 std::string Describe(const ProbeResult* r, ProbeOutcome o) {
@@ -126,9 +135,12 @@ PairVerdict Decide(const DecisionInputs& in) {
         AddCause(v.causes, f.check);
       }
     }
-    v.reason = "both probes passed but IB busbw is below " +
-               std::to_string(static_cast<int>(in.busbw_min_fraction * 100)) +
-               "% of what the ports should carry";
+    const std::string numbers = GigaBytes(in.ib_result->busbw_bytes_per_second) +
+                                " GB/s is below " +
+                                std::to_string(static_cast<int>(in.busbw_min_fraction * 100)) +
+                                "% of " + GigaBytes(*in.expected_ib_bytes_per_second) + " GB/s";
+    v.reason = "both probes passed but IB busbw " + numbers + ", what the ports should carry" +
+               (in.expected_ib_basis.empty() ? "" : " (" + in.expected_ib_basis + ")");
   }
   return v;
 }

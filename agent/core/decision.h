@@ -39,6 +39,7 @@ struct DecisionInputs {
   // IB failure the log cannot explain, and as the whole verdict when probes did not run).
   std::vector<Finding> node_findings;
   std::optional<double> expected_ib_bytes_per_second;  // from the ports' rate
+  std::string expected_ib_basis;  // where the expectation came from ("mlx5_0:1 at 200 Gb/s")
   double busbw_min_fraction = 0.5;
 };
 

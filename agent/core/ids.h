@@ -33,6 +33,7 @@ inline constexpr CauseId kIbPkey{"ib.pkey"};
 inline constexpr CauseId kIbGid{"ib.gid"};
 inline constexpr CauseId kIbPortErrors{"ib.port_errors"};
 inline constexpr CauseId kIbMrRegister{"ib.mr_register"};
+inline constexpr CauseId kIbVerbsView{"ib.verbs_view"};
 inline constexpr CauseId kIbContention{"ib.contention"};
 inline constexpr CauseId kIbPeermem{"ib.peermem"};
 inline constexpr CauseId kIbRailTopology{"ib.rail_topology"};

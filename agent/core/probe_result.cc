@@ -8,12 +8,18 @@ std::string_view ToString(ProbeMode m) { return m == ProbeMode::kIb ? "ib" : "so
 
 std::string_view ToString(ProbeOutcome o) {
   switch (o) {
-    case ProbeOutcome::kPass: return "pass";
-    case ProbeOutcome::kFail: return "fail";
-    case ProbeOutcome::kTimeout: return "timeout";
-    case ProbeOutcome::kCrashed: return "crashed";
-    case ProbeOutcome::kUnavailable: return "unavailable";
-    case ProbeOutcome::kNotRun: return "not_run";
+    case ProbeOutcome::kPass:
+      return "pass";
+    case ProbeOutcome::kFail:
+      return "fail";
+    case ProbeOutcome::kTimeout:
+      return "timeout";
+    case ProbeOutcome::kCrashed:
+      return "crashed";
+    case ProbeOutcome::kUnavailable:
+      return "unavailable";
+    case ProbeOutcome::kNotRun:
+      return "not_run";
   }
   return "not_run";
 }
@@ -48,6 +54,8 @@ nlohmann::json ToJson(const ProbeResult& r) {
       {"data_verified", r.data_verified},
       {"mismatches", r.mismatches},
       {"transport", r.transport},
+      {"ib_ports", r.ib_ports},
+      {"gdrdma", r.gdrdma},
       {"nccl_error", r.nccl_error},
       {"last_error", r.last_error},
       {"nccl_version", r.nccl_version},
@@ -83,6 +91,12 @@ ProbeResult ProbeResultFromJson(const nlohmann::json& j) {
   r.data_verified = j.value("data_verified", false);
   r.mismatches = j.value("mismatches", uint64_t{0});
   r.transport = j.value("transport", "");
+  if (j.contains("ib_ports") && j["ib_ports"].is_array()) {
+    for (const auto& port : j["ib_ports"]) {
+      if (port.is_string()) r.ib_ports.push_back(port.get<std::string>());
+    }
+  }
+  r.gdrdma = j.value("gdrdma", false);
   if (j.contains("nccl_result") && j["nccl_result"].is_number_integer()) {
     r.nccl_result = j["nccl_result"].get<int>();
   }

@@ -6,11 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "core/classification.h"
 
@@ -29,25 +28,27 @@ struct ProbeResult {
   ProbeOutcome outcome = ProbeOutcome::kNotRun;
   int rank = 0;
   int nranks = 2;
-  std::string peer;           // the other node (or "local" for --pair-local)
-  std::string detail;         // one line: why this outcome
+  std::string peer;    // the other node (or "local" for --pair-local)
+  std::string detail;  // one line: why this outcome
   uint64_t size_bytes = 0;
   int iterations = 0;
-  double time_seconds = 0;    // mean time per all-reduce
+  double time_seconds = 0;  // mean time per all-reduce
   double algbw_bytes_per_second = 0;
   double busbw_bytes_per_second = 0;
   bool data_verified = false;
   uint64_t mismatches = 0;
-  std::string transport;      // "NET/IB", "NET/Socket", or "" when no channel line was seen
-  std::optional<int> nccl_result;  // ncclResult_t of the failing call
-  std::string nccl_error;     // ncclGetErrorString
-  std::string last_error;     // ncclGetLastError
+  std::string transport;              // "NET/IB", "NET/Socket", or "" when no channel line was seen
+  std::vector<std::string> ib_ports;  // HCA ports the IB channels used, "mlx5_0:1" (from the log)
+  bool gdrdma = false;                // an IB channel used GPUDirect RDMA (`via NET/IB/0/GDRDMA`)
+  std::optional<int> nccl_result;     // ncclResult_t of the failing call
+  std::string nccl_error;             // ncclGetErrorString
+  std::string last_error;             // ncclGetLastError
   std::optional<int> cuda_result;
-  std::string nccl_version;   // "2.28.9"
+  std::string nccl_version;     // "2.28.9"
   int cuda_driver_version = 0;  // 13000
   std::string gpu_name;
   std::string gpu_bus_id;
-  std::string nccl_library;   // the path that was loaded
+  std::string nccl_library;     // the path that was loaded
   double startup_seconds = 0;   // child start to the first NCCL call
   double duration_seconds = 0;  // wall time of the whole probe (runner)
   std::string log_path;

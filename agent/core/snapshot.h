@@ -162,11 +162,19 @@ struct VerbsPort {
   friend bool operator==(const VerbsPort&, const VerbsPort&) = default;
 };
 
+// Live-only: an HCA libibverbs lists but could not open or query.
+struct VerbsDeviceError {
+  std::string device;
+  std::string error;  // "ibv_open_device(mlx5_1): Permission denied (errno 13)"
+  friend bool operator==(const VerbsDeviceError&, const VerbsDeviceError&) = default;
+};
+
 struct LiveFacts {
   bool gathered = false;    // true only when the root was "/" and live gathering ran
   std::string verbs_error;  // "libibverbs: no devices", "ibv_open_device(mlx5_0): EACCES", ...
   std::vector<std::string> verbs_devices;
   std::vector<VerbsPort> verbs_ports;
+  std::vector<VerbsDeviceError> verbs_device_errors;  // listed devices whose query failed
   std::vector<MrRegistration> mr_registrations;
   friend bool operator==(const LiveFacts&, const LiveFacts&) = default;
 };

@@ -142,6 +142,7 @@ void Read(const json& v, const std::string& path, GpuInfo& g);
 void Read(const json& v, const std::string& path, DeviceHolder& h);
 void Read(const json& v, const std::string& path, MrRegistration& m);
 void Read(const json& v, const std::string& path, VerbsPort& p);
+void Read(const json& v, const std::string& path, VerbsDeviceError& e);
 void Read(const json& v, const std::string& path, LiveFacts& l);
 template <typename T>
 void Read(const json& v, const std::string& path, Fact<T>& out);
@@ -317,12 +318,19 @@ void Read(const json& v, const std::string& path, VerbsPort& p) {
   Field(v, path, "link_layer", p.link_layer);
 }
 
+void Read(const json& v, const std::string& path, VerbsDeviceError& e) {
+  Object(v, path);
+  Field(v, path, "device", e.device);
+  Field(v, path, "error", e.error);
+}
+
 void Read(const json& v, const std::string& path, LiveFacts& l) {
   Object(v, path);
   Field(v, path, "gathered", l.gathered);
   Field(v, path, "verbs_error", l.verbs_error);
   Field(v, path, "verbs_devices", l.verbs_devices);
   Field(v, path, "verbs_ports", l.verbs_ports);
+  Field(v, path, "verbs_device_errors", l.verbs_device_errors);
   Field(v, path, "mr_registrations", l.mr_registrations);
 }
 
@@ -380,11 +388,13 @@ json ToJson(const NodeSnapshot& s) {
   for (const auto& m : s.live.mr_registrations) {
     mrs.push_back({{"device", m.device}, {"bytes", m.bytes}, {"ok", m.ok}, {"error", m.error}});
   }
-  json live = {{"gathered", s.live.gathered},
-               {"verbs_error", s.live.verbs_error},
-               {"verbs_devices", s.live.verbs_devices},
-               {"verbs_ports", verbs_ports},
-               {"mr_registrations", mrs}};
+  json device_errors = json::array();
+  for (const auto& e : s.live.verbs_device_errors) {
+    device_errors.push_back({{"device", e.device}, {"error", e.error}});
+  }
+  json live = {{"gathered", s.live.gathered},           {"verbs_error", s.live.verbs_error},
+               {"verbs_devices", s.live.verbs_devices}, {"verbs_ports", verbs_ports},
+               {"verbs_device_errors", device_errors},  {"mr_registrations", mrs}};
   return {{"schema", s.schema},
           {"node", s.node},
           {"root", s.root},

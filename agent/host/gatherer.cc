@@ -565,6 +565,7 @@ void GatherLive(const GatherOptions& options, bool root_is_host, NodeSnapshot& s
           for (auto& p : *ports) snap.live.verbs_ports.push_back(std::move(p));
         } else {
           errors.push_back(ports.status().message());
+          snap.live.verbs_device_errors.push_back({dev, ports.status().message()});
         }
         MrRegistration mr;
         mr.device = dev;
@@ -633,8 +634,9 @@ StatusOr<NodeSnapshot> GatherSnapshot(const GatherOptions& options) {
   if (!reader.found_anything()) {
     // Not a node with missing facts but no node at all (an empty folder, a mount that did not
     // happen): "unknown" with exit 0 would read as "nothing wrong here" (issue 16).
-    return NotFound("root '" + options.root +
-                    "': nothing could be read (no sys/, proc/ or dev/ content); is it a node's root?");
+    return NotFound(
+        "root '" + options.root +
+        "': nothing could be read (no sys/, proc/ or dev/ content); is it a node's root?");
   }
   if (root_is_host || options.verbs != nullptr || options.addresses != nullptr) {
     GatherLive(options, root_is_host, snap);

@@ -1,6 +1,7 @@
 #include "planner/pair_judge.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "core/catalogue.h"
 #include "planner/cross_node.h"
@@ -42,7 +43,71 @@ double BestIbRate(const NodeInfo& n) {
   return best;
 }
 
+std::string Gbps(double rate) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof(buf), rate);  // shortest form: "200", "12.5"
+  return (r.ec == std::errc() ? std::string(buf, r.ptr) : std::string("?")) + " Gb/s";
+}
+
+// The rate of "mlx5_0:1" on this node; 0 when the node does not list that port.
+double PortRate(const NodeInfo& n, std::string_view port) {
+  size_t colon = port.rfind(':');
+  std::string_view hca = port.substr(0, colon);
+  int num = 1;
+  if (colon != std::string_view::npos) {
+    num = 0;
+    for (char c : port.substr(colon + 1)) {
+      if (c < '0' || c > '9' || num > 1000) return 0;
+      num = num * 10 + (c - '0');
+    }
+  }
+  for (const auto& h : n.hcas) {
+    if (h.name != hca) continue;
+    for (const auto& p : h.ports) {
+      if (p.num == num) return p.rate_gbps;
+    }
+  }
+  return 0;
+}
+
+// One node's share: the ports used, or its best port. Returns Gb/s and says how it was found.
+double NodeExpectation(const NodeInfo& n, const std::vector<std::string>& ports, std::string& why) {
+  double sum = 0;
+  std::string used;
+  for (const auto& port : ports) {
+    double rate = PortRate(n, port);
+    if (rate <= 0) continue;
+    sum += rate;
+    used += (used.empty() ? "" : " + ") + port + " " + Gbps(rate);
+  }
+  if (sum > 0) {
+    why = n.name + ": " + used;
+    return sum;
+  }
+  double best = BestIbRate(n);
+  if (best > 0) why = n.name + ": best port " + Gbps(best) + " (ports used not known)";
+  return best;
+}
+
+// The ports the rank that ran on `node` used (its peer is the other node).
+std::vector<std::string> PortsOn(const ModeProbes& probes, const std::string& node) {
+  for (const auto& r : {probes.rank0, probes.rank1}) {
+    if (r && !r->peer.empty() && r->peer != node) return r->ib_ports;
+  }
+  return {};
+}
+
 }  // namespace
+
+std::optional<ExpectedBandwidth> ExpectedPairBandwidth(const NodeInfo& a, const NodeInfo& b,
+                                                       const std::vector<std::string>& ports_a,
+                                                       const std::vector<std::string>& ports_b) {
+  std::string why_a, why_b;
+  double ra = NodeExpectation(a, ports_a, why_a);
+  double rb = NodeExpectation(b, ports_b, why_b);
+  if (ra <= 0 || rb <= 0) return std::nullopt;
+  return ExpectedBandwidth{std::min(ra, rb) * 1e9 / 8, why_a + "; " + why_b};
+}
 
 std::string_view ToString(PairStatus s) {
   switch (s) {
@@ -127,10 +192,9 @@ ProbeResult MergeRanks(const ModeProbes& probes, ProbeMode mode) {
 }
 
 std::optional<double> ExpectedPairBytesPerSecond(const NodeInfo& a, const NodeInfo& b) {
-  double ra = BestIbRate(a);
-  double rb = BestIbRate(b);
-  if (ra <= 0 || rb <= 0) return std::nullopt;
-  return std::min(ra, rb) * 1e9 / 8;
+  auto e = ExpectedPairBandwidth(a, b, {}, {});
+  if (!e) return std::nullopt;
+  return e->bytes_per_second;
 }
 
 PairJudgement JudgePair(const NodeInfo& a, const NodeInfo& b, const PairProbes& probes,
@@ -148,7 +212,13 @@ PairJudgement JudgePair(const NodeInfo& a, const NodeInfo& b, const PairProbes& 
   in.socket_result = &socket;
   in.ib_result = &ib;
   in.node_findings = PairFindings(a, b);
-  if (options.check_bandwidth) in.expected_ib_bytes_per_second = ExpectedPairBytesPerSecond(a, b);
+  if (options.check_bandwidth) {
+    if (auto e =
+            ExpectedPairBandwidth(a, b, PortsOn(probes.ib, a.name), PortsOn(probes.ib, b.name))) {
+      in.expected_ib_bytes_per_second = e->bytes_per_second;
+      in.expected_ib_basis = e->basis;
+    }
+  }
   in.busbw_min_fraction = options.busbw_min_fraction;
   j.verdict = Decide(in);
 

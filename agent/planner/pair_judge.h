@@ -11,8 +11,10 @@
 // because the GPUs were busy, NCCL unavailable, a class the table cannot name). Pure.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/decision.h"
 #include "core/probe_result.h"
@@ -37,12 +39,30 @@ struct PairProbes {
   ModeProbes ib;
 };
 
+// Below this all-reduce size a probe measures latency more than bandwidth: a 64 KiB probe would
+// call every pair degraded. nccl-tests' two-node all-reduce is close to the link rate from a few
+// tens of MiB; the default probe (64 MiB) is above this.
+inline constexpr uint64_t kBandwidthBoundBytes = 32ull << 20;
+
 struct JudgeOptions {
   double busbw_min_fraction = 0.5;
-  // Compare IB busbw with the ports' rate only when the message is large enough to be bandwidth-
-  // bound; a 64 KiB all-reduce measures latency and would call every pair degraded.
+  // Compare IB busbw with the ports' rate (only for probes of at least kBandwidthBoundBytes; the
+  // coordinator sets it from probe.size_bytes).
   bool check_bandwidth = false;
 };
+
+// What a pair's IB probe should carry, and from which ports that was derived.
+struct ExpectedBandwidth {
+  double bytes_per_second = 0;
+  std::string basis;  // "a: mlx5_0:1 200 Gb/s; b: mlx5_0:1 200 Gb/s"
+};
+
+// Per node, the summed rate of the ports its rank's IB channels used (ProbeResult::ib_ports; two
+// ranks on two NICs each move their half in parallel); a node whose ports are unknown or not in
+// its summary counts its best IB/RoCE port. The pair is as fast as its slower node.
+std::optional<ExpectedBandwidth> ExpectedPairBandwidth(const NodeInfo& a, const NodeInfo& b,
+                                                       const std::vector<std::string>& ports_a,
+                                                       const std::vector<std::string>& ports_b);
 
 struct PairJudgement {
   PairVerdict verdict;

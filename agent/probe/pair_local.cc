@@ -7,6 +7,7 @@
 
 #include "core/catalogue.h"
 #include "core/ids.h"
+#include "core/report.h"
 #include "probe/nccl_abi.h"
 
 namespace nccl_triage {
@@ -97,7 +98,51 @@ PairVerdict DecidePairLocal(const std::vector<PairLocalRow>& rows,
   }
   in.node_findings = node_findings;
   in.busbw_min_fraction = busbw_min_fraction;
-  return Decide(in);
+  PairVerdict v = Decide(in);
+  if (v.basis != Basis::kProbes || v.fault_class != FaultClass::kHealthy) return v;
+  // The probes exercised one rail (or whichever NCCL picked); a failing check elsewhere on the
+  // node still breaks the jobs that use it, so a passing probe does not clear the node.
+  std::string failing;
+  for (const auto& f : node_findings) {
+    if (f.status != CheckStatus::kFail) continue;
+    if (std::find(v.causes.begin(), v.causes.end(), f.check) == v.causes.end())
+      v.causes.push_back(f.check);
+    failing += (failing.empty() ? "" : ", ") + f.check;
+  }
+  if (failing.empty()) return v;
+  v.fault_class = ClassFromFindings(node_findings);
+  if (v.fault_class == FaultClass::kHealthy || v.fault_class == FaultClass::kUnknown) {
+    // A failing check of no known class still fails the node (exit 1, not "nothing to say").
+    v.fault_class = FaultClass::kIbResource;
+  }
+  v.reason = "probes pass, node checks fail: " + v.reason + ", but " + failing + " failed";
+  return v;
+}
+
+std::optional<std::string> GdrWarning(const PairLocalRow& ib_row,
+                                      const std::vector<Finding>& node_findings,
+                                      const std::vector<LogLine>& log_lines) {
+  if (ib_row.mode != ProbeMode::kIb || ib_row.merged.outcome != ProbeOutcome::kPass) {
+    return std::nullopt;
+  }
+  const bool gdr =
+      !ib_row.ranks.empty() && std::all_of(ib_row.ranks.begin(), ib_row.ranks.end(),
+                                           [](const ProbeResult& r) { return r.gdrdma; });
+  if (gdr) return std::nullopt;
+  const bool module_loaded = std::any_of(node_findings.begin(), node_findings.end(), [](auto& f) {
+    return f.check == ids::kIbPeermem && f.status == CheckStatus::kPass;
+  });
+  if (!module_loaded) return std::nullopt;  // ib.peermem says so itself
+  std::string w =
+      "the IB probe ran without GPUDirect RDMA although the peer-memory module is loaded (no "
+      "channel says /GDRDMA): NCCL stages through host memory, so expect lower busbw. Why: "
+      "NCCL_NET_GDR_LEVEL below the GPU-HCA distance, the GPU and HCA far apart in the PCI "
+      "topology (another root complex or socket), or PCI ACS/IOMMU redirecting peer-to-peer "
+      "traffic";
+  for (const auto& l : log_lines) {
+    w += "\n    line " + std::to_string(l.number) + ": " + l.text;
+  }
+  return w;
 }
 
 PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeMode>& modes,
@@ -115,6 +160,12 @@ PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeM
   }
   report.verdict =
       DecidePairLocal(report.rows, report.node_findings, runner.config().busbw_min_fraction);
+  for (const auto& row : report.rows) {
+    if (row.mode != ProbeMode::kIb || row.ranks.empty()) continue;
+    std::vector<LogLine> lines;
+    if (auto log = ClassifyLogFile(row.ranks.front().log_path)) lines = log->ib_lines;
+    if (auto w = GdrWarning(row, report.node_findings, lines)) report.warnings.push_back(*w);
+  }
   return report;
 }
 
@@ -164,6 +215,7 @@ nlohmann::json ToJson(const PairLocalReport& report) {
         {"reason", report.verdict.reason},
         {"causes", causes}}},
       {"failing_checks", findings},
+      {"warnings", report.warnings},
       {"checks_note", report.findings_note},
       {"work_dir", report.work_dir},
   };
@@ -197,6 +249,7 @@ void PrintPairTable(const PairLocalReport& report, std::ostream& out) {
     out << "  " << Pad(id, 24) << (info != nullptr ? std::string(info->title) : "") << "\n";
     if (info != nullptr) out << "    fix: " << info->remedy << "\n";
   }
+  for (const auto& w : report.warnings) out << "warning: " << w << "\n";
   if (!report.findings_note.empty()) out << "node checks: " << report.findings_note << "\n";
   if (!report.work_dir.empty()) out << "NCCL logs: " << report.work_dir << "\n";
 }

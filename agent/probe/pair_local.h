@@ -10,6 +10,7 @@
 
 #include <iosfwd>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct PairLocalReport {
   std::vector<Finding> node_findings;
   std::string findings_note;  // why there are none, when there are none
   PairVerdict verdict;
+  // Findings that do not change the verdict: an IB probe without GPUDirect RDMA although the
+  // peer-memory module is loaded (why, and the log lines that show it).
+  std::vector<std::string> warnings;
   std::string work_dir;  // where the NCCL logs are
 };
 
@@ -42,6 +46,13 @@ ProbeResult MergeRankResults(const std::vector<ProbeResult>& ranks);
 // The verdict of the decision table for the rows that ran (a mode not run is not_run).
 PairVerdict DecidePairLocal(const std::vector<PairLocalRow>& rows,
                             const std::vector<Finding>& node_findings, double busbw_min_fraction);
+
+// The warning for an IB row that passed without a GDRDMA channel while the node's ib.peermem
+// check passed (nvidia_peermem or nv_peer_mem loaded); `log_lines` are the IB lines of its log.
+// nullopt when GDR was used, the module is not loaded, or the row did not pass.
+std::optional<std::string> GdrWarning(const PairLocalRow& ib_row,
+                                      const std::vector<Finding>& node_findings,
+                                      const std::vector<LogLine>& log_lines);
 
 // Runs the modes in order (socket before IB, as the triage does) and decides.
 PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeMode>& modes,

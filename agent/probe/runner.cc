@@ -99,7 +99,11 @@ std::optional<ProbeResult> ParseChildOutput(const std::string& out) {
 }
 
 void ApplyLogRules(ProbeResult& r, const std::optional<Classification>& log) {
-  if (log) r.transport = PickTransport(log->transports);
+  if (log) {
+    r.transport = PickTransport(log->transports);
+    r.ib_ports = log->ib_ports;
+    r.gdrdma = log->gdrdma;
+  }
   const std::string want = r.mode == ProbeMode::kIb ? "NET/IB" : "NET/Socket";
   std::optional<std::pair<CauseId, std::string>> own_cause;  // id, evidence
   if (r.outcome == ProbeOutcome::kPass && r.transport != want) {

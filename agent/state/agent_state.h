@@ -38,6 +38,10 @@ struct NodeVerdict {
   std::vector<std::string> causes;  // catalogue ids, most likely first
   std::string reason;               // one line for people
   int64_t decided_at_unix_ms = 0;
+  // From the coordinator: probes localised a fault on this node, repeated for hold_down sweeps.
+  bool confirmed = false;
+  // From the coordinator: peers whose link with this node is a confirmed fault.
+  std::vector<std::string> confirmed_links;
 
   friend bool operator==(const NodeVerdict&, const NodeVerdict&) = default;
 };

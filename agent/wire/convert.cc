@@ -15,6 +15,7 @@ constexpr int kMaxPorts = 8;
 constexpr int kMaxPkeys = 128;
 constexpr int kMaxFindings = 128;
 constexpr int kMaxCauses = 16;
+constexpr int kMaxIbPorts = 32;  // NCCL's MAX_IB_DEVS
 constexpr int kMaxEvidence = 4;
 
 // At most n bytes, never ending inside a UTF-8 character: the text goes into JSON (/status) and
@@ -328,6 +329,11 @@ v1::ProbeReport ToProbeReport(const ProbeResult& r, const std::string& probe_id)
   p.set_nccl_version(Cut(r.nccl_version, 64));
   p.set_cuda_driver_version(static_cast<uint32_t>(std::max(r.cuda_driver_version, 0)));
   p.set_data_verified(r.data_verified);
+  for (const auto& port : r.ib_ports) {
+    if (p.ib_ports_size() >= kMaxIbPorts) break;
+    p.add_ib_ports(Cut(port, 64));
+  }
+  p.set_gdrdma(r.gdrdma);
   if (r.classification) {
     p.set_log_class(ToProto(r.classification->fault_class));
     for (const auto& c : r.classification->causes) {
@@ -363,6 +369,10 @@ ProbeResult FromProbeReport(const v1::ProbeReport& p, ProbeMode mode, int rank,
   r.nccl_version = Cut(p.nccl_version(), 64);
   r.cuda_driver_version = static_cast<int>(std::min<uint32_t>(p.cuda_driver_version(), 1u << 30));
   r.data_verified = p.data_verified();
+  for (int i = 0; i < p.ib_ports_size() && i < kMaxIbPorts; ++i) {
+    r.ib_ports.push_back(Cut(p.ib_ports(i), 64));
+  }
+  r.gdrdma = p.gdrdma();
   if (p.log_class() != v1::FAULT_CLASS_UNSPECIFIED || p.causes_size() > 0) {
     Classification c;
     c.fault_class = FromProto(p.log_class());

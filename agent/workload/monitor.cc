@@ -103,14 +103,24 @@ PodDirectory WorkloadMonitor::Lookup(bool any_containers) {
   return dir;
 }
 
+void WorkloadMonitor::SetNodeFault(std::optional<std::string> node_fault) {
+  std::lock_guard lock(mu_);
+  node_fault_ = std::move(node_fault);
+}
+
 void WorkloadMonitor::Publish(WorkloadPass& pass, bool fresh_list) {
   if (options_.annotate && kube_ != nullptr && fresh_list) {
     const int64_t now = clock_.NowUnixMs();
+    std::optional<std::string> node_fault;
+    {
+      std::lock_guard lock(mu_);
+      node_fault = node_fault_;
+    }
     for (const auto& pod : pass.pods) {
       if (!pod.in_api) continue;
       auto it = pod_cache_.find(pod.uid);
       if (it == pod_cache_.end()) continue;
-      auto change = AnnotationChange(pod, it->second.annotations, now);
+      auto change = AnnotationChange(pod, it->second.annotations, now, node_fault);
       if (!change) continue;
       KubeResponse r =
           kube_->PatchPodAnnotationsIfUid(pod.namespace_name, pod.pod, pod.uid, *change);
@@ -184,6 +194,7 @@ WorkloadPass WorkloadMonitor::RunPass(const NodeSnapshot& host) {
 
 void WorkloadMonitor::OnState(const AgentStateView& view) {
   std::lock_guard lock(mu_);
+  node_fault_ = NodeFaultAnnotation(view.probe_verdict);
   if (view.cycle.cycles <= seen_cycles_ || !view.snapshot) return;
   seen_cycles_ = view.cycle.cycles;
   pending_ = view.snapshot;

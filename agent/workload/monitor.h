@@ -77,6 +77,10 @@ class WorkloadMonitor final : public StateSink {
   // One pass against the node's snapshot (the hardware facts the containers share).
   WorkloadPass RunPass(const NodeSnapshot& host);
 
+  // The coordinator's confirmed fault on this node, as the next passes annotate GPU pods with it
+  // (OnState keeps it current; tests and `check --workloads` may set it directly).
+  void SetNodeFault(std::optional<std::string> node_fault);
+
   void Start();
   void Stop();
   void OnState(const AgentStateView& view) override;
@@ -109,6 +113,7 @@ class WorkloadMonitor final : public StateSink {
   std::condition_variable_any wake_;
   std::shared_ptr<const NodeSnapshot> pending_;  // the newest snapshot not yet passed
   uint64_t seen_cycles_ = 0;
+  std::optional<std::string> node_fault_;  // NodeFaultAnnotation of the coordinator's verdict
   uint64_t passes_ = 0;
   std::jthread worker_;
 };

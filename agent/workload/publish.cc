@@ -61,30 +61,55 @@ std::vector<PodVerdict> PodVerdicts(const std::vector<ContainerVerdict>& contain
   return out;
 }
 
+std::optional<std::string> NodeFaultAnnotation(const std::optional<NodeVerdict>& v) {
+  if (!v) return std::nullopt;
+  std::string text;
+  if (v->confirmed &&
+      (v->fault_class == FaultClass::kArchitecture || v->fault_class == FaultClass::kIbResource)) {
+    text = std::string(ToString(v->fault_class)) + " (node fault confirmed by probes)";
+    if (!v->causes.empty()) text += ": " + checks::Join(v->causes, ",");
+  }
+  if (!v->confirmed_links.empty()) {
+    if (!text.empty()) text += "; ";
+    text += "link fault confirmed by probes to " + checks::Join(v->confirmed_links, ",");
+  }
+  if (text.empty()) return std::nullopt;
+  if (text.size() > kMaxNodeVerdictAnnotationBytes) {
+    text.resize(kMaxNodeVerdictAnnotationBytes - 3);  // ids and node names are ASCII
+    text += "...";
+  }
+  return text;
+}
+
 std::optional<AnnotationPatch> AnnotationChange(const PodVerdict& pod,
                                                 const std::map<std::string, std::string>& current,
-                                                int64_t now_unix_ms) {
+                                                int64_t now_unix_ms,
+                                                const std::optional<std::string>& node_fault) {
+  AnnotationPatch patch;
   if (pod.verdict == FaultClass::kArchitecture || pod.verdict == FaultClass::kIbResource) {
     const std::string verdict(ToString(pod.verdict));
     const std::string causes = checks::Join(pod.causes, ",");
-    if (Get(current, kVerdict) == verdict && Get(current, kCauses) == causes &&
-        Get(current, kBasis) == "checks" && current.count(kUpdated) != 0) {
-      return std::nullopt;
+    if (Get(current, kVerdict) != verdict || Get(current, kCauses) != causes ||
+        Get(current, kBasis) != "checks" || current.count(kUpdated) == 0) {
+      patch = AnnotationPatch{{kVerdict, verdict},
+                              {kCauses, causes},
+                              {kBasis, std::string("checks")},
+                              {kUpdated, FormatRfc3339(now_unix_ms)}};
     }
-    return AnnotationPatch{{kVerdict, verdict},
-                           {kCauses, causes},
-                           {kBasis, std::string("checks")},
-                           {kUpdated, FormatRfc3339(now_unix_ms)}};
-  }
-  if (pod.verdict == FaultClass::kHealthy) {
-    AnnotationPatch patch;
+  } else if (pod.verdict == FaultClass::kHealthy) {
     for (auto key : kWorkloadAnnotationKeys) {
       if (current.count(std::string(key)) != 0) patch[std::string(key)] = std::nullopt;
     }
-    if (patch.empty()) return std::nullopt;
-    return patch;
+  }  // unknown: nothing was judged, nothing to say about the pod itself
+  const std::string node_key(kNodeVerdictAnnotationKey);
+  auto now = current.find(node_key);
+  if (node_fault && (now == current.end() || now->second != *node_fault)) {
+    patch[node_key] = *node_fault;
+  } else if (!node_fault && now != current.end()) {
+    patch[node_key] = std::nullopt;
   }
-  return std::nullopt;  // unknown: nothing was judged, nothing to say
+  if (patch.empty()) return std::nullopt;
+  return patch;
 }
 
 std::vector<WorkloadFinding> StateFindings(const std::vector<ContainerVerdict>& containers) {

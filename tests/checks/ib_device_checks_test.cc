@@ -13,6 +13,7 @@ using checks::IbDriver;
 using checks::IbHcaPresent;
 using checks::IbMrRegister;
 using checks::IbPeermem;
+using checks::IbVerbsView;
 
 NodeSnapshot WithoutRegisteredHcas(NodeSnapshot s) {
   s.ib_devices.clear();
@@ -101,6 +102,85 @@ TEST(DriverCheck, WarnsWhenTheUverbsMappingIsUnreadable) {
 
 TEST(DriverCheck, SkipsWithoutRdmaHardware) {
   EXPECT_EQ(RunOne(&IbDriver, BareNode()).status, CheckStatus::kSkip);
+}
+
+// A live node whose libibverbs sees every HCA and port as sysfs does.
+NodeSnapshot LiveVerbsNode(int hcas) {
+  NodeSnapshot s = HealthyIbNode(hcas);
+  s.live.gathered = true;
+  for (const auto& d : s.ib_devices) {
+    s.live.verbs_devices.push_back(d.name);
+    for (const auto& p : d.ports) {
+      s.live.verbs_ports.push_back({d.name, p.num, "ACTIVE", 4096, 256, 128, "InfiniBand"});
+    }
+  }
+  return s;
+}
+
+TEST(VerbsViewCheck, SkipsWhenNotLive) {
+  Finding f = RunOne(&IbVerbsView, HealthyIbNode());
+  EXPECT_EQ(f.status, CheckStatus::kSkip);
+  EXPECT_NE(f.message.find("live"), std::string::npos);
+}
+
+TEST(VerbsViewCheck, PassesWhenVerbsOpensEveryHcaAndAgreesOnThePorts) {
+  Finding f = RunOne(&IbVerbsView, LiveVerbsNode(2));
+  EXPECT_EQ(f.status, CheckStatus::kPass) << f.message;
+  EXPECT_NE(f.message.find("2 HCA(s)"), std::string::npos);
+}
+
+TEST(VerbsViewCheck, FailsWhenAnHcaOfSysfsIsMissingFromTheVerbsList) {
+  // rdma-core without the mlx5 provider lists no mlx5 device although the kernel has them.
+  NodeSnapshot s = LiveVerbsNode(2);
+  s.live.verbs_devices = {"mlx5_0"};
+  Finding f = RunOne(&IbVerbsView, s);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_NE(f.message.find("missing from libibverbs: mlx5_1"), std::string::npos) << f.message;
+  EXPECT_TRUE(HasEvidenceFrom(f, "sys/class/infiniband/mlx5_1"));
+}
+
+TEST(VerbsViewCheck, FailsWithTheErrnoWhenOpenFails) {
+  NodeSnapshot s = LiveVerbsNode(2);
+  s.live.verbs_device_errors = {
+      {"mlx5_1", "ibv_open_device(mlx5_1): Permission denied (errno 13)"}};
+  Finding f = RunOne(&IbVerbsView, s);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_NE(f.message.find("ibv_open_device failed: mlx5_1 (ibv_open_device(mlx5_1): Permission "
+                           "denied (errno 13))"),
+            std::string::npos)
+      << f.message;
+  EXPECT_TRUE(HasEvidenceFrom(f, "ibverbs:ibv_open_device"));
+}
+
+TEST(VerbsViewCheck, FailsWhenAPortIsActiveOnlyInSysfs) {
+  NodeSnapshot s = LiveVerbsNode(2);
+  s.live.verbs_ports[1].state = "DOWN";
+  Finding f = RunOne(&IbVerbsView, s);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_NE(f.message.find("ACTIVE in sysfs only: mlx5_1/1 (sysfs ACTIVE, verbs DOWN)"),
+            std::string::npos)
+      << f.message;
+  EXPECT_TRUE(HasEvidenceFrom(f, "ibverbs:ibv_query_port"));
+}
+
+TEST(VerbsViewCheck, WarnsWhenAnInactivePortStateDiffers) {
+  NodeSnapshot s = LiveVerbsNode(2);
+  s.ib_devices[1].ports[0].state.value = "1: DOWN";
+  s.live.verbs_ports[1].state = "INIT";
+  Finding f = RunOne(&IbVerbsView, s);
+  EXPECT_EQ(f.status, CheckStatus::kWarn) << f.message;
+  EXPECT_NE(f.message.find("mlx5_1/1 (sysfs DOWN, verbs INIT)"), std::string::npos) << f.message;
+}
+
+TEST(VerbsViewCheck, FailsWhenLibibverbsListsNothing) {
+  NodeSnapshot s = LiveVerbsNode(2);
+  s.live.verbs_devices.clear();
+  s.live.verbs_ports.clear();
+  s.live.verbs_error = "libibverbs: no devices";
+  Finding f = RunOne(&IbVerbsView, s);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_NE(f.message.find("libibverbs lists none (libibverbs: no devices)"), std::string::npos)
+      << f.message;
 }
 
 TEST(MrRegisterCheck, SkipsWhenNotLive) {

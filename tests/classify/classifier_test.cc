@@ -306,6 +306,34 @@ TEST(LogClassifierBadInput, CrlfLineEndsAreIgnored) {
   EXPECT_EQ(c.transports, (std::vector<std::string>{"NET/IB"}));
 }
 
+TEST(LogClassifier, NamesTheHcaPortsTheIbChannelsUsedAndWhetherGdrdma) {
+  // The Using list lists active ports only; channels name an index into it (PXN adds `(rank)`).
+  Classification c = ClassifyLogText(
+      "h1:7:7 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/IB [2]mlx5_4:1/RoCE [RO]; "
+      "OOB ibp12s0:10.0.0.1<0>\n"
+      "h1:7:7 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/1/GDRDMA\n"
+      "h1:7:7 [0] NCCL INFO Channel 01/0 : 1[0] -> 0[0] [receive] via NET/IB/1/GDRDMA\n"
+      "h1:7:7 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/2(1)/GDRDMA\n"
+      "h1:7:7 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Init COMPLETE\n");
+  EXPECT_EQ(c.ib_ports, (std::vector<std::string>{"mlx5_3:1", "mlx5_4:1"}));
+  EXPECT_TRUE(c.gdrdma);
+  ASSERT_EQ(c.ib_lines.size(), 3u);  // the Using line and the first line of each port
+  EXPECT_EQ(c.ib_lines[0].number, 1u);
+  EXPECT_EQ(c.ib_lines[2].number, 4u);
+
+  Classification host_memory = ClassifyLogText(
+      "h1:7:7 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ib0:10.0.0.1<0>\n"
+      "h1:7:7 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0\n");
+  EXPECT_EQ(host_memory.ib_ports, (std::vector<std::string>{"mlx5_0:1"}));
+  EXPECT_FALSE(host_memory.gdrdma);
+
+  // A channel index the Using list does not name (or no list at all) names no port.
+  Classification orphan = ClassifyLogText(
+      "h1:7:7 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/7/GDRDMA\n");
+  EXPECT_TRUE(orphan.ib_ports.empty());
+  EXPECT_TRUE(orphan.gdrdma);
+}
+
 TEST(LogClassifierBadInput, NoNcclLinesIsUnknown) {
   Classification c = ClassifyLogText("hello\nworld\n");
   EXPECT_EQ(c.fault_class, FaultClass::kUnknown);

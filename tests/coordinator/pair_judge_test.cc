@@ -166,15 +166,20 @@ TEST(JudgePair, SkippedProbesFallBackToChecksAndAreInconclusive) {
   EXPECT_EQ(j.verdict.basis, Basis::kChecks);
 }
 
+// Socket and IB pass on both ranks.
+PairProbes BothModesPass() {
+  return Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kPass),
+                     Result(ProbeMode::kSocket, 1, ProbeOutcome::kPass)),
+                Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kPass),
+                     Result(ProbeMode::kIb, 1, ProbeOutcome::kPass)));
+}
+
 TEST(JudgePair, SlowIbIsDegradedOnlyWhenBandwidthIsChecked) {
   NodeInfo a = Node("a");
   a.hcas.push_back({"mlx5_0", "MT4123", {{1, "InfiniBand", 200, "ACTIVE", "LinkUp", {}}}});
   NodeInfo b = a;
   b.name = "b";
-  auto probes = Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kPass),
-                            Result(ProbeMode::kSocket, 1, ProbeOutcome::kPass)),
-                       Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kPass),
-                            Result(ProbeMode::kIb, 1, ProbeOutcome::kPass)));
+  auto probes = BothModesPass();
   probes.ib.rank1->busbw_bytes_per_second = 5e9;  // 25 GB/s ports
   EXPECT_EQ(JudgePair(a, b, probes, {}).status, PairStatus::kPass);
   JudgeOptions o;
@@ -183,6 +188,53 @@ TEST(JudgePair, SlowIbIsDegradedOnlyWhenBandwidthIsChecked) {
   EXPECT_EQ(j.status, PairStatus::kFail);
   EXPECT_TRUE(j.verdict.degraded);
   EXPECT_EQ(j.verdict.causes[0], "ib.bandwidth");
+}
+
+TEST(ExpectedPairBandwidth, SumsThePortsEachRankUsedAndTakesTheSlowerNode) {
+  NodeInfo a = Node("a");
+  a.hcas.push_back({"mlx5_0", "MT4129", {{1, "InfiniBand", 400, "ACTIVE", "LinkUp", {}}}});
+  a.hcas.push_back({"mlx5_1", "MT4129", {{1, "InfiniBand", 400, "ACTIVE", "LinkUp", {}}}});
+  NodeInfo b = a;
+  b.name = "b";
+  b.hcas[1].ports[0].rate_gbps = 200;  // b's second rail came up at half rate
+  auto two = ExpectedPairBandwidth(a, b, {"mlx5_0:1", "mlx5_1:1"}, {"mlx5_0:1", "mlx5_1:1"});
+  ASSERT_TRUE(two);
+  EXPECT_DOUBLE_EQ(two->bytes_per_second, 600e9 / 8);
+  EXPECT_EQ(two->basis,
+            "a: mlx5_0:1 400 Gb/s + mlx5_1:1 400 Gb/s; "
+            "b: mlx5_0:1 400 Gb/s + mlx5_1:1 200 Gb/s");
+  // Only the rail the probe used counts, not the node's best port.
+  auto one = ExpectedPairBandwidth(a, b, {"mlx5_1:1"}, {"mlx5_1:1"});
+  ASSERT_TRUE(one);
+  EXPECT_DOUBLE_EQ(one->bytes_per_second, 200e9 / 8);
+  // Ports the summary does not list (or none named): the best port, said so.
+  auto unknown = ExpectedPairBandwidth(a, b, {"mlx5_9:1"}, {});
+  ASSERT_TRUE(unknown);
+  EXPECT_DOUBLE_EQ(unknown->bytes_per_second, 400e9 / 8);
+  EXPECT_NE(unknown->basis.find("ports used not known"), std::string::npos);
+  EXPECT_FALSE(ExpectedPairBandwidth(Node("x"), b, {}, {}));
+}
+
+TEST(JudgePair, BandwidthIsJudgedAgainstThePortsTheRanksUsed) {
+  NodeInfo a = Node("a");
+  a.hcas.push_back({"mlx5_0", "MT4129", {{1, "InfiniBand", 400, "ACTIVE", "LinkUp", {}}}});
+  a.hcas.push_back({"mlx5_1", "MT4129", {{1, "InfiniBand", 100, "ACTIVE", "LinkUp", {}}}});
+  NodeInfo b = a;
+  b.name = "b";
+  auto probes = BothModesPass();
+  for (auto* r : {&*probes.ib.rank0, &*probes.ib.rank1}) {
+    r->busbw_bytes_per_second = 11e9;  // fine for mlx5_1's 12.5 GB/s, slow for mlx5_0's 50
+    r->ib_ports = {"mlx5_1:1"};
+  }
+  probes.ib.rank0->peer = "b";
+  probes.ib.rank1->peer = "a";
+  JudgeOptions o;
+  o.check_bandwidth = true;
+  EXPECT_EQ(JudgePair(a, b, probes, o).status, PairStatus::kPass);
+  for (auto* r : {&*probes.ib.rank0, &*probes.ib.rank1}) r->ib_ports = {"mlx5_0:1"};
+  auto j = JudgePair(a, b, probes, o);
+  EXPECT_EQ(j.status, PairStatus::kFail);
+  EXPECT_NE(j.verdict.reason.find("a: mlx5_0:1 400 Gb/s"), std::string::npos) << j.verdict.reason;
 }
 
 TEST(PredictPair, CrossNodeFailureIsAChecksBasedVerdict) {

@@ -55,8 +55,9 @@ v1::AgentMessage Report(const std::string& probe_id, v1::ProbeOutcome outcome) {
 }
 
 // Plays one well-behaved agent until `done`: answers every assignment with a pass, relaying the
-// unique id.
-void Play(RawAgent& a, const std::atomic<bool>& done) {
+// unique id; `ib_busbw` and `ib_port` shape the IB reports (the port NCCL's channels used).
+void Play(RawAgent& a, const std::atomic<bool>& done, double ib_busbw = 0,
+          const std::string& ib_port = "") {
   while (!done) {
     auto m = a.Next(Body::kAssignment, 50ms);
     if (!m) continue;
@@ -69,8 +70,51 @@ void Play(RawAgent& a, const std::atomic<bool>& done) {
     } else {
       EXPECT_TRUE(a.Next(Body::kUniqueId, 5s).has_value());
     }
-    a.Send(Report(as.probe_id(), v1::PROBE_OUTCOME_PASS));
+    v1::AgentMessage report = Report(as.probe_id(), v1::PROBE_OUTCOME_PASS);
+    if (as.mode() == v1::PROBE_MODE_IB) {
+      report.mutable_probe_report()->set_busbw_bytes_per_second(ib_busbw);
+      if (!ib_port.empty()) report.mutable_probe_report()->add_ib_ports(ib_port);
+    } else {
+      report.mutable_probe_report()->set_transport("NET/Socket");
+    }
+    a.Send(report);
   }
+}
+
+// An agent whose node has one 200 Gb/s HCA port (25 GB/s) and a slower one it did not use.
+v1::AgentMessage HelloWithPorts(const std::string& node) {
+  v1::AgentMessage m = RawAgent::Hello(node);
+  auto* hca = m.mutable_hello()->mutable_summary()->add_hcas();
+  hca->set_name("mlx5_0");
+  auto* port = hca->add_ports();
+  port->set_num(1);
+  port->set_link_layer("InfiniBand");
+  port->set_rate_gbps(200);
+  port->set_state("ACTIVE");
+  port->set_phys_state("LinkUp");
+  return m;
+}
+
+// The coordinator as the server command builds it, with the default configuration.
+PairJudgement SweepWithIbBusbw(double ib_busbw, std::string& log_text) {
+  Config config;
+  Coordinator c(CoordinatorOptionsFromConfig(config));
+  RawAgent a(c.target, c.token), b(c.target, c.token);
+  EXPECT_TRUE(a.Send(HelloWithPorts("node-a")));
+  EXPECT_TRUE(b.Send(HelloWithPorts("node-b")));
+  EXPECT_TRUE(c.server->WaitForAgents(2, 5s));
+  uint64_t n = c.server->RequestSweep();
+  std::atomic<bool> done{false};
+  std::thread pa([&] { Play(a, done, ib_busbw, "mlx5_0:1"); });
+  std::thread pb([&] { Play(b, done, ib_busbw, "mlx5_0:1"); });
+  EXPECT_TRUE(c.server->WaitForSweep(n, 10s));
+  done = true;
+  pa.join();
+  pb.join();
+  log_text = c.text.str();
+  auto view = c.server->View();
+  EXPECT_EQ(view.pairs.size(), 1u);
+  return view.pairs.empty() ? PairJudgement{} : view.pairs[0].judgement;
 }
 
 TEST(CoordinatorAuth, WrongTokenIsRejectedWithAClearLogLine) {
@@ -310,6 +354,31 @@ TEST(CoordinatorPredictions, CrossNodeChecksPredictBrokenPairsBeforeAnyProbe) {
   }
   auto j = ToJson(view);
   EXPECT_EQ(j["predicted"].size(), 2u);
+}
+
+TEST(CoordinatorBandwidth, ByDefaultASlowIbPairIsDegradedAgainstThePortsItUsed) {
+  std::string log;
+  PairJudgement slow = SweepWithIbBusbw(5e9, log);  // 5 GB/s on a 25 GB/s port
+  EXPECT_EQ(slow.status, PairStatus::kFail) << log;
+  EXPECT_EQ(slow.verdict.fault_class, FaultClass::kIbResource);
+  ASSERT_FALSE(slow.verdict.causes.empty());
+  EXPECT_EQ(slow.verdict.causes[0], "ib.bandwidth");
+  EXPECT_TRUE(slow.verdict.degraded);
+  EXPECT_NE(slow.verdict.reason.find("5.00 GB/s is below 50% of 25.00 GB/s"), std::string::npos)
+      << slow.verdict.reason;
+  EXPECT_NE(slow.verdict.reason.find("node-a: mlx5_0:1 200 Gb/s"), std::string::npos)
+      << slow.verdict.reason;
+
+  PairJudgement fast = SweepWithIbBusbw(23e9, log);
+  EXPECT_EQ(fast.status, PairStatus::kPass) << fast.verdict.reason;
+  EXPECT_FALSE(fast.verdict.degraded);
+}
+
+TEST(CoordinatorBandwidth, SmallProbesAreNotJudgedOnBandwidth) {
+  Config config;
+  config.probe.size_bytes = 256 << 10;  // latency-bound
+  EXPECT_FALSE(CoordinatorOptionsFromConfig(config).judge.check_bandwidth);
+  EXPECT_TRUE(CoordinatorOptionsFromConfig(Config{}).judge.check_bandwidth);
 }
 
 TEST(CoordinatorMetrics, ServesTheContractNamesAfterASweep) {

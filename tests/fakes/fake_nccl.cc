@@ -25,13 +25,17 @@
 //     NCCL_IB_PKEY (default 0) of the two ports are not one partition with a full member, or one
 //     node lists the other's hostname in fixture.json "ib_unreachable" (a broken path of the
 //     fabric)
-//   otherwise                            -> channels "via NET/IB/0"
+//   otherwise                            -> channels "via NET/IB/0", with "/GDRDMA" when the
+//     fixture has sys/module/nvidia_peermem (or nv_peer_mem). A guess at NCCL's choice: the real
+//     one also needs the GPU-HCA PCI distance within NCCL_NET_GDR_LEVEL and no ACS redirect; the
+//     fault knob no_gdr stands for those ("via NET/IB/0" although the module is loaded).
 // Without NCCL_FAKE_ROOT the node has no HCA (like a GPU box without InfiniBand).
 //
 // Failure knobs, NCCL_FAKE_FAULTS="name[@rank],...":
 //   crash_init, hang_init (abortable), hang_hard (ignores abort), no_connect, garbage (junk on
 //   stdout and exit 0), flood_stdout (4 MiB on stdout and stderr), die_allreduce (send half, then
-//   SIGKILL), hang_allreduce, wrong_data, ignore_net (fall back to sockets as NCCL <= 2.9 did).
+//   SIGKILL), hang_allreduce, wrong_data, ignore_net (fall back to sockets as NCCL <= 2.9 did),
+//   no_gdr (IB channels without GPUDirect RDMA although a peer-memory module is loaded).
 //
 // Built twice: as 2.28.9 and, with FAKE_NCCL_OLD, as a 2.12.12 without ncclCommInitRankConfig,
 // ncclCommFinalize and ncclGetLastError (and with that version's error codes and log format).
@@ -670,7 +674,10 @@ ncclResult_t ConnectChannels(ncclComm* c) {
     TRACE_RET("transport/net.cc", 1318, kRemoteError);
     return kRemoteError;
   }
-  const char* net = c->net == "IB" ? "NET/IB/0" : "NET/Socket/0";
+  const bool gdr =
+      c->net == "IB" && !Fault("no_gdr", c->rank) && !Root().empty() &&
+      (Exists(Root() + "/sys/module/nvidia_peermem") || Exists(Root() + "/sys/module/nv_peer_mem"));
+  const char* net = c->net == "IB" ? (gdr ? "NET/IB/0/GDRDMA" : "NET/IB/0") : "NET/Socket/0";
   int next = (c->rank + 1) % c->nranks;
   int prev = (c->rank + c->nranks - 1) % c->nranks;
   for (int ch = 0; ch < 2; ++ch) {

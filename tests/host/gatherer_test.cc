@@ -428,7 +428,8 @@ TEST(GatherSnapshot, MissingRootIsAnError) {
 }
 
 // Issue 16, item 10: an empty root gave a report of "unknown" and exit 0, as if nothing were
-// wrong. Nothing readable at all is an error; a root with little in it is a node with missing facts.
+// wrong. Nothing readable at all is an error; a root with little in it is a node with missing
+// facts.
 TEST(GatherSnapshot, AnEmptyRootIsAnErrorAndAnAlmostEmptyOneGivesMissingFacts) {
   fs::path dir = fs::temp_directory_path() / ("nccl-triage-empty-" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -691,6 +692,9 @@ TEST(GatherSnapshot, FakeVerbsFillLiveFacts) {
   ASSERT_EQ(s->live.verbs_ports.size(), 1u);
   EXPECT_EQ(s->live.verbs_ports[0], (VerbsPort{"mlx5_0", 1, "ACTIVE", 4096, 8, 128, "InfiniBand"}));
   EXPECT_EQ(s->live.verbs_error, "ibv_open_device(mlx5_1): Permission denied (errno 13)");
+  EXPECT_EQ(s->live.verbs_device_errors,
+            (std::vector<VerbsDeviceError>{
+                {"mlx5_1", "ibv_open_device(mlx5_1): Permission denied (errno 13)"}}));
   ASSERT_EQ(s->live.mr_registrations.size(), 2u);
   EXPECT_EQ(s->live.mr_registrations[0], (MrRegistration{"mlx5_0", 1 << 20, true, ""}));
   EXPECT_EQ(

@@ -23,7 +23,8 @@ struct CliRun {
   nlohmann::json json;
 };
 
-CliRun RunCli(const std::string& fixture, std::vector<std::string> extra) {
+CliRun RunCli(const std::string& fixture, std::vector<std::string> extra,
+              const std::string& faults = "") {
   SubprocessOptions o;
   std::string root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/" + fixture;
   o.argv = {NCCL_TRIAGE_BINARY_DIR "/nccl-triage",
@@ -48,11 +49,14 @@ CliRun RunCli(const std::string& fixture, std::vector<std::string> extra) {
             "--only-configured-libs",
             "--env-allow",
             "NCCL_FAKE_ROOT",
+            "--env-allow",
+            "NCCL_FAKE_FAULTS",
             "--root",
             root};
   o.argv.insert(o.argv.end(), extra.begin(), extra.end());
   o.env = {"PATH=/usr/bin:/bin", "NCCL_FAKE_ROOT=" + root,
            "TMPDIR=" + std::filesystem::temp_directory_path().string()};
+  if (!faults.empty()) o.env.push_back("NCCL_FAKE_FAULTS=" + faults);
   o.timeout = std::chrono::seconds(60);
   auto r = RunSubprocess(o);
   CliRun run;
@@ -123,6 +127,50 @@ TEST(ProbePairLocalCli, AnIbHcaPortThatDoesNotExistFindsNoDevice) {
   EXPECT_EQ(r.json["rows"][1]["result"]["outcome"], "fail");
   EXPECT_THAT(r.json["rows"][1]["result"]["last_error"].get<std::string>(),
               HasSubstr("Failed to initialize any NET plugin"));
+}
+
+TEST(ProbePairLocalCli, ProbesPassingOnAnotherRailDoNotHideAFailingPortCheck) {
+  // Unpinned, NCCL uses the seven active ports and both probes pass; mlx5_3 is still down.
+  auto r = RunCli("port-down", {});
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.json["rows"][0]["result"]["outcome"], "pass");
+  EXPECT_EQ(r.json["rows"][1]["result"]["outcome"], "pass");
+  EXPECT_EQ(r.json["verdict"]["class"], "ib_resource");
+  EXPECT_EQ(r.json["verdict"]["basis"], "probes");
+  EXPECT_THAT(r.json["verdict"]["reason"].get<std::string>(),
+              HasSubstr("probes pass, node checks fail"));
+  EXPECT_THAT(Causes(r), Contains("ib.port_state"));
+  EXPECT_THAT(r.json["failing_checks"], Contains("ib.port_state"));
+
+  auto table = RunCli("port-down", {"--format", "table"});
+  EXPECT_EQ(table.exit_code, 1);
+  EXPECT_THAT(table.out, HasSubstr("probes pass, node checks fail"));
+  EXPECT_THAT(table.out, HasSubstr("ib.port_state"));
+}
+
+TEST(ProbePairLocalCli, GdrdmaChannelsWithPeermemLoadedGiveNoWarning) {
+  auto r = RunCli("dgx-a100", {});  // nvidia_peermem is loaded there
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.json["rows"][1]["result"]["gdrdma"], true);
+  EXPECT_EQ(r.json["rows"][1]["result"]["ib_ports"], nlohmann::json::array({"mlx5_0:1"}));
+  EXPECT_TRUE(r.json["warnings"].empty()) << r.out;
+}
+
+TEST(ProbePairLocalCli, NoGdrdmaAlthoughPeermemIsLoadedIsAWarningWithTheLogLines) {
+  auto r = RunCli("dgx-a100", {}, "no_gdr");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;  // works, slower: the verdict stays healthy
+  EXPECT_EQ(r.json["verdict"]["class"], "healthy");
+  EXPECT_EQ(r.json["rows"][1]["result"]["gdrdma"], false);
+  ASSERT_EQ(r.json["warnings"].size(), 1u) << r.out;
+  const std::string w = r.json["warnings"][0];
+  EXPECT_THAT(w, HasSubstr("without GPUDirect RDMA"));
+  EXPECT_THAT(w, HasSubstr("NCCL_NET_GDR_LEVEL"));
+  EXPECT_THAT(w, HasSubstr("ACS"));
+  EXPECT_THAT(w, HasSubstr("NET/IB : Using [0]mlx5_0:1/IB"));
+  EXPECT_THAT(w, HasSubstr("via NET/IB/0"));
+
+  auto none = RunCli("no-peermem", {}, "");  // the module is missing: ib.peermem warns instead
+  EXPECT_TRUE(none.json["warnings"].empty()) << none.out;
 }
 
 TEST(ProbePairLocalCli, Memlock64KiBIsIbResourceCausedByMemlock) {

@@ -302,6 +302,35 @@ TEST(WorkloadMonitor, TheAgentsOwnPodIsNeverJudged) {
   EXPECT_TRUE(h.fake.Annotations("nccl-triage", "agent-x").empty());
 }
 
+TEST(WorkloadMonitor, AHealthyGpuPodOnANodeWithAConfirmedFaultGetsTheNodesVerdict) {
+  auto pod = PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1));
+  Harness h({GoodProcess(4101, 1)}, {pod});
+  // The coordinator's verdict reaches the monitor with the agent state (no new cycle needed).
+  AgentStateView view;
+  NodeVerdict v;
+  v.fault_class = FaultClass::kIbResource;
+  v.basis = Basis::kProbes;
+  v.causes = {"ib.port_state"};
+  v.confirmed = true;
+  view.probe_verdict = v;
+  h.monitor->OnState(view);
+  WorkloadPass pass = h.Pass();
+  EXPECT_EQ(pass.pods.at(0).verdict, FaultClass::kHealthy);
+  EXPECT_EQ(pass.patches_sent, 1);
+  auto a = h.fake.Annotations("team-a", "train-0");
+  EXPECT_EQ(a["nccl-triage.io/node-verdict"],
+            "ib_resource (node fault confirmed by probes): ib.port_state");
+  EXPECT_EQ(a.count("nccl-triage.io/verdict"), 0u);
+
+  h.SyncAnnotations({pod});
+  EXPECT_EQ(h.Pass().patches_sent, 0);  // unchanged: nothing sent
+  view.probe_verdict.reset();           // the fault is repaired
+  h.monitor->OnState(view);
+  h.SyncAnnotations({pod});
+  EXPECT_EQ(h.Pass().patches_sent, 1);
+  EXPECT_EQ(h.fake.Annotations("team-a", "train-0").count("nccl-triage.io/node-verdict"), 0u);
+}
+
 TEST(WorkloadMonitor, RunsAPassAfterEachNewCycleOnItsOwnThread) {
   Harness h({SmallShm(4101, 1)},
             {PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1))});

@@ -141,6 +141,63 @@ TEST(AnnotationChange, FailingPodGetsVerdictCausesBasisAndUpdated) {
   EXPECT_EQ(patch->count("team.example/owner"), 0u);  // other annotations are never named
 }
 
+NodeVerdict ConfirmedNodeFault() {
+  NodeVerdict v;
+  v.fault_class = FaultClass::kIbResource;
+  v.basis = Basis::kProbes;
+  v.causes = {"ib.port_state", "ib.fabric"};
+  v.confirmed = true;
+  return v;
+}
+
+TEST(NodeFaultAnnotation, OnlyAFaultTheCoordinatorConfirmedIsSaid) {
+  EXPECT_FALSE(NodeFaultAnnotation(std::nullopt));
+  NodeVerdict suspected = ConfirmedNodeFault();
+  suspected.confirmed = false;  // one sweep, not yet repeated for hold_down
+  EXPECT_FALSE(NodeFaultAnnotation(suspected));
+  EXPECT_EQ(NodeFaultAnnotation(ConfirmedNodeFault()),
+            "ib_resource (node fault confirmed by probes): ib.port_state,ib.fabric");
+  NodeVerdict link;
+  link.fault_class = FaultClass::kHealthy;
+  link.confirmed_links = {"node-b", "node-c"};
+  EXPECT_EQ(NodeFaultAnnotation(link), "link fault confirmed by probes to node-b,node-c");
+}
+
+TEST(NodeFaultAnnotation, IsBounded) {
+  NodeVerdict v = ConfirmedNodeFault();
+  for (int i = 0; i < 100; ++i) v.confirmed_links.push_back("node-" + std::to_string(i));
+  auto text = NodeFaultAnnotation(v);
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->size(), kMaxNodeVerdictAnnotationBytes);
+  EXPECT_EQ(text->substr(text->size() - 3), "...");
+}
+
+TEST(AnnotationChange, AHealthyPodOnAFaultyNodeGetsTheNodesVerdictAndLosesItAfterwards) {
+  PodVerdict p;
+  p.verdict = FaultClass::kHealthy;
+  const auto fault = NodeFaultAnnotation(ConfirmedNodeFault());
+  auto patch = AnnotationChange(p, {}, 1'700'000'000'000, fault);
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(patch->size(), 1u);  // the pod's own keys stay away: its settings are fine
+  EXPECT_EQ(patch->at("nccl-triage.io/node-verdict"), *fault);
+  std::map<std::string, std::string> current = {{"nccl-triage.io/node-verdict", *fault}};
+  EXPECT_FALSE(AnnotationChange(p, current, 1'700'000'000'000, fault).has_value());
+  auto cleared = AnnotationChange(p, current, 1'700'000'000'000, std::nullopt);
+  ASSERT_TRUE(cleared.has_value());
+  EXPECT_EQ(cleared->at("nccl-triage.io/node-verdict"), std::nullopt);
+}
+
+TEST(AnnotationChange, AFailingPodOnAFaultyNodeGetsBoth) {
+  PodVerdict p;
+  p.verdict = FaultClass::kArchitecture;
+  p.causes = {"shm.size"};
+  auto patch =
+      AnnotationChange(p, {}, 1'700'000'000'000, NodeFaultAnnotation(ConfirmedNodeFault()));
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(patch->at("nccl-triage.io/verdict"), "architecture");
+  EXPECT_EQ(patch->count("nccl-triage.io/node-verdict"), 1u);
+}
+
 TEST(AnnotationChange, NoPatchWhenNothingChanged) {
   PodVerdict p;
   p.verdict = FaultClass::kArchitecture;
