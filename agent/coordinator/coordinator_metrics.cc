@@ -21,6 +21,8 @@ constexpr std::array kSpecs = {
                "Pairs tested in the current round-robin coverage cycle."},
     MetricSpec{"nccl_triage_coordinator_pairs_total", "gauge", "",
                "Pairs of the current node set (n(n-1)/2)."},
+    MetricSpec{"nccl_triage_coordinator_node_unprobed_sweeps", "gauge", "node",
+               "Sweeps in a row a connected node was left out of (its GPUs busy); 0 once probed."},
     MetricSpec{"nccl_triage_coordinator_last_sweep_timestamp_seconds", "gauge", "",
                "Unix time the last sweep finished."},
     MetricSpec{"nccl_triage_incidents_total", "counter", "class,cause",
@@ -64,6 +66,11 @@ CoordinatorMetrics::CoordinatorMetrics() : registry_(std::make_shared<prometheus
                            .Register(*registry_);
   localised_node_ = &localised_family_->Add({{"kind", "node"}});
   localised_link_ = &localised_family_->Add({{"kind", "link"}});
+  unprobed_ =
+      std::make_unique<GaugeSeries>(prometheus::BuildGauge()
+                                        .Name("nccl_triage_coordinator_node_unprobed_sweeps")
+                                        .Help(Help("nccl_triage_coordinator_node_unprobed_sweeps"))
+                                        .Register(*registry_));
   fault_ = std::make_unique<GaugeSeries>(prometheus::BuildGauge()
                                              .Name("nccl_triage_coordinator_fault")
                                              .Help(Help("nccl_triage_coordinator_fault"))
@@ -114,6 +121,14 @@ void CoordinatorMetrics::SetFaults(const std::vector<TrackedFault>& confirmed) {
   fault_->Sweep();
   localised_node_->Set(nodes);
   localised_link_->Set(links);
+}
+
+void CoordinatorMetrics::SetUnprobedSweeps(const std::map<std::string, uint64_t>& by_node) {
+  std::lock_guard lock(mu_);
+  for (const auto& [node, sweeps] : by_node) {
+    unprobed_->Set({{"node", node}}, static_cast<double>(sweeps));
+  }
+  unprobed_->Sweep();
 }
 
 void CoordinatorMetrics::SetCoverage(uint64_t tested, uint64_t total) {

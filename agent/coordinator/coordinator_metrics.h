@@ -10,6 +10,7 @@
 //   localised_faults{kind}                   gauge (kind node|link: confirmed faults now)
 //   fault{kind,node,peer,class,cause}        gauge 1 per confirmed fault (peer "" for node faults)
 //   pairs_tested / pairs_total               gauges (round-robin coverage of the current cycle)
+//   node_unprobed_sweeps{node}               gauge (sweeps in a row a connected node was left out)
 //   last_sweep_timestamp_seconds             gauge
 // and, without the coordinator_ prefix (an incident is the job's, not the coordinator's):
 //   nccl_triage_incidents_total{class,cause} counter (incidents `nccl-triage triage` concluded)
@@ -23,6 +24,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -48,6 +50,8 @@ class CoordinatorMetrics {
   void ObserveSweep(double seconds, int64_t finished_unix_ms);
   void SetFaults(const std::vector<TrackedFault>& confirmed);
   void SetCoverage(uint64_t tested, uint64_t total);
+  // One series per connected node; nodes not in the map lose theirs.
+  void SetUnprobedSweeps(const std::map<std::string, uint64_t>& by_node);
   void CountIncident(std::string_view fault_class, std::string_view cause);
 
   std::string Text();
@@ -63,6 +67,7 @@ class CoordinatorMetrics {
   prometheus::Gauge* localised_node_ = nullptr;
   prometheus::Gauge* localised_link_ = nullptr;
   std::unique_ptr<GaugeSeries> fault_;
+  std::unique_ptr<GaugeSeries> unprobed_;
   prometheus::Gauge* pairs_tested_ = nullptr;
   prometheus::Gauge* pairs_total_ = nullptr;
   prometheus::Gauge* last_sweep_ = nullptr;

@@ -164,9 +164,10 @@ class CoordinatorServer::Impl {
   std::condition_variable cv_;
   bool stopping_ = false;
   bool started_ = false;
-  std::map<std::string, Agent> agents_;          // connected, by node
-  std::map<Stream*, std::string> stream_nodes_;  // streams that said hello
-  std::map<std::string, NodeInfo> known_;        // every node ever seen
+  std::map<std::string, Agent> agents_;              // connected, by node
+  std::map<std::string, uint64_t> unprobed_sweeps_;  // connected node -> sweeps left out in a row
+  std::map<Stream*, std::string> stream_nodes_;      // streams that said hello
+  std::map<std::string, NodeInfo> known_;            // every node ever seen
   std::map<std::string, std::string> last_peer_;
   std::map<std::string, SteadyClock::time_point> left_at_;  // known, not connected, since
   std::vector<std::unique_ptr<PairRun>> runs_;              // the current round's pairs

@@ -127,10 +127,16 @@ void CoordinatorServer::Impl::RunOneSweep() {
   std::vector<std::pair<std::string, std::string>> members;
   SweepSetup setup;
   setup.number = number;
+  std::map<std::string, uint64_t> unprobed;
   for (const auto& [node, a] : agents_) {
     members.emplace_back(node, a.info.topology);
     if (!a.info.gpus_busy) setup.nodes.push_back(node);
+    auto before = unprobed_sweeps_.find(node);
+    unprobed[node] =
+        a.info.gpus_busy ? (before == unprobed_sweeps_.end() ? 0 : before->second) + 1 : 0;
   }
+  unprobed_sweeps_ = std::move(unprobed);
+  metrics_.SetUnprobedSweeps(unprobed_sweeps_);
   schedule_.SetNodes(members);
   std::set<std::string> available(setup.nodes.begin(), setup.nodes.end());
   setup.round1 = schedule_.NextRound([&](const std::string& n) { return available.count(n) > 0; });

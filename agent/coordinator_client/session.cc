@@ -88,6 +88,27 @@ std::optional<std::string> ReadIdentityToken(const std::string& path) {
 // Pair verdicts taken from one Verdicts message.
 constexpr size_t kMaxPairVerdicts = 256;
 
+// Holders of /dev/nvidia* on every production GPU node that run no job on the GPU:
+// nvidia-persistenced keeps the device files open in persistence mode, DCGM's host engine and
+// dcgm-exporter poll them, the device plugin and GPU feature discovery check health, nvidia-smi
+// reads, and the agent's own probe children. /proc/<pid>/comm is cut at 15 characters.
+constexpr std::string_view kSystemGpuHolders[] = {
+    "nvidia-persiste", "nv-hostengine", "dcgm-exporter", "dcgmi",          "nvidia-device-p",
+    "gpu-feature-dis", "nvidia-smi",    "nccl-triage",   "nccl-triage-pro"};
+
+bool IsSystemGpuHolder(std::string_view comm) {
+  return std::find(std::begin(kSystemGpuHolders), std::end(kSystemGpuHolders), comm) !=
+         std::end(kSystemGpuHolders);
+}
+
+// The first process that holds a GPU for a workload, or null.
+const DeviceHolder* FirstWorkloadGpuHolder(const NodeSnapshot& s) {
+  for (const auto& h : s.gpu_holders) {
+    if (!IsSystemGpuHolder(h.comm)) return &h;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::chrono::milliseconds ReconnectDelay(int attempt, std::chrono::milliseconds initial,
@@ -204,7 +225,7 @@ class CoordinatorSession::Connection {
   bool GpusBusy() {
     if (services_.config().probe.allow_when_gpus_busy) return false;
     auto snapshot = services_.LatestSnapshot();
-    return snapshot && !snapshot->gpu_holders.empty();
+    return snapshot && FirstWorkloadGpuHolder(*snapshot) != nullptr;
   }
 
   bool Write(const v1::AgentMessage& m) {
@@ -388,9 +409,8 @@ class CoordinatorSession::Connection {
     if (GpusBusy()) {
       auto snapshot = services_.LatestSnapshot();
       std::string who;
-      if (snapshot && !snapshot->gpu_holders.empty()) {
-        const auto& h = snapshot->gpu_holders.front();
-        who = " (" + h.comm + " pid " + std::to_string(h.pid) + " holds " + h.device + ")";
+      if (const DeviceHolder* h = snapshot ? FirstWorkloadGpuHolder(*snapshot) : nullptr) {
+        who = " (" + h->comm + " pid " + std::to_string(h->pid) + " holds " + h->device + ")";
       }
       refused.set_skipped_reason("skipped: GPUs busy" + who);
       return refused;

@@ -11,7 +11,9 @@
 // Closed set: an assignment names a peer, a mode, a rank, a size from an enum and a deadline
 // (clamped to probe.timeout_seconds); anything outside is refused with NOT_RUN and a reason.
 // The agent never probes while another process holds its GPUs (NodeSnapshot::gpu_holders) unless
-// probe.allow_when_gpus_busy: the probe is reported NOT_RUN "skipped: GPUs busy".
+// probe.allow_when_gpus_busy: the probe is reported NOT_RUN "skipped: GPUs busy". System holders
+// that run no job (nvidia-persistenced, DCGM, dcgm-exporter, the device plugin, nvidia-smi, the
+// agent's own children) do not count.
 //
 // Thread safety: Run() is called once, on the link thread; it starts a heartbeat thread and a
 // probe thread per connection and joins them before it returns.

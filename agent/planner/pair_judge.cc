@@ -97,6 +97,21 @@ std::vector<std::string> PortsOn(const ModeProbes& probes, const std::string& no
   return {};
 }
 
+// The expectation is the ports' rate, which assumes GPUDirect RDMA: without it NCCL stages through
+// host memory and may fall short of it. Says whether each rank's channels used it.
+std::string GdrNote(const ModeProbes& probes, const std::string& a, const std::string& b) {
+  std::vector<std::string> without;
+  for (const std::string& node : {a, b}) {
+    for (const auto& r : {probes.rank0, probes.rank1}) {
+      if (r && r->peer != node && !r->peer.empty() && !r->gdrdma) without.push_back(node);
+    }
+  }
+  if (without.empty()) return "; GPUDirect RDMA assumed and used";
+  std::string names;
+  for (const auto& n : without) names += (names.empty() ? "" : ", ") + n;
+  return "; GPUDirect RDMA assumed, not used on " + names + " (no /GDRDMA channel)";
+}
+
 }  // namespace
 
 std::optional<ExpectedBandwidth> ExpectedPairBandwidth(const NodeInfo& a, const NodeInfo& b,
@@ -216,7 +231,7 @@ PairJudgement JudgePair(const NodeInfo& a, const NodeInfo& b, const PairProbes& 
     if (auto e =
             ExpectedPairBandwidth(a, b, PortsOn(probes.ib, a.name), PortsOn(probes.ib, b.name))) {
       in.expected_ib_bytes_per_second = e->bytes_per_second;
-      in.expected_ib_basis = e->basis;
+      in.expected_ib_basis = e->basis + GdrNote(probes.ib, a.name, b.name);
     }
   }
   in.busbw_min_fraction = options.busbw_min_fraction;

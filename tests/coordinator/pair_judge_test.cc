@@ -235,6 +235,18 @@ TEST(JudgePair, BandwidthIsJudgedAgainstThePortsTheRanksUsed) {
   auto j = JudgePair(a, b, probes, o);
   EXPECT_EQ(j.status, PairStatus::kFail);
   EXPECT_NE(j.verdict.reason.find("a: mlx5_0:1 400 Gb/s"), std::string::npos) << j.verdict.reason;
+  // Both ranks' channels went through host memory: the reason says the rate assumed GDR.
+  EXPECT_NE(j.verdict.reason.find("GPUDirect RDMA assumed, not used on a, b (no /GDRDMA channel)"),
+            std::string::npos)
+      << j.verdict.reason;
+  probes.ib.rank0->gdrdma = true;  // rank 0 ran on a (its peer is b)
+  j = JudgePair(a, b, probes, o);
+  EXPECT_NE(j.verdict.reason.find("not used on b (no /GDRDMA channel)"), std::string::npos)
+      << j.verdict.reason;
+  probes.ib.rank1->gdrdma = true;
+  j = JudgePair(a, b, probes, o);
+  EXPECT_NE(j.verdict.reason.find("GPUDirect RDMA assumed and used"), std::string::npos)
+      << j.verdict.reason;
 }
 
 TEST(PredictPair, CrossNodeFailureIsAChecksBasedVerdict) {

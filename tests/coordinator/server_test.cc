@@ -381,6 +381,33 @@ TEST(CoordinatorBandwidth, SmallProbesAreNotJudgedOnBandwidth) {
   EXPECT_TRUE(CoordinatorOptionsFromConfig(Config{}).judge.check_bandwidth);
 }
 
+TEST(CoordinatorMetrics, ANodeLeftOutBecauseItsGpusAreBusyCountsItsSweeps) {
+  Coordinator c;
+  auto a = c.Agent("node-a");
+  auto b = c.Agent("node-b");
+  RawAgent busy(c.target, c.token);
+  v1::AgentMessage hello = RawAgent::Hello("node-c");
+  hello.mutable_hello()->mutable_summary()->set_gpus_busy(true);
+  ASSERT_TRUE(busy.Send(hello));
+  ASSERT_TRUE(c.server->WaitForAgents(3, 5s));
+  std::atomic<bool> done{false};
+  std::thread pa([&] { Play(*a, done); });
+  std::thread pb([&] { Play(*b, done); });
+  for (int sweep = 0; sweep < 2; ++sweep) {
+    EXPECT_TRUE(c.server->WaitForSweep(c.server->RequestSweep(), 10s));
+  }
+  done = true;
+  pa.join();
+  pb.join();
+  std::string m = c.server->MetricsText();
+  EXPECT_NE(m.find("nccl_triage_coordinator_node_unprobed_sweeps{node=\"node-c\"} 2"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("nccl_triage_coordinator_node_unprobed_sweeps{node=\"node-a\"} 0"),
+            std::string::npos)
+      << m;
+}
+
 TEST(CoordinatorMetrics, ServesTheContractNamesAfterASweep) {
   CoordinatorOptions o;
   o.http_listen = "127.0.0.1:0";

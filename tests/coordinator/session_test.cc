@@ -89,10 +89,11 @@ class FakeServices final : public AgentServices {
     std::lock_guard lock(mu_);
     report_ = std::make_shared<NodeReport>(std::move(report));
   }
-  void SetGpuHolder() {
+  void SetGpuHolder() { SetGpuHolders({{4242, "python3", "/dev/nvidia0"}}); }
+  void SetGpuHolders(std::vector<DeviceHolder> holders) {
     std::lock_guard lock(mu_);
     auto s = std::make_shared<NodeSnapshot>();
-    s->gpu_holders.push_back({4242, "python3", "/dev/nvidia0"});
+    s->gpu_holders = std::move(holders);
     snapshot_ = s;
   }
   bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
@@ -451,6 +452,36 @@ TEST(CoordinatorSession, NeverProbesWhileAnotherProcessHoldsTheGpus) {
   EXPECT_NE(r->skipped_reason().find("skipped: GPUs busy"), std::string::npos);
   EXPECT_NE(r->skipped_reason().find("python3"), std::string::npos);
   EXPECT_EQ(a.probes_.load(), 0);
+}
+
+TEST(CoordinatorSession, PersistencedAndDcgmHoldingEveryGpuDoNotBlockProbes) {
+  // A production node: persistence mode and dcgm-exporter keep every /dev/nvidiaN open.
+  Scripted c;
+  FakeServices a("node-a");
+  std::vector<DeviceHolder> holders;
+  for (int gpu = 0; gpu < 8; ++gpu) {
+    const std::string dev = "/dev/nvidia" + std::to_string(gpu);
+    holders.push_back({1201, "nvidia-persiste", dev});
+    holders.push_back({2202, "dcgm-exporter", dev});
+    holders.push_back({2203, "nv-hostengine", dev});
+  }
+  a.SetGpuHolders(holders);
+  RunningSession s(c.Options(), a);
+  c.service.Send(Assignment("production"));
+  auto r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_PASS) << r->skipped_reason();
+  EXPECT_EQ(a.probes_.load(), 1);
+
+  // A training process on one GPU still blocks, and is the one named.
+  holders.push_back({4242, "python3", "/dev/nvidia3"});
+  a.SetGpuHolders(holders);
+  c.service.Send(Assignment("job"));
+  r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
+  EXPECT_NE(r->skipped_reason().find("python3 pid 4242 holds /dev/nvidia3"), std::string::npos)
+      << r->skipped_reason();
 }
 
 TEST(CoordinatorSession, ProbesWhenGpusAreBusyIfTheConfigAllowsIt) {

@@ -25,6 +25,7 @@ var contractMetrics = map[string]string{
 	"nccl_triage_coordinator_sweep_duration_seconds": "histogram", "nccl_triage_coordinator_probes_total": "counter",
 	"nccl_triage_coordinator_localised_faults": "gauge", "nccl_triage_coordinator_fault": "gauge",
 	"nccl_triage_coordinator_pairs_tested": "gauge", "nccl_triage_coordinator_pairs_total": "gauge",
+	"nccl_triage_coordinator_node_unprobed_sweeps":         "gauge",
 	"nccl_triage_coordinator_last_sweep_timestamp_seconds": "gauge",
 	"nccl_triage_incidents_total":                          "counter",
 }
