@@ -647,23 +647,21 @@ ncclResult_t PeerClosed(ncclComm* c, int fd) {
 
 // First collective: connect the channels (NCCL 2.22+ connects at runtime), which is where IB
 // registers its buffers and a low memlock limit fails.
+// ibv_reg_mr failing at connection setup, with the strerror text of its errno.
+ncclResult_t RegistrationFails(ncclComm* c, const char* error) {
+  WARN_AT("misc/ibvwrap.cc", 203, "Call to ibv_reg_mr failed with error %s", error);
+  TRACE_RET("transport/net_ib.cc", 1361, ncclSystemError);
+  TRACE_RET("transport/net.cc", 753, ncclSystemError);
+  INFO("[Proxy Service %d] Failed to execute operation Connect from rank %d, retcode 2", c->rank,
+       c->rank);
+  return ncclSystemError;
+}
+
 ncclResult_t ConnectChannels(ncclComm* c) {
   if (c->channels_connected) return ncclSuccess;
-  if (c->net == "IB" && c->ib_memlock_fails) {
-    WARN_AT("misc/ibvwrap.cc", 203, "Call to ibv_reg_mr failed with error Cannot allocate memory");
-    TRACE_RET("transport/net_ib.cc", 1361, ncclSystemError);
-    TRACE_RET("transport/net.cc", 753, ncclSystemError);
-    INFO("[Proxy Service %d] Failed to execute operation Connect from rank %d, retcode 2", c->rank,
-         c->rank);
-    return ncclSystemError;
-  }
+  if (c->net == "IB" && c->ib_memlock_fails) return RegistrationFails(c, "Cannot allocate memory");
   if (c->net == "IB" && !c->ib_mr_fail_device.empty()) {
-    WARN_AT("misc/ibvwrap.cc", 203, "Call to ibv_reg_mr failed with error Input/output error");
-    TRACE_RET("transport/net_ib.cc", 1361, ncclSystemError);
-    TRACE_RET("transport/net.cc", 753, ncclSystemError);
-    INFO("[Proxy Service %d] Failed to execute operation Connect from rank %d, retcode 2", c->rank,
-         c->rank);
-    return ncclSystemError;
+    return RegistrationFails(c, "Input/output error");
   }
   if (c->net == "IB" && !c->ib_broken_peer.empty()) {
     WARN_AT("transport/net_ib/p2p.cc", 467,
