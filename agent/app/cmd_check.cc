@@ -23,6 +23,7 @@
 #include "base/flags.h"
 #include "checks/check.h"
 #include "config/config_loader.h"
+#include "core/rails.h"
 #include "core/report.h"
 #include "core/snapshot_json.h"
 #include "host/gatherer.h"
@@ -199,12 +200,14 @@ int RunCheckCommand(CliContext& ctx) {
 
   if (args.format == "json") {
     nlohmann::json j = ToJson(report);
+    j["rails"] = RailsJson(RailTable(snapshot));
     if (workloads) j["workloads"] = std::move(workloads->json);
     ctx.out << j.dump(2) << "\n";
   } else {
     TableOptions options;
     options.color = UseColor(ctx.out);
     RenderReportTable(report, ctx.out, options);
+    RenderRailTable(RailTable(snapshot), ctx.out);
     if (workloads) ctx.out << workloads->table;
   }
   return std::max(ExitCodeFor(report), workloads ? workloads->exit_code : 0);

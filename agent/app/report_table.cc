@@ -188,4 +188,42 @@ void RenderReportTable(const NodeReport& r, std::ostream& os, const TableOptions
      << counts[static_cast<int>(CheckStatus::kSkip)] << " skip\n";
 }
 
+void RenderRailTable(const std::vector<Rail>& rails, std::ostream& os) {
+  if (rails.empty()) return;
+  const std::vector<std::string> head = {"rail",     "hca/port", "pci",  "gpu",
+                                         "affinity", "numa",     "rate", "state"};
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : rails) {
+    std::string rate = "?";
+    if (r.rate_gbps) {
+      rate = std::to_string(static_cast<long long>(*r.rate_gbps));
+      if (*r.rate_gbps - static_cast<double>(static_cast<long long>(*r.rate_gbps)) > 0.01) {
+        rate += ".5";
+      }
+      rate += " Gb/s";
+    }
+    rows.push_back({std::to_string(r.index), r.device + "/" + std::to_string(r.port),
+                    r.hca_bdf.empty() ? "?" : r.hca_bdf,
+                    r.gpu >= 0 ? std::to_string(r.gpu) + " " + r.gpu_bdf : "-",
+                    std::string(ToString(r.affinity)),
+                    r.numa_node >= 0 ? std::to_string(r.numa_node) : "?", rate, r.state});
+  }
+  std::vector<size_t> width(head.size());
+  for (size_t c = 0; c < head.size(); ++c) {
+    width[c] = head[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      out += cells[c];
+      if (c + 1 < cells.size()) out += std::string(width[c] - cells[c].size() + 2, ' ');
+    }
+    os << out << "\n";
+  };
+  os << "\nrails\n";
+  line(head);
+  for (const auto& row : rows) line(row);
+}
+
 }  // namespace nccl_triage

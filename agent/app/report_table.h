@@ -4,7 +4,9 @@
 #pragma once
 
 #include <iosfwd>
+#include <vector>
 
+#include "core/rails.h"
 #include "core/report.h"
 
 namespace nccl_triage {
@@ -16,5 +18,9 @@ struct TableOptions {
 };
 
 void RenderReportTable(const NodeReport& report, std::ostream& os, const TableOptions& options);
+
+// The node's rails, one line each: rail, HCA/port, PCI address, GPU, affinity, NUMA node, rate,
+// state. Writes nothing when the node has no rail.
+void RenderRailTable(const std::vector<Rail>& rails, std::ostream& os);
 
 }  // namespace nccl_triage

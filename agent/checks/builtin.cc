@@ -35,6 +35,7 @@ constexpr std::array kBuiltins = {
     Check{ids::kIbVerbsView, &checks::IbVerbsView},
     Check{ids::kIbContention, &checks::IbContention},
     Check{ids::kIbPeermem, &checks::IbPeermem},
+    Check{ids::kIbRailTopology, &checks::IbRailTopology},
 };
 
 // What the registry would reject at run time, and what the README's check table needs, decided

@@ -20,6 +20,7 @@ Finding IbMrRegister(const NodeSnapshot& s, const Config& c, const CheckContext&
 Finding IbVerbsView(const NodeSnapshot& s, const Config& c, const CheckContext& ctx);
 Finding IbContention(const NodeSnapshot& s, const Config& c, const CheckContext& ctx);
 Finding IbPeermem(const NodeSnapshot& s, const Config& c, const CheckContext& ctx);
+Finding IbRailTopology(const NodeSnapshot& s, const Config& c, const CheckContext& ctx);
 
 // architecture
 Finding VersionsNccl(const NodeSnapshot& s, const Config& c, const CheckContext& ctx);

@@ -213,6 +213,13 @@ inline constexpr std::array kEntries = {
               "Without nvidia_peermem (or nv_peer_mem, or dma-buf support) NCCL copies through "
               "host memory: it works, but slower.",
               "modprobe nvidia_peermem (shipped with the NVIDIA driver) and load it at boot."},
+    CauseInfo{"ib.rail_topology", kIb, kHost, kSlowsIb, "Rails (HCA and GPU pairing)",
+              "NCCL drives each GPU's traffic through the HCA closest to it (a rail); an HCA "
+              "without a GPU on its PCIe switch, or a GPU whose closest HCA is down, sends that "
+              "GPU's traffic across the CPU interconnect to another rail, at a fraction of the "
+              "bandwidth.",
+              "Check the rail table (`nccl-triage check`): bring the named HCA's port up (see "
+              "ib.port_state), or move the card back into the slot next to its GPU."},
     // ---------------------------------------------------------------- workload containers
     CauseInfo{"env.ib_disable", kArch, kWorkload, kNone, "NCCL_IB_DISABLE left on",
               "The container sets NCCL_IB_DISABLE=1 on a node with RDMA devices: NCCL runs over "

@@ -36,6 +36,7 @@ inline constexpr CauseId kIbMrRegister{"ib.mr_register"};
 inline constexpr CauseId kIbVerbsView{"ib.verbs_view"};
 inline constexpr CauseId kIbContention{"ib.contention"};
 inline constexpr CauseId kIbPeermem{"ib.peermem"};
+inline constexpr CauseId kIbRailTopology{"ib.rail_topology"};
 
 // workload containers
 inline constexpr CauseId kEnvIbDisable{"env.ib_disable"};

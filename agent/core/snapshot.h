@@ -19,7 +19,8 @@ template <typename T>
 struct Fact {
   std::optional<T> value;
   std::string source;  // path relative to the root, or "ibverbs:<call>", "live:<what>"
-  std::string error;   // empty when value is set: "missing", "unreadable: EACCES", "unparseable: 'x'"
+  std::string
+      error;  // empty when value is set: "missing", "unreadable: EACCES", "unparseable: 'x'"
 
   bool ok() const { return value.has_value(); }
   friend bool operator==(const Fact&, const Fact&) = default;
@@ -39,10 +40,17 @@ struct LimitPair {
 };
 
 struct PciDevice {
-  std::string bdf;         // "0000:17:00.0"
-  uint16_t vendor = 0;     // 0x15b3 Mellanox
+  std::string bdf;      // "0000:17:00.0"
+  uint16_t vendor = 0;  // 0x15b3 Mellanox
   uint16_t device = 0;
-  uint32_t class_code = 0; // 0x020700 InfiniBand controller, 0x020000 Ethernet, 0x030200 3D ctrl
+  uint32_t class_code = 0;  // 0x020700 InfiniBand controller, 0x020000 Ethernet, 0x030200 3D ctrl
+  // Where it sits in the PCIe tree, from the target of sys/bus/pci/devices/<bdf>: the root
+  // complex first, then each bridge down to the function itself ("pci0000:00", "0000:00:01.1",
+  // "0000:01:00.0", ..., "0000:07:00.0"). Two functions under one PCIe switch share a prefix
+  // longer than the root complex and its root port. Empty when the link could not be read.
+  std::vector<std::string> path;
+  std::string path_error;  // why `path` is empty: "not a link", "unparseable: '...'", "missing"
+  Fact<int> numa_node;     // <device>/numa_node; the kernel writes -1 when the platform has none
   friend bool operator==(const PciDevice&, const PciDevice&) = default;
 };
 
@@ -65,24 +73,24 @@ struct IbPort {
   Fact<uint32_t> sm_sl;
   Fact<std::string> link_layer;  // "InfiniBand" or "Ethernet"
   Fact<uint32_t> cap_mask;
-  std::vector<uint16_t> pkeys;   // non-zero entries of pkeys/<i> in index order (index = position)
-  std::vector<int> pkey_indices; // the table index of each entry in `pkeys`
-  std::string pkeys_error;       // non-empty when the table could not be read
-  std::vector<IbGid> gids;       // non-zero GIDs only
+  std::vector<uint16_t> pkeys;    // non-zero entries of pkeys/<i> in index order (index = position)
+  std::vector<int> pkey_indices;  // the table index of each entry in `pkeys`
+  std::string pkeys_error;        // non-empty when the table could not be read
+  std::vector<IbGid> gids;        // non-zero GIDs only
   std::map<std::string, uint64_t> counters;     // counters/<name>
   std::map<std::string, uint64_t> hw_counters;  // hw_counters/<name>
-  std::string counters_error;    // first counter that could not be read or parsed, empty if none
+  std::string counters_error;  // first counter that could not be read or parsed, empty if none
   friend bool operator==(const IbPort&, const IbPort&) = default;
 };
 
 struct IbDevice {
-  std::string name;  // "mlx5_0"
+  std::string name;             // "mlx5_0"
   Fact<std::string> node_type;  // "1: CA"
   Fact<std::string> node_guid;
   Fact<std::string> fw_ver;
-  Fact<std::string> hca_type;   // "MT4123"
+  Fact<std::string> hca_type;  // "MT4123"
   Fact<std::string> board_id;
-  std::string pci_bdf;          // resolved from the `device` symlink, empty when unknown
+  std::string pci_bdf;  // resolved from the `device` symlink, empty when unknown
   std::vector<IbPort> ports;
   friend bool operator==(const IbDevice&, const IbDevice&) = default;
 };
@@ -104,8 +112,8 @@ struct NetInterface {
 
 struct KernelModule {
   std::string name;
-  bool loaded = false;         // sys/module/<name> exists
-  std::string version;         // sys/module/<name>/version, empty when absent
+  bool loaded = false;  // sys/module/<name> exists
+  std::string version;  // sys/module/<name>/version, empty when absent
   std::string source;
   friend bool operator==(const KernelModule&, const KernelModule&) = default;
 };
@@ -146,7 +154,7 @@ struct MrRegistration {
 struct VerbsPort {
   std::string device;
   int port = 0;
-  std::string state;       // "ACTIVE", "DOWN", ...
+  std::string state;  // "ACTIVE", "DOWN", ...
   int active_mtu = 0;
   int gid_table_len = 0;
   int pkey_table_len = 0;
@@ -162,8 +170,8 @@ struct VerbsDeviceError {
 };
 
 struct LiveFacts {
-  bool gathered = false;      // true only when the root was "/" and live gathering ran
-  std::string verbs_error;    // "libibverbs: no devices", "ibv_open_device(mlx5_0): EACCES", ...
+  bool gathered = false;    // true only when the root was "/" and live gathering ran
+  std::string verbs_error;  // "libibverbs: no devices", "ibv_open_device(mlx5_0): EACCES", ...
   std::vector<std::string> verbs_devices;
   std::vector<VerbsPort> verbs_ports;
   std::vector<VerbsDeviceError> verbs_device_errors;  // listed devices whose query failed
@@ -173,10 +181,10 @@ struct LiveFacts {
 
 struct NodeSnapshot {
   std::string schema = "nccl-triage/node-snapshot/v1";
-  std::string node;        // hostname (proc/sys/kernel/hostname), or the --node override
-  std::string root;        // the root it was read from
+  std::string node;  // hostname (proc/sys/kernel/hostname), or the --node override
+  std::string root;  // the root it was read from
   int64_t taken_at_unix_ms = 0;
-  int self_pid = 0;        // our own pid (excluded from holders); 0 for fixtures
+  int self_pid = 0;  // our own pid (excluded from holders); 0 for fixtures
 
   Fact<std::string> kernel_release;  // proc/sys/kernel/osrelease
   Fact<std::string> arch;            // proc/sys/kernel/arch
@@ -188,23 +196,23 @@ struct NodeSnapshot {
 
   bool infiniband_class_present = false;  // sys/class/infiniband exists
   std::vector<IbDevice> ib_devices;
-  bool uverbs_class_present = false;      // sys/class/infiniband_verbs exists
+  bool uverbs_class_present = false;  // sys/class/infiniband_verbs exists
   std::vector<UverbsDevice> uverbs;
-  bool dev_infiniband_present = false;    // dev/infiniband exists
+  bool dev_infiniband_present = false;      // dev/infiniband exists
   std::vector<std::string> dev_infiniband;  // entry names: "uverbs0", "rdma_cm", "umad0"
 
   std::vector<NetInterface> interfaces;
   std::vector<KernelModule> modules;  // the modules of interest, loaded or not
 
-  Fact<LimitPair> memlock;   // proc/self/limits "Max locked memory"
-  Fact<LimitPair> nofile;    // proc/self/limits "Max open files"
-  Fact<uint64_t> cap_eff;    // proc/self/status CapEff
-  Fact<int> seccomp_mode;    // proc/self/status Seccomp (0 off, 1 strict, 2 filter)
-  std::vector<MountEntry> mounts;  // proc/self/mountinfo (only /dev/shm and /dev/infiniband)
-  std::string mounts_error;        // non-empty when proc/self/mountinfo could not be read
-  Fact<std::string> self_netns;    // proc/self/ns/net link target "net:[4026531840]"
-  Fact<std::string> init_netns;    // proc/1/ns/net
-  Fact<int> selinux_enforce;       // sys/fs/selinux/enforce (missing = SELinux off)
+  Fact<LimitPair> memlock;             // proc/self/limits "Max locked memory"
+  Fact<LimitPair> nofile;              // proc/self/limits "Max open files"
+  Fact<uint64_t> cap_eff;              // proc/self/status CapEff
+  Fact<int> seccomp_mode;              // proc/self/status Seccomp (0 off, 1 strict, 2 filter)
+  std::vector<MountEntry> mounts;      // proc/self/mountinfo (only /dev/shm and /dev/infiniband)
+  std::string mounts_error;            // non-empty when proc/self/mountinfo could not be read
+  Fact<std::string> self_netns;        // proc/self/ns/net link target "net:[4026531840]"
+  Fact<std::string> init_netns;        // proc/1/ns/net
+  Fact<int> selinux_enforce;           // sys/fs/selinux/enforce (missing = SELinux off)
   Fact<std::string> apparmor_profile;  // proc/self/attr/current
 
   Fact<std::string> nvidia_driver_version;  // from proc/driver/nvidia/version

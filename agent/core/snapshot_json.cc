@@ -249,6 +249,9 @@ void Read(const json& v, const std::string& path, PciDevice& d) {
   Field(v, path, "vendor", d.vendor);
   Field(v, path, "device", d.device);
   Field(v, path, "class", d.class_code);
+  Field(v, path, "path", d.path);
+  Field(v, path, "path_error", d.path_error);
+  Field(v, path, "numa_node", d.numa_node);
 }
 
 void Read(const json& v, const std::string& path, UverbsDevice& u) {
@@ -336,8 +339,13 @@ void Read(const json& v, const std::string& path, LiveFacts& l) {
 json ToJson(const NodeSnapshot& s) {
   json pci = json::array();
   for (const auto& d : s.pci_devices) {
-    pci.push_back(
-        {{"bdf", d.bdf}, {"vendor", d.vendor}, {"device", d.device}, {"class", d.class_code}});
+    pci.push_back({{"bdf", d.bdf},
+                   {"vendor", d.vendor},
+                   {"device", d.device},
+                   {"class", d.class_code},
+                   {"path", d.path},
+                   {"path_error", d.path_error},
+                   {"numa_node", FactJson(d.numa_node)}});
   }
   json ib = json::array();
   for (const auto& d : s.ib_devices) ib.push_back(DeviceJson(d));

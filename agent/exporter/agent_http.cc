@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "base/log.h"
+#include "core/rails.h"
 #include "core/report.h"
 
 namespace nccl_triage {
@@ -82,6 +83,7 @@ nlohmann::json AgentStatusJson(const AgentStateView& view) {
       {"probes", probes},
       {"pairs", pairs},
       {"workloads", workloads},
+      {"rails", view.summary ? RailsJson(view.summary->rails) : nlohmann::json::array()},
       {"snapshot", view.summary ? ToJson(*view.summary) : nlohmann::json(nullptr)},
       {"report", view.report ? ToJson(*view.report) : nlohmann::json(nullptr)},
   };

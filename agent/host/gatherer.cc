@@ -178,6 +178,17 @@ class Gathering {
         }
         *out = static_cast<uint16_t>(*v);
       }
+      // Its place in the PCIe tree, for pairing HCAs with GPUs (rails).
+      if (ReadResult link = reader_.ReadLink(base); link.ok()) {
+        if (auto p = ParsePciPath(*link.text, bdf)) {
+          d.path = std::move(*p);
+        } else {
+          d.path_error = UnparseableError(*link.text);
+        }
+      } else {
+        d.path_error = link.error;
+      }
+      d.numa_node = ParsedFact<int>(base + "/numa_node", ParseDecimalInt);
       snap_.pci_devices.push_back(std::move(d));
     }
     for (const auto& e : errors) {

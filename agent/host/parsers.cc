@@ -60,7 +60,8 @@ std::string DecodeOctalEscapes(std::string_view s) {
     if (s[i] == '\\' && i + 3 < s.size()) {
       std::string_view oct = s.substr(i + 1, 3);
       if (std::all_of(oct.begin(), oct.end(), [](char c) { return c >= '0' && c <= '7'; })) {
-        out.push_back(static_cast<char>(((oct[0] - '0') << 6) | ((oct[1] - '0') << 3) | (oct[2] - '0')));
+        out.push_back(
+            static_cast<char>(((oct[0] - '0') << 6) | ((oct[1] - '0') << 3) | (oct[2] - '0')));
         i += 3;
         continue;
       }
@@ -124,6 +125,57 @@ std::optional<uint16_t> ParsePkey(std::string_view s) {
   if (!StartsWith(s, "0x") && !StartsWith(s, "0X")) return std::nullopt;
   s.remove_prefix(2);
   return ParseUnsigned<uint16_t>(s, 16);
+}
+
+namespace {
+
+bool IsHexDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+  });
+}
+
+// "pci0000:00" (domain:bus of a root complex; VMD domains have five hex digits).
+bool IsRootComplex(std::string_view s) {
+  if (!StartsWith(s, "pci")) return false;
+  s.remove_prefix(3);
+  const size_t colon = s.find(':');
+  return colon != std::string_view::npos && IsHexDigits(s.substr(0, colon)) &&
+         IsHexDigits(s.substr(colon + 1));
+}
+
+// "0000:07:00.0": domain:bus:device.function.
+bool IsBusAddress(std::string_view s) {
+  const size_t c1 = s.find(':');
+  const size_t c2 = s.rfind(':');
+  const size_t dot = s.rfind('.');
+  if (c1 == std::string_view::npos || c1 == c2 || dot == std::string_view::npos || dot < c2) {
+    return false;
+  }
+  return IsHexDigits(s.substr(0, c1)) && IsHexDigits(s.substr(c1 + 1, c2 - c1 - 1)) &&
+         IsHexDigits(s.substr(c2 + 1, dot - c2 - 1)) && IsHexDigits(s.substr(dot + 1));
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string>> ParsePciPath(std::string_view link_target,
+                                                     std::string_view bdf) {
+  std::vector<std::string> path;
+  std::string_view rest = TrimText(link_target);
+  while (!rest.empty()) {
+    const size_t slash = rest.find('/');
+    std::string_view part = rest.substr(0, slash);
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    if (part.empty()) continue;
+    if (IsRootComplex(part)) {
+      path.emplace_back(part);
+    } else if (!path.empty()) {
+      if (!IsBusAddress(part)) return std::nullopt;
+      path.emplace_back(part);
+    }
+  }
+  if (path.size() < 2 || path.back() != bdf) return std::nullopt;
+  return path;
 }
 
 std::optional<double> ParseRate(std::string_view s) {
@@ -269,13 +321,26 @@ std::optional<uint64_t> ParseTmpfsSizeOption(std::string_view opts) {
       uint64_t mult = 1;
       if (!v.empty()) {
         switch (std::tolower(static_cast<unsigned char>(v.back()))) {
-          case 'k': mult = 1ull << 10; break;
-          case 'm': mult = 1ull << 20; break;
-          case 'g': mult = 1ull << 30; break;
-          case 't': mult = 1ull << 40; break;
-          case 'p': mult = 1ull << 50; break;
-          case 'e': mult = 1ull << 60; break;
-          default: break;
+          case 'k':
+            mult = 1ull << 10;
+            break;
+          case 'm':
+            mult = 1ull << 20;
+            break;
+          case 'g':
+            mult = 1ull << 30;
+            break;
+          case 't':
+            mult = 1ull << 40;
+            break;
+          case 'p':
+            mult = 1ull << 50;
+            break;
+          case 'e':
+            mult = 1ull << 60;
+            break;
+          default:
+            break;
         }
         if (mult != 1) v.remove_suffix(1);
       }

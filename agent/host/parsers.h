@@ -22,7 +22,8 @@ namespace nccl_triage {
 // procfs attributes (proc/self/attr/current) with "\0".
 std::string_view TrimText(std::string_view s);
 
-// "0x1a" or "0x0000001a" -> 26. Also accepts a bare hex number ("1a"). Values over 32 bits: nullopt.
+// "0x1a" or "0x0000001a" -> 26. Also accepts a bare hex number ("1a"). Values over 32 bits:
+// nullopt.
 std::optional<uint32_t> ParseHexU32(std::string_view s);
 
 // Hex without 0x, as in proc/<pid>/status CapEff: "000001ffffffffff".
@@ -34,6 +35,15 @@ std::optional<int> ParseDecimalInt(std::string_view s);  // allows a leading '-'
 
 // One PKey table entry, "0xffff" -> 0xffff (the top bit is the full-membership bit).
 std::optional<uint16_t> ParsePkey(std::string_view s);
+
+// The target of sys/bus/pci/devices/<bdf> ("../../../devices/pci0000:00/0000:00:01.1/0000:07:00.0")
+// -> its PCIe path from the root complex down to the function: {"pci0000:00", "0000:00:01.1",
+// "0000:07:00.0"}. Anything before the first root complex (an ARM "platform/..." parent) is
+// dropped; a nested root complex (an Intel VMD domain, "pci10000:e0") stays in the path. nullopt
+// when there is no root complex, a part is neither a root complex nor a bus address, or the path
+// does not end at `bdf`.
+std::optional<std::vector<std::string>> ParsePciPath(std::string_view link_target,
+                                                     std::string_view bdf);
 
 // The rate line of an IB port, "200 Gb/sec (4X HDR)" -> 200.0, "2.5 Gb/sec (1X SDR)" -> 2.5.
 std::optional<double> ParseRate(std::string_view s);
@@ -97,7 +107,7 @@ std::optional<NvidiaGpuInformation> ParseNvidiaGpuInformation(std::string_view t
 std::optional<std::string> ParseNamespaceLink(std::string_view s);
 
 // Whether a proc/<pid>/fd/<n> link target is an RDMA uverbs device or a GPU device node.
-bool IsUverbsDevicePath(std::string_view target);  // /dev/infiniband/uverbs<k>
+bool IsUverbsDevicePath(std::string_view target);     // /dev/infiniband/uverbs<k>
 bool IsNvidiaGpuDevicePath(std::string_view target);  // /dev/nvidia<k> (not nvidiactl, nvidia-uvm)
 
 // "unparseable: '<first 40 chars>'" with control characters shown as '?'.

@@ -104,7 +104,12 @@ void EscapeSnapshotText(NodeSnapshot& s) {
   Escape(s.arch);
   Escape(s.hypervisor);
   Escape(s.mem_total_bytes);
-  for (auto& d : s.pci_devices) Escape(d.bdf);
+  for (auto& d : s.pci_devices) {
+    Escape(d.bdf);
+    Escape(d.path);
+    Escape(d.path_error);
+    Escape(d.numa_node);
+  }
   for (auto& d : s.ib_devices) {
     Escape(d.name);
     Escape(d.pci_bdf);

@@ -84,6 +84,7 @@ SnapshotSummary Summarize(const NodeSnapshot& snapshot, const ExpectConfig& expe
   SnapshotSummary s;
   s.node = snapshot.node;
   s.taken_at_unix_ms = snapshot.taken_at_unix_ms;
+  s.rails = RailTable(snapshot);
   double best_rate = 0;
   for (const auto& dev : snapshot.ib_devices) {
     for (const auto& port : dev.ports) {

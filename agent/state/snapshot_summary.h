@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/rails.h"
 #include "core/snapshot.h"
 
 namespace nccl_triage {
@@ -41,6 +42,7 @@ struct SnapshotSummary {
   // What one port of this node should carry: expect.rate_gbps when configured, otherwise the
   // highest rate among the node's ports (a degraded port must not lower the expectation).
   std::optional<double> expected_ib_bytes_per_second;
+  std::vector<Rail> rails;  // core/rails.h: each HCA port with its closest GPU
 };
 
 // The port error counters nccl-triage exports (names of files under ports/<n>/counters/).

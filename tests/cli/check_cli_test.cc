@@ -155,6 +155,7 @@ INSTANTIATE_TEST_SUITE_P(
         FixtureCase{"no-peermem", "", "healthy", 0, {}},
         FixtureCase{"cpu-only", "", "healthy", 0, {}}, FixtureCase{"ib-busy", "", "healthy", 0, {}},
         FixtureCase{"ofed-mixed", "", "architecture", 1, {"versions.ofed_kernel"}},
+        FixtureCase{"rail-faults", "", "ib_resource", 1, {"ib.port_rate"}},
         FixtureCase{"gpu-pods", "", "healthy", 0, {}}),
     [](const auto& info) {
       std::string name = info.param.fixture + (info.param.config.empty() ? "" : "_configured");
@@ -180,6 +181,35 @@ TEST(CheckCli, JsonFollowsTheNodeReportContract) {
       EXPECT_TRUE(e.contains("value") && e.contains("source")) << e.dump();
     }
   }
+}
+
+TEST(CheckCli, ShowsTheRailTableInJsonAndTable) {
+  Result r = Check({"--root", kFixtures + "port-down", "--format", "json"});
+  nlohmann::json j = Json(r);
+  ASSERT_EQ(j["rails"].size(), 8u) << r.out;
+  const auto& rail3 = j["rails"][3];
+  EXPECT_EQ(rail3["rail"], 3);
+  EXPECT_EQ(rail3["device"], "mlx5_3");
+  EXPECT_EQ(rail3["port"], 1);
+  EXPECT_EQ(rail3["hca_bdf"], "0000:54:00.0");
+  EXPECT_EQ(rail3["gpu"], 3);
+  EXPECT_EQ(rail3["gpu_bdf"], "0000:4e:00.0");
+  EXPECT_EQ(rail3["affinity"], "pcie_switch");
+  EXPECT_EQ(rail3["numa_node"], 1);
+  EXPECT_EQ(rail3["state"], "DOWN");
+  EXPECT_EQ(rail3["active"], false);
+  EXPECT_EQ(j["rails"][0]["rate_gbps"], 200.0);
+  EXPECT_EQ(WithStatus(j, "warn"), (std::set<std::string>{"ib.port_errors", "ib.rail_topology"}));
+
+  Result table = Check({"--root", kFixtures + "dgx-h100"});
+  EXPECT_NE(table.out.find("\nrails\nrail  hca/port  pci           gpu             affinity     "
+                           "numa  rate      state\n"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("7     mlx5_7/1  0000:dc:00.0  7 0000:df:00.0  pcie_switch  1     "
+                           "400 Gb/s  ACTIVE\n"),
+            std::string::npos)
+      << table.out;
 }
 
 TEST(CheckCli, TablePutsTheVerdictFirstAndHasNoColourOffATerminal) {

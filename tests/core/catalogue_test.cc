@@ -38,9 +38,9 @@ TEST(Catalogue, HostChecksOfDesignArePresentWithTheirClass) {
     EXPECT_EQ(c->fault_class, FaultClass::kArchitecture) << id;
     EXPECT_EQ(c->kind, CauseKind::kHostCheck) << id;
   }
-  for (const char* id :
-       {"ib.hca_present", "ib.driver", "ib.port_state", "ib.port_rate", "ib.subnet_manager",
-        "ib.pkey", "ib.gid", "ib.port_errors", "ib.mr_register", "ib.contention", "ib.peermem"}) {
+  for (const char* id : {"ib.hca_present", "ib.driver", "ib.port_state", "ib.port_rate",
+                         "ib.subnet_manager", "ib.pkey", "ib.gid", "ib.port_errors",
+                         "ib.mr_register", "ib.contention", "ib.peermem", "ib.rail_topology"}) {
     const CauseInfo* c = FindCause(id);
     ASSERT_NE(c, nullptr) << id;
     EXPECT_EQ(c->fault_class, FaultClass::kIbResource) << id;

@@ -170,7 +170,8 @@ TEST(Decide, SlowIbNamesTheFindingsTheCatalogueMarksAsExplainingIt) {
     }
     in.node_findings.push_back(f);
   }
-  ASSERT_EQ(marked, (std::vector<std::string>{"ib.port_rate", "ib.port_errors", "ib.peermem"}));
+  ASSERT_EQ(marked, (std::vector<std::string>{"ib.port_rate", "ib.port_errors", "ib.peermem",
+                                              "ib.rail_topology"}));
   auto v = Decide(in);
   std::vector<std::string> expected = {"ib.bandwidth"};
   expected.insert(expected.end(), marked.begin(), marked.end());

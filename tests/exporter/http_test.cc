@@ -67,6 +67,13 @@ TEST(AgentHttp, LivezAlwaysReadyzAfterTheFirstCycleMetricsAndStatus) {
   EXPECT_EQ(j["probes"].size(), 4u);
   EXPECT_EQ(j["pairs"].size(), 2u);
   EXPECT_EQ(j["snapshot"]["memlock_limit_bytes"], 65536.0);
+  // The rail table: one row per HCA port, the polling port named with its rail.
+  ASSERT_EQ(j["rails"].size(), 2u);
+  EXPECT_EQ(j["rails"][1]["rail"], 1);
+  EXPECT_EQ(j["rails"][1]["device"], "mlx5_1");
+  EXPECT_EQ(j["rails"][1]["state"], "DOWN");
+  EXPECT_EQ(j["rails"][1]["active"], false);
+  EXPECT_EQ(j["rails"][0]["rate_gbps"], 200.0);
   EXPECT_EQ(client.Get("/nope")->status, 404);
   server.Stop();
 }

@@ -16,6 +16,10 @@
 //                                           "NET/IB : Unable to open device mlx5_0", then as above
 //   memlock (proc/self/limits) below 16 MiB -> "Call to ibv_reg_mr failed with error Cannot
 //                                           allocate memory" at connection setup, ncclSystemError
+//   a port NCCL_IB_HCA selects is on an HCA listed in fixture.json "ib_mr_fail" -> "Call to
+//     ibv_reg_mr failed with error Input/output error" at connection setup, ncclSystemError: a
+//     selection without that HCA works (a guess at the errno: mlx5 turns a failed firmware
+//     command into EIO; a real bad HCA may say something else)
 //   the path between two ranks is broken -> "NET/IB : Got completion from peer ... with status=12"
 //     (RETRY_EXC) at connection setup, ncclRemoteError, on both ranks: the PKeys at index
 //     NCCL_IB_PKEY (default 0) of the two ports are not one partition with a full member, or one
@@ -390,8 +394,9 @@ ncclResult_t BootstrapInterface(Iface* out) {
 // ------------------------------------------------------------------ IB (net_ib/init.cc)
 
 struct IbResult {
-  std::vector<std::string> ports;  // "mlx5_0:1/IB"
-  uint16_t pkey = 0;               // pkeys/<NCCL_IB_PKEY> of the first port; 0 when unknown
+  std::vector<std::string> ports;    // "mlx5_0:1/IB"
+  std::vector<std::string> devices;  // the HCAs of `ports`, once each
+  uint16_t pkey = 0;                 // pkeys/<NCCL_IB_PKEY> of the first port; 0 when unknown
 };
 
 std::string StateOf(const std::string& port_dir) { return ReadFirstLine(port_dir + "/state"); }
@@ -406,16 +411,29 @@ IbResult IbInitDevices(const std::string& oob) {
   std::string ib = root + "/sys/class/infiniband";
   std::string verbs = root + "/sys/class/infiniband_verbs";
   std::string hca = Env("NCCL_IB_HCA");
-  for (const auto& dev : ListDir(ib)) {
-    if (!hca.empty()) {
-      std::string list;
-      std::stringstream ss(hca);
-      std::string item;
-      while (std::getline(ss, item, ',')) {
-        list += (list.empty() ? "" : ",") + item.substr(0, item.find(':'));
-      }
-      if (!MatchIfList(dev, list)) continue;
+  // NCCL_IB_HCA: "[^][=]hca[:port],...": a device is kept when some item names it (prefix match
+  // unless "="), and of its ports only those the items that name it allow (no port: all).
+  const bool hca_exclude = !hca.empty() && hca[0] == '^';
+  std::string hca_items = hca.substr(hca_exclude ? 1 : 0);
+  const bool hca_exact = !hca_items.empty() && hca_items[0] == '=';
+  if (hca_exact) hca_items.erase(0, 1);
+  auto selects = [&](const std::string& dev, const std::string& port) {
+    if (hca.empty()) return true;
+    bool matched = false;
+    std::stringstream ss(hca_items);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      const std::string name = item.substr(0, item.find(':'));
+      const std::string want_port =
+          item.find(':') == std::string::npos ? "" : item.substr(item.find(':') + 1);
+      if (name.empty()) continue;
+      const bool name_ok = hca_exact ? dev == name : dev.compare(0, name.size(), name) == 0;
+      if (name_ok && (port.empty() || want_port.empty() || want_port == port)) matched = true;
     }
+    return hca_exclude ? !matched : matched;
+  };
+  for (const auto& dev : ListDir(ib)) {
+    if (!selects(dev, "")) continue;
     // ibv_open_device opens /dev/infiniband/uverbsN of this device.
     bool can_open = false;
     bool mapped = false;
@@ -436,6 +454,7 @@ IbResult IbInitDevices(const std::string& oob) {
     }
     for (const auto& port : ListDir(ib + "/" + dev + "/ports")) {
       std::string pdir = ib + "/" + dev + "/ports/" + port;
+      if (!hca_exclude && !selects(dev, port)) continue;                // filtered by NCCL_IB_HCA
       if (StateOf(pdir).find("ACTIVE") == std::string::npos) continue;  // skipped silently
       std::string ll = ReadFirstLine(pdir + "/link_layer");
       if (ll != "InfiniBand" && ll != "Ethernet") continue;
@@ -445,6 +464,9 @@ IbResult IbInitDevices(const std::string& oob) {
             std::strtoul(ReadFirstLine(pdir + "/pkeys/" + index).c_str(), nullptr, 16));
       }
       r.ports.push_back(dev + ":" + port + (ll == "InfiniBand" ? "/IB" : "/RoCE"));
+      if (std::find(r.devices.begin(), r.devices.end(), dev) == r.devices.end()) {
+        r.devices.push_back(dev);
+      }
     }
   }
   if (r.ports.empty()) {
@@ -504,6 +526,7 @@ struct ncclComm {
   bool blocking = true;
   std::string net;  // "IB" or "Socket"
   bool ib_memlock_fails = false;
+  std::string ib_mr_fail_device;  // a selected HCA whose memory registration fails
   uint16_t ib_pkey = 0;
   std::string ib_broken_peer;  // set when the IB path to this peer cannot work
   bool channels_connected = false;
@@ -624,15 +647,21 @@ ncclResult_t PeerClosed(ncclComm* c, int fd) {
 
 // First collective: connect the channels (NCCL 2.22+ connects at runtime), which is where IB
 // registers its buffers and a low memlock limit fails.
+// ibv_reg_mr failing at connection setup, with the strerror text of its errno.
+ncclResult_t RegistrationFails(ncclComm* c, const char* error) {
+  WARN_AT("misc/ibvwrap.cc", 203, "Call to ibv_reg_mr failed with error %s", error);
+  TRACE_RET("transport/net_ib.cc", 1361, ncclSystemError);
+  TRACE_RET("transport/net.cc", 753, ncclSystemError);
+  INFO("[Proxy Service %d] Failed to execute operation Connect from rank %d, retcode 2", c->rank,
+       c->rank);
+  return ncclSystemError;
+}
+
 ncclResult_t ConnectChannels(ncclComm* c) {
   if (c->channels_connected) return ncclSuccess;
-  if (c->net == "IB" && c->ib_memlock_fails) {
-    WARN_AT("misc/ibvwrap.cc", 203, "Call to ibv_reg_mr failed with error Cannot allocate memory");
-    TRACE_RET("transport/net_ib.cc", 1361, ncclSystemError);
-    TRACE_RET("transport/net.cc", 753, ncclSystemError);
-    INFO("[Proxy Service %d] Failed to execute operation Connect from rank %d, retcode 2", c->rank,
-         c->rank);
-    return ncclSystemError;
+  if (c->net == "IB" && c->ib_memlock_fails) return RegistrationFails(c, "Cannot allocate memory");
+  if (c->net == "IB" && !c->ib_mr_fail_device.empty()) {
+    return RegistrationFails(c, "Input/output error");
   }
   if (c->net == "IB" && !c->ib_broken_peer.empty()) {
     WARN_AT("transport/net_ib/p2p.cc", 467,
@@ -791,11 +820,11 @@ bool Listed(const char* list, const char* name) {
   return false;
 }
 
-// fixture.json "ib_unreachable": ["a", "b"] -> "a,b" (a flat scan: the file is ours).
-std::string Unreachable() {
+// A list of strings in fixture.json, '"key": ["a", "b"]' -> "a,b" (a flat scan: the file is ours).
+std::string JsonList(const char* key_name) {
   std::ifstream in(Root() + "/fixture.json");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto key = text.find("\"ib_unreachable\"");
+  auto key = text.find("\"" + std::string(key_name) + "\"");
   if (key == std::string::npos) return "";
   auto open = text.find('[', key);
   auto close = text.find(']', open);
@@ -811,6 +840,8 @@ std::string Unreachable() {
   }
   return out;
 }
+
+std::string Unreachable() { return JsonList("ib_unreachable"); }
 
 std::string HostHashString() {
   std::string id = Env("NCCL_HOSTID");
@@ -854,6 +885,10 @@ ncclResult_t NetInit(ncclComm* c, const std::string& config_net, const Iface& oo
     auto memlock = MemlockSoft();
     c->ib_memlock_fails = memlock && *memlock < kMemlockFloor;
     c->ib_pkey = ib.pkey;
+    const std::string mr_fail = JsonList("ib_mr_fail");
+    for (const auto& dev : ib.devices) {
+      if (Listed(mr_fail.c_str(), dev.c_str())) c->ib_mr_fail_device = dev;
+    }
   } else {
     c->net = "Socket";
     INFO("NET/Socket : Using [0]%s", oob_s.c_str());

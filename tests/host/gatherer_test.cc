@@ -63,6 +63,28 @@ TEST(GatherSnapshot, EveryScenarioReadsEachFileAtMostOnce) {
   }
 }
 
+const PciDevice* PciAt(const NodeSnapshot& s, const std::string& bdf) {
+  for (const auto& d : s.pci_devices) {
+    if (d.bdf == bdf) return &d;
+  }
+  return nullptr;
+}
+
+TEST(GatherSnapshot, DgxA100ReadsWhereEachHcaAndGpuSitsInThePcieTree) {
+  NodeSnapshot s = Gather("dgx-a100");
+  const PciDevice* hca = PciAt(s, "0000:0c:00.0");
+  const PciDevice* gpu = PciAt(s, "0000:07:00.0");
+  ASSERT_TRUE(hca != nullptr && gpu != nullptr);
+  EXPECT_EQ(hca->path,
+            (std::vector<std::string>{"pci0000:00", "0000:00:01.1", "0000:01:00.0", "0000:02:00.0",
+                                      "0000:05:00.0", "0000:06:10.0", "0000:0c:00.0"}));
+  EXPECT_EQ(gpu->path[4], "0000:05:00.0");  // mlx5_0 and GPU 0 share the second-level switch
+  EXPECT_TRUE(hca->path_error.empty());
+  EXPECT_EQ(hca->numa_node.value, 3);
+  EXPECT_EQ(hca->numa_node.source, "sys/bus/pci/devices/0000:0c:00.0/numa_node");
+  EXPECT_EQ(PciAt(s, "0000:b7:00.0")->numa_node.value, 5);
+}
+
 TEST(GatherSnapshot, DgxA100ReadsEveryHcaPortAndPlatformFact) {
   NodeSnapshot s = Gather("dgx-a100");
   EXPECT_EQ(s.node, "dgx-a100-01");
@@ -473,6 +495,20 @@ class DamagedFixture : public ::testing::Test {
 
   fs::path dir_;
 };
+
+TEST_F(DamagedFixture, APciEntryThatIsNotALinkHasNoPathAndSaysWhy) {
+  fs::remove(dir_ / "sys/bus/pci/devices/0000:0c:00.0");
+  Write("sys/bus/pci/devices/0000:0c:00.0/class", "0x020700\n");
+  Write("sys/bus/pci/devices/0000:0c:00.0/numa_node", "-1\n");
+  NodeSnapshot s = Gather();
+  const PciDevice* hca = PciAt(s, "0000:0c:00.0");
+  ASSERT_NE(hca, nullptr);
+  EXPECT_TRUE(hca->path.empty());
+  EXPECT_EQ(hca->path_error, "not a link");
+  EXPECT_EQ(hca->numa_node.value, -1);
+  // The next HCA is unharmed.
+  EXPECT_FALSE(PciAt(s, "0000:12:00.0")->path.empty());
+}
 
 TEST_F(DamagedFixture, GarbageEmptyAndTruncatedFilesBecomeFactErrors) {
   Write(Port(0) + "state", "garbage\x01\x02");

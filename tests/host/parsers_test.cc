@@ -37,6 +37,34 @@ TEST(ParsePkey, RejectsMissingPrefixTooWideAndEmpty) {
   EXPECT_EQ(ParsePkey("0x"), std::nullopt);
 }
 
+TEST(ParsePciPath, ReadsTheChainOfBridgesFromTheRootComplex) {
+  EXPECT_EQ(
+      *ParsePciPath("../../../devices/pci0000:00/0000:00:01.1/0000:01:00.0/0000:07:00.0\n",
+                    "0000:07:00.0"),
+      (std::vector<std::string>{"pci0000:00", "0000:00:01.1", "0000:01:00.0", "0000:07:00.0"}));
+  // ARM: the root complex under a platform device; Intel VMD: a nested domain.
+  EXPECT_EQ(ParsePciPath("../../../devices/platform/4c00000000.pcie/pci0004:00/0004:00:00.0/"
+                         "0004:01:00.0",
+                         "0004:01:00.0")
+                ->size(),
+            3u);
+  EXPECT_EQ(ParsePciPath("../../../devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:1d.0/"
+                         "10000:e1:00.0",
+                         "10000:e1:00.0")
+                ->size(),
+            5u);
+}
+
+TEST(ParsePciPath, RejectsWhatIsNotAPciPath) {
+  EXPECT_FALSE(ParsePciPath("", "0000:07:00.0"));
+  EXPECT_FALSE(ParsePciPath("../../../devices/virtual/net/lo", "lo"));
+  EXPECT_FALSE(ParsePciPath("../../../devices/pci0000:00/0000:07:00.0", "0000:08:00.0"));
+  EXPECT_FALSE(ParsePciPath("../../../devices/pci0000:00/usb1/0000:07:00.0", "0000:07:00.0"));
+  EXPECT_FALSE(
+      ParsePciPath("../../../devices/pci0000:00/0000:zz:00.0/0000:07:00.0", "0000:07:00.0"));
+  EXPECT_FALSE(ParsePciPath("../../../devices/pci0000:00", "pci0000:00"));
+}
+
 TEST(ParseRate, ReadsEveryGeneration) {
   EXPECT_DOUBLE_EQ(*ParseRate("200 Gb/sec (4X HDR)\n"), 200.0);
   EXPECT_DOUBLE_EQ(*ParseRate("400 Gb/sec (4X NDR)\n"), 400.0);
@@ -109,7 +137,9 @@ TEST(ParseLimits, ReadsUnlimitedAndCrlf) {
 
 TEST(ParseLimits, TruncatedRowIsSkippedGarbageGivesNothing) {
   EXPECT_TRUE(ParseLimits("").empty());
-  EXPECT_TRUE(ParseLimits("\x7f" "ELF\x02\x01\x01").empty());
+  EXPECT_TRUE(ParseLimits("\x7f"
+                          "ELF\x02\x01\x01")
+                  .empty());
   auto rows = ParseLimits(
       "Max open files            1048576              1048576              files     \n"
       "Max locked memory         655");
@@ -157,8 +187,9 @@ TEST(ParseMountinfo, SkipsGarbageAndTruncatedLines) {
   EXPECT_TRUE(ParseMountinfo("").empty());
   EXPECT_TRUE(ParseMountinfo("garbage line without separator\n").empty());
   EXPECT_TRUE(ParseMountinfo("1524 1522 0:311 / /dev/shm rw - \n").empty());
-  auto m = ParseMountinfo("27 25 0:26 / /dev/shm rw,nosuid,nodev shared:4 - tmpfs tmpfs rw\r\n"
-                          "28 24 0:22 / /pr");
+  auto m = ParseMountinfo(
+      "27 25 0:26 / /dev/shm rw,nosuid,nodev shared:4 - tmpfs tmpfs rw\r\n"
+      "28 24 0:22 / /pr");
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0].super_options, "rw");
   EXPECT_EQ(ParseTmpfsSizeOption(m[0].super_options), std::nullopt);
@@ -177,7 +208,8 @@ TEST(ParseTmpfsSizeOption, ReadsUnitsAndRejectsOverflow) {
 }
 
 TEST(ParseCpuinfoHypervisor, FindsFlagOnX86AndArm) {
-  EXPECT_EQ(ParseCpuinfoHypervisor("processor\t: 0\nflags\t\t: fpu vme hypervisor lahf_lm\n"), true);
+  EXPECT_EQ(ParseCpuinfoHypervisor("processor\t: 0\nflags\t\t: fpu vme hypervisor lahf_lm\n"),
+            true);
   EXPECT_EQ(ParseCpuinfoHypervisor("processor\t: 0\nflags\t\t: fpu vme de pse\n\n"), false);
   EXPECT_EQ(ParseCpuinfoHypervisor("processor\t: 0\r\nflags\t\t: fpu hypervisor\r\n"), true);
   EXPECT_EQ(ParseCpuinfoHypervisor("processor\t: 0\nFeatures\t: fp asimd evtstrm aes\n"), false);
@@ -255,7 +287,10 @@ TEST(DevicePaths, TellUverbsAndGpuNodesFromTheirNeighbours) {
 TEST(UnparseableError, QuotesFirstFortyPrintableCharacters) {
   EXPECT_EQ(UnparseableError("garbage\n"), "unparseable: 'garbage'");
   EXPECT_EQ(UnparseableError(std::string(100, 'x')), "unparseable: '" + std::string(40, 'x') + "'");
-  EXPECT_EQ(UnparseableError(std::string_view("a\x01" "b", 3)), "unparseable: 'a?b'");
+  EXPECT_EQ(UnparseableError(std::string_view("a\x01"
+                                              "b",
+                                              3)),
+            "unparseable: 'a?b'");
 }
 
 }  // namespace

@@ -99,6 +99,36 @@ TEST(ProbePairLocalCli, PortDownOnTheProbedRailIsIbResource) {
       << r.out;
 }
 
+// rail-faults: mlx5_5 fails memory registration, which sysfs cannot show; NCCL meets it only when
+// NCCL_IB_HCA lets it use that HCA.
+TEST(ProbePairLocalCli, AnHcaWhoseRegistrationFailsFailsOnlySelectionsThatIncludeIt) {
+  auto bad = RunCli("rail-faults", {"--ib-hca", "=mlx5_5:1"});
+  ASSERT_EQ(bad.exit_code, 1) << bad.out << bad.err;
+  EXPECT_EQ(bad.json["verdict"]["class"], "ib_resource");
+  EXPECT_EQ(bad.json["rows"][0]["result"]["outcome"], "pass");
+  EXPECT_EQ(bad.json["rows"][1]["result"]["outcome"], "fail");
+  EXPECT_THAT(bad.json["rows"][1]["result"]["last_error"].get<std::string>(),
+              HasSubstr("ibv_reg_mr failed with error Input/output error"));
+
+  // Several HCAs: NCCL spreads its channels over all of them, so the bad one is in use.
+  auto with = RunCli("rail-faults", {"--ib-hca", "mlx5_4,mlx5_5"});
+  EXPECT_EQ(with.exit_code, 1) << with.out << with.err;
+
+  // A good rail passes (the verdict still names mlx5_2's rate, a failing node check).
+  auto good = RunCli("rail-faults", {"--ib-hca", "=mlx5_4:1"});
+  EXPECT_EQ(good.json["rows"][1]["result"]["outcome"], "pass") << good.out << good.err;
+  EXPECT_EQ(good.json["rows"][1]["result"]["transport"], "NET/IB");
+}
+
+TEST(ProbePairLocalCli, AnIbHcaPortThatDoesNotExistFindsNoDevice) {
+  // mlx5_4 has only port 1: "=mlx5_4:2" filters every port out, as NCCL's matchIfList does.
+  auto r = RunCli("dgx-a100", {"--ib-hca", "=mlx5_4:2"});
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.json["rows"][1]["result"]["outcome"], "fail");
+  EXPECT_THAT(r.json["rows"][1]["result"]["last_error"].get<std::string>(),
+              HasSubstr("Failed to initialize any NET plugin"));
+}
+
 TEST(ProbePairLocalCli, ProbesPassingOnAnotherRailDoNotHideAFailingPortCheck) {
   // Unpinned, NCCL uses the seven active ports and both probes pass; mlx5_3 is still down.
   auto r = RunCli("port-down", {});
