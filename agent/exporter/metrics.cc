@@ -65,21 +65,6 @@ std::unique_ptr<GaugeSeries> NewGauge(prometheus::Registry& registry, std::strin
   return std::make_unique<GaugeSeries>(family);
 }
 
-// Severity order used when one check id yields several findings (per port, per HCA).
-int Severity(CheckStatus s) {
-  switch (s) {
-    case CheckStatus::kFail:
-      return 3;
-    case CheckStatus::kWarn:
-      return 2;
-    case CheckStatus::kPass:
-      return 1;
-    case CheckStatus::kSkip:
-      return 0;
-  }
-  return 0;
-}
-
 constexpr std::array kProbeModes = {ProbeMode::kSocket, ProbeMode::kIb};
 
 }  // namespace
