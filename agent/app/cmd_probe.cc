@@ -28,8 +28,8 @@ int RunProbeCommand(CliContext& ctx) {
     if (!config.ok()) return config.status();
     return config->probe;
   };
-  hooks.node_findings = [](const std::string& root,
-                           const std::string& config_path) -> StatusOr<std::vector<Finding>> {
+  hooks.node_facts = [](const std::string& root,
+                        const std::string& config_path) -> StatusOr<ProbeNodeFacts> {
     Config config;
     if (!config_path.empty()) {
       auto loaded = LoadConfigFile(config_path);
@@ -41,7 +41,16 @@ int RunProbeCommand(CliContext& ctx) {
     options.mr_register_bytes = config.checks.mr_register_bytes;
     auto snapshot = GatherSnapshot(options);
     if (!snapshot.ok()) return snapshot.status();
-    return BuiltinCheckRegistry().Run(*snapshot, config, CheckContext{});
+    ProbeNodeFacts facts;
+    facts.findings = BuiltinCheckRegistry().Run(*snapshot, config, CheckContext{});
+    for (const auto& hca : snapshot->ib_devices) {
+      for (const auto& port : hca.ports) {
+        if (port.rate_gbps.ok()) {
+          facts.port_rates_gbps[hca.name + ":" + std::to_string(port.num)] = *port.rate_gbps.value;
+        }
+      }
+    }
+    return facts;
   };
   return RunProbeCli(ctx.args, ctx.out, ctx.err, hooks);
 }

@@ -17,6 +17,7 @@
 
 #include "base/files.h"
 #include "base/log.h"
+#include "core/gpu_use.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
 #include "wire/convert.h"
 
@@ -87,27 +88,6 @@ std::optional<std::string> ReadIdentityToken(const std::string& path) {
 
 // Pair verdicts taken from one Verdicts message.
 constexpr size_t kMaxPairVerdicts = 256;
-
-// Holders of /dev/nvidia* on every production GPU node that run no job on the GPU:
-// nvidia-persistenced keeps the device files open in persistence mode, DCGM's host engine and
-// dcgm-exporter poll them, the device plugin and GPU feature discovery check health, nvidia-smi
-// reads, and the agent's own probe children. /proc/<pid>/comm is cut at 15 characters.
-constexpr std::string_view kSystemGpuHolders[] = {
-    "nvidia-persiste", "nv-hostengine", "dcgm-exporter", "dcgmi",          "nvidia-device-p",
-    "gpu-feature-dis", "nvidia-smi",    "nccl-triage",   "nccl-triage-pro"};
-
-bool IsSystemGpuHolder(std::string_view comm) {
-  return std::find(std::begin(kSystemGpuHolders), std::end(kSystemGpuHolders), comm) !=
-         std::end(kSystemGpuHolders);
-}
-
-// The first process that holds a GPU for a workload, or null.
-const DeviceHolder* FirstWorkloadGpuHolder(const NodeSnapshot& s) {
-  for (const auto& h : s.gpu_holders) {
-    if (!IsSystemGpuHolder(h.comm)) return &h;
-  }
-  return nullptr;
-}
 
 }  // namespace
 
@@ -228,10 +208,11 @@ class CoordinatorSession::Connection {
     return MakeNodeSummary(snapshot.get(), report.get(), view.NcclVersion(), cuda, GpusBusy());
   }
 
+  // No idle GPU (core/gpu_use.h) and probe.allow_when_gpus_busy off.
   bool GpusBusy() {
     if (services_.config().probe.allow_when_gpus_busy) return false;
     auto snapshot = services_.LatestSnapshot();
-    return snapshot && FirstWorkloadGpuHolder(*snapshot) != nullptr;
+    return snapshot && JudgeGpuUse(*snapshot).idle.empty();
   }
 
   bool Write(const v1::AgentMessage& m) {
@@ -416,14 +397,17 @@ class CoordinatorSession::Connection {
       owner_.log_.Warn("session", "refused malformed assignment " + a.probe_id().substr(0, 64));
       return refused;
     }
-    if (GpusBusy()) {
-      auto snapshot = services_.LatestSnapshot();
-      std::string who;
-      if (const DeviceHolder* h = snapshot ? FirstWorkloadGpuHolder(*snapshot) : nullptr) {
-        who = " (" + h->comm + " pid " + std::to_string(h->pid) + " holds " + h->device + ")";
+    // The probe runs on an idle GPU; with none, it is skipped (or, when allowed, runs on the
+    // default device beside the workload).
+    std::string gpu;
+    if (auto snapshot = services_.LatestSnapshot()) {
+      GpuUse use = JudgeGpuUse(*snapshot);
+      if (use.idle.empty() && !services_.config().probe.allow_when_gpus_busy) {
+        std::string who = use.workload.empty() ? "" : " (" + DescribeHolder(use.workload[0]) + ")";
+        refused.set_skipped_reason("skipped: GPUs busy" + who);
+        return refused;
       }
-      refused.set_skipped_reason("skipped: GPUs busy" + who);
-      return refused;
+      if (!use.idle.empty()) gpu = use.idle.front();
     }
     if (stop.stop_requested()) {
       refused.set_skipped_reason("cancelled");
@@ -436,6 +420,7 @@ class CoordinatorSession::Connection {
     pa.rank = static_cast<int>(a.rank());
     pa.nranks = 2;
     pa.size_bytes = *size;
+    pa.gpu_bus_id = gpu;
     pa.timeout_seconds = std::clamp(
         static_cast<int>(std::min<uint32_t>(a.deadline_seconds(), 86400)), 1, max_timeout);
     const std::string probe_id = a.probe_id();

@@ -10,10 +10,10 @@
 //
 // Closed set: an assignment names a peer, a mode, a rank, a size from an enum and a deadline
 // (clamped to probe.timeout_seconds); anything outside is refused with NOT_RUN and a reason.
-// The agent never probes while another process holds its GPUs (NodeSnapshot::gpu_holders) unless
-// probe.allow_when_gpus_busy: the probe is reported NOT_RUN "skipped: GPUs busy". System holders
-// that run no job (nvidia-persistenced, DCGM, dcgm-exporter, the device plugin, nvidia-smi, the
-// agent's own children) do not count.
+// The agent probes on an idle GPU (core/gpu_use.h: no workload process with a CUDA context holds
+// it; nvidia-persistenced, DCGM, dcgm-exporter, the device plugin, nvidia-smi and the agent's own
+// children never count) and passes its bus id to the probe child. With no idle GPU it never
+// probes unless probe.allow_when_gpus_busy: the probe is reported NOT_RUN "skipped: GPUs busy".
 //
 // Thread safety: Run() is called once, on the link thread; it starts a heartbeat thread and a
 // probe thread per connection and joins them before it returns.
@@ -36,8 +36,8 @@ namespace nccl_triage {
 class Logger;
 
 struct SessionOptions {
-  std::string target;                         // "host:port" of the coordinator's gRPC listener
-  std::string token;                          // shared token; empty: none sent
+  std::string target;  // "host:port" of the coordinator's gRPC listener
+  std::string token;   // shared token; empty: none sent
   // The pod's projected service-account token for the coordinator's identity check
   // (coordinator/node_identity.h), read again at every connect (the kubelet rotates it); empty:
   // none sent.

@@ -30,6 +30,12 @@ struct PairVerdict {
 // Both ends of the wire derive the flag from the causes with this.
 bool IsDegraded(const std::vector<std::string>& causes);
 
+// Below this all-reduce size a probe measures latency more than bandwidth: a 64 KiB probe would
+// call every pair degraded. nccl-tests' two-node all-reduce is close to the link rate from a few
+// tens of MiB; the default probe (64 MiB) is above this. The coordinator and `probe --pair-local`
+// compare busbw with the ports' rate only from this size on.
+inline constexpr uint64_t kBandwidthBoundBytes = 32ull << 20;
+
 struct DecisionInputs {
   ProbeOutcome socket = ProbeOutcome::kNotRun;
   ProbeOutcome ib = ProbeOutcome::kNotRun;

@@ -130,6 +130,7 @@ struct GpuInfo {
   std::string bdf;
   std::string model;  // "NVIDIA A100-SXM4-80GB"
   std::string source;
+  int minor = -1;  // "Device Minor": the GPU's device file is /dev/nvidia<minor>; -1 unknown
   friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
 };
 
@@ -138,6 +139,9 @@ struct DeviceHolder {
   int pid = 0;
   std::string comm;
   std::string device;  // "/dev/infiniband/uverbs0", "/dev/nvidia0"
+  // GPU holders: /proc/<pid>/maps maps libcuda, i.e. the process has a CUDA context (a workload,
+  // not a monitor that only opens the device file).
+  bool cuda_context = false;
   friend bool operator==(const DeviceHolder&, const DeviceHolder&) = default;
 };
 

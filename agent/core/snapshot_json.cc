@@ -71,7 +71,10 @@ json DeviceJson(const IbDevice& d) {
 
 json HoldersJson(const std::vector<DeviceHolder>& hs) {
   json out = json::array();
-  for (const auto& h : hs) out.push_back({{"pid", h.pid}, {"comm", h.comm}, {"device", h.device}});
+  for (const auto& h : hs) {
+    out.push_back(
+        {{"pid", h.pid}, {"comm", h.comm}, {"device", h.device}, {"cuda_context", h.cuda_context}});
+  }
   return out;
 }
 
@@ -290,6 +293,7 @@ void Read(const json& v, const std::string& path, GpuInfo& g) {
   Field(v, path, "bdf", g.bdf);
   Field(v, path, "model", g.model);
   Field(v, path, "source", g.source);
+  Field(v, path, "minor", g.minor);
 }
 
 void Read(const json& v, const std::string& path, DeviceHolder& h) {
@@ -297,6 +301,7 @@ void Read(const json& v, const std::string& path, DeviceHolder& h) {
   Field(v, path, "pid", h.pid);
   Field(v, path, "comm", h.comm);
   Field(v, path, "device", h.device);
+  Field(v, path, "cuda_context", h.cuda_context);
 }
 
 void Read(const json& v, const std::string& path, MrRegistration& m) {
@@ -373,7 +378,7 @@ json ToJson(const NodeSnapshot& s) {
   }
   json gpus = json::array();
   for (const auto& g : s.gpus)
-    gpus.push_back({{"bdf", g.bdf}, {"model", g.model}, {"source", g.source}});
+    gpus.push_back({{"bdf", g.bdf}, {"model", g.model}, {"source", g.source}, {"minor", g.minor}});
   json verbs_ports = json::array();
   for (const auto& p : s.live.verbs_ports) {
     verbs_ports.push_back({{"device", p.device},

@@ -7,8 +7,8 @@
 
 namespace nccl_triage {
 
-Agent::Agent(AgentOptions options, GatherFn gather, JudgeFn judge, AgentState& state,
-             Clock& clock, Logger& log)
+Agent::Agent(AgentOptions options, GatherFn gather, JudgeFn judge, AgentState& state, Clock& clock,
+             Logger& log)
     : options_(std::move(options)),
       node_(options_.node),
       gather_(std::move(gather)),
@@ -21,6 +21,7 @@ Agent::~Agent() = default;
 
 void Agent::AddSink(StateSink* sink) { sinks_.push_back(sink); }
 void Agent::SetProbeRunner(ProbeFn probe) { probe_ = std::move(probe); }
+void Agent::SetIntraNodeProbe(IntraNodeFn intra) { intra_ = std::move(intra); }
 void Agent::SetCoordinatorLink(std::unique_ptr<CoordinatorLink> link) { link_ = std::move(link); }
 
 void Agent::Notify() {
@@ -55,6 +56,7 @@ std::shared_ptr<const NodeReport> Agent::RunCycle() {
   if (snapshot) {
     try {
       findings = judge_(*snapshot, previous_.get());
+      if (auto intra = IntraNodeFinding()) findings.push_back(std::move(*intra));
     } catch (const std::exception& e) {
       error = std::string("checks: ") + e.what();
     } catch (...) {
@@ -82,8 +84,11 @@ std::shared_ptr<const NodeReport> Agent::RunCycle() {
 
 void Agent::Run(std::stop_token stop) {
   std::jthread link_thread;
-  if (link_) {
+  if (link_ || intra_) {
     link_thread = std::jthread([this](std::stop_token link_stop) {
+      // Single node first: the intra-node probe runs before the link can bring a pairing.
+      if (intra_) RunIntraNodeOnce(link_stop);
+      if (!link_) return;
       try {
         link_->Run(*this, link_stop);
       } catch (const std::exception& e) {
@@ -103,11 +108,32 @@ void Agent::Run(std::stop_token stop) {
   }
 }
 
+void Agent::RunIntraNodeOnce(std::stop_token stop) {
+  WaitForCycle(0, stop);
+  auto snapshot = LatestSnapshot();
+  if (stop.stop_requested() || !snapshot) return;  // no snapshot: no idle GPUs to name
+  Finding finding;
+  try {
+    std::lock_guard lock(probe_mu_);
+    finding = intra_(*snapshot, stop);
+  } catch (const std::exception& e) {
+    log_.Error("agent", std::string("intra-node probe failed to run: ") + e.what());
+    return;
+  }
+  log_.Info("agent",
+            "intra-node probe: " + std::string(ToString(finding.status)) + ": " + finding.message);
+  std::lock_guard lock(intra_mu_);
+  intra_finding_ = std::move(finding);
+}
+
+std::optional<Finding> Agent::IntraNodeFinding() const {
+  std::lock_guard lock(intra_mu_);
+  return intra_finding_;
+}
+
 std::shared_ptr<const NodeReport> Agent::LatestReport() const { return state_.View().report; }
 
-std::shared_ptr<const NodeSnapshot> Agent::LatestSnapshot() const {
-  return state_.View().snapshot;
-}
+std::shared_ptr<const NodeSnapshot> Agent::LatestSnapshot() const { return state_.View().snapshot; }
 
 uint64_t Agent::WaitForCycle(uint64_t seen_cycles, std::stop_token stop) {
   while (true) {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ using JudgeFn =
     std::function<std::vector<Finding>(const NodeSnapshot& now, const NodeSnapshot* previous)>;
 // Runs one probe (the probe runner); called with the probe mutex held, one at a time.
 using ProbeFn = std::function<ProbeResult(const ProbeAssignment&, std::stop_token)>;
+// The intra-node probe (probe/intra_node.h) on the idle GPUs of this snapshot: its
+// probe.intra_node finding. Run once, before the coordinator link starts (so before the first
+// pairing), with the probe mutex held.
+using IntraNodeFn = std::function<Finding(const NodeSnapshot&, std::stop_token)>;
 
 struct AgentOptions {
   std::string node;  // overrides the snapshot's node name when not empty
@@ -51,6 +56,10 @@ class Agent final : public AgentServices {
 
   void AddSink(StateSink* sink);  // before Run(); not owned
   void SetProbeRunner(ProbeFn probe);
+  // Before Run(): the first cycle's snapshot goes to `intra`, and its finding joins the node's
+  // findings from the next cycle on (a broken NVLink/P2P path is an architecture fault of the
+  // node).
+  void SetIntraNodeProbe(IntraNodeFn intra);
   void SetCoordinatorLink(std::unique_ptr<CoordinatorLink> link);
 
   // One cycle: gather, judge, store, notify. Returns the report it stored.
@@ -73,12 +82,17 @@ class Agent final : public AgentServices {
 
  private:
   void Notify();
+  void RunIntraNodeOnce(std::stop_token stop);  // on the link thread, before the link runs
+  std::optional<Finding> IntraNodeFinding() const;
 
   AgentOptions options_;
   std::string node_;
   GatherFn gather_;
   JudgeFn judge_;
   ProbeFn probe_;
+  IntraNodeFn intra_;
+  mutable std::mutex intra_mu_;
+  std::optional<Finding> intra_finding_;  // guarded by intra_mu_
   AgentState& state_;
   Clock& clock_;
   Logger& log_;

@@ -34,6 +34,7 @@ struct ProbeAssignment {
   int nranks = 2;
   uint64_t size_bytes = 0;  // 0: probe.size_bytes from the config
   int timeout_seconds = 0;  // 0 or above probe.timeout_seconds: probe.timeout_seconds
+  std::string gpu_bus_id;   // the idle GPU to probe on (core/gpu_use.h); empty: CUDA's device 0
   // Rank 0: called once with the NCCL unique id (hex) as soon as the child made it, for the
   // coordinator to relay to the other rank.
   std::function<void(const std::string& unique_id_hex)> publish_unique_id;

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "core/gpu_use.h"
+#include "probe/intra_node.h"
+
 namespace nccl_triage {
 
 ProbeFn MakeRunnerProbeFn(std::shared_ptr<const ProbeRunner> runner) {
@@ -27,6 +30,7 @@ ProbeFn MakeRunnerProbeFn(std::shared_ptr<const ProbeRunner> runner) {
     request.rank = a.rank;
     request.nranks = a.nranks;
     request.peer = a.peer;
+    request.gpu_bus_id = a.gpu_bus_id;
     auto started = use->Start(request);
     if (!started.ok()) {
       ProbeResult r;
@@ -67,6 +71,26 @@ ProbeFn MakeRunnerProbeFn(std::shared_ptr<const ProbeRunner> runner) {
       result.detail = "cancelled";
     }
     return result;
+  };
+}
+
+IntraNodeFn MakeIntraNodeFn(std::shared_ptr<const ProbeRunner> runner, bool allow_when_gpus_busy) {
+  return [runner = std::move(runner), allow_when_gpus_busy](const NodeSnapshot& snapshot,
+                                                            std::stop_token) -> Finding {
+    GpuUse use = JudgeGpuUse(snapshot);
+    std::vector<std::string> gpus;
+    for (const auto& g : use.idle) {
+      if (!g.empty()) gpus.push_back(g);  // "" (no GPU listed) names nothing to run on
+    }
+    if (gpus.empty() && allow_when_gpus_busy) {
+      for (const auto& g : snapshot.gpus) gpus.push_back(g.bdf);
+    }
+    std::string note =
+        std::to_string(gpus.size()) + " of " + std::to_string(snapshot.gpus.size()) + " GPUs idle";
+    if (!use.workload.empty()) note += "; busy: " + DescribeHolder(use.workload.front());
+    Finding f = RunIntraNode(*runner, gpus, note).finding;
+    f.evidence.push_back({"GPU use", note, "proc/*/fd, proc/*/maps"});
+    return f;
   };
 }
 

@@ -18,4 +18,8 @@ namespace nccl_triage {
 // deadline gets a runner of its own with those values (clamped to the configured timeout).
 ProbeFn MakeRunnerProbeFn(std::shared_ptr<const ProbeRunner> runner);
 
+// The intra-node probe on the snapshot's idle GPUs (core/gpu_use.h; every GPU the driver lists
+// when `allow_when_gpus_busy` and none is idle). A node whose GPUs are all busy gets a skip.
+IntraNodeFn MakeIntraNodeFn(std::shared_ptr<const ProbeRunner> runner, bool allow_when_gpus_busy);
+
 }  // namespace nccl_triage

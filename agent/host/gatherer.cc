@@ -474,6 +474,7 @@ class Gathering {
       if (auto t = Text(g.source, error)) {
         if (auto info = ParseNvidiaGpuInformation(*t); info && Printable(info->model)) {
           g.model = info->model;
+          if (info->minor && *info->minor >= 0) g.minor = *info->minor;
         }
       }
       snap_.gpus.push_back(std::move(g));
@@ -523,7 +524,13 @@ class Gathering {
                   [](const auto& a, const auto& b) { return NaturalLess(a, b); });
       }
       for (const auto& d : uverbs) snap_.uverbs_holders.push_back({pid, comm, d});
-      for (const auto& d : gpus) snap_.gpu_holders.push_back({pid, comm, d});
+      // Every CUDA process maps the driver library: a holder that does not is not using the GPU.
+      bool cuda = false;
+      if (!gpus.empty()) {
+        ReadResult maps = reader_.ReadFile("proc/" + pid_name + "/maps");
+        cuda = maps.ok() && maps.text->find("/libcuda.so") != std::string::npos;
+      }
+      for (const auto& d : gpus) snap_.gpu_holders.push_back({pid, comm, d, cuda});
     }
     if (unreadable > 0) {
       snap_.proc_scan_error =

@@ -39,11 +39,6 @@ struct PairProbes {
   ModeProbes ib;
 };
 
-// Below this all-reduce size a probe measures latency more than bandwidth: a 64 KiB probe would
-// call every pair degraded. nccl-tests' two-node all-reduce is close to the link rate from a few
-// tens of MiB; the default probe (64 MiB) is above this.
-inline constexpr uint64_t kBandwidthBoundBytes = 32ull << 20;
-
 struct JudgeOptions {
   double busbw_min_fraction = 0.5;
   // Compare IB busbw with the ports' rate (only for probes of at least kBandwidthBoundBytes; the

@@ -84,8 +84,50 @@ ProbeResult MergeRankResults(const std::vector<ProbeResult>& ranks) {
   return merged;
 }
 
+std::optional<LocalExpectation> ExpectedLocalBandwidth(
+    const PairLocalRow& ib_row, const std::map<std::string, double>& port_rates_gbps) {
+  double best = 0;
+  for (const auto& [port, rate] : port_rates_gbps) best = std::max(best, rate);
+  if (best <= 0) return std::nullopt;
+  auto gbps = [](double rate) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g Gb/s", rate);
+    return std::string(buf);
+  };
+  double slowest = 0;
+  std::string basis;
+  bool gdr = !ib_row.ranks.empty();
+  for (const auto& r : ib_row.ranks) {
+    gdr = gdr && r.gdrdma;
+    double sum = 0;
+    std::string used;
+    for (const auto& port : r.ib_ports) {
+      auto it = port_rates_gbps.find(port);
+      if (it == port_rates_gbps.end() || it->second <= 0) continue;
+      sum += it->second;
+      used += (used.empty() ? "" : " + ") + port + " " + gbps(it->second);
+    }
+    if (sum <= 0) {
+      sum = best;
+      used = "best port " + gbps(best) + " (ports used not known)";
+    }
+    if (slowest == 0 || sum < slowest) {
+      slowest = sum;
+      basis = "rank " + std::to_string(r.rank) + ": " + used;
+    }
+  }
+  if (slowest <= 0) {
+    slowest = best;
+    basis = "best port " + gbps(best) + " (ports used not known)";
+  }
+  basis += gdr ? "; GPUDirect RDMA assumed and used"
+               : "; GPUDirect RDMA assumed, not used (no /GDRDMA channel)";
+  return LocalExpectation{slowest * 1e9 / 8, basis};
+}
+
 PairVerdict DecidePairLocal(const std::vector<PairLocalRow>& rows,
-                            const std::vector<Finding>& node_findings, double busbw_min_fraction) {
+                            const std::vector<Finding>& node_findings, double busbw_min_fraction,
+                            const std::map<std::string, double>& port_rates_gbps) {
   DecisionInputs in;
   for (const auto& row : rows) {
     if (row.mode == ProbeMode::kSocket) {
@@ -94,6 +136,12 @@ PairVerdict DecidePairLocal(const std::vector<PairLocalRow>& rows,
     } else {
       in.ib = row.merged.outcome;
       in.ib_result = &row.merged;
+      if (row.merged.size_bytes >= kBandwidthBoundBytes) {
+        if (auto e = ExpectedLocalBandwidth(row, port_rates_gbps)) {
+          in.expected_ib_bytes_per_second = e->bytes_per_second;
+          in.expected_ib_basis = e->basis;
+        }
+      }
     }
   }
   in.node_findings = node_findings;
@@ -147,10 +195,12 @@ std::optional<std::string> GdrWarning(const PairLocalRow& ib_row,
 
 PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeMode>& modes,
                              std::vector<Finding> node_findings, std::string findings_note,
-                             PairLocalObserver* observer) {
+                             PairLocalObserver* observer,
+                             std::map<std::string, double> port_rates_gbps) {
   PairLocalReport report;
   report.node_findings = std::move(node_findings);
   report.findings_note = std::move(findings_note);
+  report.port_rates_gbps = std::move(port_rates_gbps);
   report.work_dir = runner.options().work_dir;
   const int count = static_cast<int>(modes.size());
   for (int i = 0; i < count; ++i) {
@@ -166,8 +216,13 @@ PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeM
     }
     report.rows.push_back(std::move(row));
   }
-  report.verdict =
-      DecidePairLocal(report.rows, report.node_findings, runner.config().busbw_min_fraction);
+  for (const auto& row : report.rows) {
+    if (row.mode == ProbeMode::kIb && row.merged.size_bytes >= kBandwidthBoundBytes) {
+      report.expected_ib = ExpectedLocalBandwidth(row, report.port_rates_gbps);
+    }
+  }
+  report.verdict = DecidePairLocal(report.rows, report.node_findings,
+                                   runner.config().busbw_min_fraction, report.port_rates_gbps);
   for (const auto& row : report.rows) {
     if (row.mode != ProbeMode::kIb || row.ranks.empty()) continue;
     std::vector<LogLine> lines;
@@ -289,6 +344,10 @@ nlohmann::json ToJson(const PairLocalReport& report) {
         {"causes", causes}}},
       {"failing_checks", findings},
       {"warnings", report.warnings},
+      {"expected_ib", report.expected_ib ? nlohmann::json{{"busbw_bytes_per_second",
+                                                           report.expected_ib->bytes_per_second},
+                                                          {"basis", report.expected_ib->basis}}
+                                         : nlohmann::json(nullptr)},
       {"checks_note", report.findings_note},
       {"work_dir", report.work_dir},
   };
@@ -323,6 +382,10 @@ void PrintPairTable(const PairLocalReport& report, std::ostream& out) {
     if (info != nullptr) out << "    fix: " << info->remedy << "\n";
   }
   for (const auto& w : report.warnings) out << "warning: " << w << "\n";
+  if (report.expected_ib) {
+    out << "expected IB busbw: " << FormatBandwidth(report.expected_ib->bytes_per_second) << " ("
+        << report.expected_ib->basis << ")\n";
+  }
   if (!report.findings_note.empty()) out << "node checks: " << report.findings_note << "\n";
   if (!report.work_dir.empty()) out << "NCCL logs: " << report.work_dir << "\n";
 }

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <iosfwd>
+#include <map>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
@@ -33,10 +34,21 @@ struct PairLocalRow {
   std::vector<ProbeResult> ranks;  // rank order
 };
 
+// The IB busbw the local pair should reach (ExpectedLocalBandwidth).
+struct LocalExpectation {
+  double bytes_per_second = 0;
+  std::string basis;  // "rank 0: mlx5_3:1 200 Gb/s; GPUDirect RDMA assumed and used"
+};
+
 struct PairLocalReport {
   std::vector<PairLocalRow> rows;  // socket first, then IB (as run)
   std::vector<Finding> node_findings;
   std::string findings_note;  // why there are none, when there are none
+  // The node's IB/RoCE port rates in Gb/s ("mlx5_0:1" -> 200), for the expected IB busbw.
+  std::map<std::string, double> port_rates_gbps;
+  // What the IB row should carry (ExpectedLocalBandwidth), when rates are known and the probe
+  // was large enough (kBandwidthBoundBytes) for the verdict to compare.
+  std::optional<LocalExpectation> expected_ib;
   PairVerdict verdict;
   // Findings that do not change the verdict: an IB probe without GPUDirect RDMA although the
   // peer-memory module is loaded (why, and the log lines that show it).
@@ -47,9 +59,19 @@ struct PairLocalReport {
 // One row from the ranks' results.
 ProbeResult MergeRankResults(const std::vector<ProbeResult>& ranks);
 
-// The verdict of the decision table for the rows that ran (a mode not run is not_run).
+// What the local pair's IB probe should carry, as the coordinator derives it for two nodes: per
+// rank, the summed rate of the ports its channels used (ProbeResult::ib_ports); the slower rank
+// counts; a rank whose ports are unknown counts the node's best port. The basis says which ports
+// and whether GPUDirect RDMA, which the rate assumes, was used. nullopt without any rate.
+std::optional<LocalExpectation> ExpectedLocalBandwidth(
+    const PairLocalRow& ib_row, const std::map<std::string, double>& port_rates_gbps);
+
+// The verdict of the decision table for the rows that ran (a mode not run is not_run). With port
+// rates and an IB probe of at least kBandwidthBoundBytes, its busbw is compared with
+// busbw_min_fraction of ExpectedLocalBandwidth (ib.bandwidth when below).
 PairVerdict DecidePairLocal(const std::vector<PairLocalRow>& rows,
-                            const std::vector<Finding>& node_findings, double busbw_min_fraction);
+                            const std::vector<Finding>& node_findings, double busbw_min_fraction,
+                            const std::map<std::string, double>& port_rates_gbps = {});
 
 // Told when each mode starts and ends (the progress line); called on the caller's thread.
 class PairLocalObserver {
@@ -69,7 +91,8 @@ std::optional<std::string> GdrWarning(const PairLocalRow& ib_row,
 // Runs the modes in order (socket before IB, as the triage does) and decides.
 PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeMode>& modes,
                              std::vector<Finding> node_findings, std::string findings_note,
-                             PairLocalObserver* observer = nullptr);
+                             PairLocalObserver* observer = nullptr,
+                             std::map<std::string, double> port_rates_gbps = {});
 
 // "socket probe (1/2): 2 ranks running, 14 s (limit 120 s)".
 std::string ProgressRunningText(ProbeMode mode, int index, int count, int elapsed_seconds,

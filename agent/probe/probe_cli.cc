@@ -232,12 +232,12 @@ int RunProbeCommand(const std::vector<std::string>& args, std::ostream& out, std
   }
   if (p.intra_node) return RunIntraNodeCommand(p, ProbeRunner(config, ro), out, err);
 
-  std::vector<Finding> findings;
+  ProbeNodeFacts facts;
   std::string note;
-  if (hooks.node_findings) {
-    auto f = hooks.node_findings(p.root, p.config_path);
+  if (hooks.node_facts) {
+    auto f = hooks.node_facts(p.root, p.config_path);
     if (f.ok()) {
-      findings = std::move(*f);
+      facts = std::move(*f);
     } else {
       note = "not run: " + f.status().message();
     }
@@ -248,7 +248,8 @@ int RunProbeCommand(const std::vector<std::string>& args, std::ostream& out, std
   ProbeRunner runner(config, ro);
   // Each mode may run up to two probe timeouts: say what is running, on a terminal only.
   TerminalProgress progress(err, hooks.stderr_is_terminal);
-  PairLocalReport report = RunPairLocal(runner, p.modes, std::move(findings), note, &progress);
+  PairLocalReport report = RunPairLocal(runner, p.modes, std::move(facts.findings), note, &progress,
+                                        std::move(facts.port_rates_gbps));
   if (p.json) {
     out << ToJson(report).dump(2) << "\n";
   } else {

@@ -24,16 +24,22 @@
 
 namespace nccl_triage {
 
+// What the full binary knows about the node that the probe's verdict uses.
+struct ProbeNodeFacts {
+  std::vector<Finding> findings;                  // the node checks
+  std::map<std::string, double> port_rates_gbps;  // "mlx5_0:1" -> 200 (IB and RoCE ports)
+};
+
 struct ProbeCliHooks {
   std::string self_exe;                            // the binary that implements `probe --child`
   std::map<std::string, std::string> environment;  // this process's environment
   bool stderr_is_terminal = false;                 // a progress line goes to stderr only then
   // Loads a configuration file's probe section (the full binary only).
   std::function<StatusOr<ProbeConfig>(const std::string& path)> load_config;
-  // The node checks of the host at `root` (the full binary only); config_path may be empty.
-  std::function<StatusOr<std::vector<Finding>>(const std::string& root,
-                                               const std::string& config_path)>
-      node_findings;
+  // The node checks of the host at `root` and its IB port rates (the full binary only);
+  // config_path may be empty.
+  std::function<StatusOr<ProbeNodeFacts>(const std::string& root, const std::string& config_path)>
+      node_facts;
 };
 
 int RunProbeCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,

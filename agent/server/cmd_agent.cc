@@ -212,8 +212,9 @@ int RunAgentCommand(CliContext& ctx) {
   probe_options.root = flags.root;
   probe_options.work_dir = (std::filesystem::temp_directory_path() / "nccl-triage-probes").string();
   probe_options.parent_env = ProcessEnvironment();
-  agent.SetProbeRunner(
-      MakeRunnerProbeFn(std::make_shared<const ProbeRunner>(config.probe, probe_options)));
+  auto probe_runner = std::make_shared<const ProbeRunner>(config.probe, probe_options);
+  agent.SetProbeRunner(MakeRunnerProbeFn(probe_runner));
+  agent.SetIntraNodeProbe(MakeIntraNodeFn(probe_runner, config.probe.allow_when_gpus_busy));
 
   // Step: metrics and HTTP endpoints.
   SignalBlock signals;

@@ -156,6 +156,7 @@ INSTANTIATE_TEST_SUITE_P(
         FixtureCase{"cpu-only", "", "healthy", 0, {}}, FixtureCase{"ib-busy", "", "healthy", 0, {}},
         FixtureCase{"ofed-mixed", "", "architecture", 1, {"versions.ofed_kernel"}},
         FixtureCase{"rail-faults", "", "ib_resource", 1, {"ib.port_rate"}},
+        FixtureCase{"gpu-shared", "", "healthy", 0, {}},
         FixtureCase{"gpu-pods", "", "healthy", 0, {}}),
     [](const auto& info) {
       std::string name = info.param.fixture + (info.param.config.empty() ? "" : "_configured");

@@ -89,11 +89,12 @@ class FakeServices final : public AgentServices {
     std::lock_guard lock(mu_);
     report_ = std::make_shared<NodeReport>(std::move(report));
   }
-  void SetGpuHolder() { SetGpuHolders({{4242, "python3", "/dev/nvidia0"}}); }
-  void SetGpuHolders(std::vector<DeviceHolder> holders) {
+  void SetGpuHolder() { SetGpuHolders({{4242, "python3", "/dev/nvidia0", true}}); }
+  void SetGpuHolders(std::vector<DeviceHolder> holders, std::vector<GpuInfo> gpus = {}) {
     std::lock_guard lock(mu_);
     auto s = std::make_shared<NodeSnapshot>();
     s->gpu_holders = std::move(holders);
+    s->gpus = std::move(gpus);
     snapshot_ = s;
   }
   bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
@@ -473,14 +474,54 @@ TEST(CoordinatorSession, PersistencedAndDcgmHoldingEveryGpuDoNotBlockProbes) {
   EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_PASS) << r->skipped_reason();
   EXPECT_EQ(a.probes_.load(), 1);
 
-  // A training process on one GPU still blocks, and is the one named.
-  holders.push_back({4242, "python3", "/dev/nvidia3"});
+  // Without a GPU list, a training process (a CUDA context) on one GPU blocks, and is named.
+  holders.push_back({4242, "python3", "/dev/nvidia3", true});
   a.SetGpuHolders(holders);
   c.service.Send(Assignment("job"));
   r = c.service.WaitReport(5s);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
   EXPECT_NE(r->skipped_reason().find("python3 pid 4242 holds /dev/nvidia3"), std::string::npos)
+      << r->skipped_reason();
+}
+
+TEST(CoordinatorSession, AJobOnGpu0OnlyMakesTheProbeRunOnGpu1) {
+  Scripted c;
+  FakeServices a("node-a");
+  std::vector<GpuInfo> gpus;
+  std::vector<DeviceHolder> holders;
+  for (int i = 0; i < 8; ++i) {
+    GpuInfo g;
+    g.bdf = "0000:" + std::string(i < 4 ? "0" : "8") + std::to_string(i) + ":00.0";
+    g.minor = i;
+    gpus.push_back(g);
+    holders.push_back({1201, "nvidia-persiste", "/dev/nvidia" + std::to_string(i)});
+  }
+  holders.push_back({5150, "python3", "/dev/nvidia0", true});
+  a.SetGpuHolders(holders, gpus);
+  std::string used;
+  a.run_probe = [&used](const ProbeAssignment& pa, std::stop_token) {
+    used = pa.gpu_bus_id;
+    ProbeResult r;
+    r.outcome = ProbeOutcome::kPass;
+    return r;
+  };
+  RunningSession s(c.Options(), a);
+  c.service.Send(Assignment("gpu1"));
+  auto r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_PASS) << r->skipped_reason();
+  EXPECT_EQ(used, "0000:01:00.0");
+
+  // Every GPU with a job: skipped, the first job named.
+  for (int i = 1; i < 8; ++i)
+    holders.push_back({5151, "python3", "/dev/nvidia" + std::to_string(i), true});
+  a.SetGpuHolders(holders, gpus);
+  c.service.Send(Assignment("all-busy"));
+  r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
+  EXPECT_NE(r->skipped_reason().find("python3 pid 5150 holds /dev/nvidia0"), std::string::npos)
       << r->skipped_reason();
 }
 

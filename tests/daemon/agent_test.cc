@@ -205,6 +205,51 @@ TEST_F(AgentTest, TheCoordinatorLinkRunsProbesAndSetsVerdictsThroughServices) {
   EXPECT_EQ(v.coordinator_status, "connected");
 }
 
+TEST_F(AgentTest, TheIntraNodeProbeRunsOnceBeforeThePairingAndItsFindingJoinsTheReport) {
+  SystemClock real_clock;
+  Agent agent(
+      {.interval = 20ms}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
+      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
+      real_clock, log_);
+  std::atomic<int> intra_runs{0};
+  std::atomic<int> probes_before_intra{0};
+  std::atomic<int> probes{0};
+  agent.SetProbeRunner([&](const ProbeAssignment&, std::stop_token) {
+    ++probes;
+    ProbeResult r;
+    r.outcome = ProbeOutcome::kPass;
+    return r;
+  });
+  agent.SetIntraNodeProbe([&](const NodeSnapshot& s, std::stop_token) {
+    if (probes > 0) ++probes_before_intra;
+    ++intra_runs;
+    EXPECT_EQ(s.node, "gpu-node-1");  // the first cycle's snapshot
+    Finding f = Fail("probe.intra_node", FaultClass::kArchitecture);
+    f.message = "P2P between the GPUs is broken";
+    return f;
+  });
+  auto link = std::make_unique<FakeLink>();
+  FakeLink* raw = link.get();
+  agent.SetCoordinatorLink(std::move(link));
+  std::stop_source stop;
+  std::thread loop([&] { agent.Run(stop.get_token()); });
+  for (int i = 0; i < 2000 && !raw->ran; ++i) std::this_thread::sleep_for(1ms);
+  const uint64_t seen = state_.View().cycle.cycles;
+  for (int i = 0; i < 2000 && state_.View().cycle.cycles < seen + 2; ++i) {
+    std::this_thread::sleep_for(1ms);
+  }
+  stop.request_stop();
+  loop.join();
+  ASSERT_TRUE(raw->ran);
+  EXPECT_EQ(intra_runs.load(), 1);
+  EXPECT_EQ(probes_before_intra.load(), 0);
+  auto report = state_.View().report;
+  ASSERT_TRUE(report);
+  ASSERT_EQ(report->findings.size(), 1u);
+  EXPECT_EQ(report->findings[0].check, "probe.intra_node");
+  EXPECT_EQ(report->fault_class, FaultClass::kArchitecture);
+}
+
 TEST_F(AgentTest, WithoutAProbeRunnerAProbeIsUnavailableNotAFailure) {
   Agent agent(
       {}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },

@@ -392,6 +392,17 @@ TEST(GatherSnapshot, IbBusyFindsOtherHoldersOnce) {
   EXPECT_EQ(s.gpu_holders[1], (DeviceHolder{31338, "pt_main_thread", "/dev/nvidia1"}));
 }
 
+TEST(GatherSnapshot, GpuHoldersSayWhoHasACudaContextAndGpusTheirMinor) {
+  NodeSnapshot s = Gather("gpu-shared");
+  ASSERT_EQ(s.gpus.size(), 8u);
+  for (size_t i = 0; i < s.gpus.size(); ++i) EXPECT_EQ(s.gpus[i].minor, static_cast<int>(i));
+  ASSERT_EQ(s.gpu_holders.size(), 17u);  // persistenced and dcgm-exporter: 8 each; python3: 1
+  for (const auto& h : s.gpu_holders) {
+    EXPECT_EQ(h.cuda_context, h.comm == "python3") << h.comm << " " << h.device;
+  }
+  EXPECT_EQ(s.gpu_holders.back(), (DeviceHolder{5150, "python3", "/dev/nvidia0", true}));
+}
+
 TEST(GatherSnapshot, IbBusyExcludesOwnPid) {
   GatherOptions o;
   o.root = FixtureRoot("ib-busy");

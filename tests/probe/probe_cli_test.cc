@@ -124,6 +124,27 @@ TEST(ProbePairLocalCli, HealthyDgxA100IsHealthyAndExitsZero) {
   EXPECT_EQ(r.json["rows"][1]["result"]["data_verified"], true);
 }
 
+// 32 MiB is the size from which busbw is compared with the ports (kBandwidthBoundBytes): mlx5_3:1
+// negotiated 200 Gb/s, so the fake's loopback TCP (a few GB/s) is below half of 25 GB/s.
+TEST(ProbePairLocalCli, TheIbBusbwIsJudgedAgainstTheRateOfThePortsItUsed) {
+  auto r = RunCli("dgx-a100",
+                  {"--mode", "ib", "--ib-hca", "=mlx5_3:1", "--size", "32M", "--iters", "2"});
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.json["rows"][0]["result"]["outcome"], "pass");
+  EXPECT_EQ(r.json["expected_ib"]["busbw_bytes_per_second"], 25e9);
+  EXPECT_THAT(r.json["expected_ib"]["basis"].get<std::string>(), HasSubstr("mlx5_3:1 200 Gb/s"));
+  EXPECT_EQ(r.json["verdict"]["class"], "ib_resource");
+  EXPECT_EQ(r.json["verdict"]["degraded"], true);
+  EXPECT_EQ(Causes(r).front(), "ib.bandwidth");
+  EXPECT_THAT(r.json["verdict"]["reason"].get<std::string>(), HasSubstr("below 50% of 25"));
+
+  // Below the size bound the probe measures latency: no expectation, no bandwidth verdict.
+  auto small = RunCli("dgx-a100", {"--mode", "ib", "--ib-hca", "=mlx5_3:1"});
+  EXPECT_EQ(small.exit_code, 0) << small.out << small.err;
+  EXPECT_TRUE(small.json["expected_ib"].is_null());
+  EXPECT_EQ(small.json["verdict"]["class"], "healthy");
+}
+
 TEST(ProbePairLocalCli, PortDownOnTheProbedRailIsIbResource) {
   // mlx5_3's port is down; the other seven would carry NCCL, so the probe pins the rail.
   auto r = RunCli("port-down", {"--ib-hca", "=mlx5_3"});

@@ -369,6 +369,52 @@ TEST(JudgeIntraNode, NothingRunIsASkipWithTheReasonNotAFailure) {
   EXPECT_EQ(ExitCodeFor(skip), 3);
 }
 
+TEST(ExpectedLocalBandwidth, TheSlowerRankSumOfItsPortsOrTheBestPortWhenUnknown) {
+  const std::map<std::string, double> rates = {
+      {"mlx5_0:1", 200}, {"mlx5_1:1", 200}, {"mlx5_2:1", 100}};
+  PairLocalRow row;
+  row.mode = ProbeMode::kIb;
+  row.ranks.resize(2);
+  row.ranks[0].ib_ports = {"mlx5_0:1", "mlx5_1:1"};
+  row.ranks[1].rank = 1;
+  row.ranks[1].ib_ports = {"mlx5_2:1"};
+  for (auto& r : row.ranks) r.gdrdma = true;
+  auto e = ExpectedLocalBandwidth(row, rates);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_DOUBLE_EQ(e->bytes_per_second, 100e9 / 8);
+  EXPECT_EQ(e->basis, "rank 1: mlx5_2:1 100 Gb/s; GPUDirect RDMA assumed and used");
+
+  row.ranks[0].ib_ports = {};
+  row.ranks[1].ib_ports = {"mlx5_9:1"};  // not a port of this node
+  row.ranks[1].gdrdma = false;
+  e = ExpectedLocalBandwidth(row, rates);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_DOUBLE_EQ(e->bytes_per_second, 200e9 / 8);
+  EXPECT_THAT(e->basis, HasSubstr("best port 200 Gb/s (ports used not known)"));
+  EXPECT_THAT(e->basis, HasSubstr("not used (no /GDRDMA channel)"));
+
+  EXPECT_FALSE(ExpectedLocalBandwidth(row, {}).has_value());
+}
+
+TEST(DecidePairLocal, ComparesALargeEnoughIbProbeWithThePortsAndNotASmallOne) {
+  PairLocalRow row;
+  row.mode = ProbeMode::kIb;
+  row.merged.outcome = ProbeOutcome::kPass;
+  row.merged.transport = "NET/IB";
+  row.merged.busbw_bytes_per_second = 5e9;
+  row.merged.size_bytes = 64ull << 20;
+  row.ranks = {row.merged, row.merged};
+  for (auto& r : row.ranks) r.ib_ports = {"mlx5_0:1"};
+  const std::map<std::string, double> rates = {{"mlx5_0:1", 200}};
+  auto slow = DecidePairLocal({row}, {}, 0.5, rates);
+  EXPECT_EQ(slow.fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(slow.causes, (std::vector<std::string>{"ib.bandwidth"}));
+  EXPECT_THAT(slow.reason, HasSubstr("mlx5_0:1 200 Gb/s"));
+  EXPECT_EQ(DecidePairLocal({row}, {}, 0.5).fault_class, FaultClass::kHealthy);  // no rates
+  row.merged.size_bytes = 1 << 20;
+  EXPECT_EQ(DecidePairLocal({row}, {}, 0.5, rates).fault_class, FaultClass::kHealthy);
+}
+
 TEST(ApplyLogRules, WrongDataIsProbeData) {
   ProbeResult r;
   r.outcome = ProbeOutcome::kFail;

@@ -288,7 +288,10 @@ Status DemoCluster::Start() {
 
   const std::string probe_exe = options_.probe_exe;
   for (int i = 0; i < options_.nodes; ++i) {
-    if (options_.busy_nodes.count(i) > 0) node_faults[i].ib_busy = true;
+    if (options_.busy_nodes.count(i) > 0) {
+      node_faults[i].ib_busy = true;
+      node_faults[i].gpus_in_use = true;  // every GPU has a CUDA job: none is idle for a probe
+    }
     FixtureSpec spec = ApplyFaults(DgxA100Spec(), node_faults[i]);
     spec.hostname = NodeName(i);
     spec.scenario = "demo-" + NodeName(i);

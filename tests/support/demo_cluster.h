@@ -62,7 +62,8 @@ struct DemoOptions {
   // knobs); the names are allow-listed for that node like any operator-configured variable.
   std::map<int, std::map<std::string, std::string>> node_env;
   // Nodes whose GPUs and HCAs another process holds (a job that started there: the `ib-busy`
-  // fixture's processes); their agents refuse probes and the coordinator leaves them out.
+  // fixture's processes, and a CUDA process on every GPU); their agents refuse probes and the
+  // coordinator leaves them out.
   std::set<int> busy_nodes;
   std::function<void(const std::string&)> progress;  // one line per sweep; may be empty
 };
