@@ -123,13 +123,24 @@ class ChildRun {
       rc = cu_.device_get_count(&count);
       if (!CuOk("cuDeviceGetCount", rc)) return false;
       if (count == 0) return Unavailable("no CUDA device");
-      if (o_.device >= count) {
+      if (o_.gpu_bus_id.empty() && o_.device >= count) {
         r_.detail = "device " + std::to_string(o_.device) + " requested, " + std::to_string(count) +
                     " present";
         return false;
       }
     }
-    if (!CuOk("cuDeviceGet", cu_.device_get(&device_, o_.device))) return false;
+    if (!o_.gpu_bus_id.empty()) {
+      if (cu_.device_get_by_pci_bus_id == nullptr) {
+        r_.detail = "cuDeviceGetByPCIBusId is absent from the CUDA driver";
+        return false;
+      }
+      if (!CuOk("cuDeviceGetByPCIBusId",
+                cu_.device_get_by_pci_bus_id(&device_, o_.gpu_bus_id.c_str()))) {
+        return false;
+      }
+    } else if (!CuOk("cuDeviceGet", cu_.device_get(&device_, o_.device))) {
+      return false;
+    }
     char buf[256] = {};
     if (cu_.device_get_name != nullptr &&
         cu_.device_get_name(buf, sizeof(buf) - 1, device_) == abi::kCudaSuccess) {
@@ -507,6 +518,7 @@ StatusOr<ChildOptions> ParseChildArgs(const std::vector<std::string>& args) {
           .Int({"--rank"}, &o.rank, 0, kMax)
           .Int({"--nranks"}, &o.nranks, 1, kMax)
           .Int({"--device"}, &o.device, 0, kMax)
+          .String({"--gpu-bus-id"}, &o.gpu_bus_id)
           .Int({"--iters"}, &o.iterations, 1, kMax)
           .Int({"--warmup"}, &o.warmup, 0, kMax)
           .Int({"--deadline-ms"}, &o.deadline_ms, 1, kMax)

@@ -145,13 +145,100 @@ std::optional<std::string> GdrWarning(const PairLocalRow& ib_row,
   return w;
 }
 
+namespace {
+
+std::string RailName(const Rail& r) {
+  return "rail " + std::to_string(r.index) + " (" + r.device + "/" + std::to_string(r.port) +
+         (r.gpu >= 0 ? ", GPU " + std::to_string(r.gpu) : std::string()) + ")";
+}
+
+}  // namespace
+
+PairVerdict DecideRails(const PairLocalRow* socket, const std::vector<RailProbeRow>& rails,
+                        const std::vector<Finding>& node_findings, double busbw_min_fraction) {
+  std::vector<PairLocalRow> socket_only;
+  if (socket != nullptr) socket_only.push_back(*socket);
+  if (socket != nullptr && socket->merged.outcome != ProbeOutcome::kPass) {
+    return DecidePairLocal(socket_only, node_findings, busbw_min_fraction);
+  }
+  const RailProbeRow* passed = nullptr;
+  for (const auto& r : rails) {
+    if (!r.skipped.empty()) continue;
+    if (r.verdict.fault_class == FaultClass::kHealthy && !r.verdict.degraded) {
+      if (passed == nullptr) passed = &r;
+      continue;
+    }
+    if (r.verdict.fault_class == FaultClass::kUnknown) continue;
+    PairVerdict v = r.verdict;
+    v.reason = RailName(r.rail) + ": " + v.reason;
+    return v;
+  }
+  if (passed != nullptr) {
+    PairVerdict v = passed->verdict;
+    int ran = 0;
+    for (const auto& r : rails) ran += r.skipped.empty() ? 1 : 0;
+    v.reason = std::to_string(ran) + " rail(s) probed, each passed; " + v.reason;
+    return v;
+  }
+  PairVerdict v = DecidePairLocal(socket_only, node_findings, busbw_min_fraction);
+  if (!rails.empty()) v.reason = "no rail probed (" + rails.front().skipped + "); " + v.reason;
+  return v;
+}
+
 PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeMode>& modes,
-                             std::vector<Finding> node_findings, std::string findings_note) {
+                             std::vector<Finding> node_findings, std::string findings_note,
+                             const std::vector<RailTarget>& rails) {
   PairLocalReport report;
   report.node_findings = std::move(node_findings);
   report.findings_note = std::move(findings_note);
   report.work_dir = runner.options().work_dir;
+  const double min_fraction = runner.config().busbw_min_fraction;
   for (ProbeMode mode : modes) {
+    if (mode == ProbeMode::kIb && !rails.empty()) {
+      const PairLocalRow* socket = nullptr;
+      for (const auto& row : report.rows) {
+        if (row.mode == ProbeMode::kSocket) socket = &row;
+      }
+      for (const auto& target : rails) {
+        RailProbeRow rr;
+        rr.rail = target.rail;
+        rr.expected_bytes_per_second = RailExpectedBytesPerSecond(target.rail);
+        rr.row.mode = ProbeMode::kIb;
+        if (!target.gpu_busy_by.empty()) {
+          rr.skipped = "gpu busy (" + target.gpu_busy_by + ")";
+          report.rails.push_back(std::move(rr));
+          continue;
+        }
+        ProbeRequest base;
+        base.mode = ProbeMode::kIb;
+        base.ib_hca = RailIbHca(target.rail);
+        base.gpu_bus_id = target.rail.gpu_bdf;
+        base.tag = "rail" + std::to_string(target.rail.index);
+        rr.row.ranks = runner.RunLocalRanks(base, 2);
+        rr.row.merged = MergeRankResults(rr.row.ranks);
+        std::vector<PairLocalRow> pair;
+        if (socket != nullptr) pair.push_back(*socket);
+        pair.push_back(rr.row);
+        DecisionInputs in;
+        for (const auto& row : pair) {
+          if (row.mode == ProbeMode::kSocket) {
+            in.socket = row.merged.outcome;
+            in.socket_result = &row.merged;
+          } else {
+            in.ib = row.merged.outcome;
+            in.ib_result = &row.merged;
+          }
+        }
+        in.node_findings = report.node_findings;
+        in.busbw_min_fraction = min_fraction;
+        if (rr.expected_bytes_per_second > 0) {
+          in.expected_ib_bytes_per_second = rr.expected_bytes_per_second;
+        }
+        rr.verdict = Decide(in);
+        report.rails.push_back(std::move(rr));
+      }
+      continue;
+    }
     PairLocalRow row;
     row.mode = mode;
     row.ranks = runner.RunLocalRanks(mode, 2);

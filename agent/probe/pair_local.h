@@ -17,6 +17,7 @@
 #include "core/decision.h"
 #include "core/model.h"
 #include "core/probe_result.h"
+#include "core/rails.h"
 #include "probe/runner.h"
 
 namespace nccl_triage {
@@ -29,8 +30,25 @@ struct PairLocalRow {
   std::vector<ProbeResult> ranks;  // rank order
 };
 
+// A rail to probe: its row of the rail table and whether another process holds its GPU.
+struct RailTarget {
+  Rail rail;
+  std::string gpu_busy_by;  // "pid 31337 python3" when another process holds the GPU; empty: free
+};
+
+// One rail's IB probe: NCCL_IB_HCA selecting only that rail's port (RailIbHca), both ranks on the
+// GPU nearest its HCA (by PCI bus id), judged against the socket probe and the port's rate.
+struct RailProbeRow {
+  Rail rail;
+  std::string skipped;  // "gpu busy (pid 31337 python3)": not run; empty when it ran
+  PairLocalRow row;     // the IB row, when it ran
+  double expected_bytes_per_second = 0;  // what the port should carry (its rate / 8)
+  PairVerdict verdict;                   // socket row x this rail's IB row
+};
+
 struct PairLocalReport {
-  std::vector<PairLocalRow> rows;  // socket first, then IB (as run)
+  std::vector<PairLocalRow> rows;  // socket first, then IB (as run); no IB row with rails
+  std::vector<RailProbeRow> rails;  // per-rail IB probes, in rail order (empty: one IB probe)
   std::vector<Finding> node_findings;
   std::string findings_note;  // why there are none, when there are none
   PairVerdict verdict;
@@ -54,9 +72,18 @@ std::optional<std::string> GdrWarning(const PairLocalRow& ib_row,
                                       const std::vector<Finding>& node_findings,
                                       const std::vector<LogLine>& log_lines);
 
-// Runs the modes in order (socket before IB, as the triage does) and decides.
+// Runs the modes in order (socket before IB, as the triage does) and decides. With `rails`, the
+// IB mode runs once per rail, one rail after the other (a rail whose GPU is busy is skipped),
+// and the verdict is the first rail's fault, its reason naming the rail.
 PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeMode>& modes,
-                             std::vector<Finding> node_findings, std::string findings_note);
+                             std::vector<Finding> node_findings, std::string findings_note,
+                             const std::vector<RailTarget>& rails = {});
+
+// The verdict over per-rail rows: socket failure -> architecture; else the first rail with a
+// fault, "rail K (mlx5_K/1, GPU G): ..." in the reason; else healthy when a rail passed; else
+// (every rail skipped) the node checks' prediction.
+PairVerdict DecideRails(const PairLocalRow* socket, const std::vector<RailProbeRow>& rails,
+                        const std::vector<Finding>& node_findings, double busbw_min_fraction);
 
 // 0 healthy, 1 a fault verdict (architecture or ib_resource), 3 nothing to conclude (unknown).
 int ExitCodeFor(const PairVerdict& verdict);

@@ -253,7 +253,8 @@ ProbeRunner::ProbeRunner(ProbeConfig config, ProbeRunnerOptions options)
 
 std::string ProbeRunner::LogPath(const ProbeRequest& req) const {
   return (std::filesystem::path(options_.work_dir) /
-          ("nccl-" + std::string(ToString(req.mode)) + "-rank" + std::to_string(req.rank) + ".log"))
+          ("nccl-" + std::string(ToString(req.mode)) + (req.tag.empty() ? "" : "-" + req.tag) +
+           "-rank" + std::to_string(req.rank) + ".log"))
       .string();
 }
 
@@ -290,6 +291,10 @@ std::vector<std::string> ProbeRunner::ChildArgv(const ProbeRequest& req,
       "--spawn-ns",
       std::to_string(spawn_ns),
   };
+  if (!req.gpu_bus_id.empty()) {
+    argv.push_back("--gpu-bus-id");
+    argv.push_back(req.gpu_bus_id);
+  }
   if (!req.peer.empty()) {
     argv.push_back("--peer");
     argv.push_back(req.peer);
@@ -312,7 +317,7 @@ std::vector<std::string> ProbeRunner::ChildEnvironment(const ProbeRequest& req,
   env.mode = req.mode;
   env.log_path = log_path;
   env.socket_ifname = socket_ifname_;
-  if (req.mode == ProbeMode::kIb) env.ib_hca = config_.ib_hca;
+  if (req.mode == ProbeMode::kIb) env.ib_hca = req.ib_hca ? req.ib_hca : config_.ib_hca;
   env.hostid = req.hostid;
   env.nranks = req.nranks;
   return BuildChildEnvironment(env, options_.parent_env, config_.env_allowlist);
@@ -339,11 +344,16 @@ StatusOr<std::unique_ptr<ProbeChildProcess>> ProbeRunner::Start(const ProbeReque
 }
 
 std::vector<ProbeResult> ProbeRunner::RunLocalRanks(ProbeMode mode, int nranks) const {
+  ProbeRequest base;
+  base.mode = mode;
+  return RunLocalRanks(base, nranks);
+}
+
+std::vector<ProbeResult> ProbeRunner::RunLocalRanks(const ProbeRequest& base, int nranks) const {
   std::vector<ProbeResult> results;
   std::vector<std::unique_ptr<ProbeChildProcess>> kids;
   for (int rank = 0; rank < nranks; ++rank) {
-    ProbeRequest req;
-    req.mode = mode;
+    ProbeRequest req = base;
     req.rank = rank;
     req.nranks = nranks;
     req.peer = "local";
