@@ -2,7 +2,7 @@
 # (Deployment), and `nccl-triage` (check, classify-log, probe) beside it, which the agent runs as
 # its probe child. No test code: the demo and the test harness are built only with the tests.
 #
-#   docker build -t nccl-triage:0.1.0 .
+#   docker build -t nccl-triage:0.1.0 --build-arg REVISION=$(git rev-parse HEAD) .
 #
 # Two stages. `build` has the compilers and -dev packages; `runtime` carries only the two
 # executables, the shared libraries they load and a default configuration. The package lists live in
@@ -17,10 +17,14 @@
 # CUDA and NCCL are not in the image: the probe child loads libcuda.so.1 and libnccl.so.2 with
 # dlopen from the host (NVIDIA container runtime) or from probe.nccl_library_paths.
 
-ARG DEBIAN_RELEASE=12
+# The base of both stages: debian:12-slim pinned by digest (the multi-arch index), so a rebuild
+# gets the same base until someone moves the pin on purpose. To move it:
+#   docker buildx imagetools inspect debian:12-slim   (the "Digest:" line)
+# scripts/image-offline.sh passes --build-arg BASE_IMAGE=<a debootstrapped Debian 12>.
+ARG BASE_IMAGE=debian:12-slim@sha256:60eac759739651111db372c07be67863818726f754804b8707c90979bda511df
 
 # ------------------------------------------------------------------------------------- build
-FROM debian:${DEBIAN_RELEASE} AS build
+FROM ${BASE_IMAGE} AS build
 WORKDIR /src
 # Dependencies first, so that source changes do not reinstall them. The test-only tail of the
 # build list (Prometheus, Go, clang...) is not needed to build the binary.
@@ -37,7 +41,20 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     && /build/nccl-triage check --dump-config > /build/config.yaml
 
 # ------------------------------------------------------------------------------------- runtime
-FROM debian:${DEBIAN_RELEASE} AS runtime
+FROM ${BASE_IMAGE} AS runtime
+# OCI annotations (org.opencontainers.image.*): registries and scanners show them; VERSION and
+# REVISION come from the build (docker build --build-arg VERSION=0.1.0 --build-arg REVISION=$(git
+# rev-parse HEAD)); .dockerignore keeps .git out of the context, so the image cannot read them.
+ARG BASE_IMAGE
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="nccl-triage" \
+      org.opencontainers.image.description="NCCL failure triage on Kubernetes GPU clusters: InfiniBand resource vs architecture faults (agent, coordinator, check, classify-log, probe)" \
+      org.opencontainers.image.source="https://github.com/nccl-triage/nccl-triage" \
+      org.opencontainers.image.documentation="https://github.com/nccl-triage/nccl-triage/blob/main/README.md" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.base.name="${BASE_IMAGE}"
 COPY scripts/install-deps.sh scripts/packages-runtime.txt /tmp/deps/
 RUN /tmp/deps/install-deps.sh /tmp/deps/packages-runtime.txt \
     && rm -rf /var/lib/apt/lists/* /tmp/deps \

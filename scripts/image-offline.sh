@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the nccl-triage image from the Dockerfile without a Docker engine and without Docker Hub:
-# the debian:12 base comes from debootstrap (Debian's archive only) and the Dockerfile is built
-# with buildah (Debian 12 package), then the image is started to prove it works: `check` on a
+# the Debian 12 base comes from debootstrap (Debian's archive only) and replaces the Dockerfile's
+# pinned debian:12-slim through --build-arg BASE_IMAGE; the Dockerfile is built with buildah
+# (Debian 12 package), then the image is started to prove it works: `check` on a
 # bundled fixture root, `coordinator --help` (the serving module and every library it needs), one
 # `agent --standalone --once` cycle and `check --workloads` on the gpu-pods fixture.
 #
@@ -33,8 +34,9 @@ for tool in buildah debootstrap; do
   command -v "$tool" >/dev/null || { apt-get update -qq && apt-get install -y -qq "$tool" >/dev/null; }
 done
 
-# The base image, once: a minimal Debian 12 tree named as the Dockerfile's FROM expects.
-base="docker.io/library/debian:12"
+# The base image, once: a minimal Debian 12 tree (debootstrap minbase, close to debian:12-slim),
+# given to the Dockerfile as BASE_IMAGE instead of the pinned digest it cannot pull offline.
+base="localhost/nccl-triage-base:bookworm-debootstrap"
 if ! "${bah[@]}" inspect --type image "$base" >/dev/null 2>&1; then
   echo "image-offline: debootstrap bookworm from $mirror"
   rm -rf "$work/rootfs"; mkdir -p "$work"
@@ -52,7 +54,9 @@ fi
 
 echo "image-offline: building $tag"
 start=$(date +%s)
-"${bah[@]}" bud --isolation chroot --pull=false -t "$tag" "$src"
+revision="$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)"
+"${bah[@]}" bud --isolation chroot --pull=false --build-arg BASE_IMAGE="$base" \
+  --build-arg VERSION="$version" --build-arg REVISION="$revision" -t "$tag" "$src"
 echo "image-offline: built $tag in $(( $(date +%s) - start )) s"
 
 # Smoke test in the runtime image, on fixture roots copied in: check, the module's libraries, one
@@ -77,7 +81,10 @@ run sh -c '! command -v g++ && ! command -v cmake' >/dev/null \
   || { echo "image-offline: the runtime image has a compiler"; exit 1; }
 run sh -c '! command -v nccl-triage-demo && ! command -v fixture-gen' >/dev/null \
   || { echo "image-offline: the runtime image has test code"; exit 1; }
+# The size the README quotes: the runtime image as stored (uncompressed layers).
 "${bah[@]}" images --format '{{.Name}}:{{.Tag}} {{.Size}}' | grep -F "${tag%%:*}" || true
+"${bah[@]}" inspect --type image --format '{{range $k, $v := .OCIv1.Config.Labels}}{{$k}}={{$v}}{{"\n"}}{{end}}' "$tag" \
+  | grep '^org.opencontainers.image.' || { echo "image-offline: no OCI labels on $tag"; exit 1; }
 echo "image-offline: $tag runs check, the agent and the workload view on fixture roots"
 
 if [ -n "$save" ]; then

@@ -60,14 +60,91 @@ std::string FormatRfc3339(int64_t unix_ms, bool with_millis) {
   return buf;
 }
 
-Logger::Logger(std::ostream& out, LogLevel min_level) : out_(out), min_level_(min_level) {}
+bool ParseLogFormat(std::string_view s, LogFormat* out) {
+  if (s == "text") {
+    *out = LogFormat::kText;
+  } else if (s == "json") {
+    *out = LogFormat::kJson;
+  } else {
+    return false;
+  }
+  return true;
+}
 
-void Logger::Log(LogLevel level, std::string_view component, std::string_view message) {
-  if (!Enabled(level)) return;
-  int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
-  std::string line = FormatRfc3339(now, true);
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i], 0 when the bytes there are not one.
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+  }
+  // Overlong forms and surrogates are not valid UTF-8 either.
+  if ((n == 2 && c < 0xC2) || (n == 3 && c == 0xE0 && b(i + 1) < 0xA0) ||
+      (n == 3 && c == 0xED && b(i + 1) >= 0xA0) || (n == 4 && c == 0xF0 && b(i + 1) < 0x90) ||
+      (n == 4 && (c > 0xF4 || (c == 0xF4 && b(i + 1) >= 0x90)))) {
+    return 0;
+  }
+  return n;
+}
+
+void AppendJsonString(std::string& out, std::string_view s) {
+  out += '"';
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else if (size_t n = Utf8SequenceLength(s, i); n > 0) {
+      out.append(s.substr(i, n));
+      i += n;
+      continue;
+    } else {
+      out += "\\ufffd";  // a byte that is not UTF-8: the line must still parse
+    }
+    ++i;
+  }
+  out += '"';
+}
+
+std::string LowerCase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatLogLine(LogFormat format, int64_t unix_ms, LogLevel level,
+                          std::string_view component, std::string_view message) {
+  std::string line;
+  if (format == LogFormat::kJson) {
+    line = "{\"time\":\"" + FormatRfc3339(unix_ms, true) + "\",\"level\":\"" +
+           LowerCase(ToString(level)) + "\",\"component\":";
+    AppendJsonString(line, component);
+    line += ",\"message\":";
+    AppendJsonString(line, message);
+    line += "}\n";
+    return line;
+  }
+  line = FormatRfc3339(unix_ms, true);
   line += ' ';
   line += ToString(level);
   line += ' ';
@@ -75,6 +152,18 @@ void Logger::Log(LogLevel level, std::string_view component, std::string_view me
   line += ": ";
   for (char c : message) line += (c == '\n' || c == '\r') ? ' ' : c;
   line += '\n';
+  return line;
+}
+
+Logger::Logger(std::ostream& out, LogLevel min_level, LogFormat format)
+    : out_(out), min_level_(min_level), format_(format) {}
+
+void Logger::Log(LogLevel level, std::string_view component, std::string_view message) {
+  if (!Enabled(level)) return;
+  int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  std::string line = FormatLogLine(format_, now, level, component, message);
   std::lock_guard lock(mu_);
   out_ << line << std::flush;
 }

@@ -93,6 +93,11 @@ constexpr std::array kSpecs = {
         {"probe.ib_hca", "string", "NCCL_IB_HCA of the IB probe (one rail); unset: NCCL's choice"},
         KeyKind::kOptString,
         NT_FIELD(probe.ib_hca)},
+    KeySpec{{"probe.rails", "all|N|list",
+             "per-rail IB probes: every rail, N rails per sweep (taking turns), or a list of "
+             "rails and HCAs (0,3 or mlx5_3,mlx5_5); unset: one IB probe, NCCL's choice of HCAs"},
+            KeyKind::kOptRails,
+            NT_FIELD(probe.rails)},
     KeySpec{{"probe.size_bytes", "bytes", "all-reduce buffer size of a probe"},
             KeyKind::kBytes,
             NT_FIELD(probe.size_bytes),
@@ -166,6 +171,10 @@ constexpr std::array kSpecs = {
     KeySpec{{"agent.workloads", "bool", "judge the GPU workload containers on the node"},
             KeyKind::kBool,
             NT_FIELD(agent.workloads)},
+    KeySpec{{"agent.metrics_disabled", "list of metric names",
+             "metric families not exported, e.g. [nccl_triage_ib_port_errors_total]"},
+            KeyKind::kStringList,
+            NT_FIELD(agent.metrics_disabled)},
     // coordinator
     KeySpec{{"coordinator.listen", "host:port", "gRPC address the agents connect to"},
             KeyKind::kListen,

@@ -356,6 +356,21 @@ bool CoordinatorServer::Impl::OnMessage(Stream* stream, const v1::AgentMessage& 
     welcome.mutable_welcome()->set_heartbeat_interval_seconds(
         static_cast<uint32_t>(options_.heartbeat_interval_seconds));
     stream->Send(std::move(welcome));
+    // After a restart of this coordinator, the agents still know which faults it had confirmed.
+    std::vector<std::string> resumed;
+    if (hello.has_last_verdicts()) {
+      resumed = verdicts_.Resume(node, AgentVerdictsFromProto(hello.last_verdicts()), sweeps_done_);
+    }
+    if (!resumed.empty()) {
+      metrics_.SetFaults(verdicts_.hold_down().Confirmed());
+      log_.Info("coordinator", "agent " + node +
+                                   ": resumed the fault(s) confirmed before this coordinator "
+                                   "started; now held: " +
+                                   std::to_string(verdicts_.hold_down().Confirmed().size()));
+      for (const auto& n : resumed) {
+        if (n != node) SendVerdictsLocked(n);
+      }
+    }
     if (verdicts_.Find(node) != nullptr) SendVerdictsLocked(node);
     metrics_.SetAgentsConnected(agents_.size());
     log_.Info("coordinator", "agent " + node + " connected from " + stream->peer());

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "base/status.h"
@@ -71,6 +72,10 @@ class CoordinatorSession final : public CoordinatorLink {
   SessionOptions options_;
   Logger& log_;
   std::atomic<uint64_t> sessions_{0};
+  // The last Verdicts received, sent in the next Hello (a restarted coordinator resumes the
+  // faults it had confirmed from it). Kept across connections; serialised bytes, "" before any.
+  mutable std::mutex last_verdicts_mu_;
+  std::string last_verdicts_;
 };
 
 // The agent's session to `target` from the configuration: the token from agent.token_file, else

@@ -15,14 +15,14 @@ namespace nccl_triage {
 
 // What the node is expected to look like. Unset means "derive from the node itself".
 struct ExpectConfig {
-  std::optional<int> hcas;                 // number of HCAs (IB devices) expected
-  std::optional<double> rate_gbps;         // every port at least this rate
-  std::optional<uint16_t> pkey;            // PKey value (without the membership bit) expected
+  std::optional<int> hcas;                    // number of HCAs (IB devices) expected
+  std::optional<double> rate_gbps;            // every port at least this rate
+  std::optional<uint16_t> pkey;               // PKey value (without the membership bit) expected
   std::optional<uint64_t> memlock_min_bytes;  // unset: memlock must be unlimited
   uint64_t nofile_min = 65536;
-  uint64_t shm_min_bytes = 1ull << 30;     // 1 GiB
-  std::optional<std::string> socket_ifname;  // NCCL_SOCKET_IFNAME to validate (comma list)
-  std::optional<int> ib_gid_index;           // NCCL_IB_GID_INDEX to validate on RoCE ports
+  uint64_t shm_min_bytes = 1ull << 30;        // 1 GiB
+  std::optional<std::string> socket_ifname;   // NCCL_SOCKET_IFNAME to validate (comma list)
+  std::optional<int> ib_gid_index;            // NCCL_IB_GID_INDEX to validate on RoCE ports
   std::optional<std::string> gpu_driver_min;  // e.g. "535.0"; unset: derived from GPU generation
   // Port counters (ib.port_errors): a counter rising faster than this per hour fails.
   double port_error_rate_per_hour = 10.0;
@@ -31,7 +31,7 @@ struct ExpectConfig {
 };
 
 struct ChecksConfig {
-  std::vector<std::string> disabled;       // check ids that are not run
+  std::vector<std::string> disabled;         // check ids that are not run
   uint64_t mr_register_bytes = 64ull << 20;  // size of the live ibv_reg_mr test per HCA
 
   friend bool operator==(const ChecksConfig&, const ChecksConfig&) = default;
@@ -40,8 +40,8 @@ struct ChecksConfig {
 struct ProbeConfig {
   std::vector<std::string> nccl_library_paths;  // tried first, in order, before the default search
   std::vector<std::string> cuda_library_paths;
-  std::optional<std::string> socket_ifname;     // for the socket probe; unset: default-route iface
-  std::optional<std::string> ib_hca;            // NCCL_IB_HCA for the IB probe (one rail)
+  std::optional<std::string> socket_ifname;  // for the socket probe; unset: default-route iface
+  std::optional<std::string> ib_hca;         // NCCL_IB_HCA for the IB probe (one rail)
   // Per-rail IB probes (core/rail_selection.h): "all", a count N per sweep, or a list of rails
   // and HCAs. Unset: one IB probe, NCCL's choice of HCAs (or ib_hca).
   std::optional<std::string> rails;
@@ -49,7 +49,7 @@ struct ProbeConfig {
   int warmup_iterations = 2;
   int iterations = 10;
   int timeout_seconds = 120;
-  std::vector<std::string> env_allowlist;       // extra NCCL_* variables passed to the child
+  std::vector<std::string> env_allowlist;  // extra NCCL_* variables passed to the child
   double busbw_min_fraction = 0.5;  // IB busbw below this fraction of the port rate: degraded
   bool allow_when_gpus_busy = false;
 
@@ -67,16 +67,19 @@ struct AgentConfig {
   bool node_condition = false;
   bool events = false;
   bool workloads = true;
+  // Metric families the agent does not export, e.g. nccl_triage_ib_port_errors_total (which
+  // node_exporter's infiniband collector exports too).
+  std::vector<std::string> metrics_disabled;
 
   friend bool operator==(const AgentConfig&, const AgentConfig&) = default;
 };
 
 struct CoordinatorConfig {
-  std::string listen = "0.0.0.0:9501";      // gRPC
+  std::string listen = "0.0.0.0:9501";       // gRPC
   std::string http_listen = "0.0.0.0:9502";  // metrics, /status, /sweep
   int sweep_interval_seconds = 900;
-  int hold_down = 2;                      // a verdict must repeat this many sweeps to confirm
-  std::string topology_label;             // e.g. "topology.kubernetes.io/rack"; empty: random
+  int hold_down = 2;           // a verdict must repeat this many sweeps to confirm
+  std::string topology_label;  // e.g. "topology.kubernetes.io/rack"; empty: random
   std::optional<std::string> token_file;
   std::optional<std::string> cert_file;
   std::optional<std::string> key_file;

@@ -4,20 +4,42 @@ namespace nccl_triage {
 
 std::string_view ToString(FaultClass c) {
   switch (c) {
-    case FaultClass::kHealthy: return "healthy";
-    case FaultClass::kArchitecture: return "architecture";
-    case FaultClass::kIbResource: return "ib_resource";
-    case FaultClass::kUnknown: return "unknown";
+    case FaultClass::kHealthy:
+      return "healthy";
+    case FaultClass::kArchitecture:
+      return "architecture";
+    case FaultClass::kIbResource:
+      return "ib_resource";
+    case FaultClass::kUnknown:
+      return "unknown";
   }
   return "unknown";
 }
 
+int Severity(CheckStatus s) {
+  switch (s) {
+    case CheckStatus::kFail:
+      return 3;
+    case CheckStatus::kWarn:
+      return 2;
+    case CheckStatus::kPass:
+      return 1;
+    case CheckStatus::kSkip:
+      return 0;
+  }
+  return 0;
+}
+
 std::string_view ToString(CheckStatus s) {
   switch (s) {
-    case CheckStatus::kPass: return "pass";
-    case CheckStatus::kWarn: return "warn";
-    case CheckStatus::kFail: return "fail";
-    case CheckStatus::kSkip: return "skip";
+    case CheckStatus::kPass:
+      return "pass";
+    case CheckStatus::kWarn:
+      return "warn";
+    case CheckStatus::kFail:
+      return "fail";
+    case CheckStatus::kSkip:
+      return "skip";
   }
   return "skip";
 }

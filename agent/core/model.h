@@ -19,6 +19,8 @@ enum class Basis { kChecks, kProbes };
 
 std::string_view ToString(FaultClass c);
 std::string_view ToString(CheckStatus s);
+// The order that picks one status among several findings of one check: fail > warn > pass > skip.
+int Severity(CheckStatus s);
 std::string_view ToString(Basis b);
 std::optional<FaultClass> ParseFaultClass(std::string_view s);
 std::optional<CheckStatus> ParseCheckStatus(std::string_view s);

@@ -1,6 +1,7 @@
 #include "core/rail_selection.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <optional>
 
@@ -54,11 +55,14 @@ StatusOr<RailSelection> ParseRailSelection(std::string_view text) {
     const size_t comma = text.find(',');
     std::string_view item = Trim(text.substr(0, comma));
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    const bool name_like =
-        !item.empty() && std::all_of(item.begin(), item.end(), [](char c) {
-          return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '_' || c == '-' || c == ':' || c == '.';
-        });
+    const bool name_like = !item.empty() && std::all_of(item.begin(), item.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '_' || c == '-' || c == ':' || c == '.';
+    });
+    // A name starts with a letter or digit ("-1" is no rail), and "all" is not part of a list.
+    if (name_like && (item == "all" || !std::isalnum(static_cast<unsigned char>(item.front())))) {
+      return InvalidArgument(expected + ", got the item '" + std::string(item) + "'");
+    }
     if (!name_like) return InvalidArgument(expected + ", got the item '" + std::string(item) + "'");
     sel.items.emplace_back(item);
   }
@@ -74,8 +78,8 @@ std::vector<int> SelectRails(const std::vector<Rail>& rails, const RailSelection
     for (const auto& r : rails) out.push_back(r.index);
   } else if (sel.count > 0) {
     const int k = std::min(sel.count, n);
-    const uint64_t groups = (static_cast<uint64_t>(n) + static_cast<uint64_t>(k) - 1) /
-                            static_cast<uint64_t>(k);
+    const uint64_t groups =
+        (static_cast<uint64_t>(n) + static_cast<uint64_t>(k) - 1) / static_cast<uint64_t>(k);
     const int start = static_cast<int>((turn % groups) * static_cast<uint64_t>(k));
     for (int i = 0; i < k; ++i) out.push_back(rails[static_cast<size_t>((start + i) % n)].index);
     std::sort(out.begin(), out.end());
@@ -97,6 +101,41 @@ std::vector<std::string> RailSelectionMisses(const std::vector<Rail>& rails,
     if (std::none_of(rails.begin(), rails.end(), [&](const Rail& r) { return Names(r, item); })) {
       out.push_back(item);
     }
+  }
+  return out;
+}
+
+StatusOr<std::vector<Rail>> RailsToProbe(const std::vector<Rail>& table,
+                                         const RailSelection& selection, uint64_t turn) {
+  if (table.empty() && selection.items.empty()) {
+    return InvalidArgument(
+        "this node has no rails (no HCA port found); name the HCAs to probe, e.g. mlx5_0");
+  }
+  std::vector<Rail> out;
+  for (int index : SelectRails(table, selection, turn)) {
+    auto it =
+        std::find_if(table.begin(), table.end(), [&](const Rail& r) { return r.index == index; });
+    if (it != table.end()) out.push_back(*it);
+  }
+  for (const auto& miss : RailSelectionMisses(table, selection)) {
+    if (Number(miss)) {
+      return InvalidArgument("this node has no rail " + miss + " (it has " +
+                             std::to_string(table.size()) + ")");
+    }
+    Rail r;
+    r.index = -1;
+    r.device = miss;
+    r.port = 1;
+    if (const size_t colon = miss.find(':'); colon != std::string::npos) {
+      auto port = Number(std::string_view(miss).substr(colon + 1));
+      if (!port || *port < 1) {
+        return InvalidArgument("'" + miss + "' is not an HCA port (expected mlx5_3 or mlx5_3:1)");
+      }
+      r.device = miss.substr(0, colon);
+      r.port = *port;
+    }
+    r.state = "absent";
+    out.push_back(std::move(r));
   }
   return out;
 }

@@ -36,6 +36,13 @@ std::vector<int> SelectRails(const std::vector<Rail>& rails, const RailSelection
 std::vector<std::string> RailSelectionMisses(const std::vector<Rail>& rails,
                                              const RailSelection& selection);
 
+// The rails a probe covers in sweep `turn`: SelectRails' rows of `table`, then, for a list, each
+// HCA name the table lacks as a rail of its own (index -1, port from "mlx5_3:2" or 1, state
+// "absent"): it is still probed, and NCCL's failure names it. A rail number the table lacks, or
+// all/N on a node without rails, is an error that says so.
+StatusOr<std::vector<Rail>> RailsToProbe(const std::vector<Rail>& table,
+                                         const RailSelection& selection, uint64_t turn);
+
 // NCCL_IB_HCA selecting exactly this rail's port: "=mlx5_3:1" (exact name, so mlx5_1 does not
 // also select mlx5_10..mlx5_19).
 std::string RailIbHca(const Rail& rail);

@@ -65,17 +65,6 @@ std::unique_ptr<GaugeSeries> NewGauge(prometheus::Registry& registry, std::strin
   return std::make_unique<GaugeSeries>(family);
 }
 
-// Severity order used when one check id yields several findings (per port, per HCA).
-int Severity(CheckStatus s) {
-  switch (s) {
-    case CheckStatus::kFail: return 3;
-    case CheckStatus::kWarn: return 2;
-    case CheckStatus::kPass: return 1;
-    case CheckStatus::kSkip: return 0;
-  }
-  return 0;
-}
-
 constexpr std::array kProbeModes = {ProbeMode::kSocket, ProbeMode::kIb};
 
 }  // namespace
@@ -136,8 +125,8 @@ class AgentMetrics::PortCounters final : public prometheus::Collectable {
       for (const auto& port : summary->ports) {
         for (const auto& [counter, value] : port.error_counters) {
           prometheus::ClientMetric m;
-          m.label = {{"counter", counter}, {"device", port.device},
-                     {"port", std::to_string(port.port)}};
+          m.label = {
+              {"counter", counter}, {"device", port.device}, {"port", std::to_string(port.port)}};
           m.counter.value = static_cast<double>(value);
           family.metric.push_back(std::move(m));
         }
@@ -156,8 +145,24 @@ class AgentMetrics::PortCounters final : public prometheus::Collectable {
   prometheus::MetricFamily family_;
 };
 
-AgentMetrics::AgentMetrics(const AgentState& state, std::string version)
+std::string UnknownMetricFamilies(std::span<const std::string> disabled) {
+  std::string unknown;
+  for (const auto& name : disabled) {
+    bool known = false;
+    for (const auto& s : kSpecs) known |= s.name == name;
+    if (!known) unknown += (unknown.empty() ? "" : ", ") + name;
+  }
+  return unknown;
+}
+
+bool AgentMetrics::Enabled(std::string_view family) const {
+  return std::find(disabled_.begin(), disabled_.end(), family) == disabled_.end();
+}
+
+AgentMetrics::AgentMetrics(const AgentState& state, std::string version,
+                           std::vector<std::string> disabled)
     : state_(state),
+      disabled_(std::move(disabled)),
       registry_(std::make_shared<prometheus::Registry>()),
       port_counters_(std::make_shared<PortCounters>()) {
   auto& r = *registry_;
@@ -206,9 +211,8 @@ void AgentMetrics::RefreshLocked(const AgentStateView& view) {
       if (!inserted && Severity(f.status) > Severity(it->second->status)) it->second = &f;
     }
     for (const auto& [check, f] : worst) {
-      check_status_->SetOneHot(
-          {{"check", check}, {"class", std::string(ToString(f->fault_class))}}, "status",
-          kCheckStatuses, ToString(f->status));
+      check_status_->SetOneHot({{"check", check}, {"class", std::string(ToString(f->fault_class))}},
+                               "status", kCheckStatuses, ToString(f->status));
     }
   }
   check_status_->Sweep();
@@ -230,7 +234,7 @@ void AgentMetrics::RefreshLocked(const AgentStateView& view) {
     if (summary->memlock_limit_bytes) memlock_->Set({}, *summary->memlock_limit_bytes);
     if (summary->shm_size_bytes) shm_->Set({}, *summary->shm_size_bytes);
   }
-  port_counters_->Update(summary);
+  port_counters_->Update(Enabled("nccl_triage_ib_port_errors_total") ? summary : nullptr);
   for (GaugeSeries* g : {port_state_.get(), port_phys_state_.get(), port_rate_.get(),
                          expected_bw_.get(), memlock_.get(), shm_.get()}) {
     g->Sweep();
@@ -279,8 +283,13 @@ void AgentMetrics::RefreshLocked(const AgentStateView& view) {
 }
 
 std::vector<prometheus::MetricFamily> AgentMetrics::CollectLocked() const {
-  std::vector<prometheus::MetricFamily> families = registry_->Collect();
-  for (auto& f : port_counters_->Collect()) families.push_back(std::move(f));
+  std::vector<prometheus::MetricFamily> families;
+  for (auto& f : registry_->Collect()) {
+    if (Enabled(f.name)) families.push_back(std::move(f));
+  }
+  if (Enabled("nccl_triage_ib_port_errors_total")) {
+    for (auto& f : port_counters_->Collect()) families.push_back(std::move(f));
+  }
   std::sort(families.begin(), families.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   return families;

@@ -76,9 +76,16 @@ class GaugeSeries {
 // Serialises families in the Prometheus text format (0.0.4).
 std::string SerializeMetrics(const std::vector<prometheus::MetricFamily>& families);
 
+// The names of `disabled` that are not agent metric families ("" when all are): the agent refuses
+// to start on a misspelt agent.metrics_disabled rather than export everything silently.
+std::string UnknownMetricFamilies(std::span<const std::string> disabled);
+
 class AgentMetrics {
  public:
-  AgentMetrics(const AgentState& state, std::string version);
+  // Families named in `disabled` are neither refreshed nor served (a config switch for series a
+  // fleet does not want: per-port counters, per-peer probe gauges).
+  AgentMetrics(const AgentState& state, std::string version,
+               std::vector<std::string> disabled = {});
   ~AgentMetrics();
   AgentMetrics(const AgentMetrics&) = delete;
   AgentMetrics& operator=(const AgentMetrics&) = delete;
@@ -96,7 +103,10 @@ class AgentMetrics {
   void RefreshLocked(const AgentStateView& view);
   std::vector<prometheus::MetricFamily> CollectLocked() const;
 
+  bool Enabled(std::string_view family) const;
+
   const AgentState& state_;
+  const std::vector<std::string> disabled_;
   std::mutex mu_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<PortCounters> port_counters_;

@@ -75,6 +75,9 @@ void ClusterVerdicts::Apply(SweepResult result, const std::map<std::string, Node
 void ClusterVerdicts::Forget(const std::string& node) {
   nodes_.erase(node);
   hold_down_.Forget(node);
+  std::erase_if(link_claimed_by_, [&](const auto& claim) {
+    return claim.first.a == node || claim.first.b == node;
+  });
   auto mine = pairs_by_node_.find(node);
   if (mine == pairs_by_node_.end()) return;
   for (const auto& [pair, rec] : mine->second) {
@@ -151,6 +154,57 @@ PublishedNodeVerdict ClusterVerdicts::NodeVerdict(const std::string& node,
   return ChecksVerdict(info, tracked
                                  ? "suspected node fault, awaiting confirmation; from node checks"
                                  : "not localised by probes yet; from node checks");
+}
+
+std::vector<std::string> ClusterVerdicts::Resume(const std::string& node, const AgentVerdicts& told,
+                                                 uint64_t sweep) {
+  std::vector<std::string> changed;
+  const std::string why = "confirmed before the coordinator restarted";
+  if (told.node && told.node->confirmed && told.node->localisation == PairLocalisation::kNode &&
+      told.node->verdict.basis == Basis::kProbes && ChecksFail(told.node->verdict.fault_class)) {
+    LocalisedFault f{FaultKind::kNode, {node}, told.node->verdict.fault_class, told.node->verdict.causes, why};
+    if (hold_down_.Resume(f, sweep)) {
+      PublishedNodeVerdict v;
+      v.fault_class = f.fault_class;
+      v.basis = Basis::kProbes;
+      v.causes = f.causes;
+      v.reason = "node fault, " + why + ": " + told.node->verdict.reason;
+      v.confirmed_fault = true;
+      nodes_[node] = std::move(v);
+      changed.push_back(node);
+    }
+  }
+  for (const auto& p : told.pairs) {
+    if (!p.confirmed || p.localisation != PairLocalisation::kLink || p.peer == node ||
+        !ChecksFail(p.verdict.fault_class)) {
+      continue;
+    }
+    const NodePair key(node, p.peer);
+    auto claimed = link_claimed_by_.find(key);
+    if (claimed == link_claimed_by_.end()) {
+      link_claimed_by_[key] = node;
+      continue;
+    }
+    if (claimed->second == node) continue;  // the same node again: still one side
+    LocalisedFault f{
+        FaultKind::kLink, {key.a, key.b}, p.verdict.fault_class, p.verdict.causes, why};
+    link_claimed_by_.erase(claimed);
+    if (!hold_down_.Resume(f, sweep)) continue;
+    PairRecord& rec = pairs_[key];
+    if (rec.sweep == 0) {
+      rec.pair = key;
+      rec.judgement.verdict = p.verdict;
+      rec.judgement.status = PairStatus::kFail;
+      rec.judgement.socket = p.socket;
+      rec.judgement.ib = p.ib;
+      rec.localisation = PairLocalisation::kLink;
+      pairs_by_node_[key.a][key] = &rec;
+      pairs_by_node_[key.b][key] = &rec;
+    }
+    changed.push_back(key.a);
+    changed.push_back(key.b);
+  }
+  return changed;
 }
 
 const PublishedNodeVerdict* ClusterVerdicts::Find(const std::string& node) const {

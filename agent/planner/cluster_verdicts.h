@@ -17,6 +17,9 @@
 //     first) and then the few most recent healthy ones, bounded: the agent publishes one series
 //     per peer, so a node of a large cluster must not collect one for every pair it ever met.
 //   - The pair records are bounded: past `max_pair_records` the oldest healthy pairs go first.
+//   - After a coordinator restart, Resume rebuilds the confirmed faults from what the agents
+//     were last told (they send it in their Hello): a node's own confirmed fault at once, a link
+//     fault once both of its nodes have said so (one agent cannot put a fault on another node).
 //
 // Pure; not thread-safe (the coordinator calls it under its lock).
 #pragma once
@@ -93,6 +96,12 @@ class ClusterVerdicts {
   // Nodes outside the sweep keep their verdict (a confirmed fault stays held down).
   void Apply(SweepResult result, const std::map<std::string, NodeInfo>& known);
 
+  // Resumes what `node`'s agent was last told by a coordinator before this one started: its own
+  // confirmed node fault, and its confirmed link faults (held once both nodes claim them).
+  // Returns the nodes whose verdicts changed (to push them again); empty when nothing was new.
+  std::vector<std::string> Resume(const std::string& node, const AgentVerdicts& told,
+                                  uint64_t sweep);
+
   // Drops everything about a node that left the cluster: its verdict, its pair records and the
   // faults that name it (the coordinator's node table expires such nodes).
   void Forget(const std::string& node);
@@ -117,6 +126,8 @@ class ClusterVerdicts {
   // node -> its pair records (pointers into pairs_, whose elements are stable).
   std::map<std::string, std::map<NodePair, const PairRecord*>> pairs_by_node_;
   std::map<std::string, PublishedNodeVerdict> nodes_;
+  // Link faults one node said were confirmed, waiting for the other node to say so (Resume).
+  std::map<NodePair, std::string> link_claimed_by_;
 };
 
 }  // namespace nccl_triage

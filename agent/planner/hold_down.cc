@@ -47,6 +47,22 @@ void HoldDown::Apply(const SweepResult& sweep) {
   }
 }
 
+bool HoldDown::Resume(const LocalisedFault& fault, uint64_t sweep) {
+  if (fault.nodes.empty() || (fault.kind == FaultKind::kLink && fault.nodes.size() < 2)) {
+    return false;
+  }
+  auto [it, inserted] = faults_.try_emplace(KeyOf(fault));
+  if (!inserted) return false;
+  TrackedFault& t = it->second;
+  t.fault = fault;
+  t.seen = hold_down_;
+  t.unseen = 0;
+  t.confirmed = true;
+  t.first_seen_sweep = sweep;
+  t.last_seen_sweep = sweep;
+  return true;
+}
+
 std::vector<TrackedFault> HoldDown::All() const {
   std::vector<TrackedFault> out;
   for (const auto& [k, t] : faults_) out.push_back(t);

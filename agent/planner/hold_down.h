@@ -37,6 +37,10 @@ class HoldDown {
   std::vector<TrackedFault> All() const;  // suspected and confirmed, in key order
   std::vector<TrackedFault> Confirmed() const;
   std::vector<NodePair> LinksToRetest() const;  // every tracked link fault
+  // A fault this coordinator confirmed before it restarted (from the agents' last verdicts): held
+  // as confirmed from `sweep` on, as if seen `hold_down` times, so that it neither clears nor
+  // re-confirms until sweeps say so. False when the fault is tracked already (nothing changes).
+  bool Resume(const LocalisedFault& fault, uint64_t sweep);
   // A node left the cluster for good: its faults are dropped.
   void Forget(const std::string& node);
   // The tracked fault of a node or pair, or nullptr.

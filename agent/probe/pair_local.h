@@ -8,10 +8,14 @@
 // Pure functions, apart from RunPairLocal which drives a ProbeRunner.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <iosfwd>
+#include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/decision.h"
@@ -47,7 +51,7 @@ struct RailProbeRow {
 };
 
 struct PairLocalReport {
-  std::vector<PairLocalRow> rows;  // socket first, then IB (as run); no IB row with rails
+  std::vector<PairLocalRow> rows;   // socket first, then IB (as run); no IB row with rails
   std::vector<RailProbeRow> rails;  // per-rail IB probes, in rail order (empty: one IB probe)
   std::vector<Finding> node_findings;
   std::string findings_note;  // why there are none, when there are none
@@ -65,6 +69,14 @@ ProbeResult MergeRankResults(const std::vector<ProbeResult>& ranks);
 PairVerdict DecidePairLocal(const std::vector<PairLocalRow>& rows,
                             const std::vector<Finding>& node_findings, double busbw_min_fraction);
 
+// Told when each mode starts and ends (the progress line); called on the caller's thread.
+class PairLocalObserver {
+ public:
+  virtual ~PairLocalObserver() = default;
+  virtual void ModeStarted(ProbeMode mode, int index, int count, int timeout_seconds) = 0;
+  virtual void ModeFinished(const PairLocalRow& row, double seconds) = 0;
+};
+
 // The warning for an IB row that passed without a GDRDMA channel while the node's ib.peermem
 // check passed (nvidia_peermem or nv_peer_mem loaded); `log_lines` are the IB lines of its log.
 // nullopt when GDR was used, the module is not loaded, or the row did not pass.
@@ -77,13 +89,51 @@ std::optional<std::string> GdrWarning(const PairLocalRow& ib_row,
 // and the verdict is the first rail's fault, its reason naming the rail.
 PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeMode>& modes,
                              std::vector<Finding> node_findings, std::string findings_note,
+                             PairLocalObserver* observer = nullptr,
                              const std::vector<RailTarget>& rails = {});
 
-// The verdict over per-rail rows: socket failure -> architecture; else the first rail with a
-// fault, "rail K (mlx5_K/1, GPU G): ..." in the reason; else healthy when a rail passed; else
-// (every rail skipped) the node checks' prediction.
+// The verdict over per-rail rows: a failed socket probe -> architecture; else the first rail with a
+// fault (its reason starting "rail K (mlx5_K/1, GPU G): "); else healthy when a rail passed (or
+// the node checks' fault, as DecidePairLocal); else (every rail skipped) the node checks' verdict.
 PairVerdict DecideRails(const PairLocalRow* socket, const std::vector<RailProbeRow>& rails,
                         const std::vector<Finding>& node_findings, double busbw_min_fraction);
+
+// "rail 5 (mlx5_5/1, GPU 5)"; a rail the node does not list: "mlx5_0/1".
+std::string RailName(const Rail& rail);
+
+// "socket probe (1/2): 2 ranks running, 14 s (limit 120 s)".
+std::string ProgressRunningText(ProbeMode mode, int index, int count, int elapsed_seconds,
+                                int timeout_seconds);
+// "socket probe (1/2): pass in 3.2 s" / "ib probe (2/2): fail in 120.0 s (ib.port_state)".
+std::string ProgressDoneText(const PairLocalRow& row, int index, int count, double seconds);
+
+// The progress of `probe --pair-local` on a terminal: each mode can take up to two probe
+// timeouts (2 x 120 s by default) with nothing else to show, so one line per mode is rewritten
+// in place every second while its ranks run, then replaced by the mode's outcome. Enabled only
+// when the stream is a terminal (the caller checks isatty), so pipes, logs and --format json
+// stay clean. Thread-safe: a ticker thread of its own rewrites the line.
+class TerminalProgress final : public PairLocalObserver {
+ public:
+  TerminalProgress(std::ostream& out, bool enabled,
+                   std::chrono::milliseconds tick = std::chrono::seconds(1));
+  ~TerminalProgress() override;
+  TerminalProgress(const TerminalProgress&) = delete;
+  TerminalProgress& operator=(const TerminalProgress&) = delete;
+
+  void ModeStarted(ProbeMode mode, int index, int count, int timeout_seconds) override;
+  void ModeFinished(const PairLocalRow& row, double seconds) override;
+
+ private:
+  void StopTicker();
+
+  std::ostream& out_;
+  const bool enabled_;
+  const std::chrono::milliseconds tick_;
+  std::mutex mu_;
+  std::condition_variable_any wake_;
+  std::jthread ticker_;
+  int index_ = 0, count_ = 0;
+};
 
 // 0 healthy, 1 a fault verdict (architecture or ib_resource), 3 nothing to conclude (unknown).
 int ExitCodeFor(const PairVerdict& verdict);

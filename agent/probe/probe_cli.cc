@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "base/flags.h"
+#include "core/rail_selection.h"
 #include "probe/child.h"
 #include "probe/pair_local.h"
 #include "probe/runner.h"
@@ -36,6 +37,9 @@ constexpr const char* kUsage =
     "  --root DIR                 host root for node checks and /proc/net/route (default /)\n"
     "  --work-dir DIR             where the NCCL logs go (default: a new folder under $TMPDIR)\n"
     "  --config FILE              configuration file (probe section; flags override it)\n"
+    "  --rails all|N|LIST         the IB probe once per rail: every rail, the first N, or rails\n"
+    "                             and HCAs (0,3 or mlx5_3,mlx5_5:1), each on its HCA's nearest "
+    "GPU\n"
     "\n"
     "exit: 0 healthy, 1 fault verdict, 2 usage, 3 nothing to conclude\n";
 
@@ -52,7 +56,7 @@ struct PairArgs {
 struct Overrides {
   std::optional<uint64_t> size;
   std::optional<int> iters, warmup, timeout;
-  std::optional<std::string> ifname, hca;
+  std::optional<std::string> ifname, hca, rails;
   std::vector<std::string> nccl_libs, cuda_libs, env_allow;
 };
 
@@ -88,6 +92,12 @@ Status ParsePairArgs(const std::vector<std::string>& args, PairArgs& p, Override
           .Int({"--timeout"}, &o.timeout, 1, 86'400)
           .String({"--socket-ifname"}, &o.ifname)
           .String({"--ib-hca"}, &o.hca)
+          .Custom({"--rails"},
+                  [&o](const std::string& v) -> Status {
+                    if (auto sel = ParseRailSelection(v); !sel.ok()) return sel.status();
+                    o.rails = v;
+                    return Status::Ok();
+                  })
           .String({"--root"}, &p.root)
           .String({"--work-dir"}, &p.work_dir)
           .String({"--config"}, &p.config_path)
@@ -109,6 +119,7 @@ void Apply(const Overrides& o, ProbeConfig& c) {
   if (o.timeout) c.timeout_seconds = *o.timeout;
   if (o.ifname) c.socket_ifname = o.ifname;
   if (o.hca) c.ib_hca = o.hca;
+  if (o.rails) c.rails = o.rails;
   // Paths given on the command line come before the configured ones.
   c.nccl_library_paths.insert(c.nccl_library_paths.begin(), o.nccl_libs.begin(), o.nccl_libs.end());
   c.cuda_library_paths.insert(c.cuda_library_paths.begin(), o.cuda_libs.begin(), o.cuda_libs.end());
@@ -121,6 +132,34 @@ StatusOr<std::string> MakeWorkDir(const std::map<std::string, std::string>& env)
   std::string pattern = base + "/nccl-triage-probe-XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) return Unavailable("cannot create a folder in " + base);
   return pattern;
+}
+
+// The rails `text` selects (the first N for a count: one command is one sweep), with their GPUs'
+// holders from the node.
+StatusOr<std::vector<RailTarget>> ChooseRails(const std::string& text, const std::string& root,
+                                              const ProbeCliHooks& hooks) {
+  auto selection = ParseRailSelection(text);
+  if (!selection.ok()) return selection.status();
+  std::vector<RailTarget> node;
+  if (hooks.node_rails) {
+    auto got = hooks.node_rails(root);
+    if (!got.ok()) return got.status();
+    node = std::move(*got);
+  }
+  std::vector<Rail> table;
+  for (const auto& t : node) table.push_back(t.rail);
+  auto rails = RailsToProbe(table, *selection, 0);
+  if (!rails.ok()) return rails.status();
+  std::vector<RailTarget> out;
+  for (auto& rail : *rails) {
+    RailTarget t;
+    for (const auto& n : node) {
+      if (rail.index >= 0 && n.rail.index == rail.index) t.gpu_busy_by = n.gpu_busy_by;
+    }
+    t.rail = std::move(rail);
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 int RunPairLocalCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
@@ -175,8 +214,22 @@ int RunPairLocalCommand(const std::vector<std::string>& args, std::ostream& out,
     note = "not run (this build has no host checks)";
   }
 
+  std::vector<RailTarget> rails;
+  if (config.rails) {
+    auto chosen = ChooseRails(*config.rails, p.root, hooks);
+    if (!chosen.ok()) {
+      err << "nccl-triage probe: --rails " << *config.rails << ": " << chosen.status().message()
+          << "\n";
+      return 2;
+    }
+    rails = std::move(*chosen);
+  }
+
   ProbeRunner runner(config, ro);
-  PairLocalReport report = RunPairLocal(runner, p.modes, std::move(findings), note);
+  // Each mode may run up to two probe timeouts: say what is running, on a terminal only.
+  TerminalProgress progress(err, hooks.stderr_is_terminal);
+  PairLocalReport report =
+      RunPairLocal(runner, p.modes, std::move(findings), note, &progress, rails);
   if (p.json) {
     out << ToJson(report).dump(2) << "\n";
   } else {

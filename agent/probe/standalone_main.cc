@@ -23,5 +23,6 @@ int main(int argc, char** argv) {
   nccl_triage::ProbeCliHooks hooks;
   hooks.self_exe = n > 0 ? std::string(self, static_cast<size_t>(n)) : argv[0];
   hooks.environment = nccl_triage::EnvironmentMap(environ);
+  hooks.stderr_is_terminal = isatty(STDERR_FILENO) == 1;
   return nccl_triage::RunProbeCli(args, std::cout, std::cerr, hooks);
 }

@@ -50,14 +50,15 @@ namespace {
 constexpr const char* kUsage =
     "usage: nccl-triage-server agent [--config FILE] [--root DIR] [--standalone]\n"
     "                                [--listen ADDR:PORT] [--coordinator HOST:PORT] [--node NAME]\n"
-    "                                [--once]\n"
+    "                                [--once] [--log-format text|json]\n"
     "  Runs the node agent: checks every agent.interval_seconds, serves /metrics /livez /readyz\n"
     "  /status (default 0.0.0.0:9500), and inside Kubernetes annotates its own pod (POD_NAME,\n"
     "  POD_NAMESPACE) and optionally writes the NcclFabricReady node condition and events.\n"
     "  --root DIR     read the node from DIR instead of / (a fixture tree)\n"
     "  --standalone   no coordinator: checks and local verdicts only\n"
     "  --node NAME    node name (default: $NODE_NAME, else the hostname under the root)\n"
-    "  --once         one cycle, print the report JSON, exit 0 (ok) / 1 (a check failed)\n";
+    "  --once         one cycle, print the report JSON, exit 0 (ok) / 1 (a check failed)\n"
+    "  --log-format   text (default) or json: one JSON object per line on stderr\n";
 
 struct AgentFlags {
   std::optional<std::string> config;
@@ -68,6 +69,7 @@ struct AgentFlags {
   std::optional<std::string> node;
   bool once = false;
   bool help = false;
+  std::string log_format = "text";
 };
 
 StatusOr<AgentFlags> ParseFlags(const std::vector<std::string>& args) {
@@ -81,6 +83,7 @@ StatusOr<AgentFlags> ParseFlags(const std::vector<std::string>& args) {
                  .String({"--coordinator"}, &f.coordinator)
                  .String({"--node"}, &f.node)
                  .String({"--root"}, &f.root)
+                 .Choice({"--log-format"}, &f.log_format, {"text", "json"})
                  .Parse(args);
   if (!s.ok()) return s;
   return f;
@@ -159,7 +162,8 @@ int RunAgentCommand(CliContext& ctx) {
     return 2;
   }
 
-  Logger log(ctx.err);
+  Logger log(ctx.err, LogLevel::kInfo,
+             flags.log_format == "json" ? LogFormat::kJson : LogFormat::kText);
   SystemClock clock;
   std::string node = flags.node.value_or(Env("NODE_NAME"));
 
@@ -185,6 +189,12 @@ int RunAgentCommand(CliContext& ctx) {
       ctx.err << "nccl-triage-server agent: " << error << "\n";
       return 2;
     }
+    std::string causes;
+    for (const std::string& c : report->causes) causes += (causes.empty() ? "" : ", ") + c;
+    log.Info("agent", "one cycle on " + flags.root + ": " +
+                          std::string(ToString(report->fault_class)) + ", " +
+                          std::to_string(report->findings.size()) + " findings" +
+                          (causes.empty() ? std::string() : ", failing: " + causes));
     ctx.out << ToJson(*report).dump(2) << "\n";
     return ExitCodeFor(*report);
   }
@@ -207,7 +217,13 @@ int RunAgentCommand(CliContext& ctx) {
 
   // Step: metrics and HTTP endpoints.
   SignalBlock signals;
-  AgentMetrics metrics(state, NCCL_TRIAGE_VERSION);
+  if (std::string unknown = UnknownMetricFamilies(config.agent.metrics_disabled);
+      !unknown.empty()) {
+    ctx.err << "nccl-triage-server agent: agent.metrics_disabled names no agent metric family: "
+            << unknown << " (the families are listed in the README, \"Metrics\")\n";
+    return 2;
+  }
+  AgentMetrics metrics(state, NCCL_TRIAGE_VERSION, config.agent.metrics_disabled);
   HttpServer server(&log);
   InstallAgentEndpoints(server, state, metrics);
   auto port = server.Start(address->first, address->second);

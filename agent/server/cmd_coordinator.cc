@@ -26,11 +26,13 @@ namespace {
 constexpr const char* kUsage =
     "usage: nccl-triage-server coordinator [--config FILE] [--listen ADDR:PORT] [--http-listen "
     "ADDR:PORT]\n"
+    "                                      [--log-format text|json]\n"
     "  Pairs the agents, has every pair run a socket and an IB probe, localises faults to a node\n"
     "  or a link. gRPC for agents on --listen (default 0.0.0.0:9501); /metrics /livez /readyz\n"
     "  /status and POST /sweep on --http-listen (default 0.0.0.0:9502).\n"
     "  Token: coordinator.token_file, else $NCCL_TRIAGE_TOKEN. TLS: coordinator.cert_file and\n"
-    "  coordinator.key_file.\n";
+    "  coordinator.key_file.\n"
+    "  --log-format text (default) or json: one JSON object per line on stderr\n";
 
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
@@ -42,8 +44,10 @@ std::string Trim(std::string s) {
 int RunCoordinatorCommand(CliContext& ctx) {
   std::optional<std::string> config_path, listen, http_listen;
   bool help = false;
+  std::string log_format = "text";
   Status parsed = FlagParser()
                       .Switch({"--help", "-h"}, &help)
+                      .Choice({"--log-format"}, &log_format, {"text", "json"})
                       .String({"--config"}, &config_path)
                       .String({"--listen"}, &listen)
                       .String({"--http-listen"}, &http_listen)
@@ -118,7 +122,7 @@ int RunCoordinatorCommand(CliContext& ctx) {
   sigset_t old;
   pthread_sigmask(SIG_BLOCK, &set, &old);  // before any thread starts: they inherit the mask
 
-  Logger log(ctx.err);
+  Logger log(ctx.err, LogLevel::kInfo, log_format == "json" ? LogFormat::kJson : LogFormat::kText);
   int rc = 0;
   {
     CoordinatorServer server(options, log);

@@ -433,6 +433,42 @@ PairVerdict FromProto(const v1::PairVerdict& p) {
   return v;
 }
 
+PairLocalisation FromProto(v1::Localisation l) {
+  switch (l) {
+    case v1::LOCALISATION_NODE:
+      return PairLocalisation::kNode;
+    case v1::LOCALISATION_LINK:
+      return PairLocalisation::kLink;
+    case v1::LOCALISATION_INCONCLUSIVE:
+      return PairLocalisation::kInconclusive;
+    default:
+      return PairLocalisation::kNone;
+  }
+}
+
+AgentVerdicts AgentVerdictsFromProto(const v1::Verdicts& v) {
+  AgentVerdicts out;
+  if (v.has_node() && v.node().fault_class() != v1::FAULT_CLASS_UNSPECIFIED) {
+    AgentVerdicts::Node n;
+    n.verdict.fault_class = FromProto(v.node().fault_class());
+    n.verdict.basis = FromProto(v.node().basis());
+    for (int i = 0; i < v.node().causes_size() && i < kMaxCauses; ++i) {
+      if (FindCause(v.node().causes(i)) != nullptr) n.verdict.causes.push_back(v.node().causes(i));
+    }
+    n.verdict.reason = Cut(v.node().reason());
+    n.localisation = FromProto(v.node().localisation());
+    n.confirmed = v.node().confirmed();
+    out.node = std::move(n);
+  }
+  for (const auto& p : v.pairs()) {
+    if (out.pairs.size() >= ClusterVerdicts::kMaxPairsPerAgent) break;
+    if (!ValidNodeName(p.peer())) continue;
+    out.pairs.push_back({p.peer(), FromProto(p), FromProto(p.socket()), FromProto(p.ib()),
+                         FromProto(p.localisation()), p.confirmed()});
+  }
+  return out;
+}
+
 std::string BytesToHex(const std::string& bytes) {
   static const char* kDigits = "0123456789abcdef";
   std::string out;

@@ -19,6 +19,7 @@
 #include "core/report.h"
 #include "core/snapshot.h"
 #include "nccl_triage/v1/agent.pb.h"
+#include "planner/cluster_verdicts.h"
 #include "planner/node_info.h"
 #include "planner/sweep.h"
 
@@ -79,6 +80,11 @@ v1::Localisation ToProto(PairLocalisation l);
 v1::PairVerdict ToProto(const std::string& peer, const PairVerdict& v, ProbeOutcome socket,
                         ProbeOutcome ib, PairLocalisation loc, bool confirmed);
 PairVerdict FromProto(const v1::PairVerdict& v);
+PairLocalisation FromProto(v1::Localisation l);
+// What an agent says it was last told (Hello.last_verdicts), bounded and validated like the rest
+// of a Hello: unknown cause ids dropped, pairs with invalid peer names skipped, at most
+// ClusterVerdicts::kMaxPairsPerAgent pairs.
+AgentVerdicts AgentVerdictsFromProto(const v1::Verdicts& v);
 
 // "\x01\x02" <-> "0102" (the probe child prints the unique id in hex).
 std::string BytesToHex(const std::string& bytes);

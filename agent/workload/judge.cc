@@ -12,21 +12,6 @@
 namespace nccl_triage::workload {
 namespace {
 
-// fail > warn > pass > skip: the status that decides a container's finding.
-int Severity(CheckStatus s) {
-  switch (s) {
-    case CheckStatus::kFail:
-      return 3;
-    case CheckStatus::kWarn:
-      return 2;
-    case CheckStatus::kPass:
-      return 1;
-    case CheckStatus::kSkip:
-      return 0;
-  }
-  return 0;
-}
-
 std::string Proc(int pid) { return "proc/" + std::to_string(pid); }
 
 bool StartsWithRdma(std::string_view name) { return name.starts_with("rdma/"); }

@@ -45,15 +45,29 @@ void WorkloadMonitor::WarnOnce(std::string& streak, const std::string& line) {
   log_.Warn("workload", line);
 }
 
-PodDirectory WorkloadMonitor::Lookup(bool any_containers) {
+PodDirectory WorkloadMonitor::Lookup(const std::vector<CgroupRef>& containers) {
   PodDirectory dir;
   const bool api = kube_ != nullptr && !options_.node.empty();
+  const bool any_containers = !containers.empty();
   if (api && any_containers) {
+    PodListState list_state;
+    list_state.listed = listed_at_.has_value();
+    if (listed_at_) {
+      list_state.since_list =
+          std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - *listed_at_);
+    }
+    list_state.missed = missed_;
+    dir.list_reason = PodListReason(containers, pod_cache_, list_state, options_.pod_list);
+  }
+  if (!dir.list_reason.empty()) {
+    log_.Debug("workload", "listing the node's pods: " + dir.list_reason);
     KubeResponse r = kube_->ListPods("spec.nodeName=" + options_.node);
     nlohmann::json body =
         r.ok() ? nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false) : nullptr;
     if (r.ok() && body.is_object()) {
       pod_cache_ = ParsePodList(body);
+      listed_at_ = clock_.Now();
+      missed_ = UnresolvedContainers(containers, pod_cache_);
       dir.fresh = true;
       if (!list_streak_.empty()) log_.Info("workload", "listing pods works again");
       list_streak_.clear();
@@ -108,8 +122,12 @@ void WorkloadMonitor::SetNodeFault(std::optional<std::string> node_fault) {
   node_fault_ = std::move(node_fault);
 }
 
-void WorkloadMonitor::Publish(WorkloadPass& pass, bool fresh_list) {
-  if (options_.annotate && kube_ != nullptr && fresh_list) {
+void WorkloadMonitor::Publish(WorkloadPass& pass) {
+  // Annotations are compared with the cache, which our own patches keep current; a pass whose
+  // list failed sends nothing (the names may be stale). The UID precondition makes a patch for a
+  // replaced pod fail with 409 instead of landing on the new one.
+  const PodDirectory& dir = pass.directory;
+  if (options_.annotate && kube_ != nullptr && dir.listed && dir.list_error.empty()) {
     const int64_t now = clock_.NowUnixMs();
     std::optional<std::string> node_fault;
     {
@@ -120,6 +138,13 @@ void WorkloadMonitor::Publish(WorkloadPass& pass, bool fresh_list) {
       if (!pod.in_api) continue;
       auto it = pod_cache_.find(pod.uid);
       if (it == pod_cache_.end()) continue;
+      if (!OnNode(it->second, options_.node)) {
+        ++pass.patches_refused;
+        WarnOnce(node_rule_streak_, "not annotating pod " + PodName(pod) + ": it is on node '" +
+                                        it->second.node_name + "', this agent's node is '" +
+                                        options_.node + "'");
+        continue;
+      }
       auto change = AnnotationChange(pod, it->second.annotations, now, node_fault);
       if (!change) continue;
       KubeResponse r =
@@ -165,7 +190,9 @@ WorkloadPass WorkloadMonitor::RunPass(const NodeSnapshot& host) {
   if (!pass.scan.error.empty()) {
     log_.Warn("workload", "scan: " + pass.scan.error);
   }
-  pass.directory = Lookup(!pass.scan.containers.empty());
+  std::vector<CgroupRef> refs;
+  for (const auto& c : pass.scan.containers) refs.push_back(c.ref);
+  pass.directory = Lookup(refs);
   for (const auto& c : pass.scan.containers) {
     PodContainer pod = ResolveContainer(c.ref, pass.directory);
     pass.containers.push_back(JudgeContainer(c, pod, pass.scan.host_netns, host, options_.config,
@@ -177,7 +204,7 @@ WorkloadPass WorkloadMonitor::RunPass(const NodeSnapshot& host) {
            std::tie(b.pod.namespace_name, b.pod.pod, b.pod.container);
   });
   pass.pods = PodVerdicts(pass.containers);
-  Publish(pass, pass.directory.fresh);
+  Publish(pass);
   pass.duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   int failing = 0;

@@ -1,11 +1,13 @@
 // WorkloadMonitor: one workload pass after every agent cycle, on a thread of its own.
 //
-// A pass: scan the GPU processes (scanner.h); if there are any, list this node's pods from the
-// API (field selector spec.nodeName), read the node's allocatable RDMA resources (cached for
-// node_refresh) and the kubelet's device assignments (pod-resources socket, when mounted);
-// judge each container (judge.h); patch the annotations of pods whose verdict changed
-// (publish.h, with the pod's UID as precondition); hand the findings to the AgentState, from
-// which the exporter serves nccl_triage_workload_check_status and the /status section.
+// A pass: scan the GPU processes (scanner.h); if there are any, name their pods from a cache of
+// this node's pod list (field selector spec.nodeName), listed again only when the cache cannot
+// name a container or the resync period passed (PodListReason: no LIST in the steady state);
+// read the node's allocatable RDMA resources (cached for node_refresh) and the kubelet's device
+// assignments (pod-resources socket, when mounted); judge each container (judge.h); patch the
+// annotations of pods on this node whose verdict changed (publish.h, with the pod's UID as
+// precondition); hand the findings to the AgentState, from which the exporter serves
+// nccl_triage_workload_check_status and the /status section.
 //
 // Failure handling: the API away -> the last pod list is used for names, no patch is sent, one
 // warning per streak; a pod deleted between the list and the patch (404) or replaced by another
@@ -25,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -49,7 +52,9 @@ struct WorkloadMonitorOptions {
   ScannerOptions scanner;
   Config config;
   bool annotate = true;  // agent.annotate_pod: patch workload pods' annotations
-  std::chrono::milliseconds node_refresh{std::chrono::minutes(10)};
+  PodListPolicy pod_list;
+  // The node's allocatable RDMA resources change with the device plugin's configuration, rarely.
+  std::chrono::milliseconds node_refresh{std::chrono::hours(1)};
 };
 
 struct WorkloadPass {
@@ -57,8 +62,9 @@ struct WorkloadPass {
   PodDirectory directory;
   std::vector<ContainerVerdict> containers;
   std::vector<PodVerdict> pods;
-  int patches_sent = 0;    // successful patches
-  int patches_failed = 0;  // any other outcome
+  int patches_sent = 0;     // successful patches
+  int patches_failed = 0;   // any other outcome
+  int patches_refused = 0;  // pods not on this node (never patched)
   double duration_seconds = 0;
 };
 
@@ -88,8 +94,8 @@ class WorkloadMonitor final : public StateSink {
   uint64_t passes() const;
 
  private:
-  PodDirectory Lookup(bool any_containers);
-  void Publish(WorkloadPass& pass, bool fresh_list);
+  PodDirectory Lookup(const std::vector<CgroupRef>& containers);
+  void Publish(WorkloadPass& pass);
   void WarnOnce(std::string& streak, const std::string& line);
   void Loop(const std::stop_token& stop);
 
@@ -104,10 +110,12 @@ class WorkloadMonitor final : public StateSink {
   WorkloadScanner scanner_;
 
   // Pass thread only.
-  std::map<std::string, ApiPod> pod_cache_;  // by UID, from the last successful list
+  std::map<std::string, ApiPod> pod_cache_;    // by UID, from the last successful list
+  std::optional<Clock::TimePoint> listed_at_;  // of that list
+  std::set<std::string> missed_;               // containers that list could not name
   std::optional<NodeResources> node_cache_;
   Clock::TimePoint node_fetched_{};
-  std::string list_streak_, node_streak_, kubelet_streak_, patch_streak_;
+  std::string list_streak_, node_streak_, kubelet_streak_, patch_streak_, node_rule_streak_;
 
   mutable std::mutex mu_;
   std::condition_variable_any wake_;

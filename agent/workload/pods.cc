@@ -56,6 +56,7 @@ std::optional<ApiPod> ParsePod(const json& pod) {
   if (p.name.empty()) return std::nullopt;
   p.annotations = StringMap(Member(meta, "annotations"));
   const json& spec = Member(pod, "spec");
+  p.node_name = String(spec, "nodeName");
   p.host_network =
       Member(spec, "hostNetwork").is_boolean() && Member(spec, "hostNetwork").get<bool>();
   std::map<std::string, ApiContainer> by_name;
@@ -110,6 +111,49 @@ NodeResources ParseNodeResources(const json& node) {
     if (name.starts_with("rdma/") && NonZeroQuantity(qty)) r.rdma_resources.push_back(name);
   }
   return r;
+}
+
+bool OnNode(const ApiPod& pod, std::string_view node) {
+  return !node.empty() && pod.node_name == node;
+}
+
+namespace {
+
+std::string ContainerKey(const CgroupRef& ref) { return ref.pod_uid + "/" + ref.container_id; }
+
+bool Resolves(const CgroupRef& ref, const std::map<std::string, ApiPod>& cache) {
+  auto it = cache.find(ref.pod_uid);
+  if (it == cache.end()) return false;
+  for (const auto& c : it->second.containers) {
+    if (c.container_id == ref.container_id) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::set<std::string> UnresolvedContainers(const std::vector<CgroupRef>& containers,
+                                           const std::map<std::string, ApiPod>& cache) {
+  std::set<std::string> out;
+  for (const auto& ref : containers) {
+    if (!Resolves(ref, cache)) out.insert(ContainerKey(ref));
+  }
+  return out;
+}
+
+std::string PodListReason(const std::vector<CgroupRef>& containers,
+                          const std::map<std::string, ApiPod>& cache, const PodListState& state,
+                          const PodListPolicy& policy) {
+  if (containers.empty()) return "";
+  if (!state.listed) return "first list";
+  if (state.since_list >= policy.resync) return "resync";
+  for (const auto& ref : containers) {
+    if (Resolves(ref, cache)) continue;
+    if (state.missed.contains(ContainerKey(ref)) && state.since_list < policy.miss_retry) continue;
+    return "container " + ShortId(ref.container_id) + " of pod " + ref.pod_uid +
+           " is not in the last list";
+  }
+  return "";
 }
 
 PodContainer ResolveContainer(const CgroupRef& ref, const PodDirectory& directory) {

@@ -101,6 +101,35 @@ TEST(ExecutablesSplit, ServerRunsTheServices) {
   EXPECT_EQ(r.out.find("workload-lookup"), std::string::npos) << "internal command in usage";
 }
 
+// Log pipelines (Fluent Bit, Vector, promtail) want one JSON object per line: every stderr line
+// of an agent cycle parses, with time, level, component and message.
+TEST(ServerLogFormat, AgentWritesOneJsonObjectPerLineWithLogFormatJson) {
+  auto r = Exec(kServer, {"agent", "--standalone", "--once", "--root", kFixture, "--node",
+                          "gpu-node-1", "--listen", "127.0.0.1:0", "--log-format", "json"});
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+  std::istringstream lines(r.err);
+  std::string line;
+  int objects = 0;
+  while (std::getline(lines, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(j.is_object()) << "not a JSON object: " << line;
+    for (const char* key : {"time", "level", "component", "message"}) {
+      EXPECT_TRUE(j.contains(key)) << key << " missing in " << line;
+    }
+    ++objects;
+  }
+  EXPECT_GT(objects, 0) << "the agent logged nothing";
+}
+
+TEST(ServerLogFormat, AnUnknownFormatIsRefusedWithTheChoices) {
+  for (const char* cmd : {"agent", "coordinator"}) {
+    auto r = Exec(kServer, {cmd, "--log-format", "xml"});
+    EXPECT_EQ(r.exit_code, 2) << cmd;
+    EXPECT_NE(r.err.find("--log-format: expects one of text, json (not 'xml')"), std::string::npos)
+        << r.err;
+  }
+}
+
 TEST(ExecutablesSplit, SmallBinaryPointsServicesToTheServer) {
   for (const char* cmd : {"agent", "coordinator"}) {
     auto r = Exec(kBinary, {cmd});

@@ -48,6 +48,89 @@ LocalisedFault NodeFault(const std::string& node, std::vector<std::string> cause
   return {FaultKind::kNode, {node}, FaultClass::kIbResource, std::move(causes), "fails with two"};
 }
 
+// What an agent was told before its coordinator restarted (the Verdicts it sends in its Hello).
+AgentVerdicts ToldNodeFault(FaultClass c, std::vector<std::string> causes, bool confirmed = true) {
+  AgentVerdicts told;
+  AgentVerdicts::Node n;
+  n.verdict.fault_class = c;
+  n.verdict.basis = Basis::kProbes;
+  n.verdict.causes = std::move(causes);
+  n.verdict.reason = "fails with known-good partners";
+  n.localisation = PairLocalisation::kNode;
+  n.confirmed = confirmed;
+  told.node = n;
+  return told;
+}
+
+AgentVerdicts ToldLinkFault(const std::string& peer) {
+  AgentVerdicts told;
+  PairVerdict v;
+  v.fault_class = FaultClass::kIbResource;
+  v.basis = Basis::kProbes;
+  v.causes = {"ib.fabric"};
+  told.pairs.push_back(
+      {peer, v, ProbeOutcome::kPass, ProbeOutcome::kFail, PairLocalisation::kLink, true});
+  return told;
+}
+
+TEST(ClusterVerdictsResume, AConfirmedNodeFaultIsHeldAtOnceAfterARestart) {
+  ClusterVerdicts cv(/*hold_down=*/2);
+  auto changed = cv.Resume("gpu-1", ToldNodeFault(FaultClass::kIbResource, {"ib.port_state"}), 0);
+  EXPECT_EQ(changed, std::vector<std::string>{"gpu-1"});
+  ASSERT_EQ(cv.hold_down().Confirmed().size(), 1u);
+  EXPECT_EQ(cv.hold_down().Confirmed()[0].fault.causes, std::vector<std::string>{"ib.port_state"});
+  const PublishedNodeVerdict* v = cv.Find("gpu-1");
+  ASSERT_NE(v, nullptr);
+  EXPECT_TRUE(v->confirmed_fault);
+  EXPECT_EQ(v->basis, Basis::kProbes);
+  EXPECT_TRUE(cv.ForAgent("gpu-1").node->confirmed);
+  // The agent reconnecting again changes nothing.
+  EXPECT_TRUE(
+      cv.Resume("gpu-1", ToldNodeFault(FaultClass::kIbResource, {"ib.port_state"}), 0).empty());
+  EXPECT_EQ(cv.hold_down().Confirmed().size(), 1u);
+}
+
+TEST(ClusterVerdictsResume, ASuspectedOrHealthyVerdictResumesNothing) {
+  ClusterVerdicts cv(2);
+  EXPECT_TRUE(
+      cv.Resume("gpu-1", ToldNodeFault(FaultClass::kIbResource, {"ib.port_state"}, false), 0)
+          .empty());
+  EXPECT_TRUE(cv.Resume("gpu-2", ToldNodeFault(FaultClass::kHealthy, {}), 0).empty());
+  EXPECT_TRUE(cv.hold_down().All().empty());
+  EXPECT_EQ(cv.Find("gpu-1"), nullptr);
+}
+
+TEST(ClusterVerdictsResume, ALinkFaultNeedsBothOfItsNodes) {
+  ClusterVerdicts cv(2);
+  EXPECT_TRUE(cv.Resume("gpu-1", ToldLinkFault("gpu-2"), 0).empty());
+  EXPECT_TRUE(cv.Resume("gpu-1", ToldLinkFault("gpu-2"), 0).empty()) << "one node twice";
+  EXPECT_TRUE(cv.hold_down().Confirmed().empty());
+  auto changed = cv.Resume("gpu-2", ToldLinkFault("gpu-1"), 0);
+  EXPECT_EQ(changed, (std::vector<std::string>{"gpu-1", "gpu-2"}));
+  const TrackedFault* link = cv.hold_down().FindLink(NodePair("gpu-1", "gpu-2"));
+  ASSERT_NE(link, nullptr);
+  EXPECT_TRUE(link->confirmed);
+  auto told = cv.ForAgent("gpu-1");
+  ASSERT_EQ(told.pairs.size(), 1u);
+  EXPECT_TRUE(told.pairs[0].confirmed);
+  EXPECT_EQ(told.pairs[0].localisation, PairLocalisation::kLink);
+}
+
+TEST(ClusterVerdictsResume, AResumedFaultClearsOnlyAfterHoldDownSweepsWithoutIt) {
+  ClusterVerdicts cv(2);
+  cv.Resume("gpu-1", ToldNodeFault(FaultClass::kIbResource, {"ib.port_state"}), 0);
+  NodeInfo info =
+      AsSummarised("gpu-1", {F("ib.port_state", FaultClass::kIbResource, CheckStatus::kPass)});
+  for (uint64_t n = 1; n <= 2; ++n) {
+    SweepResult sweep;
+    sweep.number = n;
+    sweep.nodes["gpu-1"] = Outcome(NodeState::kGood);
+    sweep.tested_nodes.insert("gpu-1");
+    cv.Apply(sweep, {{"gpu-1", info}});
+    EXPECT_EQ(cv.hold_down().Confirmed().empty(), n == 2) << "sweep " << n;
+  }
+}
+
 TEST(ChecksVerdict, AgreesWithTheAgentsOwnReportOnEveryMixOfFindings) {
   const std::vector<std::vector<Finding>> cases = {
       {},

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "cluster_test_util.h"
@@ -84,6 +85,49 @@ TEST(CoordinatorRestart, MidSweepAgentsReconnectOrphanedProbesStopAndTheNextSwee
       EXPECT_EQ(p.judgement.status, PairStatus::kPass) << ToString(p.pair);
     }
   }
+}
+
+// Hold-down lives in the coordinator's memory; the agents keep the verdicts they were pushed and
+// give them to the next coordinator, which must hold the same confirmed faults at once (no alert
+// clears and fires again sweeps later) and keep them through the next sweep.
+TEST(CoordinatorRestart, ConfirmedFaultsAreHeldAcrossARestartWithoutASweep) {
+  DemoOptions o = TestOptions(4, "holddown");
+  o.hold_down = 2;
+  for (const char* spec : {"node:0:port_down", "link:1-3:cable"}) {
+    auto f = ParseDemoFault(spec, 4);
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    o.faults.push_back(*f);
+  }
+  TestCluster t(std::move(o));
+  ASSERT_TRUE(t.cluster.Start().ok()) << t.log_text.str();
+  ASSERT_TRUE(t.cluster.Run().ok()) << t.log_text.str();
+  auto confirmed = [](const CoordinatorView& v) {
+    std::set<std::string> out;
+    for (const auto& f : v.faults) {
+      if (f.confirmed) out.insert(std::string(ToString(f.fault.kind)) + ":" + f.fault.nodes[0]);
+    }
+    return out;
+  };
+  const std::set<std::string> before = confirmed(t.cluster.coordinator().View());
+  ASSERT_EQ(before, (std::set<std::string>{"link:node-1", "node:node-0"})) << t.log_text.str();
+
+  ASSERT_TRUE(t.cluster.RestartCoordinator().ok()) << t.log_text.str();
+  ASSERT_TRUE(t.cluster.coordinator().WaitForAgents(4, 10s)) << t.log_text.str();
+  ASSERT_TRUE(WaitUntil([&] { return confirmed(t.cluster.coordinator().View()) == before; }, 5s))
+      << "the new coordinator lost the confirmed faults";
+  CoordinatorView view = t.cluster.coordinator().View();
+  EXPECT_EQ(view.sweeps_done, 0u) << "held without a sweep";
+  ASSERT_TRUE(view.nodes.count("node-0"));
+  EXPECT_TRUE(view.nodes.at("node-0").confirmed_fault);
+  const std::string metrics = t.cluster.coordinator().MetricsText();
+  EXPECT_NE(metrics.find("kind=\"node\",node=\"node-0\""), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("kind=\"link\",node=\"node-1\",peer=\"node-3\""), std::string::npos)
+      << metrics;
+
+  // The next sweep sees both faults again: still confirmed, not re-confirmed from zero.
+  uint64_t n = t.cluster.coordinator().RequestSweep();
+  ASSERT_TRUE(t.cluster.coordinator().WaitForSweep(n, 60s)) << t.log_text.str();
+  EXPECT_EQ(confirmed(t.cluster.coordinator().View()), before);
 }
 
 TEST(AgentLoss, MidProbeTheLostPairIsInconclusiveAndThePeersChildStopsAtOnce) {

@@ -57,6 +57,27 @@ TEST(SelectRails, AListNamesRailsByNumberOrHcaAndReportsMisses) {
   EXPECT_TRUE(SelectRails({}, sel, 0).empty());
 }
 
+TEST(RailsToProbe, AnHcaTheNodeLacksIsStillProbedAndAMissingRailNumberIsAnError) {
+  auto rails = RailsToProbe(EightRails(), *ParseRailSelection("mlx5_9:2,mlx5_3"), 0);
+  ASSERT_TRUE(rails.ok()) << rails.status().message();
+  ASSERT_EQ(rails->size(), 2u);
+  EXPECT_EQ((*rails)[0].index, 3);
+  EXPECT_EQ((*rails)[1].index, -1);
+  EXPECT_EQ((*rails)[1].device, "mlx5_9");
+  EXPECT_EQ((*rails)[1].port, 2);
+  EXPECT_EQ((*rails)[1].state, "absent");
+  EXPECT_EQ(RailsToProbe({}, *ParseRailSelection("mlx5_0"), 0)->front().device, "mlx5_0");
+
+  auto missing = RailsToProbe(EightRails(), *ParseRailSelection("1,9"), 0);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), "this node has no rail 9 (it has 8)");
+  EXPECT_FALSE(RailsToProbe(EightRails(), *ParseRailSelection("mlx5_1:x"), 0).ok());
+  auto none = RailsToProbe({}, *ParseRailSelection("all"), 0);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no rails"), std::string::npos);
+  EXPECT_EQ(RailsToProbe(EightRails(), *ParseRailSelection("2"), 1)->size(), 2u);
+}
+
 TEST(RailIbHca, SelectsExactlyOnePortWithNcclSyntax) {
   EXPECT_EQ(RailIbHca(EightRails()[3]), "=mlx5_3:1");
   EXPECT_DOUBLE_EQ(RailExpectedBytesPerSecond(EightRails()[3]), 25e9);

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -47,6 +49,49 @@ TEST(Logger, WritesOneLinePerEventWithLevelAndFiltersBelowMinimum) {
   EXPECT_EQ(text.find("hidden"), std::string::npos);
   EXPECT_NE(text.find(" WARN kube: first line second line\n"), std::string::npos);
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1);
+}
+
+TEST(Logger, JsonFormatWritesOneParsableObjectPerEvent) {
+  std::ostringstream out;
+  Logger log(out, LogLevel::kInfo, LogFormat::kJson);
+  log.Debug("agent", "hidden");
+  log.Warn("kube", "say \"no\"\nthen\ttab \\ back\x01 caf\xc3\xa9 bad\xff\xfe end");
+  log.Error("coordinator", "");
+  std::istringstream lines(out.str());
+  std::string line;
+  std::vector<nlohmann::json> events;
+  while (std::getline(lines, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(j.is_object()) << line;
+    events.push_back(j);
+  }
+  ASSERT_EQ(events.size(), 2u) << out.str();
+  EXPECT_EQ(events[0]["level"], "warn");
+  EXPECT_EQ(events[0]["component"], "kube");
+  EXPECT_EQ(events[0]["message"],
+            "say \"no\"\nthen\ttab \\ back\x01 caf\xc3\xa9 bad\xef\xbf\xbd\xef\xbf\xbd end");
+  EXPECT_EQ(events[1]["level"], "error");
+  EXPECT_EQ(events[1]["message"], "");
+  const std::string time = events[0]["time"];
+  EXPECT_EQ(time.size(), std::string("2023-11-14T22:13:20.123Z").size()) << time;
+}
+
+TEST(FormatLogLine, TextAndJsonCarryTheSameFields) {
+  EXPECT_EQ(FormatLogLine(LogFormat::kText, 1700000000123, LogLevel::kInfo, "agent", "cycle a\nb"),
+            "2023-11-14T22:13:20.123Z INFO agent: cycle a b\n");
+  EXPECT_EQ(FormatLogLine(LogFormat::kJson, 1700000000123, LogLevel::kInfo, "agent", "cycle a\nb"),
+            "{\"time\":\"2023-11-14T22:13:20.123Z\",\"level\":\"info\",\"component\":\"agent\","
+            "\"message\":\"cycle a\\nb\"}\n");
+}
+
+TEST(ParseLogFormat, AcceptsTextAndJsonOnly) {
+  LogFormat f{};
+  EXPECT_TRUE(ParseLogFormat("json", &f));
+  EXPECT_EQ(f, LogFormat::kJson);
+  EXPECT_TRUE(ParseLogFormat("text", &f));
+  EXPECT_EQ(f, LogFormat::kText);
+  EXPECT_FALSE(ParseLogFormat("JSON ", &f));
+  EXPECT_FALSE(ParseLogFormat("logfmt", &f));
 }
 
 TEST(FormatRfc3339, FormatsUtc) {

@@ -4,7 +4,9 @@
 #   - agents judging fixture roots: `nccl-triage-server agent --standalone --root tests/fixtures/<f>`
 #     (node verdicts, checks, ports, limits, freshness; gpu-pods runs three GPU pods, so its
 #     agent's workload view exports workload_check_status);
-#   - `nccl-triage-demo --serve` when it was built (probes, pairs, coordinator metrics).
+#   - `nccl-triage-demo --serve` when it was built (probes, pairs, coordinator metrics), and a
+#     second one with 256 agents and one sweep (the fleet-scale case: every query must answer
+#     with fewer than 500 series, so per-node/per-pair/per-port panels must filter or top-k).
 # Without the demo, the queries of metrics only probes and the coordinator export are reported as
 # SKIP with that reason. Without an `agent` subcommand the test is skipped (exit 77).
 #
@@ -22,7 +24,11 @@ if ! has_cmd agent --standalone; then
 fi
 
 rm -rf "$work"; mkdir -p "$work"
+started=$SECONDS
 pids=()
+# The 256-agent demo writes a fixture root per node (~180,000 files, ~600 MB): on tmpfs when there
+# is one, where writing and removing them takes seconds instead of minutes on a slow disk.
+fleet_dir="$(mktemp -d /dev/shm/nccl-triage-fleet-XXXXXX 2>/dev/null || mktemp -d)"
 cleanup() {
   local p i
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -31,6 +37,7 @@ cleanup() {
     kill -KILL "$p" 2>/dev/null || true
     wait "$p" 2>/dev/null || true
   done
+  rm -rf "$fleet_dir"
 }
 trap cleanup EXIT
 
@@ -80,41 +87,68 @@ skip_why=("no incident recorded: the series appear when nccl-triage triage count
 skip_re+=('nccl_triage_(probe_|pair_verdict|last_probe_|coordinator_|nccl_info)')
 skip_why+=("exported only by probes and the coordinator: needs 'nccl-triage-demo --serve'")
 targets_expected=${#scenarios[@]}
-if [[ -x "$demo_bin" ]] && "$demo_bin" --help 2>&1 | grep -q -- --serve; then
-  "$demo_bin" --serve --work-dir "$work/demo" >"$work/demo.log" 2>&1 &
-  demo_pid=$!
-  pids+=("$demo_pid")
+# launch_demo NAME ARGS...: starts `nccl-triage-demo --serve ARGS` in the background (both demos
+# sweep at the same time). collect_demo NAME PREFIX: waits until it serves, then sets
+# $agents_of_demo (targets labelled node=<PREFIX><node>) and $coordinator_of_demo.
+declare -A demo_pids
+launch_demo() {
+  local name="$1"; shift
+  local dir="$work/$name"
+  [ "$name" = fleet ] && dir="$fleet_dir/$name"
+  "$demo_bin" --serve --work-dir "$dir" "$@" >"$work/$name.log" 2>&1 &
+  demo_pids[$name]=$!
+  pids+=("${demo_pids[$name]}")
+}
+collect_demo() {
+  local name="$1" prefix="$2" pid="${demo_pids[$1]}"
   for _ in $(seq 4200); do
-    grep -q 'serving until Ctrl-C' "$work/demo.log" && break
-    kill -0 "$demo_pid" 2>/dev/null || { echo "FAIL: demo exited:"; tail -n 20 "$work/demo.log"; exit 1; }
+    grep -q 'serving until Ctrl-C' "$work/$name.log" && break
+    kill -0 "$pid" 2>/dev/null || { echo "FAIL: $name exited:"; tail -n 20 "$work/$name.log"; exit 1; }
     sleep 0.1
   done
-  grep -q 'serving until Ctrl-C' "$work/demo.log" || { echo "FAIL: demo did not finish its sweeps"; exit 1; }
+  grep -q 'serving until Ctrl-C' "$work/$name.log" || { echo "FAIL: $name did not finish its sweeps"; exit 1; }
+  echo "== $name serving after $((SECONDS - started)) s"
   # "  <name>  http://127.0.0.1:<port>/metrics  /status" after the "serving" line.
-  agents="" coordinator=""
-  while read -r name address; do
+  agents_of_demo="" coordinator_of_demo=""
+  local node address hostport
+  while read -r node address; do
     hostport="${address#http://}"; hostport="${hostport%%/*}"
-    if [ "$name" = coordinator ]; then
-      coordinator="$hostport"
+    if [ "$node" = coordinator ]; then
+      coordinator_of_demo="$hostport"
     else
-      agents+="
+      agents_of_demo+="
       - targets: ['$hostport']
-        labels: {node: '$name'}"
+        labels: {node: '$prefix$node'}"
       targets_expected=$((targets_expected + 1))
     fi
-  done < <(awk '/serving until Ctrl-C:/ {on = 1; next} on && $2 ~ /^http:/ {print $1, $2}' "$work/demo.log")
-  [ -n "$coordinator" ] || { echo "FAIL: demo printed no coordinator URL"; exit 1; }
+  done < <(awk '/serving until Ctrl-C:/ {on = 1; next} on && $2 ~ /^http:/ {print $1, $2}' "$work/$name.log")
+  [ -n "$coordinator_of_demo" ] || { echo "FAIL: $name printed no coordinator URL"; exit 1; }
   targets_expected=$((targets_expected + 1))
+}
+
+if [[ -x "$demo_bin" ]] && "$demo_bin" --help 2>&1 | grep -q -- --serve; then
+  # 8 agents until every pair is covered and both faults confirmed; 256 agents for one sweep.
+  launch_demo demo
+  launch_demo fleet --nodes 256 --rounds 1
+  collect_demo demo ""
+  agents="$agents_of_demo" coordinators="
+      - targets: ['$coordinator_of_demo']
+        labels: {cluster: demo}"
+  collect_demo fleet fleet-
+  agents+="$agents_of_demo"
+  coordinators+="
+      - targets: ['$coordinator_of_demo']
+        labels: {cluster: fleet}"
   demo_job="  - job_name: nccl-triage-agent-demo
     honor_labels: true
+    scrape_interval: 10s
     static_configs:$agents
     relabel_configs:
       - target_label: job
         replacement: nccl-triage-agent
   - job_name: nccl-triage-coordinator
     honor_labels: true
-    static_configs:
-      - targets: ['$coordinator']"
+    static_configs:$coordinators"
   unset 'skip_re[1]' 'skip_why[1]'
   # One incident, counted the way `nccl-triage triage` counts it, so that the incident panel has
   # a series: "  coordinator-grpc  127.0.0.1:PORT  --token-file FILE".
@@ -130,10 +164,14 @@ fi
 
 # ------------------------------------------------------------------ Prometheus
 prom_port="$(free_port)"
+# With the demos' 264 agents the rules (fabric-wide counts over every node) are evaluated every
+# 5 s: every second would keep a loaded machine's Prometheus busy with nothing but rules.
+eval_interval=1s
+[ -n "$demo_job" ] && eval_interval=5s
 cat >"$work/prometheus.yml" <<EOF
 global:
   scrape_interval: 1s
-  evaluation_interval: 1s
+  evaluation_interval: ${eval_interval}
 rule_files: ['$rules']
 scrape_configs:
   - job_name: nccl-triage-agent
@@ -147,7 +185,10 @@ pids+=($!)
 wait_http "127.0.0.1:$prom_port" 60
 # rate() needs two samples: wait until every target has been scraped a few times.
 url="http://127.0.0.1:$prom_port"
-"$deploycheck" wait-scrapes --prometheus "$url" --targets "$targets_expected" --samples 4 --timeout 60s
+samples=4
+[ -n "$demo_job" ] && samples=3  # the demos' 264 targets are scraped every 10 s, not every second
+echo "== waiting for $targets_expected targets to be scraped $samples times"
+"$deploycheck" wait-scrapes --prometheus "$url" --targets "$targets_expected" --samples "$samples" --timeout 120s
 
 # Confirmed faults: when the demo's coordinator says it localised faults, the fault series and
 # their alerts must be there; when it confirmed none, they are reported as SKIP.
@@ -164,12 +205,14 @@ if [ -n "$demo_job" ]; then
 fi
 
 status=0
-echo "== dashboard queries"
+echo "== dashboard queries ($((SECONDS - started)) s after the start)"
+max_series=()
+[ -n "$demo_job" ] && max_series=(--max-series 500)
 skip_pattern="$(IFS='|'; echo "${skip_re[*]}")"
 skip_reason="$(printf '%s; ' "${skip_why[@]}")"
-"$deploycheck" dashboard --dashboard "$dashboard" --prometheus "$url" \
+"$deploycheck" dashboard --dashboard "$dashboard" --prometheus "$url" "${max_series[@]}" \
   --skip-metric "$skip_pattern" --skip-reason "${skip_reason%; }" || status=1
-echo "== alert rules on live agent metrics (pending state; 'for' has not elapsed)"
+echo "== alert rules on live agent metrics (pending state; 'for' has not elapsed; $((SECONDS - started)) s after the start)"
 "$deploycheck" alerts-live --prometheus "$url" \
   --expect 'NcclTriageIbPortDown{node="port-down"}' \
   --expect 'NcclTriageNodeIbResource{node="port-down",cause="ib.port_state"}' \
@@ -183,9 +226,10 @@ echo "== alert rules on live agent metrics (pending state; 'for' has not elapsed
   --absent 'NcclTriageNodeIbResource{node="dgx-h100"}' \
   --absent 'NcclTriageNodeArchitecture{node="dgx-h100"}' \
   --absent 'NcclTriageMemlockTooLow{node="dgx-h100"}' \
-  --absent 'NcclTriageChecksStale' \
+  --absent "NcclTriageChecksStale{node=~\"$(IFS='|'; echo "${scenarios[*]}")\"}" \
   --absent 'NcclTriageAgentDown' "${demo_alerts[@]}" || status=1
 if [ "$status" -ne 0 ]; then
   echo "--- logs in $work"; tail -n 5 "$work"/*.log
 fi
+echo "== done $((SECONDS - started)) s after the start"
 exit "$status"

@@ -55,13 +55,41 @@ class MetricsTest : public ::testing::Test {
   AgentMetrics metrics_{state_, "0.1.0"};
 };
 
+TEST(MetricFamilySwitch, DisabledFamiliesAreNeitherCollectedNorServed) {
+  AgentState state{"gpu-node-1", "0.1.0", 0};
+  AgentMetrics metrics{
+      state,
+      "0.1.0",
+      {"nccl_triage_ib_port_errors_total", "nccl_triage_probe_busbw_bytes_per_second"}};
+  FillCycle(state, TestSnapshot(2),
+            {TestFinding("ib.port_state", FaultClass::kIbResource, CheckStatus::kFail)}, 1000);
+  FillPeers(state, 2, 2000);
+  auto fams = metrics.Collect();
+  EXPECT_EQ(Find(fams, "nccl_triage_ib_port_errors_total"), nullptr);
+  EXPECT_EQ(Find(fams, "nccl_triage_probe_busbw_bytes_per_second"), nullptr);
+  EXPECT_NE(Find(fams, "nccl_triage_ib_port_state"), nullptr);
+  EXPECT_NE(Find(fams, "nccl_triage_probe_success"), nullptr);
+  const std::string text = metrics.Scrape();
+  EXPECT_EQ(text.find("nccl_triage_ib_port_errors_total"), std::string::npos);
+  EXPECT_EQ(text.find("nccl_triage_probe_busbw_bytes_per_second"), std::string::npos);
+  EXPECT_NE(text.find("nccl_triage_node_verdict"), std::string::npos);
+}
+
+TEST(MetricFamilySwitch, UnknownNamesAreReportedSoTheAgentCanRefuseThem) {
+  const std::vector<std::string> ok = {"nccl_triage_ib_port_errors_total"};
+  EXPECT_EQ(UnknownMetricFamilies(ok), "");
+  const std::vector<std::string> bad = {"nccl_triage_ib_port_errors", "nccl_triage_node_verdict",
+                                        "up"};
+  EXPECT_EQ(UnknownMetricFamilies(bad), "nccl_triage_ib_port_errors, up");
+}
+
 TEST_F(MetricsTest, EveryContractFamilyIsExportedWithItsTypeOnceTheStateIsFull) {
   FillCycle(state_, TestSnapshot(2),
             {TestFinding("ib.port_state", FaultClass::kIbResource, CheckStatus::kFail)}, 1000);
   FillPeers(state_, 2, 2000);
   state_.SetWorkloadFindings(
-      {{"ns", "pod", "c", TestFinding("limits.memlock", FaultClass::kArchitecture,
-                                      CheckStatus::kPass)}});
+      {{"ns", "pod", "c",
+        TestFinding("limits.memlock", FaultClass::kArchitecture, CheckStatus::kPass)}});
   auto fams = metrics_.Collect();
   for (const auto& spec : AgentMetricSpecs()) {
     const auto* f = Find(fams, spec.name);
@@ -88,8 +116,8 @@ TEST_F(MetricsTest, VerdictIsOneHotOverEveryClassWithTheBasis) {
   fams = metrics_.Collect();
   f = Find(fams, "nccl_triage_node_verdict");
   ASSERT_EQ(f->metric.size(), 4u);  // the checks-basis series are gone
-  EXPECT_EQ(Value(fams, "nccl_triage_node_verdict", {{"class", "ib_resource"}, {"basis", "probes"}}),
-            1);
+  EXPECT_EQ(
+      Value(fams, "nccl_triage_node_verdict", {{"class", "ib_resource"}, {"basis", "probes"}}), 1);
 }
 
 TEST_F(MetricsTest, CheckStatusIsOneHotPerCheckWithTheWorstFindingAndVanishedChecksGo) {
@@ -103,8 +131,8 @@ TEST_F(MetricsTest, CheckStatusIsOneHotPerCheckWithTheWorstFindingAndVanishedChe
   EXPECT_EQ(Value(fams, "nccl_triage_check_status",
                   {{"check", "ib.port_state"}, {"class", "ib_resource"}, {"status", "fail"}}),
             1);
-  EXPECT_EQ(Value(fams, "nccl_triage_check_status", {{"check", "ib.port_state"}, {"status", "pass"}}),
-            0);
+  EXPECT_EQ(
+      Value(fams, "nccl_triage_check_status", {{"check", "ib.port_state"}, {"status", "pass"}}), 0);
   FillCycle(state_, TestSnapshot(2),
             {TestFinding("shm.size", FaultClass::kArchitecture, CheckStatus::kPass)}, 2000);
   fams = metrics_.Collect();
@@ -128,8 +156,7 @@ TEST_F(MetricsTest, PortsExportKernelStateNamesRatesAndSysfsCountersAndVanishedP
   EXPECT_EQ(Value(fams, "nccl_triage_ib_port_physical_state",
                   {{"device", "mlx5_1"}, {"state", "Polling"}}),
             1);
-  EXPECT_EQ(Value(fams, "nccl_triage_ib_port_rate_bytes_per_second", {{"device", "mlx5_0"}}),
-            25e9);
+  EXPECT_EQ(Value(fams, "nccl_triage_ib_port_rate_bytes_per_second", {{"device", "mlx5_0"}}), 25e9);
   const auto* errors = Find(fams, "nccl_triage_ib_port_errors_total");
   ASSERT_NE(errors, nullptr);
   EXPECT_EQ(errors->type, prometheus::MetricType::Counter);
@@ -145,8 +172,8 @@ TEST_F(MetricsTest, PortsExportKernelStateNamesRatesAndSysfsCountersAndVanishedP
   fams = metrics_.Collect();
   EXPECT_EQ(Count(fams, "nccl_triage_ib_port_state"), 5u);
   EXPECT_EQ(Count(fams, "nccl_triage_ib_port_errors_total"), 2u);
-  EXPECT_TRUE(std::isnan(Value(fams, "nccl_triage_ib_port_rate_bytes_per_second",
-                               {{"device", "mlx5_1"}})));
+  EXPECT_TRUE(
+      std::isnan(Value(fams, "nccl_triage_ib_port_rate_bytes_per_second", {{"device", "mlx5_1"}})));
 }
 
 TEST_F(MetricsTest, AnUnknownKernelStateIsAddedAsItsOwnHotSeries) {
@@ -176,8 +203,8 @@ TEST_F(MetricsTest, ProbesPairsAndDurationsFollowTheStateAndRemovedPeersVanish) 
                   {{"peer", "gpu-node-100"}, {"mode", "ib"}}),
             23.5e9);
   EXPECT_EQ(Count(fams, "nccl_triage_pair_verdict"), 12u);
-  EXPECT_EQ(Value(fams, "nccl_triage_pair_verdict", {{"peer", "gpu-node-101"}, {"class", "healthy"}}),
-            1);
+  EXPECT_EQ(
+      Value(fams, "nccl_triage_pair_verdict", {{"peer", "gpu-node-101"}, {"class", "healthy"}}), 1);
   EXPECT_EQ(Value(fams, "nccl_triage_last_probe_timestamp_seconds", {}), 5);
   EXPECT_EQ(Value(fams, "nccl_triage_nccl_info", {{"version", "2.28.9"}}), 1);
   const auto* hist = Find(fams, "nccl_triage_probe_duration_seconds");

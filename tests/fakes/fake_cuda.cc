@@ -67,7 +67,7 @@ struct GpuEntry {
 // CUDA numbers them with CUDA_DEVICE_ORDER=PCI_BUS_ID. Empty without a fixture (one fake GPU).
 std::vector<GpuEntry> FixtureGpus() {
   std::vector<GpuEntry> out;
-  const char* root = std::getenv("FAKE_NCCL_ROOT");
+  const char* root = std::getenv("NCCL_FAKE_ROOT");
   if (root == nullptr) return out;
   std::string dir = std::string(root) + "/proc/driver/nvidia/gpus";
   DIR* d = opendir(dir.c_str());
@@ -187,8 +187,8 @@ CUresult cuDeviceGetByPCIBusId(CUdevice* device, const char* bus_id) {
 CUresult cuDeviceGetName(char* name, int len, CUdevice device) {
   if (!ValidDevice(device)) return kInvalidDevice;
   const auto gpus = FixtureGpus();
-  CopyString(gpus.empty() ? "Fake GPU (host memory)" : gpus[static_cast<size_t>(device)].name,
-             name, len);
+  CopyString(gpus.empty() ? "Fake GPU (host memory)" : gpus[static_cast<size_t>(device)].name, name,
+             len);
   return kSuccess;
 }
 

@@ -4,8 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <sstream>
 
 #include "probe/pair_local.h"
 #include "probe/runner.h"
@@ -50,6 +52,64 @@ ProbeRunner MakeRunner(const std::string& faults, const std::string& fixture = "
     o.parent_env["NCCL_FAKE_ROOT"] = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/" + fixture;
   }
   return ProbeRunner(c, o);
+}
+
+// Records what RunPairLocal tells its observer, and feeds a TerminalProgress as a terminal would.
+class RecordingObserver final : public PairLocalObserver {
+ public:
+  explicit RecordingObserver(PairLocalObserver& next) : next_(next) {}
+  void ModeStarted(ProbeMode mode, int index, int count, int timeout) override {
+    events.push_back("start " + std::string(ToString(mode)) + " " + std::to_string(index) + "/" +
+                     std::to_string(count) + " limit " + std::to_string(timeout));
+    next_.ModeStarted(mode, index, count, timeout);
+  }
+  void ModeFinished(const PairLocalRow& row, double seconds) override {
+    events.push_back("done " + std::string(ToString(row.mode)) + " " +
+                     std::string(ToString(row.merged.outcome)));
+    next_.ModeFinished(row, seconds);
+  }
+  std::vector<std::string> events;
+
+ private:
+  PairLocalObserver& next_;
+};
+
+TEST(PairLocalProgress, EachModeShowsARunningLineThenItsOutcomeOnATerminal) {
+  std::ostringstream terminal;
+  TerminalProgress progress(terminal, /*enabled=*/true, std::chrono::milliseconds(20));
+  RecordingObserver observer(progress);
+  // The socket probe hangs for a while (the peer never connects) so that the line ticks.
+  auto report = RunPairLocal(MakeRunner("no_connect@1", "", 2),
+                             {ProbeMode::kSocket, ProbeMode::kIb}, {}, "", &observer);
+  ASSERT_EQ(report.rows.size(), 2u);
+  EXPECT_THAT(observer.events,
+              ::testing::ElementsAre("start socket 1/2 limit 2", "done socket timeout",
+                                     "start ib 2/2 limit 2", ::testing::StartsWith("done ib ")));
+  const std::string text = terminal.str();
+  EXPECT_THAT(text, HasSubstr("\rsocket probe (1/2): 2 ranks running, 0 s (limit 2 s)\x1b[K"));
+  EXPECT_THAT(text, HasSubstr("s (limit 2 s)\x1b[K\rsocket probe (1/2): timeout in "));
+  EXPECT_THAT(text, HasSubstr("\rib probe (2/2): "));
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << text;
+}
+
+TEST(PairLocalProgress, NothingIsWrittenWhenTheStreamIsNotATerminal) {
+  std::ostringstream pipe;
+  TerminalProgress progress(pipe, /*enabled=*/false, std::chrono::milliseconds(5));
+  auto report = RunPairLocal(MakeRunner(""), {ProbeMode::kSocket}, {}, "", &progress);
+  ASSERT_EQ(report.rows.size(), 1u);
+  EXPECT_EQ(pipe.str(), "");
+}
+
+TEST(PairLocalProgress, DoneTextNamesTheOutcomeTheTimeAndTheCauses) {
+  PairLocalRow row;
+  row.mode = ProbeMode::kIb;
+  row.merged.outcome = ProbeOutcome::kFail;
+  row.merged.classification = Classification{};
+  row.merged.classification->causes.push_back({});
+  row.merged.classification->causes.back().cause = "ib.port_state";
+  EXPECT_EQ(ProgressDoneText(row, 2, 2, 12.34), "ib probe (2/2): fail in 12.3 s (ib.port_state)");
+  EXPECT_EQ(ProgressRunningText(ProbeMode::kSocket, 1, 2, 14, 120),
+            "socket probe (1/2): 2 ranks running, 14 s (limit 120 s)");
 }
 
 TEST(ProbeWithFakes, SocketPairPassesWithVerifiedDataAndABandwidth) {

@@ -225,8 +225,8 @@ DemoCluster::~DemoCluster() { Stop(); }
 CoordinatorServer& DemoCluster::coordinator() { return *coordinator_; }
 
 Status DemoCluster::Start() {
-  if (options_.nodes < 2 || options_.nodes > 64) {
-    return InvalidArgument("--nodes must be between 2 and 64");
+  if (options_.nodes < 2 || options_.nodes > 256) {
+    return InvalidArgument("--nodes must be between 2 and 256");
   }
   if (options_.fakes_dir.empty()) {
     return NotFound(

@@ -46,7 +46,7 @@ int RunDemo(CliContext& ctx) {
   std::string format = "table";
   Status parsed = FlagParser()
                       .Switch({"--help", "-h"}, &help)
-                      .Int({"--nodes"}, &options.nodes, 2, 64)
+                      .Int({"--nodes"}, &options.nodes, 2, 256)
                       .Repeated({"--fault"}, &specs)
                       .Switch({"--no-faults"}, &no_faults)
                       .Choice({"--format"}, &format, {"table", "json"})

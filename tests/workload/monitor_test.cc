@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -51,6 +52,7 @@ class HookedKube final : public KubeClient {
   }
   KubeResponse ListPods(const std::string& selector) override {
     KubeResponse r = fake_.ListPods(selector);
+    if (list_body) r.body = list_body->dump();
     if (after_list) after_list();
     return r;
   }
@@ -60,6 +62,8 @@ class HookedKube final : public KubeClient {
     return fake_.PatchPodAnnotationsIfUid(ns, pod, uid, a);
   }
   std::function<void()> after_list;
+  std::optional<nlohmann::json>
+      list_body;  // answered whatever the selector (a server that ignores it)
 
  private:
   FakeKubeClient& fake_;
@@ -161,6 +165,57 @@ TEST(WorkloadMonitor, HealthyAgainRemovesOnlyItsOwnAnnotations) {
     EXPECT_TRUE(std::string(it.key()).starts_with("nccl-triage.io/")) << it.key();
   }
   EXPECT_FALSE(ann.contains("team.example/owner"));
+}
+
+TEST(WorkloadMonitor, SteadyStateSendsNoListAfterTheFirstOneUntilTheResync) {
+  auto pod = PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1));
+  Harness h({SmallShm(4101, 1)}, {pod});
+  WorkloadPass first = h.Pass();
+  EXPECT_EQ(first.directory.list_reason, "first list");
+  // An hour of one-minute cycles: the pod is named from the cache, no LIST, no node GET.
+  for (int i = 0; i < 59; ++i) {
+    h.clock.Advance(std::chrono::seconds(60));
+    WorkloadPass p = h.Pass();
+    ASSERT_EQ(p.containers.size(), 1u);
+    EXPECT_EQ(p.containers[0].pod.pod, "train-0");
+    EXPECT_EQ(p.directory.list_reason, "");
+  }
+  EXPECT_EQ(h.fake.CallCount("ListPods"), 1u);
+  EXPECT_EQ(h.fake.CallCount("GetNode"), 1u);
+  h.clock.Advance(std::chrono::seconds(60));
+  EXPECT_EQ(h.Pass().directory.list_reason, "resync");
+  EXPECT_EQ(h.fake.CallCount("ListPods"), 2u);
+}
+
+TEST(WorkloadMonitor, VerdictChangeIsPatchedFromTheCacheWithoutAList) {
+  auto pod = PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1));
+  Harness h({SmallShm(4101, 1)}, {pod});
+  EXPECT_EQ(h.Pass().patches_sent, 1);
+  // The same pod, now healthy: the annotations are removed with no new LIST.
+  std::filesystem::remove_all(h.root.root() + "/proc/4101");
+  ASSERT_TRUE(WriteWorkloadProcesses({GoodProcess(4101, 1)}, h.root.root()).ok());
+  h.clock.Advance(std::chrono::seconds(60));
+  WorkloadPass healthy = h.Pass();
+  EXPECT_EQ(healthy.patches_sent, 1);
+  EXPECT_EQ(h.fake.CallCount("ListPods"), 1u);
+}
+
+TEST(WorkloadMonitor, PodOnAnotherNodeIsNeverAnnotated) {
+  // A list that names a pod on another node (a wrong selector, a stale cache): judged, not
+  // patched, one warning.
+  auto pod = PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1),
+                     {{"nvidia.com/gpu", "8"}}, nlohmann::json::object(), "gpu-node-2");
+  Harness h({SmallShm(4101, 1)}, {pod});
+  h.kube.list_body = PodListJson({pod});
+  WorkloadPass pass = h.Pass();
+  ASSERT_EQ(pass.containers.size(), 1u);
+  EXPECT_EQ(pass.containers[0].pod.pod, "train-0");
+  EXPECT_EQ(pass.patches_sent, 0);
+  EXPECT_EQ(pass.patches_refused, 1);
+  EXPECT_EQ(h.fake.CallCount("PatchPodAnnotations"), 0u);
+  EXPECT_NE(h.log_text.str().find("on node 'gpu-node-2', this agent's node is 'gpu-node-1'"),
+            std::string::npos)
+      << h.log_text.str();
 }
 
 TEST(WorkloadMonitor, PodDeletedBetweenListAndPatchIsNotPatched) {

@@ -115,6 +115,56 @@ ContainerVerdict Verdict(int pod, const std::string& container, FaultClass cls,
   return v;
 }
 
+TEST(PodList, ReadsTheNodeTheApiScheduledThePodOn) {
+  auto pods = ParsePodList(PodListJson(
+      {PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1), {}, {}, "gpu-node-7")}));
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(pods.begin()->second.node_name, "gpu-node-7");
+  EXPECT_TRUE(OnNode(pods.begin()->second, "gpu-node-7"));
+  EXPECT_FALSE(OnNode(pods.begin()->second, "gpu-node-1"));
+  EXPECT_FALSE(OnNode(pods.begin()->second, ""));
+  ApiPod unscheduled;
+  EXPECT_FALSE(OnNode(unscheduled, "gpu-node-1"));
+}
+
+TEST(PodListReason, NoContainersNeedNoList) {
+  EXPECT_EQ(PodListReason({}, {}, PodListState{}, PodListPolicy{}), "");
+}
+
+TEST(PodListReason, ListsFirstThenOnlyWhenTheCacheCannotNameAContainer) {
+  const CgroupRef known{PodUid(1), ContainerId(1), "containerd", ""};
+  const CgroupRef unknown{PodUid(2), ContainerId(2), "containerd", ""};
+  auto cache = ParsePodList(
+      PodListJson({PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1))}));
+  PodListPolicy policy;
+  EXPECT_EQ(PodListReason({known}, {}, PodListState{}, policy), "first list");
+  PodListState listed{true, std::chrono::minutes(1), {}};
+  EXPECT_EQ(PodListReason({known}, cache, listed, policy), "");
+  EXPECT_NE(PodListReason({known, unknown}, cache, listed, policy).find("not in the last list"),
+            std::string::npos);
+  // A restarted container has a new id in the same pod: the cache cannot name it.
+  const CgroupRef restarted{PodUid(1), ContainerId(3), "containerd", ""};
+  EXPECT_NE(PodListReason({restarted}, cache, listed, policy), "");
+}
+
+TEST(PodListReason, AContainerTheLastListLackedWaitsForTheRetryPeriod) {
+  const CgroupRef unknown{PodUid(2), ContainerId(2), "containerd", ""};
+  PodListPolicy policy;
+  PodListState st{true, std::chrono::minutes(1), UnresolvedContainers({unknown}, {})};
+  ASSERT_EQ(st.missed.size(), 1u);
+  EXPECT_EQ(PodListReason({unknown}, {}, st, policy), "");
+  st.since_list = policy.miss_retry;
+  EXPECT_NE(PodListReason({unknown}, {}, st, policy), "");
+}
+
+TEST(PodListReason, ResyncsAfterThePeriodEvenWhenEverythingResolves) {
+  const CgroupRef known{PodUid(1), ContainerId(1), "containerd", ""};
+  auto cache = ParsePodList(
+      PodListJson({PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1))}));
+  PodListPolicy policy;
+  EXPECT_EQ(PodListReason({known}, cache, PodListState{true, policy.resync, {}}, policy), "resync");
+}
+
 TEST(PodVerdicts, CombineTheContainersOfAPod) {
   auto pods =
       PodVerdicts({Verdict(1, "a", FaultClass::kArchitecture, {"shm.size"}),

@@ -94,3 +94,43 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "nccl-triage.tokenDir" -}}
 /var/run/secrets/nccl-triage
 {{- end }}
+
+{{/*
+  The shared token, resolved once per render (the Secret and the pods' checksum/token annotation
+  must agree, and a generated token is random): token.value; else the token of the chart's Secret
+  from an earlier install (a new random one would cut every agent off); else a new random one,
+  but only when `lookup` can see the cluster. `helm template` and GitOps tools that render offline
+  get empty lookups, so every render would make a new token: the render fails instead and asks for
+  token.value or token.existingSecret. With token.existingSecret it is that Secret's token when
+  lookup can read it, else empty (no checksum: the chart cannot see it).
+*/}}
+{{- define "nccl-triage.token" -}}
+{{- if not (hasKey .Values.token "_resolved") }}
+{{- $token := .Values.token.value }}
+{{- if .Values.token.existingSecret }}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace .Values.token.existingSecret }}
+{{- if and $existing $existing.data (hasKey $existing.data "token") }}
+{{- $token = index $existing.data "token" | b64dec }}
+{{- end }}
+{{- else if and .Values.token.create (not $token) }}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "nccl-triage.tokenSecretName" .) }}
+{{- if and $existing $existing.data (hasKey $existing.data "token") }}
+{{- $token = index $existing.data "token" | b64dec }}
+{{- else if (lookup "v1" "ConfigMap" .Release.Namespace "") }}
+{{- $token = randAlphaNum 48 }}
+{{- else }}
+{{- fail "token: helm cannot see the cluster (helm template, or a GitOps tool that renders offline), so a generated token would change at every render and cut the agents off the coordinator: set token.value (e.g. --set token.value=$(openssl rand -hex 24)) or token.existingSecret" }}
+{{- end }}
+{{- end }}
+{{- $_ := set .Values.token "_resolved" $token }}
+{{- end }}
+{{- .Values.token._resolved }}
+{{- end }}
+
+{{/* Pod annotation that rolls the pods when the token changes (none when it cannot be seen). */}}
+{{- define "nccl-triage.tokenChecksum" -}}
+{{- $token := include "nccl-triage.token" . }}
+{{- if $token }}
+checksum/token: {{ printf "%s/%s" .Release.Name $token | sha256sum }}
+{{- end }}
+{{- end }}

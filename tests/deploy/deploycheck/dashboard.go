@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -111,6 +112,9 @@ func runDashboard(c *checker, args []string) {
 	skip := fs.String("skip-metric", "", "regexp of metric names whose queries are skipped")
 	skipReason := fs.String("skip-reason", "", "why they are skipped")
 	retry := fs.Duration("retry", 10*time.Second, "how long an empty result is retried (scrapes still arriving)")
+	maxSeries := fs.Int("max-series", 0, "fail a query that returns this many series or more (0: no limit)")
+	lintOnly := fs.Bool("lint", false, "only the static checks (no Prometheus)")
+	parallel := fs.Int("parallel", 4, "queries in flight at once")
 	fs.Parse(args)
 	b, err := os.ReadFile(*dashboard)
 	if err != nil {
@@ -134,23 +138,69 @@ func runDashboard(c *checker, args []string) {
 	c.check(len(vars) >= 2, "dashboard has %d template variables, want node and class", len(vars))
 	queries := dashboardQueries(d)
 	c.check(len(queries) > 10, "only %d queries found", len(queries))
+	lintDashboard(c, d)
+	if *lintOnly {
+		return
+	}
 	var skipRe *regexp.Regexp
 	if *skip != "" {
 		skipRe = regexp.MustCompile(*skip)
 	}
-	for _, q := range queries {
-		expr := substitute(q.expr, vars)
-		c.check(!strings.Contains(expr, "$"), "%s: unsubstituted variable in %s", q.where, expr)
-		if skipRe != nil && skipRe.MatchString(expr) {
+	// The queries run on a few connections at once (Prometheus answers them in parallel; an empty
+	// result waits for scrapes still arriving), and are judged in the dashboard's order.
+	type answer struct {
+		expr    string
+		skipped bool
+		r       promResponse
+		err     error
+		took    time.Duration
+	}
+	answers := make([]answer, len(queries))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < *parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				a := &answers[i]
+				start := time.Now()
+				a.r, a.err = promQuery(*prom, a.expr)
+				for deadline := time.Now().Add(*retry); a.err == nil && a.r.Status == "success" &&
+					len(a.r.Data.Result) == 0 && time.Now().Before(deadline); {
+					time.Sleep(500 * time.Millisecond)
+					a.r, a.err = promQuery(*prom, a.expr)
+				}
+				a.took = time.Since(start)
+			}
+		}()
+	}
+	for i, q := range queries {
+		answers[i].expr = substitute(q.expr, vars)
+		answers[i].skipped = skipRe != nil && skipRe.MatchString(answers[i].expr)
+	}
+	for i := range queries {
+		if !answers[i].skipped {
+			jobs <- i
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	largest, largestWhere := 0, ""
+	var slowest time.Duration
+	slowestWhere := ""
+	for i, q := range queries {
+		a := answers[i]
+		expr, r, err := a.expr, a.r, a.err
+		// A Grafana variable left over ($name, ${name}); $1 is a label_replace reference.
+		c.check(!regexp.MustCompile(`\$\{?[A-Za-z_]`).MatchString(expr), "%s: unsubstituted variable in %s", q.where, expr)
+		if a.skipped {
 			c.skipped++
 			fmt.Printf("SKIP %s: %s (%s)\n", q.where, expr, *skipReason)
 			continue
 		}
-		r, err := promQuery(*prom, expr)
-		for deadline := time.Now().Add(*retry); err == nil && r.Status == "success" &&
-			len(r.Data.Result) == 0 && time.Now().Before(deadline); {
-			time.Sleep(500 * time.Millisecond)
-			r, err = promQuery(*prom, expr)
+		if a.took > slowest {
+			slowest, slowestWhere = a.took, q.where
 		}
 		if !c.check(err == nil, "%s: %v", q.where, err) {
 			continue
@@ -159,7 +209,83 @@ func runDashboard(c *checker, args []string) {
 			continue
 		}
 		c.check(len(r.Data.Result) > 0, "%s returns nothing:\n     %s", q.where, expr)
+		if *maxSeries > 0 {
+			c.check(len(r.Data.Result) < *maxSeries, "%s returns %d series, the limit is fewer than %d:\n     %s",
+				q.where, len(r.Data.Result), *maxSeries, expr)
+			if len(r.Data.Result) > largest {
+				largest, largestWhere = len(r.Data.Result), q.where
+			}
+		}
 	}
+	fmt.Printf("slowest query: %.1f s (%s)\n", slowest.Seconds(), slowestWhere)
+	if *maxSeries > 0 {
+		fmt.Printf("largest result: %d series (%s)\n", largest, largestWhere)
+	}
+}
+
+// timeUnits are Grafana units of a duration: a count plotted under one reads as seconds.
+var timeUnits = map[string]bool{"s": true, "ms": true, "m": true, "h": true, "d": true, "dtdurations": true, "dtdurationms": true}
+
+// lintDashboard holds the dashboard to what a 4,096-node fleet needs: the top row answers "how
+// many, and which confirmed" (counts by verdict, confirmed faults, a faults table with links to
+// the node's /status and the runbook); no graph draws one line per pair, port or pod unless
+// the query keeps only a top/bottom k; no count is plotted under a unit of time.
+func lintDashboard(c *checker, d map[string]interface{}) {
+	var panels []map[string]interface{}
+	var walk func(l []interface{})
+	walk = func(l []interface{}) {
+		for _, p := range l {
+			pm, _ := p.(map[string]interface{})
+			panels = append(panels, pm)
+			walk(asList(pm["panels"]))
+		}
+	}
+	walk(asList(d["panels"]))
+	perSeries := regexp.MustCompile(`\{\{\s*(peer|port|device|pod|container)\s*\}\}`)
+	countExpr := regexp.MustCompile(`^\s*(count\b|sum\s*\(\s*increase\(|increase\()`)
+	var topCountsByClass, topConfirmed, faultTable bool
+	for _, p := range panels {
+		title, _ := p["title"].(string)
+		kind, _ := p["type"].(string)
+		grid, _ := p["gridPos"].(map[string]interface{})
+		y, _ := grid["y"].(float64)
+		fc, _ := p["fieldConfig"].(map[string]interface{})
+		defaults, _ := fc["defaults"].(map[string]interface{})
+		unit, _ := defaults["unit"].(string)
+		for _, t := range asList(p["targets"]) {
+			tm, _ := t.(map[string]interface{})
+			expr, _ := tm["expr"].(string)
+			legend, _ := tm["legendFormat"].(string)
+			if kind == "timeseries" || kind == "graph" {
+				c.check(!perSeries.MatchString(legend) || strings.Contains(expr, "topk") || strings.Contains(expr, "bottomk"),
+					"panel %q draws one line per %s by default: keep a topk/bottomk or aggregate", title, perSeries.FindString(legend))
+			}
+			if kind == "timeseries" || kind == "stat" {
+				c.check(!(countExpr.MatchString(expr) && timeUnits[unit]),
+					"panel %q plots a count (%s) under the time unit %q", title, expr, unit)
+			}
+			if y <= 1 && kind == "stat" && strings.Contains(expr, "count by (class)") {
+				topCountsByClass = true
+			}
+			if y <= 1 && kind == "stat" && (strings.Contains(expr, "nccl_triage_coordinator_fault") ||
+				strings.Contains(expr, "nccl_triage_coordinator_localised_faults")) {
+				topConfirmed = true
+			}
+		}
+		if kind == "table" && strings.Contains(toJSONString(p["targets"]), "nccl_triage_coordinator_fault") && y <= 7 {
+			links := toJSONString(fc["overrides"])
+			faultTable = strings.Contains(links, "/status") && strings.Contains(links, "README.md#") &&
+				strings.Contains(links, "mappings")
+		}
+	}
+	c.check(topCountsByClass, "the top row has no stat of nodes counted by verdict class")
+	c.check(topConfirmed, "the top row has no stat of confirmed faults")
+	c.check(faultTable, "no confirmed-faults table near the top with value mappings and links to /status and the runbook")
+}
+
+func toJSONString(v interface{}) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // runAlertsLive checks which alerts the rules put into pending/firing state against the live

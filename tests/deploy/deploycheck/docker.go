@@ -120,7 +120,7 @@ func runDockerfile(c *checker, args []string) {
 		c.fatal(err)
 		return
 	}
-	stages, _, err := parseDockerfile(string(b))
+	stages, globalArgs, err := parseDockerfile(string(b))
 	if err != nil {
 		c.fatal(err)
 		return
@@ -133,6 +133,16 @@ func runDockerfile(c *checker, args []string) {
 	debian12 := regexp.MustCompile(`^debian:(12|bookworm)(-slim)?(@sha256:[0-9a-f]{64})?$`)
 	for _, s := range stages {
 		c.check(debian12.MatchString(s.image), "stage %s is based on %q, want debian:12/bookworm", s.name, s.image)
+	}
+	// One base for both stages, pinned by digest in a build argument (a rebuild gets the same
+	// base; the offline build substitutes its own).
+	pinned := regexp.MustCompile(`^debian:(12|bookworm)-slim@sha256:[0-9a-f]{64}$`)
+	c.check(pinned.MatchString(globalArgs["BASE_IMAGE"]), "ARG BASE_IMAGE=%q, want debian:12-slim pinned by @sha256 digest",
+		globalArgs["BASE_IMAGE"])
+	for _, in := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(in), "FROM ") {
+			c.check(strings.Contains(in, "${BASE_IMAGE}"), "%q does not use the pinned BASE_IMAGE", in)
+		}
 	}
 	text := string(b)
 	c.check(!regexp.MustCompile(`(?m)apt(-get)?\s+install`).MatchString(text),
@@ -223,6 +233,22 @@ func runDockerfile(c *checker, args []string) {
 		"the runtime stage never starts the server (e.g. `nccl-triage-server coordinator --help`)")
 	c.check(strings.Contains(copies, "/etc/nccl-triage/config.yaml"), "no default config at /etc/nccl-triage/config.yaml")
 	c.check(strings.Contains(stageText(runtime, "ENTRYPOINT"), "/usr/bin/nccl-triage"), "the entrypoint is not the binary")
+	labels := stageText(runtime, "LABEL")
+	for _, k := range []string{"title", "description", "source", "documentation", "version", "revision", "base.name"} {
+		c.check(strings.Contains(labels, "org.opencontainers.image."+k+"="), "runtime stage lacks the OCI label org.opencontainers.image.%s", k)
+	}
+	// .dockerignore: the build context has no tests, fuzz targets, benchmarks or local state.
+	di, err := os.ReadFile(filepath.Join(filepath.Dir(*dockerfile), ".dockerignore"))
+	if c.check(err == nil, ".dockerignore: %v", err) {
+		ignored := map[string]bool{}
+		for _, l := range strings.Split(string(di), "\n") {
+			ignored[strings.TrimSuffix(strings.TrimSpace(l), "/")] = true
+		}
+		for _, p := range []string{".git", "build", "tests", "fuzz", "bench"} {
+			c.check(ignored[p], ".dockerignore does not exclude %s", p)
+		}
+	}
+	c.check(!regexp.MustCompile(`(?m)^COPY\s+(tests|fuzz|bench)`).MatchString(string(b)), "the Dockerfile copies test code")
 	c.check(strings.Contains(rRun, "--uid 65532"), "no non-root user (65532) for the coordinator")
 	c.check(strings.Contains(stageText(runtime, "EXPOSE"), "9500") && strings.Contains(stageText(runtime, "EXPOSE"), "9501") &&
 		strings.Contains(stageText(runtime, "EXPOSE"), "9502"), "EXPOSE lacks the contract ports")

@@ -10,6 +10,7 @@
 //	deploycheck value --prometheus URL --expr 'sum(x)'   (prints the value on stderr)
 //	deploycheck metric-names --files D.json,R.yaml --sources agent
 //	deploycheck drift --rendered R.yaml --deploy deploy --chart helm/nccl-triage
+//	deploycheck storm --rules R.yaml --inhibit I.yaml --promtool P [--alertmanager A] --work DIR
 //
 // Each subcommand prints one line per failed assertion and ends with "N passed, M failed".
 package main
@@ -64,6 +65,8 @@ func main() {
 		runMetricNames(c, args)
 	case "drift":
 		runDrift(c, args)
+	case "storm":
+		runStorm(c, args)
 	default:
 		fmt.Fprintf(os.Stderr, "deploycheck: unknown subcommand %q\n", os.Args[1])
 		os.Exit(2)

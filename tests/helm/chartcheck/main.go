@@ -15,6 +15,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"flag"
@@ -36,13 +37,14 @@ type checker struct {
 	scope          string
 }
 
-func (c *checker) check(ok bool, format string, args ...interface{}) {
+func (c *checker) check(ok bool, format string, args ...interface{}) bool {
 	if ok {
 		c.passed++
-		return
+		return true
 	}
 	c.failed++
 	fmt.Printf("FAIL [%s] %s\n", c.scope, fmt.Sprintf(format, args...))
+	return false
 }
 
 type obj = map[string]interface{}
@@ -238,6 +240,7 @@ func main() {
 	extract := flag.String("extract-config", "", "write the rendered config.yaml here")
 	schemaCases := flag.String("schema-cases", "", "directory of values files that must be rejected")
 	renderBin := flag.String("render", "", "renderer binary (for --schema-cases)")
+	cluster := flag.String("cluster", "", "objects lookup sees when --schema-cases render (renderer --cluster)")
 	subset := flag.String("config-subset", "", "a config file whose every value must be in --config-dump")
 	dump := flag.String("config-dump", "", "the output of nccl-triage check --dump-config")
 	readme := flag.String("readme-values", "", "chart README whose tables must document every value")
@@ -252,7 +255,7 @@ func main() {
 	} else if *subset != "" {
 		err = runConfigSubset(c, *subset, *dump)
 	} else if *schemaCases != "" {
-		err = runSchemaCases(c, *schemaCases, *renderBin, *chartDir)
+		err = runSchemaCases(c, *schemaCases, *renderBin, *chartDir, *cluster)
 	} else {
 		err = runManifests(c, *manifests, *valuesFile, *chartDir, *mode, *extract)
 	}
@@ -268,7 +271,7 @@ func main() {
 
 // runSchemaCases renders every values file of dir and expects a failure whose message contains
 // the file's "# expect: <text>" line.
-func runSchemaCases(c *checker, dir, renderBin, chartDir string) error {
+func runSchemaCases(c *checker, dir, renderBin, chartDir, cluster string) error {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		return fmt.Errorf("no cases in %s", dir)
@@ -286,7 +289,13 @@ func runSchemaCases(c *checker, dir, renderBin, chartDir string) error {
 			}
 		}
 		c.check(len(expect) > 0, "case has no '# expect:' line")
-		cmd := exec.Command(renderBin, "--chart", chartDir, "-f", f, "--out", os.DevNull)
+		// Cases render as `helm install` would (lookup sees a cluster), unless they say
+		// "# render: offline" (as `helm template` does).
+		renderArgs := []string{"--chart", chartDir, "-f", f, "--out", os.DevNull}
+		if cluster != "" && !strings.Contains(string(b), "\n# render: offline\n") {
+			renderArgs = append(renderArgs, "--cluster", cluster)
+		}
+		cmd := exec.Command(renderBin, renderArgs...)
 		out, err := cmd.CombinedOutput()
 		c.check(err != nil, "values were accepted, want a rejection")
 		for _, e := range expect {
@@ -328,13 +337,15 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 		"Secret/" + full + "-token", "Service/" + full + "-coordinator",
 	}
 	if allOn {
-		want = append(want,
+		want = append(want, "AlertmanagerConfig/"+full,
 			"ConfigMap/nccl-triage-extra", "ConfigMap/triage-extra-string",
 			"NetworkPolicy/"+full+"-coordinator",
 			"PodMonitor/"+full+"-agent", "PodMonitor/"+full+"-coordinator",
 			"PrometheusRule/"+full, "Service/"+full+"-agent",
 			"ServiceAccount/triage-agent-sa", "ServiceAccount/triage-coordinator-sa",
-			"ServiceMonitor/"+full+"-agent", "ServiceMonitor/"+full+"-coordinator")
+			"ServiceMonitor/"+full+"-agent", "ServiceMonitor/"+full+"-coordinator",
+			"ValidatingAdmissionPolicy/"+full+"-agent-own-node",
+			"ValidatingAdmissionPolicyBinding/"+full+"-agent-own-node")
 	} else {
 		want = append(want, "ServiceAccount/"+full+"-agent", "ServiceAccount/"+full+"-coordinator")
 	}
@@ -349,7 +360,8 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	c.check(reflect.DeepEqual(s.inventory(), want), "objects\n got  %v\n want %v", s.inventory(), want)
 	for _, o := range objs {
 		kind, _ := o["kind"].(string)
-		if kind != "ClusterRole" && kind != "ClusterRoleBinding" {
+		if kind != "ClusterRole" && kind != "ClusterRoleBinding" &&
+			!strings.HasPrefix(kind, "ValidatingAdmissionPolicy") {
 			c.check(str(o, "metadata.namespace") != "", "%s/%s has no namespace", kind, str(o, "metadata.name"))
 		}
 	}
@@ -443,6 +455,7 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 		c.check(str(podSpec, "runtimeClassName") == "nvidia", "runtimeClassName %q", str(podSpec, "runtimeClassName"))
 		c.check(str(podSpec, "priorityClassName") == "system-node-critical", "priorityClassName %q", str(podSpec, "priorityClassName"))
 		c.check(contains(args, "--once"), "extraArgs not passed: %v", args)
+		c.check(strings.Contains(strings.Join(args, " "), "--log-format json"), "agent args %v lack --log-format json", args)
 		c.check(mount(agent, "/etc/nccl-triage-tls") != nil, "extraVolumeMounts not mounted")
 		c.check(str(agent, "image") == "registry.example/nccl-triage:1.2.3", "image %q", str(agent, "image"))
 		c.check(str(podSpec, "serviceAccountName") == "triage-agent-sa", "service account %q", str(podSpec, "serviceAccountName"))
@@ -451,9 +464,15 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 		nodeSelector, _ := get(podSpec, "nodeSelector").(obj)
 		c.check(len(nodeSelector) == 1 && nodeSelector["nvidia.com/gpu.present"] == "true",
 			"default nodeSelector %v", nodeSelector)
+		// A node agent tolerates every taint: it must stay on quarantined and NoExecute nodes.
 		tol := list(podSpec, "tolerations")
-		c.check(len(tol) == 1 && str(tol[0], "key") == "nvidia.com/gpu" && str(tol[0], "operator") == "Exists",
-			"default toleration %v", tol)
+		c.check(len(tol) == 1 && str(tol[0], "operator") == "Exists" && str(tol[0], "key") == "" &&
+			str(tol[0], "effect") == "", "default tolerations %v, want one {operator: Exists}", tol)
+		c.check(str(podSpec, "priorityClassName") == "system-node-critical", "default priorityClassName %q",
+			str(podSpec, "priorityClassName"))
+		c.check(str(ds, "spec.updateStrategy.type") == "RollingUpdate" &&
+			fmt.Sprint(get(ds, "spec.updateStrategy.rollingUpdate.maxUnavailable")) == "10%",
+			"default update strategy %v, want RollingUpdate with maxUnavailable 10%%", get(ds, "spec.updateStrategy"))
 		c.check(str(agent, "image") == "nccl-triage:"+chartAppVersion(chartDir), "image %q", str(agent, "image"))
 	}
 
@@ -475,6 +494,11 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	c.check(str(co, "livenessProbe.httpGet.path") == "/livez" && str(co, "readinessProbe.httpGet.path") == "/readyz",
 		"coordinator probes")
 	cargs := strs(list(co, "args"))
+	wantFormat := "--log-format text"
+	if allOn {
+		wantFormat = "--log-format json"
+	}
+	c.check(strings.Contains(strings.Join(cargs, " "), wantFormat), "coordinator args %v lack %s", cargs, wantFormat)
 	c.check(len(cargs) >= 3 && cargs[0] == "coordinator" && cargs[2] == "/etc/nccl-triage/config.yaml", "coordinator args %v", cargs)
 	ctm := mount(co, tokenDir)
 	c.check(ctm != nil && str(volume(dep, str(ctm, "name")), "secret.secretName") == full+"-token", "coordinator token mount")
@@ -567,10 +591,20 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	sec := s.find("Secret", full+"-token")
 	tok, err := base64.StdEncoding.DecodeString(str(sec, "data.token"))
 	c.check(err == nil && len(tok) > 0, "token is not base64 or empty")
-	if allOn {
+	switch mode {
+	case "all-on":
 		c.check(string(tok) == "fixed-token-for-tests", "token.value not used")
-	} else {
+	case "upgrade":
+		c.check(string(tok) == keptToken, "the token of the earlier install was not kept: %q", tok)
+	default:
 		c.check(len(tok) == 48, "generated token has %d characters, want 48", len(tok))
+	}
+	// The pods roll when the token changes: both carry the same checksum of the Secret's token.
+	wantSum := fmt.Sprintf("%x", sha256.Sum256([]byte("nccl-triage/"+string(tok))))
+	for _, o := range []obj{ds, dep} {
+		c.check(str(o, "spec.template.metadata.annotations.checksum/token") == wantSum,
+			"%s/%s: checksum/token %q, want the checksum of the Secret's token", o["kind"],
+			str(o, "metadata.name"), str(o, "spec.template.metadata.annotations.checksum/token"))
 	}
 
 	// ---------------------------------------------------------------- dashboard (one source)
@@ -603,6 +637,11 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 			c.check(str(ep, "port") == "http" && str(ep, "path") == "/metrics", "%s %s endpoint %v", kind, comp, ep)
 			c.check(get(ep, "honorLabels") == true, "%s %s does not honour labels", kind, comp)
 			relabel := toJSON(get(ep, "relabelings"))
+			c.check(strings.HasSuffix(relabel, `{"sourceLabels":["__meta_kubernetes_pod_label_team"],"targetLabel":"team"}]`),
+				"%s %s: extra relabelings not appended after the chart's: %s", kind, comp, relabel)
+			c.check(toJSON(get(ep, "metricRelabelings")) == `[{"action":"drop","regex":"nccl_triage_ib_port_errors_total","sourceLabels":["__name__"]}]`,
+				"%s %s metricRelabelings %s", kind, comp, toJSON(get(ep, "metricRelabelings")))
+			c.check(fmt.Sprint(get(m, "spec.sampleLimit")) == "5000", "%s %s sampleLimit %v", kind, comp, get(m, "spec.sampleLimit"))
 			c.check(strings.Contains(relabel, `"replacement":"nccl-triage-`+comp+`"`), "%s %s does not set job: %s", kind, comp, relabel)
 			c.check(strings.Contains(relabel, "__meta_kubernetes_pod_node_name") == (comp == "agent"), "%s %s node relabel: %s", kind, comp, relabel)
 			c.check(str(m, "metadata.labels.release") == "kube-prometheus-stack", "%s %s labels", kind, comp)
@@ -614,24 +653,22 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	c.check(str(asvc, "spec.clusterIP") == "None", "agent Service is not headless")
 
 	c.scope = "rules"
-	pr := s.find("PrometheusRule", full)
-	var groups []interface{}
-	for _, f := range []string{"nccl-triage-rules.yaml", "nccl-triage-rules-ksm.yaml"} {
-		b, err := os.ReadFile(filepath.Join(chartDir, "files", f))
-		if err != nil {
-			return err
-		}
-		text := strings.ReplaceAll(string(b), "https://github.com/nccl-triage/nccl-triage/blob/main/README.md",
-			"https://docs.example/nccl-triage/README.md")
-		var doc obj
-		if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
-			return err
-		}
-		groups = append(groups, doc["groups"].([]interface{})...)
-	}
-	c.check(reflect.DeepEqual(normalize(get(pr, "spec.groups")), normalize(groups)),
-		"PrometheusRule groups differ from files/nccl-triage-rules*.yaml")
-	c.check(!strings.Contains(toJSON(pr), "github.com/nccl-triage"), "runbook base URL not replaced")
+	checkRules(c, s.find("PrometheusRule", full), chartDir)
+	checkInhibitRules(c, s.find("AlertmanagerConfig", full), chartDir)
+
+	c.scope = "admission-policy"
+	vap := s.find("ValidatingAdmissionPolicy", full+"-agent-own-node")
+	c.check(str(vap, "spec.matchConditions.0.expression") ==
+		`request.userInfo.username == "system:serviceaccount:nccl-triage:triage-agent-sa"`,
+		"the policy does not match the agent's service account: %q", str(vap, "spec.matchConditions.0.expression"))
+	vapText := toJSON(get(vap, "spec.validations"))
+	c.check(strings.Contains(vapText, "object.spec.nodeName in variables.nodes") &&
+		strings.Contains(toJSON(get(vap, "spec.variables")), "authentication.kubernetes.io/node-name"),
+		"the policy does not compare spec.nodeName with the token's node: %s", vapText)
+	c.check(strings.Contains(vapText, "startsWith('nccl-triage.io/')"), "the policy does not restrict the annotations")
+	vapBinding := s.find("ValidatingAdmissionPolicyBinding", full+"-agent-own-node")
+	c.check(str(vapBinding, "spec.policyName") == full+"-agent-own-node" && toJSON(get(vapBinding, "spec.validationActions")) == `["Deny"]`,
+		"binding %s", toJSON(get(vapBinding, "spec")))
 
 	c.scope = "networkpolicy"
 	np := s.find("NetworkPolicy", full+"-coordinator")
@@ -849,4 +886,98 @@ func chartAppVersion(chartDir string) string {
 func toJSON(v interface{}) string {
 	b, _ := json.Marshal(normalize(v))
 	return string(b)
+}
+
+// keptToken is the token of the chart's Secret in tests/helm/cluster-upgrade.yaml.
+const keptToken = "kept-token-from-the-first-install"
+
+// checkRules compares the PrometheusRule of the all-on values with files/nccl-triage-rules*.yaml
+// changed exactly as those values say: runbook base URL, NcclTriagePairFault disabled, team label
+// added to every alert, thresholds from the config (agent interval 30 s, sweep 600 s, stale after
+// 4 intervals, busbw fraction 0.6, fabric-wide above 10 % and at least 5 nodes).
+func checkRules(c *checker, pr obj, chartDir string) {
+	thresholds := map[string][][2]string{
+		"NcclTriageChecksStale":        {{"> 3 * 60", "> 4 * 30"}},
+		"NcclTriageProbesStale":        {{"> 3 * 900", "> 4 * 600"}},
+		"NcclTriageSweepStale":         {{"> 3 * 900", "> 4 * 600"}},
+		"NcclTriageBusbwBelowExpected": {{"0.5 * nccl_triage_ib_expected", "0.6 * nccl_triage_ib_expected"}},
+		"NcclTriageFabricWideCause":    {{") > 0.05\n", ") > 0.1\n"}, {") >= 3\n", ") >= 5\n"}},
+	}
+	var want []interface{}
+	for _, f := range []string{"nccl-triage-rules.yaml", "nccl-triage-rules-ksm.yaml"} {
+		b, err := os.ReadFile(filepath.Join(chartDir, "files", f))
+		if !c.check(err == nil, "%v", err) {
+			return
+		}
+		text := strings.ReplaceAll(string(b), "https://github.com/nccl-triage/nccl-triage/blob/main/README.md",
+			"https://docs.example/nccl-triage/README.md")
+		var doc obj
+		if !c.check(yaml.Unmarshal([]byte(text), &doc) == nil, "%s is not YAML", f) {
+			return
+		}
+		for _, g := range doc["groups"].([]interface{}) {
+			var rules []interface{}
+			for _, r := range list(g, "rules") {
+				rule := r.(obj)
+				name := str(rule, "alert")
+				if name == "NcclTriagePairFault" {
+					continue
+				}
+				for _, t := range thresholds[name] {
+					expr := str(rule, "expr")
+					c.check(strings.Contains(expr, t[0]), "%s: the file's expression lacks %q", name, t[0])
+					rule["expr"] = strings.Replace(expr, t[0], t[1], 1)
+				}
+				labels, _ := rule["labels"].(obj)
+				if labels == nil {
+					labels = obj{}
+				}
+				labels["team"] = "gpu-platform"
+				rule["labels"] = labels
+				rules = append(rules, rule)
+			}
+			want = append(want, obj{"name": str(g, "name"), "rules": rules})
+		}
+	}
+	got := normalize(get(pr, "spec.groups"))
+	c.check(reflect.DeepEqual(got, normalize(want)),
+		"PrometheusRule groups differ from files/nccl-triage-rules*.yaml with the all-on values applied:\n got  %s\n want %s",
+		toJSON(got), toJSON(want))
+	c.check(!strings.Contains(toJSON(pr), "github.com/nccl-triage"), "runbook base URL not replaced")
+	c.check(!strings.Contains(toJSON(pr), "NcclTriagePairFault\""), "disabled alert NcclTriagePairFault rendered")
+}
+
+// checkInhibitRules compares the AlertmanagerConfig's inhibitRules with
+// files/alertmanager-inhibit-rules.yaml, matcher by matcher.
+func checkInhibitRules(c *checker, amc obj, chartDir string) {
+	b, err := os.ReadFile(filepath.Join(chartDir, "files", "alertmanager-inhibit-rules.yaml"))
+	if !c.check(err == nil, "%v", err) {
+		return
+	}
+	var doc obj
+	if !c.check(yaml.Unmarshal(b, &doc) == nil, "alertmanager-inhibit-rules.yaml is not YAML") {
+		return
+	}
+	matcher := regexp.MustCompile(`^([a-z_]+)(=~|!~|!=|=)"(.*)"$`)
+	var want []interface{}
+	for _, r := range list(doc, "inhibit_rules") {
+		out := obj{"equal": get(r, "equal")}
+		for _, side := range []string{"source", "target"} {
+			var ms []interface{}
+			for _, m := range strs(list(r, side+"_matchers")) {
+				p := matcher.FindStringSubmatch(m)
+				if !c.check(p != nil, "matcher %q", m) {
+					continue
+				}
+				ms = append(ms, obj{"name": p[1], "matchType": p[2], "value": p[3]})
+			}
+			out[side+"Match"] = ms
+		}
+		want = append(want, out)
+	}
+	c.check(len(want) >= 4, "only %d inhibit rules", len(want))
+	c.check(reflect.DeepEqual(normalize(get(amc, "spec.inhibitRules")), normalize(want)),
+		"AlertmanagerConfig inhibitRules differ from the file:\n got  %s\n want %s",
+		toJSON(get(amc, "spec.inhibitRules")), toJSON(want))
+	c.check(str(amc, "metadata.labels.alertmanagerConfig") == "nccl-triage", "AlertmanagerConfig labels")
 }

@@ -5,7 +5,8 @@ package main
 // toYaml/fromYaml/toJson/fromJson, .Files, .Release, .Chart, .Capabilities, .Template).
 // Behaviour copied from helm 3 where it is visible to a chart: missing keys render as empty,
 // "<no value>" is erased, toYaml goes through JSON (sorted keys, no trailing newline), files
-// named _*.tpl only define templates, lookup answers "not found" (as `helm template` does).
+// named _*.tpl only define templates, lookup answers "not found" (as `helm template` does) unless
+// a cluster is simulated (SimulatedCluster, the renderer's --cluster).
 
 import (
 	"bytes"
@@ -339,9 +340,7 @@ func newEngine(c *Chart) (*Engine, error) {
 		}
 		return v, nil
 	}
-	funcs["lookup"] = func(apiVersion, kind, namespace, name string) (map[string]interface{}, error) {
-		return map[string]interface{}{}, nil
-	}
+	funcs["lookup"] = Lookup
 	funcs["toYaml"] = toYAML
 	funcs["fromYaml"] = fromYAML
 	funcs["fromYamlArray"] = fromYAMLArray
@@ -415,4 +414,40 @@ func Render(c *Chart, values map[string]interface{}, rel Release, caps Capabilit
 		out = append(out, Rendered{Name: n, Content: s})
 	}
 	return out, notes, nil
+}
+
+// SimulatedCluster holds the objects lookup can see; nil means no cluster at all (`helm template`:
+// every lookup answers an empty map, lists included), which is how a chart tells the two apart.
+var SimulatedCluster []map[string]interface{}
+
+// Lookup is helm's lookup: one object by name, or "<Kind>List" with the matching items when name
+// is empty (namespace "" for every namespace or a cluster-scoped kind).
+func Lookup(apiVersion, kind, namespace, name string) (map[string]interface{}, error) {
+	if SimulatedCluster == nil {
+		return map[string]interface{}{}, nil
+	}
+	var items []interface{}
+	for _, o := range SimulatedCluster {
+		meta, _ := o["metadata"].(map[string]interface{})
+		if o["apiVersion"] != apiVersion || o["kind"] != kind {
+			continue
+		}
+		if namespace != "" && meta["namespace"] != namespace {
+			continue
+		}
+		if name != "" {
+			if meta["name"] == name {
+				return o, nil
+			}
+			continue
+		}
+		items = append(items, o)
+	}
+	if name != "" {
+		return map[string]interface{}{}, nil
+	}
+	if items == nil {
+		items = []interface{}{}
+	}
+	return map[string]interface{}{"apiVersion": apiVersion, "kind": kind + "List", "items": items}, nil
 }

@@ -39,7 +39,16 @@ func main() {
 	flag.Var(&valueFiles, "f", "values file merged over values.yaml (repeatable)")
 	flag.Var(&sets, "set", "key.path=value (repeatable)")
 	flag.Var(&apiVersions, "api-versions", "API versions the cluster serves (repeatable)")
+	cluster := flag.String("cluster", "", "YAML stream of the objects lookup sees (default: no cluster, as `helm template`)")
 	flag.Parse()
+	if *cluster != "" {
+		objs, err := readObjects(*cluster)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "render: %v\n", err)
+			os.Exit(2)
+		}
+		SimulatedCluster = objs
+	}
 	if *chartDir == "" {
 		fmt.Fprintln(os.Stderr, "render: --chart is required")
 		os.Exit(2)

@@ -111,6 +111,33 @@ func TestFilesGlobAsConfigFromYamlAndLookup(t *testing.T) {
 	}
 }
 
+func TestLookupSeesOnlyASimulatedClusterAndListsItsKinds(t *testing.T) {
+	files := map[string]string{
+		"Chart.yaml":       chartYAML,
+		"values.yaml":      "",
+		"templates/l.yaml": "one: {{ with (lookup \"v1\" \"Secret\" \"ns\" \"x\").data }}{{ .token }}{{ end }}\nlist: {{ (lookup \"v1\" \"ConfigMap\" \"ns\" \"\").kind }}\nmissing: {{ len (lookup \"v1\" \"Secret\" \"ns\" \"y\") }}\n",
+	}
+	defer func() { SimulatedCluster = nil }()
+	SimulatedCluster = []map[string]interface{}{{"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]interface{}{"namespace": "ns", "name": "x"},
+		"data":     map[string]interface{}{"token": "dA=="}}}
+	out, err := renderOne(t, files, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "one: dA==\nlist: ConfigMapList\nmissing: 0\n"; out != want {
+		t.Fatalf("with a cluster: got %q want %q", out, want)
+	}
+	SimulatedCluster = nil
+	out, err = renderOne(t, files, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "one: \nlist: \nmissing: 0\n"; out != want {
+		t.Fatalf("without a cluster (helm template): got %q want %q", out, want)
+	}
+}
+
 func TestEnvFunctionsAreRemovedAsInHelm(t *testing.T) {
 	files := map[string]string{
 		"Chart.yaml":       chartYAML,

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -71,13 +73,18 @@ func parseValues(b []byte, name string) (map[string]interface{}, error) {
 	if raw == nil {
 		return map[string]interface{}{}, nil
 	}
+	return toObject(raw, name, "top level")
+}
+
+// toObject is one decoded YAML document as a JSON-model map.
+func toObject(raw interface{}, name, what string) (map[string]interface{}, error) {
 	n, err := jsonNormalize(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	m, ok := n.(map[string]interface{})
 	if !ok {
-		return nil, fmt.Errorf("%s: top level is not a map", name)
+		return nil, fmt.Errorf("%s: %s is not a map", name, what)
 	}
 	return m, nil
 }
@@ -131,4 +138,32 @@ func setValue(values map[string]interface{}, assignment string) error {
 	}
 	m[keys[len(keys)-1]] = norm
 	return nil
+}
+
+// readObjects reads a YAML stream of Kubernetes objects (the renderer's --cluster); an empty
+// stream is a cluster with nothing in it, which lookup can still see.
+func readObjects(path string) ([]map[string]interface{}, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := []map[string]interface{}{}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var raw interface{}
+		if err := dec.Decode(&raw); err != nil {
+			if err == io.EOF {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		if raw == nil {
+			continue
+		}
+		m, err := toObject(raw, path, "a document")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
 }
