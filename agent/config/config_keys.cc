@@ -93,7 +93,7 @@ constexpr std::array kSpecs = {
         {"probe.ib_hca", "string", "NCCL_IB_HCA of the IB probe (one rail); unset: NCCL's choice"},
         KeyKind::kOptString,
         NT_FIELD(probe.ib_hca)},
-    KeySpec{{"probe.rails", "all|N|list",
+    KeySpec{{"probe.rails", "all, N or a list",
              "per-rail IB probes: every rail, N rails per sweep (taking turns), or a list of "
              "rails and HCAs (0,3 or mlx5_3,mlx5_5); unset: one IB probe, NCCL's choice of HCAs"},
             KeyKind::kOptRails,

@@ -129,8 +129,8 @@ struct MountEntry {
 struct GpuInfo {
   std::string bdf;
   std::string model;  // "NVIDIA A100-SXM4-80GB"
-  int minor = -1;     // the N of /dev/nvidiaN (its "Device Minor"), -1 when unknown
   std::string source;
+  int minor = -1;  // the N of /dev/nvidiaN (its "Device Minor"), -1 when unknown
   friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
 };
 

@@ -7,6 +7,7 @@
 
 #include "core/catalogue.h"
 #include "core/ids.h"
+#include "core/rail_selection.h"
 #include "core/report.h"
 #include "probe/nccl_abi.h"
 
@@ -145,6 +146,40 @@ std::optional<std::string> GdrWarning(const PairLocalRow& ib_row,
   return w;
 }
 
+std::vector<std::string> PortsNamed(std::string_view message) {
+  std::vector<std::string> out;
+  auto word_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  for (size_t slash = message.find('/'); slash != std::string_view::npos;
+       slash = message.find('/', slash + 1)) {
+    size_t a = slash;
+    while (a > 0 && word_char(message[a - 1])) --a;
+    size_t b = slash + 1;
+    while (b < message.size() && digit(message[b])) ++b;
+    if (a == slash || b == slash + 1 || !digit(message[slash - 1])) continue;
+    const std::string_view word = message.substr(a, slash - a);
+    if (std::none_of(word.begin(), word.end(), [](char c) { return c < '0' || c > '9'; })) {
+      continue;  // "3/4" is a fraction, not a port
+    }
+    if (b < message.size() && word_char(message[b])) continue;
+    out.emplace_back(message.substr(a, b - a));
+  }
+  return out;
+}
+
+std::vector<Finding> FindingsForRail(const std::vector<Finding>& findings, const Rail& rail) {
+  const std::string mine = rail.device + "/" + std::to_string(rail.port);
+  std::vector<Finding> out;
+  for (const auto& f : findings) {
+    const auto ports = PortsNamed(f.message);
+    if (!ports.empty() && std::find(ports.begin(), ports.end(), mine) == ports.end()) continue;
+    out.push_back(f);
+  }
+  return out;
+}
+
 std::string RailName(const Rail& r) {
   const std::string port = r.device + "/" + std::to_string(r.port);
   if (r.index < 0) return port;
@@ -155,7 +190,7 @@ std::string RailName(const Rail& r) {
 namespace {
 
 // One rail's verdict: the socket row against this rail's IB row, the IB busbw judged against the
-// port's rate.
+// port's rate, the node findings about other rails left out.
 PairVerdict DecideRail(const PairLocalRow* socket, const RailProbeRow& rail,
                        const std::vector<Finding>& node_findings, double busbw_min_fraction) {
   DecisionInputs in;
@@ -165,7 +200,7 @@ PairVerdict DecideRail(const PairLocalRow* socket, const RailProbeRow& rail,
   }
   in.ib = rail.row.merged.outcome;
   in.ib_result = &rail.row.merged;
-  in.node_findings = node_findings;
+  in.node_findings = FindingsForRail(node_findings, rail.rail);
   in.busbw_min_fraction = busbw_min_fraction;
   if (rail.expected_bytes_per_second > 0) {
     in.expected_ib_bytes_per_second = rail.expected_bytes_per_second;
@@ -204,7 +239,9 @@ PairVerdict DecideRails(const PairLocalRow* socket, const std::vector<RailProbeR
       if (passed == nullptr) passed = &r;
       continue;
     }
-    if (v.fault_class == FaultClass::kUnknown) continue;
+    // A rail whose probe could not run (unavailable) has only the node checks' verdict, which
+    // is not about this rail.
+    if (v.fault_class == FaultClass::kUnknown || v.basis != Basis::kProbes) continue;
     PairVerdict out = v;
     out.reason = RailName(r.rail) + ": " + out.reason;
     return out;
@@ -495,11 +532,16 @@ void PrintPairTable(const PairLocalReport& report, std::ostream& out) {
                            : "-";
       std::string expected =
           r.expected_bytes_per_second > 0 ? FormatBandwidth(r.expected_bytes_per_second) : "-";
-      std::string verdict =
-          ran ? std::string(ToString(r.verdict.fault_class)) +
-                    (r.verdict.degraded ? " degraded" : "") +
-                    (r.verdict.fault_class == FaultClass::kHealthy ? "" : ": " + m.detail)
-              : "skipped: " + r.skipped;
+      std::string verdict;
+      if (!ran) {
+        verdict = "skipped: " + r.skipped;
+      } else if (r.verdict.basis != Basis::kProbes) {
+        verdict = "not judged: " + m.detail;  // the probe could not run
+      } else {
+        verdict = std::string(ToString(r.verdict.fault_class)) +
+                  (r.verdict.degraded ? " degraded" : "") +
+                  (r.verdict.fault_class == FaultClass::kHealthy ? "" : ": " + m.detail);
+      }
       out << Pad(r.rail.index >= 0 ? std::to_string(r.rail.index) : "-", 6)
           << Pad(r.rail.device + "/" + std::to_string(r.rail.port), 11) << Pad(gpu, 16)
           << Pad(RailOutcome(r), 13) << Pad(bw, 13) << Pad(expected, 13) << verdict << "\n";

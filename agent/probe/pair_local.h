@@ -15,6 +15,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -97,6 +98,15 @@ PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeM
 // the node checks' fault, as DecidePairLocal); else (every rail skipped) the node checks' verdict.
 PairVerdict DecideRails(const PairLocalRow* socket, const std::vector<RailProbeRow>& rails,
                         const std::vector<Finding>& node_findings, double busbw_min_fraction);
+
+// The HCA ports a message names ("mlx5_2/1 at 100 Gb/sec ..." -> {"mlx5_2/1"}): a word with a
+// letter, of letters, digits and '_', ending in a digit, then '/', then digits.
+std::vector<std::string> PortsNamed(std::string_view message);
+
+// The node findings that bear on one rail's probe: a finding whose message names HCA ports, none
+// of them this rail's, is about other rails (mlx5_2's slow port does not explain mlx5_5's
+// failure) and is left out; findings that name no port are kept.
+std::vector<Finding> FindingsForRail(const std::vector<Finding>& findings, const Rail& rail);
 
 // "rail 5 (mlx5_5/1, GPU 5)"; a rail the node does not list: "mlx5_0/1".
 std::string RailName(const Rail& rail);

@@ -37,9 +37,8 @@ constexpr const char* kUsage =
     "  --root DIR                 host root for node checks and /proc/net/route (default /)\n"
     "  --work-dir DIR             where the NCCL logs go (default: a new folder under $TMPDIR)\n"
     "  --config FILE              configuration file (probe section; flags override it)\n"
-    "  --rails all|N|LIST         the IB probe once per rail: every rail, the first N, or rails\n"
-    "                             and HCAs (0,3 or mlx5_3,mlx5_5:1), each on its HCA's nearest "
-    "GPU\n"
+    "  --rails all|N|LIST         the IB probe once per rail (every rail, the first N, or\n"
+    "                             rails and HCAs: 0,3 or mlx5_3,mlx5_5:1), on its nearest GPU\n"
     "\n"
     "exit: 0 healthy, 1 fault verdict, 2 usage, 3 nothing to conclude\n";
 
