@@ -431,8 +431,10 @@ class ChildRun {
 // The variables that define what the child probes; the runner sets them too (with the rest of
 // the environment), this only keeps a hand-started child honest.
 void PinModeEnvironment(const ChildOptions& o) {
-  setenv("NCCL_NET", o.mode == ProbeMode::kIb ? "IB" : "Socket", 1);
-  setenv("NCCL_IB_DISABLE", o.mode == ProbeMode::kIb ? "0" : "1", 1);
+  if (o.mode != ProbeMode::kIntraNode) {  // the intra-node probe leaves the network to NCCL
+    setenv("NCCL_NET", o.mode == ProbeMode::kIb ? "IB" : "Socket", 1);
+    setenv("NCCL_IB_DISABLE", o.mode == ProbeMode::kIb ? "0" : "1", 1);
+  }
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   if (!o.log_path.empty()) {
     setenv("NCCL_DEBUG", "INFO", 1);
@@ -511,7 +513,9 @@ StatusOr<ChildOptions> ParseChildArgs(const std::vector<std::string>& args) {
           .Custom({"--mode"},
                   [&o](const std::string& v) -> Status {
                     auto m = ParseProbeMode(v);
-                    if (!m) return InvalidArgument("expects one of socket, ib (not '" + v + "')");
+                    if (!m) {
+                      return InvalidArgument("expects one of socket, ib, intra (not '" + v + "')");
+                    }
                     o.mode = *m;
                     return Status::Ok();
                   })

@@ -7,6 +7,8 @@
 //         [--warmup W] [--timeout S] [--socket-ifname IF] [--ib-hca HCA] [--nccl-lib PATH]...
 //         [--cuda-lib PATH]... [--only-configured-libs] [--env-allow NAME]... [--root DIR]
 //         [--work-dir DIR] [--config FILE] [--rails all|N|LIST]
+//   probe --intra-node [--gpus LIST] [--format table|json] [the size, timeout, library, root,
+//         work-dir and config flags above]
 // Exit codes: 0 healthy, 1 a fault verdict, 2 usage, 3 nothing to conclude.
 #pragma once
 

@@ -53,6 +53,9 @@ struct ProbeRequest {
   std::optional<std::string> ib_hca;
   std::string gpu_bus_id;
   std::string tag;
+  // Intra-node variants (ProbeEnvOptions): NCCL_P2P_LEVEL and NCCL_SHM_DISABLE=1.
+  std::optional<std::string> p2p_level;
+  bool shm_disable = false;
 };
 
 // A started child. Rank 0 prints the unique id; other ranks wait for it on stdin.
@@ -109,6 +112,9 @@ class ProbeRunner {
   std::vector<ProbeResult> RunLocalRanks(ProbeMode mode, int nranks = 2) const;
   // The same with every rank's request based on `base` (its rail, GPU and tag).
   std::vector<ProbeResult> RunLocalRanks(const ProbeRequest& base, int nranks) const;
+  // One communicator of these ranks (request i is rank i of requests.size()), relayed and
+  // stopped as above; the intra-node probe's ranks share the host hash and differ by GPU.
+  std::vector<ProbeResult> RunRanks(std::vector<ProbeRequest> requests) const;
 
  private:
   ProbeConfig config_;

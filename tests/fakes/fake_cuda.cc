@@ -3,7 +3,9 @@
 // them (so cuStreamQuery reports CUDA_ERROR_NOT_READY while an all-reduce is in flight, as on a
 // GPU).
 //
-// Driven by the environment the probe runner lets through its allow-list:
+// Contexts are per device and current per thread (cuCtxGetDevice tells the fake NCCL which GPU its
+// rank runs on, as cudaGetDevice tells the real one). Driven by the environment the probe runner
+// lets through its allow-list:
 //   NCCL_FAKE_ROOT    a fixture root; the GPU name and bus id come from
 //                     <root>/proc/driver/nvidia/gpus/<bdf>/information when present
 //   NCCL_FAKE_FAULTS  comma list; "no_gpu" makes cuInit return CUDA_ERROR_NO_DEVICE (100)
@@ -48,7 +50,10 @@ struct FakeStream {
 };
 
 std::atomic<bool> g_initialized{false};
-FakeContext g_primary;
+// One primary context per device; the current one is per thread, as in the driver.
+constexpr int kMaxDevices = 64;
+FakeContext g_primary[kMaxDevices];
+thread_local FakeContext* g_current = nullptr;
 
 bool HasFault(const char* name) {
   const char* faults = std::getenv("NCCL_FAKE_FAULTS");
@@ -203,7 +208,9 @@ CUresult cuDeviceGetPCIBusId(char* bus_id, int len, CUdevice device) {
 CUresult cuDevicePrimaryCtxRetain(void** ctx, CUdevice device) {
   if (!g_initialized) return kNotInitialized;
   if (!ValidDevice(device)) return kInvalidDevice;
-  *ctx = &g_primary;
+  if (device >= kMaxDevices) return kInvalidDevice;
+  g_primary[device].device = device;
+  *ctx = &g_primary[device];
   return kSuccess;
 }
 
@@ -211,7 +218,20 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
   return ValidDevice(device) ? kSuccess : kInvalidDevice;
 }
 
-CUresult cuCtxSetCurrent(void* ctx) { return ctx == &g_primary ? kSuccess : kInvalidValue; }
+CUresult cuCtxSetCurrent(void* ctx) {
+  auto* c = static_cast<FakeContext*>(ctx);
+  if (c != nullptr && (c < g_primary || c >= g_primary + kMaxDevices)) return kInvalidValue;
+  g_current = c;
+  return kSuccess;
+}
+
+// What NCCL's cudaGetDevice sees: the device of the calling thread's current context.
+CUresult cuCtxGetDevice(CUdevice* device) {
+  if (device == nullptr) return kInvalidValue;
+  if (g_current == nullptr) return 201;  // CUDA_ERROR_INVALID_CONTEXT
+  *device = g_current->device;
+  return kSuccess;
+}
 
 CUresult cuMemAlloc_v2(CUdeviceptr* ptr, size_t bytes) {
   if (!g_initialized) return kNotInitialized;

@@ -20,6 +20,9 @@
 #      timeout instead of hanging.
 #   1b. `probe --pair-local --rails mlx5_0,...,mlx5_7`: with no HCA every rail's IB probe fails as
 #      ib_resource and the verdict names the rail's HCA (rails.json).
+#   5. `probe --intra-node` over every GPU the driver lists (intra-node.json): on one GPU a
+#      one-rank communicator passes (no transport, busbw 0) and probe.intra_node is pass; on two
+#      or more GPUs the default run passes via P2P (the transport NCCL chose is recorded).
 # NVLink SHARP stays off (NCCL_NVLS_ENABLE=0) in this script and in every probe child.
 set -uo pipefail
 
@@ -169,6 +172,22 @@ lonely_rc=$?
 tail -n 1 "$work/lonely.out" >"$work/lonely.json"
 check "lonely rank" "$([[ $lonely_rc == 0 && $(json_get "$work/lonely.json" "d['outcome']") == timeout ]]; echo $?)" \
   "rc $lonely_rc after $(( $(date +%s) - start )) s: $(json_get "$work/lonely.json" "d['outcome'] + ': ' + d['detail']")"
+
+# ------------------------------------------------------------------ 5. single node first
+"$bin" probe --intra-node --size 64M --warmup 5 --iters 20 --nccl-lib "$NCCL_HOME/lib" \
+  --work-dir "$work/intra" --format json >"$results/intra-node.json" 2>"$work/intra.stderr"
+intra_rc=$?
+j="$results/intra-node.json"
+gpus="$(json_get "$j" "len(d['gpus'])")"
+note "intra-node: $gpus GPU(s), runs $(json_get "$j" "', '.join(r['variant'] + '=' + r['result']['outcome'] + ' via ' + (r['result']['transport'] or '-') + ' busbw ' + str(round(r['result']['busbw_bytes_per_second'] / 1e9, 3)) for r in d['runs'])")"
+if [[ "$gpus" == 1 ]]; then
+  check "intra-node one GPU" "$([[ $intra_rc == 0 && $(json_get "$j" "d['finding']['status']") == pass && $(json_get "$j" "d['runs'][0]['result']['nranks']") == 1 ]]; echo $?)" \
+    "rc $intra_rc: $(json_get "$j" "d['finding']['status'] + ': ' + d['finding']['message']")"
+else
+  check "intra-node" "$([[ $intra_rc == 0 && $(json_get "$j" "d['runs'][0]['result']['transport']") == P2P* ]]; echo $?)" \
+    "rc $intra_rc: $(json_get "$j" "d['finding']['status'] + ': ' + d['finding']['message']")"
+fi
+[[ -s "$work/intra.stderr" ]] && cat "$work/intra.stderr" >>"$summary"
 
 note "failures: $failures"
 # At most eight files come back from a remote run: keep the build logs only when they matter.

@@ -25,12 +25,12 @@ struct CliRun {
 };
 
 CliRun RunCli(const std::string& fixture, std::vector<std::string> extra,
-              const std::string& faults = "") {
+              const std::string& faults = "", const std::string& command = "--pair-local") {
   SubprocessOptions o;
   std::string root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/" + fixture;
   o.argv = {NCCL_TRIAGE_BINARY_DIR "/nccl-triage",
             "probe",
-            "--pair-local",
+            command,
             "--format",
             "json",
             "--size",
@@ -75,6 +75,44 @@ std::vector<std::string> Causes(const CliRun& r) {
   std::vector<std::string> out;
   for (const auto& c : r.json["verdict"]["causes"]) out.push_back(c["cause"]);
   return out;
+}
+
+CliRun RunIntraCli(std::vector<std::string> extra, const std::string& faults = "") {
+  std::vector<std::string> args = {"--timeout", "5"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return RunCli("dgx-a100", args, faults, "--intra-node");
+}
+
+TEST(ProbeIntraNodeCli, TwoGpusByIndexPassViaP2PAndExitZero) {
+  auto r = RunIntraCli({"--gpus", "0,1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.json["schema"], "nccl-triage/probe-intra/v1");
+  EXPECT_EQ(r.json["gpus"], (nlohmann::json{"0000:07:00.0", "0000:0f:00.0"}));
+  EXPECT_EQ(r.json["finding"]["check"], "probe.intra_node");
+  EXPECT_EQ(r.json["finding"]["status"], "pass");
+  EXPECT_EQ(r.json["runs"][0]["result"]["transport"], "P2P/CUMEM");
+  EXPECT_EQ(r.json["runs"][0]["ranks"][1]["gpu_bus_id"], "0000:0f:00.0");
+}
+
+TEST(ProbeIntraNodeCli, BrokenP2PExitsOneAndTheTableNamesP2P) {
+  auto r = RunIntraCli({"--gpus", "0000:87:00.0,0000:90:00.0", "--format", "table"}, "p2p_hang");
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("probe.intra_node: fail"));
+  EXPECT_THAT(r.out, HasSubstr("P2P between the GPUs is broken"));
+  EXPECT_THAT(r.out, HasSubstr("p2p-off"));
+}
+
+TEST(ProbeIntraNodeCli, BadGpuListsAndMixedModesAreUsageErrors) {
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--gpus", "8"},
+                                       {"--gpus", "0,0"},
+                                       {"--gpus", "0000:aa:00.0"},
+                                       {"--gpus", "0,"},
+                                       {"--mode", "ib"},
+                                       {"--pair-local"}}) {
+    auto r = RunIntraCli(bad);
+    EXPECT_EQ(r.exit_code, 2) << bad[0] << " " << r.out << r.err;
+    EXPECT_THAT(r.err, HasSubstr("nccl-triage probe: "));
+  }
 }
 
 TEST(ProbePairLocalCli, HealthyDgxA100IsHealthyAndExitsZero) {
