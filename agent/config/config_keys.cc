@@ -94,8 +94,9 @@ constexpr std::array kSpecs = {
         KeyKind::kOptString,
         NT_FIELD(probe.ib_hca)},
     KeySpec{{"probe.rails", "all, N or a list",
-             "per-rail IB probes: every rail, N rails per sweep (taking turns), or a list of "
-             "rails and HCAs (0,3 or mlx5_3,mlx5_5); unset: one IB probe, NCCL's choice of HCAs"},
+             "per-rail IB probes of probe --pair-local: every rail, the first N, or a list of "
+             "rails and HCAs (0,3 or mlx5_3,mlx5_5); unset: one IB probe, NCCL's choice of HCAs; "
+             "the coordinator's sweeps do not read it yet"},
             KeyKind::kOptRails,
             NT_FIELD(probe.rails)},
     KeySpec{{"probe.size_bytes", "bytes", "all-reduce buffer size of a probe"},
