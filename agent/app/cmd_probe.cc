@@ -4,12 +4,17 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "app/cli.h"
 #include "checks/check.h"
 #include "config/config_loader.h"
+#include "core/gpu_holders.h"
+#include "core/rails.h"
 #include "host/gatherer.h"
 #include "probe/environment.h"
 #include "probe/probe_cli.h"
@@ -28,8 +33,11 @@ int RunProbeCommand(CliContext& ctx) {
     if (!config.ok()) return config.status();
     return config->probe;
   };
-  hooks.node_facts = [](const std::string& root,
-                        const std::string& config_path) -> StatusOr<ProbeNodeFacts> {
+  // One snapshot serves the node checks and the rail table.
+  auto gathered = std::make_shared<std::optional<NodeSnapshot>>();
+  hooks.node_findings = [gathered](
+                            const std::string& root,
+                            const std::string& config_path) -> StatusOr<std::vector<Finding>> {
     Config config;
     if (!config_path.empty()) {
       auto loaded = LoadConfigFile(config_path);
@@ -41,16 +49,46 @@ int RunProbeCommand(CliContext& ctx) {
     options.mr_register_bytes = config.checks.mr_register_bytes;
     auto snapshot = GatherSnapshot(options);
     if (!snapshot.ok()) return snapshot.status();
-    ProbeNodeFacts facts;
-    facts.findings = BuiltinCheckRegistry().Run(*snapshot, config, CheckContext{});
-    for (const auto& hca : snapshot->ib_devices) {
+    *gathered = *snapshot;
+    return BuiltinCheckRegistry().Run(*snapshot, config, CheckContext{});
+  };
+  hooks.node_port_rates = [gathered](const std::string& root) {
+    std::map<std::string, double> rates;
+    if (!gathered->has_value()) {
+      GatherOptions options;
+      options.root = root;
+      auto snapshot = GatherSnapshot(options);
+      if (!snapshot.ok()) return rates;  // no rates: no bandwidth verdict, nothing else lost
+      *gathered = std::move(*snapshot);
+    }
+    for (const auto& hca : (*gathered)->ib_devices) {
       for (const auto& port : hca.ports) {
-        if (port.rate_gbps.ok()) {
-          facts.port_rates_gbps[hca.name + ":" + std::to_string(port.num)] = *port.rate_gbps.value;
-        }
+        if (port.rate_gbps.ok())
+          rates[hca.name + ":" + std::to_string(port.num)] = *port.rate_gbps.value;
       }
     }
-    return facts;
+    return rates;
+  };
+  hooks.node_rails = [gathered](const std::string& root) -> StatusOr<std::vector<RailTarget>> {
+    if (!gathered->has_value()) {
+      GatherOptions options;
+      options.root = root;
+      auto snapshot = GatherSnapshot(options);
+      if (!snapshot.ok()) return snapshot.status();
+      *gathered = std::move(*snapshot);
+    }
+    const NodeSnapshot& s = **gathered;
+    std::vector<RailTarget> out;
+    for (auto& rail : RailTable(s)) {
+      RailTarget t;
+      if (!rail.gpu_bdf.empty()) {
+        if (const DeviceHolder* h = WorkloadHolderOfGpu(s, rail.gpu_bdf))
+          t.gpu_busy_by = HolderText(*h);
+      }
+      t.rail = std::move(rail);
+      out.push_back(std::move(t));
+    }
+    return out;
   };
   return RunProbeCli(ctx.args, ctx.out, ctx.err, hooks);
 }

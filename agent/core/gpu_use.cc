@@ -4,19 +4,6 @@
 #include <iterator>
 
 namespace nccl_triage {
-namespace {
-
-// /proc/<pid>/comm is cut at 15 characters.
-constexpr std::string_view kSystemGpuHolders[] = {
-    "nvidia-persiste", "nv-hostengine", "dcgm-exporter", "dcgmi",          "nvidia-device-p",
-    "gpu-feature-dis", "nvidia-smi",    "nccl-triage",   "nccl-triage-pro"};
-
-}  // namespace
-
-bool IsSystemGpuHolder(std::string_view comm) {
-  return std::find(std::begin(kSystemGpuHolders), std::end(kSystemGpuHolders), comm) !=
-         std::end(kSystemGpuHolders);
-}
 
 GpuUse JudgeGpuUse(const NodeSnapshot& s) {
   GpuUse use;

@@ -6,7 +6,8 @@
 // nvidia-persistenced keeps every device file open in persistence mode, DCGM's host engine and
 // dcgm-exporter poll them, the device plugin and GPU feature discovery check health, nvidia-smi
 // reads, and the agent's own probe children are the probe. A holder without a CUDA context (a
-// monitor that only opens the device) does not make a GPU busy either.
+// monitor that only opens the device) does not make a GPU busy either. The system holders are
+// core/gpu_holders.h's IsSystemGpuHolder.
 //
 // Pure: a function of the snapshot.
 #pragma once
@@ -15,12 +16,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/gpu_holders.h"
 #include "core/snapshot.h"
 
 namespace nccl_triage {
-
-// /proc/<pid>/comm of a process that holds GPUs on every production node without running a job.
-bool IsSystemGpuHolder(std::string_view comm);
 
 struct GpuUse {
   // PCI bus ids of the GPUs no workload holds, in the snapshot's order. When the snapshot lists

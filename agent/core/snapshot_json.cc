@@ -292,8 +292,8 @@ void Read(const json& v, const std::string& path, GpuInfo& g) {
   Object(v, path);
   Field(v, path, "bdf", g.bdf);
   Field(v, path, "model", g.model);
-  Field(v, path, "source", g.source);
   Field(v, path, "minor", g.minor);
+  Field(v, path, "source", g.source);
 }
 
 void Read(const json& v, const std::string& path, DeviceHolder& h) {
@@ -378,7 +378,7 @@ json ToJson(const NodeSnapshot& s) {
   }
   json gpus = json::array();
   for (const auto& g : s.gpus)
-    gpus.push_back({{"bdf", g.bdf}, {"model", g.model}, {"source", g.source}, {"minor", g.minor}});
+    gpus.push_back({{"bdf", g.bdf}, {"model", g.model}, {"minor", g.minor}, {"source", g.source}});
   json verbs_ports = json::array();
   for (const auto& p : s.live.verbs_ports) {
     verbs_ports.push_back({{"device", p.device},

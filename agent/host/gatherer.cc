@@ -474,7 +474,7 @@ class Gathering {
       if (auto t = Text(g.source, error)) {
         if (auto info = ParseNvidiaGpuInformation(*t); info && Printable(info->model)) {
           g.model = info->model;
-          if (info->minor && *info->minor >= 0) g.minor = *info->minor;
+          g.minor = info->minor.value_or(-1);
         }
       }
       snap_.gpus.push_back(std::move(g));

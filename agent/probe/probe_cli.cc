@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "base/flags.h"
+#include "core/rail_selection.h"
 #include "probe/child.h"
 #include "probe/intra_node.h"
 #include "probe/pair_local.h"
@@ -45,6 +46,8 @@ constexpr const char* kUsage =
     "  --root DIR                 host root for node checks and /proc/net/route (default /)\n"
     "  --work-dir DIR             where the NCCL logs go (default: a new folder under $TMPDIR)\n"
     "  --config FILE              configuration file (probe section; flags override it)\n"
+    "  --rails all|N|LIST         the IB probe once per rail (every rail, the first N, or\n"
+    "                             rails and HCAs: 0,3 or mlx5_3,mlx5_5:1), on its nearest GPU\n"
     "\n"
     "exit: 0 healthy, 1 fault verdict (or an intra-node warning), 2 usage, 3 nothing to conclude\n";
 
@@ -64,7 +67,7 @@ struct PairArgs {
 struct Overrides {
   std::optional<uint64_t> size;
   std::optional<int> iters, warmup, timeout;
-  std::optional<std::string> ifname, hca;
+  std::optional<std::string> ifname, hca, rails;
   std::vector<std::string> nccl_libs, cuda_libs, env_allow;
 };
 
@@ -103,6 +106,12 @@ Status ParsePairArgs(const std::vector<std::string>& args, PairArgs& p, Override
           .Int({"--timeout"}, &o.timeout, 1, 86'400)
           .String({"--socket-ifname"}, &o.ifname)
           .String({"--ib-hca"}, &o.hca)
+          .Custom({"--rails"},
+                  [&o](const std::string& v) -> Status {
+                    if (auto sel = ParseRailSelection(v); !sel.ok()) return sel.status();
+                    o.rails = v;
+                    return Status::Ok();
+                  })
           .String({"--root"}, &p.root)
           .String({"--work-dir"}, &p.work_dir)
           .String({"--config"}, &p.config_path)
@@ -117,6 +126,7 @@ Status ParsePairArgs(const std::vector<std::string>& args, PairArgs& p, Override
   }
   if (p.intra_node && p.mode_given) return InvalidArgument("--mode is for --pair-local only");
   if (!p.intra_node && p.gpus) return InvalidArgument("--gpus is for --intra-node only");
+  if (p.intra_node && o.rails) return InvalidArgument("--rails is for --pair-local only");
   p.json = format == "json";
   if (only_configured) p.default_library_search = false;
   return Status::Ok();
@@ -129,6 +139,7 @@ void Apply(const Overrides& o, ProbeConfig& c) {
   if (o.timeout) c.timeout_seconds = *o.timeout;
   if (o.ifname) c.socket_ifname = o.ifname;
   if (o.hca) c.ib_hca = o.hca;
+  if (o.rails) c.rails = o.rails;
   // Paths given on the command line come before the configured ones.
   c.nccl_library_paths.insert(c.nccl_library_paths.begin(), o.nccl_libs.begin(), o.nccl_libs.end());
   c.cuda_library_paths.insert(c.cuda_library_paths.begin(), o.cuda_libs.begin(), o.cuda_libs.end());
@@ -141,6 +152,34 @@ StatusOr<std::string> MakeWorkDir(const std::map<std::string, std::string>& env)
   std::string pattern = base + "/nccl-triage-probe-XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) return Unavailable("cannot create a folder in " + base);
   return pattern;
+}
+
+// The rails `text` selects (the first N for a count: one command is one sweep), with their GPUs'
+// holders from the node.
+StatusOr<std::vector<RailTarget>> ChooseRails(const std::string& text, const std::string& root,
+                                              const ProbeCliHooks& hooks) {
+  auto selection = ParseRailSelection(text);
+  if (!selection.ok()) return selection.status();
+  std::vector<RailTarget> node;
+  if (hooks.node_rails) {
+    auto got = hooks.node_rails(root);
+    if (!got.ok()) return got.status();
+    node = std::move(*got);
+  }
+  std::vector<Rail> table;
+  for (const auto& t : node) table.push_back(t.rail);
+  auto rails = RailsToProbe(table, *selection, 0);
+  if (!rails.ok()) return rails.status();
+  std::vector<RailTarget> out;
+  for (auto& rail : *rails) {
+    RailTarget t;
+    for (const auto& n : node) {
+      if (rail.index >= 0 && n.rail.index == rail.index) t.gpu_busy_by = n.gpu_busy_by;
+    }
+    t.rail = std::move(rail);
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 // --gpus over the node's GPUs (bus ids, sorted): each item a bus id of the node or an index into
@@ -232,12 +271,12 @@ int RunProbeCommand(const std::vector<std::string>& args, std::ostream& out, std
   }
   if (p.intra_node) return RunIntraNodeCommand(p, ProbeRunner(config, ro), out, err);
 
-  ProbeNodeFacts facts;
+  std::vector<Finding> findings;
   std::string note;
-  if (hooks.node_facts) {
-    auto f = hooks.node_facts(p.root, p.config_path);
+  if (hooks.node_findings) {
+    auto f = hooks.node_findings(p.root, p.config_path);
     if (f.ok()) {
-      facts = std::move(*f);
+      findings = std::move(*f);
     } else {
       note = "not run: " + f.status().message();
     }
@@ -245,11 +284,24 @@ int RunProbeCommand(const std::vector<std::string>& args, std::ostream& out, std
     note = "not run (this build has no host checks)";
   }
 
+  std::vector<RailTarget> rails;
+  if (config.rails) {
+    auto chosen = ChooseRails(*config.rails, p.root, hooks);
+    if (!chosen.ok()) {
+      err << "nccl-triage probe: --rails " << *config.rails << ": " << chosen.status().message()
+          << "\n";
+      return 2;
+    }
+    rails = std::move(*chosen);
+  }
+
   ProbeRunner runner(config, ro);
   // Each mode may run up to two probe timeouts: say what is running, on a terminal only.
   TerminalProgress progress(err, hooks.stderr_is_terminal);
-  PairLocalReport report = RunPairLocal(runner, p.modes, std::move(facts.findings), note, &progress,
-                                        std::move(facts.port_rates_gbps));
+  std::map<std::string, double> port_rates;
+  if (hooks.node_port_rates) port_rates = hooks.node_port_rates(p.root);
+  PairLocalReport report = RunPairLocal(runner, p.modes, std::move(findings), note, &progress,
+                                        rails, std::move(port_rates));
   if (p.json) {
     out << ToJson(report).dump(2) << "\n";
   } else {

@@ -6,7 +6,7 @@
 //   probe --pair-local [--mode socket|ib|both] [--format table|json] [--size 64M] [--iters N]
 //         [--warmup W] [--timeout S] [--socket-ifname IF] [--ib-hca HCA] [--nccl-lib PATH]...
 //         [--cuda-lib PATH]... [--only-configured-libs] [--env-allow NAME]... [--root DIR]
-//         [--work-dir DIR] [--config FILE]
+//         [--work-dir DIR] [--config FILE] [--rails all|N|LIST]
 //   probe --intra-node [--gpus LIST] [--format table|json] [the size, timeout, library, root,
 //         work-dir and config flags above]
 // Exit codes: 0 healthy, 1 a fault verdict, 2 usage, 3 nothing to conclude.
@@ -21,14 +21,9 @@
 #include "base/status.h"
 #include "core/config.h"
 #include "core/model.h"
+#include "probe/pair_local.h"
 
 namespace nccl_triage {
-
-// What the full binary knows about the node that the probe's verdict uses.
-struct ProbeNodeFacts {
-  std::vector<Finding> findings;                  // the node checks
-  std::map<std::string, double> port_rates_gbps;  // "mlx5_0:1" -> 200 (IB and RoCE ports)
-};
 
 struct ProbeCliHooks {
   std::string self_exe;                            // the binary that implements `probe --child`
@@ -36,10 +31,16 @@ struct ProbeCliHooks {
   bool stderr_is_terminal = false;                 // a progress line goes to stderr only then
   // Loads a configuration file's probe section (the full binary only).
   std::function<StatusOr<ProbeConfig>(const std::string& path)> load_config;
-  // The node checks of the host at `root` and its IB port rates (the full binary only);
-  // config_path may be empty.
-  std::function<StatusOr<ProbeNodeFacts>(const std::string& root, const std::string& config_path)>
-      node_facts;
+  // The node checks of the host at `root` (the full binary only); config_path may be empty.
+  std::function<StatusOr<std::vector<Finding>>(const std::string& root,
+                                               const std::string& config_path)>
+      node_findings;
+  // The rail table of the host at `root`, each rail with the workload process that holds its GPU
+  // (the full binary only; without it --rails takes HCA names only).
+  std::function<StatusOr<std::vector<RailTarget>>(const std::string& root)> node_rails;
+  // The IB/RoCE port rates of the host at `root` in Gb/s ("mlx5_0:1" -> 200), for the expected
+  // busbw of --pair-local's IB probe (the full binary only; without it no bandwidth verdict).
+  std::function<std::map<std::string, double>(const std::string& root)> node_port_rates;
 };
 
 int RunProbeCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,

@@ -18,6 +18,8 @@
 #      same environment: the probe's socket busbw is within 10 % of it.
 #   4. rank 0 alone (its peer never comes): the child aborts NCCL at its deadline and reports a
 #      timeout instead of hanging.
+#   1b. `probe --pair-local --rails mlx5_0,...,mlx5_7`: with no HCA every rail's IB probe fails as
+#      ib_resource and the verdict names the rail's HCA (rails.json).
 #   5. `probe --intra-node` over every GPU the driver lists (intra-node.json): on one GPU a
 #      one-rank communicator passes (no transport, busbw 0) and probe.intra_node is pass; on two
 #      or more GPUs the default run passes via P2P (the transport NCCL chose is recorded).
@@ -95,6 +97,21 @@ for f in "$work"/pair-json/nccl-*.log; do
   echo "==> $(basename "$f")"
   cat "$f"
 done >"$results/nccl-logs.txt" 2>/dev/null
+
+# ------------------------------------------------------------------ 1b. per-rail IB probes
+# A DGX names eight rails; this machine has no HCA, so each rail's probe must fail as ib_resource
+# and say which HCA it asked for (NCCL_IB_HCA==mlx5_K:1 finds no device).
+rails_list="mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7"
+"${probe[@]}" --mode both --size 1M --rails "$rails_list" --format json --work-dir "$work/rails" \
+  >"$results/rails.json" 2>"$results/rails.stderr"
+r="$results/rails.json"
+check "rails probed" "$([[ $(json_get "$r" "len(d['rails'])") == 8 ]]; echo $?)" \
+  "$(json_get "$r" "len(d['rails'])") rail rows"
+check "rails fail as ib_resource" \
+  "$(json_get "$r" "all(x['outcome'] == 'fail' and x['verdict']['class'] == 'ib_resource' for x in d['rails'])" | grep -q True; echo $?)" \
+  "$(json_get "$r" "' '.join(x['device'] + ':' + x['outcome'] + '/' + x.get('verdict', {}).get('class', '-') for x in d['rails'])")"
+check "rails named" "$(json_get "$r" "d['verdict']['reason']" | grep -q "mlx5_0/1"; echo $?)" \
+  "verdict: $(json_get "$r" "d['verdict']['reason']")"
 
 # The default library search (no --nccl-lib): which NCCL does it find?
 "$bin" probe --pair-local --mode socket --size 1M --socket-ifname "$ifname" --format json \

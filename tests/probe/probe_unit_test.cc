@@ -495,3 +495,96 @@ TEST(ClassifyLogFile, ReadsTheRealProbeLogsOfNccl2289) {
 
 }  // namespace
 }  // namespace nccl_triage
+
+namespace nccl_triage {
+namespace {
+
+PairLocalRow Row(ProbeMode mode, ProbeOutcome outcome) {
+  PairLocalRow row;
+  row.mode = mode;
+  row.merged.outcome = outcome;
+  row.merged.detail = std::string(ToString(outcome));
+  return row;
+}
+
+RailProbeRow RailRow(int index, FaultClass fault_class, std::string skipped = "") {
+  RailProbeRow r;
+  r.rail.index = index;
+  r.rail.device = "mlx5_" + std::to_string(index);
+  r.rail.port = 1;
+  r.rail.gpu = index;
+  r.skipped = std::move(skipped);
+  r.row = Row(ProbeMode::kIb,
+              fault_class == FaultClass::kHealthy ? ProbeOutcome::kPass : ProbeOutcome::kFail);
+  r.verdict.fault_class = fault_class;
+  r.verdict.basis = Basis::kProbes;
+  r.verdict.reason = "socket pass, IB " + r.row.merged.detail;
+  return r;
+}
+
+TEST(DecideRails, TheFirstFailingRailGivesTheVerdictAndIsNamed) {
+  const PairLocalRow socket = Row(ProbeMode::kSocket, ProbeOutcome::kPass);
+  std::vector<RailProbeRow> rails = {RailRow(0, FaultClass::kHealthy),
+                                     RailRow(1, FaultClass::kHealthy, "gpu busy (pid 7 python3)"),
+                                     RailRow(5, FaultClass::kIbResource)};
+  PairVerdict v = DecideRails(&socket, rails, {}, 0.5);
+  EXPECT_EQ(v.fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(v.reason.rfind("rail 5 (mlx5_5/1, GPU 5): ", 0), 0u) << v.reason;
+}
+
+TEST(DecideRails, EveryRailPassingIsHealthyUnlessANodeCheckFails) {
+  const PairLocalRow socket = Row(ProbeMode::kSocket, ProbeOutcome::kPass);
+  std::vector<RailProbeRow> rails = {RailRow(0, FaultClass::kHealthy),
+                                     RailRow(1, FaultClass::kHealthy)};
+  PairVerdict v = DecideRails(&socket, rails, {}, 0.5);
+  EXPECT_EQ(v.fault_class, FaultClass::kHealthy);
+  EXPECT_THAT(v.reason, HasSubstr("2 rail(s) probed, each passed"));
+  Finding rate;
+  rate.check = "ib.port_rate";
+  rate.status = CheckStatus::kFail;
+  v = DecideRails(&socket, rails, {rate}, 0.5);
+  EXPECT_NE(v.fault_class, FaultClass::kHealthy);
+  EXPECT_THAT(v.reason, HasSubstr("ib.port_rate failed"));
+}
+
+TEST(DecideRails, AFailedSocketProbeIsArchitectureWhateverTheRails) {
+  const PairLocalRow socket = Row(ProbeMode::kSocket, ProbeOutcome::kFail);
+  PairVerdict v = DecideRails(&socket, {RailRow(0, FaultClass::kIbResource)}, {}, 0.5);
+  EXPECT_EQ(v.fault_class, FaultClass::kArchitecture);
+}
+
+TEST(DecideRails, EveryRailSkippedSaysSoAndConcludesNothingFromProbes) {
+  const PairLocalRow socket = Row(ProbeMode::kSocket, ProbeOutcome::kPass);
+  PairVerdict v =
+      DecideRails(&socket, {RailRow(0, FaultClass::kHealthy, "gpu busy (pid 7 python3)")}, {}, 0.5);
+  EXPECT_THAT(v.reason,
+              HasSubstr("no rail probed (rail 0 (mlx5_0/1, GPU 0) skipped: gpu busy (pid 7 "
+                        "python3))"));
+}
+
+TEST(DecideRails, ARailsVerdictLeavesOutFindingsAboutOtherPorts) {
+  // Through RunPairLocal's rule: a finding naming mlx5_2/1 only is not a cause on mlx5_5.
+  const PairLocalRow socket = Row(ProbeMode::kSocket, ProbeOutcome::kPass);
+  Finding rate;
+  rate.check = "ib.port_rate";
+  rate.status = CheckStatus::kFail;
+  rate.fault_class = FaultClass::kIbResource;
+  rate.message = "mlx5_2/1 at 100 Gb/sec (2X HDR) vs 200 Gb/s";
+  EXPECT_EQ(FindingsForRail({rate}, RailRow(5, FaultClass::kHealthy).rail).size(), 0u);
+  EXPECT_EQ(FindingsForRail({rate}, RailRow(2, FaultClass::kHealthy).rail).size(), 1u);
+  rate.message = "no port named";
+  EXPECT_EQ(FindingsForRail({rate}, RailRow(5, FaultClass::kHealthy).rail).size(), 1u);
+  EXPECT_EQ(PortsNamed("a/b mlx5_2/1, mlx5_10/2x 3/4 x1/22"),
+            (std::vector<std::string>{"mlx5_2/1", "x1/22"}));
+}
+
+TEST(RailName, ARailTheNodeDoesNotListIsItsPort) {
+  Rail r;
+  r.index = -1;
+  r.device = "mlx5_0";
+  r.port = 1;
+  EXPECT_EQ(RailName(r), "mlx5_0/1");
+}
+
+}  // namespace
+}  // namespace nccl_triage
