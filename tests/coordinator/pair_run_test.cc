@@ -15,8 +15,9 @@ using Kind = PairRunAction::Kind;
 const SteadyTime T0 = SteadyTime{} + 1000h;
 
 struct TwoNodes {
-  TwoNodes() {
+  explicit TwoNodes(std::vector<PairRunSetup::Rail> rails = {}) {
     PairRunSetup s;
+    s.rails = std::move(rails);
     s.pair = NodePair("node-a", "node-b");
     s.rank0 = "node-b";
     s.rank1 = "node-a";
@@ -256,6 +257,65 @@ TEST(NamesSpecificCause, ConsequencesOfThePeersFailureAreNotACause) {
   EXPECT_FALSE(NamesSpecificCause(Result(
       ProbeOutcome::kFail, {"peer.exited", "nccl.timeout", "nccl.system", "nccl.internal"})));
   EXPECT_TRUE(NamesSpecificCause(Result(ProbeOutcome::kFail, {"peer.exited", "ib.port_state"})));
+}
+
+TEST(PairRun, RailPhasesFollowTheIbPhaseOneAtATimeEachOnItsRail) {
+  TwoNodes t({{3, "mlx5_3/1"}, {5, "mlx5_5/1"}});
+  t.run->Start(T0);
+  PassPhase(*t.run, T0 + 1s);                     // socket
+  PairRunActions a = PassPhase(*t.run, T0 + 2s);  // IB, all rails
+  ASSERT_EQ(Kinds(a), (std::vector<Kind>{Kind::kPhaseOver, Kind::kAssign, Kind::kAssign}));
+  EXPECT_EQ(a[0].rail, -1);
+  EXPECT_EQ(a[1].probe_id, "s1-p7-ib-rail3-r0");
+  EXPECT_EQ(a[1].mode, ProbeMode::kIb);
+  EXPECT_EQ(a[1].rail, 3);
+  EXPECT_EQ(a[2].rail, 3);
+  EXPECT_EQ(t.run->rail(), 3);
+  t.run->OnUniqueId(std::string(128, 'x'));
+  // Rank 0 names the cause: rank 1 is cancelled, and the next rail follows at once.
+  a = t.run->OnReport(0, Result(ProbeOutcome::kFail, {"ib.mr_register"}), T0 + 3s);
+  ASSERT_EQ(Kinds(a),
+            (std::vector<Kind>{Kind::kCancel, Kind::kPhaseOver, Kind::kAssign, Kind::kAssign}))
+      << "a failed rail does not stop the next one";
+  EXPECT_EQ(a[0].probe_id, "s1-p7-ib-rail3-r1");
+  a.erase(a.begin());
+  EXPECT_EQ(a[0].rail, 3);
+  EXPECT_EQ(a[0].text, "fail");
+  EXPECT_EQ(a[1].probe_id, "s1-p7-ib-rail5-r0");
+  a = PassPhase(*t.run, T0 + 4s);
+  ASSERT_EQ(Kinds(a), std::vector<Kind>{Kind::kPhaseOver});
+  EXPECT_EQ(a[0].rail, 5);
+  EXPECT_TRUE(t.run->done());
+  const PairProbes& p = t.run->probes();
+  ASSERT_EQ(p.rails.size(), 2u);
+  EXPECT_EQ(p.rails[0].rail, 3);
+  EXPECT_EQ(p.rails[0].device, "mlx5_3/1");
+  EXPECT_EQ(p.rails[0].ib.rank0->outcome, ProbeOutcome::kFail);
+  EXPECT_EQ(p.rails[0].ib.rank1->outcome, ProbeOutcome::kNotRun);
+  EXPECT_EQ(p.rails[1].ib.rank1->outcome, ProbeOutcome::kPass);
+  EXPECT_EQ(p.ib.rank0->outcome, ProbeOutcome::kPass) << "the IB phase keeps its own results";
+}
+
+TEST(PairRun, ALostRailPhaseEndsTheRunWithoutTheRailsAfterIt) {
+  TwoNodes t({{0, "mlx5_0/1"}, {1, "mlx5_1/1"}});
+  t.run->Start(T0);
+  PassPhase(*t.run, T0 + 1s);
+  PassPhase(*t.run, T0 + 2s);
+  ASSERT_EQ(t.run->rail(), 0);
+  PairRunActions a = t.run->Tick(T0 + 2s + 130s);
+  EXPECT_NE(Find(a, Kind::kPhaseOver), nullptr);
+  EXPECT_EQ(Find(a, Kind::kAssign), nullptr);
+  EXPECT_TRUE(t.run->done());
+  ASSERT_EQ(t.run->probes().rails.size(), 1u);
+  EXPECT_FALSE(t.run->probes().rails[0].ib.lost.empty());
+}
+
+TEST(PairRun, NoRailPhasesWhenTheSocketPhaseWasLost) {
+  TwoNodes t({{0, "mlx5_0/1"}});
+  t.run->Start(T0);
+  t.run->OnAgentLost("node-a", "stream closed");
+  EXPECT_TRUE(t.run->done());
+  EXPECT_TRUE(t.run->probes().rails.empty());
 }
 
 }  // namespace
