@@ -1,5 +1,6 @@
 #include "planner/pair_run.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/catalogue.h"
@@ -12,6 +13,20 @@ bool NamesSpecificCause(const ProbeResult& r) {
     if (!HasTrait(c.cause, kConsequenceOnly)) return true;
   }
   return false;
+}
+
+std::vector<PairRunSetup::Rail> PairRails(const NodeInfo& a, const NodeInfo& b,
+                                          const RailSelection& selection, uint64_t turn) {
+  std::vector<PairRunSetup::Rail> out;
+  if (a.rails.empty() || b.rails.empty()) return out;
+  for (int i : SelectRails(a.rails, selection, turn)) {
+    const Rail& ra = a.rails[i];
+    const bool both = std::any_of(b.rails.begin(), b.rails.end(), [&](const Rail& rb) {
+      return rb.index == ra.index && rb.device == ra.device && rb.port == ra.port;
+    });
+    if (both) out.push_back({ra.index, ra.device + "/" + std::to_string(ra.port)});
+  }
+  return out;
 }
 
 PairRun::PairRun(PairRunSetup setup) : setup_(std::move(setup)) {

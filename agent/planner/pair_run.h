@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/probe_result.h"
+#include "core/rail_selection.h"
 #include "planner/node_info.h"
 #include "planner/pair_judge.h"
 
@@ -138,6 +139,13 @@ class PairRun {
   bool started_ = false;
   bool done_ = false;
 };
+
+// The rails a pair is probed on in sweep `turn`: those `selection` picks from a's rail table
+// (SelectRails) that b has too, on the same HCA and port ("mlx5_3/1"). A rail-optimised fabric
+// connects rail k only to rail k, so a rail the other node lacks or names differently is not
+// probed. Empty when either node sent no rail table.
+std::vector<PairRunSetup::Rail> PairRails(const NodeInfo& a, const NodeInfo& b,
+                                          const RailSelection& selection, uint64_t turn);
 
 // True when a failed rank's NCCL log names a cause other than a consequence of its peer's failure
 // (the peer exited, a timeout, a generic system or internal error).
