@@ -318,5 +318,36 @@ TEST(PairRun, NoRailPhasesWhenTheSocketPhaseWasLost) {
   EXPECT_TRUE(t.run->probes().rails.empty());
 }
 
+NodeInfo WithRails(const std::string& name, const std::vector<std::string>& devices) {
+  NodeInfo n;
+  n.name = name;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    Rail r;
+    r.index = static_cast<int>(i);
+    r.device = devices[i];
+    r.port = 1;
+    r.active = true;
+    n.rails.push_back(r);
+  }
+  return n;
+}
+
+TEST(PairRails, RailsBothNodesHaveOnTheSameHcaAndPortAsSelected) {
+  NodeInfo a = WithRails("a", {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"});
+  NodeInfo b = WithRails("b", {"mlx5_0", "mlx5_1", "mlx5_9", "mlx5_3"});
+  b.rails[3].port = 2;
+  auto all = PairRails(a, b, RailSelection{.all = true}, 1);
+  ASSERT_EQ(all.size(), 2u) << "rail 2 is another HCA on b, rail 3 another port";
+  EXPECT_EQ(all[0].rail, 0);
+  EXPECT_EQ(all[0].device, "mlx5_0/1");
+  EXPECT_EQ(all[1].rail, 1);
+  EXPECT_EQ(all[1].device, "mlx5_1/1");
+  auto listed = PairRails(a, b, RailSelection{.items = {"1", "2"}}, 1);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].rail, 1);
+  EXPECT_TRUE(PairRails(a, NodeInfo{}, RailSelection{.all = true}, 1).empty())
+      << "a node that sent no rail table";
+}
+
 }  // namespace
 }  // namespace nccl_triage
