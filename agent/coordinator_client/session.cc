@@ -17,7 +17,10 @@
 
 #include "base/files.h"
 #include "base/log.h"
+#include "core/gpu_holders.h"
 #include "core/gpu_use.h"
+#include "core/rail_selection.h"
+#include "core/rails.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
 #include "wire/convert.h"
 
@@ -397,17 +400,41 @@ class CoordinatorSession::Connection {
       owner_.log_.Warn("session", "refused malformed assignment " + a.probe_id().substr(0, 64));
       return refused;
     }
-    // The probe runs on an idle GPU; with none, it is skipped (or, when allowed, runs on the
-    // default device beside the workload).
-    std::string gpu;
-    if (auto snapshot = services_.LatestSnapshot()) {
-      GpuUse use = JudgeGpuUse(*snapshot);
-      if (use.idle.empty() && !services_.config().probe.allow_when_gpus_busy) {
-        std::string who = use.workload.empty() ? "" : " (" + DescribeHolder(use.workload[0]) + ")";
-        refused.set_skipped_reason("skipped: GPUs busy" + who);
+    auto snapshot = services_.LatestSnapshot();
+    // The coordinator names a rail; this node's own table says which HCA port and GPU it is.
+    std::optional<Rail> rail;
+    if (a.has_rail()) {
+      const std::vector<Rail> table = snapshot ? RailTable(*snapshot) : std::vector<Rail>{};
+      auto it = std::find_if(table.begin(), table.end(),
+                             [&](const Rail& r) { return r.index == static_cast<int>(a.rail()); });
+      if (*mode != ProbeMode::kIb || it == table.end()) {
+        refused.set_outcome(v1::PROBE_OUTCOME_UNAVAILABLE);
+        refused.set_detail(*mode != ProbeMode::kIb
+                               ? "rejected: a rail is for an IB probe only"
+                               : "rail " + std::to_string(a.rail()) + ": this node has " +
+                                     std::to_string(table.size()) + " rail(s)");
         return refused;
       }
-      if (!use.idle.empty()) gpu = use.idle.front();
+      rail = *it;
+    }
+    // The probe runs on an idle GPU: the GPU nearest the rail's HCA when a rail is assigned (and
+    // the table knows one), else the first idle GPU. A busy one skips the probe unless
+    // probe.allow_when_gpus_busy lets it run beside the workload (on that GPU, or device 0).
+    std::string gpu = rail ? rail->gpu_bdf : std::string();
+    if (snapshot) {
+      GpuUse use = JudgeGpuUse(*snapshot);
+      const bool idle = gpu.empty()
+                            ? !use.idle.empty()
+                            : std::find(use.idle.begin(), use.idle.end(), gpu) != use.idle.end();
+      if (!idle && !services_.config().probe.allow_when_gpus_busy) {
+        const DeviceHolder* holder = gpu.empty() ? nullptr : WorkloadHolderOfGpu(*snapshot, gpu);
+        if (holder == nullptr && !use.workload.empty()) holder = &use.workload[0];
+        std::string who = holder ? " (" + DescribeHolder(*holder) + ")" : "";
+        refused.set_skipped_reason(gpu.empty() ? "skipped: GPUs busy" + who
+                                               : "skipped: GPU " + gpu + " busy" + who);
+        return refused;
+      }
+      if (gpu.empty() && !use.idle.empty()) gpu = use.idle.front();
     }
     if (stop.stop_requested()) {
       refused.set_skipped_reason("cancelled");
@@ -423,6 +450,10 @@ class CoordinatorSession::Connection {
     pa.gpu_bus_id = gpu;
     pa.timeout_seconds = std::clamp(
         static_cast<int>(std::min<uint32_t>(a.deadline_seconds(), 86400)), 1, max_timeout);
+    if (rail) {
+      pa.ib_hca = RailIbHca(*rail);
+      pa.tag = "rail" + std::to_string(rail->index);
+    }
     const std::string probe_id = a.probe_id();
     pa.publish_unique_id = [this, probe_id](const std::string& hex) {
       auto bytes = HexToBytes(hex);

@@ -34,7 +34,13 @@ struct ProbeAssignment {
   int nranks = 2;
   uint64_t size_bytes = 0;  // 0: probe.size_bytes from the config
   int timeout_seconds = 0;  // 0 or above probe.timeout_seconds: probe.timeout_seconds
-  std::string gpu_bus_id;   // the idle GPU to probe on (core/gpu_use.h); empty: CUDA's device 0
+  // The GPU to probe on by PCI bus id (empty: CUDA's device 0): the GPU nearest the rail's HCA
+  // when a rail is assigned, else the node's first idle GPU (core/gpu_use.h).
+  std::string gpu_bus_id;
+  // One rail (IB mode): NCCL_IB_HCA selecting only its port instead of probe.ib_hca, and "rail3"
+  // for the log's name.
+  std::optional<std::string> ib_hca;
+  std::string tag;
   // Rank 0: called once with the NCCL unique id (hex) as soon as the child made it, for the
   // coordinator to relay to the other rank.
   std::function<void(const std::string& unique_id_hex)> publish_unique_id;

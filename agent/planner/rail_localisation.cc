@@ -148,4 +148,28 @@ RailLocalisation LocaliseRails(const std::vector<RailPairOutcome>& outcomes) {
   return out;
 }
 
+std::vector<RailPairOutcome> JudgeRails(const NodeInfo& a, const NodeInfo& b,
+                                        const PairProbes& probes, const JudgeOptions& options) {
+  std::vector<RailPairOutcome> out;
+  for (const RailProbes& rail : probes.rails) {
+    PairProbes one;
+    one.pair = probes.pair;
+    one.socket = probes.socket;
+    one.ib = rail.ib;
+    const PairJudgement j = JudgePair(a, b, one, options);
+    if (j.status == PairStatus::kInconclusive) continue;
+    RailPairOutcome o;
+    o.pair = probes.pair;
+    o.rail = rail.rail;
+    o.device = rail.device;
+    o.passed = j.status == PairStatus::kPass;
+    if (!o.passed) {
+      o.fault_class = j.verdict.fault_class;
+      o.causes = j.verdict.causes;
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 }  // namespace nccl_triage

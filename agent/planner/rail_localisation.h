@@ -20,6 +20,7 @@
 
 #include "core/model.h"
 #include "planner/node_info.h"
+#include "planner/pair_judge.h"
 
 namespace nccl_triage {
 
@@ -53,5 +54,12 @@ struct RailLocalisation {
 };
 
 RailLocalisation LocaliseRails(const std::vector<RailPairOutcome>& outcomes);
+
+// The outcome of each rail phase of `probes`: judged as the pair's IB phase would be (JudgePair,
+// the pair's socket phase and that rail's IB phase), passed when the judgement passes, failed with
+// its class and causes when it fails; an inconclusive rail (lost, not run, a GPU busy) is left
+// out, as it says nothing about the rail.
+std::vector<RailPairOutcome> JudgeRails(const NodeInfo& a, const NodeInfo& b,
+                                        const PairProbes& probes, const JudgeOptions& options);
 
 }  // namespace nccl_triage
