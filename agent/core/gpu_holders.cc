@@ -21,20 +21,17 @@ bool IsSystemGpuHolder(std::string_view comm) {
          std::end(kSystemGpuHolders);
 }
 
-const DeviceHolder* FirstWorkloadGpuHolder(const NodeSnapshot& s) {
-  for (const auto& h : s.gpu_holders) {
-    if (!IsSystemGpuHolder(h.comm)) return &h;
-  }
-  return nullptr;
+bool IsWorkloadGpuHolder(const DeviceHolder& h) {
+  return h.cuda_context && !IsSystemGpuHolder(h.comm);
 }
 
 const DeviceHolder* WorkloadHolderOfGpu(const NodeSnapshot& s, std::string_view gpu_bdf) {
   auto gpu = std::find_if(s.gpus.begin(), s.gpus.end(),
                           [&](const GpuInfo& g) { return g.bdf == gpu_bdf; });
-  if (gpu == s.gpus.end() || gpu->minor < 0) return FirstWorkloadGpuHolder(s);
-  const std::string device = "/dev/nvidia" + std::to_string(gpu->minor);
+  const bool any = gpu == s.gpus.end() || gpu->minor < 0;
+  const std::string device = any ? "" : "/dev/nvidia" + std::to_string(gpu->minor);
   for (const auto& h : s.gpu_holders) {
-    if (h.device == device && !IsSystemGpuHolder(h.comm)) return &h;
+    if (IsWorkloadGpuHolder(h) && (any || h.device == device)) return &h;
   }
   return nullptr;
 }

@@ -8,7 +8,7 @@ namespace nccl_triage {
 GpuUse JudgeGpuUse(const NodeSnapshot& s) {
   GpuUse use;
   for (const auto& h : s.gpu_holders) {
-    if (h.cuda_context && !IsSystemGpuHolder(h.comm)) use.workload.push_back(h);
+    if (IsWorkloadGpuHolder(h)) use.workload.push_back(h);
   }
   auto held = [&use](const std::string& device) {
     return std::any_of(use.workload.begin(), use.workload.end(),

@@ -7,7 +7,8 @@
 // dcgm-exporter poll them, the device plugin and GPU feature discovery check health, nvidia-smi
 // reads, and the agent's own probe children are the probe. A holder without a CUDA context (a
 // monitor that only opens the device) does not make a GPU busy either. The system holders are
-// core/gpu_holders.h's IsSystemGpuHolder.
+// core/gpu_holders.h's IsSystemGpuHolder; its WorkloadHolderOfGpu names
+// a GPU busy exactly when JudgeGpuUse leaves it out of `idle`.
 //
 // Pure: a function of the snapshot.
 #pragma once

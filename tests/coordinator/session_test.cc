@@ -20,6 +20,8 @@
 
 #include "base/log.h"
 #include "coordinator/server.h"
+#include "core/rails.h"
+#include "host/gatherer.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
 #include "raw_agent.h"
 #include "wire/convert.h"
@@ -88,6 +90,10 @@ class FakeServices final : public AgentServices {
   void SetReport(NodeReport report) {
     std::lock_guard lock(mu_);
     report_ = std::make_shared<NodeReport>(std::move(report));
+  }
+  void SetSnapshot(NodeSnapshot snapshot) {
+    std::lock_guard lock(mu_);
+    snapshot_ = std::make_shared<NodeSnapshot>(std::move(snapshot));
   }
   void SetGpuHolder() { SetGpuHolders({{4242, "python3", "/dev/nvidia0", true}}); }
   void SetGpuHolders(std::vector<DeviceHolder> holders, std::vector<GpuInfo> gpus = {}) {
@@ -544,6 +550,59 @@ TEST(CoordinatorSession, AJobOnGpu0OnlyMakesTheProbeRunOnGpu1) {
   EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
   EXPECT_NE(r->skipped_reason().find("python3 pid 5150 holds /dev/nvidia0"), std::string::npos)
       << r->skipped_reason();
+}
+
+TEST(CoordinatorSession, ARailProbesOnItsNearestGpuAndIsSkippedWhenAJobHoldsThatGpu) {
+  // ib-busy: a DGX A100 where python3 (pid 31337) has a CUDA context on GPU 0 and pt_main_thread
+  // (pid 31338) on GPU 1; rails 0 and 1 sit next to those GPUs, rail 2 next to an idle one.
+  GatherOptions options;
+  options.root = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/ib-busy";
+  auto snapshot = GatherSnapshot(options);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status().message();
+  const std::vector<Rail> table = RailTable(*snapshot);
+  ASSERT_GE(table.size(), 3u);
+  ASSERT_FALSE(table[2].gpu_bdf.empty());
+  Scripted c;
+  FakeServices a("node-a");
+  a.SetSnapshot(*snapshot);
+  ProbeAssignment seen;
+  a.run_probe = [&seen](const ProbeAssignment& pa, std::stop_token) {
+    seen = pa;
+    ProbeResult r;
+    r.outcome = ProbeOutcome::kPass;
+    return r;
+  };
+  RunningSession s(c.Options(), a);
+  v1::CoordinatorMessage rail0 = Assignment("rail0", v1::PROBE_MODE_IB);
+  rail0.mutable_assignment()->set_rail(0);
+  c.service.Send(rail0);
+  auto r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
+  EXPECT_EQ(r->skipped_reason(),
+            "skipped: GPU " + table[0].gpu_bdf + " busy (python3 pid 31337 holds /dev/nvidia0)");
+  EXPECT_EQ(a.probes_.load(), 0);
+
+  v1::CoordinatorMessage rail2 = Assignment("rail2", v1::PROBE_MODE_IB);
+  rail2.mutable_assignment()->set_rail(2);
+  c.service.Send(rail2);
+  r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_PASS) << r->skipped_reason();
+  EXPECT_EQ(seen.gpu_bus_id, table[2].gpu_bdf);
+  EXPECT_EQ(seen.tag, "rail2");
+  ASSERT_TRUE(seen.ib_hca.has_value());
+  EXPECT_NE(seen.ib_hca->find(table[2].device), std::string::npos) << *seen.ib_hca;
+
+  // Without a rail the same node probes on its first idle GPU, which is neither 0 nor 1.
+  c.service.Send(Assignment("plain", v1::PROBE_MODE_IB));
+  r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_PASS) << r->skipped_reason();
+  EXPECT_FALSE(seen.gpu_bus_id.empty());
+  EXPECT_NE(seen.gpu_bus_id, table[0].gpu_bdf);
+  EXPECT_NE(seen.gpu_bus_id, table[1].gpu_bdf);
+  EXPECT_FALSE(seen.ib_hca.has_value());
 }
 
 TEST(CoordinatorSession, ProbesWhenGpusAreBusyIfTheConfigAllowsIt) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace nccl_triage {
 namespace {
 
@@ -59,6 +61,24 @@ TEST(JudgeGpuUse, WithoutMinorsOrAGpuListAnyWorkloadMakesEveryGpuBusy) {
   EXPECT_EQ(JudgeGpuUse(unlisted).idle, (std::vector<std::string>{""}));  // the default device
   unlisted.gpu_holders.push_back({5150, "python3", "/dev/nvidia0", true});
   EXPECT_TRUE(JudgeGpuUse(unlisted).idle.empty());
+}
+
+TEST(JudgeGpuUse, AgreesWithWorkloadHolderOfGpuOnEveryGpu) {
+  NodeSnapshot s = EightGpus();
+  HoldEveryGpu(s, 1201, "nvidia-persiste");
+  s.gpu_holders.push_back({77, "nvtop", "/dev/nvidia2"});
+  s.gpu_holders.push_back({5150, "python3", "/dev/nvidia0", true});
+  s.gpu_holders.push_back({5151, "pt_main_thread", "/dev/nvidia5", true});
+  const GpuUse use = JudgeGpuUse(s);
+  EXPECT_EQ(use.idle.size(), 6u);
+  for (const auto& g : s.gpus) {
+    const bool idle = std::find(use.idle.begin(), use.idle.end(), g.bdf) != use.idle.end();
+    const DeviceHolder* holder = WorkloadHolderOfGpu(s, g.bdf);
+    EXPECT_EQ(idle, holder == nullptr) << g.bdf;
+    if (holder) EXPECT_EQ(holder->device, "/dev/nvidia" + std::to_string(g.minor));
+  }
+  EXPECT_EQ(WorkloadHolderOfGpu(s, "0000:05:00.0")->pid, 5151);
+  EXPECT_EQ(WorkloadHolderOfGpu(s, "0000:99:00.0")->pid, 5150);  // not listed: any workload
 }
 
 }  // namespace

@@ -388,8 +388,8 @@ TEST(GatherSnapshot, IbBusyFindsOtherHoldersOnce) {
   EXPECT_EQ(s.uverbs_holders[1],
             (DeviceHolder{31338, "pt_main_thread", "/dev/infiniband/uverbs1"}));
   ASSERT_EQ(s.gpu_holders.size(), 2u);
-  EXPECT_EQ(s.gpu_holders[0], (DeviceHolder{31337, "python3", "/dev/nvidia0"}));
-  EXPECT_EQ(s.gpu_holders[1], (DeviceHolder{31338, "pt_main_thread", "/dev/nvidia1"}));
+  EXPECT_EQ(s.gpu_holders[0], (DeviceHolder{31337, "python3", "/dev/nvidia0", true}));
+  EXPECT_EQ(s.gpu_holders[1], (DeviceHolder{31338, "pt_main_thread", "/dev/nvidia1", true}));
 }
 
 TEST(GatherSnapshot, GpuHoldersSayWhoHasACudaContextAndGpusTheirMinor) {
