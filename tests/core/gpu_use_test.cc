@@ -75,7 +75,9 @@ TEST(JudgeGpuUse, AgreesWithWorkloadHolderOfGpuOnEveryGpu) {
     const bool idle = std::find(use.idle.begin(), use.idle.end(), g.bdf) != use.idle.end();
     const DeviceHolder* holder = WorkloadHolderOfGpu(s, g.bdf);
     EXPECT_EQ(idle, holder == nullptr) << g.bdf;
-    if (holder) EXPECT_EQ(holder->device, "/dev/nvidia" + std::to_string(g.minor));
+    if (holder != nullptr) {
+      EXPECT_EQ(holder->device, "/dev/nvidia" + std::to_string(g.minor));
+    }
   }
   EXPECT_EQ(WorkloadHolderOfGpu(s, "0000:05:00.0")->pid, 5151);
   EXPECT_EQ(WorkloadHolderOfGpu(s, "0000:99:00.0")->pid, 5150);  // not listed: any workload
