@@ -4,12 +4,16 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "app/cli.h"
 #include "checks/check.h"
 #include "config/config_loader.h"
+#include "core/gpu_holders.h"
+#include "core/rails.h"
 #include "host/gatherer.h"
 #include "probe/environment.h"
 #include "probe/probe_cli.h"
@@ -28,8 +32,11 @@ int RunProbeCommand(CliContext& ctx) {
     if (!config.ok()) return config.status();
     return config->probe;
   };
-  hooks.node_findings = [](const std::string& root,
-                           const std::string& config_path) -> StatusOr<std::vector<Finding>> {
+  // One snapshot serves the node checks and the rail table.
+  auto gathered = std::make_shared<std::optional<NodeSnapshot>>();
+  hooks.node_findings = [gathered](
+                            const std::string& root,
+                            const std::string& config_path) -> StatusOr<std::vector<Finding>> {
     Config config;
     if (!config_path.empty()) {
       auto loaded = LoadConfigFile(config_path);
@@ -41,7 +48,29 @@ int RunProbeCommand(CliContext& ctx) {
     options.mr_register_bytes = config.checks.mr_register_bytes;
     auto snapshot = GatherSnapshot(options);
     if (!snapshot.ok()) return snapshot.status();
+    *gathered = *snapshot;
     return BuiltinCheckRegistry().Run(*snapshot, config, CheckContext{});
+  };
+  hooks.node_rails = [gathered](const std::string& root) -> StatusOr<std::vector<RailTarget>> {
+    if (!gathered->has_value()) {
+      GatherOptions options;
+      options.root = root;
+      auto snapshot = GatherSnapshot(options);
+      if (!snapshot.ok()) return snapshot.status();
+      *gathered = std::move(*snapshot);
+    }
+    const NodeSnapshot& s = **gathered;
+    std::vector<RailTarget> out;
+    for (auto& rail : RailTable(s)) {
+      RailTarget t;
+      if (!rail.gpu_bdf.empty()) {
+        if (const DeviceHolder* h = WorkloadHolderOfGpu(s, rail.gpu_bdf))
+          t.gpu_busy_by = HolderText(*h);
+      }
+      t.rail = std::move(rail);
+      out.push_back(std::move(t));
+    }
+    return out;
   };
   return RunProbeCli(ctx.args, ctx.out, ctx.err, hooks);
 }

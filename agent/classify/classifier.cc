@@ -184,8 +184,9 @@ struct LogClassifier::State {
   bool ib_devices_used = false;  // `NET/IB : Using [0]mlx5_1:1/RoCE ...`: some HCA opened
   std::optional<TraceRoot> trace_root;
   std::vector<std::string> transports;
-  std::vector<std::string> ib_devices;  // index -> "mlx5_0:1" from the first `Using [` line
-  std::vector<int> ib_used;             // indices named by `via NET/IB/<i>` channel lines
+  std::vector<std::string> local_transports;  // "P2P/CUMEM/read", "SHM/direct/direct"
+  std::vector<std::string> ib_devices;        // index -> "mlx5_0:1" from the first `Using [` line
+  std::vector<int> ib_used;                   // indices named by `via NET/IB/<i>` channel lines
   bool gdrdma = false;
   std::vector<LogLine> ib_lines;
   std::string network;
@@ -369,6 +370,17 @@ struct LogClassifier::State {
     }
     name = Sanitize(Cap(name, 32));
     if (name == "NET/IB") OnIbChannel(t, msg);
+    if (name == "P2P" || name == "SHM") {
+      // The rest of the line names the kind in full ("P2P/direct pointer/read" has a space).
+      std::string_view full = msg.substr(via + 5);
+      while (!full.empty() && (full.back() == ' ' || full.back() == '\r')) full.remove_suffix(1);
+      std::string kind = Sanitize(Cap(full, 48));
+      if (local_transports.size() < kMaxTransports &&
+          std::find(local_transports.begin(), local_transports.end(), kind) ==
+              local_transports.end()) {
+        local_transports.push_back(std::move(kind));
+      }
+    }
     if (transports.size() < kMaxTransports &&
         std::find(transports.begin(), transports.end(), name) == transports.end()) {
       transports.push_back(std::move(name));
@@ -555,6 +567,7 @@ Classification LogClassifier::State::Finish() {
   Classification out;
   out.lines = line_no;
   out.transports = transports;
+  out.local_transports = local_transports;
   for (int i : ib_used) {
     if (i < static_cast<int>(ib_devices.size()) && !ib_devices[i].empty()) {
       out.ib_ports.push_back(ib_devices[i]);

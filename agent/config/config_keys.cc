@@ -93,6 +93,11 @@ constexpr std::array kSpecs = {
         {"probe.ib_hca", "string", "NCCL_IB_HCA of the IB probe (one rail); unset: NCCL's choice"},
         KeyKind::kOptString,
         NT_FIELD(probe.ib_hca)},
+    KeySpec{{"probe.rails", "all, N or a list",
+             "per-rail IB probes: every rail, N rails per sweep (taking turns), or a list of "
+             "rails and HCAs (0,3 or mlx5_3,mlx5_5); unset: one IB probe, NCCL's choice of HCAs"},
+            KeyKind::kOptRails,
+            NT_FIELD(probe.rails)},
     KeySpec{{"probe.size_bytes", "bytes", "all-reduce buffer size of a probe"},
             KeyKind::kBytes,
             NT_FIELD(probe.size_bytes),

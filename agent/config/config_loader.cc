@@ -15,6 +15,7 @@
 #include "config/config_schema.h"
 #include "core/catalogue.h"
 #include "core/env_names.h"
+#include "core/rail_selection.h"
 
 namespace nccl_triage {
 namespace {
@@ -231,7 +232,8 @@ class Loader {
     void* field = spec.field(config);
     const bool optional = spec.kind == KeyKind::kOptInt || spec.kind == KeyKind::kOptBytes ||
                           spec.kind == KeyKind::kOptDouble || spec.kind == KeyKind::kOptString ||
-                          spec.kind == KeyKind::kOptPkey || spec.kind == KeyKind::kOptVersion;
+                          spec.kind == KeyKind::kOptPkey || spec.kind == KeyKind::kOptVersion ||
+                          spec.kind == KeyKind::kOptRails;
     at_ = key.Mark();
     if (v.IsNull() && optional) {
       switch (spec.kind) {
@@ -345,6 +347,17 @@ class Loader {
         } else {
           *static_cast<std::optional<std::string>*>(field) = t;
         }
+        return Status::Ok();
+      }
+      case KeyKind::kOptRails: {
+        if (!v.IsScalar()) {
+          return TypeError(spec, v, "all, a number of rails or a list such as \"0,3\"");
+        }
+        auto selection = ParseRailSelection(v.Scalar());
+        if (!selection.ok()) {
+          return Error(v.Mark(), std::string(spec.info.key) + ": " + selection.status().message());
+        }
+        *static_cast<std::optional<std::string>*>(field) = v.Scalar();
         return Status::Ok();
       }
       case KeyKind::kStringList:
@@ -594,7 +607,8 @@ void EmitValue(YAML::Emitter& out, const KeySpec& spec, Config& config) {
       out << YAML::DoubleQuoted << *static_cast<std::string*>(field);
       return;
     case KeyKind::kOptString:
-    case KeyKind::kOptVersion: {
+    case KeyKind::kOptVersion:
+    case KeyKind::kOptRails: {
       const auto& o = *static_cast<std::optional<std::string>*>(field);
       if (o)
         out << YAML::DoubleQuoted << *o;

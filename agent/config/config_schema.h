@@ -26,6 +26,7 @@ enum class KeyKind {
   kNcclEnvNames,  // std::vector<std::string> of NCCL_* environment variable names
   kOptPkey,       // std::optional<uint16_t>, the membership bit stripped
   kOptVersion,    // std::optional<std::string> of dotted numbers "535.0"
+  kOptRails,      // std::optional<std::string>: all, a count or a list (core/rail_selection.h)
 };
 
 struct KeySpec {

@@ -17,6 +17,7 @@
 
 #include "base/files.h"
 #include "base/log.h"
+#include "core/gpu_holders.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
 #include "wire/convert.h"
 
@@ -87,27 +88,6 @@ std::optional<std::string> ReadIdentityToken(const std::string& path) {
 
 // Pair verdicts taken from one Verdicts message.
 constexpr size_t kMaxPairVerdicts = 256;
-
-// Holders of /dev/nvidia* on every production GPU node that run no job on the GPU:
-// nvidia-persistenced keeps the device files open in persistence mode, DCGM's host engine and
-// dcgm-exporter poll them, the device plugin and GPU feature discovery check health, nvidia-smi
-// reads, and the agent's own probe children. /proc/<pid>/comm is cut at 15 characters.
-constexpr std::string_view kSystemGpuHolders[] = {
-    "nvidia-persiste", "nv-hostengine", "dcgm-exporter", "dcgmi",          "nvidia-device-p",
-    "gpu-feature-dis", "nvidia-smi",    "nccl-triage",   "nccl-triage-pro"};
-
-bool IsSystemGpuHolder(std::string_view comm) {
-  return std::find(std::begin(kSystemGpuHolders), std::end(kSystemGpuHolders), comm) !=
-         std::end(kSystemGpuHolders);
-}
-
-// The first process that holds a GPU for a workload, or null.
-const DeviceHolder* FirstWorkloadGpuHolder(const NodeSnapshot& s) {
-  for (const auto& h : s.gpu_holders) {
-    if (!IsSystemGpuHolder(h.comm)) return &h;
-  }
-  return nullptr;
-}
 
 }  // namespace
 

@@ -337,6 +337,14 @@ inline constexpr std::array kEntries = {
               "Both probes pass but the IB bus bandwidth is below the configured fraction of "
               "what the ports should carry: degraded link, no GPUDirect, or congestion.",
               "Compare ib.port_rate and ib.peermem, check error counters and switch congestion."},
+    CauseInfo{"probe.intra_node", kArch, kLog, kProbeResult, "GPUs of one node among themselves",
+              "An all-reduce among the node's own GPUs (one rank per GPU, NCCL's own choice of "
+              "P2P, SHM or NET) fails or avoids P2P: NVLink, PCIe peer access (ACS, IOMMU), "
+              "/dev/shm or the GPUs break NCCL before any network is involved.",
+              "Read which variant passed: with NCCL_P2P_LEVEL=LOC only, fix P2P (disable PCIe ACS "
+              "in the BIOS or with setpci, iommu=pt, check nvidia-smi topo -m and NVLink "
+              "errors); with NCCL_SHM_DISABLE=1 only, enlarge /dev/shm; neither, check the GPUs "
+              "and the driver (dcgmi diag)."},
     // ---------------------------------------------------------------- cross-node (coordinator)
     CauseInfo{"pair.pkey_partition", kIb, kCross, kNone, "No common PKey partition",
               "Two nodes have no partition key in common with full membership: their QPs can "

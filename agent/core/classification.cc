@@ -27,6 +27,7 @@ nlohmann::json ToJson(const Classification& c) {
                       {"causes", causes},
                       {"roots", roots},
                       {"transports", c.transports},
+                      {"local_transports", c.local_transports},
                       {"network", c.network},
                       {"nccl_version", c.nccl_version},
                       {"init_complete", c.init_complete},

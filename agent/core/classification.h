@@ -39,7 +39,10 @@ struct Classification {
   std::vector<RankRoot> roots;
   std::vector<ClassifiedCause> causes;  // ranked, most likely first
   std::vector<std::string> transports;  // "NET/IB", "NET/Socket", "P2P", "SHM" seen in channels
-  std::string network;                  // "IB", "Socket", "IBext_v8" from `Using network X`
+  // The intra-node channel kinds in full, as NCCL names them: "P2P/CUMEM", "P2P/CUMEM/read",
+  // "P2P/IPC", "P2P/direct pointer", "SHM/direct/direct" (transports has only "P2P", "SHM").
+  std::vector<std::string> local_transports;
+  std::string network;  // "IB", "Socket", "IBext_v8" from `Using network X`
   // The HCA ports NCCL's channels went through: `via NET/IB/<i>` mapped by the
   // `NET/IB : Using [<i>]mlx5_0:1/IB ...` list, as "mlx5_0:1", in index order.
   std::vector<std::string> ib_ports;

@@ -42,6 +42,9 @@ struct ProbeConfig {
   std::vector<std::string> cuda_library_paths;
   std::optional<std::string> socket_ifname;  // for the socket probe; unset: default-route iface
   std::optional<std::string> ib_hca;         // NCCL_IB_HCA for the IB probe (one rail)
+  // Per-rail IB probes (core/rail_selection.h): "all", a count N per sweep, or a list of rails
+  // and HCAs. Unset: one IB probe, NCCL's choice of HCAs (or ib_hca).
+  std::optional<std::string> rails;
   uint64_t size_bytes = 64ull << 20;
   int warmup_iterations = 2;
   int iterations = 10;

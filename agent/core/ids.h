@@ -65,6 +65,7 @@ inline constexpr CauseId kNcclTimeout{"nccl.timeout"};
 inline constexpr CauseId kProbeTransport{"probe.transport"};
 inline constexpr CauseId kProbeData{"probe.data"};
 inline constexpr CauseId kIbBandwidth{"ib.bandwidth"};
+inline constexpr CauseId kProbeIntraNode{"probe.intra_node"};
 
 // cross-node (coordinator)
 inline constexpr CauseId kPairPkeyPartition{"pair.pkey_partition"};

@@ -4,7 +4,17 @@
 
 namespace nccl_triage {
 
-std::string_view ToString(ProbeMode m) { return m == ProbeMode::kIb ? "ib" : "socket"; }
+std::string_view ToString(ProbeMode m) {
+  switch (m) {
+    case ProbeMode::kSocket:
+      return "socket";
+    case ProbeMode::kIb:
+      return "ib";
+    case ProbeMode::kIntraNode:
+      return "intra";
+  }
+  return "socket";
+}
 
 std::string_view ToString(ProbeOutcome o) {
   switch (o) {
@@ -27,6 +37,7 @@ std::string_view ToString(ProbeOutcome o) {
 std::optional<ProbeMode> ParseProbeMode(std::string_view s) {
   if (s == "socket") return ProbeMode::kSocket;
   if (s == "ib") return ProbeMode::kIb;
+  if (s == "intra") return ProbeMode::kIntraNode;
   return std::nullopt;
 }
 

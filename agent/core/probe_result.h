@@ -15,7 +15,9 @@
 
 namespace nccl_triage {
 
-enum class ProbeMode { kSocket, kIb };
+// kIntraNode: the GPUs of one node among themselves (one rank per GPU, one host hash), NCCL's
+// choice of transport left alone (P2P over NVLink/PCIe, SHM, or NET as a last resort).
+enum class ProbeMode { kSocket, kIb, kIntraNode };
 enum class ProbeOutcome { kPass, kFail, kTimeout, kCrashed, kUnavailable, kNotRun };
 
 std::string_view ToString(ProbeMode m);
@@ -37,7 +39,8 @@ struct ProbeResult {
   double busbw_bytes_per_second = 0;
   bool data_verified = false;
   uint64_t mismatches = 0;
-  std::string transport;              // "NET/IB", "NET/Socket", or "" when no channel line was seen
+  std::string transport;  // "NET/IB", "NET/Socket", "P2P/CUMEM", "SHM/direct/direct"; "" when no
+                          // channel line
   std::vector<std::string> ib_ports;  // HCA ports the IB channels used, "mlx5_0:1" (from the log)
   bool gdrdma = false;                // an IB channel used GPUDirect RDMA (`via NET/IB/0/GDRDMA`)
   std::optional<int> nccl_result;     // ncclResult_t of the failing call

@@ -130,6 +130,7 @@ struct GpuInfo {
   std::string bdf;
   std::string model;  // "NVIDIA A100-SXM4-80GB"
   std::string source;
+  int minor = -1;  // the N of /dev/nvidiaN (its "Device Minor"), -1 when unknown
   friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
 };
 

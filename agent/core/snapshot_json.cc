@@ -289,6 +289,7 @@ void Read(const json& v, const std::string& path, GpuInfo& g) {
   Object(v, path);
   Field(v, path, "bdf", g.bdf);
   Field(v, path, "model", g.model);
+  Field(v, path, "minor", g.minor);
   Field(v, path, "source", g.source);
 }
 
@@ -373,7 +374,7 @@ json ToJson(const NodeSnapshot& s) {
   }
   json gpus = json::array();
   for (const auto& g : s.gpus)
-    gpus.push_back({{"bdf", g.bdf}, {"model", g.model}, {"source", g.source}});
+    gpus.push_back({{"bdf", g.bdf}, {"model", g.model}, {"minor", g.minor}, {"source", g.source}});
   json verbs_ports = json::array();
   for (const auto& p : s.live.verbs_ports) {
     verbs_ports.push_back({{"device", p.device},

@@ -474,6 +474,7 @@ class Gathering {
       if (auto t = Text(g.source, error)) {
         if (auto info = ParseNvidiaGpuInformation(*t); info && Printable(info->model)) {
           g.model = info->model;
+          g.minor = info->minor.value_or(-1);
         }
       }
       snap_.gpus.push_back(std::move(g));

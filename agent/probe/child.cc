@@ -123,13 +123,24 @@ class ChildRun {
       rc = cu_.device_get_count(&count);
       if (!CuOk("cuDeviceGetCount", rc)) return false;
       if (count == 0) return Unavailable("no CUDA device");
-      if (o_.device >= count) {
+      if (o_.gpu_bus_id.empty() && o_.device >= count) {
         r_.detail = "device " + std::to_string(o_.device) + " requested, " + std::to_string(count) +
                     " present";
         return false;
       }
     }
-    if (!CuOk("cuDeviceGet", cu_.device_get(&device_, o_.device))) return false;
+    if (!o_.gpu_bus_id.empty()) {
+      if (cu_.device_get_by_pci_bus_id == nullptr) {
+        r_.detail = "cuDeviceGetByPCIBusId is absent from the CUDA driver";
+        return false;
+      }
+      if (!CuOk("cuDeviceGetByPCIBusId",
+                cu_.device_get_by_pci_bus_id(&device_, o_.gpu_bus_id.c_str()))) {
+        return false;
+      }
+    } else if (!CuOk("cuDeviceGet", cu_.device_get(&device_, o_.device))) {
+      return false;
+    }
     char buf[256] = {};
     if (cu_.device_get_name != nullptr &&
         cu_.device_get_name(buf, sizeof(buf) - 1, device_) == abi::kCudaSuccess) {
@@ -420,8 +431,10 @@ class ChildRun {
 // The variables that define what the child probes; the runner sets them too (with the rest of
 // the environment), this only keeps a hand-started child honest.
 void PinModeEnvironment(const ChildOptions& o) {
-  setenv("NCCL_NET", o.mode == ProbeMode::kIb ? "IB" : "Socket", 1);
-  setenv("NCCL_IB_DISABLE", o.mode == ProbeMode::kIb ? "0" : "1", 1);
+  if (o.mode != ProbeMode::kIntraNode) {  // the intra-node probe leaves the network to NCCL
+    setenv("NCCL_NET", o.mode == ProbeMode::kIb ? "IB" : "Socket", 1);
+    setenv("NCCL_IB_DISABLE", o.mode == ProbeMode::kIb ? "0" : "1", 1);
+  }
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   if (!o.log_path.empty()) {
     setenv("NCCL_DEBUG", "INFO", 1);
@@ -500,13 +513,16 @@ StatusOr<ChildOptions> ParseChildArgs(const std::vector<std::string>& args) {
           .Custom({"--mode"},
                   [&o](const std::string& v) -> Status {
                     auto m = ParseProbeMode(v);
-                    if (!m) return InvalidArgument("expects one of socket, ib (not '" + v + "')");
+                    if (!m) {
+                      return InvalidArgument("expects one of socket, ib, intra (not '" + v + "')");
+                    }
                     o.mode = *m;
                     return Status::Ok();
                   })
           .Int({"--rank"}, &o.rank, 0, kMax)
           .Int({"--nranks"}, &o.nranks, 1, kMax)
           .Int({"--device"}, &o.device, 0, kMax)
+          .String({"--gpu-bus-id"}, &o.gpu_bus_id)
           .Int({"--iters"}, &o.iterations, 1, kMax)
           .Int({"--warmup"}, &o.warmup, 0, kMax)
           .Int({"--deadline-ms"}, &o.deadline_ms, 1, kMax)

@@ -36,6 +36,9 @@ struct ChildOptions {
   int rank = 0;
   int nranks = 2;
   int device = 0;  // CUDA ordinal
+  // The GPU by PCI bus id ("0000:07:00.0"), found with cuDeviceGetByPCIBusId: CUDA's ordinals
+  // follow CUDA_DEVICE_ORDER, a bus id does not. Empty: `device`.
+  std::string gpu_bus_id;
   uint64_t size_bytes = 64ull << 20;
   int iterations = 10;
   int warmup = 2;

@@ -21,7 +21,10 @@ std::vector<std::pair<std::string, std::string>> ModeEnvironment(const ProbeEnvO
   if (o.nranks == 2) env.emplace_back("NCCL_ALGO", "Ring");
   if (o.hostid) env.emplace_back("NCCL_HOSTID", *o.hostid);
   if (o.socket_ifname) env.emplace_back("NCCL_SOCKET_IFNAME", *o.socket_ifname);
-  if (o.mode == ProbeMode::kSocket) {
+  if (o.mode == ProbeMode::kIntraNode) {
+    if (o.p2p_level) env.emplace_back("NCCL_P2P_LEVEL", *o.p2p_level);
+    if (o.shm_disable) env.emplace_back("NCCL_SHM_DISABLE", "1");
+  } else if (o.mode == ProbeMode::kSocket) {
     env.emplace_back("NCCL_NET", "Socket");
     env.emplace_back("NCCL_IB_DISABLE", "1");
   } else {

@@ -3,11 +3,12 @@
 // NCCL reads its configuration from the environment once per process (NCCL_FACTS A1, B3), so the
 // environment *is* the probe's configuration: the socket probe forces NCCL_NET=Socket and
 // NCCL_IB_DISABLE=1, the IB probe forces NCCL_NET=IB (without it NCCL silently falls back to
-// sockets). Nothing else leaks in from the agent's own environment: only a few essentials for the
-// dynamic loader and GPU selection, the NCCL_* names the operator allow-lists
-// (ProbeConfig::env_allowlist; any other name there is ignored), and the mode's variables, which
-// are applied last so the allow-list cannot undo them. Pure functions, except
-// ReadDefaultRouteInterface (reads <root>/proc/net/route).
+// sockets), the intra-node probe leaves the network alone (NCCL picks P2P or SHM between the GPUs
+// of one host) and only sets its variant's NCCL_P2P_LEVEL / NCCL_SHM_DISABLE. Nothing else leaks in
+// from the agent's own environment: only a few essentials for the dynamic loader and GPU selection,
+// the NCCL_* names the operator allow-lists (ProbeConfig::env_allowlist; any other name there is
+// ignored), and the mode's variables, which are applied last so the allow-list cannot undo them.
+// Pure functions, except ReadDefaultRouteInterface (reads <root>/proc/net/route).
 #pragma once
 
 #include <map>
@@ -28,6 +29,9 @@ struct ProbeEnvOptions {
   std::optional<std::string> ib_hca;         // NCCL_IB_HCA, IB mode only
   std::optional<std::string> hostid;         // NCCL_HOSTID: distinct per rank for a local pair
   int nranks = 2;
+  // Intra-node variants: NCCL_P2P_LEVEL ("LOC": never P2P) and NCCL_SHM_DISABLE=1.
+  std::optional<std::string> p2p_level;
+  bool shm_disable = false;
 };
 
 // Copied from the parent when set. LD_LIBRARY_PATH: the loader's search for libcuda/libnccl (GPU

@@ -109,6 +109,7 @@ StatusOr<CudaApi> ResolveCuda(const LoadedLibrary& lib) {
   Resolve(lib, a.driver_get_version, "cuDriverGetVersion");
   Resolve(lib, a.device_get_count, "cuDeviceGetCount");
   Resolve(lib, a.device_get, "cuDeviceGet");
+  Resolve(lib, a.device_get_by_pci_bus_id, "cuDeviceGetByPCIBusId");
   Resolve(lib, a.device_get_name, "cuDeviceGetName");
   Resolve(lib, a.device_get_pci_bus_id, "cuDeviceGetPCIBusId");
   Resolve(lib, a.primary_ctx_retain, "cuDevicePrimaryCtxRetain");

@@ -55,6 +55,7 @@ struct CudaApi {
   abi::CuDriverGetVersionFn driver_get_version = nullptr;
   abi::CuDeviceGetCountFn device_get_count = nullptr;
   abi::CuDeviceGetFn device_get = nullptr;
+  abi::CuDeviceGetByPciBusIdFn device_get_by_pci_bus_id = nullptr;  // absent before CUDA 4.1
   abi::CuDeviceGetNameFn device_get_name = nullptr;
   abi::CuDeviceGetPciBusIdFn device_get_pci_bus_id = nullptr;
   abi::CuDevicePrimaryCtxRetainFn primary_ctx_retain = nullptr;

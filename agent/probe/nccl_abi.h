@@ -29,6 +29,7 @@ using CuInitFn = CUresult (*)(unsigned int flags);
 using CuDriverGetVersionFn = CUresult (*)(int* version);
 using CuDeviceGetCountFn = CUresult (*)(int* count);
 using CuDeviceGetFn = CUresult (*)(CUdevice* device, int ordinal);
+using CuDeviceGetByPciBusIdFn = CUresult (*)(CUdevice* device, const char* pci_bus_id);
 using CuDeviceGetNameFn = CUresult (*)(char* name, int len, CUdevice device);
 using CuDeviceGetPciBusIdFn = CUresult (*)(char* bus_id, int len, CUdevice device);
 using CuDevicePrimaryCtxRetainFn = CUresult (*)(CUcontext* ctx, CUdevice device);

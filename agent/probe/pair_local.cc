@@ -7,6 +7,7 @@
 
 #include "core/catalogue.h"
 #include "core/ids.h"
+#include "core/rail_selection.h"
 #include "core/report.h"
 #include "probe/nccl_abi.h"
 
@@ -145,35 +146,200 @@ std::optional<std::string> GdrWarning(const PairLocalRow& ib_row,
   return w;
 }
 
+std::vector<std::string> PortsNamed(std::string_view message) {
+  std::vector<std::string> out;
+  auto word_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  for (size_t slash = message.find('/'); slash != std::string_view::npos;
+       slash = message.find('/', slash + 1)) {
+    size_t a = slash;
+    while (a > 0 && word_char(message[a - 1])) --a;
+    size_t b = slash + 1;
+    while (b < message.size() && digit(message[b])) ++b;
+    if (a == slash || b == slash + 1 || !digit(message[slash - 1])) continue;
+    const std::string_view word = message.substr(a, slash - a);
+    if (std::none_of(word.begin(), word.end(), [](char c) { return c < '0' || c > '9'; })) {
+      continue;  // "3/4" is a fraction, not a port
+    }
+    if (b < message.size() && word_char(message[b])) continue;
+    out.emplace_back(message.substr(a, b - a));
+  }
+  return out;
+}
+
+std::vector<Finding> FindingsForRail(const std::vector<Finding>& findings, const Rail& rail) {
+  const std::string mine = rail.device + "/" + std::to_string(rail.port);
+  std::vector<Finding> out;
+  for (const auto& f : findings) {
+    const auto ports = PortsNamed(f.message);
+    if (!ports.empty() && std::find(ports.begin(), ports.end(), mine) == ports.end()) continue;
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::string RailName(const Rail& r) {
+  const std::string port = r.device + "/" + std::to_string(r.port);
+  if (r.index < 0) return port;
+  return "rail " + std::to_string(r.index) + " (" + port +
+         (r.gpu >= 0 ? ", GPU " + std::to_string(r.gpu) : std::string()) + ")";
+}
+
+namespace {
+
+// One rail's verdict: the socket row against this rail's IB row, the IB busbw judged against the
+// port's rate, the node findings about other rails left out.
+PairVerdict DecideRail(const PairLocalRow* socket, const RailProbeRow& rail,
+                       const std::vector<Finding>& node_findings, double busbw_min_fraction) {
+  DecisionInputs in;
+  if (socket != nullptr) {
+    in.socket = socket->merged.outcome;
+    in.socket_result = &socket->merged;
+  }
+  in.ib = rail.row.merged.outcome;
+  in.ib_result = &rail.row.merged;
+  in.node_findings = FindingsForRail(node_findings, rail.rail);
+  in.busbw_min_fraction = busbw_min_fraction;
+  if (rail.expected_bytes_per_second > 0) {
+    in.expected_ib_bytes_per_second = rail.expected_bytes_per_second;
+    char rate[32];
+    std::snprintf(rate, sizeof(rate), "%g", *rail.rail.rate_gbps);
+    in.expected_ib_basis =
+        rail.rail.device + ":" + std::to_string(rail.rail.port) + " at " + rate + " Gb/s";
+  }
+  return Decide(in);
+}
+
+const PairLocalRow* SocketRow(const std::vector<PairLocalRow>& rows) {
+  for (const auto& row : rows) {
+    if (row.mode == ProbeMode::kSocket) return &row;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+PairVerdict DecideRails(const PairLocalRow* socket, const std::vector<RailProbeRow>& rails,
+                        const std::vector<Finding>& node_findings, double busbw_min_fraction) {
+  std::vector<PairLocalRow> rows;
+  if (socket != nullptr) rows.push_back(*socket);
+  if (socket != nullptr && socket->merged.outcome != ProbeOutcome::kPass &&
+      socket->merged.outcome != ProbeOutcome::kNotRun) {
+    return DecidePairLocal(rows, node_findings, busbw_min_fraction);
+  }
+  const RailProbeRow* passed = nullptr;
+  int ran = 0;
+  for (const auto& r : rails) {
+    if (!r.skipped.empty()) continue;
+    ++ran;
+    const PairVerdict& v = r.verdict;
+    if (v.fault_class == FaultClass::kHealthy && !v.degraded) {
+      if (passed == nullptr) passed = &r;
+      continue;
+    }
+    // A rail whose probe could not run (unavailable) has only the node checks' verdict, which
+    // is not about this rail.
+    if (v.fault_class == FaultClass::kUnknown || v.basis != Basis::kProbes) continue;
+    PairVerdict out = v;
+    out.reason = RailName(r.rail) + ": " + out.reason;
+    return out;
+  }
+  if (passed == nullptr) {
+    // Every rail skipped (or unknown): what the node checks say, the skips named.
+    PairVerdict v = DecidePairLocal(rows, node_findings, busbw_min_fraction);
+    std::string skipped;
+    for (const auto& r : rails) {
+      if (r.skipped.empty()) continue;
+      skipped += (skipped.empty() ? "" : ", ") + RailName(r.rail) + " skipped: " + r.skipped;
+    }
+    if (!skipped.empty()) v.reason = "no rail probed (" + skipped + "); " + v.reason;
+    return v;
+  }
+  // The pair passed on every rail that ran: DecidePairLocal's view of the first one, so that a
+  // failing node check still fails the node.
+  rows.push_back(passed->row);
+  PairVerdict v = DecidePairLocal(rows, node_findings, busbw_min_fraction);
+  v.reason = std::to_string(ran) + " rail(s) probed, each passed; " + v.reason;
+  return v;
+}
+
 PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeMode>& modes,
                              std::vector<Finding> node_findings, std::string findings_note,
-                             PairLocalObserver* observer) {
+                             PairLocalObserver* observer, const std::vector<RailTarget>& rails) {
   PairLocalReport report;
   report.node_findings = std::move(node_findings);
   report.findings_note = std::move(findings_note);
   report.work_dir = runner.options().work_dir;
-  const int count = static_cast<int>(modes.size());
-  for (int i = 0; i < count; ++i) {
+  const double min_fraction = runner.config().busbw_min_fraction;
+  const bool per_rail = !rails.empty();
+  // The progress line counts the IB mode once per rail that runs.
+  int count = 0;
+  for (ProbeMode mode : modes) {
+    if (mode != ProbeMode::kIb || !per_rail) {
+      ++count;
+      continue;
+    }
+    for (const auto& t : rails) count += t.gpu_busy_by.empty() ? 1 : 0;
+  }
+  int index = 0;
+  auto run = [&](const ProbeRequest& base) {
     PairLocalRow row;
-    row.mode = modes[i];
-    if (observer) observer->ModeStarted(row.mode, i + 1, count, runner.config().timeout_seconds);
+    row.mode = base.mode;
+    ++index;
+    if (observer) observer->ModeStarted(row.mode, index, count, runner.config().timeout_seconds);
     const auto started = std::chrono::steady_clock::now();
-    row.ranks = runner.RunLocalRanks(row.mode, 2);
+    row.ranks = runner.RunLocalRanks(base, 2);
     row.merged = MergeRankResults(row.ranks);
     if (observer) {
       observer->ModeFinished(
           row, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
-    report.rows.push_back(std::move(row));
+    return row;
+  };
+  for (ProbeMode mode : modes) {
+    ProbeRequest base;
+    base.mode = mode;
+    if (mode != ProbeMode::kIb || !per_rail) {
+      report.rows.push_back(run(base));
+      continue;
+    }
+    // One rail after the other: each rail's two ranks share its GPU, and two rails' GPUs may be
+    // one GPU (two HCAs on one switch).
+    for (const auto& target : rails) {
+      RailProbeRow rr;
+      rr.rail = target.rail;
+      rr.expected_bytes_per_second = RailExpectedBytesPerSecond(target.rail);
+      rr.row.mode = ProbeMode::kIb;
+      if (!target.gpu_busy_by.empty()) {
+        rr.skipped = "gpu busy (" + target.gpu_busy_by + ")";
+        report.rails.push_back(std::move(rr));
+        continue;
+      }
+      ProbeRequest req = base;
+      req.ib_hca = RailIbHca(target.rail);
+      req.gpu_bus_id = target.rail.gpu_bdf;
+      req.tag = "rail" + (target.rail.index >= 0 ? std::to_string(target.rail.index)
+                                                 : "-" + target.rail.device);
+      rr.row = run(req);
+      rr.verdict = DecideRail(SocketRow(report.rows), rr, report.node_findings, min_fraction);
+      report.rails.push_back(std::move(rr));
+    }
   }
-  report.verdict =
-      DecidePairLocal(report.rows, report.node_findings, runner.config().busbw_min_fraction);
-  for (const auto& row : report.rows) {
-    if (row.mode != ProbeMode::kIb || row.ranks.empty()) continue;
+  report.verdict = per_rail ? DecideRails(SocketRow(report.rows), report.rails,
+                                          report.node_findings, min_fraction)
+                            : DecidePairLocal(report.rows, report.node_findings, min_fraction);
+  auto warn = [&](const PairLocalRow& row, const std::string& prefix) {
+    if (row.mode != ProbeMode::kIb || row.ranks.empty()) return;
     std::vector<LogLine> lines;
     if (auto log = ClassifyLogFile(row.ranks.front().log_path)) lines = log->ib_lines;
-    if (auto w = GdrWarning(row, report.node_findings, lines)) report.warnings.push_back(*w);
-  }
+    if (auto w = GdrWarning(row, report.node_findings, lines)) {
+      report.warnings.push_back(prefix + *w);
+    }
+  };
+  for (const auto& row : report.rows) warn(row, "");
+  for (const auto& r : report.rails) warn(r.row, RailName(r.rail) + ": ");
   return report;
 }
 
@@ -255,16 +421,11 @@ int ExitCodeFor(const PairVerdict& v) {
   return 3;
 }
 
-nlohmann::json ToJson(const PairLocalReport& report) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& row : report.rows) {
-    nlohmann::json ranks = nlohmann::json::array();
-    for (const auto& r : row.ranks) ranks.push_back(ToJson(r));
-    rows.push_back(
-        {{"mode", ToString(row.mode)}, {"result", ToJson(row.merged)}, {"ranks", ranks}});
-  }
+namespace {
+
+nlohmann::json CausesJson(const std::vector<std::string>& ids) {
   nlohmann::json causes = nlohmann::json::array();
-  for (const auto& id : report.verdict.causes) {
+  for (const auto& id : ids) {
     const CauseInfo* info = FindCause(id);
     nlohmann::json c = {{"cause", id}};
     if (info != nullptr) {
@@ -274,6 +435,63 @@ nlohmann::json ToJson(const PairLocalReport& report) {
     }
     causes.push_back(std::move(c));
   }
+  return causes;
+}
+
+nlohmann::json VerdictJson(const PairVerdict& v) {
+  return {{"class", ToString(v.fault_class)},
+          {"basis", ToString(v.basis)},
+          {"degraded", v.degraded},
+          {"reason", v.reason},
+          {"causes", CausesJson(v.causes)}};
+}
+
+nlohmann::json RanksJson(const std::vector<ProbeResult>& ranks) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : ranks) out.push_back(ToJson(r));
+  return out;
+}
+
+// "skipped" when the rail did not run, else the outcome of its IB probe.
+std::string RailOutcome(const RailProbeRow& r) {
+  return r.skipped.empty() ? std::string(ToString(r.row.merged.outcome)) : "skipped";
+}
+
+nlohmann::json RailRowJson(const RailProbeRow& r) {
+  nlohmann::json j = {
+      {"rail", r.rail.index},
+      {"device", r.rail.device},
+      {"port", r.rail.port},
+      {"ib_hca", RailIbHca(r.rail)},
+      {"state", r.rail.state},
+      {"gpu", r.rail.gpu},
+      {"gpu_bdf", r.rail.gpu_bdf},
+      {"outcome", RailOutcome(r)},
+      {"expected_busbw_bytes_per_second", r.expected_bytes_per_second},
+  };
+  if (r.rail.rate_gbps) j["rate_gbps"] = *r.rail.rate_gbps;
+  if (!r.skipped.empty()) {
+    j["skipped"] = r.skipped;
+    return j;
+  }
+  j["busbw_bytes_per_second"] = r.row.merged.busbw_bytes_per_second;
+  j["verdict"] = VerdictJson(r.verdict);
+  j["result"] = ToJson(r.row.merged);
+  j["ranks"] = RanksJson(r.row.ranks);
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json ToJson(const PairLocalReport& report) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : report.rows) {
+    rows.push_back({{"mode", ToString(row.mode)},
+                    {"result", ToJson(row.merged)},
+                    {"ranks", RanksJson(row.ranks)}});
+  }
+  nlohmann::json rails = nlohmann::json::array();
+  for (const auto& r : report.rails) rails.push_back(RailRowJson(r));
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : report.node_findings) {
     if (f.status == CheckStatus::kFail) findings.push_back(f.check);
@@ -281,12 +499,8 @@ nlohmann::json ToJson(const PairLocalReport& report) {
   return {
       {"schema", kProbePairSchema},
       {"rows", rows},
-      {"verdict",
-       {{"class", ToString(report.verdict.fault_class)},
-        {"basis", ToString(report.verdict.basis)},
-        {"degraded", report.verdict.degraded},
-        {"reason", report.verdict.reason},
-        {"causes", causes}}},
+      {"rails", rails},
+      {"verdict", VerdictJson(report.verdict)},
       {"failing_checks", findings},
       {"warnings", report.warnings},
       {"checks_note", report.findings_note},
@@ -304,6 +518,34 @@ void PrintPairTable(const PairLocalReport& report, std::ostream& out) {
                          : "-";
     out << Pad(std::string(ToString(row.mode)), 8) << Pad(std::string(ToString(r.outcome)), 13)
         << Pad(bw, 13) << Pad(r.transport.empty() ? "-" : r.transport, 12) << r.detail << "\n";
+  }
+  if (!report.rails.empty()) {
+    out << "\n"
+        << Pad("RAIL", 6) << Pad("HCA/PORT", 11) << Pad("GPU", 16) << Pad("OUTCOME", 13)
+        << Pad("BUSBW", 13) << Pad("EXPECTED", 13) << "VERDICT\n";
+    for (const auto& r : report.rails) {
+      const ProbeResult& m = r.row.merged;
+      const bool ran = r.skipped.empty();
+      std::string gpu = r.rail.gpu >= 0 ? std::to_string(r.rail.gpu) + " " + r.rail.gpu_bdf : "-";
+      std::string bw = ran && (m.outcome == ProbeOutcome::kPass || m.busbw_bytes_per_second > 0)
+                           ? FormatBandwidth(m.busbw_bytes_per_second)
+                           : "-";
+      std::string expected =
+          r.expected_bytes_per_second > 0 ? FormatBandwidth(r.expected_bytes_per_second) : "-";
+      std::string verdict;
+      if (!ran) {
+        verdict = "skipped: " + r.skipped;
+      } else if (r.verdict.basis != Basis::kProbes) {
+        verdict = "not judged: " + m.detail;  // the probe could not run
+      } else {
+        verdict = std::string(ToString(r.verdict.fault_class)) +
+                  (r.verdict.degraded ? " degraded" : "") +
+                  (r.verdict.fault_class == FaultClass::kHealthy ? "" : ": " + m.detail);
+      }
+      out << Pad(r.rail.index >= 0 ? std::to_string(r.rail.index) : "-", 6)
+          << Pad(r.rail.device + "/" + std::to_string(r.rail.port), 11) << Pad(gpu, 16)
+          << Pad(RailOutcome(r), 13) << Pad(bw, 13) << Pad(expected, 13) << verdict << "\n";
+    }
   }
   const ProbeResult* any = report.rows.empty() ? nullptr : &report.rows.front().merged;
   if (any != nullptr && (!any->nccl_version.empty() || !any->gpu_name.empty())) {

@@ -15,12 +15,14 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "core/decision.h"
 #include "core/model.h"
 #include "core/probe_result.h"
+#include "core/rails.h"
 #include "probe/runner.h"
 
 namespace nccl_triage {
@@ -33,8 +35,25 @@ struct PairLocalRow {
   std::vector<ProbeResult> ranks;  // rank order
 };
 
+// A rail to probe: its row of the rail table and whether another process holds its GPU.
+struct RailTarget {
+  Rail rail;
+  std::string gpu_busy_by;  // "pid 31337 python3" when another process holds the GPU; empty: free
+};
+
+// One rail's IB probe: NCCL_IB_HCA selecting only that rail's port (RailIbHca), both ranks on the
+// GPU nearest its HCA (by PCI bus id), judged against the socket probe and the port's rate.
+struct RailProbeRow {
+  Rail rail;
+  std::string skipped;  // "gpu busy (pid 31337 python3)": not run; empty when it ran
+  PairLocalRow row;     // the IB row, when it ran
+  double expected_bytes_per_second = 0;  // what the port should carry (its rate / 8)
+  PairVerdict verdict;                   // socket row x this rail's IB row
+};
+
 struct PairLocalReport {
-  std::vector<PairLocalRow> rows;  // socket first, then IB (as run)
+  std::vector<PairLocalRow> rows;   // socket first, then IB (as run); no IB row with rails
+  std::vector<RailProbeRow> rails;  // per-rail IB probes, in rail order (empty: one IB probe)
   std::vector<Finding> node_findings;
   std::string findings_note;  // why there are none, when there are none
   PairVerdict verdict;
@@ -66,10 +85,31 @@ std::optional<std::string> GdrWarning(const PairLocalRow& ib_row,
                                       const std::vector<Finding>& node_findings,
                                       const std::vector<LogLine>& log_lines);
 
-// Runs the modes in order (socket before IB, as the triage does) and decides.
+// Runs the modes in order (socket before IB, as the triage does) and decides. With `rails`, the
+// IB mode runs once per rail, one rail after the other (a rail whose GPU is busy is skipped),
+// and the verdict is the first rail's fault, its reason naming the rail.
 PairLocalReport RunPairLocal(const ProbeRunner& runner, const std::vector<ProbeMode>& modes,
                              std::vector<Finding> node_findings, std::string findings_note,
-                             PairLocalObserver* observer = nullptr);
+                             PairLocalObserver* observer = nullptr,
+                             const std::vector<RailTarget>& rails = {});
+
+// The verdict over per-rail rows: a failed socket probe -> architecture; else the first rail with a
+// fault (its reason starting "rail K (mlx5_K/1, GPU G): "); else healthy when a rail passed (or
+// the node checks' fault, as DecidePairLocal); else (every rail skipped) the node checks' verdict.
+PairVerdict DecideRails(const PairLocalRow* socket, const std::vector<RailProbeRow>& rails,
+                        const std::vector<Finding>& node_findings, double busbw_min_fraction);
+
+// The HCA ports a message names ("mlx5_2/1 at 100 Gb/sec ..." -> {"mlx5_2/1"}): a word with a
+// letter, of letters, digits and '_', ending in a digit, then '/', then digits.
+std::vector<std::string> PortsNamed(std::string_view message);
+
+// The node findings that bear on one rail's probe: a finding whose message names HCA ports, none
+// of them this rail's, is about other rails (mlx5_2's slow port does not explain mlx5_5's
+// failure) and is left out; findings that name no port are kept.
+std::vector<Finding> FindingsForRail(const std::vector<Finding>& findings, const Rail& rail);
+
+// "rail 5 (mlx5_5/1, GPU 5)"; a rail the node does not list: "mlx5_0/1".
+std::string RailName(const Rail& rail);
 
 // "socket probe (1/2): 2 ranks running, 14 s (limit 120 s)".
 std::string ProgressRunningText(ProbeMode mode, int index, int count, int elapsed_seconds,

@@ -6,7 +6,9 @@
 //   probe --pair-local [--mode socket|ib|both] [--format table|json] [--size 64M] [--iters N]
 //         [--warmup W] [--timeout S] [--socket-ifname IF] [--ib-hca HCA] [--nccl-lib PATH]...
 //         [--cuda-lib PATH]... [--only-configured-libs] [--env-allow NAME]... [--root DIR]
-//         [--work-dir DIR] [--config FILE]
+//         [--work-dir DIR] [--config FILE] [--rails all|N|LIST]
+//   probe --intra-node [--gpus LIST] [--format table|json] [the size, timeout, library, root,
+//         work-dir and config flags above]
 // Exit codes: 0 healthy, 1 a fault verdict, 2 usage, 3 nothing to conclude.
 #pragma once
 
@@ -19,6 +21,7 @@
 #include "base/status.h"
 #include "core/config.h"
 #include "core/model.h"
+#include "probe/pair_local.h"
 
 namespace nccl_triage {
 
@@ -32,6 +35,9 @@ struct ProbeCliHooks {
   std::function<StatusOr<std::vector<Finding>>(const std::string& root,
                                                const std::string& config_path)>
       node_findings;
+  // The rail table of the host at `root`, each rail with the workload process that holds its GPU
+  // (the full binary only; without it --rails takes HCA names only).
+  std::function<StatusOr<std::vector<RailTarget>>(const std::string& root)> node_rails;
 };
 
 int RunProbeCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,

@@ -51,6 +51,17 @@ std::string PickTransport(const std::vector<std::string>& transports) {
   return transports.empty() ? "" : transports.front();
 }
 
+// The intra-node probe's transport: P2P's kind if any channel used it, then SHM's, then the
+// network NCCL fell back to between the GPUs of one host.
+std::string PickLocalTransport(const Classification& log) {
+  for (const char* prefix : {"P2P/", "SHM/"}) {
+    for (const auto& t : log.local_transports) {
+      if (t.starts_with(prefix)) return t;
+    }
+  }
+  return PickTransport(log.transports);
+}
+
 bool IsFailure(ProbeOutcome o) {
   return o == ProbeOutcome::kFail || o == ProbeOutcome::kTimeout || o == ProbeOutcome::kCrashed;
 }
@@ -100,13 +111,15 @@ std::optional<ProbeResult> ParseChildOutput(const std::string& out) {
 
 void ApplyLogRules(ProbeResult& r, const std::optional<Classification>& log) {
   if (log) {
-    r.transport = PickTransport(log->transports);
+    r.transport =
+        r.mode == ProbeMode::kIntraNode ? PickLocalTransport(*log) : PickTransport(log->transports);
     r.ib_ports = log->ib_ports;
     r.gdrdma = log->gdrdma;
   }
   const std::string want = r.mode == ProbeMode::kIb ? "NET/IB" : "NET/Socket";
   std::optional<std::pair<CauseId, std::string>> own_cause;  // id, evidence
-  if (r.outcome == ProbeOutcome::kPass && r.transport != want) {
+  // The intra-node probe takes whatever NCCL chose; its judgement names the transport.
+  if (r.mode != ProbeMode::kIntraNode && r.outcome == ProbeOutcome::kPass && r.transport != want) {
     r.outcome = ProbeOutcome::kFail;
     r.detail =
         r.transport.empty()
@@ -253,7 +266,8 @@ ProbeRunner::ProbeRunner(ProbeConfig config, ProbeRunnerOptions options)
 
 std::string ProbeRunner::LogPath(const ProbeRequest& req) const {
   return (std::filesystem::path(options_.work_dir) /
-          ("nccl-" + std::string(ToString(req.mode)) + "-rank" + std::to_string(req.rank) + ".log"))
+          ("nccl-" + std::string(ToString(req.mode)) + (req.tag.empty() ? "" : "-" + req.tag) +
+           "-rank" + std::to_string(req.rank) + ".log"))
       .string();
 }
 
@@ -290,6 +304,10 @@ std::vector<std::string> ProbeRunner::ChildArgv(const ProbeRequest& req,
       "--spawn-ns",
       std::to_string(spawn_ns),
   };
+  if (!req.gpu_bus_id.empty()) {
+    argv.push_back("--gpu-bus-id");
+    argv.push_back(req.gpu_bus_id);
+  }
   if (!req.peer.empty()) {
     argv.push_back("--peer");
     argv.push_back(req.peer);
@@ -312,9 +330,11 @@ std::vector<std::string> ProbeRunner::ChildEnvironment(const ProbeRequest& req,
   env.mode = req.mode;
   env.log_path = log_path;
   env.socket_ifname = socket_ifname_;
-  if (req.mode == ProbeMode::kIb) env.ib_hca = config_.ib_hca;
+  if (req.mode == ProbeMode::kIb) env.ib_hca = req.ib_hca ? req.ib_hca : config_.ib_hca;
   env.hostid = req.hostid;
   env.nranks = req.nranks;
+  env.p2p_level = req.p2p_level;
+  env.shm_disable = req.shm_disable;
   return BuildChildEnvironment(env, options_.parent_env, config_.env_allowlist);
 }
 
@@ -339,16 +359,32 @@ StatusOr<std::unique_ptr<ProbeChildProcess>> ProbeRunner::Start(const ProbeReque
 }
 
 std::vector<ProbeResult> ProbeRunner::RunLocalRanks(ProbeMode mode, int nranks) const {
-  std::vector<ProbeResult> results;
-  std::vector<std::unique_ptr<ProbeChildProcess>> kids;
+  ProbeRequest base;
+  base.mode = mode;
+  return RunLocalRanks(base, nranks);
+}
+
+std::vector<ProbeResult> ProbeRunner::RunLocalRanks(const ProbeRequest& base, int nranks) const {
+  std::vector<ProbeRequest> requests;
   for (int rank = 0; rank < nranks; ++rank) {
-    ProbeRequest req;
-    req.mode = mode;
-    req.rank = rank;
-    req.nranks = nranks;
+    ProbeRequest req = base;
     req.peer = "local";
     // Different host hashes: NCCL may not use P2P or SHM and must go through the network (B1).
     req.hostid = "nccl-triage-local-rank" + std::to_string(rank);
+    requests.push_back(std::move(req));
+  }
+  return RunRanks(std::move(requests));
+}
+
+std::vector<ProbeResult> ProbeRunner::RunRanks(std::vector<ProbeRequest> requests) const {
+  std::vector<ProbeResult> results;
+  if (requests.empty()) return results;
+  std::vector<std::unique_ptr<ProbeChildProcess>> kids;
+  const int nranks = static_cast<int>(requests.size());
+  for (int rank = 0; rank < nranks; ++rank) {
+    ProbeRequest& req = requests[static_cast<size_t>(rank)];
+    req.rank = rank;
+    req.nranks = nranks;
     auto kid = Start(req);
     if (!kid.ok()) {
       SubprocessResult failed;

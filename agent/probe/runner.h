@@ -48,6 +48,14 @@ struct ProbeRequest {
   int device = 0;
   std::string peer;                   // reported in the result
   std::optional<std::string> hostid;  // NCCL_HOSTID (distinct per rank for a local pair)
+  // One rail: NCCL_IB_HCA for this request (instead of ProbeConfig::ib_hca), the GPU by PCI bus
+  // id (instead of `device`), and a tag for the log's name ("rail3").
+  std::optional<std::string> ib_hca;
+  std::string gpu_bus_id;
+  std::string tag;
+  // Intra-node variants (ProbeEnvOptions): NCCL_P2P_LEVEL and NCCL_SHM_DISABLE=1.
+  std::optional<std::string> p2p_level;
+  bool shm_disable = false;
 };
 
 // A started child. Rank 0 prints the unique id; other ranks wait for it on stdin.
@@ -102,6 +110,11 @@ class ProbeRunner {
   // coordinator takes between nodes). A rank that ends without passing gives the others a few
   // seconds to report, then stops them. One result per rank, in rank order.
   std::vector<ProbeResult> RunLocalRanks(ProbeMode mode, int nranks = 2) const;
+  // The same with every rank's request based on `base` (its rail, GPU and tag).
+  std::vector<ProbeResult> RunLocalRanks(const ProbeRequest& base, int nranks) const;
+  // One communicator of these ranks (request i is rank i of requests.size()), relayed and
+  // stopped as above; the intra-node probe's ranks share the host hash and differ by GPU.
+  std::vector<ProbeResult> RunRanks(std::vector<ProbeRequest> requests) const;
 
  private:
   ProbeConfig config_;

@@ -159,6 +159,19 @@ TEST(LogClassifier, SuccessfulRunIsHealthyAndReportsTransports) {
   EXPECT_FALSE(c.result_code.has_value());
 }
 
+// The intra-node probe reports the kind NCCL chose in full (p2p.cc and shm.cc's channel lines).
+TEST(LogClassifier, IntraNodeChannelKindsAreKeptInFull) {
+  Classification c = ClassifyLogText(
+      "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+      "h:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+      "h:1:1 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/direct pointer\n"
+      "h:1:1 [2] NCCL INFO Channel 00/0 : 2[2] -> 3[3] via SHM/direct/direct\r\n"
+      "h:1:1 [3] NCCL INFO Channel 00/0 : 3[3] -> 0[0] [send] via NET/Socket/0\n");
+  EXPECT_EQ(c.transports, (std::vector<std::string>{"P2P", "SHM", "NET/Socket"}));
+  EXPECT_EQ(c.local_transports, (std::vector<std::string>{"P2P/CUMEM/read", "P2P/direct pointer",
+                                                          "SHM/direct/direct"}));
+}
+
 TEST(LogClassifier, NoDeviceFoundMattersOnlyWhenIbWasForced) {
   constexpr const char* kTail = "vm:1:1 [0] NCCL INFO NET/IB : No device found.\n";
   Classification forced = ClassifyLogText(

@@ -94,6 +94,16 @@ TEST(ConfigLoader, NamesTheFileInErrors) {
   EXPECT_EQ(c.status().message().rfind("/etc/nccl-triage/config.yaml:2: unknown key", 0), 0u);
 }
 
+TEST(ConfigLoader, ProbeRailsTakesAllACountOrAListAndRejectsTheRest) {
+  EXPECT_EQ(Load("probe:\n  rails: all\n").probe.rails, "all");
+  EXPECT_EQ(Load("probe:\n  rails: 2\n").probe.rails, "2");
+  EXPECT_EQ(Load("probe:\n  rails: mlx5_3,mlx5_5\n").probe.rails, "mlx5_3,mlx5_5");
+  EXPECT_EQ(Load("").probe.rails, std::nullopt);
+  EXPECT_NE(ErrorOf("probe:\n  rails: 0\n").find("config:2: probe.rails: expected all"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("probe:\n  rails: [1, 2]\n").find("probe.rails"), std::string::npos);
+}
+
 TEST(ConfigLoader, RejectsWrongTypesWithTheExpectedType) {
   EXPECT_EQ(ErrorOf("expect:\n  nofile_min: lots\n"),
             "config:2: expect.nofile_min: expected a non-negative integer, got 'lots'");

@@ -3,13 +3,17 @@
 // them (so cuStreamQuery reports CUDA_ERROR_NOT_READY while an all-reduce is in flight, as on a
 // GPU).
 //
-// Driven by the environment the probe runner lets through its allow-list:
+// Contexts are per device and current per thread (cuCtxGetDevice tells the fake NCCL which GPU its
+// rank runs on, as cudaGetDevice tells the real one). Driven by the environment the probe runner
+// lets through its allow-list:
 //   NCCL_FAKE_ROOT    a fixture root; the GPU name and bus id come from
 //                     <root>/proc/driver/nvidia/gpus/<bdf>/information when present
 //   NCCL_FAKE_FAULTS  comma list; "no_gpu" makes cuInit return CUDA_ERROR_NO_DEVICE (100)
 #include <dirent.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +21,7 @@
 #include <fstream>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -45,7 +50,10 @@ struct FakeStream {
 };
 
 std::atomic<bool> g_initialized{false};
-FakeContext g_primary;
+// One primary context per device; the current one is per thread, as in the driver.
+constexpr int kMaxDevices = 64;
+FakeContext g_primary[kMaxDevices];
+thread_local FakeContext* g_current = nullptr;
 
 bool HasFault(const char* name) {
   const char* faults = std::getenv("NCCL_FAKE_FAULTS");
@@ -54,33 +62,58 @@ bool HasFault(const char* name) {
   return list.find(std::string(",") + name + ",") != std::string::npos;
 }
 
-// "Model:  NVIDIA A100-SXM4-80GB" and "Bus Location:  0000:07:00.0" from the fixture.
-bool FixtureGpu(std::string* name, std::string* bus) {
+struct GpuEntry {
+  std::string name;
+  std::string bus;
+};
+
+// The fixture's GPUs in bus order, "Model:  NVIDIA A100-SXM4-80GB" and "Bus Location:
+// 0000:07:00.0" from proc/driver/nvidia/gpus/<bdf>/information: the devices this fake shows, as
+// CUDA numbers them with CUDA_DEVICE_ORDER=PCI_BUS_ID. Empty without a fixture (one fake GPU).
+std::vector<GpuEntry> FixtureGpus() {
+  std::vector<GpuEntry> out;
   const char* root = std::getenv("NCCL_FAKE_ROOT");
-  if (root == nullptr) return false;
+  if (root == nullptr) return out;
   std::string dir = std::string(root) + "/proc/driver/nvidia/gpus";
   DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return false;
-  std::string first;
+  if (d == nullptr) return out;
+  std::vector<std::string> bdfs;
   while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    if (first.empty() || std::string(e->d_name) < first) first = e->d_name;
+    if (e->d_name[0] != '.') bdfs.emplace_back(e->d_name);
   }
   closedir(d);
-  if (first.empty()) return false;
-  std::ifstream in(dir + "/" + first + "/information");
-  std::string line;
-  while (std::getline(in, line)) {
-    auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string key = line.substr(0, colon);
-    std::string value = line.substr(colon + 1);
-    value.erase(0, value.find_first_not_of(" \t"));
-    if (key == "Model") *name = value;
-    if (key == "Bus Location") *bus = value;
+  std::sort(bdfs.begin(), bdfs.end());
+  for (const auto& bdf : bdfs) {
+    GpuEntry g;
+    std::ifstream in(dir + "/" + bdf + "/information");
+    std::string line;
+    while (std::getline(in, line)) {
+      auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      std::string key = line.substr(0, colon);
+      std::string value = line.substr(colon + 1);
+      value.erase(0, value.find_first_not_of(" \t"));
+      if (key == "Model") g.name = value;
+      if (key == "Bus Location") g.bus = value;
+    }
+    if (g.bus.empty()) g.bus = bdf;
+    if (!g.name.empty()) out.push_back(std::move(g));
   }
-  if (bus->empty()) *bus = first;
-  return !name->empty();
+  return out;
+}
+
+int DeviceCount() { return std::max<int>(1, static_cast<int>(FixtureGpus().size())); }
+
+bool ValidDevice(CUdevice device) { return device >= 0 && device < DeviceCount(); }
+
+// "0000:07:00.0" and "00000000:07:00.0" name one function (domain width differs by tool).
+std::string BusKey(std::string bus) {
+  for (auto& c : bus) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto colon = bus.find(':');
+  if (colon == std::string::npos) return bus;
+  std::string domain = bus.substr(0, colon);
+  domain.erase(0, std::min(domain.find_first_not_of('0'), domain.size()));
+  return domain + bus.substr(colon);
 }
 
 void CopyString(const std::string& s, char* out, int len) {
@@ -132,43 +165,73 @@ CUresult cuDriverGetVersion(int* version) {
 
 CUresult cuDeviceGetCount(int* count) {
   if (!g_initialized) return kNotInitialized;
-  *count = 1;
+  *count = DeviceCount();
   return kSuccess;
 }
 
 CUresult cuDeviceGet(CUdevice* device, int ordinal) {
   if (!g_initialized) return kNotInitialized;
-  if (ordinal != 0) return kInvalidDevice;
+  if (!ValidDevice(ordinal)) return kInvalidDevice;
   *device = ordinal;
   return kSuccess;
 }
 
+CUresult cuDeviceGetByPCIBusId(CUdevice* device, const char* bus_id) {
+  if (!g_initialized) return kNotInitialized;
+  if (device == nullptr || bus_id == nullptr) return kInvalidValue;
+  const auto gpus = FixtureGpus();
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    if (BusKey(gpus[i].bus) == BusKey(bus_id)) {
+      *device = static_cast<CUdevice>(i);
+      return kSuccess;
+    }
+  }
+  return kInvalidDevice;
+}
+
 CUresult cuDeviceGetName(char* name, int len, CUdevice device) {
-  if (device != 0) return kInvalidDevice;
-  std::string model, bus;
-  CopyString(FixtureGpu(&model, &bus) ? model : "Fake GPU (host memory)", name, len);
+  if (!ValidDevice(device)) return kInvalidDevice;
+  const auto gpus = FixtureGpus();
+  CopyString(gpus.empty() ? "Fake GPU (host memory)" : gpus[static_cast<size_t>(device)].name, name,
+             len);
   return kSuccess;
 }
 
 CUresult cuDeviceGetPCIBusId(char* bus_id, int len, CUdevice device) {
-  if (device != 0) return kInvalidDevice;
-  std::string model, bus;
-  CopyString(FixtureGpu(&model, &bus) ? bus : "00000000:00:00.0", bus_id, len);
+  if (!ValidDevice(device)) return kInvalidDevice;
+  const auto gpus = FixtureGpus();
+  CopyString(gpus.empty() ? "00000000:00:00.0" : gpus[static_cast<size_t>(device)].bus, bus_id,
+             len);
   return kSuccess;
 }
 
 CUresult cuDevicePrimaryCtxRetain(void** ctx, CUdevice device) {
   if (!g_initialized) return kNotInitialized;
-  if (device != 0) return kInvalidDevice;
-  *ctx = &g_primary;
+  if (!ValidDevice(device)) return kInvalidDevice;
+  if (device >= kMaxDevices) return kInvalidDevice;
+  g_primary[device].device = device;
+  *ctx = &g_primary[device];
   return kSuccess;
 }
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
-  return device == 0 ? kSuccess : kInvalidDevice;
+  return ValidDevice(device) ? kSuccess : kInvalidDevice;
 }
 
-CUresult cuCtxSetCurrent(void* ctx) { return ctx == &g_primary ? kSuccess : kInvalidValue; }
+CUresult cuCtxSetCurrent(void* ctx) {
+  auto* c = static_cast<FakeContext*>(ctx);
+  if (c != nullptr && (c < g_primary || c >= g_primary + kMaxDevices)) return kInvalidValue;
+  g_current = c;
+  return kSuccess;
+}
+
+// What NCCL's cudaGetDevice sees: the device of the calling thread's current context.
+CUresult cuCtxGetDevice(CUdevice* device) {
+  if (device == nullptr) return kInvalidValue;
+  if (g_current == nullptr) return 201;  // CUDA_ERROR_INVALID_CONTEXT
+  *device = g_current->device;
+  return kSuccess;
+}
 
 CUresult cuMemAlloc_v2(CUdeviceptr* ptr, size_t bytes) {
   if (!g_initialized) return kNotInitialized;

@@ -31,11 +31,23 @@
 //     fault knob no_gdr stands for those ("via NET/IB/0" although the module is loaded).
 // Without NCCL_FAKE_ROOT the node has no HCA (like a GPU box without InfiniBand).
 //
+// Ranks with one host hash (no NCCL_HOSTID, one host) are local to each other, as in NCCL: the
+// fake takes the GPU of each rank from the fake libcuda (cuCtxGetDevice, cuDeviceGetPCIBusId),
+// so two ranks on one GPU are a duplicate, and picks the intra-node transport the way p2p.cc and
+// shm.cc log it: "via P2P/CUMEM" (2.12: "via P2P/IPC") unless NCCL_P2P_LEVEL=LOC or
+// NCCL_P2P_DISABLE=1, else "via SHM/direct/direct" unless NCCL_SHM_DISABLE=1, else the network.
+// One rank alone connects nothing (no channel lines) and its all-reduce is a copy.
+//
 // Failure knobs, NCCL_FAKE_FAULTS="name[@rank],...":
 //   crash_init, hang_init (abortable), hang_hard (ignores abort), no_connect, garbage (junk on
 //   stdout and exit 0), flood_stdout (4 MiB on stdout and stderr), die_allreduce (send half, then
 //   SIGKILL), hang_allreduce, wrong_data, ignore_net (fall back to sockets as NCCL <= 2.9 did),
-//   no_gdr (IB channels without GPUDirect RDMA although a peer-memory module is loaded).
+//   no_gdr (IB channels without GPUDirect RDMA although a peer-memory module is loaded),
+//   p2p_hang (P2P channels connect but the all-reduce never completes until aborted: what PCIe
+//   ACS or an IOMMU that drops peer writes does to NCCL, per NVIDIA's troubleshooting guide; real
+//   NCCL may instead fail with a CUDA IPC error, a guess either way), no_p2p (NCCL finds no P2P
+//   path between the GPUs, as under a hypervisor without peer access, and takes SHM), shm_full
+//   (creating the SHM segment fails with ENOSPC, ncclSystemError).
 //
 // Built twice: as 2.28.9 and, with FAKE_NCCL_OLD, as a 2.12.12 without ncclCommInitRankConfig,
 // ncclCommFinalize and ncclGetLastError (and with that version's error codes and log format).
@@ -199,8 +211,8 @@ class Logger {
   void Info(const std::string& msg) {
     std::lock_guard<std::mutex> lock(mu_);
     if (level_ < 2) return;
-    std::fprintf(out_, "%s:%d:%ld [0] NCCL INFO %s\n", host_.c_str(), getpid(), syscall(SYS_gettid),
-                 msg.c_str());
+    std::fprintf(out_, "%s:%d:%ld [%d] NCCL INFO %s\n", host_.c_str(), getpid(),
+                 syscall(SYS_gettid), device_, msg.c_str());
   }
 
   void Warn(const char* file, int line, const std::string& msg) {
@@ -208,8 +220,8 @@ class Logger {
     last_ = msg;
     if (level_ < 1) return;
     if (kOld) {
-      std::fprintf(out_, "%s:%d:%ld [0] %s:%d NCCL WARN %s\n", host_.c_str(), getpid(),
-                   syscall(SYS_gettid), file, line, msg.c_str());
+      std::fprintf(out_, "%s:%d:%ld [%d] %s:%d NCCL WARN %s\n", host_.c_str(), getpid(),
+                   syscall(SYS_gettid), device_, file, line, msg.c_str());
       return;
     }
     char stamp[64];
@@ -217,8 +229,8 @@ class Logger {
     tm tm_now{};
     localtime_r(&now, &tm_now);
     strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", &tm_now);
-    std::fprintf(out_, "\n[%s] %s:%d:%ld [0] %s:%d NCCL WARN %s\n", stamp, host_.c_str(), getpid(),
-                 syscall(SYS_gettid), file, line, msg.c_str());
+    std::fprintf(out_, "\n[%s] %s:%d:%ld [%d] %s:%d NCCL WARN %s\n", stamp, host_.c_str(), getpid(),
+                 syscall(SYS_gettid), device_, file, line, msg.c_str());
   }
 
   void Trace(const char* file, int line, int code) { Info(Fmt("%s:%d -> %d", file, line, code)); }
@@ -226,6 +238,11 @@ class Logger {
   std::string Last() {
     std::lock_guard<std::mutex> lock(mu_);
     return last_;
+  }
+
+  void SetDevice(int device) {
+    std::lock_guard<std::mutex> lock(mu_);
+    device_ = device;
   }
 
  private:
@@ -258,6 +275,7 @@ class Logger {
   std::mutex mu_;
   std::string host_;
   int level_ = 0;
+  int device_ = 0;  // the "[dev]" of each line: the CUDA device of the communicator
   FILE* out_ = stdout;
   std::string last_;
 };
@@ -529,7 +547,12 @@ struct ncclComm {
   std::string ib_mr_fail_device;  // a selected HCA whose memory registration fails
   uint16_t ib_pkey = 0;
   std::string ib_broken_peer;  // set when the IB path to this peer cannot work
+  int cuda_dev = 0;            // the caller's current device (cudaGetDevice)
+  uint32_t bus_id = 0;         // its PCI bus id as NCCL's busIdToInt64 makes it (0x7000)
+  bool local = false;          // every rank has one host hash: P2P and SHM are candidates
+  std::string channel_via;     // the transport of the channels, once connected
   bool channels_connected = false;
+  std::vector<int> peer_devs;  // every rank's CUDA device (from the bootstrap), for the log
   int listen_fd = -1;
   std::vector<int> fds;  // root: index = peer rank; others: fds[0] is rank 0
   std::atomic<int> async{ncclInProgress};
@@ -657,8 +680,41 @@ ncclResult_t RegistrationFails(ncclComm* c, const char* error) {
   return ncclSystemError;
 }
 
+// P2P (p2p.cc) or SHM (shm.cc) between the GPUs of one host: one line per channel and peer, as
+// `Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM`.
+ncclResult_t ConnectLocalChannels(ncclComm* c, bool p2p) {
+  if (!p2p && Fault("shm_full", c->rank)) {
+    WARN_AT("misc/shmutils.cc", 81, "Error: failed to extend /dev/shm/nccl-%06x to 9637892 bytes",
+            static_cast<unsigned>(c->comm_id & 0xffffff));
+    TRACE_RET("misc/shmutils.cc", 133, ncclSystemError);
+    TRACE_RET("transport/shm.cc", 201, ncclSystemError);
+    TRACE_RET("transport.cc", 196, ncclSystemError);
+    return ncclSystemError;
+  }
+  const char* via = p2p ? (kOld ? "P2P/IPC" : "P2P/CUMEM") : "SHM/direct/direct";
+  const int next = (c->rank + 1) % c->nranks;
+  for (int ch = 0; ch < 2; ++ch) {
+    INFO("Channel %02d/0 : %d[%d] -> %d[%d] via %s", ch, c->rank, c->cuda_dev, next,
+         c->peer_devs.empty() ? next : c->peer_devs[static_cast<size_t>(next)], via);
+  }
+  INFO("Connected all rings, use ring PXN 0 GDR 1");
+  c->channel_via = via;
+  c->channels_connected = true;
+  return ncclSuccess;
+}
+
 ncclResult_t ConnectChannels(ncclComm* c) {
   if (c->channels_connected) return ncclSuccess;
+  if (c->nranks == 1) {  // nothing to connect: the all-reduce is a copy
+    c->channels_connected = true;
+    return ncclSuccess;
+  }
+  if (c->local) {
+    const bool p2p = Env("NCCL_P2P_LEVEL") != "LOC" && Env("NCCL_P2P_DISABLE") != "1" &&
+                     !Fault("no_p2p", c->rank);
+    const bool shm = Env("NCCL_SHM_DISABLE") != "1";
+    if (p2p || shm) return ConnectLocalChannels(c, p2p);
+  }
   if (c->net == "IB" && c->ib_memlock_fails) return RegistrationFails(c, "Cannot allocate memory");
   if (c->net == "IB" && !c->ib_mr_fail_device.empty()) {
     return RegistrationFails(c, "Input/output error");
@@ -685,6 +741,7 @@ ncclResult_t ConnectChannels(ncclComm* c) {
     INFO("Channel %02d/0 : %d[0] -> %d[0] [send] via %s", ch, c->rank, next, net);
   }
   INFO("Connected all rings, use ring PXN 0 GDR 0");
+  c->channel_via = net;
   c->channels_connected = true;
   return ncclSuccess;
 }
@@ -700,7 +757,8 @@ struct Header {
 ncclResult_t RunAllReduce(ncclComm* c, const Job& job) {
   ncclResult_t rc = ConnectChannels(c);
   if (rc != ncclSuccess) return rc;
-  if (Fault("hang_allreduce", c->rank)) {
+  if (Fault("hang_allreduce", c->rank) ||
+      (c->channel_via.rfind("P2P", 0) == 0 && Fault("p2p_hang", c->rank))) {
     while (!c->aborted) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     return ncclInternalError;
   }
@@ -799,6 +857,7 @@ struct Hello {
   uint32_t nranks;
   uint32_t version;
   uint32_t bus_id;
+  uint32_t cuda_dev;
   char host_hash[96];
   uint32_t ib_pkey;       // 0: not on IB
   char node[64];          // the fixture's hostname
@@ -900,7 +959,6 @@ ncclResult_t NetInit(ncclComm* c, const std::string& config_net, const Iface& oo
 }
 
 ncclResult_t Bootstrap(ncclComm* c, const IdPayload& id) {
-  uint32_t bus_id = 0;
   std::string hash = HostHashString();
   if (Fault("hang_init", c->rank) || Fault("no_connect", c->rank)) {
     while (!c->aborted) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -911,7 +969,8 @@ ncclResult_t Bootstrap(ncclComm* c, const IdPayload& id) {
   mine.rank = static_cast<uint32_t>(c->rank);
   mine.nranks = static_cast<uint32_t>(c->nranks);
   mine.version = FAKE_NCCL_VERSION_CODE;
-  mine.bus_id = bus_id;
+  mine.bus_id = c->bus_id;
+  mine.cuda_dev = static_cast<uint32_t>(c->cuda_dev);
   std::snprintf(mine.host_hash, sizeof(mine.host_hash), "%s", hash.c_str());
   if (c->net == "IB") {
     mine.ib_pkey = c->ib_pkey;
@@ -983,6 +1042,15 @@ ncclResult_t Bootstrap(ncclComm* c, const IdPayload& id) {
       }
     }
     c->ib_broken_peer = broken[0];
+    // One host hash for all: the ranks are local to each other (P2P/SHM candidates).
+    uint32_t local = c->nranks > 1 ? 1 : 0;
+    std::vector<uint32_t> devs;
+    for (const auto& h : hellos) {
+      if (std::strcmp(h.host_hash, hellos[0].host_hash) != 0) local = 0;
+      devs.push_back(h.cuda_dev);
+    }
+    c->local = local != 0;
+    c->peer_devs.assign(devs.begin(), devs.end());
     for (int peer = 1; peer < c->nranks; ++peer) {
       SendAll(c->fds[static_cast<size_t>(peer)], &verdict, sizeof(verdict), c->aborted);
       uint32_t len = static_cast<uint32_t>(why.size());
@@ -992,6 +1060,9 @@ ncclResult_t Bootstrap(ncclComm* c, const IdPayload& id) {
       uint32_t blen = static_cast<uint32_t>(b.size());
       SendAll(c->fds[static_cast<size_t>(peer)], &blen, sizeof(blen), c->aborted);
       SendAll(c->fds[static_cast<size_t>(peer)], b.data(), b.size(), c->aborted);
+      SendAll(c->fds[static_cast<size_t>(peer)], &local, sizeof(local), c->aborted);
+      SendAll(c->fds[static_cast<size_t>(peer)], devs.data(), devs.size() * sizeof(uint32_t),
+              c->aborted);
     }
     if (verdict != ncclSuccess) {
       WARN_AT("init.cc", 904, "%s", why.c_str());
@@ -1041,6 +1112,14 @@ ncclResult_t Bootstrap(ncclComm* c, const IdPayload& id) {
   if (blen > 0 && RecvAll(fd, c->ib_broken_peer.data(), blen, c->aborted) != 1) {
     return PeerClosed(c, fd);
   }
+  uint32_t local = 0;
+  std::vector<uint32_t> devs(static_cast<size_t>(c->nranks));
+  if (RecvAll(fd, &local, sizeof(local), c->aborted) != 1 ||
+      RecvAll(fd, devs.data(), devs.size() * sizeof(uint32_t), c->aborted) != 1) {
+    return PeerClosed(c, fd);
+  }
+  c->local = local != 0;
+  c->peer_devs.assign(devs.begin(), devs.end());
   if (verdict != ncclSuccess) {
     WARN_AT("init.cc", 904, "%s", why.c_str());
     TRACE_RET("init.cc", 1339, verdict);
@@ -1058,19 +1137,24 @@ ncclResult_t DoInit(ncclComm* c, const IdPayload& id, const std::string& config_
   rc = NetInit(c, config_net, oob);
   if (rc != ncclSuccess) return rc;
   INFO(
-      "ncclCommInitRank comm %p rank %d nranks %d cudaDev 0 nvmlDev 0 busId 0 commId 0x%lx - "
+      "ncclCommInitRank comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId 0x%lx - "
       "Init START",
-      static_cast<void*>(c), c->rank, c->nranks, static_cast<unsigned long>(c->comm_id));
+      static_cast<void*>(c), c->rank, c->nranks, c->cuda_dev, c->cuda_dev, c->bus_id,
+      static_cast<unsigned long>(c->comm_id));
   rc = Bootstrap(c, id);
   if (rc != ncclSuccess) return rc;
-  INFO("comm %p rank %d nRanks %d nNodes %d localRanks 1 localRank 0 MNNVL 0",
-       static_cast<void*>(c), c->rank, c->nranks, c->nranks);
-  INFO("Channel 00/02 : 0 1");
-  INFO("Channel 01/02 : 0 1");
+  INFO("comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL 0",
+       static_cast<void*>(c), c->rank, c->nranks, c->local ? 1 : c->nranks,
+       c->local ? c->nranks : 1, c->local ? c->rank : 0);
+  std::string ring;
+  for (int r = 0; r < c->nranks; ++r) ring += " " + std::to_string(r);
+  INFO("Channel 00/02 :%s", ring.c_str());
+  INFO("Channel 01/02 :%s", ring.c_str());
   INFO(
-      "ncclCommInitRank comm %p rank %d nranks %d cudaDev 0 nvmlDev 0 busId 0 commId 0x%lx - "
+      "ncclCommInitRank comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId 0x%lx - "
       "Init COMPLETE",
-      static_cast<void*>(c), c->rank, c->nranks, static_cast<unsigned long>(c->comm_id));
+      static_cast<void*>(c), c->rank, c->nranks, c->cuda_dev, c->cuda_dev, c->bus_id,
+      static_cast<unsigned long>(c->comm_id));
   c->worker = std::thread(WorkerLoop, c);
   return ncclSuccess;
 }
@@ -1095,10 +1179,35 @@ void CallerFaults(int rank) {
   }
 }
 
+// NCCL's busIdToInt64: the hex digits of "0000:07:00.0", so 0x7000.
+uint32_t BusIdToInt(const char* bus) {
+  uint64_t v = 0;
+  for (const char* p = bus; *p != '\0'; ++p) {
+    if (std::isxdigit(static_cast<unsigned char>(*p)) == 0) continue;
+    v = v * 16 +
+        static_cast<uint64_t>(std::isdigit(static_cast<unsigned char>(*p)) != 0
+                                  ? *p - '0'
+                                  : std::tolower(static_cast<unsigned char>(*p)) - 'a' + 10);
+  }
+  return static_cast<uint32_t>(v);
+}
+
 void LocateStreamHooks(ncclComm* c) {
   // The same lookup the real NCCL does for the driver: whatever libcuda.so.1 is loaded.
   void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (cuda == nullptr) return;
+  // cudaGetDevice on the caller's thread: the device this rank runs on.
+  using GetDeviceFn = int (*)(int*);
+  using GetBusIdFn = int (*)(char*, int, int);
+  auto get_device = reinterpret_cast<GetDeviceFn>(dlsym(cuda, "cuCtxGetDevice"));
+  auto get_bus_id = reinterpret_cast<GetBusIdFn>(dlsym(cuda, "cuDeviceGetPCIBusId"));
+  int dev = 0;
+  if (get_device != nullptr && get_device(&dev) == 0) c->cuda_dev = dev;
+  char bus[64] = {};
+  if (get_bus_id != nullptr && get_bus_id(bus, sizeof(bus) - 1, c->cuda_dev) == 0) {
+    c->bus_id = BusIdToInt(bus);
+  }
+  Logger::Get().SetDevice(c->cuda_dev);
   c->begin_work = reinterpret_cast<StreamWorkFn>(dlsym(cuda, "fakeCudaStreamBeginWork"));
   c->end_work = reinterpret_cast<StreamWorkFn>(dlsym(cuda, "fakeCudaStreamEndWork"));
   if (c->begin_work == nullptr || c->end_work == nullptr) c->begin_work = c->end_work = nullptr;
@@ -1337,8 +1446,8 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
                   [comm] { return comm->stop || (comm->jobs.empty() && comm->running == 0); });
   }
   StopWorker(comm);
-  INFO("comm %p rank %d nranks %d cudaDev 0 busId 0 - Destroy COMPLETE", static_cast<void*>(comm),
-       comm->rank, comm->nranks);
+  INFO("comm %p rank %d nranks %d cudaDev %d busId %x - Destroy COMPLETE", static_cast<void*>(comm),
+       comm->rank, comm->nranks, comm->cuda_dev, comm->bus_id);
   CloseAll(comm);
   delete comm;
   return ncclSuccess;

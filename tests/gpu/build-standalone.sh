@@ -23,7 +23,7 @@ fi
 
 sources=("$repo"/agent/core/*.cc "$repo"/agent/classify/*.cc "$repo"/agent/base/files.cc
          "$repo"/agent/base/flags.cc)
-for f in child environment libraries pair_local probe_cli runner subprocess standalone_main; do
+for f in child environment intra_node libraries pair_local probe_cli runner subprocess standalone_main; do
   sources+=("$repo/agent/probe/$f.cc")
 done
 mkdir -p "$(dirname "$out")"

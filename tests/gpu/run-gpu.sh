@@ -18,6 +18,11 @@
 #      same environment: the probe's socket busbw is within 10 % of it.
 #   4. rank 0 alone (its peer never comes): the child aborts NCCL at its deadline and reports a
 #      timeout instead of hanging.
+#   1b. `probe --pair-local --rails mlx5_0,...,mlx5_7`: with no HCA every rail's IB probe fails as
+#      ib_resource and the verdict names the rail's HCA (rails.json).
+#   5. `probe --intra-node` over every GPU the driver lists (intra-node.json): on one GPU a
+#      one-rank communicator passes (no transport, busbw 0) and probe.intra_node is pass; on two
+#      or more GPUs the default run passes via P2P (the transport NCCL chose is recorded).
 # NVLink SHARP stays off (NCCL_NVLS_ENABLE=0) in this script and in every probe child.
 set -uo pipefail
 
@@ -93,6 +98,21 @@ for f in "$work"/pair-json/nccl-*.log; do
   cat "$f"
 done >"$results/nccl-logs.txt" 2>/dev/null
 
+# ------------------------------------------------------------------ 1b. per-rail IB probes
+# A DGX names eight rails; this machine has no HCA, so each rail's probe must fail as ib_resource
+# and say which HCA it asked for (NCCL_IB_HCA==mlx5_K:1 finds no device).
+rails_list="mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7"
+"${probe[@]}" --mode both --size 1M --rails "$rails_list" --format json --work-dir "$work/rails" \
+  >"$results/rails.json" 2>"$results/rails.stderr"
+r="$results/rails.json"
+check "rails probed" "$([[ $(json_get "$r" "len(d['rails'])") == 8 ]]; echo $?)" \
+  "$(json_get "$r" "len(d['rails'])") rail rows"
+check "rails fail as ib_resource" \
+  "$(json_get "$r" "all(x['outcome'] == 'fail' and x['verdict']['class'] == 'ib_resource' for x in d['rails'])" | grep -q True; echo $?)" \
+  "$(json_get "$r" "' '.join(x['device'] + ':' + x['outcome'] + '/' + x.get('verdict', {}).get('class', '-') for x in d['rails'])")"
+check "rails named" "$(json_get "$r" "d['verdict']['reason']" | grep -q "mlx5_0/1"; echo $?)" \
+  "verdict: $(json_get "$r" "d['verdict']['reason']")"
+
 # The default library search (no --nccl-lib): which NCCL does it find?
 "$bin" probe --pair-local --mode socket --size 1M --socket-ifname "$ifname" --format json \
   --work-dir "$work/search" >"$work/search.json" 2>/dev/null
@@ -152,6 +172,22 @@ lonely_rc=$?
 tail -n 1 "$work/lonely.out" >"$work/lonely.json"
 check "lonely rank" "$([[ $lonely_rc == 0 && $(json_get "$work/lonely.json" "d['outcome']") == timeout ]]; echo $?)" \
   "rc $lonely_rc after $(( $(date +%s) - start )) s: $(json_get "$work/lonely.json" "d['outcome'] + ': ' + d['detail']")"
+
+# ------------------------------------------------------------------ 5. single node first
+"$bin" probe --intra-node --size 64M --warmup 5 --iters 20 --nccl-lib "$NCCL_HOME/lib" \
+  --work-dir "$work/intra" --format json >"$results/intra-node.json" 2>"$work/intra.stderr"
+intra_rc=$?
+j="$results/intra-node.json"
+gpus="$(json_get "$j" "len(d['gpus'])")"
+note "intra-node: $gpus GPU(s), runs $(json_get "$j" "', '.join(r['variant'] + '=' + r['result']['outcome'] + ' via ' + (r['result']['transport'] or '-') + ' busbw ' + str(round(r['result']['busbw_bytes_per_second'] / 1e9, 3)) for r in d['runs'])")"
+if [[ "$gpus" == 1 ]]; then
+  check "intra-node one GPU" "$([[ $intra_rc == 0 && $(json_get "$j" "d['finding']['status']") == pass && $(json_get "$j" "d['runs'][0]['result']['nranks']") == 1 ]]; echo $?)" \
+    "rc $intra_rc: $(json_get "$j" "d['finding']['status'] + ': ' + d['finding']['message']")"
+else
+  check "intra-node" "$([[ $intra_rc == 0 && $(json_get "$j" "d['runs'][0]['result']['transport']") == P2P* ]]; echo $?)" \
+    "rc $intra_rc: $(json_get "$j" "d['finding']['status'] + ': ' + d['finding']['message']")"
+fi
+[[ -s "$work/intra.stderr" ]] && cat "$work/intra.stderr" >>"$summary"
 
 note "failures: $failures"
 # At most eight files come back from a remote run: keep the build logs only when they matter.

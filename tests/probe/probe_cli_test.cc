@@ -15,6 +15,7 @@ namespace {
 
 using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct CliRun {
   int exit_code = -1;
@@ -24,12 +25,12 @@ struct CliRun {
 };
 
 CliRun RunCli(const std::string& fixture, std::vector<std::string> extra,
-              const std::string& faults = "") {
+              const std::string& faults = "", const std::string& command = "--pair-local") {
   SubprocessOptions o;
   std::string root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/" + fixture;
   o.argv = {NCCL_TRIAGE_BINARY_DIR "/nccl-triage",
             "probe",
-            "--pair-local",
+            command,
             "--format",
             "json",
             "--size",
@@ -74,6 +75,44 @@ std::vector<std::string> Causes(const CliRun& r) {
   std::vector<std::string> out;
   for (const auto& c : r.json["verdict"]["causes"]) out.push_back(c["cause"]);
   return out;
+}
+
+CliRun RunIntraCli(std::vector<std::string> extra, const std::string& faults = "") {
+  std::vector<std::string> args = {"--timeout", "5"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return RunCli("dgx-a100", args, faults, "--intra-node");
+}
+
+TEST(ProbeIntraNodeCli, TwoGpusByIndexPassViaP2PAndExitZero) {
+  auto r = RunIntraCli({"--gpus", "0,1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.json["schema"], "nccl-triage/probe-intra/v1");
+  EXPECT_EQ(r.json["gpus"], (nlohmann::json{"0000:07:00.0", "0000:0f:00.0"}));
+  EXPECT_EQ(r.json["finding"]["check"], "probe.intra_node");
+  EXPECT_EQ(r.json["finding"]["status"], "pass");
+  EXPECT_EQ(r.json["runs"][0]["result"]["transport"], "P2P/CUMEM");
+  EXPECT_EQ(r.json["runs"][0]["ranks"][1]["gpu_bus_id"], "0000:0f:00.0");
+}
+
+TEST(ProbeIntraNodeCli, BrokenP2PExitsOneAndTheTableNamesP2P) {
+  auto r = RunIntraCli({"--gpus", "0000:87:00.0,0000:90:00.0", "--format", "table"}, "p2p_hang");
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("probe.intra_node: fail"));
+  EXPECT_THAT(r.out, HasSubstr("P2P between the GPUs is broken"));
+  EXPECT_THAT(r.out, HasSubstr("p2p-off"));
+}
+
+TEST(ProbeIntraNodeCli, BadGpuListsAndMixedModesAreUsageErrors) {
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--gpus", "8"},
+                                       {"--gpus", "0,0"},
+                                       {"--gpus", "0000:aa:00.0"},
+                                       {"--gpus", "0,"},
+                                       {"--mode", "ib"},
+                                       {"--pair-local"}}) {
+    auto r = RunIntraCli(bad);
+    EXPECT_EQ(r.exit_code, 2) << bad[0] << " " << r.out << r.err;
+    EXPECT_THAT(r.err, HasSubstr("nccl-triage probe: "));
+  }
 }
 
 TEST(ProbePairLocalCli, HealthyDgxA100IsHealthyAndExitsZero) {
@@ -232,6 +271,86 @@ TEST(ProbePairLocalCli, TheConfigFileSetsTheRailTheLibrariesAndTheAllowList) {
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["verdict"]["class"], "ib_resource");
   EXPECT_EQ(j["rows"][1]["result"]["outcome"], "fail");
+}
+
+// A configuration file with the probe keys `lines` (removed at the end of the test).
+struct TempConfig {
+  explicit TempConfig(const std::string& lines)
+      : path(std::filesystem::temp_directory_path() /
+             ("probe-cli-rails-" + std::to_string(getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".yaml")) {
+    std::ofstream(path) << "probe:\n" << lines;
+  }
+  ~TempConfig() { std::filesystem::remove(path); }
+  std::filesystem::path path;
+};
+
+// The fake NCCL moves data over TCP loopback, far below what a port carries; the bandwidth
+// judgement is off so that the rails' verdicts are about their outcomes.
+const char* kNoBandwidthFloor = "  busbw_min_fraction: 0\n";
+
+TEST(ProbePairLocalRails, EachRailRunsOnItsOwnHcaAndGpuAndTheFailingRailIsNamed) {
+  TempConfig config(std::string(kNoBandwidthFloor) + "  rails: all\n");
+  auto r = RunCli("rail-faults", {"--config", config.path.string()});
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  ASSERT_EQ(r.json["rails"].size(), 8u) << r.out;
+  EXPECT_EQ(r.json["rows"].size(), 1u);  // the socket row; IB ran per rail
+  const auto& bad = r.json["rails"][5];
+  EXPECT_EQ(bad["device"], "mlx5_5");
+  EXPECT_EQ(bad["ib_hca"], "=mlx5_5:1");
+  EXPECT_EQ(bad["outcome"], "fail");
+  EXPECT_EQ(bad["verdict"]["class"], "ib_resource");
+  EXPECT_THAT(bad["result"]["last_error"].get<std::string>(), HasSubstr("ibv_reg_mr"));
+  // Its causes are its own: mlx5_2's slow port (ib.port_rate) does not explain mlx5_5.
+  std::vector<std::string> causes;
+  for (const auto& c : bad["verdict"]["causes"]) causes.push_back(c["cause"]);
+  EXPECT_THAT(causes, Contains("ib.mr_register")) << bad.dump();
+  EXPECT_THAT(causes, Not(Contains("ib.port_rate"))) << bad.dump();
+  // Both ranks ran on GPU 5, found by its bus id.
+  EXPECT_EQ(bad["gpu_bdf"], "0000:90:00.0");
+  EXPECT_EQ(bad["result"]["gpu_bus_id"], "0000:90:00.0");
+  for (int k : {0, 1, 2, 3, 4, 6, 7}) {
+    EXPECT_EQ(r.json["rails"][k]["outcome"], "pass") << k << r.out;
+    EXPECT_EQ(r.json["rails"][k]["result"]["transport"], "NET/IB") << k;
+  }
+  EXPECT_EQ(r.json["rails"][2]["expected_busbw_bytes_per_second"], 12.5e9);  // 100 Gb/s
+  EXPECT_EQ(r.json["rails"][3]["expected_busbw_bytes_per_second"], 25e9);    // 200 Gb/s
+  EXPECT_EQ(r.json["verdict"]["class"], "ib_resource");
+  EXPECT_THAT(r.json["verdict"]["reason"].get<std::string>(),
+              HasSubstr("rail 5 (mlx5_5/1, GPU 5): "));
+}
+
+TEST(ProbePairLocalRails, ARailWhoseGpuIsBusyIsSkippedAndNeverUsed) {
+  TempConfig config(kNoBandwidthFloor);
+  // ib-busy: pid 31337 holds /dev/nvidia0, pid 31338 /dev/nvidia1.
+  auto r = RunCli("ib-busy", {"--config", config.path.string(), "--rails", "0,1,2"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_EQ(r.json["rails"].size(), 3u);
+  EXPECT_EQ(r.json["rails"][0]["outcome"], "skipped");
+  EXPECT_EQ(r.json["rails"][0]["skipped"], "gpu busy (pid 31337 python3)");
+  EXPECT_FALSE(r.json["rails"][0].contains("result"));
+  EXPECT_EQ(r.json["rails"][1]["skipped"], "gpu busy (pid 31338 pt_main_thread)");
+  EXPECT_EQ(r.json["rails"][2]["outcome"], "pass");
+  EXPECT_EQ(r.json["verdict"]["class"], "healthy");
+}
+
+TEST(ProbePairLocalRails, AnHcaTheNodeLacksFailsAsIbResourceNamingIt) {
+  // As on a GPU machine without InfiniBand: the rail is probed and NCCL finds no device.
+  auto r = RunCli("cpu-only", {"--rails", "mlx5_0"});
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  ASSERT_EQ(r.json["rails"].size(), 1u);
+  EXPECT_EQ(r.json["rails"][0]["ib_hca"], "=mlx5_0:1");
+  EXPECT_EQ(r.json["rails"][0]["outcome"], "fail");
+  EXPECT_EQ(r.json["verdict"]["class"], "ib_resource");
+  EXPECT_THAT(r.json["verdict"]["reason"].get<std::string>(), HasSubstr("mlx5_0/1"));
+}
+
+TEST(ProbePairLocalRails, ABadRailSelectionIsAUsageError) {
+  EXPECT_EQ(RunCli("dgx-a100", {"--rails", "0"}).exit_code, 2);  // zero rails per sweep
+  // A lone number is a count; a rail number is an item of a list.
+  auto r = RunCli("dgx-a100", {"--rails", "3,9"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("this node has no rail 9"));
 }
 
 TEST(ProbePairLocalCli, ABadConfigFileIsAUsageError) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "probe/intra_node.h"
 #include "probe/pair_local.h"
 #include "probe/runner.h"
 
@@ -265,6 +266,86 @@ TEST(ProbeWithFakes, OldNcclForcedOntoAMissingIbSaysNetworkNotFound) {
   ASSERT_TRUE(row.classification.has_value());
   ASSERT_FALSE(row.classification->causes.empty());
   EXPECT_EQ(row.classification->causes.front().cause, "ib.hca_present");
+}
+
+// ---------------------------------------------------------------- intra-node probe
+// dgx-a100's fixture lists eight GPUs; the fake libcuda shows them, each rank takes one by bus id.
+
+const std::vector<std::string> kTwoA100s = {"0000:07:00.0", "0000:0f:00.0"};
+
+TEST(IntraNodeWithFakes, TwoGpusTalkViaP2PCumemWithABusBandwidth) {
+  auto report = RunIntraNode(MakeRunner("", "dgx-a100"), kTwoA100s, "test");
+  ASSERT_EQ(report.runs.size(), 1u);  // the default passed: no variant needed
+  const auto& run = report.runs[0];
+  ASSERT_EQ(run.ranks.size(), 2u);
+  for (size_t i = 0; i < run.ranks.size(); ++i) {
+    const auto& r = run.ranks[i];
+    EXPECT_EQ(r.outcome, ProbeOutcome::kPass) << r.detail;
+    EXPECT_EQ(r.mode, ProbeMode::kIntraNode);
+    EXPECT_EQ(r.nranks, 2);
+    EXPECT_EQ(r.gpu_bus_id, kTwoA100s[i]);
+    EXPECT_EQ(r.transport, "P2P/CUMEM");
+    EXPECT_TRUE(r.data_verified);
+    EXPECT_GT(r.busbw_bytes_per_second, 0);
+  }
+  EXPECT_EQ(report.finding.check, "probe.intra_node");
+  EXPECT_EQ(report.finding.status, CheckStatus::kPass) << report.finding.message;
+  EXPECT_THAT(report.finding.message, HasSubstr("2 GPUs: all-reduce busbw"));
+  EXPECT_THAT(report.finding.message, HasSubstr("via P2P/CUMEM"));
+}
+
+TEST(IntraNodeWithFakes, OneGpuRunsAOneRankCommunicatorWithNothingToConnect) {
+  auto report = RunIntraNode(MakeRunner("", "dgx-a100"), {"0000:47:00.0"}, "test");
+  ASSERT_EQ(report.runs.size(), 1u);
+  const auto& r = report.runs[0].merged;
+  EXPECT_EQ(r.outcome, ProbeOutcome::kPass) << r.detail;
+  EXPECT_EQ(r.nranks, 1);
+  EXPECT_EQ(r.gpu_bus_id, "0000:47:00.0");
+  EXPECT_EQ(r.transport, "");  // one rank: no channel is connected
+  EXPECT_EQ(r.busbw_bytes_per_second, 0);
+  EXPECT_GT(r.algbw_bytes_per_second, 0);
+  EXPECT_EQ(report.finding.status, CheckStatus::kPass);
+  EXPECT_THAT(report.finding.message, HasSubstr("one GPU (0000:47:00.0)"));
+}
+
+TEST(IntraNodeWithFakes, HungP2PIsNamedAsP2PBecauseTheRunWithoutP2PPasses) {
+  auto report = RunIntraNode(MakeRunner("p2p_hang", "dgx-a100", 4), kTwoA100s, "test");
+  ASSERT_EQ(report.runs.size(), 2u);
+  EXPECT_EQ(report.runs[0].merged.outcome, ProbeOutcome::kTimeout) << report.runs[0].merged.detail;
+  EXPECT_EQ(report.runs[1].variant.name, "p2p-off");
+  EXPECT_EQ(report.runs[1].merged.outcome, ProbeOutcome::kPass) << report.runs[1].merged.detail;
+  EXPECT_EQ(report.runs[1].merged.transport, "SHM/direct/direct");
+  EXPECT_EQ(report.finding.status, CheckStatus::kFail);
+  EXPECT_EQ(report.finding.fault_class, FaultClass::kArchitecture);
+  EXPECT_THAT(report.finding.message, HasSubstr("P2P between the GPUs is broken"));
+  EXPECT_THAT(report.finding.message, HasSubstr("NCCL_P2P_LEVEL=LOC (via SHM/direct/direct)"));
+}
+
+TEST(IntraNodeWithFakes, GpusWithoutPeerAccessPassOverShmWithAWarning) {
+  auto report = RunIntraNode(MakeRunner("no_p2p", "dgx-a100"), kTwoA100s, "test");
+  ASSERT_EQ(report.runs.size(), 1u);
+  EXPECT_EQ(report.runs[0].merged.transport, "SHM/direct/direct");
+  EXPECT_EQ(report.finding.status, CheckStatus::kWarn);
+  EXPECT_THAT(report.finding.message, HasSubstr("not P2P"));
+}
+
+TEST(IntraNodeWithFakes, FullShmIsNamedAsShmWhenOnlyTheRunWithoutShmPasses) {
+  auto report = RunIntraNode(MakeRunner("no_p2p,shm_full", "dgx-a100"), kTwoA100s, "test");
+  ASSERT_EQ(report.runs.size(), 3u);
+  EXPECT_EQ(report.runs[0].merged.outcome, ProbeOutcome::kFail);
+  ASSERT_TRUE(report.runs[0].merged.classification.has_value());
+  EXPECT_EQ(report.runs[0].merged.classification->causes.front().cause, "shm.size");
+  EXPECT_EQ(report.runs[2].variant.name, "shm-off");
+  EXPECT_EQ(report.runs[2].merged.transport, "NET/IB");  // no P2P, no SHM: the HCA in loopback
+  EXPECT_EQ(report.finding.status, CheckStatus::kFail);
+  EXPECT_THAT(report.finding.message, HasSubstr("SHM between the ranks is broken"));
+}
+
+TEST(IntraNodeWithFakes, TwoRanksOnOneGpuAreADuplicateAsInNccl) {
+  auto report = RunIntraNode(MakeRunner("", "dgx-a100"), {"0000:07:00.0", "0000:07:00.0"}, "t");
+  ASSERT_FALSE(report.runs.empty());
+  EXPECT_EQ(report.runs[0].merged.outcome, ProbeOutcome::kFail);
+  EXPECT_THAT(report.runs[0].merged.last_error, HasSubstr("Duplicate GPU detected"));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "probe/child.h"
 #include "probe/environment.h"
+#include "probe/intra_node.h"
 #include "probe/libraries.h"
 #include "probe/pair_local.h"
 #include "probe/runner.h"
@@ -91,6 +92,26 @@ TEST(ModeEnvironment, IbForcesTheIbNetAndTheConfiguredHca) {
   EXPECT_THAT(env, Contains(std::pair<std::string, std::string>("NCCL_NET", "IB")));
   EXPECT_THAT(env, Contains(std::pair<std::string, std::string>("NCCL_IB_HCA", "=mlx5_3")));
   EXPECT_THAT(env, Contains(std::pair<std::string, std::string>("NCCL_HOSTID", "h1")));
+}
+
+TEST(ModeEnvironment, IntraNodeLeavesTheNetworkToNcclAndSetsOnlyItsVariant) {
+  ProbeEnvOptions o;
+  o.mode = ProbeMode::kIntraNode;
+  o.ib_hca = "=mlx5_3";  // not the intra-node probe's business
+  auto plain = ModeEnvironment(o);
+  for (auto& [k, v] : plain) {
+    EXPECT_NE(k, "NCCL_NET");
+    EXPECT_NE(k, "NCCL_IB_DISABLE");
+    EXPECT_NE(k, "NCCL_IB_HCA");
+    EXPECT_NE(k, "NCCL_HOSTID");
+    EXPECT_NE(k, "NCCL_P2P_LEVEL");
+    EXPECT_NE(k, "NCCL_SHM_DISABLE");
+  }
+  o.p2p_level = "LOC";
+  o.shm_disable = true;
+  auto variant = ModeEnvironment(o);
+  EXPECT_THAT(variant, Contains(std::pair<std::string, std::string>("NCCL_P2P_LEVEL", "LOC")));
+  EXPECT_THAT(variant, Contains(std::pair<std::string, std::string>("NCCL_SHM_DISABLE", "1")));
 }
 
 TEST(BuildChildEnvironment, StartsFromScratchAndTheModeWinsOverTheAllowList) {
@@ -255,6 +276,99 @@ TEST(ApplyLogRules, APassNeedsAChannelLineToConfirmTheTransport) {
   EXPECT_FALSE(ok.classification.has_value());
 }
 
+TEST(ApplyLogRules, TheIntraNodeProbeReportsTheP2PKindNcclChoseInFull) {
+  SubprocessResult p;
+  p.kind = ExitKind::kExited;
+  p.out = ResultLine(ProbeOutcome::kPass, ProbeMode::kIntraNode) + "\n";
+  Classification log = Transports({"SHM", "P2P"});
+  log.local_transports = {"SHM/direct/direct", "P2P/CUMEM/read"};
+  auto r = InterpretChild(Req(ProbeMode::kIntraNode), p, log, 10, "/x.log");
+  EXPECT_EQ(r.outcome, ProbeOutcome::kPass);
+  EXPECT_EQ(r.transport, "P2P/CUMEM/read");
+  // One rank connects nothing: no channel line is no failure here.
+  auto alone = InterpretChild(Req(ProbeMode::kIntraNode), p, Transports({}), 10, "/x.log");
+  EXPECT_EQ(alone.outcome, ProbeOutcome::kPass);
+  EXPECT_EQ(alone.transport, "");
+}
+
+IntraNodeRun VariantRun(size_t variant_index, ProbeOutcome outcome, std::string transport = "") {
+  std::vector<IntraNodeRun> runs;
+  IntraNodeRun run;
+  for (size_t i = 0; i <= variant_index; ++i) {
+    auto v = NextIntraVariant(runs, 2);
+    if (!v) break;
+    run.variant = *v;
+    IntraNodeRun failed;
+    failed.variant = *v;
+    failed.merged.outcome = ProbeOutcome::kFail;
+    runs.push_back(failed);
+  }
+  run.merged.outcome = outcome;
+  run.merged.transport = std::move(transport);
+  run.merged.detail = outcome == ProbeOutcome::kPass ? "verified" : "ncclAllReduce: timeout";
+  return run;
+}
+
+TEST(NextIntraVariant, DefaultThenWithoutP2PThenWithoutShmThenWithoutBothThenStop) {
+  std::vector<IntraNodeRun> runs;
+  std::vector<std::string> names;
+  while (auto v = NextIntraVariant(runs, 2)) {
+    names.push_back(v->name + "|" + v->EnvText());
+    IntraNodeRun r;
+    r.variant = *v;
+    r.merged.outcome = ProbeOutcome::kTimeout;
+    runs.push_back(r);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"default|", "p2p-off|NCCL_P2P_LEVEL=LOC",
+                                             "shm-off|NCCL_SHM_DISABLE=1",
+                                             "p2p-shm-off|NCCL_P2P_LEVEL=LOC NCCL_SHM_DISABLE=1"}));
+  // A pass, one GPU, or a default that could not run stops at once.
+  std::vector<IntraNodeRun> passed = {VariantRun(0, ProbeOutcome::kPass, "P2P/CUMEM")};
+  EXPECT_FALSE(NextIntraVariant(passed, 2).has_value());
+  std::vector<IntraNodeRun> failed = {VariantRun(0, ProbeOutcome::kFail)};
+  EXPECT_FALSE(NextIntraVariant(failed, 1).has_value());
+  std::vector<IntraNodeRun> unavailable = {VariantRun(0, ProbeOutcome::kUnavailable)};
+  EXPECT_FALSE(NextIntraVariant(unavailable, 2).has_value());
+}
+
+TEST(JudgeIntraNode, NamesThePathByTheVariantThatPassed) {
+  const std::vector<std::string> gpus = {"0000:07:00.0", "0000:0f:00.0"};
+  Finding p2p = JudgeIntraNode(
+      {VariantRun(0, ProbeOutcome::kTimeout), VariantRun(1, ProbeOutcome::kPass, "SHM")}, gpus);
+  EXPECT_EQ(p2p.status, CheckStatus::kFail);
+  EXPECT_THAT(p2p.message, HasSubstr("P2P between the GPUs is broken"));
+  Finding shm =
+      JudgeIntraNode({VariantRun(0, ProbeOutcome::kFail), VariantRun(1, ProbeOutcome::kFail),
+                      VariantRun(2, ProbeOutcome::kPass, "P2P/IPC")},
+                     gpus);
+  EXPECT_THAT(shm.message, HasSubstr("SHM between the ranks is broken"));
+  Finding both = JudgeIntraNode(
+      {VariantRun(0, ProbeOutcome::kFail), VariantRun(1, ProbeOutcome::kFail),
+       VariantRun(2, ProbeOutcome::kFail), VariantRun(3, ProbeOutcome::kPass, "NET/Socket")},
+      gpus);
+  EXPECT_THAT(both.message, HasSubstr("P2P and SHM are both broken"));
+  Finding none =
+      JudgeIntraNode({VariantRun(0, ProbeOutcome::kCrashed), VariantRun(1, ProbeOutcome::kFail),
+                      VariantRun(2, ProbeOutcome::kFail), VariantRun(3, ProbeOutcome::kFail)},
+                     gpus);
+  EXPECT_EQ(none.status, CheckStatus::kFail);
+  EXPECT_THAT(none.message, HasSubstr("with P2P and SHM disabled"));
+  EXPECT_EQ(none.evidence.size(), 5u);  // the GPUs, then one line per run
+}
+
+TEST(JudgeIntraNode, NothingRunIsASkipWithTheReasonNotAFailure) {
+  Finding none = JudgeIntraNode({}, {});
+  EXPECT_EQ(none.status, CheckStatus::kSkip);
+  EXPECT_EQ(none.message, "no idle GPU to probe");
+  IntraNodeRun missing;
+  missing.merged.outcome = ProbeOutcome::kUnavailable;
+  missing.merged.detail = "libnccl.so.2 not found";
+  Finding skip = JudgeIntraNode({missing}, {"0000:07:00.0"});
+  EXPECT_EQ(skip.status, CheckStatus::kSkip);
+  EXPECT_THAT(skip.message, HasSubstr("libnccl.so.2 not found"));
+  EXPECT_EQ(ExitCodeFor(skip), 3);
+}
+
 TEST(ApplyLogRules, WrongDataIsProbeData) {
   ProbeResult r;
   r.outcome = ProbeOutcome::kFail;
@@ -331,6 +445,99 @@ TEST(ClassifyLogFile, ReadsTheRealProbeLogsOfNccl2289) {
   ASSERT_FALSE(ib->causes.empty());
   EXPECT_EQ(ib->causes.front().cause, "ib.hca_present");
   EXPECT_FALSE(ClassifyLogFile(dir + "absent.log").has_value());
+}
+
+}  // namespace
+}  // namespace nccl_triage
+
+namespace nccl_triage {
+namespace {
+
+PairLocalRow Row(ProbeMode mode, ProbeOutcome outcome) {
+  PairLocalRow row;
+  row.mode = mode;
+  row.merged.outcome = outcome;
+  row.merged.detail = std::string(ToString(outcome));
+  return row;
+}
+
+RailProbeRow RailRow(int index, FaultClass fault_class, std::string skipped = "") {
+  RailProbeRow r;
+  r.rail.index = index;
+  r.rail.device = "mlx5_" + std::to_string(index);
+  r.rail.port = 1;
+  r.rail.gpu = index;
+  r.skipped = std::move(skipped);
+  r.row = Row(ProbeMode::kIb,
+              fault_class == FaultClass::kHealthy ? ProbeOutcome::kPass : ProbeOutcome::kFail);
+  r.verdict.fault_class = fault_class;
+  r.verdict.basis = Basis::kProbes;
+  r.verdict.reason = "socket pass, IB " + r.row.merged.detail;
+  return r;
+}
+
+TEST(DecideRails, TheFirstFailingRailGivesTheVerdictAndIsNamed) {
+  const PairLocalRow socket = Row(ProbeMode::kSocket, ProbeOutcome::kPass);
+  std::vector<RailProbeRow> rails = {RailRow(0, FaultClass::kHealthy),
+                                     RailRow(1, FaultClass::kHealthy, "gpu busy (pid 7 python3)"),
+                                     RailRow(5, FaultClass::kIbResource)};
+  PairVerdict v = DecideRails(&socket, rails, {}, 0.5);
+  EXPECT_EQ(v.fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(v.reason.rfind("rail 5 (mlx5_5/1, GPU 5): ", 0), 0u) << v.reason;
+}
+
+TEST(DecideRails, EveryRailPassingIsHealthyUnlessANodeCheckFails) {
+  const PairLocalRow socket = Row(ProbeMode::kSocket, ProbeOutcome::kPass);
+  std::vector<RailProbeRow> rails = {RailRow(0, FaultClass::kHealthy),
+                                     RailRow(1, FaultClass::kHealthy)};
+  PairVerdict v = DecideRails(&socket, rails, {}, 0.5);
+  EXPECT_EQ(v.fault_class, FaultClass::kHealthy);
+  EXPECT_THAT(v.reason, HasSubstr("2 rail(s) probed, each passed"));
+  Finding rate;
+  rate.check = "ib.port_rate";
+  rate.status = CheckStatus::kFail;
+  v = DecideRails(&socket, rails, {rate}, 0.5);
+  EXPECT_NE(v.fault_class, FaultClass::kHealthy);
+  EXPECT_THAT(v.reason, HasSubstr("ib.port_rate failed"));
+}
+
+TEST(DecideRails, AFailedSocketProbeIsArchitectureWhateverTheRails) {
+  const PairLocalRow socket = Row(ProbeMode::kSocket, ProbeOutcome::kFail);
+  PairVerdict v = DecideRails(&socket, {RailRow(0, FaultClass::kIbResource)}, {}, 0.5);
+  EXPECT_EQ(v.fault_class, FaultClass::kArchitecture);
+}
+
+TEST(DecideRails, EveryRailSkippedSaysSoAndConcludesNothingFromProbes) {
+  const PairLocalRow socket = Row(ProbeMode::kSocket, ProbeOutcome::kPass);
+  PairVerdict v =
+      DecideRails(&socket, {RailRow(0, FaultClass::kHealthy, "gpu busy (pid 7 python3)")}, {}, 0.5);
+  EXPECT_THAT(v.reason,
+              HasSubstr("no rail probed (rail 0 (mlx5_0/1, GPU 0) skipped: gpu busy (pid 7 "
+                        "python3))"));
+}
+
+TEST(DecideRails, ARailsVerdictLeavesOutFindingsAboutOtherPorts) {
+  // Through RunPairLocal's rule: a finding naming mlx5_2/1 only is not a cause on mlx5_5.
+  const PairLocalRow socket = Row(ProbeMode::kSocket, ProbeOutcome::kPass);
+  Finding rate;
+  rate.check = "ib.port_rate";
+  rate.status = CheckStatus::kFail;
+  rate.fault_class = FaultClass::kIbResource;
+  rate.message = "mlx5_2/1 at 100 Gb/sec (2X HDR) vs 200 Gb/s";
+  EXPECT_EQ(FindingsForRail({rate}, RailRow(5, FaultClass::kHealthy).rail).size(), 0u);
+  EXPECT_EQ(FindingsForRail({rate}, RailRow(2, FaultClass::kHealthy).rail).size(), 1u);
+  rate.message = "no port named";
+  EXPECT_EQ(FindingsForRail({rate}, RailRow(5, FaultClass::kHealthy).rail).size(), 1u);
+  EXPECT_EQ(PortsNamed("a/b mlx5_2/1, mlx5_10/2x 3/4 x1/22"),
+            (std::vector<std::string>{"mlx5_2/1", "x1/22"}));
+}
+
+TEST(RailName, ARailTheNodeDoesNotListIsItsPort) {
+  Rail r;
+  r.index = -1;
+  r.device = "mlx5_0";
+  r.port = 1;
+  EXPECT_EQ(RailName(r), "mlx5_0/1");
 }
 
 }  // namespace
