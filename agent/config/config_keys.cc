@@ -94,8 +94,9 @@ constexpr std::array kSpecs = {
         KeyKind::kOptString,
         NT_FIELD(probe.ib_hca)},
     KeySpec{{"probe.rails", "all, N or a list",
-             "per-rail IB probes: every rail, N rails per sweep (taking turns), or a list of "
-             "rails and HCAs (0,3 or mlx5_3,mlx5_5); unset: one IB probe, NCCL's choice of HCAs"},
+             "per-rail IB probes of probe --pair-local and, in the coordinator's configuration, "
+             "of its sweeps: every rail, the first N (the next N each sweep), or a list of rails "
+             "and HCAs (0,3 or mlx5_3,mlx5_5); unset: one IB probe, NCCL's choice of HCAs"},
             KeyKind::kOptRails,
             NT_FIELD(probe.rails)},
     KeySpec{{"probe.size_bytes", "bytes", "all-reduce buffer size of a probe"},
@@ -215,11 +216,12 @@ constexpr std::array kSpecs = {
             NT_FIELD(coordinator.heartbeat_timeout_seconds),
             1,
             86400},
-    KeySpec{{"coordinator.verify_node_identity", "bool",
-             "require each agent's identity token and accept its hello only for the node the "
-             "API server binds that token to (TokenReview; needs coordinator.agent_service_account)"},
-            KeyKind::kBool,
-            NT_FIELD(coordinator.verify_node_identity)},
+    KeySpec{
+        {"coordinator.verify_node_identity", "bool",
+         "require each agent's identity token and accept its hello only for the node the "
+         "API server binds that token to (TokenReview; needs coordinator.agent_service_account)"},
+        KeyKind::kBool,
+        NT_FIELD(coordinator.verify_node_identity)},
     KeySpec{{"coordinator.agent_service_account", "string",
              "the agents' service account as namespace:name; identity tokens of any other are "
              "refused"},

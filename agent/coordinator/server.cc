@@ -36,6 +36,10 @@ CoordinatorOptions CoordinatorOptionsFromConfig(const Config& config) {
   o.probe_deadline_seconds = std::max(config.probe.timeout_seconds, 1);
   o.judge.busbw_min_fraction = config.probe.busbw_min_fraction;
   o.judge.check_bandwidth = config.probe.size_bytes >= kBandwidthBoundBytes;
+  if (config.probe.rails) {
+    // The loader already checked the text; a selection it let through is used as it parses.
+    if (auto rails = ParseRailSelection(*config.probe.rails); rails.ok()) o.rails = *rails;
+  }
   return o;
 }
 
@@ -506,6 +510,7 @@ void CoordinatorServer::Impl::ApplyLocked(PairRun& run, const PairRunActions& ac
         as->set_deadline_seconds(static_cast<uint32_t>(options_.probe_deadline_seconds));
         as->set_sweep(sweeps_started_);
         as->set_round(static_cast<uint32_t>(current_round_));
+        if (a.rail >= 0) as->set_rail(static_cast<uint32_t>(a.rail));
         break;
       }
       case PairRunAction::Kind::kRelayUniqueId:

@@ -25,12 +25,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
 #include "coordinator/node_identity.h"
 #include "coordinator/status_view.h"
 #include "core/config.h"
+#include "core/rail_selection.h"
 #include "planner/pair_judge.h"
 
 namespace nccl_triage {
@@ -45,7 +47,7 @@ struct CoordinatorOptions {
   // name of its Hello must be the node the token binds it to. Not owned by the options alone:
   // shared with whoever built it.
   std::shared_ptr<NodeIdentity> identity;
-  std::string cert_pem;                 // TLS when cert and key are both set
+  std::string cert_pem;  // TLS when cert and key are both set
   std::string key_pem;
   std::chrono::milliseconds sweep_interval{900'000};  // 0: only on demand
   int hold_down = 2;
@@ -65,6 +67,9 @@ struct CoordinatorOptions {
   std::chrono::milliseconds node_expiry{3'600'000};
   size_t max_nodes = 10'000;
   JudgeOptions judge;
+  // probe.rails: after each pair's IB probe, one IB probe per rail it selects (PairRails), turn =
+  // the sweep number; nullopt: no per-rail probes.
+  std::optional<RailSelection> rails;
   int max_rounds = 3;
   uint64_t seed = 1;
   std::string version;

@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "coordinator/server_impl.h"
 #include "planner/cross_node.h"
+#include "planner/rail_localisation.h"
 
 namespace nccl_triage {
 
@@ -75,6 +76,9 @@ void CoordinatorServer::Impl::RunRoundLocked(std::unique_lock<std::mutex>& lock,
         std::chrono::seconds(options_.probe_deadline_seconds) + options_.report_grace;
     setup.peer_failed_grace = options_.peer_failed_grace;
     setup.connected = [this](const std::string& node) { return ConnectedLocked(node); };
+    if (options_.rails) {
+      setup.rails = PairRails(KnownLocked(p.a), KnownLocked(p.b), *options_.rails, sweeps_started_);
+    }
     runs_.push_back(std::make_unique<PairRun>(std::move(setup)));
   }
   for (auto& run : runs_) ApplyLocked(*run, run->Start(SteadyClock::now()));
@@ -110,8 +114,10 @@ SweepResult CoordinatorServer::Impl::DriveSweepLocked(std::unique_lock<std::mute
     RunRoundLocked(lock, pairs);
     for (auto& run : runs_) {
       const NodePair& p = run->pair();
-      sweep_->Record(p,
-                     JudgePair(KnownLocked(p.a), KnownLocked(p.b), run->probes(), options_.judge));
+      const NodeInfo& a = KnownLocked(p.a);
+      const NodeInfo& b = KnownLocked(p.b);
+      sweep_->Record(p, JudgePair(a, b, run->probes(), options_.judge),
+                     JudgeRails(a, b, run->probes(), options_.judge));
     }
   }
   runs_.clear();

@@ -18,6 +18,8 @@
 #include "base/files.h"
 #include "base/log.h"
 #include "core/gpu_holders.h"
+#include "core/rail_selection.h"
+#include "core/rails.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
 #include "wire/convert.h"
 
@@ -418,6 +420,25 @@ class CoordinatorSession::Connection {
     pa.size_bytes = *size;
     pa.timeout_seconds = std::clamp(
         static_cast<int>(std::min<uint32_t>(a.deadline_seconds(), 86400)), 1, max_timeout);
+    if (a.has_rail()) {
+      // The coordinator names the rail; this node's own table says which HCA port and GPU it is.
+      auto snapshot = services_.LatestSnapshot();
+      const std::vector<Rail> table = snapshot ? RailTable(*snapshot) : std::vector<Rail>{};
+      auto rail = std::find_if(table.begin(), table.end(), [&](const Rail& r) {
+        return r.index == static_cast<int>(a.rail());
+      });
+      if (*mode != ProbeMode::kIb || rail == table.end()) {
+        refused.set_outcome(v1::PROBE_OUTCOME_UNAVAILABLE);
+        refused.set_detail(*mode != ProbeMode::kIb
+                               ? "rejected: a rail is for an IB probe only"
+                               : "rail " + std::to_string(a.rail()) + ": this node has " +
+                                     std::to_string(table.size()) + " rail(s)");
+        return refused;
+      }
+      pa.ib_hca = RailIbHca(*rail);
+      pa.gpu_bus_id = rail->gpu_bdf;
+      pa.tag = "rail" + std::to_string(rail->index);
+    }
     const std::string probe_id = a.probe_id();
     pa.publish_unique_id = [this, probe_id](const std::string& hex) {
       auto bytes = HexToBytes(hex);

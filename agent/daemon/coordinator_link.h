@@ -34,6 +34,11 @@ struct ProbeAssignment {
   int nranks = 2;
   uint64_t size_bytes = 0;  // 0: probe.size_bytes from the config
   int timeout_seconds = 0;  // 0 or above probe.timeout_seconds: probe.timeout_seconds
+  // One rail (IB mode): NCCL_IB_HCA selecting only its port instead of probe.ib_hca, the GPU
+  // nearest its HCA by PCI bus id (empty: device 0), and "rail3" for the log's name.
+  std::optional<std::string> ib_hca;
+  std::string gpu_bus_id;
+  std::string tag;
   // Rank 0: called once with the NCCL unique id (hex) as soon as the child made it, for the
   // coordinator to relay to the other rank.
   std::function<void(const std::string& unique_id_hex)> publish_unique_id;

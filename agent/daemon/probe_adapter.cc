@@ -27,6 +27,9 @@ ProbeFn MakeRunnerProbeFn(std::shared_ptr<const ProbeRunner> runner) {
     request.rank = a.rank;
     request.nranks = a.nranks;
     request.peer = a.peer;
+    request.ib_hca = a.ib_hca;
+    request.gpu_bus_id = a.gpu_bus_id;
+    request.tag = a.tag;
     auto started = use->Start(request);
     if (!started.ok()) {
       ProbeResult r;

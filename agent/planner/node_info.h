@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/rails.h"
 
 namespace nccl_triage {
 
@@ -54,6 +55,9 @@ struct NodeInfo {
   // How many checks passed (they are not listed); nullopt from an agent that does not say.
   std::optional<int> checks_passed;
   bool gpus_busy = false;  // the agent refuses probes while another process holds GPUs
+  // The node's rails as its agent told them (index, device, port, active, rate, GPU bus id; the
+  // PCIe details stay on the node). Empty from an agent that does not send them.
+  std::vector<Rail> rails;
   friend bool operator==(const NodeInfo&, const NodeInfo&) = default;
 };
 

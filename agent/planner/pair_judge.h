@@ -33,10 +33,18 @@ struct ModeProbes {
   bool attempted = false;  // false: this mode was not run (e.g. the socket probe was lost)
 };
 
+// The IB probe of a pair on one rail: both nodes' HCA of rail `rail` and the GPU nearest it.
+struct RailProbes {
+  int rail = 0;
+  std::string device;  // "mlx5_3/1": the rail's HCA and port, as the pair's nodes name it
+  ModeProbes ib;
+};
+
 struct PairProbes {
   NodePair pair;
   ModeProbes socket;
   ModeProbes ib;
+  std::vector<RailProbes> rails;  // one per rail probed after the IB phase, in probing order
 };
 
 // Below this all-reduce size a probe measures latency more than bandwidth: a 64 KiB probe would

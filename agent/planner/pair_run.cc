@@ -1,5 +1,6 @@
 #include "planner/pair_run.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/catalogue.h"
@@ -12,6 +13,20 @@ bool NamesSpecificCause(const ProbeResult& r) {
     if (!HasTrait(c.cause, kConsequenceOnly)) return true;
   }
   return false;
+}
+
+std::vector<PairRunSetup::Rail> PairRails(const NodeInfo& a, const NodeInfo& b,
+                                          const RailSelection& selection, uint64_t turn) {
+  std::vector<PairRunSetup::Rail> out;
+  if (a.rails.empty() || b.rails.empty()) return out;
+  for (int i : SelectRails(a.rails, selection, turn)) {
+    const Rail& ra = a.rails[i];
+    const bool both = std::any_of(b.rails.begin(), b.rails.end(), [&](const Rail& rb) {
+      return rb.index == ra.index && rb.device == ra.device && rb.port == ra.port;
+    });
+    if (both) out.push_back({ra.index, ra.device + "/" + std::to_string(ra.port)});
+  }
+  return out;
 }
 
 PairRun::PairRun(PairRunSetup setup) : setup_(std::move(setup)) {
@@ -38,7 +53,11 @@ void PairRun::StartPhase(ProbeMode mode, SteadyTime now, PairRunActions& out) {
   peer_failed_deadline_.reset();
   slot_[0] = {setup_.rank0, "", std::nullopt};
   slot_[1] = {setup_.rank1, "", std::nullopt};
-  (mode == ProbeMode::kSocket ? probes_.socket : probes_.ib).attempted = true;
+  if (rail_index_ >= 0) {
+    const PairRunSetup::Rail& rail = setup_.rails[rail_index_];
+    probes_.rails.push_back({rail.rail, rail.device, {}});
+  }
+  Current().attempted = true;
   for (const Slot& slot : slot_) {
     if (!Connected(slot.node)) {
       Lose("agent " + slot.node + " is not connected", out);
@@ -47,7 +66,9 @@ void PairRun::StartPhase(ProbeMode mode, SteadyTime now, PairRunActions& out) {
   }
   for (int r = 0; r < 2; ++r) {
     Slot& slot = slot_[r];
-    slot.probe_id = setup_.id_prefix + "-" + std::string(ToString(mode)) + "-r" + std::to_string(r);
+    slot.probe_id = setup_.id_prefix + "-" + std::string(ToString(mode)) +
+                    (rail_index_ >= 0 ? "-rail" + std::to_string(rail()) : "") + "-r" +
+                    std::to_string(r);
     PairRunAction a;
     a.kind = PairRunAction::Kind::kAssign;
     a.node = slot.node;
@@ -55,6 +76,7 @@ void PairRun::StartPhase(ProbeMode mode, SteadyTime now, PairRunActions& out) {
     a.peer = slot_[1 - r].node;
     a.mode = mode;
     a.rank = r;
+    a.rail = rail();
     out.push_back(std::move(a));
   }
   deadline_ = now + setup_.phase_timeout;
@@ -76,7 +98,7 @@ void PairRun::CancelSlot(Slot& slot, const std::string& reason, PairRunActions& 
 
 bool PairRun::EndPhase(const std::string& lost, PairRunActions& out) {
   if (done_) return false;
-  ModeProbes& probes = mode_ == ProbeMode::kSocket ? probes_.socket : probes_.ib;
+  ModeProbes& probes = Current();
   probes.attempted = true;
   probes.rank0 = slot_[0].result;
   probes.rank1 = slot_[1].result;
@@ -85,15 +107,27 @@ bool PairRun::EndPhase(const std::string& lost, PairRunActions& out) {
   PairRunAction over;
   over.kind = PairRunAction::Kind::kPhaseOver;
   over.mode = mode_;
+  over.rail = rail();
   over.text = lost.empty() ? std::string(ToString(MergeRanks(probes, mode_).outcome)) : "lost";
   out.push_back(std::move(over));
-  if (mode_ == ProbeMode::kSocket && lost.empty()) return true;
+  if (lost.empty()) {
+    if (mode_ == ProbeMode::kSocket) return true;
+    if (rail_index_ + 1 < static_cast<int>(setup_.rails.size())) return true;
+  }
   done_ = true;
   return false;
 }
 
 void PairRun::FinishPhase(SteadyTime now, PairRunActions& out) {
-  if (EndPhase("", out)) StartPhase(ProbeMode::kIb, now, out);
+  if (!EndPhase("", out)) return;
+  // After the socket phase the IB phase, after that each rail in turn.
+  if (mode_ == ProbeMode::kIb) ++rail_index_;
+  StartPhase(ProbeMode::kIb, now, out);
+}
+
+ModeProbes& PairRun::Current() {
+  if (rail_index_ >= 0) return probes_.rails.back().ib;
+  return mode_ == ProbeMode::kSocket ? probes_.socket : probes_.ib;
 }
 
 void PairRun::CancelUnreported(const std::string& reason, SteadyTime now, PairRunActions& out) {

@@ -177,6 +177,25 @@ std::vector<NodePair> Sweep::NextRound() {
   // of round 1, a node whose round-1 partner had left).
   std::vector<std::string> need(an.ambiguous.begin(), an.ambiguous.end());
   need.insert(need.end(), spare.begin(), spare.end());
+  // And the members of a failed (pair, rail) that nothing explains yet whose rail has passed with
+  // no peer: a second peer good on that rail tells their HCA from the other's.
+  std::set<std::string> rail_need;
+  const std::vector<RailPairOutcome> rail_outcomes = RailOutcomes();
+  std::set<std::pair<std::string, int>> rail_good;
+  for (const auto& o : rail_outcomes) {
+    if (!o.passed) continue;
+    rail_good.insert({o.pair.a, o.rail});
+    rail_good.insert({o.pair.b, o.rail});
+  }
+  for (const auto& o : LocaliseRails(rail_outcomes).inconclusive) {
+    for (const std::string* n : {&o.pair.a, &o.pair.b}) {
+      if (!rail_good.count({*n, o.rail}) && !an.ambiguous.count(*n) && !an.Fault(*n) &&
+          an.acc.count(*n)) {
+        rail_need.insert(*n);
+      }
+    }
+  }
+  need.insert(need.end(), rail_need.begin(), rail_need.end());
   size_t cursor = 0;
   for (size_t i = 0; i < need.size(); ++i) {
     const std::string& x = need[i];
@@ -224,13 +243,23 @@ std::vector<NodePair> Sweep::NextRound() {
   return pairs;
 }
 
-void Sweep::Record(const NodePair& pair, const PairJudgement& judgement) {
+void Sweep::Record(const NodePair& pair, const PairJudgement& judgement,
+                   std::vector<RailPairOutcome> rails) {
   if (!planned_.erase(pair)) return;
   PairOutcome o;
   o.pair = pair;
   o.round = round_;
   o.judgement = judgement;
+  for (auto& r : rails) {
+    if (r.pair == pair) o.rails.push_back(std::move(r));
+  }
   tests_.push_back(std::move(o));
+}
+
+std::vector<RailPairOutcome> Sweep::RailOutcomes() const {
+  std::vector<RailPairOutcome> out;
+  for (const auto& t : tests_) out.insert(out.end(), t.rails.begin(), t.rails.end());
+  return out;
 }
 
 void Sweep::RemoveNode(const std::string& node) { present_.erase(node); }
@@ -238,12 +267,36 @@ void Sweep::RemoveNode(const std::string& node) { present_.erase(node); }
 SweepResult Sweep::Result() const {
   Analysis an = Analyse();
   SweepResult r;
+  r.rails = LocaliseRails(RailOutcomes());
+  // A rail fault of a node makes it a node fault (unless the pair-level probes already did).
+  std::map<std::string, std::vector<const RailFault*>> rail_node_faults;
+  for (const auto& f : r.rails.faults) {
+    if (f.kind == RailFaultKind::kLinkRail) continue;
+    const std::string& n = f.nodes.front();
+    if (!an.Fault(n)) rail_node_faults[n].push_back(&f);
+  }
+  for (const auto& [n, faults] : rail_node_faults) an.node_faults.insert(n);
   r.number = setup_.number;
   r.rounds = round_;
   for (const auto& n : setup_.nodes) r.nodes[n];
   for (const auto& [n, acc] : an.acc) {
     NodeOutcome& o = r.nodes[n];
-    if (an.Good(n)) {
+    if (auto rf = rail_node_faults.find(n); rf != rail_node_faults.end()) {
+      // A whole-node rail fault comes first (LocaliseRails' order) and says it all.
+      const RailFault& first = *rf->second.front();
+      o.state = NodeState::kNodeFault;
+      o.fault_class = first.fault_class;
+      for (const RailFault* f : rf->second) {
+        for (const auto& c : f->causes) {
+          if (std::find(o.causes.begin(), o.causes.end(), c) == o.causes.end()) {
+            o.causes.push_back(c);
+          }
+        }
+        if (first.kind == RailFaultKind::kNode && f != &first) continue;
+        o.reason += (o.reason.empty() ? "" : "; ") + f->reason;
+      }
+      r.tested_nodes.insert(n);
+    } else if (an.Good(n)) {
       o.state = NodeState::kGood;
       o.fault_class = FaultClass::kHealthy;
       o.reason = "passed with " + std::to_string(acc.passes) + " partner(s)";
@@ -311,6 +364,19 @@ SweepResult Sweep::Result() const {
                      v.causes,
                      "fails only together: " + p.pair.a + " and " + p.pair.b +
                          " both pass with other partners (" + v.reason + ")"});
+  }
+  // A link-rail fault between two nodes that no pair-level fault explains: the pair on that rail.
+  for (const auto& f : r.rails.faults) {
+    if (f.kind != RailFaultKind::kLinkRail) continue;
+    if (an.Fault(f.nodes[0]) || an.Fault(f.nodes[1])) continue;
+    links.push_back({FaultKind::kLink, f.nodes, f.fault_class, f.causes, f.reason});
+    const NodePair pair(f.nodes[0], f.nodes[1]);
+    r.tested_pairs.insert(pair);
+    for (auto& p : r.pairs) {
+      if (p.pair == pair && p.localisation != PairLocalisation::kLink) {
+        p.localisation = PairLocalisation::kLink;
+      }
+    }
   }
   std::sort(links.begin(), links.end(),
             [](const auto& x, const auto& y) { return x.nodes < y.nodes; });

@@ -14,6 +14,12 @@
 //   inconclusive  anything else when the rounds run out (too few references, a lost agent).
 // A failed pair with one node-fault member is explained by that node (PairLocalisation kNode).
 //
+// Rails: a pair's per-rail IB probes (Record's `rails`) are localised by LocaliseRails. A node
+// whose rail fails without a peer good on it yet is re-paired like an ambiguous node (the same
+// rounds, not more); a node-rail or whole-node rail fault makes the node a node fault whose reason
+// names the rail ("rail 5 (mlx5_5/1) passes with no peer ..."), a link-rail fault makes its pair a
+// link fault, unless the pair-level probes already localised them.
+//
 // The caller drives it: NextRound() gives disjoint pairs, the caller probes them and Record()s
 // each judgement, then asks NextRound() again until it is empty; Result() is the sweep's verdict.
 // Pure (the seed drives the choice of references); not thread-safe.
@@ -28,6 +34,7 @@
 
 #include "planner/node_info.h"
 #include "planner/pair_judge.h"
+#include "planner/rail_localisation.h"
 
 namespace nccl_triage {
 
@@ -61,6 +68,7 @@ struct PairOutcome {
   int round = 0;
   PairJudgement judgement;
   PairLocalisation localisation = PairLocalisation::kNone;
+  std::vector<RailPairOutcome> rails;  // the pair's conclusive per-rail IB probes
 };
 
 struct SweepResult {
@@ -73,6 +81,7 @@ struct SweepResult {
   // fault as gone only when its node or pair was tested and it did not show).
   std::set<std::string> tested_nodes;
   std::set<NodePair> tested_pairs;
+  RailLocalisation rails;  // from every pair's per-rail probes (empty without rails)
 };
 
 struct SweepSetup {
@@ -95,8 +104,10 @@ class Sweep {
   std::vector<NodePair> NextRound();
   int round() const { return round_; }
 
-  // The judgement of a pair of the current round (others are ignored).
-  void Record(const NodePair& pair, const PairJudgement& judgement);
+  // The judgement of a pair of the current round (others are ignored), with its per-rail IB
+  // outcomes (JudgeRails) when rails were probed.
+  void Record(const NodePair& pair, const PairJudgement& judgement,
+              std::vector<RailPairOutcome> rails = {});
   // A node left (its agent disconnected): it gets no new pairs.
   void RemoveNode(const std::string& node);
 
@@ -105,6 +116,7 @@ class Sweep {
  private:
   struct Analysis;
   Analysis Analyse() const;
+  std::vector<RailPairOutcome> RailOutcomes() const;
 
   SweepSetup setup_;
   int round_ = 0;

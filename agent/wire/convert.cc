@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/catalogue.h"
+#include "core/rails.h"
 #include "core/report.h"
 
 namespace nccl_triage {
@@ -17,6 +18,7 @@ constexpr int kMaxFindings = 128;
 constexpr int kMaxCauses = 16;
 constexpr int kMaxIbPorts = 32;  // NCCL's MAX_IB_DEVS
 constexpr int kMaxEvidence = 4;
+constexpr int kMaxRails = 64;
 
 // At most n bytes, never ending inside a UTF-8 character: the text goes into JSON (/status) and
 // protobuf strings, which both refuse a split character.
@@ -196,6 +198,16 @@ v1::NodeSummary MakeNodeSummary(const NodeSnapshot* snapshot, const NodeReport* 
     }
     if (!snapshot->gpus.empty()) s.set_gpu_model(Cut(snapshot->gpus.front().model, 128));
     s.set_gpu_count(static_cast<uint32_t>(snapshot->gpus.size()));
+    for (const Rail& rail : RailTable(*snapshot)) {
+      if (s.rails_size() >= kMaxRails) break;
+      v1::Rail* r = s.add_rails();
+      r->set_index(static_cast<uint32_t>(std::max(rail.index, 0)));
+      r->set_device(Cut(rail.device, 64));
+      r->set_port(static_cast<uint32_t>(std::max(rail.port, 0)));
+      r->set_active(rail.active);
+      if (rail.rate_gbps) r->set_rate_gbps(*rail.rate_gbps);
+      r->set_gpu_bus_id(Cut(rail.gpu_bdf, 64));
+    }
   }
   // Without a report nothing has passed yet (the agent's own verdict is unknown too).
   uint32_t passed = 0;
@@ -278,6 +290,19 @@ void ApplySummary(const v1::NodeSummary& s, NodeInfo& info) {
       hca.ports.push_back(std::move(port));
     }
     info.hcas.push_back(std::move(hca));
+  }
+  info.rails.clear();
+  for (int i = 0; i < s.rails_size() && i < kMaxRails; ++i) {
+    const v1::Rail& r = s.rails(i);
+    Rail rail;
+    rail.index = static_cast<int>(std::min<uint32_t>(r.index(), kMaxRails - 1));
+    rail.device = Cut(r.device(), 64);
+    rail.port = static_cast<int>(std::min<uint32_t>(r.port(), 255));
+    rail.active = r.active();
+    if (std::isfinite(r.rate_gbps()) && r.rate_gbps() > 0) rail.rate_gbps = r.rate_gbps();
+    rail.state = rail.active ? "ACTIVE" : "unknown";
+    rail.gpu_bdf = Cut(r.gpu_bus_id(), 64);
+    info.rails.push_back(std::move(rail));
   }
   info.checks_passed.reset();
   if (s.has_checks_passed()) {

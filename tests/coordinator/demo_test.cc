@@ -157,5 +157,49 @@ TEST(DemoFaultSpec, ParsesNodeAndLinkSpecsAndRejectsTheRest) {
   }
 }
 
+TEST(DemoCluster, RailWhoseMemoryRegistrationFailsIsNamedInItsNodesVerdict) {
+  // mlx5_5 of node 2 fails ibv_reg_mr; sysfs shows it healthy and the pairs' IB probe (mlx5_0)
+  // passes: only the probes on rail 5 see it, and the coordinator names the node and the rail.
+  DemoReport r = RunWithFault(4, "rail:2:5:mr_register");
+  ASSERT_EQ(r.faults.size(), 1u) << nlohmann::json(ToJson(r)).dump(2);
+  EXPECT_EQ(r.faults[0].kind, FaultKind::kNode);
+  EXPECT_EQ(r.faults[0].nodes, std::vector<int>{2});
+  EXPECT_EQ(r.faults[0].fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(r.faults[0].cause, "ib.mr_register");
+  EXPECT_TRUE(r.faults[0].confirmed);
+  for (const auto& n : r.node_results) {
+    if (n.index == 2) {
+      EXPECT_EQ(n.fault_class, FaultClass::kIbResource);
+      EXPECT_NE(n.reason.find("rail 5 (mlx5_5/1)"), std::string::npos) << n.reason;
+    } else {
+      EXPECT_EQ(n.fault_class, FaultClass::kHealthy) << n.name << ": " << n.reason;
+    }
+  }
+  for (const auto& p : r.pairs) EXPECT_EQ(p.ib, ProbeOutcome::kPass) << p.a << "-" << p.b;
+}
+
+TEST(DemoCluster, HealthyClusterWithRailProbesHasNoRailFault) {
+  DemoOptions o = TestOptions(4, "rails-healthy");
+  o.rails = true;
+  DemoReport r = RunCluster(std::move(o));
+  EXPECT_TRUE(r.faults.empty()) << nlohmann::json(ToJson(r)).dump(2);
+  for (const auto& n : r.node_results) {
+    EXPECT_EQ(n.fault_class, FaultClass::kHealthy) << n.name << ": " << n.reason;
+  }
+}
+
+TEST(DemoFaultSpec, ParsesRailSpecs) {
+  auto f = ParseDemoFault("rail:3:5:mr_register", 8);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->kind, FaultKind::kNode);
+  EXPECT_EQ(f->a, 3);
+  EXPECT_EQ(f->rail, 5);
+  EXPECT_EQ(f->what, "mr_register");
+  for (const char* bad : {"rail:3:8:mr_register", "rail:3:mr_register", "rail:8:1:port_down",
+                          "rail:1:1:cable", "rail:1:-1:port_down", "rail:1:1:"}) {
+    EXPECT_FALSE(ParseDemoFault(bad, 8).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace nccl_triage

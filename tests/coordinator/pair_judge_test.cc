@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "planner/rail_localisation.h"
+
 namespace nccl_triage {
 namespace {
 
@@ -257,6 +259,35 @@ TEST(PredictPair, CrossNodeFailureIsAChecksBasedVerdict) {
   EXPECT_EQ(v.fault_class, FaultClass::kArchitecture);
   EXPECT_EQ(v.causes, std::vector<std::string>{"pair.arch_mixed"});
   EXPECT_EQ(PredictPair(Node("a"), Node("b")).fault_class, FaultClass::kHealthy);
+}
+
+TEST(JudgeRails, EachRailIsJudgedOnItsOwnAndALostRailIsLeftOut) {
+  PairProbes p = Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kPass),
+                             Result(ProbeMode::kSocket, 1, ProbeOutcome::kPass)),
+                        Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kPass),
+                             Result(ProbeMode::kIb, 1, ProbeOutcome::kPass)));
+  p.rails.push_back({0, "mlx5_0/1",
+                     Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kPass),
+                          Result(ProbeMode::kIb, 1, ProbeOutcome::kPass))});
+  p.rails.push_back({5, "mlx5_5/1",
+                     Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kFail, {"ib.mr_register"},
+                                 FaultClass::kIbResource),
+                          Result(ProbeMode::kIb, 1, ProbeOutcome::kNotRun))});
+  ModeProbes lost = Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kPass), {});
+  lost.rank1.reset();
+  lost.lost = "no report from b within the deadline";
+  p.rails.push_back({6, "mlx5_6/1", lost});
+  std::vector<RailPairOutcome> out = JudgeRails(Node("a"), Node("b"), p, {});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].rail, 0);
+  EXPECT_TRUE(out[0].passed);
+  EXPECT_EQ(out[1].rail, 5);
+  EXPECT_EQ(out[1].device, "mlx5_5/1");
+  EXPECT_EQ(out[1].pair, NodePair("a", "b"));
+  EXPECT_FALSE(out[1].passed);
+  EXPECT_EQ(out[1].fault_class, FaultClass::kIbResource);
+  ASSERT_FALSE(out[1].causes.empty());
+  EXPECT_EQ(out[1].causes.front(), "ib.mr_register");
 }
 
 }  // namespace

@@ -15,8 +15,9 @@ using Kind = PairRunAction::Kind;
 const SteadyTime T0 = SteadyTime{} + 1000h;
 
 struct TwoNodes {
-  TwoNodes() {
+  explicit TwoNodes(std::vector<PairRunSetup::Rail> rails = {}) {
     PairRunSetup s;
+    s.rails = std::move(rails);
     s.pair = NodePair("node-a", "node-b");
     s.rank0 = "node-b";
     s.rank1 = "node-a";
@@ -256,6 +257,96 @@ TEST(NamesSpecificCause, ConsequencesOfThePeersFailureAreNotACause) {
   EXPECT_FALSE(NamesSpecificCause(Result(
       ProbeOutcome::kFail, {"peer.exited", "nccl.timeout", "nccl.system", "nccl.internal"})));
   EXPECT_TRUE(NamesSpecificCause(Result(ProbeOutcome::kFail, {"peer.exited", "ib.port_state"})));
+}
+
+TEST(PairRun, RailPhasesFollowTheIbPhaseOneAtATimeEachOnItsRail) {
+  TwoNodes t({{3, "mlx5_3/1"}, {5, "mlx5_5/1"}});
+  t.run->Start(T0);
+  PassPhase(*t.run, T0 + 1s);                     // socket
+  PairRunActions a = PassPhase(*t.run, T0 + 2s);  // IB, all rails
+  ASSERT_EQ(Kinds(a), (std::vector<Kind>{Kind::kPhaseOver, Kind::kAssign, Kind::kAssign}));
+  EXPECT_EQ(a[0].rail, -1);
+  EXPECT_EQ(a[1].probe_id, "s1-p7-ib-rail3-r0");
+  EXPECT_EQ(a[1].mode, ProbeMode::kIb);
+  EXPECT_EQ(a[1].rail, 3);
+  EXPECT_EQ(a[2].rail, 3);
+  EXPECT_EQ(t.run->rail(), 3);
+  t.run->OnUniqueId(std::string(128, 'x'));
+  // Rank 0 names the cause: rank 1 is cancelled, and the next rail follows at once.
+  a = t.run->OnReport(0, Result(ProbeOutcome::kFail, {"ib.mr_register"}), T0 + 3s);
+  ASSERT_EQ(Kinds(a),
+            (std::vector<Kind>{Kind::kCancel, Kind::kPhaseOver, Kind::kAssign, Kind::kAssign}))
+      << "a failed rail does not stop the next one";
+  EXPECT_EQ(a[0].probe_id, "s1-p7-ib-rail3-r1");
+  a.erase(a.begin());
+  EXPECT_EQ(a[0].rail, 3);
+  EXPECT_EQ(a[0].text, "fail");
+  EXPECT_EQ(a[1].probe_id, "s1-p7-ib-rail5-r0");
+  a = PassPhase(*t.run, T0 + 4s);
+  ASSERT_EQ(Kinds(a), std::vector<Kind>{Kind::kPhaseOver});
+  EXPECT_EQ(a[0].rail, 5);
+  EXPECT_TRUE(t.run->done());
+  const PairProbes& p = t.run->probes();
+  ASSERT_EQ(p.rails.size(), 2u);
+  EXPECT_EQ(p.rails[0].rail, 3);
+  EXPECT_EQ(p.rails[0].device, "mlx5_3/1");
+  EXPECT_EQ(p.rails[0].ib.rank0->outcome, ProbeOutcome::kFail);
+  EXPECT_EQ(p.rails[0].ib.rank1->outcome, ProbeOutcome::kNotRun);
+  EXPECT_EQ(p.rails[1].ib.rank1->outcome, ProbeOutcome::kPass);
+  EXPECT_EQ(p.ib.rank0->outcome, ProbeOutcome::kPass) << "the IB phase keeps its own results";
+}
+
+TEST(PairRun, ALostRailPhaseEndsTheRunWithoutTheRailsAfterIt) {
+  TwoNodes t({{0, "mlx5_0/1"}, {1, "mlx5_1/1"}});
+  t.run->Start(T0);
+  PassPhase(*t.run, T0 + 1s);
+  PassPhase(*t.run, T0 + 2s);
+  ASSERT_EQ(t.run->rail(), 0);
+  PairRunActions a = t.run->Tick(T0 + 2s + 130s);
+  EXPECT_NE(Find(a, Kind::kPhaseOver), nullptr);
+  EXPECT_EQ(Find(a, Kind::kAssign), nullptr);
+  EXPECT_TRUE(t.run->done());
+  ASSERT_EQ(t.run->probes().rails.size(), 1u);
+  EXPECT_FALSE(t.run->probes().rails[0].ib.lost.empty());
+}
+
+TEST(PairRun, NoRailPhasesWhenTheSocketPhaseWasLost) {
+  TwoNodes t({{0, "mlx5_0/1"}});
+  t.run->Start(T0);
+  t.run->OnAgentLost("node-a", "stream closed");
+  EXPECT_TRUE(t.run->done());
+  EXPECT_TRUE(t.run->probes().rails.empty());
+}
+
+NodeInfo WithRails(const std::string& name, const std::vector<std::string>& devices) {
+  NodeInfo n;
+  n.name = name;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    Rail r;
+    r.index = static_cast<int>(i);
+    r.device = devices[i];
+    r.port = 1;
+    r.active = true;
+    n.rails.push_back(r);
+  }
+  return n;
+}
+
+TEST(PairRails, RailsBothNodesHaveOnTheSameHcaAndPortAsSelected) {
+  NodeInfo a = WithRails("a", {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"});
+  NodeInfo b = WithRails("b", {"mlx5_0", "mlx5_1", "mlx5_9", "mlx5_3"});
+  b.rails[3].port = 2;
+  auto all = PairRails(a, b, RailSelection{.all = true}, 1);
+  ASSERT_EQ(all.size(), 2u) << "rail 2 is another HCA on b, rail 3 another port";
+  EXPECT_EQ(all[0].rail, 0);
+  EXPECT_EQ(all[0].device, "mlx5_0/1");
+  EXPECT_EQ(all[1].rail, 1);
+  EXPECT_EQ(all[1].device, "mlx5_1/1");
+  auto listed = PairRails(a, b, RailSelection{.items = {"1", "2"}}, 1);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].rail, 1);
+  EXPECT_TRUE(PairRails(a, NodeInfo{}, RailSelection{.all = true}, 1).empty())
+      << "a node that sent no rail table";
 }
 
 }  // namespace

@@ -440,6 +440,27 @@ TEST(CoordinatorSession, RefusesAssignmentsOutsideTheClosedSet) {
   EXPECT_EQ(seen.mode, ProbeMode::kIb);
 }
 
+TEST(CoordinatorSession, ARailThisNodeDoesNotHaveOrASocketRailIsUnavailableNotRun) {
+  Scripted c;
+  FakeServices a("node-a");  // its snapshot has no HCAs: no rail table
+  RunningSession s(c.Options(), a);
+  v1::CoordinatorMessage ib = Assignment("r3", v1::PROBE_MODE_IB);
+  ib.mutable_assignment()->set_rail(3);
+  c.service.Send(ib);
+  auto r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_UNAVAILABLE);
+  EXPECT_EQ(r->detail(), "rail 3: this node has 0 rail(s)");
+  v1::CoordinatorMessage socket = Assignment("s3", v1::PROBE_MODE_SOCKET);
+  socket.mutable_assignment()->set_rail(3);
+  c.service.Send(socket);
+  r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_UNAVAILABLE);
+  EXPECT_NE(r->detail().find("IB probe only"), std::string::npos) << r->detail();
+  EXPECT_EQ(a.probes_.load(), 0);
+}
+
 TEST(CoordinatorSession, NeverProbesWhileAnotherProcessHoldsTheGpus) {
   Scripted c;
   FakeServices a("node-a");

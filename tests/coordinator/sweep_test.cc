@@ -18,6 +18,33 @@ struct World {
   std::set<NodePair> bad_links;
   std::set<std::string> lost;  // agents that disconnect when probed
   int probes = 0;
+  // Rails: each pair is also probed on rails 0..rails-1 (HCA mlx5_k port 1). A bad rail of a node
+  // or between two nodes fails only that rail's probe: the pair's IB probe (on other HCAs) passes.
+  int rails = 0;
+  std::map<std::pair<std::string, int>, std::string> bad_rails;  // (node, rail) -> cause
+  std::set<std::pair<NodePair, int>> bad_rail_links;
+
+  std::vector<RailPairOutcome> JudgeRails(const NodePair& p) {
+    std::vector<RailPairOutcome> out;
+    if (lost.count(p.a) || lost.count(p.b)) return out;
+    for (int k = 0; k < rails; ++k) {
+      RailPairOutcome o;
+      o.pair = p;
+      o.rail = k;
+      o.device = "mlx5_" + std::to_string(k) + "/1";
+      for (const auto* n : {&p.a, &p.b}) {
+        if (auto it = bad_nodes.find(*n); it != bad_nodes.end()) o.causes.push_back(it->second);
+        if (auto it = bad_rails.find({*n, k}); it != bad_rails.end()) {
+          o.causes.push_back(it->second);
+        }
+      }
+      if (bad_rail_links.count({p, k})) o.causes.push_back("ib.fabric");
+      o.passed = o.causes.empty();
+      o.fault_class = o.passed ? FaultClass::kUnknown : FaultClass::kIbResource;
+      out.push_back(std::move(o));
+    }
+    return out;
+  }
 
   PairJudgement Judge(const NodePair& p) {
     ++probes;
@@ -66,7 +93,7 @@ SweepRun RunSweep(World& w, SweepSetup setup) {
     for (const auto& p : pairs) {
       EXPECT_TRUE(used.insert(p.a).second) << "round " << s.round() << " not disjoint";
       EXPECT_TRUE(used.insert(p.b).second) << "round " << s.round() << " not disjoint";
-      s.Record(p, w.Judge(p));
+      s.Record(p, w.Judge(p), w.JudgeRails(p));
     }
   }
   run.result = s.Result();
@@ -239,7 +266,7 @@ TEST(Sweep, PrefersReferencesNotPredictedIncompatible) {
       if (s.round() > 1 && p.Has(Name(0))) {
         EXPECT_EQ(p.Other(Name(0)), Name(7));
       }
-      s.Record(p, w.Judge(p));
+      s.Record(p, w.Judge(p), w.JudgeRails(p));
     }
   }
   EXPECT_EQ(NodeFaults(s.Result()), std::set<std::string>{Name(0)});
@@ -299,6 +326,81 @@ TEST(Sweep, RandomClustersLocaliseExactlyWithinThreeRounds) {
     EXPECT_EQ(NodeFaults(run.result), want_nodes) << "trial " << trial << " n=" << n;
     EXPECT_EQ(LinkFaults(run.result), w.bad_links) << "trial " << trial;
   }
+}
+
+TEST(Sweep, HealthyClusterWithRailsTakesOneRoundAndReportsNothing) {
+  World w;
+  w.rails = 8;
+  SweepRun run = RunSweep(w, MakeSetup(8, Adjacent(8)));
+  EXPECT_EQ(run.rounds, 1);
+  EXPECT_TRUE(run.result.faults.empty());
+  EXPECT_TRUE(run.result.rails.faults.empty());
+  EXPECT_TRUE(run.result.rails.inconclusive.empty());
+}
+
+TEST(Sweep, BadRailOfOneNodeIsANodeFaultNamingTheRailInTwoRounds) {
+  World w;
+  w.rails = 8;
+  w.bad_rails[{Name(2), 5}] = "ib.mr_register";
+  SweepRun run = RunSweep(w, MakeSetup(8, Adjacent(8)));
+  EXPECT_EQ(run.rounds, 2) << "the rail is re-paired in the round a failed pair would be";
+  EXPECT_EQ(NodeFaults(run.result), std::set<std::string>{Name(2)});
+  EXPECT_TRUE(LinkFaults(run.result).empty());
+  ASSERT_EQ(run.result.rails.faults.size(), 1u);
+  const RailFault& rf = run.result.rails.faults[0];
+  EXPECT_EQ(rf.kind, RailFaultKind::kNodeRail);
+  EXPECT_EQ(rf.rail, 5);
+  EXPECT_EQ(rf.device, "mlx5_5/1");
+  const NodeOutcome& o = run.result.nodes.at(Name(2));
+  EXPECT_EQ(o.state, NodeState::kNodeFault);
+  EXPECT_EQ(o.fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(o.causes, std::vector<std::string>{"ib.mr_register"});
+  EXPECT_NE(o.reason.find("rail 5 (mlx5_5/1)"), std::string::npos) << o.reason;
+  EXPECT_EQ(run.result.nodes.at(Name(3)).state, NodeState::kGood) << "its round-1 partner";
+  EXPECT_TRUE(run.result.tested_nodes.count(Name(2)));
+}
+
+TEST(Sweep, EveryRailOfANodeFailingIsTheNodeAndItsPairsAreExplainedByIt) {
+  World w;
+  w.rails = 4;
+  w.bad_nodes[Name(4)] = "ib.mr_register";
+  SweepRun run = RunSweep(w, MakeSetup(8, Adjacent(8)));
+  EXPECT_EQ(run.rounds, 2);
+  EXPECT_EQ(NodeFaults(run.result), std::set<std::string>{Name(4)});
+  ASSERT_EQ(run.result.rails.faults.size(), 1u);
+  EXPECT_EQ(run.result.rails.faults[0].kind, RailFaultKind::kNode);
+  for (const auto& p : run.result.pairs) {
+    if (p.pair.Has(Name(4))) {
+      EXPECT_EQ(p.localisation, PairLocalisation::kNode);
+    }
+  }
+}
+
+TEST(Sweep, RailThatFailsOnlyBetweenTwoNodesIsALinkFaultOnThatRail) {
+  World w;
+  w.rails = 8;
+  w.bad_rail_links.insert({NodePair(Name(0), Name(1)), 3});
+  SweepRun run = RunSweep(w, MakeSetup(8, Adjacent(8)));
+  EXPECT_EQ(run.rounds, 2);
+  EXPECT_TRUE(NodeFaults(run.result).empty());
+  EXPECT_EQ(LinkFaults(run.result), std::set<NodePair>{NodePair(Name(0), Name(1))});
+  ASSERT_EQ(run.result.faults.size(), 1u);
+  EXPECT_NE(run.result.faults[0].reason.find("rail 3 (mlx5_3/1)"), std::string::npos);
+  for (const auto& p : run.result.pairs) {
+    if (p.pair == NodePair(Name(0), Name(1))) {
+      EXPECT_EQ(p.localisation, PairLocalisation::kLink);
+    }
+  }
+}
+
+TEST(Sweep, BadRailWithTooFewReferencesStaysInconclusiveNotAFault) {
+  World w;
+  w.rails = 2;
+  w.bad_rails[{Name(0), 1}] = "ib.mr_register";
+  SweepRun run = RunSweep(w, MakeSetup(2, Adjacent(2)));
+  EXPECT_TRUE(run.result.faults.empty());
+  EXPECT_TRUE(run.result.rails.faults.empty());
+  EXPECT_EQ(run.result.rails.inconclusive.size(), 1u);
 }
 
 }  // namespace

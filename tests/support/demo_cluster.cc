@@ -39,6 +39,8 @@ constexpr const char* kNodeKinds[] = {"port_down",       "sm_offline",    "memlo
                                       "no_rdma_devices", "rate_degraded", "shm_small",
                                       "nccl_version"};
 constexpr const char* kLinkKinds[] = {"pkey_mismatch", "cable"};
+constexpr const char* kRailKinds[] = {"mr_register", "port_down"};
+constexpr int kDemoRails = 8;  // the DGX A100 fixture: mlx5_0..mlx5_7, one port each
 
 std::string NodeName(int i) { return "node-" + std::to_string(i); }
 
@@ -87,7 +89,8 @@ StatusOr<DemoFault> ParseDemoFault(std::string_view spec, int nodes) {
   auto first = spec.find(':');
   auto second = first == std::string_view::npos ? first : spec.find(':', first + 1);
   if (second == std::string_view::npos) {
-    return InvalidArgument("fault '" + f.spec + "': expected node:I:KIND or link:I-J:KIND");
+    return InvalidArgument("fault '" + f.spec +
+                           "': expected node:I:KIND, link:I-J:KIND or rail:I:K:KIND");
   }
   std::string_view scope = spec.substr(0, first);
   std::string_view where = spec.substr(first + 1, second - first - 1);
@@ -126,7 +129,28 @@ StatusOr<DemoFault> ParseDemoFault(std::string_view spec, int nodes) {
     }
     return f;
   }
-  return InvalidArgument("fault '" + f.spec + "': scope must be node or link");
+  if (scope == "rail") {
+    f.kind = FaultKind::kNode;
+    auto i = ParseIndex(where, nodes);
+    const auto colon = f.what.find(':');
+    auto k = colon == std::string::npos
+                 ? std::nullopt
+                 : ParseIndex(std::string_view(f.what).substr(0, colon), kDemoRails);
+    if (!i || !k) {
+      return InvalidArgument("fault '" + f.spec + "': rail needs I:K, node I in 0.." +
+                             std::to_string(nodes - 1) + " and rail K in 0.." +
+                             std::to_string(kDemoRails - 1));
+    }
+    f.a = *i;
+    f.rail = *k;
+    f.what = f.what.substr(colon + 1);
+    if (std::find(std::begin(kRailKinds), std::end(kRailKinds), f.what) == std::end(kRailKinds)) {
+      return InvalidArgument("fault '" + f.spec + "': rail fault kind must be one of " +
+                             Alternatives(kRailKinds));
+    }
+    return f;
+  }
+  return InvalidArgument("fault '" + f.spec + "': scope must be node, link or rail");
 }
 
 std::string FindFakesDir(const std::string& self_exe) {
@@ -251,6 +275,9 @@ Status DemoCluster::Start() {
   co.peer_failed_grace = std::chrono::seconds(2);
   co.seed = options_.seed;
   co.version = "demo";
+  const bool rail_faults = std::any_of(options_.faults.begin(), options_.faults.end(),
+                                       [](const DemoFault& f) { return f.rail >= 0; });
+  if (options_.rails || rail_faults) co.rails = RailSelection{.all = true};
   coordinator_ = std::make_unique<CoordinatorServer>(co, log_);
   Status started = coordinator_->Start();
   if (!started.ok()) return started;
@@ -263,7 +290,11 @@ Status DemoCluster::Start() {
   std::map<int, std::vector<std::string>> unreachable;
   std::map<int, std::vector<uint16_t>> pkeys;
   for (const auto& f : options_.faults) {
-    if (f.kind == FaultKind::kNode) {
+    if (f.rail >= 0) {
+      FixtureFaults& ff = node_faults[f.a];
+      if (f.what == "mr_register") ff.mr_register_fails = f.rail;
+      if (f.what == "port_down") ff.port_down = f.rail;
+    } else if (f.kind == FaultKind::kNode) {
       FixtureFaults& ff = node_faults[f.a];
       if (f.what == "port_down") ff.port_down = 0;  // mlx5_0: the rail the probes use
       if (f.what == "sm_offline") ff.sm_offline = true;

@@ -10,6 +10,9 @@
 //   link:I-J:KIND KIND = pkey_mismatch (I and J share no PKey with a full member; both still share
 //                        the default partition with everyone else) | cable (the IB path between
 //                        exactly I and J is broken; both reach everyone else)
+//   rail:I:K:KIND KIND = mr_register (memory registration fails on node I's HCA of rail K, which
+//                        sysfs shows healthy: only an NCCL run on that rail finds it) | port_down
+//                        (that HCA's port 1 DOWN); turns on the per-rail probes (probe.rails all)
 //
 // `nccl-triage demo` and the integration tests drive it: Start(), Run() (sweeps until every pair
 // is covered and no suspicion is pending, or a fixed number of sweeps), Report(). The agents and
@@ -40,6 +43,7 @@ struct DemoFault {
   int a = -1;
   int b = -1;        // links only
   std::string what;  // the KIND
+  int rail = -1;     // rail faults: K (kind kNode)
   std::string spec;  // as given
 };
 
@@ -64,6 +68,9 @@ struct DemoOptions {
   // Nodes whose GPUs and HCAs another process holds (a job that started there: the `ib-busy`
   // fixture's processes); their agents refuse probes and the coordinator leaves them out.
   std::set<int> busy_nodes;
+  // Per-rail IB probes on every rail after each pair's IB probe (probe.rails all); on whenever a
+  // rail fault is injected.
+  bool rails = false;
   std::function<void(const std::string&)> progress;  // one line per sweep; may be empty
 };
 
