@@ -33,7 +33,7 @@ RUN sed '/^# test-only/,$d' scripts/packages-build.txt > /tmp/packages-build-onl
     && scripts/install-deps.sh /tmp/packages-build-only.txt \
     && rm -rf /var/lib/apt/lists/*
 COPY . .
-RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release \
           -DNCCL_TRIAGE_BUILD_TESTS=OFF -DNCCL_TRIAGE_BUILD_BENCH=OFF -DNCCL_TRIAGE_BUILD_FUZZ=OFF \
     && cmake --build /build --target nccl-triage nccl-triage-server -j"$(nproc)" \
     && strip --strip-debug /build/nccl-triage /build/nccl-triage-server \

@@ -38,8 +38,8 @@ class FindingBuilder {
   Finding finding_;
 };
 
-// Evidence values and messages are cut to these sizes (issue 16: a 10 MB sysfs value was echoed
-// whole, 8 MiB of report). Real values are far shorter: a sysfs attribute is at most a page.
+// Evidence values and messages are cut to these sizes (a 10 MB sysfs value echoed whole would make
+// 8 MiB of report). Real values are far shorter: a sysfs attribute is at most a page.
 inline constexpr size_t kMaxEvidenceValueBytes = 1024;
 inline constexpr size_t kMaxMessageBytes = 2048;
 

@@ -14,7 +14,7 @@ Finding IbPortState(const NodeSnapshot& s, const Config&, const CheckContext&) {
   for (const auto& d : s.ib_devices) {
     if (d.ports.empty()) {
       // An HCA always has at least one port; none listed means its ports/ directory is missing
-      // or empty, and "all ports ACTIVE" over the other HCAs would hide it (issue 16).
+      // or empty, and "all ports ACTIVE" over the other HCAs would hide it.
       portless.push_back(d.name);
       b.Add(d.name + " ports", "none listed", "sys/class/infiniband/" + d.name + "/ports");
     }

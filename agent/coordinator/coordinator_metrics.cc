@@ -1,6 +1,8 @@
 #include "coordinator/coordinator_metrics.h"
 
 #include <array>
+#include <map>
+#include <utility>
 
 namespace nccl_triage {
 namespace {
@@ -27,6 +29,11 @@ constexpr std::array kSpecs = {
                "Unix time the last sweep finished."},
     MetricSpec{"nccl_triage_incidents_total", "counter", "class,cause",
                "Incidents nccl-triage triage concluded, by class and cause (cause empty: none)."},
+    MetricSpec{"nccl_triage_rail_probe_success", "gauge", "node,rail,device,port",
+               "Last sweep: 1 when the node's rail passed its IB probe with a peer, 0 when it "
+               "failed with every peer it met."},
+    MetricSpec{"nccl_triage_rail_probe_failures", "gauge", "node,rail,device,port",
+               "Last sweep: the peers the node's rail failed its IB probe with."},
 };
 
 std::string Help(std::string_view name) {
@@ -82,6 +89,12 @@ CoordinatorMetrics::CoordinatorMetrics() : registry_(std::make_shared<prometheus
                     .Name("nccl_triage_incidents_total")
                     .Help(Help("nccl_triage_incidents_total"))
                     .Register(*registry_);
+  auto series = [&](const char* name) {
+    return std::make_unique<GaugeSeries>(
+        prometheus::BuildGauge().Name(name).Help(Help(name)).Register(*registry_));
+  };
+  rail_success_ = series("nccl_triage_rail_probe_success");
+  rail_failures_ = series("nccl_triage_rail_probe_failures");
 }
 
 CoordinatorMetrics::~CoordinatorMetrics() = default;
@@ -140,6 +153,38 @@ void CoordinatorMetrics::SetCoverage(uint64_t tested, uint64_t total) {
 void CoordinatorMetrics::CountIncident(std::string_view fault_class, std::string_view cause) {
   std::lock_guard lock(mu_);
   incidents_->Add({{"class", std::string(fault_class)}, {"cause", std::string(cause)}}).Increment();
+}
+
+void CoordinatorMetrics::SetRailProbes(const std::vector<PairOutcome>& pairs) {
+  struct Tally {
+    std::string device;
+    int passed = 0;
+    int failed = 0;
+  };
+  std::map<std::pair<std::string, int>, Tally> tally;
+  for (const auto& p : pairs) {
+    for (const auto& r : p.rails) {
+      for (const std::string* node : {&r.pair.a, &r.pair.b}) {
+        Tally& t = tally[{*node, r.rail}];
+        t.device = r.device;
+        (r.passed ? t.passed : t.failed)++;
+      }
+    }
+  }
+  std::lock_guard lock(mu_);
+  for (const auto& [key, t] : tally) {
+    // "mlx5_5/1" -> device mlx5_5, port 1
+    const size_t slash = t.device.rfind('/');
+    const prometheus::Labels labels = {
+        {"node", key.first},
+        {"rail", std::to_string(key.second)},
+        {"device", t.device.substr(0, slash)},
+        {"port", slash == std::string::npos ? "" : t.device.substr(slash + 1)}};
+    rail_success_->Set(labels, t.passed > 0 ? 1 : 0);
+    rail_failures_->Set(labels, t.failed);
+  }
+  rail_success_->Sweep();
+  rail_failures_->Sweep();
 }
 
 std::string CoordinatorMetrics::Text() {

@@ -12,8 +12,14 @@
 //   pairs_tested / pairs_total               gauges (round-robin coverage of the current cycle)
 //   node_unprobed_sweeps{node}               gauge (sweeps in a row a connected node was left out)
 //   last_sweep_timestamp_seconds             gauge
-// and, without the coordinator_ prefix (an incident is the job's, not the coordinator's):
+// and, without the coordinator_ prefix (an incident is the job's, not the coordinator's; a rail
+// is the node's):
 //   nccl_triage_incidents_total{class,cause} counter (incidents `nccl-triage triage` concluded)
+//   rail_probe_success{node,rail,device,port}  gauge (last sweep: 1 the rail passed with a peer,
+//                                              0 it failed with every peer it met)
+//   rail_probe_failures{node,rail,device,port} gauge (last sweep: peers the rail failed with)
+// The rail series are those of the last sweep's conclusive per-rail probes: at most one per rail
+// of each node (8 on a DGX), none without probe.rails.
 //
 // Thread-safe: every method takes an internal mutex.
 #pragma once
@@ -33,6 +39,7 @@
 
 #include "exporter/metrics.h"
 #include "planner/hold_down.h"
+#include "planner/sweep.h"
 
 namespace nccl_triage {
 
@@ -53,6 +60,8 @@ class CoordinatorMetrics {
   // One series per connected node; nodes not in the map lose theirs.
   void SetUnprobedSweeps(const std::map<std::string, uint64_t>& by_node);
   void CountIncident(std::string_view fault_class, std::string_view cause);
+  // The per-rail outcomes of a sweep's pairs; (node, rail)s it did not probe lose their series.
+  void SetRailProbes(const std::vector<PairOutcome>& pairs);
 
   std::string Text();
 
@@ -72,6 +81,8 @@ class CoordinatorMetrics {
   prometheus::Gauge* pairs_total_ = nullptr;
   prometheus::Gauge* last_sweep_ = nullptr;
   prometheus::Family<prometheus::Counter>* incidents_ = nullptr;
+  std::unique_ptr<GaugeSeries> rail_success_;
+  std::unique_ptr<GaugeSeries> rail_failures_;
 };
 
 }  // namespace nccl_triage

@@ -1,5 +1,5 @@
 // NodeIdentity: which node an agent really runs on, so that a node name in a Hello is a claim the
-// coordinator checks rather than believes (issue 16: with one shared token, any holder could say
+// coordinator checks rather than believes (with one shared token, any holder could say
 // hello as node-b, evict the real agent and take its probes and verdicts).
 //
 // The agent presents, besides the shared token, its pod's bound service-account token, issued by

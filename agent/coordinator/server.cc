@@ -326,7 +326,7 @@ bool CoordinatorServer::Impl::OnMessage(Stream* stream, const v1::AgentMessage& 
     if (!info.ok()) return reject(grpc::StatusCode::INVALID_ARGUMENT, info.status().message());
     const std::string node = info->name;
     if (options_.identity && node != stream->verified_node()) {
-      // A token holder posing as another node (issue 16): the real agent keeps its session.
+      // A token holder posing as another node: the real agent keeps its session.
       return reject(grpc::StatusCode::PERMISSION_DENIED,
                     "hello as " + node + ", but the identity token is of node " +
                         stream->verified_node());

@@ -61,7 +61,7 @@ struct CoordinatorOptions {
   // cancelled (it cannot pass any more; its log often names the cause).
   std::chrono::milliseconds peer_failed_grace{5'000};
   // The node table (every node that ever said hello, kept for /status and its verdicts) is
-  // bounded (issue 16: 3,000 made-up names were kept for good): a node disconnected this long is
+  // bounded (3,000 made-up names must not stay for good): a node disconnected this long is
   // forgotten, and at most max_nodes are kept; a hello from a new name beyond that evicts the node
   // disconnected longest, or is refused (RESOURCE_EXHAUSTED) while every one is connected.
   std::chrono::milliseconds node_expiry{3'600'000};

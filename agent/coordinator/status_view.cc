@@ -132,7 +132,7 @@ nlohmann::json ToJson(const CoordinatorView& view) {
 }
 
 void AddCoordinatorEndpoints(HttpServer& http, CoordinatorEndpoints e) {
-  // Health probes on the server's own thread: never behind a slow /status (issue 16).
+  // Health probes on the server's own thread: never behind a slow /status.
   http.GetHealth("/livez", [](const HttpRequest&) { return HttpReply{200, "text/plain", "ok\n"}; });
   http.GetHealth("/readyz", [ready = e.ready](const HttpRequest&) {
     return ready() ? HttpReply{200, "text/plain", "ready\n"}
@@ -145,7 +145,7 @@ void AddCoordinatorEndpoints(HttpServer& http, CoordinatorEndpoints e) {
     return HttpReply{200, "application/json", ToJson(view()).dump(2) + "\n"};
   });
   // A sweep probes every idle GPU node: only a holder of the coordinator's token may ask for one
-  // (issue 16: it answered anyone who could reach the port).
+  // (it must not answer anyone who can reach the port).
   http.Post(
       "/sweep", [request = e.request_sweep, matches = e.sweep_token_matches](const HttpRequest& r) {
         if (!matches) {

@@ -160,6 +160,7 @@ void CoordinatorServer::Impl::RunOneSweep() {
   for (const auto& p : result.tested_pairs) schedule_.MarkTested(p);
   const int rounds = result.rounds;
   const size_t seen = result.faults.size();
+  metrics_.SetRailProbes(result.pairs);
   verdicts_.Apply(std::move(result), known_);
   // Confirmed faults of nodes that were not in this sweep keep their verdict (held down).
   for (const auto& [node, a] : agents_) SendVerdictsLocked(node);

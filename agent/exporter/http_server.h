@@ -2,7 +2,7 @@
 // the coordinator (the same and POST /sweep). Handlers are plain functions from a request to a
 // reply, so they are tested without a socket.
 //
-// Built to stay up under hostile clients (issue 16), which cpp-httplib 0.11 did not: there a
+// Built to stay up under hostile clients, which cpp-httplib 0.11 did not: there a
 // worker thread read each connection with a 5 s timeout per read and no total, so four clients
 // sending a header line every 3 s held all four workers and /livez timed out; and it stored every
 // header line it was sent, so one request of a million headers cost 200 MB. Here:

@@ -85,7 +85,7 @@ class Gathering {
   }
 
   // A text fact: any printable value of at most a page, which is all a sysfs or proc attribute
-  // can hold; a longer one is not what the kernel wrote (issue 16: a 10 MB value went whole into
+  // can hold; a longer one is not what the kernel wrote (a 10 MB value must not go whole into
   // the report).
   Fact<std::string> TextFact(const std::string& rel) {
     Fact<std::string> f;
@@ -640,7 +640,7 @@ StatusOr<NodeSnapshot> GatherSnapshot(const GatherOptions& options) {
   Gathering(options, reader, snap).Run();
   if (!reader.found_anything()) {
     // Not a node with missing facts but no node at all (an empty folder, a mount that did not
-    // happen): "unknown" with exit 0 would read as "nothing wrong here" (issue 16).
+    // happen): "unknown" with exit 0 would read as "nothing wrong here".
     return NotFound(
         "root '" + options.root +
         "': nothing could be read (no sys/, proc/ or dev/ content); is it a node's root?");

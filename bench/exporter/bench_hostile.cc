@@ -1,4 +1,4 @@
-// The two attacks on the HTTP port of issue 16, measured against the real executables: the agent
+// The two attacks on the HTTP port (header flood, slowloris), measured against the real executables: the agent
 // (`nccl-triage-server agent --standalone` on the DGX A100 fixture) and the coordinator
 // (`nccl-triage-server coordinator`, HTTP on its own port).
 //

@@ -1,5 +1,5 @@
 // libFuzzer target: the gatherer over a file tree that the input describes, then every check and
-// the JSON of the snapshot and the report. Names are arbitrary bytes (issue 16: an interface
+// the JSON of the snapshot and the report. Names are arbitrary bytes (an interface
 // "eth\xff\xfe" made every JSON output abort), values arbitrary text of any length, some entries
 // are links, FIFOs or directories where a file belongs. Nothing may crash or hang; every string
 // that leaves the gatherer is clean text (IsCleanText), the snapshot loads back equal from its

@@ -54,7 +54,7 @@ TEST(PortStateCheck, SkipsWhenNoPortIsReadable) {
   EXPECT_EQ(RunOne(&IbPortState, s).status, CheckStatus::kSkip);
 }
 
-// Issue 16, item 9: an HCA whose ports/ directory is missing gave "all 7 port(s) ACTIVE" on a
+// An HCA whose ports/ directory is missing gave "all 7 port(s) ACTIVE" on a
 // node of eight HCAs, a silent pass.
 TEST(PortStateCheck, WarnsWhenAnHcaListsNoPorts) {
   NodeSnapshot s = HealthyIbNode(8);
@@ -74,7 +74,7 @@ TEST(PortStateCheck, WarnsWhenAnHcaListsNoPorts) {
   EXPECT_EQ(RunOne(&IbPortState, s).status, CheckStatus::kWarn);
 }
 
-// Issue 16, item 8: a 10 MB value in a sysfs file was echoed whole into the evidence.
+// A 10 MB value in a sysfs file was echoed whole into the evidence.
 TEST(FindingBuilder, CutsLongEvidenceValuesAndMessagesOnACharacterBoundary) {
   NodeSnapshot s = HealthyIbNode(2);
   Port(s, 1).state = Have<std::string>("1: " + std::string(10'000'000, 'D'));

@@ -335,7 +335,7 @@ TEST(CheckCli, BadInputExitsTwoWithOneLine) {
   std::remove(config.c_str());
 }
 
-// Issue 16, item 10: an empty root and a "{}" snapshot gave "unknown" with exit 0. Nothing could
+// An empty root and a "{}" snapshot gave "unknown" with exit 0. Nothing could
 // be read: exit 2 with one line that says so.
 TEST(CheckCli, AnEmptyRootOrASnapshotWithoutSchemaIsExit2) {
   const std::string root = TempPath("empty-root");

@@ -1,4 +1,4 @@
-// The two executables under the hostile input of issue 16, end to end: names that are not UTF-8
+// The two executables under hostile input, end to end: names that are not UTF-8
 // through every output (check --format json, --dump-snapshot, /status, /metrics, the Hello to a
 // coordinator), and the agent's HTTP server under a header flood and slow clients.
 #include <arpa/inet.h>
@@ -51,7 +51,7 @@ std::string HostileNamesRoot(const TempDir& tmp) {
   return root;
 }
 
-// Issue 16, item 7: each of these aborted (SIGABRT, nlohmann type_error 316), answered 500,
+// Each of these aborted (SIGABRT, nlohmann type_error 316), answered 500,
 // failed promtool or was refused by the coordinator, which the agent then re-dialled forever.
 TEST(HostileNames, SurviveCheckJsonDumpStatusMetricsAndTheHello) {
   TempDir tmp;
@@ -126,7 +126,7 @@ TEST(HostileNames, SurviveCheckJsonDumpStatusMetricsAndTheHello) {
   agent.Stop(SIGTERM, 10s);
 }
 
-// Issue 16, item 11: `--config` naming a FIFO hung (the read waited for a writer). Both
+// `--config naming a FIFO hung (the read waited for a writer). Both
 // executables refuse anything but a regular file at once, with one line.
 TEST(HostileFiles, AConfigThatIsAFifoIsRefusedAtOnce) {
   TempDir tmp;
@@ -151,7 +151,7 @@ long RssKiB(pid_t pid) {
   return at == std::string::npos ? -1 : std::stol(status.substr(at + 6));
 }
 
-// Issue 16, items 1 and 2, against the real agent: four parallel requests of a million header
+// Against the real agent: four parallel requests of a million header
 // lines (53 MB each) took it from 41 to 769 MB; slow clients starved /livez.
 TEST(HostileClients, AHeaderFloodAndSlowClientsNeitherGrowNorStarveTheAgent) {
   TempDir tmp;

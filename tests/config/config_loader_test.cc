@@ -147,7 +147,7 @@ TEST(ConfigLoader, RejectsUnknownCheckIdsInDisabled) {
             "output)");
 }
 
-// Issue 16, item 12: the allow-list hands variables of the agent's own environment to the probe
+// The allow-list hands variables of the agent's own environment to the probe
 // child; only NCCL settings may go, never the agent's credentials or a loader hook.
 TEST(ConfigLoader, EnvAllowlistTakesOnlyNcclNames) {
   EXPECT_EQ(ErrorOf("probe:\n  env_allowlist: [NCCL_IB_TIMEOUT, AWS_SECRET_ACCESS_KEY]\n"),

@@ -160,7 +160,16 @@ TEST(DemoFaultSpec, ParsesNodeAndLinkSpecsAndRejectsTheRest) {
 TEST(DemoCluster, RailWhoseMemoryRegistrationFailsIsNamedInItsNodesVerdict) {
   // mlx5_5 of node 2 fails ibv_reg_mr; sysfs shows it healthy and the pairs' IB probe (mlx5_0)
   // passes: only the probes on rail 5 see it, and the coordinator names the node and the rail.
-  DemoReport r = RunWithFault(4, "rail:2:5:mr_register");
+  DemoOptions o = TestOptions(4, "rail-fault");
+  auto fault = ParseDemoFault("rail:2:5:mr_register", 4);
+  ASSERT_TRUE(fault.ok()) << fault.status().message();
+  o.faults.push_back(*fault);
+  TestCluster t(std::move(o));
+  Status started = t.cluster.Start();
+  ASSERT_TRUE(started.ok()) << started.message() << "\n" << t.log_text.str();
+  auto run = t.cluster.Run();
+  ASSERT_TRUE(run.ok()) << run.status().message() << "\n" << t.log_text.str();
+  const DemoReport& r = *run;
   ASSERT_EQ(r.faults.size(), 1u) << nlohmann::json(ToJson(r)).dump(2);
   EXPECT_EQ(r.faults[0].kind, FaultKind::kNode);
   EXPECT_EQ(r.faults[0].nodes, std::vector<int>{2});
@@ -176,6 +185,15 @@ TEST(DemoCluster, RailWhoseMemoryRegistrationFailsIsNamedInItsNodesVerdict) {
     }
   }
   for (const auto& p : r.pairs) EXPECT_EQ(p.ib, ProbeOutcome::kPass) << p.a << "-" << p.b;
+  // The last sweep's per-rail series: node-2's rail 5 failed with every peer, the others passed.
+  const std::string m = t.cluster.coordinator().MetricsText();
+  const std::string labels = "{device=\"mlx5_5\",node=\"node-2\",port=\"1\",rail=\"5\"}";
+  EXPECT_NE(m.find("nccl_triage_rail_probe_success" + labels + " 0"), std::string::npos) << m;
+  EXPECT_EQ(m.find("nccl_triage_rail_probe_failures" + labels + " 0"), std::string::npos) << m;
+  EXPECT_NE(m.find("nccl_triage_rail_probe_success{device=\"mlx5_5\",node=\"node-1\",port=\"1\","
+                   "rail=\"5\"} 1"),
+            std::string::npos)
+      << m;
 }
 
 TEST(DemoCluster, HealthyClusterWithRailProbesHasNoRailFault) {

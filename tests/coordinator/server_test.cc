@@ -450,7 +450,7 @@ class MapIdentity final : public NodeIdentity {
   std::map<std::string, std::string> nodes_ = {{"id-a", "node-a"}, {"id-b", "node-b"}};
 };
 
-// Issue 16, item 4: with one shared token, a second hello as node-b evicted the real agent and
+// With one shared token, a second hello as node-b evicted the real agent and
 // the two flapped. With identities on, a hello is accepted only for the node the bearer's
 // identity token binds it to.
 TEST(CoordinatorIdentity, AHelloMustNameTheNodeOfTheIdentityToken) {
@@ -486,7 +486,7 @@ TEST(CoordinatorIdentity, AHelloMustNameTheNodeOfTheIdentityToken) {
   EXPECT_EQ(c.server->ConnectedAgents(), 1u);
 }
 
-// Issue 16, item 5: 3,000 hellos with made-up names were all kept, and /status grew for good.
+// 3,000 hellos with made-up names were all kept, and /status grew for good.
 // Nodes that left are forgotten after node_expiry; the table holds at most max_nodes, a new name
 // evicting the node disconnected longest, refused while every node is connected.
 TEST(CoordinatorNodeTable, ExpiresNodesThatLeftAndIsCapped) {
@@ -522,7 +522,7 @@ TEST(CoordinatorNodeTable, ExpiresNodesThatLeftAndIsCapped) {
   EXPECT_TRUE(ToJson(c.server->View(true))["agents"].empty());
 }
 
-// Issue 16, item 3: `curl -X POST coordinator:PORT/sweep` answered 202 and swept every idle GPU
+// `curl -X POST coordinator:PORT/sweep` answered 202 and swept every idle GPU
 // node. Only the holder of the coordinator's token may ask now.
 TEST(CoordinatorHttp, SweepNeedsTheCoordinatorsBearerToken) {
   CoordinatorOptions o;

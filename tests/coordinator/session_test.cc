@@ -659,7 +659,7 @@ TEST(CoordinatorSession, CancelStopsTheRunningProbe) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
 }
 
-// Issue 16, item 6: node verdicts were taken unfiltered (pair verdicts were filtered): cause ids
+// Node verdicts were taken unfiltered (pair verdicts were filtered): cause ids
 // outside the catalogue and a 3 MiB reason went into /status (6.3 MB) and the annotations.
 TEST(CoordinatorSession, FiltersAHostileNodeVerdictAndBoundsPairsAndCancelReasons) {
   Scripted c;

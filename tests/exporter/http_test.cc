@@ -131,7 +131,7 @@ int StatusOf(int port, const std::string& path, const char* source = "127.0.0.1"
   return std::stoi(reply.substr(9, 3));
 }
 
-// The slowloris of issue 16: a connection that sends a request line and then one header line
+// A slowloris: a connection that sends a request line and then one header line
 // every `every`, never finishing the head.
 class SlowClient {
  public:
@@ -203,7 +203,7 @@ TEST(HttpServer, APostWithoutLengthHasNoBodyAndIsAnsweredAtOnce) {
   EXPECT_EQ(seen, "unset");
 }
 
-// Issue 16, item 1: four connections that trickle header lines held all four workers of the old
+// Four connections that trickle header lines held all four workers of the old
 // server, and /livez (the kubelet's liveness probe) timed out. Reading happens on one thread now,
 // so neither the probe from another address nor an ordinary request waits for them.
 TEST(HttpServer, SlowClientsDoNotStarveLivezOrOtherRequests) {
@@ -273,7 +273,7 @@ TEST(HttpServer, ConnectionsAboveThePerPeerCapAreRefused) {
   ASSERT_TRUE(WaitFor([&] { return StatusOf(*port, "/livez", "127.0.0.3") == 200; }, 2s));
 }
 
-// Issue 16, item 2: one request of a million header lines took the agent from 41 to 229 MB,
+// One request of a million header lines took the agent from 41 to 229 MB,
 // because the old server stored every line before judging the request. The head is cut while it
 // arrives now: the client learns 431 and the server stops reading long before the 53 MB are sent.
 TEST(HttpServer, AHeaderFloodIsAnswered431AfterAFewKilobytes) {

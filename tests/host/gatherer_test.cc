@@ -438,7 +438,7 @@ TEST(GatherSnapshot, MissingRootIsAnError) {
   EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
 }
 
-// Issue 16, item 10: an empty root gave a report of "unknown" and exit 0, as if nothing were
+// An empty root gave a report of "unknown" and exit 0, as if nothing were
 // wrong. Nothing readable at all is an error; a root with little in it is a node with missing
 // facts.
 TEST(GatherSnapshot, AnEmptyRootIsAnErrorAndAnAlmostEmptyOneGivesMissingFacts) {
@@ -601,7 +601,7 @@ TEST_F(DamagedFixture, FifoInPlaceOfAFileDoesNotHang) {
   EXPECT_EQ(s.hypervisor.error, "unreadable: not a regular file");
 }
 
-// Issue 16, item 7: names are bytes. An HCA "mlx\xff", an interface "eth\xff\xfe", a counter and
+// Names are bytes. An HCA "mlx\xff", an interface "eth\xff\xfe", a counter and
 // a process name with bytes that are not UTF-8 are read under their real names and come out
 // escaped, so that every output (JSON, metrics, the coordinator's Hello) can carry them.
 TEST_F(DamagedFixture, NamesThatAreNotUtf8AreReadAndEscapedOnce) {
@@ -634,7 +634,7 @@ TEST_F(DamagedFixture, NamesThatAreNotUtf8AreReadAndEscapedOnce) {
   EXPECT_EQ(*back, s);
 }
 
-// Issue 16, item 8: a sysfs attribute holds at most a page; a 10 MB value is refused, not carried.
+// A sysfs attribute holds at most a page; a 10 MB value is refused, not carried.
 TEST_F(DamagedFixture, ATextValueLongerThanAPageIsAnError) {
   Write("sys/class/infiniband/mlx5_0/fw_ver", std::string(10'000'000, '7'));
   NodeSnapshot s = Gather();

@@ -148,7 +148,7 @@ TEST(SnapshotJson, BadShapesAreErrorsNamingTheKey) {
       {json("text"), "snapshot: expected an object"},
       {json(nullptr), "snapshot: expected an object"},
       {with("/schema", "nccl-triage/node-snapshot/v9"), "schema"},
-      // Issue 16, item 10: "{}" passed as a snapshot in which nothing could be read.
+      // "{}" passed as a snapshot in which nothing could be read.
       {json::object(), "snapshot: no 'schema' field"},
       {json{{"node", "n1"}}, "snapshot: no 'schema' field"},
       {with("/ib_devices", "mlx5_0"), "snapshot.ib_devices: expected an array"},

@@ -1,7 +1,7 @@
 // `nccl-triage triage` end to end: the two real executables against a fake Kubernetes API over
 // real HTTPS, serving a 16-rank job whose logs are real NCCL logs (tests/fixtures/nccl-logs:
 // captures from an H200 with NCCL 2.28.9 and lines in the formats of older versions). Every bad
-// input of issue 15 has a test that asserts its line and its exit code.
+// input has a test that asserts its line and its exit code.
 #include "triage_test_util.h"
 
 namespace nccl_triage {

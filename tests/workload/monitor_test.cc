@@ -411,7 +411,7 @@ TEST(WorkloadSecrets, PlantedSecretsAppearInNoOutput) {
   p.environ.push_back({"AWS_SECRET_ACCESS_KEY", secret_value + "-aws"});
   p.environ.push_back({"NCCL_SOCKET_IFNAME", "eth0"});
   // An NCCL_* name is kept, but one that looks like a credential only with its value hidden
-  // (issue 16: `check --workloads --format json` printed it).
+  // (`check --workloads --format json` must not print it).
   p.environ.push_back({"NCCL_SECRET_TOKEN", secret_value + "-nccl"});
   p.environ_raw_suffix = std::string("\xff") + secret_value + std::string("\0", 1);
   Harness h({p}, {PodJson(PodUid(1), "team-a", "train-0", "trainer", ContainerId(1))});

@@ -137,7 +137,7 @@ TEST(EnvironFilter, KeepsNcclAndAllowListAndDropsEverythingElse) {
   EXPECT_EQ(f.kept.count("PATH"), 0u);
 }
 
-// Issue 16, item 12: `check --workloads --format json` printed every kept NCCL_* value, also
+// `check --workloads --format json` printed every kept NCCL_* value, also
 // NCCL_SECRET_TOKEN's. Such values are hidden where they are read, so no output can show them.
 TEST(EnvironFilter, HidesTheValuesOfNamesThatLookSecret) {
   FilteredEnviron f = FilterEnviron(

@@ -28,6 +28,8 @@ var contractMetrics = map[string]string{
 	"nccl_triage_coordinator_node_unprobed_sweeps":         "gauge",
 	"nccl_triage_coordinator_last_sweep_timestamp_seconds": "gauge",
 	"nccl_triage_incidents_total":                          "counter",
+	"nccl_triage_rail_probe_success":                       "gauge",
+	"nccl_triage_rail_probe_failures":                      "gauge",
 }
 
 // family maps a sample name to its family (histogram series carry _bucket/_sum/_count).

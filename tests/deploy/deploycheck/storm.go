@@ -42,7 +42,7 @@ func expandLike(text string, labels map[string]string) (string, error) {
 	return b.String(), err
 }
 
-// runStorm is the storm case of issue 17: --nodes nodes fail the same host check
+// runStorm is the alert-storm case: --nodes nodes fail the same host check
 // (ib.subnet_manager) and one more node fails another (limits.memlock).
 //  1. promtool test rules on a generated test: exactly one NcclTriageFabricWideCause fires, for
 //     the shared cause; every per-node alert carries the labels the inhibit rules need.
