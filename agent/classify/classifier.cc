@@ -393,7 +393,8 @@ struct LogClassifier::State {
 
   // `NET/IB/0/GDRDMA`, `NET/IB/3(1)/GDRDMA` (PXN through a peer's NIC), `NET/IB/0`.
   void OnIbChannel(std::string_view via, std::string_view msg) {
-    std::string_view rest = via.substr(7);  // after "NET/IB/"
+    // A bare "NET/IB" (a cut or mangled line) has no port after it.
+    std::string_view rest = via.size() > 7 ? via.substr(7) : std::string_view{};  // after "NET/IB/"
     int index = 0;
     size_t digits = 0;
     while (digits < rest.size() && digits < 4 && rest[digits] >= '0' && rest[digits] <= '9') {

@@ -319,6 +319,16 @@ TEST(LogClassifierBadInput, CrlfLineEndsAreIgnored) {
   EXPECT_EQ(c.transports, (std::vector<std::string>{"NET/IB"}));
 }
 
+// Found by classify_log_fuzz: a channel line cut right after "via NET/IB" threw out_of_range
+// (std::terminate) in the port parser.
+TEST(LogClassifier, AChannelLineCutAfterNetIbNamesNoPortAndDoesNotThrow) {
+  Classification c = ClassifyLogText(
+      "h1:7:7 [0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] [receive] via NET/IB -> 2RDMA\n"
+      "h1:7:7 [0] NCCL INFO Channel 01/0 : 1[1] -> 0[0] [receive] via NET/IB\n");
+  EXPECT_TRUE(c.ib_ports.empty());
+  EXPECT_FALSE(c.gdrdma);
+}
+
 TEST(LogClassifier, NamesTheHcaPortsTheIbChannelsUsedAndWhetherGdrdma) {
   // The Using list lists active ports only; channels name an index into it (PXN adds `(rank)`).
   Classification c = ClassifyLogText(
