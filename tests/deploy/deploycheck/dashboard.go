@@ -59,6 +59,19 @@ func dashboardQueries(d map[string]interface{}) []panelQuery {
 	return out
 }
 
+// readJSON reads a JSON object from a file.
+func readJSON(file string) (map[string]interface{}, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var d map[string]interface{}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	return d, nil
+}
+
 func asList(v interface{}) []interface{} {
 	l, _ := v.([]interface{})
 	return l
@@ -116,14 +129,9 @@ func runDashboard(c *checker, args []string) {
 	lintOnly := fs.Bool("lint", false, "only the static checks (no Prometheus)")
 	parallel := fs.Int("parallel", 4, "queries in flight at once")
 	fs.Parse(args)
-	b, err := os.ReadFile(*dashboard)
+	d, err := readJSON(*dashboard)
 	if err != nil {
 		c.fatal(err)
-		return
-	}
-	var d map[string]interface{}
-	if err := json.Unmarshal(b, &d); err != nil {
-		c.fatal(fmt.Errorf("%s: %v", *dashboard, err))
 		return
 	}
 	var vars []string
@@ -229,18 +237,10 @@ var timeUnits = map[string]bool{"s": true, "ms": true, "m": true, "h": true, "d"
 // lintDashboard holds the dashboard to what a 4,096-node fleet needs: the top row answers "how
 // many, and which confirmed" (counts by verdict, confirmed faults, a faults table with links to
 // the node's /status and the runbook); no graph draws one line per pair, port or pod unless
-// the query keeps only a top/bottom k; no count is plotted under a unit of time.
+// the query keeps only a top/bottom k; no count is plotted under a unit of time; panel ids are
+// unique; the rail × node map is there and bounded (lintRailMap).
 func lintDashboard(c *checker, d map[string]interface{}) {
-	var panels []map[string]interface{}
-	var walk func(l []interface{})
-	walk = func(l []interface{}) {
-		for _, p := range l {
-			pm, _ := p.(map[string]interface{})
-			panels = append(panels, pm)
-			walk(asList(pm["panels"]))
-		}
-	}
-	walk(asList(d["panels"]))
+	panels := allPanels(d)
 	perSeries := regexp.MustCompile(`\{\{\s*(peer|port|device|pod|container)\s*\}\}`)
 	countExpr := regexp.MustCompile(`^\s*(count\b|sum\s*\(\s*increase\(|increase\()`)
 	var topCountsByClass, topConfirmed, faultTable bool
@@ -278,9 +278,32 @@ func lintDashboard(c *checker, d map[string]interface{}) {
 				strings.Contains(links, "mappings")
 		}
 	}
+	ids := map[float64]string{}
+	for _, p := range panels {
+		id, _ := p["id"].(float64)
+		title, _ := p["title"].(string)
+		c.check(ids[id] == "", "panels %q and %q share id %v (Grafana keeps one of them)", ids[id], title, id)
+		ids[id] = title
+	}
+	lintRailMap(c, panels)
 	c.check(topCountsByClass, "the top row has no stat of nodes counted by verdict class")
 	c.check(topConfirmed, "the top row has no stat of confirmed faults")
 	c.check(faultTable, "no confirmed-faults table near the top with value mappings and links to /status and the runbook")
+}
+
+// allPanels lists every panel, those inside collapsed rows too.
+func allPanels(d map[string]interface{}) []map[string]interface{} {
+	var panels []map[string]interface{}
+	var walk func(l []interface{})
+	walk = func(l []interface{}) {
+		for _, p := range l {
+			pm, _ := p.(map[string]interface{})
+			panels = append(panels, pm)
+			walk(asList(pm["panels"]))
+		}
+	}
+	walk(asList(d["panels"]))
+	return panels
 }
 
 func toJSONString(v interface{}) string {

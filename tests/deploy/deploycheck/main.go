@@ -11,6 +11,7 @@
 //	deploycheck metric-names --files D.json,R.yaml --sources agent
 //	deploycheck drift --rendered R.yaml --deploy deploy --chart helm/nccl-triage
 //	deploycheck storm --rules R.yaml --inhibit I.yaml --promtool P [--alertmanager A] --work DIR
+//	deploycheck rails --dashboard D.json --rules R.yaml --inhibit I.yaml --promtool P [--alertmanager A] [--amtool T] --work DIR
 //
 // Each subcommand prints one line per failed assertion and ends with "N passed, M failed".
 package main
@@ -67,6 +68,8 @@ func main() {
 		runDrift(c, args)
 	case "storm":
 		runStorm(c, args)
+	case "rails":
+		runRails(c, args)
 	default:
 		fmt.Fprintf(os.Stderr, "deploycheck: unknown subcommand %q\n", os.Args[1])
 		os.Exit(2)

@@ -42,6 +42,51 @@ func expandLike(text string, labels map[string]string) (string, error) {
 	return b.String(), err
 }
 
+// loadRules reads an alert rule file: alert name -> rule.
+func loadRules(file string) (map[string]rule, error) {
+	rb, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var rf struct {
+		Groups []struct {
+			Rules []rule `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(rb, &rf); err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	rules := map[string]rule{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			rules[r.Alert] = r
+		}
+	}
+	return rules, nil
+}
+
+// expectAlert is the alert a rule raises for one series: the rule's labels and annotations
+// expanded over the series' labels (without alertname, as promtool's exp_labels want it).
+func expectAlert(c *checker, rules map[string]rule, name string, series map[string]string) stormAlert {
+	r, ok := rules[name]
+	c.check(ok, "no alert rule %s", name)
+	a := stormAlert{Labels: map[string]string{}, Annotations: map[string]string{}}
+	for k, v := range series {
+		a.Labels[k] = v
+	}
+	for k, v := range r.Labels {
+		s, err := expandLike(v, series)
+		c.check(err == nil, "%s label %s: %v", name, k, err)
+		a.Labels[k] = s
+	}
+	for k, v := range r.Annotations {
+		s, err := expandLike(v, series)
+		c.check(err == nil, "%s annotation %s: %v", name, k, err)
+		a.Annotations[k] = s
+	}
+	return a
+}
+
 // runStorm is the alert-storm case: --nodes nodes fail the same host check
 // (ib.subnet_manager) and one more node fails another (limits.memlock).
 //  1. promtool test rules on a generated test: exactly one NcclTriageFabricWideCause fires, for
@@ -61,44 +106,13 @@ func runStorm(c *checker, args []string) {
 		c.fatal(err)
 		return
 	}
-	rb, err := os.ReadFile(*rulesArg)
+	rules, err := loadRules(*rulesArg)
 	if err != nil {
 		c.fatal(err)
 		return
 	}
-	var rf struct {
-		Groups []struct {
-			Rules []rule `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	if err := yaml.Unmarshal(rb, &rf); err != nil {
-		c.fatal(err)
-		return
-	}
-	rules := map[string]rule{}
-	for _, g := range rf.Groups {
-		for _, r := range g.Rules {
-			rules[r.Alert] = r
-		}
-	}
-	// Expected alerts: rule labels and annotations expanded over the series' labels.
 	expect := func(name string, series map[string]string) stormAlert {
-		r := rules[name]
-		a := stormAlert{Labels: map[string]string{}, Annotations: map[string]string{}}
-		for k, v := range series {
-			a.Labels[k] = v
-		}
-		for k, v := range r.Labels {
-			s, err := expandLike(v, series)
-			c.check(err == nil, "%s label %s: %v", name, k, err)
-			a.Labels[k] = s
-		}
-		for k, v := range r.Annotations {
-			s, err := expandLike(v, series)
-			c.check(err == nil, "%s annotation %s: %v", name, k, err)
-			a.Annotations[k] = s
-		}
-		return a
+		return expectAlert(c, rules, name, series)
 	}
 	target := func(i int, node string) string {
 		return fmt.Sprintf(`job="nccl-triage-agent",namespace="nccl-triage",instance="10.%d.%d.%d:9500",node="%s"`,
@@ -184,7 +198,7 @@ tests:
 	for i := range all {
 		all[i].Labels["alertname"] = alertName(all[i], perNode, otherAlert)
 	}
-	left, inhibited, err := alertmanagerInhibition(*am, *inhibit, *work, all)
+	left, inhibited, err := alertmanagerInhibition(*am, *inhibit, *work, all, "cause", 2)
 	if !c.check(err == nil, "alertmanager: %v", err) {
 		return
 	}
@@ -224,17 +238,24 @@ func tail(s string, n int) string {
 	return s
 }
 
+// writeAlertmanagerConfig writes work/alertmanager.yml: one receiver that sends nothing, every
+// alert in a group of its own, and the inhibit rules.
+func writeAlertmanagerConfig(inhibitRules []byte, work string) (string, error) {
+	cfg := "route:\n  receiver: none\n  group_by: ['...']\nreceivers:\n  - name: none\n" + string(inhibitRules)
+	cfgFile := filepath.Join(work, "alertmanager.yml")
+	return cfgFile, os.WriteFile(cfgFile, []byte(cfg), 0o644)
+}
+
 // alertmanagerInhibition starts Alertmanager on loopback with the inhibit rules, posts the
-// alerts and returns "alertname/cause" of those neither inhibited nor silenced, and the number
-// inhibited.
-func alertmanagerInhibition(bin, inhibitFile, work string, alerts []stormAlert) ([]string, int, error) {
+// alerts and returns "alertname/<label>" of those neither inhibited nor silenced (label: cause in
+// the storm), and the number inhibited. It waits until no more than wantLeft are left or 20 s.
+func alertmanagerInhibition(bin, inhibitFile, work string, alerts []stormAlert, label string, wantLeft int) ([]string, int, error) {
 	ib, err := os.ReadFile(inhibitFile)
 	if err != nil {
 		return nil, 0, err
 	}
-	cfg := "route:\n  receiver: none\n  group_by: ['...']\nreceivers:\n  - name: none\n" + string(ib)
-	cfgFile := filepath.Join(work, "alertmanager.yml")
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
+	cfgFile, err := writeAlertmanagerConfig(ib, work)
+	if err != nil {
 		return nil, 0, err
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -316,10 +337,10 @@ func alertmanagerInhibition(bin, inhibitFile, work string, alerts []stormAlert) 
 			if len(a.Status.InhibitedBy) > 0 {
 				inhibited++
 			} else if len(a.Status.SilencedBy) == 0 {
-				left = append(left, a.Labels["alertname"]+"/"+a.Labels["cause"])
+				left = append(left, a.Labels["alertname"]+"/"+a.Labels[label])
 			}
 		}
-		if len(left) <= 2 {
+		if len(left) <= wantLeft {
 			break
 		}
 	}
