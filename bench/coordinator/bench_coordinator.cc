@@ -9,15 +9,21 @@
 //
 //   localise   N agents, F random node faults, one sweep: rounds, wall time, the coordinator
 //              process's CPU time during the sweep, whether exactly the injected nodes were
-//              localised, coordinator RSS; for each N of --nodes
+//              localised, coordinator RSS; for each N of --nodes. With --rails R every agent has
+//              R rails (mlx5_0..mlx5_{R-1}, one port each, the coordinator's probe.rails all),
+//              every pair is probed once per rail after its IB probe, and --rail-faults K more
+//              nodes have one bad HCA each (rail 1..R-1; the pair's own IB probe runs on rail 0, as
+//              probe.ib_hca pins it in the demo, so only the per-rail probes see it): each must be
+//              localised to its node with the rail named
 //   coverage   256 agents, 5 random link faults, sweeps until every pair has been probed: rounds
 //              (255), pairs (32,640), every link found and nothing else, wall and coordinator CPU
 //              time
 //
 // On a shared machine the wall times follow the load; the coordinator's CPU time much less.
 //
-// Usage: bench_coordinator [--nodes 64,512,4096] [--faults 1,10] [--coverage-nodes 256]
-//                          [--links 5] [--seed S] [--skip-coverage] [--skip-localise]
+// Usage: bench_coordinator [--nodes 64,512,4096] [--faults 1,10] [--rails 0] [--rail-faults 0]
+//                          [--coverage-nodes 256] [--links 5] [--seed S] [--skip-coverage]
+//                          [--skip-localise]
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -67,9 +73,16 @@ std::string NodeName(int i) {
 struct Faults {
   std::set<std::string> nodes;
   std::set<NodePair> links;
+  std::map<std::string, int> rails;  // node -> its one bad rail
 };
 
-Faults DrawFaults(int n, int node_faults, int link_faults, uint64_t seed) {
+// The rails of the run's agents; 0: no rail table, no per-rail probes.
+struct RailSetup {
+  int rails = 0;
+  int rail_faults = 0;
+};
+
+Faults DrawFaults(int n, int node_faults, int link_faults, uint64_t seed, RailSetup rs = {}) {
   Faults f;
   std::mt19937_64 rng(seed);
   while (static_cast<int>(f.nodes.size()) < node_faults)
@@ -79,6 +92,12 @@ Faults DrawFaults(int n, int node_faults, int link_faults, uint64_t seed) {
     int b = static_cast<int>(rng() % n);
     if (a == b || f.nodes.count(NodeName(a)) || f.nodes.count(NodeName(b))) continue;
     f.links.insert(NodePair(NodeName(a), NodeName(b)));
+  }
+  // After the node and link faults, so that a seed draws the same ones with and without rails.
+  while (rs.rails > 1 && static_cast<int>(f.rails.size()) < rs.rail_faults) {
+    std::string node = NodeName(static_cast<int>(rng() % n));
+    if (f.nodes.count(node)) continue;
+    f.rails.emplace(node, 1 + static_cast<int>(rng() % (rs.rails - 1)));
   }
   return f;
 }
@@ -131,14 +150,28 @@ class Simulation;
 
 class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
  public:
-  SimAgent(Simulation* sim, v1::Coordinator::Stub* stub, std::string node, const std::string& token)
+  SimAgent(Simulation* sim, v1::Coordinator::Stub* stub, std::string node, const std::string& token,
+           int rails)
       : sim_(sim), node_(std::move(node)) {
     ctx_.AddMetadata("authorization", "Bearer " + token);
     stub->async()->Session(&ctx_, this);
     v1::AgentMessage hello;
     hello.mutable_hello()->set_protocol_version(kProtocolVersion);
     hello.mutable_hello()->set_node(node_);
-    hello.mutable_hello()->mutable_summary()->set_arch("x86_64");
+    v1::NodeSummary* summary = hello.mutable_hello()->mutable_summary();
+    summary->set_arch("x86_64");
+    // A DGX H100's rail table: HCA k on GPU k's PCIe switch, 400 Gb/s NDR ports.
+    for (int k = 0; k < rails; ++k) {
+      v1::Rail* r = summary->add_rails();
+      r->set_index(static_cast<uint32_t>(k));
+      r->set_device("mlx5_" + std::to_string(k));
+      r->set_port(1);
+      r->set_active(true);
+      r->set_rate_gbps(400);
+      char bus[16];
+      std::snprintf(bus, sizeof(bus), "0000:%02x:00.0", 0x18 + 0x10 * k);
+      r->set_gpu_bus_id(bus);
+    }
     Send(std::move(hello));
     StartRead(&in_);
     // Heartbeats are written from the main thread, outside gRPC's callbacks: the hold keeps the
@@ -204,8 +237,14 @@ class Simulation {
     r->set_duration_seconds(0);
     const bool ib = a.mode() == v1::PROBE_MODE_IB;
     r->set_transport(ib ? "NET/IB" : "NET/Socket");
-    const bool me_bad = faults_.nodes.count(node) > 0;
-    const bool peer_bad = faults_.nodes.count(a.peer()) > 0;
+    // The pair's own IB probe runs on rail 0 (probe.ib_hca mlx5_0); a rail probe on its rail.
+    const int rail = a.has_rail() ? static_cast<int>(a.rail()) : 0;
+    auto rail_bad = [&](const std::string& n) {
+      auto it = faults_.rails.find(n);
+      return it != faults_.rails.end() && it->second == rail;
+    };
+    const bool me_bad = faults_.nodes.count(node) > 0 || rail_bad(node);
+    const bool peer_bad = faults_.nodes.count(a.peer()) > 0 || rail_bad(a.peer());
     const bool link_bad = faults_.links.count(NodePair(node, a.peer())) > 0;
     if (!ib || (!me_bad && !peer_bad && !link_bad)) {
       r->set_outcome(v1::PROBE_OUTCOME_PASS);
@@ -282,9 +321,11 @@ int RunSimulatedAgents(const std::vector<std::string>& args) {
   const std::string target = Flag(args, "--target", "");
   const std::string token = Flag(args, "--token", "");
   const int n = std::stoi(Flag(args, "--n", "0"));
+  const RailSetup rs{std::stoi(Flag(args, "--rails", "0")),
+                     std::stoi(Flag(args, "--rail-faults", "0"))};
   Faults f = DrawFaults(n, std::stoi(Flag(args, "--node-faults", "0")),
                         std::stoi(Flag(args, "--link-faults", "0")),
-                        std::stoull(Flag(args, "--seed", "1")));
+                        std::stoull(Flag(args, "--seed", "1")), rs);
   Simulation sim(f);
   std::vector<std::unique_ptr<v1::Coordinator::Stub>> stubs;
   std::vector<std::unique_ptr<SimAgent>> agents;
@@ -295,7 +336,8 @@ int RunSimulatedAgents(const std::vector<std::string>& args) {
     ca.SetInt("nccl_triage.bench.agent", i);  // distinct args: no channel sharing
     stubs.push_back(v1::Coordinator::NewStub(
         grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), ca)));
-    agents.push_back(std::make_unique<SimAgent>(&sim, stubs.back().get(), NodeName(i), token));
+    agents.push_back(
+        std::make_unique<SimAgent>(&sim, stubs.back().get(), NodeName(i), token, rs.rails));
   }
   // Heartbeats until the parent kills this process.
   for (;;) {
@@ -330,7 +372,7 @@ struct Child {
 };
 
 pid_t SpawnAgents(const std::string& self, int port, int n, int node_faults, int link_faults,
-                  uint64_t seed) {
+                  uint64_t seed, RailSetup rs) {
   std::vector<std::string> argv = {self,
                                    "--simulate-agents",
                                    "--target",
@@ -344,7 +386,11 @@ pid_t SpawnAgents(const std::string& self, int port, int n, int node_faults, int
                                    "--link-faults",
                                    std::to_string(link_faults),
                                    "--seed",
-                                   std::to_string(seed)};
+                                   std::to_string(seed),
+                                   "--rails",
+                                   std::to_string(rs.rails),
+                                   "--rail-faults",
+                                   std::to_string(rs.rail_faults)};
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
@@ -360,7 +406,7 @@ struct Setup {
 };
 
 bool StartCluster(Setup& s, Logger& log, const std::string& self, int n, int node_faults,
-                  int link_faults, uint64_t seed, int hold_down) {
+                  int link_faults, uint64_t seed, int hold_down, RailSetup rs = {}) {
   const int port = FreePort();
   CoordinatorOptions o;
   o.listen = "127.0.0.1:" + std::to_string(port);
@@ -371,10 +417,11 @@ bool StartCluster(Setup& s, Logger& log, const std::string& self, int n, int nod
   o.probe_size_bytes = 64 << 10;
   o.probe_deadline_seconds = 30;
   o.seed = seed;
+  if (rs.rails > 0) o.rails = RailSelection{.all = true};
   s.server = std::make_unique<CoordinatorServer>(o, log);
   if (!s.server->Start().ok()) return false;
   auto t0 = Clock::now();
-  s.child.pid = SpawnAgents(self, port, n, node_faults, link_faults, seed);
+  s.child.pid = SpawnAgents(self, port, n, node_faults, link_faults, seed, rs);
   if (s.child.pid < 0) return false;
   if (!s.server->WaitForAgents(static_cast<size_t>(n), 120s)) {
     std::cerr << "only " << s.server->ConnectedAgents() << " of " << n << " agents connected\n";
@@ -385,37 +432,47 @@ bool StartCluster(Setup& s, Logger& log, const std::string& self, int n, int nod
 }
 
 // One row of the localise table, in a process of its own so that its RSS is this run's only.
-int LocaliseOne(const std::string& self, int n, int f, uint64_t seed) {
+int LocaliseOne(const std::string& self, int n, int f, uint64_t seed, RailSetup rs) {
   int status = 0;
   {
     {
       std::ostringstream sink;
       Logger log(sink, LogLevel::kWarn);
       Setup s;
-      if (!StartCluster(s, log, self, n, f, 0, seed, 1)) return 1;
-      Faults want = DrawFaults(n, f, 0, seed);
+      if (!StartCluster(s, log, self, n, f, 0, seed, 1, rs)) return 1;
+      Faults want = DrawFaults(n, f, 0, seed, rs);
       auto t0 = Clock::now();
       const double cpu0 = CpuSeconds();
       uint64_t id = s.server->RequestSweep();
-      if (!s.server->WaitForSweep(id, 120s)) return 1;
+      if (!s.server->WaitForSweep(id, 300s)) return 1;
       double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       const double cpu = CpuSeconds() - cpu0;
       CoordinatorView v = s.server->View(false);
       std::set<std::string> got;
       int wrong = 0;
       for (const auto& t : v.faults) {
-        if (t.fault.kind == FaultKind::kNode && want.nodes.count(t.fault.nodes[0])) {
-          got.insert(t.fault.nodes[0]);
+        const std::string& node = t.fault.nodes[0];
+        auto rail = want.rails.find(node);
+        // A bad HCA is the node's fault, its reason naming the rail: "rail 5 (mlx5_5/1) ...".
+        const bool rail_named =
+            rail != want.rails.end() &&
+            t.fault.reason.find("rail " + std::to_string(rail->second) + " (mlx5_" +
+                                std::to_string(rail->second) + "/1)") != std::string::npos;
+        if (t.fault.kind == FaultKind::kNode && (want.nodes.count(node) || rail_named)) {
+          got.insert(node);
         } else {
           ++wrong;
         }
       }
+      const int injected = f + static_cast<int>(want.rails.size());
       const double rss = StatusKb("VmRSS:") / 1024.0;
-      std::printf("%8d %7d %7d %10.2f %10.2f %10.2f %8zu/%-3d %14d %10.1f %10.1f\n", n, f,
-                  v.last_sweep_rounds, secs, cpu, s.connect_seconds, got.size(), f, wrong, rss,
-                  StatusKb("VmHWM:") / 1024.0);
+      std::printf("%8d %5d %7d %11zu %7d %10.2f %10.2f %10.2f %8zu/%-3d %14d %10.1f %10.1f\n", n,
+                  rs.rails, f, want.rails.size(), v.last_sweep_rounds, secs, cpu, s.connect_seconds,
+                  got.size(), injected, wrong, rss, StatusKb("VmHWM:") / 1024.0);
       std::fflush(stdout);
-      if (static_cast<int>(got.size()) != f || wrong != 0 || v.last_sweep_rounds > 3) status = 1;
+      if (static_cast<int>(got.size()) != injected || wrong != 0 || v.last_sweep_rounds > 3) {
+        status = 1;
+      }
       s.server->Stop();
     }
   }
@@ -423,18 +480,25 @@ int LocaliseOne(const std::string& self, int n, int f, uint64_t seed) {
 }
 
 int Localise(const std::string& self, const std::vector<int>& sizes, const std::vector<int>& faults,
-             uint64_t seed) {
+             uint64_t seed, RailSetup rs) {
   std::printf("localise: one sweep, zero-duration probes, hold_down 1 (confirmed in the sweep)\n");
-  std::printf("%8s %7s %7s %10s %10s %10s %12s %14s %10s %10s\n", "nodes", "faults", "rounds",
-              "sweep_s", "sweep_cpu_s", "connect_s", "localised", "false_reports", "rss_MB",
-              "peak_MB");
+  std::printf("%8s %5s %7s %11s %7s %10s %10s %10s %12s %14s %10s %10s\n", "nodes", "rails",
+              "faults", "rail_faults", "rounds", "sweep_s", "sweep_cpu_s", "connect_s", "localised",
+              "false_reports", "rss_MB", "peak_MB");
   std::fflush(stdout);
   int status = 0;
   for (int n : sizes) {
     for (int f : faults) {
-      std::vector<std::string> argv = {
-          self,     "--localise-one",    std::to_string(n), std::to_string(f),
-          "--seed", std::to_string(seed)};
+      std::vector<std::string> argv = {self,
+                                       "--localise-one",
+                                       std::to_string(n),
+                                       std::to_string(f),
+                                       "--seed",
+                                       std::to_string(seed),
+                                       "--rails",
+                                       std::to_string(rs.rails),
+                                       "--rail-faults",
+                                       std::to_string(rs.rail_faults)};
       std::vector<char*> cargv;
       for (auto& a : argv) cargv.push_back(a.data());
       cargv.push_back(nullptr);
@@ -508,13 +572,19 @@ int Main(int argc, char** argv) {
   ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
   const std::string exe = len > 0 ? std::string(self, static_cast<size_t>(len)) : argv[0];
   const uint64_t seed = std::stoull(Flag(args, "--seed", "7"));
+  const RailSetup rs{std::stoi(Flag(args, "--rails", "0")),
+                     std::stoi(Flag(args, "--rail-faults", "0"))};
+  if (rs.rails < 0 || rs.rails > 64 || rs.rail_faults < 0 || (rs.rail_faults > 0 && rs.rails < 2)) {
+    std::cerr << "bench_coordinator: --rails is 0..64; --rail-faults needs --rails 2 or more\n";
+    return 2;
+  }
   if (args.size() >= 3 && args[0] == "--localise-one") {
-    return LocaliseOne(exe, std::stoi(args[1]), std::stoi(args[2]), seed);
+    return LocaliseOne(exe, std::stoi(args[1]), std::stoi(args[2]), seed, rs);
   }
   int status = 0;
   if (!Has(args, "--skip-localise")) {
     status |= Localise(exe, IntList(Flag(args, "--nodes", "64,512,4096")),
-                       IntList(Flag(args, "--faults", "1,10")), seed);
+                       IntList(Flag(args, "--faults", "1,10")), seed, rs);
   }
   if (!Has(args, "--skip-coverage")) {
     status |= Coverage(exe, std::stoi(Flag(args, "--coverage-nodes", "256")),

@@ -76,7 +76,8 @@ done
 
 # Probe, pair and coordinator metrics come only from sweeps: `nccl-triage-demo --serve` runs a
 # coordinator and 8 agents on fixture roots with the fake NCCL (faults: node-2 port down, a bad
-# cable between node-4 and node-6), finishes its sweeps, then serves every /metrics endpoint and
+# cable between node-4 and node-6, memory registration failing on node-3's HCA of rail 5, which
+# turns on the per-rail probes), finishes its sweeps, then serves every /metrics endpoint and
 # prints their URLs. Without the demo executable, those queries are reported as SKIP.
 demo_job=""
 demo_alerts=()
@@ -84,7 +85,7 @@ demo_alerts=()
 # series until an incident is recorded on a coordinator: only the demo's is asked to count one.
 skip_re=('nccl_triage_incidents_total')
 skip_why=("no incident recorded: the series appear when nccl-triage triage counts one")
-skip_re+=('nccl_triage_(probe_|pair_verdict|last_probe_|coordinator_|nccl_info)')
+skip_re+=('nccl_triage_(probe_|pair_verdict|last_probe_|coordinator_|nccl_info|rail_probe_)')
 skip_why+=("exported only by probes and the coordinator: needs 'nccl-triage-demo --serve'")
 targets_expected=${#scenarios[@]}
 # launch_demo NAME ARGS...: starts `nccl-triage-demo --serve ARGS` in the background (both demos
@@ -127,8 +128,8 @@ collect_demo() {
 }
 
 if [[ -x "$demo_bin" ]] && "$demo_bin" --help 2>&1 | grep -q -- --serve; then
-  # 8 agents until every pair is covered and both faults confirmed; 256 agents for one sweep.
-  launch_demo demo
+  # 8 agents until every pair is covered and every fault confirmed; 256 agents for one sweep.
+  launch_demo demo --fault node:2:port_down --fault link:4-6:cable --fault rail:3:5:mr_register
   launch_demo fleet --nodes 256 --rounds 1
   collect_demo demo ""
   agents="$agents_of_demo" coordinators="
@@ -196,7 +197,9 @@ if [ -n "$demo_job" ]; then
   confirmed="$("$deploycheck" value --prometheus "$url" --expr 'sum(nccl_triage_coordinator_localised_faults)' 2>&1 >/dev/null)"
   if awk -v v="$confirmed" 'BEGIN { exit !(v + 0 > 0) }'; then
     demo_alerts+=(--expect 'NcclTriageNodeFaultConfirmed{node="node-2"}'
-                  --expect 'NcclTriageLinkFault{node=~"node-4|node-6",peer=~"node-4|node-6"}')
+                  --expect 'NcclTriageLinkFault{node=~"node-4|node-6",peer=~"node-4|node-6"}'
+                  --expect 'NcclTriageRailFault{node="node-3",rail="5",device="mlx5_5"}'
+                  --absent 'NcclTriageRailFault{node!~"node-2|node-3"}')
   else
     echo "SKIP confirmed-fault queries and alerts: the demo's coordinator localised no fault (nccl_triage_coordinator_localised_faults = ${confirmed:-?})"
     skip_re+=('nccl_triage_coordinator_fault\b')
@@ -207,10 +210,17 @@ fi
 status=0
 echo "== dashboard queries ($((SECONDS - started)) s after the start)"
 max_series=()
-[ -n "$demo_job" ] && max_series=(--max-series 500)
+rail_map=()
+if [ -n "$demo_job" ]; then
+  max_series=(--max-series 500)
+  # The rail map shows node-3's rail 5 red (fails with every peer) and node-0's rail 3 green
+  # (node-2's port-down mlx5_0 is its rail 0, alerted on too).
+  rail_map=(--expect-value 'Rails × nodes|node="node-3",rail="5"|0'
+            --expect-value 'Rails × nodes|node="node-0",rail="3"|1')
+fi
 skip_pattern="$(IFS='|'; echo "${skip_re[*]}")"
 skip_reason="$(printf '%s; ' "${skip_why[@]}")"
-"$deploycheck" dashboard --dashboard "$dashboard" --prometheus "$url" "${max_series[@]}" \
+"$deploycheck" dashboard --dashboard "$dashboard" --prometheus "$url" "${max_series[@]}" "${rail_map[@]}" \
   --skip-metric "$skip_pattern" --skip-reason "${skip_reason%; }" || status=1
 echo "== alert rules on live agent metrics (pending state; 'for' has not elapsed; $((SECONDS - started)) s after the start)"
 "$deploycheck" alerts-live --prometheus "$url" \

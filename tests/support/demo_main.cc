@@ -23,7 +23,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: nccl-triage-demo [--nodes N] [--fault SPEC]... [--no-faults] [--format table|json]\n"
-    "                        [--rounds N] [--serve] [--work-dir DIR] [--verbose]\n"
+    "                        [--rounds N] [--rails] [--serve] [--work-dir DIR] [--verbose]\n"
     "  A coordinator and N agents (default 8) on this machine over real gRPC, each with a fixture\n"
     "  root of its own and the fake NCCL/CUDA libraries; faults go into the roots only.\n"
     "  SPEC (0-based node indices):\n"
@@ -31,8 +31,9 @@ constexpr const char* kUsage =
     "    link:I-J:pkey_mismatch|cable\n"
     "    rail:I:K:mr_register|port_down   (rail K of node I; turns on the per-rail probes)\n"
     "  Without --fault: node:2:port_down and link:4-6:cable. --rounds N stops after N sweeps\n"
-    "  (default: when every pair is covered and every fault confirmed). --serve keeps the\n"
-    "  metrics endpoints up until Ctrl-C and prints their URLs.\n";
+    "  (default: when every pair is covered and every fault confirmed). --rails probes every\n"
+    "  rail of each pair after its IB probe (probe.rails all; on with any rail fault). --serve\n"
+    "  keeps the metrics endpoints up until Ctrl-C and prints their URLs.\n";
 
 }  // namespace
 
@@ -52,6 +53,7 @@ int RunDemo(CliContext& ctx) {
                       .Switch({"--no-faults"}, &no_faults)
                       .Choice({"--format"}, &format, {"table", "json"})
                       .Int({"--rounds"}, &options.rounds, 1, 1'000'000)
+                      .Switch({"--rails"}, &options.rails)
                       .Switch({"--serve"}, &options.serve_http)
                       .String({"--work-dir"}, &work_dir)
                       .Switch({"--verbose"}, &verbose)

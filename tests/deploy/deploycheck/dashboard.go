@@ -17,6 +17,7 @@ import (
 type panelQuery struct {
 	where string
 	expr  string
+	title string // the panel's; empty for a variable
 }
 
 // dashboardQueries walks every panel (rows included) and every template variable.
@@ -30,7 +31,7 @@ func dashboardQueries(d map[string]interface{}) []panelQuery {
 			for _, t := range asList(pm["targets"]) {
 				tm, _ := t.(map[string]interface{})
 				if e, _ := tm["expr"].(string); e != "" {
-					out = append(out, panelQuery{fmt.Sprintf("panel %q query %v", title, tm["refId"]), e})
+					out = append(out, panelQuery{fmt.Sprintf("panel %q query %v", title, tm["refId"]), e, title})
 				}
 			}
 			walk(asList(pm["panels"]))
@@ -53,7 +54,7 @@ func dashboardQueries(d map[string]interface{}) []panelQuery {
 		// label_values(metric, label) is answered from the series of metric that carry label.
 		if m := labelValues.FindStringSubmatch(q); m != nil {
 			out = append(out, panelQuery{fmt.Sprintf("variable %v", vm["name"]),
-				fmt.Sprintf("count by (%s) (%s)", m[2], m[1])})
+				fmt.Sprintf("count by (%s) (%s)", m[2], m[1]), ""})
 		}
 	}
 	return out
@@ -92,6 +93,53 @@ func substitute(expr string, vars []string) string {
 	return r
 }
 
+// answer is Prometheus' answer to one dashboard query.
+type answer struct {
+	expr    string
+	skipped bool
+	r       promResponse
+	err     error
+	took    time.Duration
+}
+
+// checkPanelValue checks "TITLE-PREFIX|label=\"v\",...|VALUE": one query of the panel whose title
+// starts with TITLE-PREFIX answered a series with those labels and that value.
+func checkPanelValue(c *checker, spec string, queries []panelQuery, answers []answer) {
+	parts := strings.Split(spec, "|")
+	if !c.check(len(parts) == 3, "--expect-value %q: want TITLE-PREFIX|labels|VALUE", spec) {
+		return
+	}
+	want := map[string]string{}
+	for _, m := range regexp.MustCompile(`(\w+)="([^"]*)"`).FindAllStringSubmatch(parts[1], -1) {
+		want[m[1]] = m[2]
+	}
+	found, seen := false, ""
+	for i, q := range queries {
+		if q.title == "" || !strings.HasPrefix(q.title, parts[0]) {
+			continue
+		}
+		for _, raw := range answers[i].r.Data.Result {
+			var sample struct {
+				Metric map[string]string `json:"metric"`
+				Value  []interface{}     `json:"value"`
+			}
+			if json.Unmarshal(raw, &sample) != nil || len(sample.Value) != 2 {
+				continue
+			}
+			match := true
+			for k, v := range want {
+				match = match && sample.Metric[k] == v
+			}
+			if match {
+				v, _ := sample.Value[1].(string)
+				seen = v
+				found = found || v == parts[2]
+			}
+		}
+	}
+	c.check(found, "panel %q: no series {%s} with value %s (seen: %q)", parts[0], parts[1], parts[2], seen)
+}
+
 type promResponse struct {
 	Status string `json:"status"`
 	Error  string `json:"error"`
@@ -128,6 +176,8 @@ func runDashboard(c *checker, args []string) {
 	maxSeries := fs.Int("max-series", 0, "fail a query that returns this many series or more (0: no limit)")
 	lintOnly := fs.Bool("lint", false, "only the static checks (no Prometheus)")
 	parallel := fs.Int("parallel", 4, "queries in flight at once")
+	var expectValues multiFlag
+	fs.Var(&expectValues, "expect-value", "TITLE-PREFIX|label=\"v\",...|VALUE: a series of that panel's answer (repeatable)")
 	fs.Parse(args)
 	d, err := readJSON(*dashboard)
 	if err != nil {
@@ -156,13 +206,6 @@ func runDashboard(c *checker, args []string) {
 	}
 	// The queries run on a few connections at once (Prometheus answers them in parallel; an empty
 	// result waits for scrapes still arriving), and are judged in the dashboard's order.
-	type answer struct {
-		expr    string
-		skipped bool
-		r       promResponse
-		err     error
-		took    time.Duration
-	}
 	answers := make([]answer, len(queries))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
@@ -224,6 +267,9 @@ func runDashboard(c *checker, args []string) {
 				largest, largestWhere = len(r.Data.Result), q.where
 			}
 		}
+	}
+	for _, e := range expectValues {
+		checkPanelValue(c, e, queries, answers)
 	}
 	fmt.Printf("slowest query: %.1f s (%s)\n", slowest.Seconds(), slowestWhere)
 	if *maxSeries > 0 {
