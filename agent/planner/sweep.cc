@@ -187,13 +187,21 @@ std::vector<NodePair> Sweep::NextRound() {
     rail_good.insert({o.pair.a, o.rail});
     rail_good.insert({o.pair.b, o.rail});
   }
-  for (const auto& o : LocaliseRails(rail_outcomes).inconclusive) {
+  const RailLocalisation rail_loc = LocaliseRails(rail_outcomes);
+  for (const auto& o : rail_loc.inconclusive) {
     for (const std::string* n : {&o.pair.a, &o.pair.b}) {
       if (!rail_good.count({*n, o.rail}) && !an.ambiguous.count(*n) && !an.Fault(*n) &&
           an.acc.count(*n)) {
         rail_need.insert(*n);
       }
     }
+  }
+  // Nodes that passed the pair's probes but may be bad on a rail (awaiting a second peer) or are
+  // (a node rail fault): a reference only when no other is free, or the peer that needs one on
+  // that rail fails with it and learns nothing.
+  std::set<std::string> rail_suspect = rail_need;
+  for (const auto& f : rail_loc.faults) {
+    if (f.kind != RailFaultKind::kLinkRail) rail_suspect.insert(f.nodes.begin(), f.nodes.end());
   }
   need.insert(need.end(), rail_need.begin(), rail_need.end());
   size_t cursor = 0;
@@ -207,11 +215,13 @@ std::vector<NodePair> Sweep::NextRound() {
       return free_for_x(r) && (!setup_.incompatible || !setup_.incompatible(x, r));
     };
     std::string pick;
-    for (size_t k = 0; k < refs.size() && pick.empty(); ++k) {
-      const std::string& r = refs[(cursor + k) % refs.size()];
-      if (usable(r)) {
-        pick = r;
-        cursor = (cursor + k + 1) % refs.size();
+    for (const bool rail_suspects : {false, true}) {
+      for (size_t k = 0; k < refs.size() && pick.empty(); ++k) {
+        const std::string& r = refs[(cursor + k) % refs.size()];
+        if (usable(r) && (rail_suspects || !rail_suspect.count(r))) {
+          pick = r;
+          cursor = (cursor + k + 1) % refs.size();
+        }
       }
     }
     // A node predicted incompatible with every reference (its NCCL version differs from all the

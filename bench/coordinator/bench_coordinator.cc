@@ -168,8 +168,9 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Coor
       r->set_port(1);
       r->set_active(true);
       r->set_rate_gbps(400);
-      char bus[16];
-      std::snprintf(bus, sizeof(bus), "0000:%02x:00.0", 0x18 + 0x10 * k);
+      char bus[32];
+      std::snprintf(bus, sizeof(bus), "%04x:%02x:00.0", static_cast<unsigned>(k / 8),
+                    static_cast<unsigned>(0x18 + 0x10 * (k % 8)));
       r->set_gpu_bus_id(bus);
     }
     Send(std::move(hello));
@@ -472,6 +473,22 @@ int LocaliseOne(const std::string& self, int n, int f, uint64_t seed, RailSetup 
       std::fflush(stdout);
       if (static_cast<int>(got.size()) != injected || wrong != 0 || v.last_sweep_rounds > 3) {
         status = 1;
+        // What was missed and what was reported instead, with the coordinator's reasons.
+        for (const auto& node : want.nodes) {
+          if (!got.count(node)) std::fprintf(stderr, "  missed: %s (node fault)\n", node.c_str());
+        }
+        for (const auto& [node, rail] : want.rails) {
+          if (!got.count(node)) {
+            std::fprintf(stderr, "  missed: %s rail %d: %s\n", node.c_str(), rail,
+                         v.nodes.count(node) ? v.nodes.at(node).reason.c_str() : "-");
+          }
+        }
+        for (const auto& t : v.faults) {
+          if (!got.count(t.fault.nodes[0])) {
+            std::fprintf(stderr, "  reported: %s: %s\n", t.fault.nodes[0].c_str(),
+                         t.fault.reason.c_str());
+          }
+        }
       }
       s.server->Stop();
     }

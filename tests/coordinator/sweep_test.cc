@@ -393,6 +393,41 @@ TEST(Sweep, RailThatFailsOnlyBetweenTwoNodesIsALinkFaultOnThatRail) {
   }
 }
 
+// With rails, the same bound as without: node faults and bad rails (several on one rail, some
+// nodes meeting a faulty node in round 1) are all found in at most three rounds, and nothing else.
+TEST(Sweep, RandomClustersWithRailsLocaliseExactlyWithinThreeRounds) {
+  std::mt19937_64 rng(4096);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 16 + static_cast<int>(rng() % 113);
+    World w;
+    w.rails = 8;
+    const int node_faults = static_cast<int>(rng() % 3);
+    while (static_cast<int>(w.bad_nodes.size()) < node_faults) {
+      w.bad_nodes[Name(static_cast<int>(rng() % n))] = "ib.port_state";
+    }
+    // Up to one node in eight with a bad HCA.
+    const int rail_faults = 1 + static_cast<int>(rng() % (n / 8));
+    std::set<std::string> want_nodes;
+    for (const auto& [node, cause] : w.bad_nodes) want_nodes.insert(node);
+    while (static_cast<int>(want_nodes.size()) < node_faults + rail_faults) {
+      const std::string node = Name(static_cast<int>(rng() % n));
+      if (want_nodes.count(node)) continue;
+      want_nodes.insert(node);
+      w.bad_rails[{node, static_cast<int>(rng() % 8)}] = "ib.mr_register";
+    }
+    CoverageSchedule sched(trial);
+    std::vector<std::pair<std::string, std::string>> nodes;
+    for (int i = 0; i < n; ++i) nodes.emplace_back(Name(i), "");
+    sched.SetNodes(nodes);
+    SweepSetup setup = MakeSetup(n, sched.NextRound([](const std::string&) { return true; }));
+    setup.seed = trial;
+    SweepRun run = RunSweep(w, setup);
+    EXPECT_LE(run.rounds, 3) << "trial " << trial << " n=" << n;
+    EXPECT_EQ(NodeFaults(run.result), want_nodes) << "trial " << trial << " n=" << n;
+    EXPECT_TRUE(LinkFaults(run.result).empty()) << "trial " << trial;
+  }
+}
+
 TEST(Sweep, BadRailWithTooFewReferencesStaysInconclusiveNotAFault) {
   World w;
   w.rails = 2;
