@@ -10,6 +10,7 @@
 #include <openssl/x509v3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <fstream>
@@ -402,6 +403,15 @@ v1::CoordinatorMessage Assignment(const std::string& id, v1::ProbeMode mode = v1
   return m;
 }
 
+// Sends `m` and expects its report to be a skip whose reason contains `reason`.
+void ExpectSkipped(Scripted& c, const v1::CoordinatorMessage& m, const std::string& reason) {
+  c.service.Send(m);
+  auto r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
+  EXPECT_NE(r->skipped_reason().find(reason), std::string::npos) << r->skipped_reason();
+}
+
 TEST(CoordinatorSession, RefusesAssignmentsOutsideTheClosedSet) {
   Scripted c;
   FakeServices a("node-a");
@@ -473,12 +483,7 @@ TEST(CoordinatorSession, NeverProbesWhileAnotherProcessHoldsTheGpus) {
   FakeServices a("node-a");
   a.SetGpuHolder();
   RunningSession s(c.Options(), a);
-  c.service.Send(Assignment("busy"));
-  auto r = c.service.WaitReport(5s);
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
-  EXPECT_NE(r->skipped_reason().find("skipped: GPUs busy"), std::string::npos);
-  EXPECT_NE(r->skipped_reason().find("python3"), std::string::npos);
+  ExpectSkipped(c, Assignment("busy"), "skipped: GPUs busy (python3");
   EXPECT_EQ(a.probes_.load(), 0);
 }
 
@@ -504,12 +509,7 @@ TEST(CoordinatorSession, PersistencedAndDcgmHoldingEveryGpuDoNotBlockProbes) {
   // Without a GPU list, a training process (a CUDA context) on one GPU blocks, and is named.
   holders.push_back({4242, "python3", "/dev/nvidia3", true});
   a.SetGpuHolders(holders);
-  c.service.Send(Assignment("job"));
-  r = c.service.WaitReport(5s);
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
-  EXPECT_NE(r->skipped_reason().find("python3 pid 4242 holds /dev/nvidia3"), std::string::npos)
-      << r->skipped_reason();
+  ExpectSkipped(c, Assignment("job"), "python3 pid 4242 holds /dev/nvidia3");
 }
 
 TEST(CoordinatorSession, AJobOnGpu0OnlyMakesTheProbeRunOnGpu1) {
@@ -544,12 +544,7 @@ TEST(CoordinatorSession, AJobOnGpu0OnlyMakesTheProbeRunOnGpu1) {
   for (int i = 1; i < 8; ++i)
     holders.push_back({5151, "python3", "/dev/nvidia" + std::to_string(i), true});
   a.SetGpuHolders(holders, gpus);
-  c.service.Send(Assignment("all-busy"));
-  r = c.service.WaitReport(5s);
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
-  EXPECT_NE(r->skipped_reason().find("python3 pid 5150 holds /dev/nvidia0"), std::string::npos)
-      << r->skipped_reason();
+  ExpectSkipped(c, Assignment("all-busy"), "python3 pid 5150 holds /dev/nvidia0");
 }
 
 TEST(CoordinatorSession, ARailProbesOnItsNearestGpuAndIsSkippedWhenAJobHoldsThatGpu) {
@@ -603,6 +598,40 @@ TEST(CoordinatorSession, ARailProbesOnItsNearestGpuAndIsSkippedWhenAJobHoldsThat
   EXPECT_NE(seen.gpu_bus_id, table[0].gpu_bdf);
   EXPECT_NE(seen.gpu_bus_id, table[1].gpu_bdf);
   EXPECT_FALSE(seen.ib_hca.has_value());
+}
+
+// The kubelet assigned rail 2's GPU to a container whose job has not opened it yet: the rail is
+// skipped, naming the container; with the assignment gone the same rail runs on that GPU.
+TEST(CoordinatorSession, ARailWhoseGpuTheKubeletAssignedIsSkippedNamingTheContainer) {
+  GatherOptions options;
+  options.root = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/ib-busy";
+  auto snapshot = GatherSnapshot(options);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status().message();
+  const std::vector<Rail> table = RailTable(*snapshot);
+  ASSERT_GE(table.size(), 3u);
+  auto gpu = std::find_if(snapshot->gpus.begin(), snapshot->gpus.end(),
+                          [&](const GpuInfo& g) { return g.bdf == table[2].gpu_bdf; });
+  ASSERT_NE(gpu, snapshot->gpus.end());
+  ASSERT_FALSE(gpu->uuid.empty());
+  snapshot->gpu_allocations =
+      std::vector<GpuAllocation>{{"ml/train-0/worker", "nvidia.com/gpu", gpu->uuid}};
+  Scripted c;
+  FakeServices a("node-a");
+  a.SetSnapshot(*snapshot);
+  RunningSession s(c.Options(), a);
+  v1::CoordinatorMessage rail2 = Assignment("rail2", v1::PROBE_MODE_IB);
+  rail2.mutable_assignment()->set_rail(2);
+  ExpectSkipped(c, rail2,
+                "skipped: GPU " + table[2].gpu_bdf +
+                    " busy (assigned to ml/train-0/worker (nvidia.com/gpu))");
+  EXPECT_EQ(a.probes_.load(), 0);
+
+  snapshot->gpu_allocations = std::vector<GpuAllocation>{};
+  a.SetSnapshot(*snapshot);
+  c.service.Send(rail2);
+  auto r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_PASS) << r->skipped_reason();
 }
 
 TEST(CoordinatorSession, ProbesWhenGpusAreBusyIfTheConfigAllowsIt) {
