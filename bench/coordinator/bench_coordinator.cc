@@ -372,32 +372,28 @@ struct Child {
   }
 };
 
-pid_t SpawnAgents(const std::string& self, int port, int n, int node_faults, int link_faults,
-                  uint64_t seed, RailSetup rs) {
-  std::vector<std::string> argv = {self,
-                                   "--simulate-agents",
-                                   "--target",
-                                   "127.0.0.1:" + std::to_string(port),
-                                   "--token",
-                                   "bench-token",
-                                   "--n",
-                                   std::to_string(n),
-                                   "--node-faults",
-                                   std::to_string(node_faults),
-                                   "--link-faults",
-                                   std::to_string(link_faults),
-                                   "--seed",
-                                   std::to_string(seed),
-                                   "--rails",
-                                   std::to_string(rs.rails),
-                                   "--rail-faults",
-                                   std::to_string(rs.rail_faults)};
+// Runs this binary again with `args` and the run's rail setup; -1 when it cannot start.
+pid_t SpawnSelf(const std::string& self, const std::vector<std::string>& args, RailSetup rs) {
+  std::vector<std::string> argv = {self};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--rails", std::to_string(rs.rails), "--rail-faults",
+                           std::to_string(rs.rail_faults)});
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
   pid_t pid = -1;
   if (posix_spawn(&pid, self.c_str(), nullptr, nullptr, cargv.data(), environ) != 0) return -1;
   return pid;
+}
+
+pid_t SpawnAgents(const std::string& self, int port, int n, int node_faults, int link_faults,
+                  uint64_t seed, RailSetup rs) {
+  return SpawnSelf(
+      self,
+      {"--simulate-agents", "--target", "127.0.0.1:" + std::to_string(port), "--token",
+       "bench-token", "--n", std::to_string(n), "--node-faults", std::to_string(node_faults),
+       "--link-faults", std::to_string(link_faults), "--seed", std::to_string(seed)},
+      rs);
 }
 
 struct Setup {
@@ -506,21 +502,11 @@ int Localise(const std::string& self, const std::vector<int>& sizes, const std::
   int status = 0;
   for (int n : sizes) {
     for (int f : faults) {
-      std::vector<std::string> argv = {self,
-                                       "--localise-one",
-                                       std::to_string(n),
-                                       std::to_string(f),
-                                       "--seed",
-                                       std::to_string(seed),
-                                       "--rails",
-                                       std::to_string(rs.rails),
-                                       "--rail-faults",
-                                       std::to_string(rs.rail_faults)};
-      std::vector<char*> cargv;
-      for (auto& a : argv) cargv.push_back(a.data());
-      cargv.push_back(nullptr);
-      pid_t pid = -1;
-      if (posix_spawn(&pid, self.c_str(), nullptr, nullptr, cargv.data(), environ) != 0) return 1;
+      const pid_t pid = SpawnSelf(
+          self,
+          {"--localise-one", std::to_string(n), std::to_string(f), "--seed", std::to_string(seed)},
+          rs);
+      if (pid < 0) return 1;
       int ws = 0;
       waitpid(pid, &ws, 0);
       if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) status = 1;
