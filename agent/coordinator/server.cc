@@ -523,7 +523,9 @@ void CoordinatorServer::Impl::ApplyLocked(PairRun& run, const PairRunActions& ac
         m.mutable_cancel()->set_reason(a.text);
         break;
       case PairRunAction::Kind::kPhaseOver:
-        metrics_.CountProbe(ToString(a.mode), a.text);
+        // A rail phase is an IB probe of one rail: its own label value, so that mode="ib" still
+        // counts one per pair and the rails (up to 8 per pair) do not swamp it.
+        metrics_.CountProbe(a.rail >= 0 ? kRailProbeMode : ToString(a.mode), a.text);
         continue;
     }
     SendLocked(a.node, std::move(m));

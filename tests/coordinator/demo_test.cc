@@ -3,10 +3,14 @@
 // the roots. Each fault kind must be localised exactly once, to the right node or link.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "cluster_test_util.h"
+#include "core/decision.h"
+#include "exporter/annotations.h"
 
 namespace nccl_triage {
 namespace {
@@ -206,6 +210,113 @@ TEST(DemoCluster, HealthyClusterWithRailProbesHasNoRailFault) {
   }
 }
 
+// The pod annotations of node `index` once its agent has the coordinator's verdict (it arrives
+// over the agent's stream after the sweep).
+DesiredAnnotations AnnotationsOnceProbed(const DemoCluster& cluster, int index) {
+  for (int i = 0; i < 100; ++i) {
+    AgentStateView v = cluster.NodeState(index);
+    if (v.Verdict().basis == Basis::kProbes) return AnnotationsFor(v);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return AnnotationsFor(cluster.NodeState(index));
+}
+
+TEST(DemoCluster, RateDegradedRailIsNamedInStatusMetricsAndAnnotation) {
+  // mlx5_3 of node 2 says 1X SDR in sysfs like every port, but its data path carries a quarter:
+  // NCCL passes on rail 3, with every peer below half the rail's port rate. The probes are 32 MiB
+  // (kBandwidthBoundBytes), so the coordinator judges busbw; rail 2 is the healthy reference.
+  DemoOptions o = TestOptions(4, "rail-rate");
+  auto fault = ParseDemoFault("rail:2:3:rate", 4);
+  ASSERT_TRUE(fault.ok()) << fault.status().message();
+  o.faults.push_back(*fault);
+  o.rail_list = {"2", "3"};
+  TestCluster t(std::move(o));
+  Status started = t.cluster.Start();
+  ASSERT_TRUE(started.ok()) << started.message() << "\n" << t.log_text.str();
+  auto run = t.cluster.Run();
+  ASSERT_TRUE(run.ok()) << run.status().message() << "\n" << t.log_text.str();
+  const DemoReport& r = *run;
+  ASSERT_EQ(r.faults.size(), 1u) << nlohmann::json(ToJson(r)).dump(2);
+  EXPECT_EQ(r.faults[0].kind, FaultKind::kNode);
+  EXPECT_EQ(r.faults[0].nodes, std::vector<int>{2});
+  EXPECT_EQ(r.faults[0].fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(r.faults[0].cause, "ib.bandwidth");
+  EXPECT_TRUE(r.faults[0].confirmed);
+  // /status: the node's verdict names the rail and says rate-degraded.
+  for (const auto& n : r.node_results) {
+    if (n.index == 2) {
+      EXPECT_NE(n.reason.find("rail 3 (mlx5_3/1) is rate-degraded"), std::string::npos) << n.reason;
+    } else {
+      EXPECT_EQ(n.fault_class, FaultClass::kHealthy) << n.name << ": " << n.reason;
+    }
+  }
+  // The pairs' own IB probes (mlx5_0) pass at their rate.
+  for (const auto& p : r.pairs) EXPECT_EQ(p.ib, ProbeOutcome::kPass) << p.a << "-" << p.b;
+  // Metrics: the rail failed with every peer, the node's fault is ib.bandwidth.
+  const std::string m = t.cluster.coordinator().MetricsText();
+  EXPECT_NE(m.find("nccl_triage_rail_probe_success{device=\"mlx5_3\",node=\"node-2\",port=\"1\","
+                   "rail=\"3\"} 0"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("nccl_triage_rail_probe_success{device=\"mlx5_2\",node=\"node-2\",port=\"1\","
+                   "rail=\"2\"} 1"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("nccl_triage_coordinator_fault{cause=\"ib.bandwidth\",class=\"ib_resource\","
+                   "kind=\"node\",node=\"node-2\",peer=\"\"} 1"),
+            std::string::npos)
+      << m;
+  // probes_total: each pair IB phase once under mode="ib", its two rail phases under "ib_rail"
+  // (the slow rail's NCCL runs pass: its outcome is pass, the verdict is the rate's).
+  const auto count = [&](const std::string& series) {
+    const size_t at = m.find(series);
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + series.size()));
+  };
+  const double ib = count("nccl_triage_coordinator_probes_total{mode=\"ib\",outcome=\"pass\"} ");
+  EXPECT_GT(ib, 0) << m;
+  EXPECT_EQ(count("nccl_triage_coordinator_probes_total{mode=\"ib_rail\",outcome=\"pass\"} "),
+            2 * ib)
+      << m;
+  // The verdict annotations of node 2's agent.
+  DesiredAnnotations a = AnnotationsOnceProbed(t.cluster, 2);
+  EXPECT_EQ(a.values[std::string(kAnnotationVerdict)], "ib_resource");
+  EXPECT_EQ(a.values[std::string(kAnnotationCauses)].rfind("ib.bandwidth", 0), 0u)
+      << a.values[std::string(kAnnotationCauses)];
+  EXPECT_NE(a.values[std::string(kAnnotationReport)].find("rail 3 (mlx5_3/1) is rate-degraded"),
+            std::string::npos)
+      << a.values[std::string(kAnnotationReport)];
+}
+
+TEST(DemoCluster, ASlowRailIsNotJudgedByProbesBelowTheBandwidthBound) {
+  // The same slow rail, probed with 64 KiB: latency-bound, so busbw says nothing and no rail,
+  // node or pair may be called degraded (every port would be, by a 64 KiB busbw).
+  DemoOptions o = TestOptions(4, "rail-rate-small");
+  auto fault = ParseDemoFault("rail:2:3:rate", 4);
+  ASSERT_TRUE(fault.ok()) << fault.status().message();
+  o.faults.push_back(*fault);
+  o.rail_list = {"2", "3"};
+  o.probe_size_bytes = 64 << 10;
+  DemoReport r = RunCluster(std::move(o));
+  EXPECT_TRUE(r.faults.empty()) << nlohmann::json(ToJson(r)).dump(2);
+  EXPECT_EQ(r.pairs_covered, 6u);
+  for (const auto& n : r.node_results) {
+    EXPECT_EQ(n.fault_class, FaultClass::kHealthy) << n.name << ": " << n.reason;
+  }
+}
+
+TEST(DemoCluster, HealthyRailsJudgedForBandwidthHaveNoRateFault) {
+  DemoOptions o = TestOptions(4, "rails-bandwidth");
+  o.rails = true;
+  o.rail_list = {"2", "3"};
+  o.probe_size_bytes = kBandwidthBoundBytes;
+  DemoReport r = RunCluster(std::move(o));
+  EXPECT_TRUE(r.faults.empty()) << nlohmann::json(ToJson(r)).dump(2);
+  for (const auto& n : r.node_results) {
+    EXPECT_EQ(n.fault_class, FaultClass::kHealthy) << n.name << ": " << n.reason;
+    EXPECT_EQ(n.basis, Basis::kProbes) << n.name;
+  }
+}
+
 TEST(DemoFaultSpec, ParsesRailSpecs) {
   auto f = ParseDemoFault("rail:3:5:mr_register", 8);
   ASSERT_TRUE(f.ok()) << f.status().message();
@@ -213,6 +324,10 @@ TEST(DemoFaultSpec, ParsesRailSpecs) {
   EXPECT_EQ(f->a, 3);
   EXPECT_EQ(f->rail, 5);
   EXPECT_EQ(f->what, "mr_register");
+  auto rate = ParseDemoFault("rail:1:7:rate", 8);
+  ASSERT_TRUE(rate.ok()) << rate.status().message();
+  EXPECT_EQ(rate->rail, 7);
+  EXPECT_EQ(rate->what, "rate");
   for (const char* bad : {"rail:3:8:mr_register", "rail:3:mr_register", "rail:8:1:port_down",
                           "rail:1:1:cable", "rail:1:-1:port_down", "rail:1:1:"}) {
     EXPECT_FALSE(ParseDemoFault(bad, 8).ok()) << bad;
