@@ -161,6 +161,28 @@ TEST(DemoFaultSpec, ParsesNodeAndLinkSpecsAndRejectsTheRest) {
   }
 }
 
+// The one fault of a run with a rail fault on `node`: that node, confirmed, `cause` first, its
+// verdict naming `rail_text`; every other node healthy.
+void ExpectOnlyRailFaultOf(const DemoReport& r, int node, const std::string& cause,
+                           const std::string& rail_text) {
+  ASSERT_EQ(r.faults.size(), 1u) << nlohmann::json(ToJson(r)).dump(2);
+  EXPECT_EQ(r.faults[0].kind, FaultKind::kNode);
+  EXPECT_EQ(r.faults[0].nodes, std::vector<int>{node});
+  EXPECT_EQ(r.faults[0].fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(r.faults[0].cause, cause);
+  EXPECT_TRUE(r.faults[0].confirmed);
+  for (const auto& n : r.node_results) {
+    if (n.index == node) {
+      EXPECT_EQ(n.fault_class, FaultClass::kIbResource);
+      EXPECT_NE(n.reason.find(rail_text), std::string::npos) << n.reason;
+    } else {
+      EXPECT_EQ(n.fault_class, FaultClass::kHealthy) << n.name << ": " << n.reason;
+    }
+  }
+  // The pairs' own IB probes (mlx5_0) pass: only the rail's probes see the fault.
+  for (const auto& p : r.pairs) EXPECT_EQ(p.ib, ProbeOutcome::kPass) << p.a << "-" << p.b;
+}
+
 TEST(DemoCluster, RailWhoseMemoryRegistrationFailsIsNamedInItsNodesVerdict) {
   // mlx5_5 of node 2 fails ibv_reg_mr; sysfs shows it healthy and the pairs' IB probe (mlx5_0)
   // passes: only the probes on rail 5 see it, and the coordinator names the node and the rail.
@@ -173,22 +195,7 @@ TEST(DemoCluster, RailWhoseMemoryRegistrationFailsIsNamedInItsNodesVerdict) {
   ASSERT_TRUE(started.ok()) << started.message() << "\n" << t.log_text.str();
   auto run = t.cluster.Run();
   ASSERT_TRUE(run.ok()) << run.status().message() << "\n" << t.log_text.str();
-  const DemoReport& r = *run;
-  ASSERT_EQ(r.faults.size(), 1u) << nlohmann::json(ToJson(r)).dump(2);
-  EXPECT_EQ(r.faults[0].kind, FaultKind::kNode);
-  EXPECT_EQ(r.faults[0].nodes, std::vector<int>{2});
-  EXPECT_EQ(r.faults[0].fault_class, FaultClass::kIbResource);
-  EXPECT_EQ(r.faults[0].cause, "ib.mr_register");
-  EXPECT_TRUE(r.faults[0].confirmed);
-  for (const auto& n : r.node_results) {
-    if (n.index == 2) {
-      EXPECT_EQ(n.fault_class, FaultClass::kIbResource);
-      EXPECT_NE(n.reason.find("rail 5 (mlx5_5/1)"), std::string::npos) << n.reason;
-    } else {
-      EXPECT_EQ(n.fault_class, FaultClass::kHealthy) << n.name << ": " << n.reason;
-    }
-  }
-  for (const auto& p : r.pairs) EXPECT_EQ(p.ib, ProbeOutcome::kPass) << p.a << "-" << p.b;
+  ExpectOnlyRailFaultOf(*run, 2, "ib.mr_register", "rail 5 (mlx5_5/1)");
   // The last sweep's per-rail series: node-2's rail 5 failed with every peer, the others passed.
   const std::string m = t.cluster.coordinator().MetricsText();
   const std::string labels = "{device=\"mlx5_5\",node=\"node-2\",port=\"1\",rail=\"5\"}";
@@ -210,12 +217,16 @@ TEST(DemoCluster, HealthyClusterWithRailProbesHasNoRailFault) {
   }
 }
 
-// The pod annotations of node `index` once its agent has the coordinator's verdict (it arrives
-// over the agent's stream after the sweep).
-DesiredAnnotations AnnotationsOnceProbed(const DemoCluster& cluster, int index) {
+// The pod annotations of node `index` once its agent has the coordinator's fault verdict (it
+// arrives over the agent's stream after the sweep).
+DesiredAnnotations AnnotationsOnceFaulty(const DemoCluster& cluster, int index) {
   for (int i = 0; i < 100; ++i) {
     AgentStateView v = cluster.NodeState(index);
-    if (v.Verdict().basis == Basis::kProbes) return AnnotationsFor(v);
+    const NodeVerdict verdict = v.Verdict();
+    if (verdict.basis == Basis::kProbes && verdict.fault_class != FaultClass::kHealthy &&
+        verdict.fault_class != FaultClass::kUnknown) {
+      return AnnotationsFor(v);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return AnnotationsFor(cluster.NodeState(index));
@@ -235,23 +246,8 @@ TEST(DemoCluster, RateDegradedRailIsNamedInStatusMetricsAndAnnotation) {
   ASSERT_TRUE(started.ok()) << started.message() << "\n" << t.log_text.str();
   auto run = t.cluster.Run();
   ASSERT_TRUE(run.ok()) << run.status().message() << "\n" << t.log_text.str();
-  const DemoReport& r = *run;
-  ASSERT_EQ(r.faults.size(), 1u) << nlohmann::json(ToJson(r)).dump(2);
-  EXPECT_EQ(r.faults[0].kind, FaultKind::kNode);
-  EXPECT_EQ(r.faults[0].nodes, std::vector<int>{2});
-  EXPECT_EQ(r.faults[0].fault_class, FaultClass::kIbResource);
-  EXPECT_EQ(r.faults[0].cause, "ib.bandwidth");
-  EXPECT_TRUE(r.faults[0].confirmed);
   // /status: the node's verdict names the rail and says rate-degraded.
-  for (const auto& n : r.node_results) {
-    if (n.index == 2) {
-      EXPECT_NE(n.reason.find("rail 3 (mlx5_3/1) is rate-degraded"), std::string::npos) << n.reason;
-    } else {
-      EXPECT_EQ(n.fault_class, FaultClass::kHealthy) << n.name << ": " << n.reason;
-    }
-  }
-  // The pairs' own IB probes (mlx5_0) pass at their rate.
-  for (const auto& p : r.pairs) EXPECT_EQ(p.ib, ProbeOutcome::kPass) << p.a << "-" << p.b;
+  ExpectOnlyRailFaultOf(*run, 2, "ib.bandwidth", "rail 3 (mlx5_3/1) is rate-degraded");
   // Metrics: the rail failed with every peer, the node's fault is ib.bandwidth.
   const std::string m = t.cluster.coordinator().MetricsText();
   EXPECT_NE(m.find("nccl_triage_rail_probe_success{device=\"mlx5_3\",node=\"node-2\",port=\"1\","
@@ -278,7 +274,7 @@ TEST(DemoCluster, RateDegradedRailIsNamedInStatusMetricsAndAnnotation) {
             2 * ib)
       << m;
   // The verdict annotations of node 2's agent.
-  DesiredAnnotations a = AnnotationsOnceProbed(t.cluster, 2);
+  DesiredAnnotations a = AnnotationsOnceFaulty(t.cluster, 2);
   EXPECT_EQ(a.values[std::string(kAnnotationVerdict)], "ib_resource");
   EXPECT_EQ(a.values[std::string(kAnnotationCauses)].rfind("ib.bandwidth", 0), 0u)
       << a.values[std::string(kAnnotationCauses)];

@@ -756,13 +756,15 @@ ncclResult_t ConnectChannels(ncclComm* c) {
 
 constexpr size_t kChunk = 1 << 20;
 
-// An IB rank's sends take at least `sent` bytes at its port's data rate since `start`.
+// An IB rank's sends take at least `sent` bytes at twice its port's data rate since `start`.
+// Twice: the star moves the buffer in two legs one after the other (to rank 0, back), where
+// NCCL's ring on a full-duplex link moves both directions at once; so each leg gets half the
+// time, and a two-rank all-reduce of S bytes takes S / rate: busbw is the port's data rate.
 void Pace(ncclComm* c, std::chrono::steady_clock::time_point start, size_t sent) {
   if (c->ib_data_bytes_per_second <= 0 || c->channel_via.rfind("NET/IB", 0) != 0) return;
-  const auto due =
-      start +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(static_cast<double>(sent) / c->ib_data_bytes_per_second));
+  const double seconds = static_cast<double>(sent) / (2 * c->ib_data_bytes_per_second);
+  const auto due = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(seconds));
   for (auto now = std::chrono::steady_clock::now(); now < due && !c->aborted;
        now = std::chrono::steady_clock::now()) {
     std::this_thread::sleep_for(
