@@ -234,8 +234,8 @@ DesiredAnnotations AnnotationsOnceFaulty(const DemoCluster& cluster, int index) 
 
 TEST(DemoCluster, RateDegradedRailIsNamedInStatusMetricsAndAnnotation) {
   // mlx5_3 of node 2 says 1X SDR in sysfs like every port, but its data path carries a quarter:
-  // NCCL passes on rail 3, with every peer below half the rail's port rate. The probes are 32 MiB
-  // (kBandwidthBoundBytes), so the coordinator judges busbw; rail 2 is the healthy reference.
+  // NCCL passes on rail 3, with every peer below half the rail's port rate. The probes are 64 MiB
+  // (kDemoBandwidthProbeBytes), so the coordinator judges busbw; rail 2 is the healthy reference.
   DemoOptions o = TestOptions(4, "rail-rate");
   auto fault = ParseDemoFault("rail:2:3:rate", 4);
   ASSERT_TRUE(fault.ok()) << fault.status().message();
@@ -304,7 +304,7 @@ TEST(DemoCluster, HealthyRailsJudgedForBandwidthHaveNoRateFault) {
   DemoOptions o = TestOptions(4, "rails-bandwidth");
   o.rails = true;
   o.rail_list = {"2", "3"};
-  o.probe_size_bytes = kBandwidthBoundBytes;
+  o.probe_size_bytes = kDemoBandwidthProbeBytes;
   DemoReport r = RunCluster(std::move(o));
   EXPECT_TRUE(r.faults.empty()) << nlohmann::json(ToJson(r)).dump(2);
   for (const auto& n : r.node_results) {

@@ -276,7 +276,7 @@ Status DemoCluster::Start() {
   // Latency-bound unless asked (or a rate fault needs bandwidth judged): the demo is about
   // verdicts, and loopback carries bandwidth only at the demo's 1X SDR port rate.
   const uint64_t probe_size = options_.probe_size_bytes > 0 ? options_.probe_size_bytes
-                              : rate_fault                  ? kBandwidthBoundBytes
+                              : rate_fault                  ? kDemoBandwidthProbeBytes
                                                             : 64 << 10;
   co.probe_size_bytes = probe_size;
   {
@@ -286,7 +286,7 @@ Status DemoCluster::Start() {
     co.judge = CoordinatorOptionsFromConfig(sized).judge;
   }
   // Ports loopback can carry at their rate whenever bandwidth is judged or a rail is slowed.
-  const bool slow_ports = probe_size >= kBandwidthBoundBytes || rate_fault;
+  const bool slow_ports = co.judge.check_bandwidth || rate_fault;
   co.probe_deadline_seconds = options_.probe_timeout_seconds;
   co.report_grace = std::chrono::seconds(5);
   co.peer_failed_grace = std::chrono::seconds(2);

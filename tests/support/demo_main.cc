@@ -30,7 +30,7 @@ constexpr const char* kUsage =
     "    node:I:port_down|sm_offline|memlock|no_rdma_devices|rate_degraded|shm_small|nccl_version\n"
     "    link:I-J:pkey_mismatch|cable\n"
     "    rail:I:K:mr_register|port_down|rate   (rail K of node I; turns on the per-rail probes;\n"
-    "                                         rate: 32 MiB probes judged for bandwidth)\n"
+    "                                         rate: 64 MiB probes judged for bandwidth)\n"
     "  Without --fault: node:2:port_down and link:4-6:cable. --rounds N stops after N sweeps\n"
     "  (default: when every pair is covered and every fault confirmed). --serve keeps the\n"
     "  metrics endpoints up until Ctrl-C and prints their URLs.\n";
