@@ -233,8 +233,9 @@ DesiredAnnotations AnnotationsOnceFaulty(const DemoCluster& cluster, int index) 
 }
 
 TEST(DemoCluster, RateDegradedRailIsNamedInStatusMetricsAndAnnotation) {
-  // mlx5_3 of node 2 says 1X SDR in sysfs like every port, but its data path carries a quarter:
-  // NCCL passes on rail 3, with every peer below half the rail's port rate. The probes are 64 MiB
+  // mlx5_3 of node 2 says 1X SDR in sysfs like every port, but its data path carries a
+  // sixteenth: NCCL passes on rail 3, with every peer below the demo's floor (an eighth of the
+  // rail's port rate). The probes are 64 MiB
   // (kDemoBandwidthProbeBytes), so the coordinator judges busbw; rail 2 is the healthy reference.
   DemoOptions o = TestOptions(4, "rail-rate");
   auto fault = ParseDemoFault("rail:2:3:rate", 4);
@@ -285,7 +286,8 @@ TEST(DemoCluster, RateDegradedRailIsNamedInStatusMetricsAndAnnotation) {
 
 TEST(DemoCluster, ASlowRailIsNotJudgedByProbesBelowTheBandwidthBound) {
   // The same slow rail, probed with 64 KiB: latency-bound, so busbw says nothing and no rail,
-  // node or pair may be called degraded (every port would be, by a 64 KiB busbw).
+  // node or pair may be called degraded. The fake still paces rail 3 at a sixteenth of its rate,
+  // so its busbw is below the floor at any size: judged, it would be a fault.
   DemoOptions o = TestOptions(4, "rail-rate-small");
   auto fault = ParseDemoFault("rail:2:3:rate", 4);
   ASSERT_TRUE(fault.ok()) << fault.status().message();

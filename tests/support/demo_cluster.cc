@@ -285,6 +285,12 @@ Status DemoCluster::Start() {
     sized.probe.size_bytes = probe_size;
     co.judge = CoordinatorOptionsFromConfig(sized).judge;
   }
+  if (co.judge.check_bandwidth) {
+    // Loopback on a loaded machine may carry a healthy rail well under its port rate (the probe
+    // children compete for the CPU); the slowed rail carries a sixteenth of it (a PCIe link at x1
+    // of x16), so an eighth tells them apart with room on both sides.
+    co.judge.busbw_min_fraction = kDemoBusbwMinFraction;
+  }
   // Ports loopback can carry at their rate whenever bandwidth is judged or a rail is slowed.
   const bool slow_ports = co.judge.check_bandwidth || rate_fault;
   co.probe_deadline_seconds = options_.probe_timeout_seconds;
@@ -377,7 +383,8 @@ Status DemoCluster::Start() {
     config.probe.cuda_library_paths = {
         (fs::path(options_.fakes_dir) / "lib" / "libcuda.so.1").string()};
     config.probe.size_bytes = probe_size;
-    config.probe.iterations = 2;
+    config.probe.busbw_min_fraction = co.judge.busbw_min_fraction;
+    config.probe.iterations = co.judge.check_bandwidth ? 1 : 2;  // a slowed 64 MiB run takes 3 s
     config.probe.warmup_iterations = 1;
     config.probe.timeout_seconds = options_.probe_timeout_seconds;
     config.probe.socket_ifname = "lo";

@@ -51,6 +51,8 @@ struct DemoFault {
 // The probe size of a demo that judges bandwidth: the smallest assignment step (64 KiB, 1 MiB,
 // 64 MiB, 1 GiB) at or above kBandwidthBoundBytes.
 inline constexpr uint64_t kDemoBandwidthProbeBytes = 64ull << 20;
+// probe.busbw_min_fraction of a demo that judges bandwidth (see DemoOptions::probe_size_bytes).
+inline constexpr double kDemoBusbwMinFraction = 0.125;
 
 // Parses one --fault spec for a cluster of `nodes` nodes.
 StatusOr<DemoFault> ParseDemoFault(std::string_view spec, int nodes);
@@ -82,8 +84,9 @@ struct DemoOptions {
   // The all-reduce size of every probe. 0: 64 KiB (latency-bound: busbw is not judged), or
   // kDemoBandwidthProbeBytes when a rail:I:K:rate fault is injected. When the coordinator judges
   // busbw at that size (its assignments are at least kBandwidthBoundBytes) the demo writes every
-  // IB port as 1X SDR (2.5 Gb/s): the fake NCCL's wire is TCP over loopback, which carries that
-  // rate on a loaded machine but never a real port's 200 Gb/s.
+  // IB port as 1X SDR (2.5 Gb/s) and the coordinator's busbw floor is kDemoBusbwMinFraction: the
+  // fake NCCL's wire is TCP over loopback, which carries a good share of that rate on a loaded
+  // machine but never a real port's 200 Gb/s.
   uint64_t probe_size_bytes = 0;
   std::function<void(const std::string&)> progress;  // one line per sweep; may be empty
 };
