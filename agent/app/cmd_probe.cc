@@ -82,8 +82,7 @@ int RunProbeCommand(CliContext& ctx) {
     for (auto& rail : RailTable(s)) {
       RailTarget t;
       if (!rail.gpu_bdf.empty()) {
-        if (const DeviceHolder* h = WorkloadHolderOfGpu(s, rail.gpu_bdf))
-          t.gpu_busy_by = HolderText(*h);
+        if (auto why = GpuBusyBy(s, rail.gpu_bdf)) t.gpu_busy_by = *why;
       }
       t.rail = std::move(rail);
       out.push_back(std::move(t));

@@ -427,9 +427,9 @@ class CoordinatorSession::Connection {
                             ? !use.idle.empty()
                             : std::find(use.idle.begin(), use.idle.end(), gpu) != use.idle.end();
       if (!idle && !services_.config().probe.allow_when_gpus_busy) {
-        const DeviceHolder* holder = gpu.empty() ? nullptr : WorkloadHolderOfGpu(*snapshot, gpu);
-        if (holder == nullptr && !use.workload.empty()) holder = &use.workload[0];
-        std::string who = holder ? " (" + DescribeHolder(*holder) + ")" : "";
+        std::optional<std::string> why = gpu.empty() ? std::nullopt : GpuBusyBy(*snapshot, gpu);
+        if (!why && !use.busy.empty()) why = use.busy.front();
+        std::string who = why ? " (" + *why + ")" : "";
         refused.set_skipped_reason(gpu.empty() ? "skipped: GPUs busy" + who
                                                : "skipped: GPU " + gpu + " busy" + who);
         return refused;

@@ -130,8 +130,18 @@ struct GpuInfo {
   std::string bdf;
   std::string model;  // "NVIDIA A100-SXM4-80GB"
   std::string source;
-  int minor = -1;  // the N of /dev/nvidiaN (its "Device Minor"), -1 when unknown
+  int minor = -1;    // the N of /dev/nvidiaN (its "Device Minor"), -1 when unknown
+  std::string uuid;  // "GPU-6f4d3b8e-..." (its "GPU UUID"), what the device plugin assigns by
   friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
+};
+
+// A GPU device the kubelet assigned to a container (its pod-resources List, an nvidia.com/*
+// resource): the GPU belongs to that container whether or not a process has opened it yet.
+struct GpuAllocation {
+  std::string owner;      // "namespace/pod/container"
+  std::string resource;   // "nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb"
+  std::string device_id;  // "GPU-<uuid>", "GPU-<uuid>::2" (a time-sliced replica), "MIG-...", "3"
+  friend bool operator==(const GpuAllocation&, const GpuAllocation&) = default;
 };
 
 // A process (other than ours) holding a device node, found through /proc/<pid>/fd.
@@ -225,6 +235,10 @@ struct NodeSnapshot {
   std::vector<DeviceHolder> uverbs_holders;  // other processes holding /dev/infiniband/uverbs*
   std::vector<DeviceHolder> gpu_holders;     // other processes holding /dev/nvidia[0-9]*
   std::string proc_scan_error;
+  // The kubelet's GPU assignments, read by the agent from its pod-resources socket; nullopt when
+  // not read (no socket, the CLI, or the read failed: gpu_allocations_error says why).
+  std::optional<std::vector<GpuAllocation>> gpu_allocations;
+  std::string gpu_allocations_error;
 
   LiveFacts live;
 

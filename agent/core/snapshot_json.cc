@@ -142,6 +142,7 @@ void Read(const json& v, const std::string& path, NetInterface& n);
 void Read(const json& v, const std::string& path, KernelModule& m);
 void Read(const json& v, const std::string& path, MountEntry& m);
 void Read(const json& v, const std::string& path, GpuInfo& g);
+void Read(const json& v, const std::string& path, GpuAllocation& a);
 void Read(const json& v, const std::string& path, DeviceHolder& h);
 void Read(const json& v, const std::string& path, MrRegistration& m);
 void Read(const json& v, const std::string& path, VerbsPort& p);
@@ -293,7 +294,15 @@ void Read(const json& v, const std::string& path, GpuInfo& g) {
   Field(v, path, "bdf", g.bdf);
   Field(v, path, "model", g.model);
   Field(v, path, "minor", g.minor);
+  Field(v, path, "uuid", g.uuid);
   Field(v, path, "source", g.source);
+}
+
+void Read(const json& v, const std::string& path, GpuAllocation& a) {
+  Object(v, path);
+  Field(v, path, "owner", a.owner);
+  Field(v, path, "resource", a.resource);
+  Field(v, path, "device_id", a.device_id);
 }
 
 void Read(const json& v, const std::string& path, DeviceHolder& h) {
@@ -378,7 +387,19 @@ json ToJson(const NodeSnapshot& s) {
   }
   json gpus = json::array();
   for (const auto& g : s.gpus)
-    gpus.push_back({{"bdf", g.bdf}, {"model", g.model}, {"minor", g.minor}, {"source", g.source}});
+    gpus.push_back({{"bdf", g.bdf},
+                    {"model", g.model},
+                    {"minor", g.minor},
+                    {"uuid", g.uuid},
+                    {"source", g.source}});
+  json allocations = nullptr;
+  if (s.gpu_allocations) {
+    allocations = json::array();
+    for (const auto& a : *s.gpu_allocations) {
+      allocations.push_back(
+          {{"owner", a.owner}, {"resource", a.resource}, {"device_id", a.device_id}});
+    }
+  }
   json verbs_ports = json::array();
   for (const auto& p : s.live.verbs_ports) {
     verbs_ports.push_back({{"device", p.device},
@@ -434,6 +455,8 @@ json ToJson(const NodeSnapshot& s) {
           {"uverbs_holders", HoldersJson(s.uverbs_holders)},
           {"gpu_holders", HoldersJson(s.gpu_holders)},
           {"proc_scan_error", s.proc_scan_error},
+          {"gpu_allocations", allocations},
+          {"gpu_allocations_error", s.gpu_allocations_error},
           {"live", live},
           {"files_read", s.files_read}};
 }
@@ -486,6 +509,10 @@ StatusOr<NodeSnapshot> SnapshotFromJson(const json& j) {
     Field(j, p, "uverbs_holders", s.uverbs_holders);
     Field(j, p, "gpu_holders", s.gpu_holders);
     Field(j, p, "proc_scan_error", s.proc_scan_error);
+    if (auto it = j.find("gpu_allocations"); it != j.end() && !it->is_null()) {
+      Read(*it, p + ".gpu_allocations", s.gpu_allocations.emplace());
+    }
+    Field(j, p, "gpu_allocations_error", s.gpu_allocations_error);
     Field(j, p, "live", s.live);
     Field(j, p, "files_read", s.files_read);
   } catch (const BadShape& e) {

@@ -120,6 +120,10 @@ void Agent::RunIntraNodeOnce(std::stop_token stop) {
     log_.Error("agent", std::string("intra-node probe failed to run: ") + e.what());
     return;
   }
+  if (stop.stop_requested()) {  // shutting down: its ranks were killed, nothing was learnt
+    log_.Info("agent", "intra-node probe cancelled");
+    return;
+  }
   log_.Info("agent",
             "intra-node probe: " + std::string(ToString(finding.status)) + ": " + finding.message);
   std::lock_guard lock(intra_mu_);

@@ -78,7 +78,7 @@ ProbeFn MakeRunnerProbeFn(std::shared_ptr<const ProbeRunner> runner) {
 
 IntraNodeFn MakeIntraNodeFn(std::shared_ptr<const ProbeRunner> runner, bool allow_when_gpus_busy) {
   return [runner = std::move(runner), allow_when_gpus_busy](const NodeSnapshot& snapshot,
-                                                            std::stop_token) -> Finding {
+                                                            std::stop_token stop) -> Finding {
     GpuUse use = JudgeGpuUse(snapshot);
     std::vector<std::string> gpus;
     for (const auto& g : use.idle) {
@@ -89,9 +89,14 @@ IntraNodeFn MakeIntraNodeFn(std::shared_ptr<const ProbeRunner> runner, bool allo
     }
     std::string note =
         std::to_string(gpus.size()) + " of " + std::to_string(snapshot.gpus.size()) + " GPUs idle";
-    if (!use.workload.empty()) note += "; busy: " + DescribeHolder(use.workload.front());
-    Finding f = RunIntraNode(*runner, gpus, note).finding;
-    f.evidence.push_back({"GPU use", note, "proc/*/fd, proc/*/maps"});
+    if (!use.busy.empty()) note += "; busy: " + use.busy.front();
+    if (!snapshot.gpu_allocations_error.empty()) {
+      note += "; kubelet assignments unknown (" + snapshot.gpu_allocations_error + ")";
+    }
+    Finding f = RunIntraNode(*runner, gpus, note, stop).finding;
+    f.evidence.push_back({"GPU use", note,
+                          snapshot.gpu_allocations ? "proc/*/fd, proc/*/maps, kubelet pod-resources"
+                                                   : "proc/*/fd, proc/*/maps"});
     return f;
   };
 }

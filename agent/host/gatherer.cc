@@ -475,6 +475,7 @@ class Gathering {
         if (auto info = ParseNvidiaGpuInformation(*t); info && Printable(info->model)) {
           g.model = info->model;
           g.minor = info->minor.value_or(-1);
+          if (Printable(info->uuid)) g.uuid = info->uuid;
         }
       }
       snap_.gpus.push_back(std::move(g));

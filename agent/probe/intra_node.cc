@@ -141,13 +141,15 @@ Finding JudgeIntraNode(const std::vector<IntraNodeRun>& runs,
 }
 
 IntraNodeReport RunIntraNode(const ProbeRunner& runner, std::vector<std::string> gpus,
-                             std::string gpu_note) {
+                             std::string gpu_note, std::stop_token stop) {
   IntraNodeReport report;
   report.gpus = std::move(gpus);
   report.gpu_note = std::move(gpu_note);
   report.work_dir = runner.options().work_dir;
   if (!report.gpus.empty()) {
-    while (auto variant = NextIntraVariant(report.runs, report.gpus.size())) {
+    while (!stop.stop_requested()) {
+      auto variant = NextIntraVariant(report.runs, report.gpus.size());
+      if (!variant) break;
       std::vector<ProbeRequest> requests;
       for (const auto& bus : report.gpus) {
         ProbeRequest req;
@@ -161,7 +163,7 @@ IntraNodeReport RunIntraNode(const ProbeRunner& runner, std::vector<std::string>
       }
       IntraNodeRun run;
       run.variant = *variant;
-      run.ranks = runner.RunRanks(std::move(requests));
+      run.ranks = runner.RunRanks(std::move(requests), stop);
       run.merged = MergeRankResults(run.ranks);
       report.runs.push_back(std::move(run));
     }

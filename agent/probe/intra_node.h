@@ -63,8 +63,9 @@ std::optional<IntraVariant> NextIntraVariant(const std::vector<IntraNodeRun>& ru
 Finding JudgeIntraNode(const std::vector<IntraNodeRun>& runs, const std::vector<std::string>& gpus);
 
 // Runs the variants over `gpus` (PCI bus ids) until NextIntraVariant says stop, and judges.
+// `stop` cancels the running variant (its ranks are killed) and runs no other.
 IntraNodeReport RunIntraNode(const ProbeRunner& runner, std::vector<std::string> gpus,
-                             std::string gpu_note);
+                             std::string gpu_note, std::stop_token stop = {});
 
 // The GPUs the NVIDIA driver lists under <root>/proc/driver/nvidia/gpus (bus ids, sorted).
 std::vector<std::string> ListNodeGpus(const std::string& root);

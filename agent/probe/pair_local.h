@@ -45,14 +45,14 @@ struct LocalExpectation {
 // A rail to probe: its row of the rail table and whether another process holds its GPU.
 struct RailTarget {
   Rail rail;
-  std::string gpu_busy_by;  // "pid 31337 python3" when another process holds the GPU; empty: free
+  std::string gpu_busy_by;  // "python3 pid 31337 holds /dev/nvidia0" (GpuBusyBy); empty: idle
 };
 
 // One rail's IB probe: NCCL_IB_HCA selecting only that rail's port (RailIbHca), both ranks on the
 // GPU nearest its HCA (by PCI bus id), judged against the socket probe and the port's rate.
 struct RailProbeRow {
   Rail rail;
-  std::string skipped;  // "gpu busy (pid 31337 python3)": not run; empty when it ran
+  std::string skipped;  // "gpu busy (python3 pid 31337 holds /dev/nvidia0)": not run
   PairLocalRow row;     // the IB row, when it ran
   double expected_bytes_per_second = 0;  // what the port should carry (its rate / 8)
   PairVerdict verdict;                   // socket row x this rail's IB row

@@ -1,5 +1,6 @@
 #include "probe/runner.h"
 
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -376,7 +377,8 @@ std::vector<ProbeResult> ProbeRunner::RunLocalRanks(const ProbeRequest& base, in
   return RunRanks(std::move(requests));
 }
 
-std::vector<ProbeResult> ProbeRunner::RunRanks(std::vector<ProbeRequest> requests) const {
+std::vector<ProbeResult> ProbeRunner::RunRanks(std::vector<ProbeRequest> requests,
+                                               std::stop_token stop) const {
   std::vector<ProbeResult> results;
   if (requests.empty()) return results;
   std::vector<std::unique_ptr<ProbeChildProcess>> kids;
@@ -398,10 +400,23 @@ std::vector<ProbeResult> ProbeRunner::RunRanks(std::vector<ProbeRequest> request
   if (!results.empty()) return results;  // some rank could not start: the pair cannot run
 
   std::vector<Subprocess*> procs;
-  for (auto& k : kids) procs.push_back(&k->process());
+  std::vector<pid_t> groups;
+  for (auto& k : kids) {
+    procs.push_back(&k->process());
+    groups.push_back(k->process().pid());
+  }
+  // Cancel: every rank's whole group at once; the pumps below wake up on the exits.
+  std::stop_callback cancel(stop, [&groups] {
+    for (pid_t g : groups) {
+      if (g > 0) ::kill(-g, SIGKILL);
+    }
+  });
   ProbeChildProcess& rank0 = *kids[0];
   Subprocess::Pump(
-      procs, [&] { return rank0.UniqueId().has_value() || rank0.process().done(); },
+      procs,
+      [&] {
+        return stop.stop_requested() || rank0.UniqueId().has_value() || rank0.process().done();
+      },
       rank0.process().deadline());
   auto id = rank0.UniqueId();
   for (size_t i = 1; i < kids.size(); ++i) {
@@ -444,7 +459,14 @@ std::vector<ProbeResult> ProbeRunner::RunRanks(std::vector<ProbeRequest> request
     }
   }
   Subprocess::WaitAll(procs);
-  for (auto& k : kids) results.push_back(k->Finish());
+  for (auto& k : kids) {
+    ProbeResult r = k->Finish();
+    if (stop.stop_requested()) {
+      r.outcome = ProbeOutcome::kNotRun;
+      r.detail = "cancelled";
+    }
+    results.push_back(std::move(r));
+  }
   return results;
 }
 

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -113,8 +114,11 @@ class ProbeRunner {
   // The same with every rank's request based on `base` (its rail, GPU and tag).
   std::vector<ProbeResult> RunLocalRanks(const ProbeRequest& base, int nranks) const;
   // One communicator of these ranks (request i is rank i of requests.size()), relayed and
-  // stopped as above; the intra-node probe's ranks share the host hash and differ by GPU.
-  std::vector<ProbeResult> RunRanks(std::vector<ProbeRequest> requests) const;
+  // stopped as above; the intra-node probe's ranks share the host hash and differ by GPU. When
+  // `stop` fires (the agent shutting down) every rank's process group is killed at once and each
+  // result is not run, "cancelled".
+  std::vector<ProbeResult> RunRanks(std::vector<ProbeRequest> requests,
+                                    std::stop_token stop = {}) const;
 
  private:
   ProbeConfig config_;

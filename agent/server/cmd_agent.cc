@@ -173,6 +173,16 @@ int RunAgentCommand(CliContext& ctx) {
   gather_options.node_name = node;
   gather_options.mr_register_bytes = config.checks.mr_register_bytes;
   GatherFn gather = MakeRootGatherFn(gather_options);
+  // The kubelet's GPU assignments join the snapshot, for the busy-GPU gate (core/gpu_holders.h):
+  // a GPU assigned to a container is never probed, even before its job opens it.
+  if (const std::string socket = workload::PodResourcesSocketUnder(flags.root); !socket.empty()) {
+    auto kubelet = std::make_shared<workload::GrpcPodResources>(socket);
+    gather = [gather = std::move(gather), kubelet]() -> StatusOr<NodeSnapshot> {
+      auto snapshot = gather();
+      if (snapshot.ok()) workload::ReadGpuAllocations(*kubelet, *snapshot);
+      return snapshot;
+    };
+  }
   JudgeFn judge = MakeBuiltinJudgeFn(config);
 
   AgentState state(node, NCCL_TRIAGE_VERSION, clock.NowUnixMs());

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "core/snapshot.h"
 #include "workload/pods.h"
 
 namespace nccl_triage::workload {
@@ -25,5 +26,14 @@ class PodResourcesSource {
   virtual ~PodResourcesSource() = default;
   virtual StatusOr<std::vector<PodResourcesEntry>> List() = 0;
 };
+
+// The devices of the nvidia.com/* resources among `entries` (GPUs, time-sliced replicas, MIG
+// slices), one per device id, as NodeSnapshot::gpu_allocations.
+std::vector<GpuAllocation> GpuAllocationsOf(const std::vector<PodResourcesEntry>& entries);
+
+// Reads the kubelet's assignments into `snapshot`: gpu_allocations, or gpu_allocations_error
+// (and no allocations) when the socket cannot be read; the busy-GPU gate then rests on the
+// processes alone, and says so.
+void ReadGpuAllocations(PodResourcesSource& source, NodeSnapshot& snapshot);
 
 }  // namespace nccl_triage::workload

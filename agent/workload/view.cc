@@ -30,6 +30,29 @@ std::string PodResourcesSocketUnder(const std::string& root) {
   return std::filesystem::exists(socket, ec) ? socket : std::string();
 }
 
+std::vector<GpuAllocation> GpuAllocationsOf(const std::vector<PodResourcesEntry>& entries) {
+  std::vector<GpuAllocation> out;
+  for (const auto& e : entries) {
+    const std::string owner = e.namespace_name + "/" + e.pod + "/" + e.container;
+    for (const auto& d : e.devices) {
+      if (!d.resource.starts_with("nvidia.com/")) continue;
+      for (const auto& id : d.ids) out.push_back({owner, d.resource, id});
+    }
+  }
+  return out;
+}
+
+void ReadGpuAllocations(PodResourcesSource& source, NodeSnapshot& snapshot) {
+  auto listed = source.List();
+  if (listed.ok()) {
+    snapshot.gpu_allocations = GpuAllocationsOf(*listed);
+    snapshot.gpu_allocations_error.clear();
+  } else {
+    snapshot.gpu_allocations.reset();
+    snapshot.gpu_allocations_error = listed.status().message();
+  }
+}
+
 std::unique_ptr<WorkloadMonitor> MakeWorkloadMonitor(
     WorkloadMonitorOptions options, AgentState* state, KubeClient* kube,
     std::unique_ptr<PodResourcesSource> pod_resources, Clock& clock, Logger& log) {

@@ -10,6 +10,7 @@
 #include <openssl/x509v3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <fstream>
@@ -603,6 +604,43 @@ TEST(CoordinatorSession, ARailProbesOnItsNearestGpuAndIsSkippedWhenAJobHoldsThat
   EXPECT_NE(seen.gpu_bus_id, table[0].gpu_bdf);
   EXPECT_NE(seen.gpu_bus_id, table[1].gpu_bdf);
   EXPECT_FALSE(seen.ib_hca.has_value());
+}
+
+// The kubelet assigned rail 2's GPU to a container whose job has not opened it yet: the rail is
+// skipped, naming the container; with the assignment gone the same rail runs on that GPU.
+TEST(CoordinatorSession, ARailWhoseGpuTheKubeletAssignedIsSkippedNamingTheContainer) {
+  GatherOptions options;
+  options.root = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/ib-busy";
+  auto snapshot = GatherSnapshot(options);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status().message();
+  const std::vector<Rail> table = RailTable(*snapshot);
+  ASSERT_GE(table.size(), 3u);
+  auto gpu = std::find_if(snapshot->gpus.begin(), snapshot->gpus.end(),
+                          [&](const GpuInfo& g) { return g.bdf == table[2].gpu_bdf; });
+  ASSERT_NE(gpu, snapshot->gpus.end());
+  ASSERT_FALSE(gpu->uuid.empty());
+  snapshot->gpu_allocations =
+      std::vector<GpuAllocation>{{"ml/train-0/worker", "nvidia.com/gpu", gpu->uuid}};
+  Scripted c;
+  FakeServices a("node-a");
+  a.SetSnapshot(*snapshot);
+  RunningSession s(c.Options(), a);
+  v1::CoordinatorMessage rail2 = Assignment("rail2", v1::PROBE_MODE_IB);
+  rail2.mutable_assignment()->set_rail(2);
+  c.service.Send(rail2);
+  auto r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
+  EXPECT_EQ(r->skipped_reason(), "skipped: GPU " + table[2].gpu_bdf +
+                                     " busy (assigned to ml/train-0/worker (nvidia.com/gpu))");
+  EXPECT_EQ(a.probes_.load(), 0);
+
+  snapshot->gpu_allocations = std::vector<GpuAllocation>{};
+  a.SetSnapshot(*snapshot);
+  c.service.Send(rail2);
+  r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_PASS) << r->skipped_reason();
 }
 
 TEST(CoordinatorSession, ProbesWhenGpusAreBusyIfTheConfigAllowsIt) {

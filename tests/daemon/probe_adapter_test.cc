@@ -10,6 +10,8 @@
 #include <future>
 #include <thread>
 
+#include "host/gatherer.h"
+
 namespace nccl_triage {
 namespace {
 
@@ -86,6 +88,69 @@ TEST(RunnerProbeFn, CancelKillsTheChildAtOnceAndReadsNotRun) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
   EXPECT_EQ(r.outcome, ProbeOutcome::kNotRun);
   EXPECT_EQ(r.detail, "cancelled");
+}
+
+// The dgx-a100 fixture's snapshot with the faked libraries' GPUs; `assigned` GPUs (by UUID)
+// given to a training container by the kubelet.
+NodeSnapshot DgxWithAssignedGpus(const std::vector<size_t>& assigned) {
+  GatherOptions options;
+  options.root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/dgx-a100";
+  auto s = GatherSnapshot(options);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  NodeSnapshot out = s.ok() ? *s : NodeSnapshot{};
+  out.gpu_allocations.emplace();
+  for (size_t i : assigned) {
+    if (i < out.gpus.size())
+      out.gpu_allocations->push_back({"ml/train-0/worker", "nvidia.com/gpu", out.gpus[i].uuid});
+  }
+  return out;
+}
+
+std::shared_ptr<const ProbeRunner> IntraRunner(const std::string& faults, int timeout_seconds) {
+  auto base = Runner("intra", faults, timeout_seconds);
+  ProbeRunnerOptions o = base->options();
+  o.parent_env["NCCL_FAKE_ROOT"] = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/dgx-a100";
+  ProbeConfig c = base->config();
+  c.env_allowlist.push_back("NCCL_FAKE_ROOT");
+  return std::make_shared<const ProbeRunner>(c, o);
+}
+
+// The kubelet gave GPUs 0-5 to a container whose job has not started: the intra-node probe runs
+// on GPUs 6 and 7 only, and its evidence names the container.
+TEST(IntraNodeFn, RunsOnTheGpusTheKubeletDidNotAssignAndSaysWhy) {
+  NodeSnapshot s = DgxWithAssignedGpus({0, 1, 2, 3, 4, 5});
+  ASSERT_EQ(s.gpus.size(), 8u);
+  Finding f = MakeIntraNodeFn(IntraRunner("", 20), false)(s, {});
+  EXPECT_EQ(f.check, "probe.intra_node");
+  EXPECT_EQ(f.status, CheckStatus::kPass) << f.message;
+  EXPECT_NE(f.message.find("2 GPUs"), std::string::npos) << f.message;
+  std::string use;
+  for (const auto& e : f.evidence) {
+    if (e.key == "GPU use") use = e.value;
+  }
+  EXPECT_NE(use.find("2 of 8 GPUs idle"), std::string::npos) << use;
+  EXPECT_NE(use.find("busy: assigned to ml/train-0/worker (nvidia.com/gpu)"), std::string::npos)
+      << use;
+
+  // Every GPU assigned: nothing to probe on, a skip, not a pass.
+  s = DgxWithAssignedGpus({0, 1, 2, 3, 4, 5, 6, 7});
+  f = MakeIntraNodeFn(IntraRunner("", 20), false)(s, {});
+  EXPECT_EQ(f.status, CheckStatus::kSkip) << f.message;
+}
+
+// SIGTERM while the intra-node probe hangs in its all-reduce: the ranks die at once.
+TEST(IntraNodeFn, AStopKillsAHungIntraNodeProbeAtOnce) {
+  NodeSnapshot s = DgxWithAssignedGpus({});
+  std::stop_source stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(500ms);
+    stop.request_stop();
+  });
+  auto start = std::chrono::steady_clock::now();
+  Finding f = MakeIntraNodeFn(IntraRunner("hang_allreduce", 30), false)(s, stop.get_token());
+  stopper.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_NE(f.status, CheckStatus::kFail) << f.message;
 }
 
 TEST(RunnerProbeFn, AShorterDeadlineFromTheAssignmentIsHonoured) {

@@ -395,7 +395,12 @@ TEST(GatherSnapshot, IbBusyFindsOtherHoldersOnce) {
 TEST(GatherSnapshot, GpuHoldersSayWhoHasACudaContextAndGpusTheirMinor) {
   NodeSnapshot s = Gather("gpu-shared");
   ASSERT_EQ(s.gpus.size(), 8u);
-  for (size_t i = 0; i < s.gpus.size(); ++i) EXPECT_EQ(s.gpus[i].minor, static_cast<int>(i));
+  for (size_t i = 0; i < s.gpus.size(); ++i) {
+    EXPECT_EQ(s.gpus[i].minor, static_cast<int>(i));
+    // The UUID the device plugin assigns GPUs by (the kubelet's pod-resources device ids).
+    EXPECT_EQ(s.gpus[i].uuid, "GPU-6f4d3b8e-21c7-9a0e-5b1d-0c2e7a4f91a" + std::to_string(i));
+  }
+  EXPECT_FALSE(s.gpu_allocations.has_value());  // the gatherer reads no kubelet
   ASSERT_EQ(s.gpu_holders.size(), 17u);  // persistenced and dcgm-exporter: 8 each; python3: 1
   for (const auto& h : s.gpu_holders) {
     EXPECT_EQ(h.cuda_context, h.comm == "python3") << h.comm << " " << h.device;

@@ -79,10 +79,14 @@ NodeSnapshot EverythingSet() {
   s.selinux_enforce = {std::nullopt, "sys/fs/selinux/enforce", "missing"};
   s.apparmor_profile = {std::string("cri-containerd.apparmor.d (enforce)"), "a", ""};
   s.nvidia_driver_version = {std::string("535.129.03"), "proc/driver/nvidia/version", ""};
-  s.gpus = {{"0000:07:00.0", "NVIDIA A100-SXM4-80GB", "g"}};
+  s.gpus = {{"0000:07:00.0", "NVIDIA A100-SXM4-80GB", "g", 0,
+             "GPU-6f4d3b8e-21c7-9a0e-5b1d-0c2e7a4f91a0"}};
   s.uverbs_holders = {{31337, "python3", "/dev/infiniband/uverbs0"}};
-  s.gpu_holders = {{31338, "pt_main_thread", "/dev/nvidia1"}};
+  s.gpu_holders = {{31338, "pt_main_thread", "/dev/nvidia1", true}};
   s.proc_scan_error = "3 process(es) not readable";
+  s.gpu_allocations = std::vector<GpuAllocation>{
+      {"ml/train-0/worker", "nvidia.com/gpu", "GPU-6f4d3b8e-21c7-9a0e-5b1d-0c2e7a4f91a0::1"}};
+  s.gpu_allocations_error = "kept with the allocations only in this test";
   s.live.gathered = true;
   s.live.verbs_error = "ibv_open_device(mlx5_1): Permission denied (errno 13)";
   s.live.verbs_devices = {"mlx5_0", "mlx5_1"};

@@ -348,9 +348,10 @@ TEST(ProbePairLocalRails, ARailWhoseGpuIsBusyIsSkippedAndNeverUsed) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   ASSERT_EQ(r.json["rails"].size(), 3u);
   EXPECT_EQ(r.json["rails"][0]["outcome"], "skipped");
-  EXPECT_EQ(r.json["rails"][0]["skipped"], "gpu busy (pid 31337 python3)");
+  EXPECT_EQ(r.json["rails"][0]["skipped"], "gpu busy (python3 pid 31337 holds /dev/nvidia0)");
   EXPECT_FALSE(r.json["rails"][0].contains("result"));
-  EXPECT_EQ(r.json["rails"][1]["skipped"], "gpu busy (pid 31338 pt_main_thread)");
+  EXPECT_EQ(r.json["rails"][1]["skipped"],
+            "gpu busy (pt_main_thread pid 31338 holds /dev/nvidia1)");
   EXPECT_EQ(r.json["rails"][2]["outcome"], "pass");
   EXPECT_EQ(r.json["verdict"]["class"], "healthy");
 }

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <filesystem>
 #include <sstream>
+#include <stop_token>
+#include <thread>
 
 #include "probe/intra_node.h"
 #include "probe/pair_local.h"
@@ -319,6 +321,27 @@ TEST(IntraNodeWithFakes, HungP2PIsNamedAsP2PBecauseTheRunWithoutP2PPasses) {
   EXPECT_EQ(report.finding.fault_class, FaultClass::kArchitecture);
   EXPECT_THAT(report.finding.message, HasSubstr("P2P between the GPUs is broken"));
   EXPECT_THAT(report.finding.message, HasSubstr("NCCL_P2P_LEVEL=LOC (via SHM/direct/direct)"));
+}
+
+// The agent stopping (SIGTERM) while its intra-node probe hangs: the ranks are killed at once,
+// no further variant starts, and nothing is concluded from the cancelled run.
+TEST(IntraNodeWithFakes, AStopDuringAHungRunKillsItsRanksAtOnceAndRunsNoOtherVariant) {
+  std::stop_source stop;
+  std::thread stopper([&stop] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    stop.request_stop();
+  });
+  const auto started = std::chrono::steady_clock::now();
+  auto report =
+      RunIntraNode(MakeRunner("p2p_hang", "dgx-a100", 20), kTwoA100s, "test", stop.get_token());
+  const auto took = std::chrono::steady_clock::now() - started;
+  stopper.join();
+  EXPECT_LT(took, std::chrono::seconds(5));  // not the 20 s limit, nor a second variant
+  ASSERT_EQ(report.runs.size(), 1u);
+  EXPECT_EQ(report.runs[0].merged.outcome, ProbeOutcome::kNotRun);
+  for (const auto& r : report.runs[0].ranks) EXPECT_EQ(r.detail, "cancelled");
+  EXPECT_NE(report.finding.status, CheckStatus::kFail) << report.finding.message;
+  EXPECT_NE(report.finding.status, CheckStatus::kPass) << report.finding.message;
 }
 
 TEST(IntraNodeWithFakes, GpusWithoutPeerAccessPassOverShmWithAWarning) {

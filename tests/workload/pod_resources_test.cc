@@ -83,6 +83,25 @@ TEST_F(PodResourcesTest, ServerErrorIsAStatusNotACrash) {
   EXPECT_NE(entries.status().message().find("denied"), std::string::npos);
 }
 
+// The agent reads the same List into its snapshot for the busy-GPU gate: only nvidia.com/*
+// devices, each with the container that owns it; a kubelet that refuses leaves them unknown.
+TEST_F(PodResourcesTest, GpuAssignmentsJoinTheSnapshotAndARefusalIsSaid) {
+  GrpcPodResources client(socket_);
+  NodeSnapshot snapshot;
+  ReadGpuAllocations(client, snapshot);
+  ASSERT_TRUE(snapshot.gpu_allocations.has_value()) << snapshot.gpu_allocations_error;
+  EXPECT_EQ(*snapshot.gpu_allocations,
+            (std::vector<GpuAllocation>{{"team-a/train-0/trainer", "nvidia.com/gpu", "GPU-0b1c"},
+                                        {"team-a/train-0/trainer", "nvidia.com/gpu", "GPU-77aa"}}));
+  EXPECT_TRUE(snapshot.gpu_allocations_error.empty());
+
+  kubelet_.fail = true;
+  ReadGpuAllocations(client, snapshot);
+  EXPECT_FALSE(snapshot.gpu_allocations.has_value());
+  EXPECT_NE(snapshot.gpu_allocations_error.find("denied"), std::string::npos)
+      << snapshot.gpu_allocations_error;
+}
+
 TEST(PodResourcesAbsent, MissingSocketFailsWithinTheDeadline) {
   testing::TempDir dir;
   GrpcPodResources client(dir.path() + "/nothing.sock", std::chrono::milliseconds(300));
