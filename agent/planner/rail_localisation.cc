@@ -1,7 +1,7 @@
 #include "planner/rail_localisation.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
 #include <map>
 #include <set>
 #include <tuple>
@@ -30,11 +30,12 @@ std::string Join(const std::set<std::string>& names) {
   return out;
 }
 
-// "0.08" (GB/s with two decimals, as the probe table prints bandwidth).
+// "0.08" (GB/s with two decimals, as the decision table's reasons print bandwidth).
 std::string GigaBytes(double bytes_per_second) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f", bytes_per_second / 1e9);
-  return buf;
+  auto r =
+      std::to_chars(buf, buf + sizeof(buf), bytes_per_second / 1e9, std::chars_format::fixed, 2);
+  return r.ec == std::errc() ? std::string(buf, r.ptr) : "?";
 }
 
 std::string RailText(int rail, const std::string& device) {
