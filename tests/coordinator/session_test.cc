@@ -403,6 +403,15 @@ v1::CoordinatorMessage Assignment(const std::string& id, v1::ProbeMode mode = v1
   return m;
 }
 
+// Sends `m` and expects its report to be a skip whose reason contains `reason`.
+void ExpectSkipped(Scripted& c, const v1::CoordinatorMessage& m, const std::string& reason) {
+  c.service.Send(m);
+  auto r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
+  EXPECT_NE(r->skipped_reason().find(reason), std::string::npos) << r->skipped_reason();
+}
+
 TEST(CoordinatorSession, RefusesAssignmentsOutsideTheClosedSet) {
   Scripted c;
   FakeServices a("node-a");
@@ -474,12 +483,7 @@ TEST(CoordinatorSession, NeverProbesWhileAnotherProcessHoldsTheGpus) {
   FakeServices a("node-a");
   a.SetGpuHolder();
   RunningSession s(c.Options(), a);
-  c.service.Send(Assignment("busy"));
-  auto r = c.service.WaitReport(5s);
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
-  EXPECT_NE(r->skipped_reason().find("skipped: GPUs busy"), std::string::npos);
-  EXPECT_NE(r->skipped_reason().find("python3"), std::string::npos);
+  ExpectSkipped(c, Assignment("busy"), "skipped: GPUs busy (python3");
   EXPECT_EQ(a.probes_.load(), 0);
 }
 
@@ -505,12 +509,7 @@ TEST(CoordinatorSession, PersistencedAndDcgmHoldingEveryGpuDoNotBlockProbes) {
   // Without a GPU list, a training process (a CUDA context) on one GPU blocks, and is named.
   holders.push_back({4242, "python3", "/dev/nvidia3", true});
   a.SetGpuHolders(holders);
-  c.service.Send(Assignment("job"));
-  r = c.service.WaitReport(5s);
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
-  EXPECT_NE(r->skipped_reason().find("python3 pid 4242 holds /dev/nvidia3"), std::string::npos)
-      << r->skipped_reason();
+  ExpectSkipped(c, Assignment("job"), "python3 pid 4242 holds /dev/nvidia3");
 }
 
 TEST(CoordinatorSession, AJobOnGpu0OnlyMakesTheProbeRunOnGpu1) {
@@ -545,12 +544,7 @@ TEST(CoordinatorSession, AJobOnGpu0OnlyMakesTheProbeRunOnGpu1) {
   for (int i = 1; i < 8; ++i)
     holders.push_back({5151, "python3", "/dev/nvidia" + std::to_string(i), true});
   a.SetGpuHolders(holders, gpus);
-  c.service.Send(Assignment("all-busy"));
-  r = c.service.WaitReport(5s);
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
-  EXPECT_NE(r->skipped_reason().find("python3 pid 5150 holds /dev/nvidia0"), std::string::npos)
-      << r->skipped_reason();
+  ExpectSkipped(c, Assignment("all-busy"), "python3 pid 5150 holds /dev/nvidia0");
 }
 
 TEST(CoordinatorSession, ARailProbesOnItsNearestGpuAndIsSkippedWhenAJobHoldsThatGpu) {
@@ -627,18 +621,15 @@ TEST(CoordinatorSession, ARailWhoseGpuTheKubeletAssignedIsSkippedNamingTheContai
   RunningSession s(c.Options(), a);
   v1::CoordinatorMessage rail2 = Assignment("rail2", v1::PROBE_MODE_IB);
   rail2.mutable_assignment()->set_rail(2);
-  c.service.Send(rail2);
-  auto r = c.service.WaitReport(5s);
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
-  EXPECT_EQ(r->skipped_reason(), "skipped: GPU " + table[2].gpu_bdf +
-                                     " busy (assigned to ml/train-0/worker (nvidia.com/gpu))");
+  ExpectSkipped(c, rail2,
+                "skipped: GPU " + table[2].gpu_bdf +
+                    " busy (assigned to ml/train-0/worker (nvidia.com/gpu))");
   EXPECT_EQ(a.probes_.load(), 0);
 
   snapshot->gpu_allocations = std::vector<GpuAllocation>{};
   a.SetSnapshot(*snapshot);
   c.service.Send(rail2);
-  r = c.service.WaitReport(5s);
+  auto r = c.service.WaitReport(5s);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_PASS) << r->skipped_reason();
 }

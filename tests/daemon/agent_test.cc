@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -171,6 +173,21 @@ class FakeLink : public CoordinatorLink {
   }
 };
 
+// Runs `agent` with a FakeLink until the link's probe is done (at most 2 s), then `meanwhile`,
+// then stops it; true when the link ran.
+bool RunWithFakeLink(Agent& agent, const std::function<void()>& meanwhile = {}) {
+  auto link = std::make_unique<FakeLink>();
+  FakeLink* raw = link.get();
+  agent.SetCoordinatorLink(std::move(link));
+  std::stop_source stop;
+  std::thread loop([&] { agent.Run(stop.get_token()); });
+  for (int i = 0; i < 2000 && !raw->ran; ++i) std::this_thread::sleep_for(1ms);
+  if (meanwhile) meanwhile();
+  stop.request_stop();
+  loop.join();
+  return raw->ran;
+}
+
 TEST_F(AgentTest, TheCoordinatorLinkRunsProbesAndSetsVerdictsThroughServices) {
   SystemClock real_clock;
   Agent agent(
@@ -186,15 +203,7 @@ TEST_F(AgentTest, TheCoordinatorLinkRunsProbesAndSetsVerdictsThroughServices) {
     (void)a;
     return r;
   });
-  auto link = std::make_unique<FakeLink>();
-  FakeLink* raw = link.get();
-  agent.SetCoordinatorLink(std::move(link));
-  std::stop_source stop;
-  std::thread loop([&] { agent.Run(stop.get_token()); });
-  for (int i = 0; i < 2000 && !raw->ran; ++i) std::this_thread::sleep_for(1ms);
-  stop.request_stop();
-  loop.join();
-  ASSERT_TRUE(raw->ran);
+  ASSERT_TRUE(RunWithFakeLink(agent));
   AgentStateView v = state_.View();
   ASSERT_EQ(v.probes.size(), 1u);
   auto rec = v.probes.at({"gpu-node-2", ProbeMode::kIb});
@@ -228,19 +237,12 @@ TEST_F(AgentTest, TheIntraNodeProbeRunsOnceBeforeThePairingAndItsFindingJoinsThe
     f.message = "P2P between the GPUs is broken";
     return f;
   });
-  auto link = std::make_unique<FakeLink>();
-  FakeLink* raw = link.get();
-  agent.SetCoordinatorLink(std::move(link));
-  std::stop_source stop;
-  std::thread loop([&] { agent.Run(stop.get_token()); });
-  for (int i = 0; i < 2000 && !raw->ran; ++i) std::this_thread::sleep_for(1ms);
-  const uint64_t seen = state_.View().cycle.cycles;
-  for (int i = 0; i < 2000 && state_.View().cycle.cycles < seen + 2; ++i) {
-    std::this_thread::sleep_for(1ms);
-  }
-  stop.request_stop();
-  loop.join();
-  ASSERT_TRUE(raw->ran);
+  ASSERT_TRUE(RunWithFakeLink(agent, [this] {
+    const uint64_t seen = state_.View().cycle.cycles;
+    for (int i = 0; i < 2000 && state_.View().cycle.cycles < seen + 2; ++i) {
+      std::this_thread::sleep_for(1ms);
+    }
+  }));
   EXPECT_EQ(intra_runs.load(), 1);
   EXPECT_EQ(probes_before_intra.load(), 0);
   auto report = state_.View().report;
