@@ -18,42 +18,25 @@ namespace {
 constexpr int kMaxTriageNodes = 4096;
 constexpr size_t kMaxQueuedTriages = 16;
 
-// The rail faults that name `rail` of `node`: a whole-node one, the node's rail, a link on it.
-const RailFault* RailFaultOf(const std::vector<RailFault>& faults, const std::string& node,
-                             int rail) {
-  for (const RailFault& f : faults) {  // LocaliseRails' order: nodes, node rails, link rails
-    if (std::find(f.nodes.begin(), f.nodes.end(), node) == f.nodes.end()) continue;
-    if (f.kind == RailFaultKind::kNode || f.rail == rail) return &f;
-  }
-  return nullptr;
-}
-
-// The node's rail table for the answer, each rail with the fault that names it: this triage's
-// probes first (they are what the job's nodes do now), else the last sweep's.
+// The node's rail table for the answer, each rail with the fault that names it (TriageRails).
 void AddRails(v1::TriageNode& p, const NodeInfo* info, const std::vector<RailFault>& triage,
               const std::vector<RailFault>& sweep) {
   if (info == nullptr) return;
-  for (const Rail& rail : info->rails) {
+  for (const TriageRail& tr : TriageRails(*info, triage, sweep)) {
     v1::TriageRail* r = p.add_rails();
     v1::Rail* t = r->mutable_rail();
-    t->set_index(static_cast<uint32_t>(std::max(rail.index, 0)));
-    t->set_device(rail.device);
-    t->set_port(static_cast<uint32_t>(std::max(rail.port, 0)));
-    t->set_active(rail.active);
-    if (rail.rate_gbps) t->set_rate_gbps(*rail.rate_gbps);
-    t->set_gpu_bus_id(rail.gpu_bdf);
-    const RailFault* f = RailFaultOf(triage, info->name, rail.index);
-    const char* seen_by = "triage";
-    if (f == nullptr) {
-      f = RailFaultOf(sweep, info->name, rail.index);
-      seen_by = "sweep";
-    }
-    if (f == nullptr) continue;
-    r->set_fault(std::string(ToString(f->kind)));
-    r->set_rate_degraded(f->degraded);
-    for (const auto& c : f->causes) r->add_causes(c);
-    r->set_reason(f->reason);
-    r->set_seen_by(seen_by);
+    t->set_index(static_cast<uint32_t>(std::max(tr.rail.index, 0)));
+    t->set_device(tr.rail.device);
+    t->set_port(static_cast<uint32_t>(std::max(tr.rail.port, 0)));
+    t->set_active(tr.rail.active);
+    if (tr.rail.rate_gbps) t->set_rate_gbps(*tr.rail.rate_gbps);
+    t->set_gpu_bus_id(tr.rail.gpu_bdf);
+    if (!tr.fault) continue;
+    r->set_fault(std::string(ToString(tr.fault->kind)));
+    r->set_rate_degraded(tr.fault->degraded);
+    for (const auto& c : tr.fault->causes) r->add_causes(c);
+    r->set_reason(tr.fault->reason);
+    r->set_seen_by(tr.seen_by);
   }
 }
 
