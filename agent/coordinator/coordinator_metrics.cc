@@ -14,7 +14,8 @@ constexpr std::array kSpecs = {
     MetricSpec{"nccl_triage_coordinator_sweep_duration_seconds", "histogram", "",
                "Wall time of a sweep, all rounds."},
     MetricSpec{"nccl_triage_coordinator_probes_total", "counter", "mode,outcome",
-               "Pair probes run, by mode and merged outcome (lost: an agent went away)."},
+               "Pair probes run, by mode (socket, ib, ib_rail: one per rail phase) and merged "
+               "outcome (lost: an agent went away)."},
     MetricSpec{"nccl_triage_coordinator_localised_faults", "gauge", "kind",
                "Confirmed faults localised to a node or to a link."},
     MetricSpec{"nccl_triage_coordinator_fault", "gauge", "kind,node,peer,class,cause",

@@ -5,8 +5,9 @@
 //   agents_connected                         gauge
 //   sweeps_total                             counter
 //   sweep_duration_seconds                   histogram
-//   probes_total{mode,outcome}               counter (one per pair and mode; outcome "lost" when
-//                                            an agent disconnected or never reported)
+//   probes_total{mode,outcome}               counter (one per pair and mode, mode socket|ib, and
+//                                            one per rail phase, mode ib_rail; outcome "lost"
+//                                            when an agent disconnected or never reported)
 //   localised_faults{kind}                   gauge (kind node|link: confirmed faults now)
 //   fault{kind,node,peer,class,cause}        gauge 1 per confirmed fault (peer "" for node faults)
 //   pairs_tested / pairs_total               gauges (round-robin coverage of the current cycle)
@@ -44,6 +45,10 @@
 namespace nccl_triage {
 
 std::span<const MetricSpec> CoordinatorMetricSpecs();
+
+// probes_total's mode of a per-rail IB phase (probe.rails): one value for every rail, so the
+// series stay bounded by modes x outcomes.
+inline constexpr std::string_view kRailProbeMode = "ib_rail";
 
 class CoordinatorMetrics {
  public:

@@ -35,7 +35,11 @@ CoordinatorOptions CoordinatorOptionsFromConfig(const Config& config) {
   o.probe_size_bytes = config.probe.size_bytes;
   o.probe_deadline_seconds = std::max(config.probe.timeout_seconds, 1);
   o.judge.busbw_min_fraction = config.probe.busbw_min_fraction;
-  o.judge.check_bandwidth = config.probe.size_bytes >= kBandwidthBoundBytes;
+  // Judged on what the agents run: an assignment carries the size step at or below
+  // probe.size_bytes (64 KiB, 1 MiB, 64 MiB, 1 GiB), so 32 MiB configured runs 1 MiB probes, which
+  // measure latency and must not be compared with the ports' rate.
+  const uint64_t assigned = ProbeSizeBytes(ProbeSizeFor(config.probe.size_bytes)).value_or(0);
+  o.judge.check_bandwidth = assigned >= kBandwidthBoundBytes;
   if (config.probe.rails) {
     // The loader already checked the text; a selection it let through is used as it parses.
     if (auto rails = ParseRailSelection(*config.probe.rails); rails.ok()) o.rails = *rails;
@@ -523,7 +527,9 @@ void CoordinatorServer::Impl::ApplyLocked(PairRun& run, const PairRunActions& ac
         m.mutable_cancel()->set_reason(a.text);
         break;
       case PairRunAction::Kind::kPhaseOver:
-        metrics_.CountProbe(ToString(a.mode), a.text);
+        // A rail phase is an IB probe of one rail: its own label value, so that mode="ib" still
+        // counts one per pair and the rails (up to 8 per pair) do not swamp it.
+        metrics_.CountProbe(a.rail >= 0 ? kRailProbeMode : ToString(a.mode), a.text);
         continue;
     }
     SendLocked(a.node, std::move(m));

@@ -177,6 +177,7 @@ class CoordinatorServer::Impl {
   uint64_t sweeps_started_ = 0;
   uint64_t sweeps_done_ = 0;
   int last_sweep_rounds_ = 0;
+  std::vector<RailFault> last_rail_faults_;  // the last sweep's (probe.rails), for triage answers
   int current_round_ = 0;
   std::unique_ptr<Sweep> sweep_;
   std::deque<TriageJob> triage_jobs_;

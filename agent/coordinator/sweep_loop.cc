@@ -161,6 +161,7 @@ void CoordinatorServer::Impl::RunOneSweep() {
   const int rounds = result.rounds;
   const size_t seen = result.faults.size();
   metrics_.SetRailProbes(result.pairs);
+  last_rail_faults_ = result.rails.faults;
   verdicts_.Apply(std::move(result), known_);
   // Confirmed faults of nodes that were not in this sweep keep their verdict (held down).
   for (const auto& [node, a] : agents_) SendVerdictsLocked(node);

@@ -1,6 +1,9 @@
 // The incident half of CoordinatorServer::Impl (server_impl.h): Coordinator.Triage, the probes
 // `nccl-triage triage` asks for, run by the sweep thread between sweeps (an agent runs one probe
-// at a time), and Coordinator.RecordIncident, the incident counter.
+// at a time), and Coordinator.RecordIncident, the incident counter. A requested node's answer
+// carries its rail table with the rail faults that name its rails (this triage's per-rail probes,
+// else the last sweep's), so a job that died on a node with one bad HCA gets that rail named.
+#include <algorithm>
 #include <set>
 
 #include "base/log.h"
@@ -14,6 +17,28 @@ namespace {
 
 constexpr int kMaxTriageNodes = 4096;
 constexpr size_t kMaxQueuedTriages = 16;
+
+// The node's rail table for the answer, each rail with the fault that names it (TriageRails).
+void AddRails(v1::TriageNode& p, const NodeInfo* info, const std::vector<RailFault>& triage,
+              const std::vector<RailFault>& sweep) {
+  if (info == nullptr) return;
+  for (const TriageRail& tr : TriageRails(*info, triage, sweep)) {
+    v1::TriageRail* r = p.add_rails();
+    v1::Rail* t = r->mutable_rail();
+    t->set_index(static_cast<uint32_t>(std::max(tr.rail.index, 0)));
+    t->set_device(tr.rail.device);
+    t->set_port(static_cast<uint32_t>(std::max(tr.rail.port, 0)));
+    t->set_active(tr.rail.active);
+    if (tr.rail.rate_gbps) t->set_rate_gbps(*tr.rail.rate_gbps);
+    t->set_gpu_bus_id(tr.rail.gpu_bdf);
+    if (!tr.fault) continue;
+    r->set_fault(std::string(ToString(tr.fault->kind)));
+    r->set_rate_degraded(tr.fault->degraded);
+    for (const auto& c : tr.fault->causes) r->add_causes(c);
+    r->set_reason(tr.fault->reason);
+    r->set_seen_by(tr.seen_by);
+  }
+}
 
 }  // namespace
 
@@ -123,6 +148,9 @@ void CoordinatorServer::Impl::RunTriageLocked(std::unique_lock<std::mutex>& lock
     p->set_fault_class(ToProto(n.fault_class));
     for (const auto& c : n.causes) p->add_causes(c);
     p->set_reason(n.reason);
+    auto known = known_.find(n.node);
+    AddRails(*p, known == known_.end() ? nullptr : &known->second, result.rails.faults,
+             last_rail_faults_);
   }
   for (const LocalisedFault& f : out.faults) {
     v1::TriageFault* p = a.add_faults();

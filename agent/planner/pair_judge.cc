@@ -124,6 +124,26 @@ std::optional<ExpectedBandwidth> ExpectedPairBandwidth(const NodeInfo& a, const 
   return ExpectedBandwidth{std::min(ra, rb) * 1e9 / 8, why_a + "; " + why_b};
 }
 
+std::optional<ExpectedBandwidth> ExpectedRailBandwidth(const NodeInfo& a, const NodeInfo& b,
+                                                       int rail, std::string_view device) {
+  std::string port(device);
+  if (size_t slash = port.rfind('/'); slash != std::string::npos) port[slash] = ':';
+  double rates[2] = {0, 0};
+  std::string basis = "rail " + std::to_string(rail) + ": ";
+  for (int i = 0; i < 2; ++i) {
+    const NodeInfo& n = i == 0 ? a : b;
+    for (const Rail& r : n.rails) {
+      if (r.index == rail && r.device + ":" + std::to_string(r.port) == port && r.rate_gbps) {
+        rates[i] = *r.rate_gbps;
+      }
+    }
+    if (rates[i] <= 0) rates[i] = PortRate(n, port);
+    if (rates[i] <= 0) return std::nullopt;
+    basis += (i == 0 ? "" : "; ") + n.name + ": " + port + " " + Gbps(rates[i]);
+  }
+  return ExpectedBandwidth{std::min(rates[0], rates[1]) * 1e9 / 8, basis};
+}
+
 std::string_view ToString(PairStatus s) {
   switch (s) {
     case PairStatus::kPass:
@@ -214,6 +234,16 @@ std::optional<double> ExpectedPairBytesPerSecond(const NodeInfo& a, const NodeIn
 
 PairJudgement JudgePair(const NodeInfo& a, const NodeInfo& b, const PairProbes& probes,
                         const JudgeOptions& options) {
+  std::optional<ExpectedBandwidth> expected;
+  if (options.check_bandwidth) {
+    expected = ExpectedPairBandwidth(a, b, PortsOn(probes.ib, a.name), PortsOn(probes.ib, b.name));
+  }
+  return JudgePairExpecting(a, b, probes, options, expected);
+}
+
+PairJudgement JudgePairExpecting(const NodeInfo& a, const NodeInfo& b, const PairProbes& probes,
+                                 const JudgeOptions& options,
+                                 const std::optional<ExpectedBandwidth>& expected) {
   PairJudgement j;
   ProbeResult socket = MergeRanks(probes.socket, ProbeMode::kSocket);
   ProbeResult ib = MergeRanks(probes.ib, ProbeMode::kIb);
@@ -227,12 +257,10 @@ PairJudgement JudgePair(const NodeInfo& a, const NodeInfo& b, const PairProbes& 
   in.socket_result = &socket;
   in.ib_result = &ib;
   in.node_findings = PairFindings(a, b);
-  if (options.check_bandwidth) {
-    if (auto e =
-            ExpectedPairBandwidth(a, b, PortsOn(probes.ib, a.name), PortsOn(probes.ib, b.name))) {
-      in.expected_ib_bytes_per_second = e->bytes_per_second;
-      in.expected_ib_basis = e->basis + GdrNote(probes.ib, a.name, b.name);
-    }
+  if (options.check_bandwidth && expected) {
+    in.expected_ib_bytes_per_second = expected->bytes_per_second;
+    in.expected_ib_basis = expected->basis + GdrNote(probes.ib, a.name, b.name);
+    j.expected_ib_bytes_per_second = expected->bytes_per_second;
   }
   in.busbw_min_fraction = options.busbw_min_fraction;
   j.verdict = Decide(in);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/decision.h"
@@ -67,12 +68,21 @@ std::optional<ExpectedBandwidth> ExpectedPairBandwidth(const NodeInfo& a, const 
                                                        const std::vector<std::string>& ports_a,
                                                        const std::vector<std::string>& ports_b);
 
+// What the pair's IB probe on one rail should carry: the lower of the two nodes' rates of that
+// rail's port (`device` "mlx5_3/1"; each node's rail table, else the port in its HCA list), never
+// a node's summed or best rate: a rail is one port on each side. nullopt when either node does not
+// know the port's rate.
+std::optional<ExpectedBandwidth> ExpectedRailBandwidth(const NodeInfo& a, const NodeInfo& b,
+                                                       int rail, std::string_view device);
+
 struct PairJudgement {
   PairVerdict verdict;
   PairStatus status = PairStatus::kInconclusive;
   ProbeOutcome socket = ProbeOutcome::kNotRun;
   ProbeOutcome ib = ProbeOutcome::kNotRun;
   double ib_busbw_bytes_per_second = 0;
+  // What the IB busbw was compared with (0: bandwidth not judged, or no port rate known).
+  double expected_ib_bytes_per_second = 0;
 };
 
 // The two ranks of one mode folded into one result (outcome, root classification, busbw).
@@ -83,6 +93,12 @@ std::optional<double> ExpectedPairBytesPerSecond(const NodeInfo& a, const NodeIn
 
 PairJudgement JudgePair(const NodeInfo& a, const NodeInfo& b, const PairProbes& probes,
                         const JudgeOptions& options);
+
+// JudgePair with the IB busbw compared with `expected` (when options.check_bandwidth) instead of
+// the rate of the ports the ranks say they used: how a rail's probe is judged.
+PairJudgement JudgePairExpecting(const NodeInfo& a, const NodeInfo& b, const PairProbes& probes,
+                                 const JudgeOptions& options,
+                                 const std::optional<ExpectedBandwidth>& expected);
 
 // The verdict before any probe ran: the failing node and cross-node findings (basis checks).
 PairVerdict PredictPair(const NodeInfo& a, const NodeInfo& b);

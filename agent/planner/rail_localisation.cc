@@ -1,6 +1,7 @@
 #include "planner/rail_localisation.h"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <set>
 #include <tuple>
@@ -27,6 +28,14 @@ std::string Join(const std::set<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
+}
+
+// "0.08" (GB/s with two decimals, as the decision table's reasons print bandwidth).
+std::string GigaBytes(double bytes_per_second) {
+  char buf[32];
+  auto r =
+      std::to_chars(buf, buf + sizeof(buf), bytes_per_second / 1e9, std::chars_format::fixed, 2);
+  return r.ec == std::errc() ? std::string(buf, r.ptr) : "?";
 }
 
 std::string RailText(int rail, const std::string& device) {
@@ -84,12 +93,28 @@ RailLocalisation LocaliseRails(const std::vector<RailPairOutcome>& outcomes) {
     f.rail = rail;
     f.device = r.device;
     f.fault_class = r.first_failure->fault_class;
+    bool slow = true;  // every failure a pass below the rail's port rate
+    double best = 0;
+    double expected = 0;
     for (const auto& o : outcomes) {
-      if (o.rail == rail && !o.passed && o.pair.Has(node)) AddCauses(f.causes, o.causes);
+      if (o.rail != rail || o.passed || !o.pair.Has(node)) continue;
+      AddCauses(f.causes, o.causes);
+      slow = slow && o.degraded;
+      best = std::max(best, o.busbw_bytes_per_second);
+      expected = std::max(expected, o.expected_bytes_per_second);
     }
-    f.reason = RailText(rail, r.device) + " passes with no peer and fails with " +
-               Join(good_peers) + ", each of which passes on " + RailText(rail, "") +
-               " with another node";
+    f.degraded = slow;
+    if (slow) {
+      f.reason = RailText(rail, r.device) + " is rate-degraded: NCCL passes on it but carries " +
+                 "at most " + GigaBytes(best) + " GB/s busbw with " + Join(good_peers) +
+                 ", below probe.busbw_min_fraction of " + GigaBytes(expected) +
+                 " GB/s, the rail's port rate; each of them carries " + RailText(rail, "") +
+                 " at its rate with " + "another node";
+    } else {
+      f.reason = RailText(rail, r.device) + " passes with no peer and fails with " +
+                 Join(good_peers) + ", each of which passes on " + RailText(rail, "") +
+                 " with another node";
+    }
     node_rail_faults.insert(key);
     by_node[node].push_back(std::move(f));
   }
@@ -106,9 +131,14 @@ RailLocalisation LocaliseRails(const std::vector<RailPairOutcome>& outcomes) {
       f.kind = RailFaultKind::kNode;
       f.nodes = {node};
       f.fault_class = faults.front().fault_class;
-      for (const auto& rf : faults) AddCauses(f.causes, rf.causes);
-      f.reason = "every rail probed (" + std::to_string(probed.size()) +
-                 ") fails with peers that pass on the same rail: the node, not one HCA";
+      f.degraded = true;
+      for (const auto& rf : faults) {
+        AddCauses(f.causes, rf.causes);
+        f.degraded = f.degraded && rf.degraded;
+      }
+      f.reason = "every rail probed (" + std::to_string(probed.size()) + ") " +
+                 (f.degraded ? "is rate-degraded" : "fails") +
+                 " with peers that pass on the same rail: the node, not one HCA";
       nodes.push_back(std::move(f));
     } else {
       for (auto& rf : faults) rails.push_back(std::move(rf));
@@ -131,8 +161,13 @@ RailLocalisation LocaliseRails(const std::vector<RailPairOutcome>& outcomes) {
       f.device = o.device;
       f.fault_class = o.fault_class;
       f.causes = o.causes;
-      f.reason = RailText(o.rail, o.device) + " fails only between " + o.pair.a + " and " +
-                 o.pair.b + "; both pass on it with other nodes";
+      f.degraded = o.degraded;
+      f.reason = RailText(o.rail, o.device) +
+                 (o.degraded ? " is rate-degraded (" + GigaBytes(o.busbw_bytes_per_second) +
+                                   " GB/s busbw, port rate " +
+                                   GigaBytes(o.expected_bytes_per_second) + " GB/s) only"
+                             : " fails only") +
+                 " between " + o.pair.a + " and " + o.pair.b + "; both pass on it with other nodes";
       links.push_back(std::move(f));
     } else {
       out.inconclusive.push_back(o);
@@ -156,16 +191,20 @@ std::vector<RailPairOutcome> JudgeRails(const NodeInfo& a, const NodeInfo& b,
     one.pair = probes.pair;
     one.socket = probes.socket;
     one.ib = rail.ib;
-    const PairJudgement j = JudgePair(a, b, one, options);
+    const PairJudgement j =
+        JudgePairExpecting(a, b, one, options, ExpectedRailBandwidth(a, b, rail.rail, rail.device));
     if (j.status == PairStatus::kInconclusive) continue;
     RailPairOutcome o;
     o.pair = probes.pair;
     o.rail = rail.rail;
     o.device = rail.device;
     o.passed = j.status == PairStatus::kPass;
+    o.busbw_bytes_per_second = j.ib_busbw_bytes_per_second;
+    o.expected_bytes_per_second = j.expected_ib_bytes_per_second;
     if (!o.passed) {
       o.fault_class = j.verdict.fault_class;
       o.causes = j.verdict.causes;
+      o.degraded = j.verdict.degraded;
     }
     out.push_back(std::move(o));
   }

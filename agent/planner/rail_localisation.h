@@ -11,6 +11,9 @@
 //   link rail    a failed (pair, rail) whose two nodes are both good on rail k and neither a
 //                node-rail fault there: the path between them on rail k (a switch port, a route);
 //   inconclusive anything else (one peer only, no good reference on that rail).
+// A (pair, rail) whose NCCL run passed but whose busbw is below busbw_min_fraction of the rail's
+// port rate (the lower of the two nodes', JudgeRails) is a failure like any other here: a rail
+// slow with two good peers is that node's rail, "rate-degraded" (RailFault::degraded).
 // A pair's socket failure is not a rail fault: only IB outcomes are given here. Pure; thread-safe.
 #pragma once
 
@@ -32,6 +35,11 @@ struct RailPairOutcome {
   bool passed = false;
   FaultClass fault_class = FaultClass::kUnknown;  // of a failure
   std::vector<std::string> causes;                // catalogue ids, most likely first
+  // Rate-degraded: NCCL passed on the rail but its busbw was below busbw_min_fraction of the
+  // rail's port rate (ib.bandwidth; judged only for probes of at least kBandwidthBoundBytes).
+  bool degraded = false;
+  double busbw_bytes_per_second = 0;     // of a passed NCCL run
+  double expected_bytes_per_second = 0;  // the rail's port rate (lower end), 0 when not judged
 };
 
 enum class RailFaultKind { kNodeRail, kNode, kLinkRail };
@@ -45,6 +53,9 @@ struct RailFault {
   FaultClass fault_class = FaultClass::kUnknown;
   std::vector<std::string> causes;
   std::string reason;
+  // Every failed probe behind the fault passed NCCL below the rail's port rate: the rail works
+  // but is slow (a node-rail fault "rate-degraded"; a whole-node one when all its rails are).
+  bool degraded = false;
   friend bool operator==(const RailFault&, const RailFault&) = default;
 };
 
@@ -58,7 +69,9 @@ RailLocalisation LocaliseRails(const std::vector<RailPairOutcome>& outcomes);
 // The outcome of each rail phase of `probes`: judged as the pair's IB phase would be (JudgePair,
 // the pair's socket phase and that rail's IB phase), passed when the judgement passes, failed with
 // its class and causes when it fails; an inconclusive rail (lost, not run, a GPU busy) is left
-// out, as it says nothing about the rail.
+// out, as it says nothing about the rail. With options.check_bandwidth the rail's busbw is
+// compared with that rail's port rate on both nodes (ExpectedRailBandwidth), not with the ports
+// the ranks name or the node's best port.
 std::vector<RailPairOutcome> JudgeRails(const NodeInfo& a, const NodeInfo& b,
                                         const PairProbes& probes, const JudgeOptions& options);
 

@@ -90,4 +90,36 @@ TriageOutcome SummariseTriage(const std::vector<std::string>& requested, const T
   return out;
 }
 
+namespace {
+
+// The rail fault that names `rail` of `node`: a whole-node one, the node's rail, a link on it.
+const RailFault* RailFaultOf(const std::vector<RailFault>& faults, const std::string& node,
+                             int rail) {
+  for (const RailFault& f : faults) {  // LocaliseRails' order: nodes, node rails, link rails
+    if (std::find(f.nodes.begin(), f.nodes.end(), node) == f.nodes.end()) continue;
+    if (f.kind == RailFaultKind::kNode || f.rail == rail) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<TriageRail> TriageRails(const NodeInfo& node, const std::vector<RailFault>& triage,
+                                    const std::vector<RailFault>& sweep) {
+  std::vector<TriageRail> out;
+  for (const Rail& rail : node.rails) {
+    TriageRail r;
+    r.rail = rail;
+    if (const RailFault* f = RailFaultOf(triage, node.name, rail.index)) {
+      r.fault = *f;
+      r.seen_by = "triage";
+    } else if (const RailFault* g = RailFaultOf(sweep, node.name, rail.index)) {
+      r.fault = *g;
+      r.seen_by = "sweep";
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace nccl_triage

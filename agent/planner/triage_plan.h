@@ -11,6 +11,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,5 +58,18 @@ struct TriageOutcome {
 
 TriageOutcome SummariseTriage(const std::vector<std::string>& requested, const TriagePlan& plan,
                               const SweepResult& result);
+
+// One rail of a requested node in the answer: the rail as the node's agent last said, and the
+// rail fault that names it (a whole-node rail fault names every rail of the node).
+struct TriageRail {
+  Rail rail;
+  std::optional<RailFault> fault;
+  std::string seen_by;  // "triage": this triage's per-rail probes; "sweep": the last sweep's
+};
+
+// The rail table of `node` with its faults: this triage's first (its probes are what the job's
+// nodes do now), else the last sweep's. Rails in the node's table order.
+std::vector<TriageRail> TriageRails(const NodeInfo& node, const std::vector<RailFault>& triage,
+                                    const std::vector<RailFault>& sweep);
 
 }  // namespace nccl_triage

@@ -35,11 +35,25 @@ std::string Cls(v1::FaultClass c) { return std::string(ToString(FromProto(c))); 
 json ToJson(const v1::TriageAnswer& a) {
   json nodes = json::array();
   for (const auto& n : a.nodes()) {
+    json rails = json::array();
+    for (const auto& r : n.rails()) {
+      rails.push_back({{"rail", r.rail().index()},
+                       {"device", r.rail().device() + "/" + std::to_string(r.rail().port())},
+                       {"active", r.rail().active()},
+                       {"rate_gbps", r.rail().rate_gbps()},
+                       {"gpu_bus_id", r.rail().gpu_bus_id()},
+                       {"fault", r.fault()},
+                       {"rate_degraded", r.rate_degraded()},
+                       {"causes", std::vector<std::string>(r.causes().begin(), r.causes().end())},
+                       {"reason", r.reason()},
+                       {"seen_by", r.seen_by()}});
+    }
     nodes.push_back({{"node", n.node()},
                      {"state", n.state()},
                      {"class", Cls(n.fault_class())},
                      {"causes", std::vector<std::string>(n.causes().begin(), n.causes().end())},
-                     {"reason", n.reason()}});
+                     {"reason", n.reason()},
+                     {"rails", rails}});
   }
   json faults = json::array();
   for (const auto& f : a.faults()) {

@@ -1,6 +1,7 @@
 #include "triage/incident.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -512,6 +513,17 @@ Incident JudgeIncident(const IncidentInput& in) {
   } else {
     out.reason = read == 0 ? "no log could be read" : "no log names an NCCL failure";
   }
+  for (const ProbeRailFault& f : in.probes.rail_faults) {
+    std::string causes;
+    for (const auto& c : f.causes) causes += (causes.empty() ? "" : ", ") + c;
+    out.rails.push_back(f.node + " rail " + std::to_string(f.rail) + " (" + f.device + "): " +
+                        (f.rate_degraded          ? "rate-degraded"
+                         : f.fault == "link_rail" ? "link fault"
+                                                  : "fault") +
+                        (causes.empty() ? "" : " (" + causes + ")") + ", seen by " +
+                        (f.seen_by == "triage" ? "these probes" : "the last sweep") +
+                        (f.reason.empty() ? "" : ": " + f.reason));
+  }
   if (out.basis == "probes" && probe_fault != nullptr) {
     out.reason += "; the probes find a " + probe_fault->kind + " fault on " + probe_fault->node +
                   (probe_fault->kind == "link" ? " - " + probe_fault->peer : "") +
@@ -621,6 +633,22 @@ StatusOr<ProbeOutcome> ProbeOutcomeFromJson(const nlohmann::json& j) {
     if (!n.is_object())
       return InvalidArgument("a node of the coordinator's answer is not an object");
     out.nodes.push_back({str(n, "node"), str(n, "state"), str(n, "reason")});
+    for (const json& r : n.value("rails", json::array())) {
+      if (!r.is_object() || str(r, "fault").empty()) continue;
+      const json& index = r.value("rail", json(-1));
+      if (!index.is_number_unsigned()) continue;  // a rail without its number names nothing
+      ProbeRailFault f;
+      f.node = str(n, "node");
+      f.rail = static_cast<int>(std::min<uint64_t>(index.get<uint64_t>(), 1 << 16));
+      f.device = str(r, "device");
+      f.fault = str(r, "fault");
+      const json& slow = r.value("rate_degraded", json(false));
+      f.rate_degraded = slow.is_boolean() && slow.get<bool>();
+      f.causes = strs(r, "causes");
+      f.reason = str(r, "reason");
+      f.seen_by = str(r, "seen_by");
+      out.rail_faults.push_back(std::move(f));
+    }
   }
   for (const json& f : j.value("faults", json::array())) {
     if (!f.is_object())
@@ -715,6 +743,7 @@ nlohmann::json ToJson(const Incident& in) {
                     {"note", r.note}});
   }
   j["logs"] = rows;
+  j["rails"] = in.rails;
   j["event_object"] = {{"api_version", in.event_object.api_version},
                        {"kind", in.event_object.kind},
                        {"name", in.event_object.name}};

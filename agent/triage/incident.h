@@ -56,6 +56,19 @@ struct ProbeFault {
   std::string reason;
 };
 
+// A rail of one of the job's nodes that a rail fault names (the coordinator's answer carries the
+// rail table of each node; rails without a fault are not kept here).
+struct ProbeRailFault {
+  std::string node;
+  int rail = 0;
+  std::string device;  // "mlx5_3/1"
+  std::string fault;   // node_rail | node | link_rail
+  bool rate_degraded = false;
+  std::vector<std::string> causes;
+  std::string reason;
+  std::string seen_by;  // triage (these probes) | sweep (the coordinator's last sweep)
+};
+
 struct ProbeOutcome {
   bool asked = false;
   std::string not_asked;  // "--no-probe", "no coordinator given (--coordinator URL)"
@@ -64,6 +77,7 @@ struct ProbeOutcome {
   std::vector<ProbeFault> faults;
   std::vector<std::string> references;  // known-good nodes outside the job, probed too
   int pairs_probed = 0;
+  std::vector<ProbeRailFault> rail_faults;  // on the job's nodes, in node then rail order
 };
 
 // The coordinator's answer as `nccl-triage-server triage-coordinator --probe` prints it.
@@ -157,6 +171,9 @@ struct Incident {
   std::vector<EvidenceLine> evidence;
   std::string remedy;
   std::vector<std::string> not_looked_at;
+  // The rail faults on the job's nodes, one line each ("node-2 rail 3 (mlx5_3/1): rate-degraded
+  // (ib.bandwidth), seen by the last sweep: ..."), from the coordinator's answer.
+  std::vector<std::string> rails;
   std::vector<PodRow> rows;  // the failing first, then by time, then by name
   OwnerRef event_object;     // where the incident's Event goes (the job, else a pod)
   int exit_code = 3;

@@ -95,6 +95,7 @@ std::string RenderIncidentTable(const Incident& in, const KeepOutcome& kept, siz
          in.peer->match.how + "; named by " + std::to_string(in.peer->named_by) + " log(s)\n";
   }
   o += "where:    " + WhereText(in.where) + "\n";
+  for (const auto& r : in.rails) o += "rail:     " + Printable(r) + "\n";
   if (!in.remedy.empty()) o += "fix:      " + Printable(in.remedy) + "\n";
 
   o += "\n" + Pad("basis", 8) + Pad("class", 14) + Pad("cause", 24) + "says\n";

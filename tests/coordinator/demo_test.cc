@@ -3,10 +3,14 @@
 // the roots. Each fault kind must be localised exactly once, to the right node or link.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "cluster_test_util.h"
+#include "core/decision.h"
+#include "exporter/annotations.h"
 
 namespace nccl_triage {
 namespace {
@@ -157,6 +161,28 @@ TEST(DemoFaultSpec, ParsesNodeAndLinkSpecsAndRejectsTheRest) {
   }
 }
 
+// The one fault of a run with a rail fault on `node`: that node, confirmed, `cause` first, its
+// verdict naming `rail_text`; every other node healthy.
+void ExpectOnlyRailFaultOf(const DemoReport& r, int node, const std::string& cause,
+                           const std::string& rail_text) {
+  ASSERT_EQ(r.faults.size(), 1u) << nlohmann::json(ToJson(r)).dump(2);
+  EXPECT_EQ(r.faults[0].kind, FaultKind::kNode);
+  EXPECT_EQ(r.faults[0].nodes, std::vector<int>{node});
+  EXPECT_EQ(r.faults[0].fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(r.faults[0].cause, cause);
+  EXPECT_TRUE(r.faults[0].confirmed);
+  for (const auto& n : r.node_results) {
+    if (n.index == node) {
+      EXPECT_EQ(n.fault_class, FaultClass::kIbResource);
+      EXPECT_NE(n.reason.find(rail_text), std::string::npos) << n.reason;
+    } else {
+      EXPECT_EQ(n.fault_class, FaultClass::kHealthy) << n.name << ": " << n.reason;
+    }
+  }
+  // The pairs' own IB probes (mlx5_0) pass: only the rail's probes see the fault.
+  for (const auto& p : r.pairs) EXPECT_EQ(p.ib, ProbeOutcome::kPass) << p.a << "-" << p.b;
+}
+
 TEST(DemoCluster, RailWhoseMemoryRegistrationFailsIsNamedInItsNodesVerdict) {
   // mlx5_5 of node 2 fails ibv_reg_mr; sysfs shows it healthy and the pairs' IB probe (mlx5_0)
   // passes: only the probes on rail 5 see it, and the coordinator names the node and the rail.
@@ -169,22 +195,7 @@ TEST(DemoCluster, RailWhoseMemoryRegistrationFailsIsNamedInItsNodesVerdict) {
   ASSERT_TRUE(started.ok()) << started.message() << "\n" << t.log_text.str();
   auto run = t.cluster.Run();
   ASSERT_TRUE(run.ok()) << run.status().message() << "\n" << t.log_text.str();
-  const DemoReport& r = *run;
-  ASSERT_EQ(r.faults.size(), 1u) << nlohmann::json(ToJson(r)).dump(2);
-  EXPECT_EQ(r.faults[0].kind, FaultKind::kNode);
-  EXPECT_EQ(r.faults[0].nodes, std::vector<int>{2});
-  EXPECT_EQ(r.faults[0].fault_class, FaultClass::kIbResource);
-  EXPECT_EQ(r.faults[0].cause, "ib.mr_register");
-  EXPECT_TRUE(r.faults[0].confirmed);
-  for (const auto& n : r.node_results) {
-    if (n.index == 2) {
-      EXPECT_EQ(n.fault_class, FaultClass::kIbResource);
-      EXPECT_NE(n.reason.find("rail 5 (mlx5_5/1)"), std::string::npos) << n.reason;
-    } else {
-      EXPECT_EQ(n.fault_class, FaultClass::kHealthy) << n.name << ": " << n.reason;
-    }
-  }
-  for (const auto& p : r.pairs) EXPECT_EQ(p.ib, ProbeOutcome::kPass) << p.a << "-" << p.b;
+  ExpectOnlyRailFaultOf(*run, 2, "ib.mr_register", "rail 5 (mlx5_5/1)");
   // The last sweep's per-rail series: node-2's rail 5 failed with every peer, the others passed.
   const std::string m = t.cluster.coordinator().MetricsText();
   const std::string labels = "{device=\"mlx5_5\",node=\"node-2\",port=\"1\",rail=\"5\"}";
@@ -206,6 +217,104 @@ TEST(DemoCluster, HealthyClusterWithRailProbesHasNoRailFault) {
   }
 }
 
+// The pod annotations of node `index` once its agent has the coordinator's fault verdict (it
+// arrives over the agent's stream after the sweep).
+DesiredAnnotations AnnotationsOnceFaulty(const DemoCluster& cluster, int index) {
+  for (int i = 0; i < 100; ++i) {
+    AgentStateView v = cluster.NodeState(index);
+    const NodeVerdict verdict = v.Verdict();
+    if (verdict.basis == Basis::kProbes && verdict.fault_class != FaultClass::kHealthy &&
+        verdict.fault_class != FaultClass::kUnknown) {
+      return AnnotationsFor(v);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return AnnotationsFor(cluster.NodeState(index));
+}
+
+TEST(DemoCluster, RateDegradedRailIsNamedInStatusMetricsAndAnnotation) {
+  // mlx5_3 of node 2 says 1X SDR in sysfs like every port, but its data path carries a
+  // sixteenth: NCCL passes on rail 3, with every peer below the demo's floor (an eighth of the
+  // rail's port rate). The probes are 64 MiB
+  // (kDemoBandwidthProbeBytes), so the coordinator judges busbw; rail 2 is the healthy reference.
+  DemoOptions o = TestOptions(4, "rail-rate");
+  auto fault = ParseDemoFault("rail:2:3:rate", 4);
+  ASSERT_TRUE(fault.ok()) << fault.status().message();
+  o.faults.push_back(*fault);
+  o.rail_list = {"2", "3"};
+  TestCluster t(std::move(o));
+  Status started = t.cluster.Start();
+  ASSERT_TRUE(started.ok()) << started.message() << "\n" << t.log_text.str();
+  auto run = t.cluster.Run();
+  ASSERT_TRUE(run.ok()) << run.status().message() << "\n" << t.log_text.str();
+  // /status: the node's verdict names the rail and says rate-degraded.
+  ExpectOnlyRailFaultOf(*run, 2, "ib.bandwidth", "rail 3 (mlx5_3/1) is rate-degraded");
+  // Metrics: the rail failed with every peer, the node's fault is ib.bandwidth.
+  const std::string m = t.cluster.coordinator().MetricsText();
+  EXPECT_NE(m.find("nccl_triage_rail_probe_success{device=\"mlx5_3\",node=\"node-2\",port=\"1\","
+                   "rail=\"3\"} 0"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("nccl_triage_rail_probe_success{device=\"mlx5_2\",node=\"node-2\",port=\"1\","
+                   "rail=\"2\"} 1"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("nccl_triage_coordinator_fault{cause=\"ib.bandwidth\",class=\"ib_resource\","
+                   "kind=\"node\",node=\"node-2\",peer=\"\"} 1"),
+            std::string::npos)
+      << m;
+  // probes_total: each pair IB phase once under mode="ib", its two rail phases under "ib_rail"
+  // (the slow rail's NCCL runs pass: its outcome is pass, the verdict is the rate's).
+  const auto count = [&](const std::string& series) {
+    const size_t at = m.find(series);
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + series.size()));
+  };
+  const double ib = count("nccl_triage_coordinator_probes_total{mode=\"ib\",outcome=\"pass\"} ");
+  EXPECT_GT(ib, 0) << m;
+  EXPECT_EQ(count("nccl_triage_coordinator_probes_total{mode=\"ib_rail\",outcome=\"pass\"} "),
+            2 * ib)
+      << m;
+  // The verdict annotations of node 2's agent.
+  DesiredAnnotations a = AnnotationsOnceFaulty(t.cluster, 2);
+  EXPECT_EQ(a.values[std::string(kAnnotationVerdict)], "ib_resource");
+  EXPECT_EQ(a.values[std::string(kAnnotationCauses)].rfind("ib.bandwidth", 0), 0u)
+      << a.values[std::string(kAnnotationCauses)];
+  EXPECT_NE(a.values[std::string(kAnnotationReport)].find("rail 3 (mlx5_3/1) is rate-degraded"),
+            std::string::npos)
+      << a.values[std::string(kAnnotationReport)];
+}
+
+TEST(DemoCluster, ASlowRailIsNotJudgedByProbesBelowTheBandwidthBound) {
+  // The same slow rail, probed with 64 KiB: latency-bound, so busbw says nothing and no rail,
+  // node or pair may be called degraded. The fake still paces rail 3 at a sixteenth of its rate,
+  // so its busbw is below the floor at any size: judged, it would be a fault.
+  DemoOptions o = TestOptions(4, "rail-rate-small");
+  auto fault = ParseDemoFault("rail:2:3:rate", 4);
+  ASSERT_TRUE(fault.ok()) << fault.status().message();
+  o.faults.push_back(*fault);
+  o.rail_list = {"2", "3"};
+  o.probe_size_bytes = 64 << 10;
+  DemoReport r = RunCluster(std::move(o));
+  EXPECT_TRUE(r.faults.empty()) << nlohmann::json(ToJson(r)).dump(2);
+  EXPECT_EQ(r.pairs_covered, 6u);
+  for (const auto& n : r.node_results) {
+    EXPECT_EQ(n.fault_class, FaultClass::kHealthy) << n.name << ": " << n.reason;
+  }
+}
+
+TEST(DemoCluster, HealthyRailsJudgedForBandwidthHaveNoRateFault) {
+  DemoOptions o = TestOptions(4, "rails-bandwidth");
+  o.rails = true;
+  o.rail_list = {"2", "3"};
+  o.probe_size_bytes = kDemoBandwidthProbeBytes;
+  DemoReport r = RunCluster(std::move(o));
+  EXPECT_TRUE(r.faults.empty()) << nlohmann::json(ToJson(r)).dump(2);
+  for (const auto& n : r.node_results) {
+    EXPECT_EQ(n.fault_class, FaultClass::kHealthy) << n.name << ": " << n.reason;
+    EXPECT_EQ(n.basis, Basis::kProbes) << n.name;
+  }
+}
+
 TEST(DemoFaultSpec, ParsesRailSpecs) {
   auto f = ParseDemoFault("rail:3:5:mr_register", 8);
   ASSERT_TRUE(f.ok()) << f.status().message();
@@ -213,6 +322,10 @@ TEST(DemoFaultSpec, ParsesRailSpecs) {
   EXPECT_EQ(f->a, 3);
   EXPECT_EQ(f->rail, 5);
   EXPECT_EQ(f->what, "mr_register");
+  auto rate = ParseDemoFault("rail:1:7:rate", 8);
+  ASSERT_TRUE(rate.ok()) << rate.status().message();
+  EXPECT_EQ(rate->rail, 7);
+  EXPECT_EQ(rate->what, "rate");
   for (const char* bad : {"rail:3:8:mr_register", "rail:3:mr_register", "rail:8:1:port_down",
                           "rail:1:1:cable", "rail:1:-1:port_down", "rail:1:1:"}) {
     EXPECT_FALSE(ParseDemoFault(bad, 8).ok()) << bad;

@@ -290,5 +290,103 @@ TEST(JudgeRails, EachRailIsJudgedOnItsOwnAndALostRailIsLeftOut) {
   EXPECT_EQ(out[1].causes.front(), "ib.mr_register");
 }
 
+// A node whose rails 0 and 3 are 400 Gb/s ports (mlx5_0:1, mlx5_3:1), in its rail table and HCAs.
+NodeInfo RailNode(std::string name, double rail3_gbps = 400) {
+  NodeInfo n = Node(std::move(name));
+  for (int k : {0, 3}) {
+    const double rate = k == 3 ? rail3_gbps : 400;
+    const std::string dev = "mlx5_" + std::to_string(k);
+    n.hcas.push_back({dev, "MT4129", {{1, "InfiniBand", rate, "ACTIVE", "LinkUp", {}}}});
+    Rail r;
+    r.index = k;
+    r.device = dev;
+    r.port = 1;
+    r.rate_gbps = rate;
+    r.active = true;
+    n.rails.push_back(r);
+  }
+  return n;
+}
+
+// Socket and IB pass, then rails 0 and 3 pass NCCL with the given busbw on both ranks. The ranks
+// name both HCAs as used (what a summed expectation would add up).
+PairProbes RailsWithBusbw(double rail0, double rail3) {
+  PairProbes p = BothModesPass();
+  for (auto [rail, busbw] : {std::pair{0, rail0}, std::pair{3, rail3}}) {
+    ModeProbes m = Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kPass),
+                        Result(ProbeMode::kIb, 1, ProbeOutcome::kPass));
+    for (auto* r : {&*m.rank0, &*m.rank1}) {
+      r->busbw_bytes_per_second = busbw;
+      r->ib_ports = {"mlx5_0:1", "mlx5_3:1"};
+    }
+    m.rank0->peer = "b";
+    m.rank1->peer = "a";
+    p.rails.push_back({rail, "mlx5_" + std::to_string(rail) + "/1", std::move(m)});
+  }
+  return p;
+}
+
+TEST(JudgeRails, ARailBelowItsOwnPortRateIsRateDegraded) {
+  // 400 Gb/s = 50 GB/s per rail: rail 0 carries 45, rail 3 a quarter (12.5).
+  const PairProbes p = RailsWithBusbw(45e9, 12.5e9);
+  JudgeOptions o;
+  o.check_bandwidth = true;
+  std::vector<RailPairOutcome> out = JudgeRails(RailNode("a"), RailNode("b"), p, o);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[0].passed);
+  EXPECT_FALSE(out[0].degraded);
+  EXPECT_DOUBLE_EQ(out[0].expected_bytes_per_second, 50e9);  // the rail's port, not 800 Gb/s
+  EXPECT_EQ(out[1].rail, 3);
+  EXPECT_FALSE(out[1].passed);
+  EXPECT_TRUE(out[1].degraded);
+  EXPECT_EQ(out[1].fault_class, FaultClass::kIbResource);
+  ASSERT_FALSE(out[1].causes.empty());
+  EXPECT_EQ(out[1].causes.front(), "ib.bandwidth");
+  EXPECT_DOUBLE_EQ(out[1].busbw_bytes_per_second, 12.5e9);
+  EXPECT_DOUBLE_EQ(out[1].expected_bytes_per_second, 50e9);
+
+  // Below kBandwidthBoundBytes the coordinator does not check bandwidth: both rails pass.
+  for (const auto& r : JudgeRails(RailNode("a"), RailNode("b"), p, {})) {
+    EXPECT_TRUE(r.passed) << r.rail;
+    EXPECT_FALSE(r.degraded) << r.rail;
+    EXPECT_EQ(r.expected_bytes_per_second, 0) << r.rail;
+  }
+}
+
+TEST(JudgeRails, TheLowerOfTheTwoPortRatesOfTheRailIsExpected) {
+  // b's rail 3 port trained at 100 Gb/s (12.5 GB/s): sysfs shows it (ib.port_rate is the node
+  // check for that) and the rail's probe is judged against it, so 12.5 GB/s is a pass.
+  JudgeOptions o;
+  o.check_bandwidth = true;
+  std::vector<RailPairOutcome> out =
+      JudgeRails(RailNode("a"), RailNode("b", 100), RailsWithBusbw(45e9, 12.5e9), o);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[1].passed);
+  EXPECT_DOUBLE_EQ(out[1].expected_bytes_per_second, 12.5e9);
+  // Half of that is not.
+  out = JudgeRails(RailNode("a"), RailNode("b", 100), RailsWithBusbw(45e9, 5e9), o);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[1].degraded);
+
+  auto e = ExpectedRailBandwidth(RailNode("a"), RailNode("b", 100), 3, "mlx5_3/1");
+  ASSERT_TRUE(e);
+  EXPECT_DOUBLE_EQ(e->bytes_per_second, 12.5e9);
+  EXPECT_EQ(e->basis, "rail 3: a: mlx5_3:1 400 Gb/s; b: mlx5_3:1 100 Gb/s");
+  // A node without the rail table still has the port in its HCA list.
+  NodeInfo bare = RailNode("b");
+  bare.rails.clear();
+  e = ExpectedRailBandwidth(RailNode("a"), bare, 3, "mlx5_3/1");
+  ASSERT_TRUE(e);
+  EXPECT_DOUBLE_EQ(e->bytes_per_second, 50e9);
+  // A port neither lists: no expectation, so no bandwidth verdict (the rail passes).
+  EXPECT_FALSE(ExpectedRailBandwidth(RailNode("a"), RailNode("b"), 5, "mlx5_5/1"));
+  EXPECT_FALSE(ExpectedRailBandwidth(RailNode("a"), Node("b"), 3, "mlx5_3/1"));
+  PairProbes p = RailsWithBusbw(45e9, 1e9);
+  p.rails[1].device = "mlx5_5/1";
+  out = JudgeRails(RailNode("a"), RailNode("b"), p, o);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[1].passed);
+}
+
 }  // namespace
 }  // namespace nccl_triage

@@ -97,5 +97,77 @@ TEST(LocaliseRails, AHealthySweepHasNoFault) {
   EXPECT_TRUE(loc.inconclusive.empty());
 }
 
+// What JudgeRails makes of a rail that passes NCCL below its port rate.
+void MakeSlow(RailPairOutcome& o, double busbw, double expected) {
+  o.passed = false;
+  o.degraded = true;
+  o.fault_class = FaultClass::kIbResource;
+  o.causes = {"ib.bandwidth"};
+  o.busbw_bytes_per_second = busbw;
+  o.expected_bytes_per_second = expected;
+}
+
+TEST(LocaliseRails, ARailSlowWithEveryPeerIsThatNodesRailRateDegraded) {
+  auto outcomes = Sweep([](auto&, auto&, int) { return false; });
+  for (auto& o : outcomes) {
+    o.expected_bytes_per_second = 25e9;
+    o.busbw_bytes_per_second = 23e9;
+    if (o.rail == 1 && o.pair.Has("n2")) MakeSlow(o, o.pair.Has("n4") ? 6.5e9 : 6e9, 25e9);
+  }
+  auto loc = LocaliseRails(outcomes);
+  ASSERT_EQ(loc.faults.size(), 1u);
+  const RailFault& f = loc.faults[0];
+  EXPECT_EQ(f.kind, RailFaultKind::kNodeRail);
+  EXPECT_EQ(f.nodes, std::vector<std::string>{"n2"});
+  EXPECT_EQ(f.rail, 1);
+  EXPECT_TRUE(f.degraded);
+  EXPECT_EQ(f.causes, std::vector<std::string>{"ib.bandwidth"});
+  EXPECT_EQ(f.reason,
+            "rail 1 (mlx5_1) is rate-degraded: NCCL passes on it but carries at most 6.50 GB/s "
+            "busbw with n1, n3, n4, below probe.busbw_min_fraction of 25.00 GB/s, the rail's "
+            "port rate; each of them carries rail 1 at its rate with another node");
+  EXPECT_TRUE(loc.inconclusive.empty());
+}
+
+TEST(LocaliseRails, AFailedRailIsNotRateDegradedEvenIfSomePeersSawItSlow) {
+  auto outcomes =
+      Sweep([](auto& a, auto& b, int rail) { return rail == 2 && (a == "n3" || b == "n3"); });
+  for (auto& o : outcomes) {
+    if (o.rail == 2 && o.pair.Has("n3") && o.pair.Has("n1")) MakeSlow(o, 1e9, 25e9);
+  }
+  auto loc = LocaliseRails(outcomes);
+  ASSERT_EQ(loc.faults.size(), 1u);
+  EXPECT_FALSE(loc.faults[0].degraded);
+  EXPECT_EQ(loc.faults[0].causes, (std::vector<std::string>{"ib.bandwidth", "ib.mr_register"}));
+  EXPECT_EQ(loc.faults[0].reason.find("rate-degraded"), std::string::npos);
+}
+
+TEST(LocaliseRails, EveryRailSlowIsTheNodeRateDegraded) {
+  auto outcomes = Sweep([](auto&, auto&, int) { return false; });
+  for (auto& o : outcomes) {
+    if (o.pair.Has("n4")) MakeSlow(o, 3e9, 25e9);
+  }
+  auto loc = LocaliseRails(outcomes);
+  ASSERT_EQ(loc.faults.size(), 1u);
+  EXPECT_EQ(loc.faults[0].kind, RailFaultKind::kNode);
+  EXPECT_TRUE(loc.faults[0].degraded);
+  EXPECT_NE(loc.faults[0].reason.find("every rail probed (3) is rate-degraded"), std::string::npos)
+      << loc.faults[0].reason;
+}
+
+TEST(LocaliseRails, ARailSlowBetweenTwoGoodNodesOnlyIsTheLink) {
+  auto outcomes = Sweep([](auto&, auto&, int) { return false; });
+  for (auto& o : outcomes) {
+    if (o.rail == 0 && o.pair == NodePair("n1", "n3")) MakeSlow(o, 5e9, 25e9);
+  }
+  auto loc = LocaliseRails(outcomes);
+  ASSERT_EQ(loc.faults.size(), 1u);
+  EXPECT_EQ(loc.faults[0].kind, RailFaultKind::kLinkRail);
+  EXPECT_TRUE(loc.faults[0].degraded);
+  EXPECT_EQ(loc.faults[0].reason,
+            "rail 0 (mlx5_0) is rate-degraded (5.00 GB/s busbw, port rate 25.00 GB/s) only "
+            "between n1 and n3; both pass on it with other nodes");
+}
+
 }  // namespace
 }  // namespace nccl_triage

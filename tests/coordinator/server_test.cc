@@ -379,6 +379,12 @@ TEST(CoordinatorBandwidth, SmallProbesAreNotJudgedOnBandwidth) {
   config.probe.size_bytes = 256 << 10;  // latency-bound
   EXPECT_FALSE(CoordinatorOptionsFromConfig(config).judge.check_bandwidth);
   EXPECT_TRUE(CoordinatorOptionsFromConfig(Config{}).judge.check_bandwidth);
+  // 48 MiB is above the bound, but the agents are assigned the 1 MiB step below it.
+  config.probe.size_bytes = 48ull << 20;
+  EXPECT_EQ(ProbeSizeBytes(ProbeSizeFor(config.probe.size_bytes)), 1u << 20);
+  EXPECT_FALSE(CoordinatorOptionsFromConfig(config).judge.check_bandwidth);
+  config.probe.size_bytes = 64ull << 20;
+  EXPECT_TRUE(CoordinatorOptionsFromConfig(config).judge.check_bandwidth);
 }
 
 TEST(CoordinatorMetrics, ANodeLeftOutBecauseItsGpusAreBusyCountsItsSweeps) {

@@ -68,5 +68,65 @@ TEST(TriagePlan, TheAnswerCoversTheAskedNodesAndTheirFaultsOnly) {
   EXPECT_EQ(out.rounds, 2);
 }
 
+RailFault NodeRailFault(const std::string& node, int rail, bool slow) {
+  RailFault f;
+  f.kind = RailFaultKind::kNodeRail;
+  f.nodes = {node};
+  f.rail = rail;
+  f.device = "mlx5_" + std::to_string(rail) + "/1";
+  f.fault_class = FaultClass::kIbResource;
+  f.causes = {slow ? "ib.bandwidth" : "ib.mr_register"};
+  f.degraded = slow;
+  f.reason = "rail " + std::to_string(rail);
+  return f;
+}
+
+NodeInfo FourRails(const std::string& name) {
+  NodeInfo n;
+  n.name = name;
+  for (int k = 0; k < 4; ++k) {
+    Rail r;
+    r.index = k;
+    r.device = "mlx5_" + std::to_string(k);
+    r.port = 1;
+    n.rails.push_back(r);
+  }
+  return n;
+}
+
+TEST(TriageRails, EachRailCarriesTheFaultNamingItTheTriagesBeforeTheSweeps) {
+  const std::vector<RailFault> triage = {NodeRailFault("n2", 1, false)};
+  std::vector<RailFault> sweep = {NodeRailFault("n2", 1, true), NodeRailFault("n2", 3, true),
+                                  NodeRailFault("n5", 0, false)};
+  RailFault link = NodeRailFault("", 2, false);
+  link.kind = RailFaultKind::kLinkRail;
+  link.nodes = {"n2", "n7"};
+  sweep.push_back(link);
+  std::vector<TriageRail> rails = TriageRails(FourRails("n2"), triage, sweep);
+  ASSERT_EQ(rails.size(), 4u);
+  EXPECT_FALSE(rails[0].fault);  // n5's rail 0 is not n2's
+  EXPECT_EQ(rails[0].seen_by, "");
+  ASSERT_TRUE(rails[1].fault);
+  EXPECT_EQ(rails[1].seen_by, "triage");  // what the job's nodes do now wins
+  EXPECT_FALSE(rails[1].fault->degraded);
+  ASSERT_TRUE(rails[2].fault);
+  EXPECT_EQ(rails[2].fault->kind, RailFaultKind::kLinkRail);
+  ASSERT_TRUE(rails[3].fault);
+  EXPECT_EQ(rails[3].seen_by, "sweep");
+  EXPECT_TRUE(rails[3].fault->degraded);
+  EXPECT_EQ(rails[3].rail.device, "mlx5_3");
+
+  // A whole-node rail fault names every rail; a node without a rail table has no rows.
+  RailFault node = NodeRailFault("n2", -1, false);
+  node.kind = RailFaultKind::kNode;
+  for (const auto& r : TriageRails(FourRails("n2"), {node}, {})) {
+    ASSERT_TRUE(r.fault);
+    EXPECT_EQ(r.fault->kind, RailFaultKind::kNode);
+  }
+  NodeInfo bare;
+  bare.name = "n2";
+  EXPECT_TRUE(TriageRails(bare, triage, sweep).empty());
+}
+
 }  // namespace
 }  // namespace nccl_triage

@@ -25,6 +25,12 @@
 //     NCCL_IB_PKEY (default 0) of the two ports are not one partition with a full member, or one
 //     node lists the other's hostname in fixture.json "ib_unreachable" (a broken path of the
 //     fabric)
+//   the first port NCCL_IB_HCA selects carries data at most at its sysfs rate, or at the rate
+//     fixture.json "ib_data_gbps" gives its HCA ("mlx5_3=50": sysfs says 200 Gb/s, the data path
+//     moves 50): each rank's IB sends are paced to that rate, so the probe's busbw shows a slow
+//     rail. Loopback TCP is slower than a real port, so only ports slower than loopback (the
+//     demo's bandwidth mode writes 1X SDR ports) show their rate; a guess at what a slow data
+//     path looks like to NCCL (no warning, only less bandwidth)
 //   otherwise                            -> channels "via NET/IB/0", with "/GDRDMA" when the
 //     fixture has sys/module/nvidia_peermem (or nv_peer_mem). A guess at NCCL's choice: the real
 //     one also needs the GPU-HCA PCI distance within NCCL_NET_GDR_LEVEL and no ACS redirect; the
@@ -68,6 +74,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <climits>
 #include <condition_variable>
 #include <cstdarg>
@@ -546,11 +553,12 @@ struct ncclComm {
   bool ib_memlock_fails = false;
   std::string ib_mr_fail_device;  // a selected HCA whose memory registration fails
   uint16_t ib_pkey = 0;
-  std::string ib_broken_peer;  // set when the IB path to this peer cannot work
-  int cuda_dev = 0;            // the caller's current device (cudaGetDevice)
-  uint32_t bus_id = 0;         // its PCI bus id as NCCL's busIdToInt64 makes it (0x7000)
-  bool local = false;          // every rank has one host hash: P2P and SHM are candidates
-  std::string channel_via;     // the transport of the channels, once connected
+  std::string ib_broken_peer;           // set when the IB path to this peer cannot work
+  double ib_data_bytes_per_second = 0;  // the IB port's data rate (0: unknown, not paced)
+  int cuda_dev = 0;                     // the caller's current device (cudaGetDevice)
+  uint32_t bus_id = 0;                  // its PCI bus id as NCCL's busIdToInt64 makes it (0x7000)
+  bool local = false;                   // every rank has one host hash: P2P and SHM are candidates
+  std::string channel_via;              // the transport of the channels, once connected
   bool channels_connected = false;
   std::vector<int> peer_devs;  // every rank's CUDA device (from the bootstrap), for the log
   int listen_fd = -1;
@@ -748,6 +756,33 @@ ncclResult_t ConnectChannels(ncclComm* c) {
 
 constexpr size_t kChunk = 1 << 20;
 
+// An IB rank's sends take at least `sent` bytes at twice its port's data rate since `start`.
+// Twice: the star moves the buffer in two legs one after the other (to rank 0, back), where
+// NCCL's ring on a full-duplex link moves both directions at once; so each leg gets half the
+// time, and a two-rank all-reduce of S bytes takes S / rate: busbw is the port's data rate.
+void Pace(ncclComm* c, std::chrono::steady_clock::time_point start, size_t sent) {
+  if (c->ib_data_bytes_per_second <= 0 || c->channel_via.rfind("NET/IB", 0) != 0) return;
+  const double seconds = static_cast<double>(sent) / (2 * c->ib_data_bytes_per_second);
+  const auto due = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(seconds));
+  for (auto now = std::chrono::steady_clock::now(); now < due && !c->aborted;
+       now = std::chrono::steady_clock::now()) {
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(due - now, std::chrono::milliseconds(10)));
+  }
+}
+
+// SendAll in chunks, each paced (Pace).
+bool SendPaced(ncclComm* c, int fd, const void* data, size_t bytes) {
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t off = 0; off < bytes; off += kChunk) {
+    const size_t n = std::min(kChunk, bytes - off);
+    if (!SendAll(fd, static_cast<const char*>(data) + off, n, c->aborted)) return false;
+    Pace(c, start, off + n);
+  }
+  return true;
+}
+
 struct Header {
   uint64_t bytes;
   uint32_t datatype;
@@ -793,7 +828,7 @@ ncclResult_t RunAllReduce(ncclComm* c, const Job& job) {
     if (wrong) Corrupt(job.recv, job.count, job.datatype);
     for (int peer = 1; peer < c->nranks; ++peer) {
       int fd = c->fds[static_cast<size_t>(peer)];
-      if (!SendAll(fd, job.recv, bytes, c->aborted)) {
+      if (!SendPaced(c, fd, job.recv, bytes)) {
         return c->aborted ? ncclInternalError : PeerClosed(c, fd);
       }
     }
@@ -805,6 +840,7 @@ ncclResult_t RunAllReduce(ncclComm* c, const Job& job) {
     return c->aborted ? ncclInternalError : PeerClosed(c, fd);
   }
   std::vector<char> chunk(std::min(bytes, kChunk));
+  const auto start = std::chrono::steady_clock::now();
   for (size_t off = 0; off < bytes; off += kChunk) {
     size_t n = std::min(kChunk, bytes - off);
     std::memcpy(chunk.data(), static_cast<const char*>(job.send) + off, n);
@@ -814,6 +850,7 @@ ncclResult_t RunAllReduce(ncclComm* c, const Job& job) {
     if (!SendAll(fd, chunk.data(), n, c->aborted)) {
       return c->aborted ? ncclInternalError : PeerClosed(c, fd);
     }
+    Pace(c, start, off + n);
     if (die && off + n >= bytes / 2) kill(getpid(), SIGKILL);
   }
   int got = RecvAll(fd, job.recv, bytes, c->aborted);
@@ -902,6 +939,22 @@ std::string JsonList(const char* key_name) {
 
 std::string Unreachable() { return JsonList("ib_unreachable"); }
 
+// The data rate in Gb/s of an IB port of IbInitDevices ("mlx5_3:1/IB"): fixture.json
+// "ib_data_gbps" for its HCA ("mlx5_3=50"), else the leading number of its sysfs rate ("200
+// Gb/sec (4X HDR)"); 0 when neither says.
+double DataRateGbps(const std::string& port) {
+  const std::string dev = port.substr(0, port.find(':'));
+  std::stringstream list(JsonList("ib_data_gbps"));
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    if (item.rfind(dev + "=", 0) == 0) return std::atof(item.c_str() + dev.size() + 1);
+  }
+  const size_t colon = port.find(':');
+  const std::string num = port.substr(colon + 1, port.find('/') - colon - 1);
+  return std::atof(
+      ReadFirstLine(Root() + "/sys/class/infiniband/" + dev + "/ports/" + num + "/rate").c_str());
+}
+
 std::string HostHashString() {
   std::string id = Env("NCCL_HOSTID");
   if (!id.empty()) {
@@ -948,6 +1001,7 @@ ncclResult_t NetInit(ncclComm* c, const std::string& config_net, const Iface& oo
     for (const auto& dev : ib.devices) {
       if (Listed(mr_fail.c_str(), dev.c_str())) c->ib_mr_fail_device = dev;
     }
+    c->ib_data_bytes_per_second = DataRateGbps(ib.ports.front()) * 1e9 / 8;
   } else {
     c->net = "Socket";
     INFO("NET/Socket : Using [0]%s", oob_s.c_str());

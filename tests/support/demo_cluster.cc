@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "coordinator_client/session.h"
 #include "core/catalogue.h"
+#include "core/decision.h"
 #include "daemon/agent.h"
 #include "daemon/node_loop_parts.h"
 #include "daemon/probe_adapter.h"
@@ -39,7 +40,7 @@ constexpr const char* kNodeKinds[] = {"port_down",       "sm_offline",    "memlo
                                       "no_rdma_devices", "rate_degraded", "shm_small",
                                       "nccl_version"};
 constexpr const char* kLinkKinds[] = {"pkey_mismatch", "cable"};
-constexpr const char* kRailKinds[] = {"mr_register", "port_down"};
+constexpr const char* kRailKinds[] = {"mr_register", "port_down", "rate"};
 constexpr int kDemoRails = 8;  // the DGX A100 fixture: mlx5_0..mlx5_7, one port each
 
 std::string NodeName(int i) { return "node-" + std::to_string(i); }
@@ -219,6 +220,7 @@ class DemoCluster::Node {
   const std::string& name() const { return name_; }
   int port() const { return port_; }
   AgentState& state() { return state_; }
+  const AgentState& state() const { return state_; }
 
  private:
   int index_;
@@ -269,7 +271,28 @@ Status DemoCluster::Start() {
   co.sweep_interval = std::chrono::milliseconds(0);  // on demand: the demo drives the sweeps
   co.hold_down = options_.hold_down;
   co.topology_label = kSwitchLabel;
-  co.probe_size_bytes = 64 << 10;  // latency-bound: the demo is about verdicts, not bandwidth
+  const bool rate_fault = std::any_of(options_.faults.begin(), options_.faults.end(),
+                                      [](const DemoFault& f) { return f.what == "rate"; });
+  // Latency-bound unless asked (or a rate fault needs bandwidth judged): the demo is about
+  // verdicts, and loopback carries bandwidth only at the demo's 1X SDR port rate.
+  const uint64_t probe_size = options_.probe_size_bytes > 0 ? options_.probe_size_bytes
+                              : rate_fault                  ? kDemoBandwidthProbeBytes
+                                                            : 64 << 10;
+  co.probe_size_bytes = probe_size;
+  {
+    // Whether busbw is judged follows from the size by the coordinator's own rule.
+    Config sized;
+    sized.probe.size_bytes = probe_size;
+    co.judge = CoordinatorOptionsFromConfig(sized).judge;
+  }
+  if (co.judge.check_bandwidth) {
+    // Loopback on a loaded machine may carry a healthy rail well under its port rate (the probe
+    // children compete for the CPU); the slowed rail carries a sixteenth of it (a PCIe link at x1
+    // of x16), so an eighth tells them apart with room on both sides.
+    co.judge.busbw_min_fraction = kDemoBusbwMinFraction;
+  }
+  // Ports loopback can carry at their rate whenever bandwidth is judged or a rail is slowed.
+  const bool slow_ports = co.judge.check_bandwidth || rate_fault;
   co.probe_deadline_seconds = options_.probe_timeout_seconds;
   co.report_grace = std::chrono::seconds(5);
   co.peer_failed_grace = std::chrono::seconds(2);
@@ -277,7 +300,10 @@ Status DemoCluster::Start() {
   co.version = "demo";
   const bool rail_faults = std::any_of(options_.faults.begin(), options_.faults.end(),
                                        [](const DemoFault& f) { return f.rail >= 0; });
-  if (options_.rails || rail_faults) co.rails = RailSelection{.all = true};
+  if (options_.rails || rail_faults) {
+    co.rails = options_.rail_list.empty() ? RailSelection{.all = true}
+                                          : RailSelection{.items = options_.rail_list};
+  }
   coordinator_ = std::make_unique<CoordinatorServer>(co, log_);
   Status started = coordinator_->Start();
   if (!started.ok()) return started;
@@ -294,6 +320,7 @@ Status DemoCluster::Start() {
       FixtureFaults& ff = node_faults[f.a];
       if (f.what == "mr_register") ff.mr_register_fails = f.rail;
       if (f.what == "port_down") ff.port_down = f.rail;
+      if (f.what == "rate") ff.slow_data_path = f.rail;
     } else if (f.kind == FaultKind::kNode) {
       FixtureFaults& ff = node_faults[f.a];
       if (f.what == "port_down") ff.port_down = 0;  // mlx5_0: the rail the probes use
@@ -323,7 +350,13 @@ Status DemoCluster::Start() {
       node_faults[i].ib_busy = true;
       node_faults[i].gpus_in_use = true;  // every GPU has a CUDA job: none is idle for a probe
     }
-    FixtureSpec spec = ApplyFaults(DgxA100Spec(), node_faults[i]);
+    FixtureSpec spec = DgxA100Spec();
+    if (slow_ports) {
+      for (auto& h : spec.hcas) {
+        for (auto& p : h.ports) p.rate = "2.5 Gb/sec (1X SDR)";
+      }
+    }
+    spec = ApplyFaults(std::move(spec), node_faults[i]);
     spec.hostname = NodeName(i);
     spec.scenario = "demo-" + NodeName(i);
     if (pkeys.count(i)) {
@@ -349,8 +382,9 @@ Status DemoCluster::Start() {
         (fs::path(options_.fakes_dir) / (old_nccl[i] ? "old" : "lib") / "libnccl.so.2").string()};
     config.probe.cuda_library_paths = {
         (fs::path(options_.fakes_dir) / "lib" / "libcuda.so.1").string()};
-    config.probe.size_bytes = 64 << 10;
-    config.probe.iterations = 2;
+    config.probe.size_bytes = probe_size;
+    config.probe.busbw_min_fraction = co.judge.busbw_min_fraction;
+    config.probe.iterations = co.judge.check_bandwidth ? 1 : 2;  // a slowed 64 MiB run takes 3 s
     config.probe.warmup_iterations = 1;
     config.probe.timeout_seconds = options_.probe_timeout_seconds;
     config.probe.socket_ifname = "lo";
@@ -422,6 +456,10 @@ StatusOr<DemoReport> DemoCluster::Run() {
     if (options_.rounds == 0 && covered >= pairs_total && pending == 0) break;
   }
   return Report();
+}
+
+AgentStateView DemoCluster::NodeState(int index) const {
+  return nodes_.at(static_cast<size_t>(index))->state().View();
 }
 
 DemoReport DemoCluster::Report() const {

@@ -33,6 +33,7 @@
 #include "base/status.h"
 #include "coordinator/server.h"
 #include "planner/sweep.h"
+#include "state/agent_state.h"
 
 namespace nccl_triage {
 
@@ -46,6 +47,12 @@ struct DemoFault {
   int rail = -1;     // rail faults: K (kind kNode)
   std::string spec;  // as given
 };
+
+// The probe size of a demo that judges bandwidth: the smallest assignment step (64 KiB, 1 MiB,
+// 64 MiB, 1 GiB) at or above kBandwidthBoundBytes.
+inline constexpr uint64_t kDemoBandwidthProbeBytes = 64ull << 20;
+// probe.busbw_min_fraction of a demo that judges bandwidth (see DemoOptions::probe_size_bytes).
+inline constexpr double kDemoBusbwMinFraction = 0.125;
 
 // Parses one --fault spec for a cluster of `nodes` nodes.
 StatusOr<DemoFault> ParseDemoFault(std::string_view spec, int nodes);
@@ -72,6 +79,15 @@ struct DemoOptions {
   // Per-rail IB probes on every rail after each pair's IB probe (probe.rails all); on whenever a
   // rail fault is injected.
   bool rails = false;
+  // The rails those probes take ("3", "mlx5_3", as probe.rails' list); empty: all.
+  std::vector<std::string> rail_list;
+  // The all-reduce size of every probe. 0: 64 KiB (latency-bound: busbw is not judged), or
+  // kDemoBandwidthProbeBytes when a rail:I:K:rate fault is injected. When the coordinator judges
+  // busbw at that size (its assignments are at least kBandwidthBoundBytes) the demo writes every
+  // IB port as 1X SDR (2.5 Gb/s) and the coordinator's busbw floor is kDemoBusbwMinFraction: the
+  // fake NCCL's wire is TCP over loopback, which carries a good share of that rate on a loaded
+  // machine but never a real port's 200 Gb/s.
+  uint64_t probe_size_bytes = 0;
   std::function<void(const std::string&)> progress;  // one line per sweep; may be empty
 };
 
@@ -135,6 +151,8 @@ class DemoCluster {
   CoordinatorServer& coordinator();
   // The token the agents and the coordinator share (random per cluster).
   const std::string& token() const { return token_; }
+  // The agent state of node `index` (what its /status, metrics and pod annotations are made of).
+  AgentStateView NodeState(int index) const;
   // Stops one agent (its session closes and cancels the probe it runs), as a node going away.
   void StopNode(int index);
   // Replaces the coordinator with a new one on the same port (a coordinator restart); the agents

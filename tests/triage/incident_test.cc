@@ -278,6 +278,43 @@ TEST(Incident, AProbeFaultLocalisesALinkTheLogsCouldNot) {
   EXPECT_EQ(inc.exit_code, 1);
 }
 
+TEST(Incident, ARailFaultOfTheLastSweepOnAJobNodeIsNamed) {
+  // The triage's own probes pass; the coordinator's last sweep found gpu-01's rail 3 slow.
+  auto answer = nlohmann::json::parse(R"({
+    "nodes": [
+      {"node": "gpu-00", "state": "good", "reason": "", "rails": [
+        {"rail": 3, "device": "mlx5_3/1", "fault": "", "rate_degraded": false, "causes": []}]},
+      {"node": "gpu-01", "state": "good", "reason": "", "rails": [
+        {"rail": 2, "device": "mlx5_2/1", "fault": ""},
+        {"rail": 3, "device": "mlx5_3/1", "fault": "node_rail", "rate_degraded": true,
+         "causes": ["ib.bandwidth"], "reason": "rail 3 (mlx5_3/1) is rate-degraded: ...",
+         "seen_by": "sweep"},
+        "not an object", {"rail": "x", "fault": "node"}]}],
+    "faults": [], "pairs_probed": 1, "references": []})");
+  auto probes = ProbeOutcomeFromJson(answer);
+  ASSERT_TRUE(probes.ok()) << probes.status().message();
+  // Rails without a fault, and malformed ones, are left out.
+  ASSERT_EQ(probes->rail_faults.size(), 1U);
+  EXPECT_EQ(probes->rail_faults[0].node, "gpu-01");
+  EXPECT_EQ(probes->rail_faults[0].rail, 3);
+  EXPECT_TRUE(probes->rail_faults[0].rate_degraded);
+  IncidentInput in = Job(2);
+  in.logs.push_back(Log("w0", "app only\n", 0));
+  in.probes = *probes;
+  Incident inc = JudgeIncident(in);
+  ASSERT_EQ(inc.rails.size(), 1U);
+  EXPECT_EQ(inc.rails[0],
+            "gpu-01 rail 3 (mlx5_3/1): rate-degraded (ib.bandwidth), seen by the last sweep: "
+            "rail 3 (mlx5_3/1) is rate-degraded: ...");
+  EXPECT_EQ(ToJson(inc)["rails"][0], inc.rails[0]);
+  KeepOutcome kept;
+  kept.not_attempted = "--no-keep";
+  const std::string t = RenderIncidentTable(inc, kept);
+  EXPECT_NE(t.find("rail:     gpu-01 rail 3 (mlx5_3/1): rate-degraded (ib.bandwidth)"),
+            std::string::npos)
+      << t;
+}
+
 TEST(Incident, ACoordinatorThatDoesNotAnswerIsSaidAndLeavesTheLogVerdict) {
   IncidentInput in = Job(1);
   in.logs.push_back(Log("w0", "app only\n", 0));

@@ -54,6 +54,19 @@ class TriageProbes : public TriageEnv {
     }
   }
 
+  // `nccl-triage triage --format json --no-keep` of the job whose pod `lost` went away; a fault
+  // found (exit 1) is expected.
+  json TriageJson(int lost) {
+    auto& s = Server();
+    Job(s, lost);
+    auto r = Triage(
+        {"--job", "train-7", "--coordinator", Coordinator(), "--format", "json", "--no-keep"},
+        {TokenEnv()});
+    EXPECT_EQ(r.exit_code, 1) << r.err << r.out << cluster_->log_text.str();
+    json j = json::parse(r.out, nullptr, false);
+    return j.is_discarded() ? json::object() : j;
+  }
+
   void TearDown() override { cluster_.reset(); }
 
   std::unique_ptr<TestCluster> cluster_;
@@ -105,15 +118,27 @@ TEST_F(TriageProbes, TheReadmeShowsAProbedIncident) {
                                                                  << WithoutRunTime(printed);
 }
 
+TEST_F(TriageProbes, ANodeWithOneBadRailIsNamedWithTheRail) {
+  // mlx5_5 of node 2 fails memory registration; sysfs and the pair probes on mlx5_0 see nothing.
+  // The triage's per-rail probes (on with a rail fault) name the node, and the answer's rail
+  // table names the rail.
+  StartCluster("rail:2:5:mr_register");
+  json j = TriageJson(2);
+  EXPECT_EQ(j["class"], "ib_resource");
+  EXPECT_EQ(j["cause"], "ib.mr_register");
+  EXPECT_EQ(j["basis"], "probes");
+  EXPECT_EQ(j["localisation"]["node"], "node-2");
+  ASSERT_EQ(j["rails"].size(), 1u) << j.dump(2);
+  const std::string line = j["rails"][0].get<std::string>();
+  EXPECT_EQ(line.rfind("node-2 rail 5 (mlx5_5/1): fault (ib.mr_register", 0), 0u) << line;
+  EXPECT_NE(line.find("seen by these probes: rail 5 (mlx5_5/1) passes with no peer"),
+            std::string::npos)
+      << line;
+}
+
 TEST_F(TriageProbes, ALinkFaultIsNamedAsTheLink) {
   StartCluster("link:0-1:cable");
-  auto& s = Server();
-  Job(s, 1);
-  auto r =
-      Triage({"--job", "train-7", "--coordinator", Coordinator(), "--format", "json", "--no-keep"},
-             {TokenEnv()});
-  ASSERT_EQ(r.exit_code, 1) << r.err << r.out << cluster_->log_text.str();
-  json j = json::parse(r.out);
+  json j = TriageJson(1);
   EXPECT_EQ(j["class"], "ib_resource");
   EXPECT_EQ(j["basis"], "probes");
   EXPECT_EQ(j["localisation"]["kind"], "link");
