@@ -453,6 +453,7 @@ class CoordinatorSession::Connection {
     if (rail) {
       pa.ib_hca = RailIbHca(*rail);
       pa.tag = "rail" + std::to_string(rail->index);
+      pa.rail = rail->index;
     }
     const std::string probe_id = a.probe_id();
     pa.publish_unique_id = [this, probe_id](const std::string& hex) {

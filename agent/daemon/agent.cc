@@ -168,7 +168,8 @@ ProbeResult Agent::RunProbe(const ProbeAssignment& assignment, std::stop_token s
   if (result.duration_seconds <= 0) {
     result.duration_seconds = std::chrono::duration<double>(clock_.Now() - start).count();
   }
-  state_.RecordProbe(result, clock_.NowUnixMs());
+  state_.RecordProbe(result, clock_.NowUnixMs(), assignment.rail,
+                     assignment.rail >= 0 ? assignment.ib_hca.value_or("") : std::string());
   Notify();
   return result;
 }

@@ -41,6 +41,7 @@ struct ProbeAssignment {
   // for the log's name.
   std::optional<std::string> ib_hca;
   std::string tag;
+  int rail = -1;  // the rail's number when ib_hca selects one rail; -1 otherwise
   // Rank 0: called once with the NCCL unique id (hex) as soon as the child made it, for the
   // coordinator to relay to the other rank.
   std::function<void(const std::string& unique_id_hex)> publish_unique_id;

@@ -28,6 +28,14 @@ nlohmann::json AgentStatusJson(const AgentStateView& view) {
     p["recorded_at"] = FormatRfc3339(rec->recorded_at_unix_ms);
     probes.push_back(std::move(p));
   }
+  nlohmann::json rail_probes = nlohmann::json::array();
+  for (const auto& [key, rec] : view.rail_probes) {
+    nlohmann::json p = ToJson(rec->result);
+    p["rail"] = rec->rail;
+    p["ib_hca"] = rec->ib_hca;
+    p["recorded_at"] = FormatRfc3339(rec->recorded_at_unix_ms);
+    rail_probes.push_back(std::move(p));
+  }
   nlohmann::json pairs = nlohmann::json::array();
   for (const auto& [peer, rec] : view.pairs) {
     const PairVerdict& v = rec->verdict;
@@ -81,6 +89,7 @@ nlohmann::json AgentStatusJson(const AgentStateView& view) {
       {"coordinator", view.coordinator_status},
       {"last_probe_at", view.last_probe_unix_ms ? FormatRfc3339(view.last_probe_unix_ms) : ""},
       {"probes", probes},
+      {"rail_probes", rail_probes},
       {"pairs", pairs},
       {"workloads", workloads},
       {"rails", view.summary ? RailsJson(view.summary->rails) : nlohmann::json::array()},

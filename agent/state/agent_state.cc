@@ -1,5 +1,7 @@
 #include "state/agent_state.h"
 
+#include <climits>
+
 namespace nccl_triage {
 namespace {
 constexpr size_t kMaxObservations = 1024;
@@ -81,16 +83,25 @@ void AgentState::SetCycle(std::shared_ptr<const NodeReport> report,
   BumpLocked();
 }
 
-void AgentState::RecordProbe(ProbeResult result, int64_t now_unix_ms) {
+void AgentState::RecordProbe(ProbeResult result, int64_t now_unix_ms, int rail,
+                             std::string ib_hca) {
   std::lock_guard lock(mu_);
   auto rec = std::make_shared<ProbeRecord>();
   rec->seq = ++probe_seq_;
   rec->recorded_at_unix_ms = now_unix_ms;
   observations_.push_back({rec->seq, result.mode, result.duration_seconds});
   while (observations_.size() > kMaxObservations) observations_.pop_front();
-  ProbeKey key{result.peer, result.mode};
-  rec->result = std::move(result);
-  state_.probes[key] = std::move(rec);
+  if (rail >= 0) {
+    RailProbeKey key{result.peer, rail};
+    rec->rail = rail;
+    rec->ib_hca = std::move(ib_hca);
+    rec->result = std::move(result);
+    state_.rail_probes[key] = std::move(rec);
+  } else {
+    ProbeKey key{result.peer, result.mode};
+    rec->result = std::move(result);
+    state_.probes[key] = std::move(rec);
+  }
   state_.last_probe_unix_ms = now_unix_ms;
   BumpLocked();
 }
@@ -109,6 +120,8 @@ void AgentState::RemovePeer(const std::string& peer) {
   state_.pairs.erase(peer);
   state_.probes.erase({peer, ProbeMode::kSocket});
   state_.probes.erase({peer, ProbeMode::kIb});
+  state_.rail_probes.erase(state_.rail_probes.lower_bound({peer, INT_MIN}),
+                           state_.rail_probes.upper_bound({peer, INT_MAX}));
   BumpLocked();
 }
 

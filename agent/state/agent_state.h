@@ -49,7 +49,9 @@ struct NodeVerdict {
 struct ProbeRecord {
   ProbeResult result;
   int64_t recorded_at_unix_ms = 0;
-  uint64_t seq = 0;  // increases with every recorded probe (metrics observe each one once)
+  uint64_t seq = 0;    // increases with every recorded probe (metrics observe each one once)
+  int rail = -1;       // a rail's IB probe: its rail number; -1 for the pair's own probes
+  std::string ib_hca;  // a rail's IB probe: the NCCL_IB_HCA that selected it ("=mlx5_3:1")
 };
 
 struct PairVerdictRecord {
@@ -82,6 +84,7 @@ struct CycleInfo {
 };
 
 using ProbeKey = std::pair<std::string, ProbeMode>;  // (peer, mode)
+using RailProbeKey = std::pair<std::string, int>;    // (peer, rail)
 
 // A consistent copy of the state at one moment; cheap to take (shared immutable parts).
 struct AgentStateView {
@@ -94,6 +97,9 @@ struct AgentStateView {
   std::shared_ptr<const NodeSnapshot> snapshot;
   std::shared_ptr<const SnapshotSummary> summary;
   std::map<ProbeKey, std::shared_ptr<const ProbeRecord>> probes;
+  // The per-rail IB probes, apart: a rail's result must not stand for the pair's IB probe (which
+  // lets NCCL use every rail) in `probes`, its metrics or its /status row.
+  std::map<RailProbeKey, std::shared_ptr<const ProbeRecord>> rail_probes;
   std::map<std::string, std::shared_ptr<const PairVerdictRecord>> pairs;  // by peer
   std::optional<NodeVerdict> probe_verdict;                               // from the coordinator
   std::shared_ptr<const std::vector<WorkloadFinding>> workloads;          // never null
@@ -125,7 +131,8 @@ class AgentState {
                 int64_t finished_unix_ms, std::string error);
 
   // The coordinator link (through AgentServices).
-  void RecordProbe(ProbeResult result, int64_t now_unix_ms);
+  // `rail` >= 0: the IB probe of that rail (selected by `ib_hca`), kept in rail_probes.
+  void RecordProbe(ProbeResult result, int64_t now_unix_ms, int rail = -1, std::string ib_hca = {});
   void SetPairVerdict(const std::string& peer, PairVerdict verdict, int64_t now_unix_ms);
   void RemovePeer(const std::string& peer);  // its probe results and pair verdict vanish
   void SetProbeVerdict(std::optional<NodeVerdict> verdict);

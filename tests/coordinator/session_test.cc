@@ -586,6 +586,7 @@ TEST(CoordinatorSession, ARailProbesOnItsNearestGpuAndIsSkippedWhenAJobHoldsThat
   EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_PASS) << r->skipped_reason();
   EXPECT_EQ(seen.gpu_bus_id, table[2].gpu_bdf);
   EXPECT_EQ(seen.tag, "rail2");
+  EXPECT_EQ(seen.rail, 2);  // the agent records it apart from the pair's IB probe
   ASSERT_TRUE(seen.ib_hca.has_value());
   EXPECT_NE(seen.ib_hca->find(table[2].device), std::string::npos) << *seen.ib_hca;
 
@@ -598,6 +599,7 @@ TEST(CoordinatorSession, ARailProbesOnItsNearestGpuAndIsSkippedWhenAJobHoldsThat
   EXPECT_NE(seen.gpu_bus_id, table[0].gpu_bdf);
   EXPECT_NE(seen.gpu_bus_id, table[1].gpu_bdf);
   EXPECT_FALSE(seen.ib_hca.has_value());
+  EXPECT_EQ(seen.rail, -1);
 }
 
 // The kubelet assigned rail 2's GPU to a container whose job has not opened it yet: the rail is

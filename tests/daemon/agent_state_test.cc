@@ -57,6 +57,30 @@ TEST(AgentState, KeepsTheLastProbePerPeerAndModeButEveryObservation) {
   EXPECT_TRUE(state.View().probes.empty());
 }
 
+// A pair's IB probe passes (NCCL spreads over every rail), then its rail 5 fails alone: the pair's
+// `ib` row keeps the pass, the rail's failure is its own row, and both go with the peer.
+TEST(AgentState, ARailProbeIsKeptApartFromThePairsIbProbe) {
+  AgentState state("n1", "v", 0);
+  state.RecordProbe(Probe("n2", ProbeMode::kIb, ProbeOutcome::kPass, 1), 10);
+  state.RecordProbe(Probe("n2", ProbeMode::kIb, ProbeOutcome::kFail, 1), 20, 5, "=mlx5_5:1");
+  state.RecordProbe(Probe("n2", ProbeMode::kIb, ProbeOutcome::kPass, 1), 30, 6, "=mlx5_6:1");
+  AgentStateView v = state.View();
+  ASSERT_EQ(v.probes.size(), 1u);
+  EXPECT_EQ(v.probes.at({"n2", ProbeMode::kIb})->result.outcome, ProbeOutcome::kPass);
+  ASSERT_EQ(v.rail_probes.size(), 2u);
+  const ProbeRecord& rail5 = *v.rail_probes.at({"n2", 5});
+  EXPECT_EQ(rail5.result.outcome, ProbeOutcome::kFail);
+  EXPECT_EQ(rail5.rail, 5);
+  EXPECT_EQ(rail5.ib_hca, "=mlx5_5:1");
+  EXPECT_EQ(state.ProbeObservationsAfter(0).size(), 3u);  // every probe's duration is observed
+  state.RecordProbe(Probe("n3", ProbeMode::kIb, ProbeOutcome::kPass, 1), 40, 5, "=mlx5_5:1");
+  state.RemovePeer("n2");
+  v = state.View();
+  EXPECT_TRUE(v.probes.empty());
+  ASSERT_EQ(v.rail_probes.size(), 1u);
+  EXPECT_EQ(v.rail_probes.begin()->first, (RailProbeKey{"n3", 5}));
+}
+
 TEST(AgentState, ViewIsAConsistentCopy) {
   AgentState state("n1", "v", 0);
   state.SetPairVerdict("n2", PairVerdict{FaultClass::kHealthy}, 5);

@@ -264,6 +264,22 @@ TEST_F(AgentTest, WithoutAProbeRunnerAProbeIsUnavailableNotAFailure) {
   EXPECT_EQ(state_.View().probes.size(), 1u);
 }
 
+TEST_F(AgentTest, ARailsProbeIsRecordedAsThatRailNotAsThePairsIbProbe) {
+  Agent agent(
+      {}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
+      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
+      clock_, log_);
+  std::stop_source stop;
+  ProbeAssignment rail5{.peer = "n2", .mode = ProbeMode::kIb};
+  rail5.ib_hca = "=mlx5_5:1";
+  rail5.rail = 5;
+  (void)agent.RunProbe(rail5, stop.get_token());
+  AgentStateView v = state_.View();
+  EXPECT_TRUE(v.probes.empty());
+  ASSERT_EQ(v.rail_probes.size(), 1u);
+  EXPECT_EQ(v.rail_probes.at({"n2", 5})->ib_hca, "=mlx5_5:1");
+}
+
 TEST_F(AgentTest, ProbesRunOneAtATime) {
   std::atomic<int> running{0}, max_running{0};
   Agent agent(

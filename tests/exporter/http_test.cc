@@ -50,6 +50,11 @@ TEST(AgentHttp, LivezAlwaysReadyzAfterTheFirstCycleMetricsAndStatus) {
       state, testing::TestSnapshot(2),
       {testing::TestFinding("ib.port_state", FaultClass::kIbResource, CheckStatus::kFail)}, 1000);
   testing::FillPeers(state, 2, 2000);
+  ProbeResult rail;
+  rail.peer = "gpu-node-100";
+  rail.mode = ProbeMode::kIb;
+  rail.outcome = ProbeOutcome::kFail;
+  state.RecordProbe(rail, 2500, 1, "=mlx5_1:1");
   EXPECT_EQ(client.Get("/readyz")->status, 200);
   auto m = client.Get("/metrics");
   ASSERT_TRUE(m);
@@ -64,7 +69,11 @@ TEST(AgentHttp, LivezAlwaysReadyzAfterTheFirstCycleMetricsAndStatus) {
   EXPECT_EQ(j["schema"], kAgentStatusSchema);
   EXPECT_EQ(j["verdict"]["class"], "ib_resource");
   EXPECT_EQ(j["report"]["causes"][0], "ib.port_state");
-  EXPECT_EQ(j["probes"].size(), 4u);
+  EXPECT_EQ(j["probes"].size(), 4u);  // the rail's failure does not replace the pair's ib row
+  ASSERT_EQ(j["rail_probes"].size(), 1u);
+  EXPECT_EQ(j["rail_probes"][0]["rail"], 1);
+  EXPECT_EQ(j["rail_probes"][0]["ib_hca"], "=mlx5_1:1");
+  EXPECT_EQ(j["rail_probes"][0]["outcome"], "fail");
   EXPECT_EQ(j["pairs"].size(), 2u);
   EXPECT_EQ(j["snapshot"]["memlock_limit_bytes"], 65536.0);
   // The rail table: one row per HCA port, the polling port named with its rail.
