@@ -547,12 +547,16 @@ TEST(CoordinatorSession, AJobOnGpu0OnlyMakesTheProbeRunOnGpu1) {
   ExpectSkipped(c, Assignment("all-busy"), "python3 pid 5150 holds /dev/nvidia0");
 }
 
-TEST(CoordinatorSession, ARailProbesOnItsNearestGpuAndIsSkippedWhenAJobHoldsThatGpu) {
-  // ib-busy: a DGX A100 where python3 (pid 31337) has a CUDA context on GPU 0 and pt_main_thread
-  // (pid 31338) on GPU 1; rails 0 and 1 sit next to those GPUs, rail 2 next to an idle one.
+// ib-busy: a DGX A100 where python3 (pid 31337) has a CUDA context on GPU 0 and pt_main_thread
+// (pid 31338) on GPU 1; rails 0 and 1 sit next to those GPUs, rail 2 next to an idle one.
+GatherOptions IbBusy() {
   GatherOptions options;
   options.root = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/ib-busy";
-  auto snapshot = GatherSnapshot(options);
+  return options;
+}
+
+TEST(CoordinatorSession, ARailProbesOnItsNearestGpuAndIsSkippedWhenAJobHoldsThatGpu) {
+  auto snapshot = GatherSnapshot(IbBusy());
   ASSERT_TRUE(snapshot.ok()) << snapshot.status().message();
   const std::vector<Rail> table = RailTable(*snapshot);
   ASSERT_GE(table.size(), 3u);
@@ -605,9 +609,7 @@ TEST(CoordinatorSession, ARailProbesOnItsNearestGpuAndIsSkippedWhenAJobHoldsThat
 // The kubelet assigned rail 2's GPU to a container whose job has not opened it yet: the rail is
 // skipped, naming the container; with the assignment gone the same rail runs on that GPU.
 TEST(CoordinatorSession, ARailWhoseGpuTheKubeletAssignedIsSkippedNamingTheContainer) {
-  GatherOptions options;
-  options.root = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/ib-busy";
-  auto snapshot = GatherSnapshot(options);
+  auto snapshot = GatherSnapshot(IbBusy());
   ASSERT_TRUE(snapshot.ok()) << snapshot.status().message();
   const std::vector<Rail> table = RailTable(*snapshot);
   ASSERT_GE(table.size(), 3u);
