@@ -52,24 +52,8 @@ int RunProbeCommand(CliContext& ctx) {
     *gathered = *snapshot;
     return BuiltinCheckRegistry().Run(*snapshot, config, CheckContext{});
   };
-  hooks.node_port_rates = [gathered](const std::string& root) {
-    std::map<std::string, double> rates;
-    if (!gathered->has_value()) {
-      GatherOptions options;
-      options.root = root;
-      auto snapshot = GatherSnapshot(options);
-      if (!snapshot.ok()) return rates;  // no rates: no bandwidth verdict, nothing else lost
-      *gathered = std::move(*snapshot);
-    }
-    for (const auto& hca : (*gathered)->ib_devices) {
-      for (const auto& port : hca.ports) {
-        if (port.rate_gbps.ok())
-          rates[hca.name + ":" + std::to_string(port.num)] = *port.rate_gbps.value;
-      }
-    }
-    return rates;
-  };
-  hooks.node_rails = [gathered](const std::string& root) -> StatusOr<std::vector<RailTarget>> {
+  // The snapshot node_findings gathered, else one gathered now (with the default options).
+  auto snapshot_of = [gathered](const std::string& root) -> StatusOr<const NodeSnapshot*> {
     if (!gathered->has_value()) {
       GatherOptions options;
       options.root = root;
@@ -77,6 +61,23 @@ int RunProbeCommand(CliContext& ctx) {
       if (!snapshot.ok()) return snapshot.status();
       *gathered = std::move(*snapshot);
     }
+    return &**gathered;
+  };
+  hooks.node_port_rates = [snapshot_of](const std::string& root) {
+    std::map<std::string, double> rates;
+    auto s = snapshot_of(root);
+    if (!s.ok()) return rates;  // no rates: no bandwidth verdict, nothing else lost
+    for (const auto& hca : (*s)->ib_devices) {
+      for (const auto& port : hca.ports) {
+        if (port.rate_gbps.ok())
+          rates[hca.name + ":" + std::to_string(port.num)] = *port.rate_gbps.value;
+      }
+    }
+    return rates;
+  };
+  hooks.node_rails = [snapshot_of](const std::string& root) -> StatusOr<std::vector<RailTarget>> {
+    auto gathered = snapshot_of(root);
+    if (!gathered.ok()) return gathered.status();
     const NodeSnapshot& s = **gathered;
     std::vector<RailTarget> out;
     for (auto& rail : RailTable(s)) {

@@ -3,7 +3,6 @@
 // at a time), and Coordinator.RecordIncident, the incident counter. A requested node's answer
 // carries its rail table with the rail faults that name its rails (this triage's per-rail probes,
 // else the last sweep's), so a job that died on a node with one bad HCA gets that rail named.
-#include <algorithm>
 #include <set>
 
 #include "base/log.h"
@@ -24,13 +23,7 @@ void AddRails(v1::TriageNode& p, const NodeInfo* info, const std::vector<RailFau
   if (info == nullptr) return;
   for (const TriageRail& tr : TriageRails(*info, triage, sweep)) {
     v1::TriageRail* r = p.add_rails();
-    v1::Rail* t = r->mutable_rail();
-    t->set_index(static_cast<uint32_t>(std::max(tr.rail.index, 0)));
-    t->set_device(tr.rail.device);
-    t->set_port(static_cast<uint32_t>(std::max(tr.rail.port, 0)));
-    t->set_active(tr.rail.active);
-    if (tr.rail.rate_gbps) t->set_rate_gbps(*tr.rail.rate_gbps);
-    t->set_gpu_bus_id(tr.rail.gpu_bdf);
+    ToProto(tr.rail, *r->mutable_rail());
     if (!tr.fault) continue;
     r->set_fault(std::string(ToString(tr.fault->kind)));
     r->set_rate_degraded(tr.fault->degraded);

@@ -4,6 +4,8 @@
 #include <iterator>
 #include <vector>
 
+#include "base/text.h"
+
 namespace nccl_triage {
 namespace {
 
@@ -14,13 +16,6 @@ namespace {
 constexpr std::string_view kSystemGpuHolders[] = {
     "nvidia-persiste", "nv-hostengine", "dcgm-exporter", "dcgmi",          "nvidia-device-p",
     "gpu-feature-dis", "nvidia-smi",    "nccl-triage",   "nccl-triage-pro"};
-
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-           return lower(x) == lower(y);
-         });
-}
 
 std::optional<size_t> Index(std::string_view id) {
   if (id.empty() || id.size() > 4) return std::nullopt;
@@ -47,7 +42,7 @@ std::optional<std::string> GpuOfDeviceId(const NodeSnapshot& s, std::string_view
   if (size_t replica = id.find("::"); replica != std::string_view::npos) id = id.substr(0, replica);
   if (id.starts_with("GPU-")) {
     for (const auto& g : s.gpus) {
-      if (!g.uuid.empty() && EqualsIgnoringCase(g.uuid, id)) return g.bdf;
+      if (!g.uuid.empty() && EqualsIgnoringAsciiCase(g.uuid, id)) return g.bdf;
     }
     return std::nullopt;
   }

@@ -1,9 +1,9 @@
 #include "planner/pair_judge.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "core/catalogue.h"
+#include "core/rates.h"
 #include "planner/cross_node.h"
 
 namespace nccl_triage {
@@ -43,12 +43,6 @@ double BestIbRate(const NodeInfo& n) {
   return best;
 }
 
-std::string Gbps(double rate) {
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof(buf), rate);  // shortest form: "200", "12.5"
-  return (r.ec == std::errc() ? std::string(buf, r.ptr) : std::string("?")) + " Gb/s";
-}
-
 // The rate of "mlx5_0:1" on this node; 0 when the node does not list that port.
 double PortRate(const NodeInfo& n, std::string_view port) {
   size_t colon = port.rfind(':');
@@ -78,14 +72,14 @@ double NodeExpectation(const NodeInfo& n, const std::vector<std::string>& ports,
     double rate = PortRate(n, port);
     if (rate <= 0) continue;
     sum += rate;
-    used += (used.empty() ? "" : " + ") + port + " " + Gbps(rate);
+    used += (used.empty() ? "" : " + ") + port + " " + FormatGbps(rate);
   }
   if (sum > 0) {
     why = n.name + ": " + used;
     return sum;
   }
   double best = BestIbRate(n);
-  if (best > 0) why = n.name + ": best port " + Gbps(best) + " (ports used not known)";
+  if (best > 0) why = n.name + ": best port " + FormatGbps(best) + " (ports used not known)";
   return best;
 }
 
@@ -139,7 +133,7 @@ std::optional<ExpectedBandwidth> ExpectedRailBandwidth(const NodeInfo& a, const 
     }
     if (rates[i] <= 0) rates[i] = PortRate(n, port);
     if (rates[i] <= 0) return std::nullopt;
-    basis += (i == 0 ? "" : "; ") + n.name + ": " + port + " " + Gbps(rates[i]);
+    basis += (i == 0 ? "" : "; ") + n.name + ": " + port + " " + FormatGbps(rates[i]);
   }
   return ExpectedBandwidth{std::min(rates[0], rates[1]) * 1e9 / 8, basis};
 }

@@ -8,6 +8,7 @@
 #include "core/catalogue.h"
 #include "core/ids.h"
 #include "core/rail_selection.h"
+#include "core/rates.h"
 #include "core/report.h"
 #include "probe/nccl_abi.h"
 
@@ -90,11 +91,6 @@ std::optional<LocalExpectation> ExpectedLocalBandwidth(
   double best = 0;
   for (const auto& [port, rate] : port_rates_gbps) best = std::max(best, rate);
   if (best <= 0) return std::nullopt;
-  auto gbps = [](double rate) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%g Gb/s", rate);
-    return std::string(buf);
-  };
   double slowest = 0;
   std::string basis;
   bool gdr = !ib_row.ranks.empty();
@@ -106,11 +102,11 @@ std::optional<LocalExpectation> ExpectedLocalBandwidth(
       auto it = port_rates_gbps.find(port);
       if (it == port_rates_gbps.end() || it->second <= 0) continue;
       sum += it->second;
-      used += (used.empty() ? "" : " + ") + port + " " + gbps(it->second);
+      used += (used.empty() ? "" : " + ") + port + " " + FormatGbps(it->second);
     }
     if (sum <= 0) {
       sum = best;
-      used = "best port " + gbps(best) + " (ports used not known)";
+      used = "best port " + FormatGbps(best) + " (ports used not known)";
     }
     if (slowest == 0 || sum < slowest) {
       slowest = sum;
@@ -119,7 +115,7 @@ std::optional<LocalExpectation> ExpectedLocalBandwidth(
   }
   if (slowest <= 0) {
     slowest = best;
-    basis = "best port " + gbps(best) + " (ports used not known)";
+    basis = "best port " + FormatGbps(best) + " (ports used not known)";
   }
   basis += gdr ? "; GPUDirect RDMA assumed and used"
                : "; GPUDirect RDMA assumed, not used (no /GDRDMA channel)";
@@ -252,10 +248,8 @@ PairVerdict DecideRail(const PairLocalRow* socket, const RailProbeRow& rail,
   in.busbw_min_fraction = busbw_min_fraction;
   if (rail.expected_bytes_per_second > 0) {
     in.expected_ib_bytes_per_second = rail.expected_bytes_per_second;
-    char rate[32];
-    std::snprintf(rate, sizeof(rate), "%g", *rail.rail.rate_gbps);
-    in.expected_ib_basis =
-        rail.rail.device + ":" + std::to_string(rail.rail.port) + " at " + rate + " Gb/s";
+    in.expected_ib_basis = rail.rail.device + ":" + std::to_string(rail.rail.port) + " at " +
+                           FormatGbps(*rail.rail.rate_gbps);
   }
   return Decide(in);
 }

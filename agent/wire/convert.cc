@@ -200,13 +200,7 @@ v1::NodeSummary MakeNodeSummary(const NodeSnapshot* snapshot, const NodeReport* 
     s.set_gpu_count(static_cast<uint32_t>(snapshot->gpus.size()));
     for (const Rail& rail : RailTable(*snapshot)) {
       if (s.rails_size() >= kMaxRails) break;
-      v1::Rail* r = s.add_rails();
-      r->set_index(static_cast<uint32_t>(std::max(rail.index, 0)));
-      r->set_device(Cut(rail.device, 64));
-      r->set_port(static_cast<uint32_t>(std::max(rail.port, 0)));
-      r->set_active(rail.active);
-      if (rail.rate_gbps) r->set_rate_gbps(*rail.rate_gbps);
-      r->set_gpu_bus_id(Cut(rail.gpu_bdf, 64));
+      ToProto(rail, *s.add_rails());
     }
   }
   // Without a report nothing has passed yet (the agent's own verdict is unknown too).
@@ -258,6 +252,15 @@ std::vector<std::string> CatalogueCauses(
 }
 
 std::string CutWireText(const std::string& text, size_t max) { return Cut(text, max); }
+
+void ToProto(const Rail& rail, v1::Rail& out) {
+  out.set_index(static_cast<uint32_t>(std::max(rail.index, 0)));
+  out.set_device(Cut(rail.device, 64));
+  out.set_port(static_cast<uint32_t>(std::max(rail.port, 0)));
+  out.set_active(rail.active);
+  if (rail.rate_gbps) out.set_rate_gbps(*rail.rate_gbps);
+  out.set_gpu_bus_id(Cut(rail.gpu_bdf, 64));
+}
 
 void ApplySummary(const v1::NodeSummary& s, NodeInfo& info) {
   info.arch = Cut(s.arch(), 64);

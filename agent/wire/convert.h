@@ -16,6 +16,7 @@
 #include "base/status.h"
 #include "core/decision.h"
 #include "core/probe_result.h"
+#include "core/rails.h"
 #include "core/report.h"
 #include "core/snapshot.h"
 #include "nccl_triage/v1/agent.pb.h"
@@ -57,6 +58,9 @@ v1::NodeSummary MakeNodeSummary(const NodeSnapshot* snapshot, const NodeReport* 
 StatusOr<NodeInfo> NodeInfoFromHello(const v1::Hello& hello, const std::string& topology_label);
 // Applies a summary to an existing NodeInfo (name and topology kept).
 void ApplySummary(const v1::NodeSummary& summary, NodeInfo& info);
+
+// One row of a rail table on the wire (NodeSummary.rails, TriageNode.rails' rail).
+void ToProto(const Rail& rail, v1::Rail& out);
 
 // A node name either end accepts: a Kubernetes node name, i.e. a DNS-1123 subdomain of at most
 // 253 bytes whose dot-separated labels are [a-z0-9-] and start and end alphanumeric. So a peer

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/text.h"
 #include "checks/check_util.h"
 #include "core/ids.h"
 
@@ -12,15 +13,6 @@ std::optional<std::string> Get(const std::map<std::string, std::string>& env, co
   auto it = env.find(key);
   if (it == env.end()) return std::nullopt;
   return it->second;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
 }
 
 std::string UverbsIbdev(const NodeSnapshot& host, std::string_view uverbs) {
@@ -136,7 +128,7 @@ Finding EnvIbDisable(const NcclSettings& settings, const NodeSnapshot& host,
     auto v = ParseNcclInt(*settings.ib_disable);
     disabled = v.has_value() && *v != 0;
   }
-  bool net_socket = settings.net && EqualsIgnoreCase(*settings.net, "Socket");
+  bool net_socket = settings.net && EqualsIgnoringAsciiCase(*settings.net, "Socket");
   if (hcas.empty()) {
     return b.Pass("no RDMA devices on this node: sockets are the only network path");
   }
