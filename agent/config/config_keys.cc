@@ -99,6 +99,14 @@ constexpr std::array kSpecs = {
              "and HCAs (0,3 or mlx5_3,mlx5_5); unset: one IB probe, NCCL's choice of HCAs"},
             KeyKind::kOptRails,
             NT_FIELD(probe.rails)},
+    KeySpec{{"probe.parallel_rails", "integer",
+             "how many rail probes of one pair run at once, each on its own GPU of both nodes "
+             "(rails that share a GPU wait); the coordinator uses the smallest of its own and "
+             "the two agents' values; 1: one after the other"},
+            KeyKind::kInt,
+            NT_FIELD(probe.parallel_rails),
+            1,
+            kMaxParallelRails},
     KeySpec{{"probe.size_bytes", "bytes", "all-reduce buffer size of a probe"},
             KeyKind::kBytes,
             NT_FIELD(probe.size_bytes),

@@ -44,6 +44,7 @@ CoordinatorOptions CoordinatorOptionsFromConfig(const Config& config) {
     // The loader already checked the text; a selection it let through is used as it parses.
     if (auto rails = ParseRailSelection(*config.probe.rails); rails.ok()) o.rails = *rails;
   }
+  o.parallel_rails = config.probe.parallel_rails;
   return o;
 }
 
@@ -548,9 +549,9 @@ void CoordinatorServer::Impl::OnUniqueIdLocked(const std::string& node, const v1
   if (id.id().size() != kUniqueIdBytes) {
     log_.Warn("coordinator", "malformed unique id from " + node + " (" +
                                  std::to_string(id.id().size()) + " bytes, want 128)");
-    ApplyLocked(run, run.Abort("malformed unique id from " + node));
+    ApplyLocked(run, run.AbortPhase(id.probe_id(), "malformed unique id from " + node));
   } else {
-    ApplyLocked(run, run.OnUniqueId(id.id()));
+    ApplyLocked(run, run.OnUniqueId(id.probe_id(), id.id()));
   }
   if (run.done()) cv_.notify_all();
 }
@@ -565,11 +566,14 @@ void CoordinatorServer::Impl::OnReportLocked(const std::string& node,
     return;
   }
   PairRun& run = *it->second.run;
-  const int rank = it->second.rank;
+  const std::optional<PairRun::Held> held = run.Holding(report.probe_id());
   probes_.erase(it);
+  if (!held) return;
   const std::optional<SteadyTime> before = run.NextDeadline();
-  ApplyLocked(run, run.OnReport(rank, FromProbeReport(report, run.mode(), rank, run.node(1 - rank)),
-                                SteadyClock::now()));
+  ApplyLocked(
+      run, run.OnReport(report.probe_id(),
+                        FromProbeReport(report, held->mode, held->rank, run.node(1 - held->rank)),
+                        SteadyClock::now()));
   const std::optional<SteadyTime> after = run.NextDeadline();
   // The round waits until its earliest deadline: wake it when the run ended or when a deadline
   // came closer (a rank failed and its peer's grace began).

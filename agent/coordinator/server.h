@@ -70,6 +70,9 @@ struct CoordinatorOptions {
   // probe.rails: after each pair's IB probe, one IB probe per rail it selects (PairRails), turn =
   // the sweep number; nullopt: no per-rail probes.
   std::optional<RailSelection> rails;
+  // probe.parallel_rails: how many rail probes of one pair run at once (also bounded by what each
+  // of the two agents said in its hello).
+  int parallel_rails = 8;
   int max_rounds = 3;
   uint64_t seed = 1;
   std::string version;

@@ -77,7 +77,11 @@ void CoordinatorServer::Impl::RunRoundLocked(std::unique_lock<std::mutex>& lock,
     setup.peer_failed_grace = options_.peer_failed_grace;
     setup.connected = [this](const std::string& node) { return ConnectedLocked(node); };
     if (options_.rails) {
-      setup.rails = PairRails(KnownLocked(p.a), KnownLocked(p.b), *options_.rails, sweeps_started_);
+      const NodeInfo& a = KnownLocked(p.a);
+      const NodeInfo& b = KnownLocked(p.b);
+      setup.rails = PairRails(a, b, *options_.rails, sweeps_started_);
+      setup.parallel_rails =
+          std::min({options_.parallel_rails, a.parallel_probes, b.parallel_probes});
     }
     runs_.push_back(std::make_unique<PairRun>(std::move(setup)));
   }

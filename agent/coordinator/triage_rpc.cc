@@ -1,6 +1,6 @@
 // The incident half of CoordinatorServer::Impl (server_impl.h): Coordinator.Triage, the probes
-// `nccl-triage triage` asks for, run by the sweep thread between sweeps (an agent runs one probe
-// at a time), and Coordinator.RecordIncident, the incident counter. A requested node's answer
+// `nccl-triage triage` asks for, run by the sweep thread between sweeps (an agent takes part in
+// one pair at a time), and Coordinator.RecordIncident, the incident counter. A requested node's answer
 // carries its rail table with the rail faults that name its rails (this triage's per-rail probes,
 // else the last sweep's), so a job that died on a node with one bad HCA gets that rail named.
 #include <set>

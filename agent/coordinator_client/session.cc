@@ -106,7 +106,10 @@ std::chrono::milliseconds ReconnectDelay(int attempt, std::chrono::milliseconds 
 class CoordinatorSession::Connection {
  public:
   Connection(CoordinatorSession& owner, AgentServices& services)
-      : owner_(owner), services_(services), heartbeat_(owner.options_.heartbeat) {}
+      : owner_(owner),
+        services_(services),
+        parallel_(std::clamp(services.config().probe.parallel_rails, 1, kMaxParallelRails)),
+        heartbeat_(owner.options_.heartbeat) {}
 
   // Runs the stream to its end; returns why it ended, and whether a Welcome was received.
   std::pair<std::string, bool> Run(std::stop_token stop) {
@@ -144,8 +147,12 @@ class CoordinatorSession::Connection {
     h->set_node(NodeName());
     h->set_agent_version(o.version);
     for (const auto& [k, v] : o.labels) (*h->mutable_labels())[k] = v;
+    h->set_parallel_probes(static_cast<uint32_t>(parallel_));
     *h->mutable_summary() = Summary();
-    last_summary_ = h->summary().SerializeAsString();
+    {
+      std::lock_guard lock(summary_mu_);
+      last_summary_ = h->summary().SerializeAsString();
+    }
     {
       std::lock_guard lock(owner_.last_verdicts_mu_);
       if (!owner_.last_verdicts_.empty()) {
@@ -154,13 +161,18 @@ class CoordinatorSession::Connection {
     }
     Write(hello);
 
-    std::jthread worker([this](std::stop_token st) { ProbeLoop(st); });
+    // One worker per probe that may run at once: only rail probes of one pair overlap, each on
+    // its own GPU.
+    std::vector<std::jthread> workers;
+    for (int i = 0; i < parallel_; ++i) {
+      workers.emplace_back([this](std::stop_token st) { ProbeLoop(st); });
+    }
     std::jthread beat([this](std::stop_token st) { HeartbeatLoop(st); });
 
     v1::CoordinatorMessage msg;
     while (stream_->Read(&msg)) Handle(msg);
 
-    // The stream is over: stop the threads (the worker cancels a running probe) and collect
+    // The stream is over: stop the threads (each worker cancels its running probe) and collect
     // the status.
     {
       std::lock_guard lock(mu_);
@@ -168,14 +180,14 @@ class CoordinatorSession::Connection {
     }
     cv_.notify_all();
     beat.request_stop();
-    worker.request_stop();
+    for (auto& w : workers) w.request_stop();
     {
       std::lock_guard lock(mu_);
-      if (current_) current_->request_stop();
+      for (auto& [id, probe_stop] : running_) probe_stop->request_stop();
     }
     cv_.notify_all();
     beat.join();
-    worker.join();
+    for (auto& w : workers) w.join();
     grpc::Status status = stream_->Finish();
     std::string why = stop.stop_requested() ? "stopping" : Describe(status);
     if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
@@ -218,6 +230,16 @@ class CoordinatorSession::Connection {
     return snapshot && JudgeGpuUse(*snapshot).idle.empty();
   }
 
+  // The node's summary when it differs from the one sent last (which it then becomes).
+  std::optional<v1::NodeSummary> ChangedSummary() {
+    v1::NodeSummary summary = Summary();
+    std::string bytes = summary.SerializeAsString();
+    std::lock_guard lock(summary_mu_);
+    if (bytes == last_summary_) return std::nullopt;
+    last_summary_ = std::move(bytes);
+    return summary;
+  }
+
   bool Write(const v1::AgentMessage& m) {
     std::lock_guard lock(write_mu_);
     if (write_failed_) return false;
@@ -242,9 +264,15 @@ class CoordinatorSession::Connection {
       }
       case v1::CoordinatorMessage::kAssignment: {
         std::lock_guard lock(mu_);
-        if (queue_.size() >= 1 || current_id_ == msg.assignment().probe_id()) {
-          // One probe at a time: the coordinator never overlaps them, so this is a stale one.
-          Refuse(msg.assignment().probe_id(), "busy with another probe");
+        const std::string& id = msg.assignment().probe_id();
+        const bool known =
+            running_.contains(id) || std::any_of(queue_.begin(), queue_.end(),
+                                                 [&](const auto& q) { return q.probe_id() == id; });
+        if (known || queue_.size() + running_.size() >= static_cast<size_t>(parallel_)) {
+          // The coordinator overlaps no more than the hello's parallel_probes: a stale one.
+          Refuse(id, known ? "busy: this probe id already runs"
+                           : "busy: " + std::to_string(parallel_) +
+                                 " probe(s) already run (probe.parallel_rails)");
           break;
         }
         queue_.push_back(msg.assignment());
@@ -254,7 +282,9 @@ class CoordinatorSession::Connection {
       case v1::CoordinatorMessage::kUniqueId: {
         std::lock_guard lock(mu_);
         if (msg.unique_id().id().size() == kUniqueIdBytes) {
-          if (relays_.size() < 16) relays_[msg.unique_id().probe_id()] = msg.unique_id().id();
+          if (relays_.size() < 4 * kMaxParallelRails) {
+            relays_[msg.unique_id().probe_id()] = msg.unique_id().id();
+          }
         } else {
           owner_.log_.Warn("session", "ignored a malformed unique id from the coordinator");
         }
@@ -264,10 +294,10 @@ class CoordinatorSession::Connection {
       case v1::CoordinatorMessage::kCancel: {
         std::lock_guard lock(mu_);
         const std::string& id = msg.cancel().probe_id();
-        if (id == current_id_ && current_) {
+        if (auto running = running_.find(id); running != running_.end()) {
           owner_.log_.Info("session", "probe " + Bounded(id, 64) +
                                           " cancelled: " + Bounded(msg.cancel().reason(), 200));
-          current_->request_stop();
+          running->second->request_stop();
         }
         for (auto it = queue_.begin(); it != queue_.end(); ++it) {
           if (it->probe_id() == id) {
@@ -341,12 +371,7 @@ class CoordinatorSession::Connection {
       lock.unlock();
       v1::AgentMessage m;
       m.mutable_heartbeat()->set_sent_at_unix_ms(static_cast<uint64_t>(NowUnixMs()));
-      v1::NodeSummary summary = Summary();
-      std::string bytes = summary.SerializeAsString();
-      if (bytes != last_summary_) {
-        *m.mutable_heartbeat()->mutable_summary() = std::move(summary);
-        last_summary_ = std::move(bytes);
-      }
+      if (auto summary = ChangedSummary()) *m.mutable_heartbeat()->mutable_summary() = *summary;
       Write(m);
       lock.lock();
     }
@@ -362,8 +387,7 @@ class CoordinatorSession::Connection {
         if (stop.stop_requested() || ended_) return;
         a = queue_.front();
         queue_.pop_front();
-        current_id_ = a.probe_id();
-        current_ = &probe_stop;
+        running_[a.probe_id()] = &probe_stop;
         if (cancelled_.count(a.probe_id())) probe_stop.request_stop();
       }
       std::stop_callback forward(stop, [&probe_stop] { probe_stop.request_stop(); });
@@ -371,19 +395,15 @@ class CoordinatorSession::Connection {
       *out.mutable_probe_report() = RunAssignment(a, probe_stop.get_token());
       {
         std::lock_guard lock(mu_);
-        current_ = nullptr;
-        current_id_.clear();
+        running_.erase(a.probe_id());
         relays_.erase(a.probe_id());
       }
       Write(out);
       // The summary may have changed (the probe told the NCCL version): say so at once.
-      v1::NodeSummary summary = Summary();
-      std::string bytes = summary.SerializeAsString();
-      if (bytes != last_summary_) {
+      if (auto summary = ChangedSummary()) {
         v1::AgentMessage m;
         m.mutable_heartbeat()->set_sent_at_unix_ms(static_cast<uint64_t>(NowUnixMs()));
-        *m.mutable_heartbeat()->mutable_summary() = std::move(summary);
-        last_summary_ = std::move(bytes);
+        *m.mutable_heartbeat()->mutable_summary() = std::move(*summary);
         Write(m);
       }
     }
@@ -490,14 +510,16 @@ class CoordinatorSession::Connection {
   std::condition_variable_any cv_;
   bool ended_ = false;
   bool welcomed_ = false;
+  const int parallel_;  // probes that may run at once (probe.parallel_rails)
   std::chrono::milliseconds heartbeat_;
   std::deque<v1::ProbeAssignment> queue_;
-  std::string current_id_;
-  std::stop_source* current_ = nullptr;
-  std::map<std::string, std::string> relays_;  // probe id -> unique id bytes
+  std::map<std::string, std::stop_source*> running_;  // probe id -> its worker's stop source
+  std::map<std::string, std::string> relays_;         // probe id -> unique id bytes
   std::set<std::string> cancelled_;
   std::set<std::string> peers_;  // peers with a pair verdict set by this connection
-  std::string last_summary_;     // serialized, to send it again only when it changed
+  std::mutex summary_mu_;
+  std::string last_summary_;  // guarded by summary_mu_; serialized, to send it again only when
+                              // it changed
 };
 
 CoordinatorSession::CoordinatorSession(SessionOptions options, Logger& log)

@@ -3,10 +3,11 @@
 // It waits for the agent's first check cycle (the Hello carries the node's summary and failing
 // findings), opens the one bidirectional stream, sends Hello and then Heartbeats (with the summary
 // again whenever it changed, e.g. once a probe has told the NCCL version), runs the probes it is
-// assigned one at a time through AgentServices::RunProbe, relays NCCL's unique id (rank 0 hands
-// it up; rank 1 receives it), and stores the verdicts it is pushed in the agent state. When the
-// stream breaks it cancels the running probe (nobody would collect its result) and reconnects
-// with exponential back-off and jitter.
+// assigned through AgentServices::RunProbe (up to probe.parallel_rails at once, the number its
+// Hello gives: only rail probes of one pair overlap, each on its own GPU), relays NCCL's unique id
+// (rank 0 hands it up; rank 1 receives it), and stores the verdicts it is pushed in the agent
+// state. When the stream breaks it cancels the running probes (nobody would collect their
+// results) and reconnects with exponential back-off and jitter.
 //
 // Closed set: an assignment names a peer, a mode, a rank, a size from an enum and a deadline
 // (clamped to probe.timeout_seconds); anything outside is refused with NOT_RUN and a reason.
@@ -15,8 +16,8 @@
 // children never count) and passes its bus id to the probe child. With no idle GPU it never
 // probes unless probe.allow_when_gpus_busy: the probe is reported NOT_RUN "skipped: GPUs busy".
 //
-// Thread safety: Run() is called once, on the link thread; it starts a heartbeat thread and a
-// probe thread per connection and joins them before it returns.
+// Thread safety: Run() is called once, on the link thread; it starts a heartbeat thread and
+// probe.parallel_rails probe threads per connection and joins them before it returns.
 #pragma once
 
 #include <atomic>

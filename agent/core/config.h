@@ -37,6 +37,10 @@ struct ChecksConfig {
   friend bool operator==(const ChecksConfig&, const ChecksConfig&) = default;
 };
 
+// The most probes an agent runs at once (probe.parallel_rails): a DGX has 8 rails, and more than
+// 16 children of NCCL each would only crowd the node.
+inline constexpr int kMaxParallelRails = 16;
+
 struct ProbeConfig {
   std::vector<std::string> nccl_library_paths;  // tried first, in order, before the default search
   std::vector<std::string> cuda_library_paths;
@@ -45,6 +49,10 @@ struct ProbeConfig {
   // Per-rail IB probes (core/rail_selection.h): "all", a count N per sweep, or a list of rails
   // and HCAs. Unset: one IB probe, NCCL's choice of HCAs (or ib_hca).
   std::optional<std::string> rails;
+  // How many rail probes of one pair run at once, each on its own GPU of both nodes (the agent
+  // says its own in the hello; the coordinator takes the smallest of the two nodes' and its own).
+  // 1: one after the other.
+  int parallel_rails = 8;
   uint64_t size_bytes = 64ull << 20;
   int warmup_iterations = 2;
   int iterations = 10;
@@ -61,7 +69,7 @@ struct AgentConfig {
   int interval_seconds = 60;
   std::optional<std::string> coordinator;  // "host:port"; unset: standalone
   std::optional<std::string> token_file;
-  std::optional<std::string> ca_file;      // TLS to the coordinator when set
+  std::optional<std::string> ca_file;              // TLS to the coordinator when set
   std::optional<std::string> identity_token_file;  // projected SA token for the coordinator
   bool annotate_pod = true;
   bool node_condition = false;

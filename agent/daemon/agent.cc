@@ -112,14 +112,19 @@ void Agent::RunIntraNodeOnce(std::stop_token stop) {
   WaitForCycle(0, stop);
   auto snapshot = LatestSnapshot();
   if (stop.stop_requested() || !snapshot) return;  // no snapshot: no idle GPUs to name
+  if (!HoldGpu("")) {  // the link has not started, so nothing else probes: never expected
+    log_.Warn("agent", "intra-node probe skipped: another probe holds a GPU");
+    return;
+  }
   Finding finding;
   try {
-    std::lock_guard lock(probe_mu_);
     finding = intra_(*snapshot, stop);
   } catch (const std::exception& e) {
+    ReleaseGpu("");
     log_.Error("agent", std::string("intra-node probe failed to run: ") + e.what());
     return;
   }
+  ReleaseGpu("");
   if (stop.stop_requested()) {  // shutting down: its ranks were killed, nothing was learnt
     log_.Info("agent", "intra-node probe cancelled");
     return;
@@ -147,9 +152,46 @@ uint64_t Agent::WaitForCycle(uint64_t seen_cycles, std::stop_token stop) {
   }
 }
 
+bool Agent::HoldGpu(const std::string& gpu) {
+  std::lock_guard lock(gpus_mu_);
+  if (all_gpus_held_ || (gpu.empty() && !gpus_held_.empty()) || gpus_held_.contains(gpu)) {
+    return false;
+  }
+  if (gpu.empty()) {
+    all_gpus_held_ = true;
+  } else {
+    gpus_held_.insert(gpu);
+  }
+  return true;
+}
+
+void Agent::ReleaseGpu(const std::string& gpu) {
+  std::lock_guard lock(gpus_mu_);
+  if (gpu.empty()) {
+    all_gpus_held_ = false;
+  } else {
+    gpus_held_.erase(gpu);
+  }
+}
+
 ProbeResult Agent::RunProbe(const ProbeAssignment& assignment, std::stop_token stop) {
-  std::lock_guard lock(probe_mu_);
   ProbeResult result;
+  if (!HoldGpu(assignment.gpu_bus_id)) {
+    // Not recorded: the pair's last real result stays in /status and the metrics.
+    result.mode = assignment.mode;
+    result.rank = assignment.rank;
+    result.peer = assignment.peer;
+    result.outcome = ProbeOutcome::kNotRun;
+    result.detail = assignment.gpu_bus_id.empty()
+                        ? "skipped: another probe of this agent is running"
+                        : "skipped: GPU " + assignment.gpu_bus_id + " runs another probe";
+    return result;
+  }
+  struct Release {
+    Agent& agent;
+    const std::string& gpu;
+    ~Release() { agent.ReleaseGpu(gpu); }
+  } release{*this, assignment.gpu_bus_id};
   Clock::TimePoint start = clock_.Now();
   if (!probe_) {
     result.outcome = ProbeOutcome::kUnavailable;

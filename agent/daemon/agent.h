@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -35,11 +36,12 @@ using GatherFn = std::function<StatusOr<NodeSnapshot>()>;
 // The checks: the new snapshot and the previous one (null on the first cycle).
 using JudgeFn =
     std::function<std::vector<Finding>(const NodeSnapshot& now, const NodeSnapshot* previous)>;
-// Runs one probe (the probe runner); called with the probe mutex held, one at a time.
+// Runs one probe (the probe runner); called from several threads at once for probes on different
+// GPUs (the agent refuses a second probe on a GPU a probe holds).
 using ProbeFn = std::function<ProbeResult(const ProbeAssignment&, std::stop_token)>;
 // The intra-node probe (probe/intra_node.h) on the idle GPUs of this snapshot: its
 // probe.intra_node finding. Run once, before the coordinator link starts (so before the first
-// pairing), with the probe mutex held.
+// pairing), holding every GPU.
 using IntraNodeFn = std::function<Finding(const NodeSnapshot&, std::stop_token)>;
 
 struct AgentOptions {
@@ -84,6 +86,9 @@ class Agent final : public AgentServices {
   void Notify();
   void RunIntraNodeOnce(std::stop_token stop);  // on the link thread, before the link runs
   std::optional<Finding> IntraNodeFinding() const;
+  // Holds `gpu` (a bus id; "": every GPU) for one probe; false when a running probe holds it.
+  bool HoldGpu(const std::string& gpu);
+  void ReleaseGpu(const std::string& gpu);
 
   AgentOptions options_;
   std::string node_;
@@ -99,8 +104,10 @@ class Agent final : public AgentServices {
   std::vector<StateSink*> sinks_;
   std::unique_ptr<CoordinatorLink> link_;
   std::shared_ptr<const NodeSnapshot> previous_;  // loop thread only
-  std::mutex probe_mu_;                           // one probe at a time
-  std::mutex notify_mu_;                          // sinks see changes in order
+  std::mutex gpus_mu_;
+  std::set<std::string> gpus_held_;  // guarded by gpus_mu_; the GPUs running probes hold
+  bool all_gpus_held_ = false;       // guarded by gpus_mu_; a probe that named no GPU runs
+  std::mutex notify_mu_;             // sinks see changes in order
 };
 
 }  // namespace nccl_triage

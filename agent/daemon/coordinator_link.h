@@ -2,9 +2,9 @@
 //
 // The agent runs checks on its own schedule; a CoordinatorLink (implemented in coordinator/) runs
 // on its own thread, talks to the coordinator, and uses AgentServices to read the agent's latest
-// report and snapshot, to run the probes it is assigned (one at a time) and to hand back the
-// verdicts the coordinator decides. Without a link the agent is standalone: checks and local
-// verdicts only. Nothing the link does can block a check cycle or a scrape.
+// report and snapshot, to run the probes it is assigned (several at once, each on its own GPU)
+// and to hand back the verdicts the coordinator decides. Without a link the agent is standalone:
+// checks and local verdicts only. Nothing the link does can block a check cycle or a scrape.
 #pragma once
 
 #include <chrono>
@@ -66,10 +66,11 @@ class AgentServices {
   // Blocks until a cycle later than `seen_cycles` has finished, or stop; returns the cycle count.
   virtual uint64_t WaitForCycle(uint64_t seen_cycles, std::stop_token stop) = 0;
 
-  // Runs one probe to completion and records its result (metrics, /status). Probes run one at a
-  // time: a second caller waits for the first. A stop request on `stop` (a CancelProbe) kills the
-  // child's process group. Never throws; a probe that cannot run comes back with outcome
-  // unavailable and the reason in `detail`.
+  // Runs one probe to completion and records its result (metrics, /status). Probes on different
+  // GPUs (ProbeAssignment::gpu_bus_id) run at once; one on a GPU another probe holds, or with no
+  // GPU named while another runs, comes back at once not run ("skipped: ..."), unrecorded. A
+  // stop request on `stop` (a CancelProbe) kills the child's process group. Never throws; a
+  // probe that cannot run comes back with outcome unavailable and the reason in `detail`.
   virtual ProbeResult RunProbe(const ProbeAssignment& assignment, std::stop_token stop) = 0;
 
   // Verdicts the coordinator decided.

@@ -58,6 +58,9 @@ struct NodeInfo {
   // The node's rails as its agent told them (index, device, port, active, rate, GPU bus id; the
   // PCIe details stay on the node). Empty from an agent that does not send them.
   std::vector<Rail> rails;
+  // How many probes the agent runs at once, each on its own GPU (its hello); 1 from an agent
+  // that does not say.
+  int parallel_probes = 1;
   friend bool operator==(const NodeInfo&, const NodeInfo&) = default;
 };
 

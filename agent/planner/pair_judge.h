@@ -45,7 +45,7 @@ struct PairProbes {
   NodePair pair;
   ModeProbes socket;
   ModeProbes ib;
-  std::vector<RailProbes> rails;  // one per rail probed after the IB phase, in probing order
+  std::vector<RailProbes> rails;  // one per rail probed after the IB phase, in the order they started
 };
 
 struct JudgeOptions {

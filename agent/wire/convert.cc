@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/catalogue.h"
+#include "core/config.h"
 #include "core/rails.h"
 #include "core/report.h"
 
@@ -339,6 +340,8 @@ StatusOr<NodeInfo> NodeInfoFromHello(const v1::Hello& hello, const std::string& 
     if (it != hello.labels().end()) info.topology = Cut(it->second, 128);
   }
   ApplySummary(hello.summary(), info);
+  info.parallel_probes =
+      static_cast<int>(std::clamp<uint32_t>(hello.parallel_probes(), 1, kMaxParallelRails));
   return info;
 }
 

@@ -5,6 +5,7 @@
 // and NCCL_IB_HCA a rail selects, judging or publishing), not the fabric's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -94,6 +95,77 @@ TEST(DemoClusterRails, HealthyThirtyTwoNodesHaveNoFalseRailFault) {
   EXPECT_EQ(rails.size(), static_cast<size_t>(kNodes * kRails));
   for (const auto& s : failures) EXPECT_EQ(s.value, 0) << s.node << " rail " << s.rail;
   EXPECT_EQ(m.find("nccl_triage_coordinator_fault{"), std::string::npos) << m;
+}
+
+// A rail probe as node `index`'s agent recorded it: from its start to its end in seconds on the
+// wall clock (recorded when the probe returned, lasting the child's wall time: within the time
+// the agent held the rail's GPU).
+struct RailInterval {
+  int rail = -1;
+  double start = 0;
+  double end = 0;
+  ProbeOutcome outcome = ProbeOutcome::kNotRun;
+};
+
+std::vector<RailInterval> RailIntervals(const AgentStateView& view) {
+  std::vector<RailInterval> out;
+  for (const auto& [key, rec] : view.rail_probes) {
+    const double end = static_cast<double>(rec->recorded_at_unix_ms) / 1000;
+    out.push_back({rec->rail, end - rec->result.duration_seconds, end, rec->result.outcome});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const RailInterval& a, const RailInterval& b) { return a.start < b.start; });
+  return out;
+}
+
+// One pair, one sweep, every IB port carrying 0.5 Mb/s: a 64 KiB probe takes a second or more, far
+// longer than starting its children, so rails that ran together overlap in time.
+DemoOptions SlowFabricPair(const std::string& what, int parallel_rails) {
+  DemoOptions o = TestOptions(2, what);
+  o.rails = true;
+  o.rounds = 1;
+  o.parallel_rails = parallel_rails;
+  o.ib_data_gbps = 0.0005;
+  return o;
+}
+
+TEST(DemoClusterRails, APairsEightRailsRunSideBySideEachOnItsOwnGpu) {
+  TestCluster t(SlowFabricPair("rails-parallel", 8));
+  Status started = t.cluster.Start();
+  ASSERT_TRUE(started.ok()) << started.message() << "\n" << t.log_text.str();
+  auto run = t.cluster.Run();
+  ASSERT_TRUE(run.ok()) << run.status().message() << "\n" << t.log_text.str();
+  EXPECT_TRUE(run->faults.empty()) << nlohmann::json(ToJson(*run)).dump(2);
+  for (int node = 0; node < 2; ++node) {
+    const std::vector<RailInterval> rails = RailIntervals(t.cluster.NodeState(node));
+    ASSERT_EQ(rails.size(), static_cast<size_t>(kRails)) << t.log_text.str();
+    double last_start = 0, first_end = rails.front().end;
+    for (const auto& r : rails) {
+      EXPECT_EQ(r.outcome, ProbeOutcome::kPass) << "rail " << r.rail;
+      EXPECT_GT(r.end - r.start, 0.5) << "rail " << r.rail << ": the slow fabric makes it last";
+      last_start = std::max(last_start, r.start);
+      first_end = std::min(first_end, r.end);
+    }
+    EXPECT_LT(last_start, first_end)
+        << "node-" << node << ": the last rail started " << last_start - first_end
+        << " s after the first one ended: the eight did not all run at once";
+  }
+}
+
+TEST(DemoClusterRails, WithParallelRailsOneTheRailsRunOneAfterTheOther) {
+  DemoOptions o = SlowFabricPair("rails-sequential", 1);
+  o.rail_list = {"0", "3", "5"};
+  TestCluster t(std::move(o));
+  Status started = t.cluster.Start();
+  ASSERT_TRUE(started.ok()) << started.message() << "\n" << t.log_text.str();
+  auto run = t.cluster.Run();
+  ASSERT_TRUE(run.ok()) << run.status().message() << "\n" << t.log_text.str();
+  const std::vector<RailInterval> rails = RailIntervals(t.cluster.NodeState(0));
+  ASSERT_EQ(rails.size(), 3u) << t.log_text.str();
+  for (size_t i = 1; i < rails.size(); ++i) {
+    EXPECT_GE(rails[i].start, rails[i - 1].end)
+        << "rail " << rails[i].rail << " started before rail " << rails[i - 1].rail << " ended";
+  }
 }
 
 }  // namespace

@@ -305,6 +305,10 @@ class ScriptedCoordinator final : public v1::Coordinator::Service {
     if (!stream->Read(&hello) || !hello.has_hello()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "hello");
     }
+    {
+      std::lock_guard lock(mu_);
+      hello_ = hello.hello();
+    }
     v1::CoordinatorMessage w;
     w.mutable_welcome()->set_protocol_version(1);
     stream->Write(w);
@@ -349,6 +353,10 @@ class ScriptedCoordinator final : public v1::Coordinator::Service {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
+  std::optional<v1::Hello> hello() {
+    std::lock_guard lock(mu_);
+    return hello_;
+  }
   std::optional<v1::ProbeReport> WaitReport(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mu_);
     if (!cv_.wait_for(lock, timeout, [&] { return !reports_.empty(); })) return std::nullopt;
@@ -362,6 +370,7 @@ class ScriptedCoordinator final : public v1::Coordinator::Service {
   std::condition_variable cv_;
   std::deque<v1::CoordinatorMessage> outbox_;
   std::vector<v1::ProbeReport> reports_;
+  std::optional<v1::Hello> hello_;
   bool close_ = false;
   bool stopping_ = false;
 };
@@ -690,6 +699,70 @@ TEST(CoordinatorSession, CancelStopsTheRunningProbe) {
   EXPECT_TRUE(stopped.load());
   EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+}
+
+TEST(CoordinatorSession, RunsUpToItsParallelProbesAtOnceAndSaysHowManyInItsHello) {
+  Scripted c;
+  FakeServices a("node-a");
+  a.config_.probe.parallel_rails = 2;
+  std::mutex mu;
+  std::set<std::string> running, stopped;
+  a.run_probe = [&](const ProbeAssignment& pa, std::stop_token stop) {
+    {
+      std::lock_guard lock(mu);
+      running.insert(pa.peer);
+    }
+    std::mutex m;
+    std::condition_variable_any cv;
+    std::unique_lock lock(m);
+    cv.wait_for(lock, stop, 20s, [] { return false; });
+    std::lock_guard guard(mu);
+    running.erase(pa.peer);
+    if (stop.stop_requested()) stopped.insert(pa.peer);
+    return ProbeResult{.outcome = ProbeOutcome::kNotRun, .detail = "cancelled"};
+  };
+  // The peers whose probes run, once they are `want` (the fake counts a probe before it runs).
+  auto running_becomes = [&](const std::set<std::string>& want) {
+    for (auto until = std::chrono::steady_clock::now() + 5s;
+         std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(5ms)) {
+      std::lock_guard lock(mu);
+      if (running == want) return true;
+    }
+    return false;
+  };
+  RunningSession s(c.Options(), a);
+  c.service.Send(Assignment("r0", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "node-b"));
+  c.service.Send(Assignment("r1", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "node-c"));
+  ASSERT_TRUE(running_becomes({"node-b", "node-c"})) << "two run at once";
+  ASSERT_TRUE(c.service.hello().has_value());
+  EXPECT_EQ(c.service.hello()->parallel_probes(), 2u);
+
+  // A third while two run is refused at once; the two go on.
+  c.service.Send(Assignment("r2", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "node-d"));
+  auto r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->probe_id(), "r2");
+  EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
+  EXPECT_EQ(r->skipped_reason(), "busy: 2 probe(s) already run (probe.parallel_rails)");
+  // So is an id that already runs.
+  c.service.Send(Assignment("r1", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "node-c"));
+  r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->skipped_reason(), "busy: this probe id already runs");
+
+  // A cancel stops its own probe only; the freed place takes the next assignment.
+  c.service.Send(Cancel("r1", "peer lost"));
+  r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->probe_id(), "r1");
+  EXPECT_TRUE(running_becomes({"node-b"}));
+  c.service.Send(Assignment("r3", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "node-e"));
+  EXPECT_TRUE(running_becomes({"node-b", "node-e"}));
+  c.service.Send(Cancel("r0", "over"));
+  c.service.Send(Cancel("r3", "over"));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(c.service.WaitReport(5s).has_value());
+  std::lock_guard lock(mu);
+  EXPECT_EQ(stopped, (std::set<std::string>{"node-b", "node-c", "node-e"}));
 }
 
 // Node verdicts were taken unfiltered (pair verdicts were filtered): cause ids

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -280,31 +283,53 @@ TEST_F(AgentTest, ARailsProbeIsRecordedAsThatRailNotAsThePairsIbProbe) {
   EXPECT_EQ(v.rail_probes.at({"n2", 5})->ib_hca, "=mlx5_5:1");
 }
 
-TEST_F(AgentTest, ProbesRunOneAtATime) {
-  std::atomic<int> running{0}, max_running{0};
+TEST_F(AgentTest, ProbesOnDifferentGpusRunAtOnceAndOneOnAGpuAProbeHoldsIsRefused) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = 0, max_running = 0;
+  bool release = false;
   Agent agent(
       {}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
       [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
       clock_, log_);
   agent.SetProbeRunner([&](const ProbeAssignment&, std::stop_token) {
-    int now = ++running;
-    int prev = max_running.load();
-    while (now > prev && !max_running.compare_exchange_weak(prev, now)) {
-    }
-    std::this_thread::sleep_for(10ms);
+    std::unique_lock lock(mu);
+    max_running = std::max(max_running, ++running);
+    cv.notify_all();
+    cv.wait_for(lock, 10s, [&] { return release; });
     --running;
     return ProbeResult{.outcome = ProbeOutcome::kPass};
   });
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 4; ++i) {
-    threads.emplace_back([&, i] {
+  std::vector<std::jthread> threads;
+  for (const std::string gpu : {"0000:0a:00.0", "0000:0b:00.0"}) {
+    threads.emplace_back([&agent, gpu] {
       std::stop_source s;
-      agent.RunProbe({.peer = "n" + std::to_string(i)}, s.get_token());
+      agent.RunProbe({.peer = "n-" + gpu.substr(5, 2), .mode = ProbeMode::kIb, .gpu_bus_id = gpu},
+                     s.get_token());
     });
   }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(max_running.load(), 1);
-  EXPECT_EQ(state_.View().probes.size(), 4u);
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return running == 2; })) << "both run at once";
+  }
+  std::stop_source s;
+  ProbeResult same = agent.RunProbe(
+      {.peer = "n9", .mode = ProbeMode::kIb, .gpu_bus_id = "0000:0a:00.0"}, s.get_token());
+  EXPECT_EQ(same.outcome, ProbeOutcome::kNotRun);
+  EXPECT_EQ(same.detail, "skipped: GPU 0000:0a:00.0 runs another probe");
+  ProbeResult any = agent.RunProbe({.peer = "n9"}, s.get_token());
+  EXPECT_EQ(any.outcome, ProbeOutcome::kNotRun) << "a probe naming no GPU may use any of them";
+  EXPECT_EQ(any.detail, "skipped: another probe of this agent is running");
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  threads.clear();
+  EXPECT_EQ(max_running, 2);
+  EXPECT_EQ(state_.View().probes.size(), 2u) << "a refusal is not recorded over a real result";
+  EXPECT_EQ(agent.RunProbe({.peer = "n9"}, s.get_token()).outcome, ProbeOutcome::kPass)
+      << "the GPUs are free again";
 }
 
 }  // namespace

@@ -304,6 +304,7 @@ Status DemoCluster::Start() {
     co.rails = options_.rail_list.empty() ? RailSelection{.all = true}
                                           : RailSelection{.items = options_.rail_list};
   }
+  co.parallel_rails = options_.parallel_rails;
   coordinator_ = std::make_unique<CoordinatorServer>(co, log_);
   Status started = coordinator_->Start();
   if (!started.ok()) return started;
@@ -357,6 +358,11 @@ Status DemoCluster::Start() {
       }
     }
     spec = ApplyFaults(std::move(spec), node_faults[i]);
+    if (options_.ib_data_gbps > 0) {  // after a fault's own rate, which comes first
+      std::ostringstream rate;
+      rate << options_.ib_data_gbps;
+      for (const auto& h : spec.hcas) spec.ib_data_gbps.push_back(h.name + "=" + rate.str());
+    }
     spec.hostname = NodeName(i);
     spec.scenario = "demo-" + NodeName(i);
     if (pkeys.count(i)) {
@@ -389,6 +395,7 @@ Status DemoCluster::Start() {
     config.probe.timeout_seconds = options_.probe_timeout_seconds;
     config.probe.socket_ifname = "lo";
     config.probe.ib_hca = "mlx5_0";
+    config.probe.parallel_rails = options_.parallel_rails;
     // All "nodes" share this host: NCCL_HOSTID gives each its own host identity, as separate
     // machines have (otherwise NCCL sees two ranks on one GPU of one host).
     config.probe.env_allowlist = {"NCCL_FAKE_ROOT", "NCCL_HOSTID"};

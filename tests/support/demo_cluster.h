@@ -81,6 +81,12 @@ struct DemoOptions {
   bool rails = false;
   // The rails those probes take ("3", "mlx5_3", as probe.rails' list); empty: all.
   std::vector<std::string> rail_list;
+  // probe.parallel_rails of the coordinator and of every agent.
+  int parallel_rails = ProbeConfig{}.parallel_rails;
+  // > 0: every HCA of every node carries IB data at this rate in Gb/s (fixture.json
+  // "ib_data_gbps"), a fabric slow enough that even a 64 KiB probe lasts seconds, so that tests
+  // can see which probes ran at the same time.
+  double ib_data_gbps = 0;
   // The all-reduce size of every probe. 0: 64 KiB (latency-bound: busbw is not judged), or
   // kDemoBandwidthProbeBytes when a rail:I:K:rate fault is injected. When the coordinator judges
   // busbw at that size (its assignments are at least kBandwidthBoundBytes) the demo writes every
