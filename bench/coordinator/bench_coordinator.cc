@@ -11,7 +11,8 @@
 //              process's CPU time during the sweep, whether exactly the injected nodes were
 //              localised, coordinator RSS; for each N of --nodes. With --rails R every agent has
 //              R rails (mlx5_0..mlx5_{R-1}, one port each, the coordinator's probe.rails all),
-//              every pair is probed once per rail after its IB probe, and --rail-faults K more
+//              every pair is probed once per rail after its IB probe (--parallel-rails P of a
+//              pair at once, default 8 as probe.parallel_rails), and --rail-faults K more
 //              nodes have one bad HCA each (rail 1..R-1; the pair's own IB probe runs on rail 0, as
 //              probe.ib_hca pins it in the demo, so only the per-rail probes see it): each must be
 //              localised to its node with the rail named
@@ -22,6 +23,7 @@
 // On a shared machine the wall times follow the load; the coordinator's CPU time much less.
 //
 // Usage: bench_coordinator [--nodes 64,512,4096] [--faults 1,10] [--rails 0] [--rail-faults 0]
+//                          [--parallel-rails 8]
 //                          [--coverage-nodes 256] [--links 5] [--seed S] [--skip-coverage]
 //                          [--skip-localise]
 #include <grpcpp/grpcpp.h>
@@ -80,6 +82,7 @@ struct Faults {
 struct RailSetup {
   int rails = 0;
   int rail_faults = 0;
+  int parallel = ProbeConfig{}.parallel_rails;  // probe.parallel_rails of agents and coordinator
 };
 
 Faults DrawFaults(int n, int node_faults, int link_faults, uint64_t seed, RailSetup rs = {}) {
@@ -151,13 +154,14 @@ class Simulation;
 class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
  public:
   SimAgent(Simulation* sim, v1::Coordinator::Stub* stub, std::string node, const std::string& token,
-           int rails)
+           int rails, int parallel)
       : sim_(sim), node_(std::move(node)) {
     ctx_.AddMetadata("authorization", "Bearer " + token);
     stub->async()->Session(&ctx_, this);
     v1::AgentMessage hello;
     hello.mutable_hello()->set_protocol_version(kProtocolVersion);
     hello.mutable_hello()->set_node(node_);
+    hello.mutable_hello()->set_parallel_probes(static_cast<uint32_t>(parallel));
     v1::NodeSummary* summary = hello.mutable_hello()->mutable_summary();
     summary->set_arch("x86_64");
     // A DGX H100's rail table: HCA k on GPU k's PCIe switch, 400 Gb/s NDR ports.
@@ -323,7 +327,8 @@ int RunSimulatedAgents(const std::vector<std::string>& args) {
   const std::string token = Flag(args, "--token", "");
   const int n = std::stoi(Flag(args, "--n", "0"));
   const RailSetup rs{std::stoi(Flag(args, "--rails", "0")),
-                     std::stoi(Flag(args, "--rail-faults", "0"))};
+                     std::stoi(Flag(args, "--rail-faults", "0")),
+                     std::stoi(Flag(args, "--parallel-rails", "8"))};
   Faults f = DrawFaults(n, std::stoi(Flag(args, "--node-faults", "0")),
                         std::stoi(Flag(args, "--link-faults", "0")),
                         std::stoull(Flag(args, "--seed", "1")), rs);
@@ -337,8 +342,8 @@ int RunSimulatedAgents(const std::vector<std::string>& args) {
     ca.SetInt("nccl_triage.bench.agent", i);  // distinct args: no channel sharing
     stubs.push_back(v1::Coordinator::NewStub(
         grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), ca)));
-    agents.push_back(
-        std::make_unique<SimAgent>(&sim, stubs.back().get(), NodeName(i), token, rs.rails));
+    agents.push_back(std::make_unique<SimAgent>(&sim, stubs.back().get(), NodeName(i), token,
+                                                rs.rails, rs.parallel));
   }
   // Heartbeats until the parent kills this process.
   for (;;) {
@@ -376,8 +381,9 @@ struct Child {
 pid_t SpawnSelf(const std::string& self, const std::vector<std::string>& args, RailSetup rs) {
   std::vector<std::string> argv = {self};
   argv.insert(argv.end(), args.begin(), args.end());
-  argv.insert(argv.end(), {"--rails", std::to_string(rs.rails), "--rail-faults",
-                           std::to_string(rs.rail_faults)});
+  argv.insert(argv.end(),
+              {"--rails", std::to_string(rs.rails), "--rail-faults", std::to_string(rs.rail_faults),
+               "--parallel-rails", std::to_string(rs.parallel)});
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
@@ -415,6 +421,7 @@ bool StartCluster(Setup& s, Logger& log, const std::string& self, int n, int nod
   o.probe_deadline_seconds = 30;
   o.seed = seed;
   if (rs.rails > 0) o.rails = RailSelection{.all = true};
+  o.parallel_rails = rs.parallel;
   s.server = std::make_unique<CoordinatorServer>(o, log);
   if (!s.server->Start().ok()) return false;
   auto t0 = Clock::now();
@@ -576,9 +583,12 @@ int Main(int argc, char** argv) {
   const std::string exe = len > 0 ? std::string(self, static_cast<size_t>(len)) : argv[0];
   const uint64_t seed = std::stoull(Flag(args, "--seed", "7"));
   const RailSetup rs{std::stoi(Flag(args, "--rails", "0")),
-                     std::stoi(Flag(args, "--rail-faults", "0"))};
-  if (rs.rails < 0 || rs.rails > 64 || rs.rail_faults < 0 || (rs.rail_faults > 0 && rs.rails < 2)) {
-    std::cerr << "bench_coordinator: --rails is 0..64; --rail-faults needs --rails 2 or more\n";
+                     std::stoi(Flag(args, "--rail-faults", "0")),
+                     std::stoi(Flag(args, "--parallel-rails", "8"))};
+  if (rs.rails < 0 || rs.rails > 64 || rs.rail_faults < 0 || (rs.rail_faults > 0 && rs.rails < 2) ||
+      rs.parallel < 1 || rs.parallel > kMaxParallelRails) {
+    std::cerr << "bench_coordinator: --rails is 0..64; --rail-faults needs --rails 2 or more; "
+                 "--parallel-rails is 1..16\n";
     return 2;
   }
   if (args.size() >= 3 && args[0] == "--localise-one") {
