@@ -7,6 +7,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "core/rails.h"
+
 namespace nccl_triage {
 namespace {
 
@@ -34,6 +36,11 @@ constexpr std::array kSpecs = {
                "1 when the last probe with this peer and mode passed, else 0."},
     MetricSpec{"nccl_triage_probe_busbw_bytes_per_second", "gauge", "peer,mode",
                "Bus bandwidth of the last probe with this peer and mode."},
+    MetricSpec{"nccl_triage_rail_last_probe_success", "gauge", "rail,device,port",
+               "1 when the last per-rail IB probe on this rail of the node passed (with whichever "
+               "peer), else 0."},
+    MetricSpec{"nccl_triage_rail_last_probe_busbw_bytes_per_second", "gauge", "rail,device,port",
+               "Bus bandwidth of the last per-rail IB probe on this rail of the node."},
     MetricSpec{"nccl_triage_probe_duration_seconds", "histogram", "mode",
                "Wall time of each probe, start of the child to its result."},
     MetricSpec{"nccl_triage_pair_verdict", "gauge", "peer,class",
@@ -176,6 +183,8 @@ AgentMetrics::AgentMetrics(const AgentState& state, std::string version,
   shm_ = NewGauge(r, "nccl_triage_shm_size_bytes");
   probe_success_ = NewGauge(r, "nccl_triage_probe_success");
   probe_busbw_ = NewGauge(r, "nccl_triage_probe_busbw_bytes_per_second");
+  rail_success_ = NewGauge(r, "nccl_triage_rail_last_probe_success");
+  rail_busbw_ = NewGauge(r, "nccl_triage_rail_last_probe_busbw_bytes_per_second");
   probe_duration_ = &prometheus::BuildHistogram()
                          .Name("nccl_triage_probe_duration_seconds")
                          .Help(std::string(Spec("nccl_triage_probe_duration_seconds").help))
@@ -248,6 +257,30 @@ void AgentMetrics::RefreshLocked(const AgentStateView& view) {
   }
   probe_success_->Sweep();
   probe_busbw_->Sweep();
+  // Rails: the last IB probe on each rail, whichever peer it was with (one series per rail, not
+  // per pair; /status keeps every (peer, rail)). Which end of a failed rail is at fault is the
+  // coordinator's to say (nccl_triage_rail_probe_*, localised).
+  std::map<int, const ProbeRecord*> last_on_rail;
+  for (const auto& [key, rec] : view.rail_probes) {
+    auto [it, inserted] = last_on_rail.emplace(rec->rail, rec.get());
+    if (!inserted && rec->recorded_at_unix_ms > it->second->recorded_at_unix_ms) {
+      it->second = rec.get();
+    }
+  }
+  const std::vector<Rail> table =
+      view.snapshot && !last_on_rail.empty() ? RailTable(*view.snapshot) : std::vector<Rail>{};
+  for (const auto& [rail, rec] : last_on_rail) {
+    auto row =
+        std::find_if(table.begin(), table.end(), [rail](const Rail& r) { return r.index == rail; });
+    // A rail the table no longer lists (an HCA gone since) keeps its number, not its name.
+    prometheus::Labels labels = {{"rail", std::to_string(rail)},
+                                 {"device", row != table.end() ? row->device : ""},
+                                 {"port", row != table.end() ? std::to_string(row->port) : ""}};
+    rail_success_->Set(labels, rec->result.outcome == ProbeOutcome::kPass ? 1 : 0);
+    rail_busbw_->Set(labels, rec->result.busbw_bytes_per_second);
+  }
+  rail_success_->Sweep();
+  rail_busbw_->Sweep();
   for (const auto& obs : state_.ProbeObservationsAfter(observed_probe_seq_)) {
     probe_duration_by_mode_[obs.mode]->Observe(obs.duration_seconds);
     observed_probe_seq_ = std::max(observed_probe_seq_, obs.seq);

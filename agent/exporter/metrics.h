@@ -117,8 +117,9 @@ class AgentMetrics {
   prometheus::Family<prometheus::Histogram>* probe_duration_ = nullptr;
   std::map<ProbeMode, prometheus::Histogram*> probe_duration_by_mode_;
   std::unique_ptr<GaugeSeries> node_verdict_, check_status_, port_state_, port_phys_state_,
-      port_rate_, expected_bw_, memlock_, shm_, probe_success_, probe_busbw_, pair_verdict_,
-      last_check_, last_probe_, build_info_, nccl_info_, workload_status_;
+      port_rate_, expected_bw_, memlock_, shm_, probe_success_, probe_busbw_, rail_success_,
+      rail_busbw_, pair_verdict_, last_check_, last_probe_, build_info_, nccl_info_,
+      workload_status_;
 };
 
 }  // namespace nccl_triage

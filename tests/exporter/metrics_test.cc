@@ -87,6 +87,7 @@ TEST_F(MetricsTest, EveryContractFamilyIsExportedWithItsTypeOnceTheStateIsFull) 
   FillCycle(state_, TestSnapshot(2),
             {TestFinding("ib.port_state", FaultClass::kIbResource, CheckStatus::kFail)}, 1000);
   FillPeers(state_, 2, 2000);
+  testing::FillRailProbes(state_, 2, 2000);
   state_.SetWorkloadFindings(
       {{"ns", "pod", "c",
         TestFinding("limits.memlock", FaultClass::kArchitecture, CheckStatus::kPass)}});
@@ -218,6 +219,40 @@ TEST_F(MetricsTest, ProbesPairsAndDurationsFollowTheStateAndRemovedPeersVanish) 
   fams = metrics_.Collect();
   EXPECT_EQ(Count(fams, "nccl_triage_probe_success"), 4u);
   EXPECT_EQ(Count(fams, "nccl_triage_pair_verdict"), 8u);
+}
+
+TEST_F(MetricsTest, EachRailShowsItsLastProbeWhicheverPeerItWasWith) {
+  FillCycle(state_, TestSnapshot(2), {}, 1000);
+  auto rail_probe = [&](const std::string& peer, int rail, ProbeOutcome outcome, double busbw,
+                        int64_t at_ms) {
+    ProbeResult r;
+    r.mode = ProbeMode::kIb;
+    r.peer = peer;
+    r.outcome = outcome;
+    r.busbw_bytes_per_second = busbw;
+    state_.RecordProbe(r, at_ms, rail, "=mlx5_" + std::to_string(rail) + ":1");
+  };
+  rail_probe("gpu-node-100", 0, ProbeOutcome::kPass, 20e9, 3000);
+  rail_probe("gpu-node-101", 0, ProbeOutcome::kFail, 0, 2000);  // older: not rail 0's last
+  rail_probe("gpu-node-101", 1, ProbeOutcome::kPass, 21e9, 3000);
+  rail_probe("gpu-node-102", 1, ProbeOutcome::kFail, 0, 4000);
+  auto fams = metrics_.Collect();
+  EXPECT_EQ(Count(fams, "nccl_triage_rail_last_probe_success"), 2u) << "one series per rail";
+  EXPECT_EQ(Value(fams, "nccl_triage_rail_last_probe_success",
+                  {{"rail", "0"}, {"device", "mlx5_0"}, {"port", "1"}}),
+            1);
+  EXPECT_EQ(Value(fams, "nccl_triage_rail_last_probe_busbw_bytes_per_second", {{"rail", "0"}}),
+            20e9);
+  EXPECT_EQ(Value(fams, "nccl_triage_rail_last_probe_success",
+                  {{"rail", "1"}, {"device", "mlx5_1"}, {"port", "1"}}),
+            0);
+  EXPECT_TRUE(std::isnan(Value(fams, "nccl_triage_probe_success", {{"mode", "ib"}})))
+      << "a rail's probe is not the pair's IB probe";
+  state_.RemovePeer("gpu-node-102");
+  state_.RemovePeer("gpu-node-101");
+  fams = metrics_.Collect();
+  EXPECT_EQ(Count(fams, "nccl_triage_rail_last_probe_success"), 1u);
+  EXPECT_EQ(Value(fams, "nccl_triage_rail_last_probe_success", {{"rail", "0"}}), 1);
 }
 
 TEST_F(MetricsTest, WorkloadChecksAreOneHotPerContainerAndCheck) {

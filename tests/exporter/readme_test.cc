@@ -91,6 +91,7 @@ TEST(Readme, MetricTableMatchesWhatAFullScrapeExports) {
                                            CheckStatus::kFail)},
                      1000);
   testing::FillPeers(state, 2, 2000);
+  testing::FillRailProbes(state, 2, 2000);
   state.SetWorkloadFindings({{"ns", "pod", "c", testing::TestFinding("limits.memlock",
                                                                     FaultClass::kArchitecture,
                                                                     CheckStatus::kFail)}});

@@ -68,4 +68,17 @@ inline void FillPeers(AgentState& state, int peers, int64_t now_ms) {
   }
 }
 
+// One per-rail IB probe with each of `peers` peers (FillPeers' names), on rails 0 and 1 in turn.
+inline void FillRailProbes(AgentState& state, int peers, int64_t now_ms) {
+  for (int i = 0; i < peers; ++i) {
+    ProbeResult r;
+    r.peer = "gpu-node-" + std::to_string(100 + i);
+    r.mode = ProbeMode::kIb;
+    r.outcome = ProbeOutcome::kPass;
+    r.busbw_bytes_per_second = 23.5e9;
+    r.duration_seconds = 4.2;
+    state.RecordProbe(r, now_ms + i, i % 2, "=mlx5_" + std::to_string(i % 2) + ":1");
+  }
+}
+
 }  // namespace nccl_triage::testing
