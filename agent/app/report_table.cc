@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/catalogue.h"
+#include "core/rails.h"
 
 namespace nccl_triage {
 namespace {
@@ -202,8 +203,7 @@ void RenderRailTable(const std::vector<Rail>& rails, std::ostream& os) {
       }
       rate += " Gb/s";
     }
-    rows.push_back({std::to_string(r.index), r.device + "/" + std::to_string(r.port),
-                    r.hca_bdf.empty() ? "?" : r.hca_bdf,
+    rows.push_back({std::to_string(r.index), RailPortName(r), r.hca_bdf.empty() ? "?" : r.hca_bdf,
                     r.gpu >= 0 ? std::to_string(r.gpu) + " " + r.gpu_bdf : "-",
                     std::string(ToString(r.affinity)),
                     r.numa_node >= 0 ? std::to_string(r.numa_node) : "?", rate, r.state});

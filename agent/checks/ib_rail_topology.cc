@@ -41,7 +41,7 @@ Finding IbRailTopology(const NodeSnapshot& s, const Config&, const CheckContext&
   if (rails.empty()) return b.Skip("the HCAs list no ports");
   for (const auto& r : rails) {
     // Keyed by port so that a message naming "mlx5_3/1" shows that rail's line.
-    b.Add(r.device + "/" + std::to_string(r.port) + " rail", RailText(r),
+    b.Add(RailPortName(r) + " rail", RailText(r),
           r.hca_bdf.empty() ? "sys/class/infiniband/" + r.device + "/device"
                             : "sys/bus/pci/devices/" + r.hca_bdf);
   }
@@ -80,7 +80,7 @@ Finding IbRailTopology(const NodeSnapshot& s, const Config&, const CheckContext&
     std::vector<std::string> down;
     for (int k : on_gpu_switch[g]) {
       const Rail& r = rails[static_cast<size_t>(k)];
-      if (!r.active) down.push_back(r.device + "/" + std::to_string(r.port) + " " + r.state);
+      if (!r.active) down.push_back(RailPortName(r) + " " + r.state);
     }
     if (down.size() == on_gpu_switch[g].size()) {
       problems.push_back(GpuName(static_cast<int>(g), gpus[g]) +

@@ -4,6 +4,8 @@
 #include <map>
 #include <utility>
 
+#include "core/rails.h"
+
 namespace nccl_triage {
 namespace {
 
@@ -174,13 +176,11 @@ void CoordinatorMetrics::SetRailProbes(const std::vector<PairOutcome>& pairs) {
   }
   std::lock_guard lock(mu_);
   for (const auto& [key, t] : tally) {
-    // "mlx5_5/1" -> device mlx5_5, port 1
-    const size_t slash = t.device.rfind('/');
-    const prometheus::Labels labels = {
-        {"node", key.first},
-        {"rail", std::to_string(key.second)},
-        {"device", t.device.substr(0, slash)},
-        {"port", slash == std::string::npos ? "" : t.device.substr(slash + 1)}};
+    const auto [device, port] = SplitRailPortName(t.device);
+    const prometheus::Labels labels = {{"node", key.first},
+                                       {"rail", std::to_string(key.second)},
+                                       {"device", device},
+                                       {"port", port > 0 ? std::to_string(port) : ""}};
     rail_success_->Set(labels, t.passed > 0 ? 1 : 0);
     rail_failures_->Set(labels, t.failed);
   }

@@ -1,6 +1,7 @@
 #include "core/rails.h"
 
 #include <algorithm>
+#include <charconv>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
@@ -46,6 +47,18 @@ bool Contains(const Fact<std::string>& f, std::string_view what) {
 }
 
 }  // namespace
+
+std::string RailPortName(const Rail& rail) { return rail.device + "/" + std::to_string(rail.port); }
+
+std::pair<std::string, int> SplitRailPortName(std::string_view name) {
+  const size_t slash = name.rfind('/');
+  if (slash == std::string_view::npos) return {std::string(name), 0};
+  const char* end = name.data() + name.size();
+  int port = 0;
+  auto [at, ec] = std::from_chars(name.data() + slash + 1, end, port);
+  if (ec != std::errc() || at != end || port <= 0) return {std::string(name), 0};
+  return {std::string(name.substr(0, slash)), port};
+}
 
 std::string_view ToString(RailAffinity a) {
   switch (a) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/snapshot.h"
@@ -43,6 +44,11 @@ struct Rail {
 
   friend bool operator==(const Rail&, const Rail&) = default;
 };
+
+// A rail's HCA port as reports, verdicts and the coordinator name it: "mlx5_3/1".
+std::string RailPortName(const Rail& rail);
+// Back from RailPortName: "mlx5_3/1" -> {"mlx5_3", 1}; a name without "/N" is the device, port 0.
+std::pair<std::string, int> SplitRailPortName(std::string_view name);
 
 // The GPUs in PCI bus order (snapshot.gpus, else NVIDIA display-class PCI functions), as CUDA
 // numbers them with CUDA_DEVICE_ORDER=PCI_BUS_ID.

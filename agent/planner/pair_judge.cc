@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/catalogue.h"
+#include "core/rails.h"
 #include "core/rates.h"
 #include "planner/cross_node.h"
 
@@ -120,14 +121,14 @@ std::optional<ExpectedBandwidth> ExpectedPairBandwidth(const NodeInfo& a, const 
 
 std::optional<ExpectedBandwidth> ExpectedRailBandwidth(const NodeInfo& a, const NodeInfo& b,
                                                        int rail, std::string_view device) {
-  std::string port(device);
-  if (size_t slash = port.rfind('/'); slash != std::string::npos) port[slash] = ':';
+  const auto [hca, hca_port] = SplitRailPortName(device);
+  const std::string port = hca + ":" + std::to_string(hca_port);
   double rates[2] = {0, 0};
   std::string basis = "rail " + std::to_string(rail) + ": ";
   for (int i = 0; i < 2; ++i) {
     const NodeInfo& n = i == 0 ? a : b;
     for (const Rail& r : n.rails) {
-      if (r.index == rail && r.device + ":" + std::to_string(r.port) == port && r.rate_gbps) {
+      if (r.index == rail && r.device == hca && r.port == hca_port && r.rate_gbps) {
         rates[i] = *r.rate_gbps;
       }
     }

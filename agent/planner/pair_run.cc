@@ -25,7 +25,7 @@ std::vector<PairRunSetup::Rail> PairRails(const NodeInfo& a, const NodeInfo& b,
       return r.index == ra.index && r.device == ra.device && r.port == ra.port;
     });
     if (rb != b.rails.end()) {
-      out.push_back({ra.index, ra.device + "/" + std::to_string(ra.port), ra.gpu_bdf, rb->gpu_bdf});
+      out.push_back({ra.index, RailPortName(ra), ra.gpu_bdf, rb->gpu_bdf});
     }
   }
   return out;

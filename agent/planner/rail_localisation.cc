@@ -6,6 +6,8 @@
 #include <set>
 #include <tuple>
 
+#include "base/vectors.h"
+
 namespace nccl_triage {
 namespace {
 
@@ -17,12 +19,6 @@ struct RailRecord {
 };
 
 using NodeRail = std::pair<std::string, int>;
-
-void AddCauses(std::vector<std::string>& into, const std::vector<std::string>& from) {
-  for (const auto& c : from) {
-    if (std::find(into.begin(), into.end(), c) == into.end()) into.push_back(c);
-  }
-}
 
 std::string Join(const std::set<std::string>& names) {
   std::string out;
@@ -98,7 +94,7 @@ RailLocalisation LocaliseRails(const std::vector<RailPairOutcome>& outcomes) {
     double expected = 0;
     for (const auto& o : outcomes) {
       if (o.rail != rail || o.passed || !o.pair.Has(node)) continue;
-      AddCauses(f.causes, o.causes);
+      AppendAbsent(f.causes, o.causes);
       slow = slow && o.degraded;
       best = std::max(best, o.busbw_bytes_per_second);
       expected = std::max(expected, o.expected_bytes_per_second);
@@ -133,7 +129,7 @@ RailLocalisation LocaliseRails(const std::vector<RailPairOutcome>& outcomes) {
       f.fault_class = faults.front().fault_class;
       f.degraded = true;
       for (const auto& rf : faults) {
-        AddCauses(f.causes, rf.causes);
+        AppendAbsent(f.causes, rf.causes);
         f.degraded = f.degraded && rf.degraded;
       }
       f.reason = "every rail probed (" + std::to_string(probed.size()) + ") " +

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <random>
 
+#include "base/vectors.h"
+
 namespace nccl_triage {
 
 std::string_view ToString(FaultKind k) { return k == FaultKind::kNode ? "node" : "link"; }
@@ -55,11 +57,7 @@ std::vector<std::string> CommonCauses(const std::vector<const PairVerdict*>& ver
     if (everywhere) out.push_back(c);
   }
   if (!out.empty()) return out;
-  for (const auto* v : verdicts) {
-    for (const auto& c : v->causes) {
-      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-    }
-  }
+  for (const auto* v : verdicts) AppendAbsent(out, v->causes);
   return out;
 }
 
@@ -297,11 +295,7 @@ SweepResult Sweep::Result() const {
       o.state = NodeState::kNodeFault;
       o.fault_class = first.fault_class;
       for (const RailFault* f : rf->second) {
-        for (const auto& c : f->causes) {
-          if (std::find(o.causes.begin(), o.causes.end(), c) == o.causes.end()) {
-            o.causes.push_back(c);
-          }
-        }
+        AppendAbsent(o.causes, f->causes);
         if (first.kind == RailFaultKind::kNode && f != &first) continue;
         o.reason += (o.reason.empty() ? "" : "; ") + f->reason;
       }

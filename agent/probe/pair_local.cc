@@ -214,7 +214,7 @@ std::vector<std::string> PortsNamed(std::string_view message) {
 }
 
 std::vector<Finding> FindingsForRail(const std::vector<Finding>& findings, const Rail& rail) {
-  const std::string mine = rail.device + "/" + std::to_string(rail.port);
+  const std::string mine = RailPortName(rail);
   std::vector<Finding> out;
   for (const auto& f : findings) {
     const auto ports = PortsNamed(f.message);
@@ -225,7 +225,7 @@ std::vector<Finding> FindingsForRail(const std::vector<Finding>& findings, const
 }
 
 std::string RailName(const Rail& r) {
-  const std::string port = r.device + "/" + std::to_string(r.port);
+  const std::string port = RailPortName(r);
   if (r.index < 0) return port;
   return "rail " + std::to_string(r.index) + " (" + port +
          (r.gpu >= 0 ? ", GPU " + std::to_string(r.gpu) : std::string()) + ")";
@@ -597,8 +597,8 @@ void PrintPairTable(const PairLocalReport& report, std::ostream& out) {
                   (r.verdict.fault_class == FaultClass::kHealthy ? "" : ": " + m.detail);
       }
       out << Pad(r.rail.index >= 0 ? std::to_string(r.rail.index) : "-", 6)
-          << Pad(r.rail.device + "/" + std::to_string(r.rail.port), 11) << Pad(gpu, 16)
-          << Pad(RailOutcome(r), 13) << Pad(bw, 13) << Pad(expected, 13) << verdict << "\n";
+          << Pad(RailPortName(r.rail), 11) << Pad(gpu, 16) << Pad(RailOutcome(r), 13) << Pad(bw, 13)
+          << Pad(expected, 13) << verdict << "\n";
     }
   }
   const ProbeResult* any = report.rows.empty() ? nullptr : &report.rows.front().merged;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "base/log.h"
 #include "exporter/live_util.h"
@@ -329,6 +330,80 @@ TEST(CoordinatorDeadlines, AgentLostMidProbeMakesThePairInconclusiveAndCancelsIt
   ASSERT_FALSE(view.pairs.empty());
   EXPECT_EQ(view.pairs[0].judgement.status, PairStatus::kInconclusive);
   EXPECT_TRUE(view.faults.empty());
+}
+
+// A node with four rails, each HCA beside a GPU of its own; `parallel` > 0: the hello says how
+// many probes the agent runs at once (0: an agent from before that field).
+v1::AgentMessage HelloWithRails(const std::string& node, uint32_t parallel) {
+  v1::AgentMessage m = RawAgent::Hello(node);
+  for (uint32_t k = 0; k < 4; ++k) {
+    v1::Rail* r = m.mutable_hello()->mutable_summary()->add_rails();
+    r->set_index(k);
+    r->set_device("mlx5_" + std::to_string(k));
+    r->set_port(1);
+    r->set_active(true);
+    r->set_rate_gbps(200);
+    r->set_gpu_bus_id("0000:" + std::to_string(10 + k) + ":00.0");
+  }
+  if (parallel > 0) m.mutable_hello()->set_parallel_probes(parallel);
+  return m;
+}
+
+// One sweep of two such nodes with probe.rails all: the most rail assignments either agent held
+// at once. Each agent takes what arrives within 300 ms, then reports every probe passed (rank 1
+// without waiting for the relay, which the coordinator allows), so rails the coordinator runs
+// together arrive in one batch and rails it runs in turn one by one.
+int MostRailsAtOnce(uint32_t parallel_a, uint32_t parallel_b) {
+  CoordinatorOptions o;
+  o.rails = RailSelection{.all = true};
+  Coordinator c(o);
+  RawAgent a(c.target, c.token), b(c.target, c.token);
+  EXPECT_TRUE(a.Send(HelloWithRails("node-a", parallel_a)));
+  EXPECT_TRUE(b.Send(HelloWithRails("node-b", parallel_b)));
+  EXPECT_TRUE(c.server->WaitForAgents(2, 5s));
+  const uint64_t n = c.server->RequestSweep();
+  std::atomic<bool> done{false};
+  std::atomic<int> most{0};
+  auto play = [&](RawAgent& agent) {
+    while (!done) {
+      std::vector<v1::ProbeAssignment> batch;
+      while (auto m = agent.Next(Body::kAssignment, batch.empty() ? 50ms : 300ms)) {
+        batch.push_back(m->assignment());
+      }
+      int rails = 0;
+      for (const auto& as : batch) {
+        rails += as.has_rail() ? 1 : 0;
+        if (as.rank() == 0) {
+          v1::AgentMessage id;
+          id.mutable_unique_id()->set_probe_id(as.probe_id());
+          id.mutable_unique_id()->set_id(std::string(128, 'x'));
+          agent.Send(id);
+        }
+        v1::AgentMessage report = Report(as.probe_id(), v1::PROBE_OUTCOME_PASS);
+        if (as.mode() == v1::PROBE_MODE_SOCKET) {
+          report.mutable_probe_report()->set_transport("NET/Socket");
+        }
+        agent.Send(report);
+      }
+      for (int seen = most.load(); rails > seen && !most.compare_exchange_weak(seen, rails);) {
+      }
+    }
+  };
+  std::thread pa([&] { play(a); });
+  std::thread pb([&] { play(b); });
+  EXPECT_TRUE(c.server->WaitForSweep(n, 20s));
+  done = true;
+  pa.join();
+  pb.join();
+  auto view = c.server->View();
+  EXPECT_TRUE(view.faults.empty());
+  return most.load();
+}
+
+TEST(CoordinatorRails, RailsRunSideBySideUpToWhatBothAgentsSaidInTheirHellos) {
+  EXPECT_EQ(MostRailsAtOnce(8, 8), 4) << "all four rails, each on its own GPUs";
+  EXPECT_EQ(MostRailsAtOnce(8, 2), 2) << "node-b runs two probes at once";
+  EXPECT_EQ(MostRailsAtOnce(8, 0), 1) << "an agent that does not say gets one at a time";
 }
 
 TEST(CoordinatorPredictions, CrossNodeChecksPredictBrokenPairsBeforeAnyProbe) {

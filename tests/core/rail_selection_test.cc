@@ -86,3 +86,23 @@ TEST(RailIbHca, SelectsExactlyOnePortWithNcclSyntax) {
 
 }  // namespace
 }  // namespace nccl_triage
+
+namespace nccl_triage {
+namespace {
+
+TEST(RailPortName, NamesTheHcaPortAndSplitsBack) {
+  Rail r;
+  r.device = "mlx5_10";
+  r.port = 2;
+  EXPECT_EQ(RailPortName(r), "mlx5_10/2");
+  EXPECT_EQ(SplitRailPortName("mlx5_10/2"), (std::pair<std::string, int>{"mlx5_10", 2}));
+  EXPECT_EQ(SplitRailPortName("mlx5_3"), (std::pair<std::string, int>{"mlx5_3", 0}));
+  for (const std::string bad : {"mlx5_3/x", "mlx5_3/1x", "mlx5_3/", "mlx5_3/-1"}) {
+    EXPECT_EQ(SplitRailPortName(bad), (std::pair<std::string, int>{bad, 0}))
+        << bad << ": a port that is not a number leaves the name whole";
+  }
+  EXPECT_EQ(SplitRailPortName(""), (std::pair<std::string, int>{"", 0}));
+}
+
+}  // namespace
+}  // namespace nccl_triage
