@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <set>
 #include <thread>
 
+#include "base/files.h"
 #include "cluster_test_util.h"
 
 namespace nccl_triage {
@@ -27,18 +27,18 @@ int LiveProbeChildren() {
   while (dirent* e = readdir(d)) {
     std::string pid = e->d_name;
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat("/proc/" + pid + "/stat");
-    std::string line;
-    std::getline(stat, line);
+    // A child may exit between the listing and these reads (ESRCH): it is then not counted.
+    auto stat = ReadWholeFile("/proc/" + pid + "/stat", "stat");
+    if (!stat.ok()) continue;
+    const std::string line = stat->substr(0, stat->find('\n'));
     auto close = line.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream rest(line.substr(close + 2));
     std::string state, ppid;
     rest >> state >> ppid;
     if (ppid != me || state == "Z") continue;
-    std::ifstream cmd("/proc/" + pid + "/cmdline");
-    std::string args((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-    if (args.find(std::string("--child")) != std::string::npos) ++count;
+    auto args = ReadWholeFile("/proc/" + pid + "/cmdline", "cmdline");
+    if (args.ok() && args->find("--child") != std::string::npos) ++count;
   }
   closedir(d);
   return count;
