@@ -270,9 +270,11 @@ class CoordinatorSession::Connection {
                                                  [&](const auto& q) { return q.probe_id() == id; });
         if (known || queue_.size() + running_.size() >= static_cast<size_t>(parallel_)) {
           // The coordinator overlaps no more than the hello's parallel_probes: a stale one.
-          Refuse(id, known ? "busy: this probe id already runs"
-                           : "busy: " + std::to_string(parallel_) +
-                                 " probe(s) already run (probe.parallel_rails)");
+          const std::string why = known ? "busy: this probe id already runs"
+                                        : "busy: " + std::to_string(parallel_) +
+                                              " probe(s) already run (probe.parallel_rails)";
+          owner_.log_.Warn("session", "refused probe " + Bounded(id, 64) + ": " + why);
+          Refuse(id, why);
           break;
         }
         queue_.push_back(msg.assignment());

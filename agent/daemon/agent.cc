@@ -185,6 +185,10 @@ ProbeResult Agent::RunProbe(const ProbeAssignment& assignment, std::stop_token s
     result.detail = assignment.gpu_bus_id.empty()
                         ? "skipped: another probe of this agent is running"
                         : "skipped: GPU " + assignment.gpu_bus_id + " runs another probe";
+    log_.Warn("agent", "probe with " + assignment.peer +
+                           (assignment.rail >= 0 ? " on rail " + std::to_string(assignment.rail)
+                                                 : std::string()) +
+                           " not run: " + result.detail);
     return result;
   }
   struct Release {

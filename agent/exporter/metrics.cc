@@ -270,8 +270,9 @@ void AgentMetrics::RefreshLocked(const AgentStateView& view) {
   const std::vector<Rail> table =
       view.snapshot && !last_on_rail.empty() ? RailTable(*view.snapshot) : std::vector<Rail>{};
   for (const auto& [rail, rec] : last_on_rail) {
-    auto row =
-        std::find_if(table.begin(), table.end(), [rail](const Rail& r) { return r.index == rail; });
+    const int index = rail;  // clang before 16 cannot capture a structured binding
+    auto row = std::find_if(table.begin(), table.end(),
+                            [index](const Rail& r) { return r.index == index; });
     // A rail the table no longer lists (an HCA gone since) keeps its number, not its name.
     prometheus::Labels labels = {{"rail", std::to_string(rail)},
                                  {"device", row != table.end() ? row->device : ""},
