@@ -268,11 +268,12 @@ class CoordinatorSession::Connection {
         const bool known =
             running_.contains(id) || std::any_of(queue_.begin(), queue_.end(),
                                                  [&](const auto& q) { return q.probe_id() == id; });
-        if (known || queue_.size() + running_.size() >= static_cast<size_t>(parallel_)) {
-          // The coordinator overlaps no more than the hello's parallel_probes: a stale one.
+        // The coordinator overlaps no more than the hello's parallel_probes, but a probe it
+        // cancelled may still be ending when the next ones come: those wait for a worker.
+        if (known || queue_.size() >= static_cast<size_t>(parallel_)) {
           const std::string why = known ? "busy: this probe id already runs"
                                         : "busy: " + std::to_string(parallel_) +
-                                              " probe(s) already run (probe.parallel_rails)";
+                                              " probe(s) already wait (probe.parallel_rails)";
           owner_.log_.Warn("session", "refused probe " + Bounded(id, 64) + ": " + why);
           Refuse(id, why);
           break;

@@ -112,7 +112,7 @@ void Agent::RunIntraNodeOnce(std::stop_token stop) {
   WaitForCycle(0, stop);
   auto snapshot = LatestSnapshot();
   if (stop.stop_requested() || !snapshot) return;  // no snapshot: no idle GPUs to name
-  if (!HoldGpu("")) {  // the link has not started, so nothing else probes: never expected
+  if (!HoldGpu("", stop)) {  // the link has not started, so nothing else probes: never expected
     log_.Warn("agent", "intra-node probe skipped: another probe holds a GPU");
     return;
   }
@@ -152,36 +152,54 @@ uint64_t Agent::WaitForCycle(uint64_t seen_cycles, std::stop_token stop) {
   }
 }
 
-bool Agent::HoldGpu(const std::string& gpu) {
-  std::lock_guard lock(gpus_mu_);
-  if (all_gpus_held_ || (gpu.empty() && !gpus_held_.empty()) || gpus_held_.contains(gpu)) {
-    return false;
+bool Agent::HoldGpu(const std::string& gpu, std::stop_token stop) {
+  std::unique_lock lock(gpus_mu_);
+  // Holders in the way: the same GPU, or every GPU on either side.
+  auto blocked = [&](bool* only_stopping) {
+    bool any = false;
+    *only_stopping = true;
+    for (const auto& [held, holder] : gpus_held_) {
+      if (!gpu.empty() && !held.empty() && held != gpu) continue;
+      any = true;
+      *only_stopping = *only_stopping && holder.stop_requested();
+    }
+    return any;
+  };
+  const auto until = std::chrono::steady_clock::now() + kGpuReleaseWait;
+  bool only_stopping = true;
+  while (blocked(&only_stopping)) {
+    if (!only_stopping) return false;
+    // Only probes being cancelled are in the way: their children are being killed.
+    const bool settled = gpus_released_.wait_until(lock, stop, until, [&] {
+      bool stopping = true;
+      return !blocked(&stopping) || !stopping;
+    });
+    if (!settled) return false;  // `stop`, or a cancelled probe that did not end in time
   }
-  if (gpu.empty()) {
-    all_gpus_held_ = true;
-  } else {
-    gpus_held_.insert(gpu);
-  }
+  gpus_held_.emplace(gpu, stop);
   return true;
 }
 
 void Agent::ReleaseGpu(const std::string& gpu) {
-  std::lock_guard lock(gpus_mu_);
-  if (gpu.empty()) {
-    all_gpus_held_ = false;
-  } else {
+  {
+    std::lock_guard lock(gpus_mu_);
     gpus_held_.erase(gpu);
   }
+  gpus_released_.notify_all();
 }
 
 ProbeResult Agent::RunProbe(const ProbeAssignment& assignment, std::stop_token stop) {
   ProbeResult result;
-  if (!HoldGpu(assignment.gpu_bus_id)) {
+  if (!HoldGpu(assignment.gpu_bus_id, stop)) {
     // Not recorded: the pair's last real result stays in /status and the metrics.
     result.mode = assignment.mode;
     result.rank = assignment.rank;
     result.peer = assignment.peer;
     result.outcome = ProbeOutcome::kNotRun;
+    if (stop.stop_requested()) {  // cancelled while a cancelled probe was still ending
+      result.detail = "cancelled";
+      return result;
+    }
     result.detail = assignment.gpu_bus_id.empty()
                         ? "skipped: another probe of this agent is running"
                         : "skipped: GPU " + assignment.gpu_bus_id + " runs another probe";

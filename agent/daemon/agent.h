@@ -11,11 +11,12 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@
 #include "state/state_sink.h"
 
 namespace nccl_triage {
+
+// How long a probe waits for a GPU that a cancelled probe still holds (HoldGpu).
+inline constexpr std::chrono::seconds kGpuReleaseWait{30};
 
 using GatherFn = std::function<StatusOr<NodeSnapshot>()>;
 // The checks: the new snapshot and the previous one (null on the first cycle).
@@ -86,8 +90,11 @@ class Agent final : public AgentServices {
   void Notify();
   void RunIntraNodeOnce(std::stop_token stop);  // on the link thread, before the link runs
   std::optional<Finding> IntraNodeFinding() const;
-  // Holds `gpu` (a bus id; "": every GPU) for one probe; false when a running probe holds it.
-  bool HoldGpu(const std::string& gpu);
+  // Holds `gpu` (a bus id; "": every GPU) for one probe stopped by `stop`. False at once when a
+  // running probe holds it; a probe being cancelled (its stop requested: its children are being
+  // killed) is waited for, up to kGpuReleaseWait or `stop`. The coordinator ends a phase as soon
+  // as it cancels a rank, so the next assignment can arrive before the cancelled child is gone.
+  bool HoldGpu(const std::string& gpu, std::stop_token stop);
   void ReleaseGpu(const std::string& gpu);
 
   AgentOptions options_;
@@ -105,9 +112,10 @@ class Agent final : public AgentServices {
   std::unique_ptr<CoordinatorLink> link_;
   std::shared_ptr<const NodeSnapshot> previous_;  // loop thread only
   std::mutex gpus_mu_;
-  std::set<std::string> gpus_held_;  // guarded by gpus_mu_; the GPUs running probes hold
-  bool all_gpus_held_ = false;       // guarded by gpus_mu_; a probe that named no GPU runs
-  std::mutex notify_mu_;             // sinks see changes in order
+  std::condition_variable_any gpus_released_;
+  // Guarded by gpus_mu_: the GPUs running probes hold ("": all of them), with each holder's stop.
+  std::map<std::string, std::stop_token> gpus_held_;
+  std::mutex notify_mu_;  // sinks see changes in order
 };
 
 }  // namespace nccl_triage

@@ -737,32 +737,41 @@ TEST(CoordinatorSession, RunsUpToItsParallelProbesAtOnceAndSaysHowManyInItsHello
   ASSERT_TRUE(c.service.hello().has_value());
   EXPECT_EQ(c.service.hello()->parallel_probes(), 2u);
 
-  // A third while two run is refused at once; the two go on.
+  // Two more wait for a worker (a probe the coordinator cancelled may still be ending); a fifth
+  // is refused at once, as is an id already running or waiting.
   c.service.Send(Assignment("r2", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "node-d"));
+  c.service.Send(Assignment("r3", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "node-e"));
+  c.service.Send(Assignment("r4", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "node-f"));
   auto r = c.service.WaitReport(5s);
   ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->probe_id(), "r2");
+  EXPECT_EQ(r->probe_id(), "r4");
   EXPECT_EQ(r->outcome(), v1::PROBE_OUTCOME_NOT_RUN);
-  EXPECT_EQ(r->skipped_reason(), "busy: 2 probe(s) already run (probe.parallel_rails)");
-  // So is an id that already runs.
-  c.service.Send(Assignment("r1", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "node-c"));
-  r = c.service.WaitReport(5s);
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->skipped_reason(), "busy: this probe id already runs");
+  EXPECT_EQ(r->skipped_reason(), "busy: 2 probe(s) already wait (probe.parallel_rails)");
+  for (const char* id : {"r1", "r2"}) {
+    c.service.Send(Assignment(id, v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "node-c"));
+    r = c.service.WaitReport(5s);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->probe_id(), id);
+    EXPECT_EQ(r->skipped_reason(), "busy: this probe id already runs");
+  }
+  EXPECT_TRUE(running_becomes({"node-b", "node-c"})) << "the waiting ones have not started";
 
-  // A cancel stops its own probe only; the freed place takes the next assignment.
+  // A cancel stops its own probe only; the freed worker takes the next waiting assignment.
   c.service.Send(Cancel("r1", "peer lost"));
   r = c.service.WaitReport(5s);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->probe_id(), "r1");
-  EXPECT_TRUE(running_becomes({"node-b"}));
-  c.service.Send(Assignment("r3", v1::PROBE_MODE_IB, v1::PROBE_SIZE_1MIB, 0, "node-e"));
-  EXPECT_TRUE(running_becomes({"node-b", "node-e"}));
+  EXPECT_TRUE(running_becomes({"node-b", "node-d"}));
   c.service.Send(Cancel("r0", "over"));
+  r = c.service.WaitReport(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->probe_id(), "r0");
+  EXPECT_TRUE(running_becomes({"node-d", "node-e"}));
+  c.service.Send(Cancel("r2", "over"));
   c.service.Send(Cancel("r3", "over"));
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(c.service.WaitReport(5s).has_value());
   std::lock_guard lock(mu);
-  EXPECT_EQ(stopped, (std::set<std::string>{"node-b", "node-c", "node-e"}));
+  EXPECT_EQ(stopped, (std::set<std::string>{"node-b", "node-c", "node-d", "node-e"}));
 }
 
 // Node verdicts were taken unfiltered (pair verdicts were filtered): cause ids

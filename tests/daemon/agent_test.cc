@@ -332,5 +332,61 @@ TEST_F(AgentTest, ProbesOnDifferentGpusRunAtOnceAndOneOnAGpuAProbeHoldsIsRefused
       << "the GPUs are free again";
 }
 
+// The coordinator ends a phase as soon as it cancels a rank, so the next assignment may come while
+// the cancelled child is still being killed: it waits for that GPU instead of being refused.
+TEST_F(AgentTest, AProbeWaitsForTheGpuOfACancelledProbeThatIsStillEnding) {
+  std::atomic<bool> first_running{false}, first_stopped{false}, release{false};
+  Agent agent(
+      {}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
+      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
+      clock_, log_);
+  auto wait_for = [](const std::atomic<bool>& flag) {
+    for (int i = 0; i < 10'000 && !flag; ++i) std::this_thread::sleep_for(1ms);
+    return flag.load();
+  };
+  agent.SetProbeRunner([&](const ProbeAssignment& a, std::stop_token stop) {
+    if (a.peer == "n1") {
+      first_running = true;
+      while (!stop.stop_requested()) std::this_thread::sleep_for(1ms);
+      first_stopped = true;
+      while (!release) std::this_thread::sleep_for(1ms);  // its children still being killed
+      return ProbeResult{.outcome = ProbeOutcome::kNotRun, .detail = "cancelled"};
+    }
+    return ProbeResult{.outcome = ProbeOutcome::kPass};
+  });
+  const ProbeAssignment first{.peer = "n1", .mode = ProbeMode::kIb, .gpu_bus_id = "0000:0a:00.0"};
+  std::stop_source cancel_first;
+  std::jthread running([&] { agent.RunProbe(first, cancel_first.get_token()); });
+  ASSERT_TRUE(wait_for(first_running));
+  cancel_first.request_stop();
+  ASSERT_TRUE(wait_for(first_stopped));
+  std::jthread freeing([&] {
+    std::this_thread::sleep_for(200ms);
+    release = true;
+  });
+  ProbeAssignment next = first;
+  next.peer = "n2";
+  std::stop_source s;
+  const auto t0 = std::chrono::steady_clock::now();
+  ProbeResult r = agent.RunProbe(next, s.get_token());
+  EXPECT_EQ(r.outcome, ProbeOutcome::kPass) << r.detail;
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 150ms) << "it waited for the GPU";
+  running.join();
+
+  // A probe that is not being cancelled is not waited for.
+  std::atomic<bool> live_running{false}, live_release{false};
+  agent.SetProbeRunner([&](const ProbeAssignment&, std::stop_token) {
+    live_running = true;
+    while (!live_release) std::this_thread::sleep_for(1ms);
+    return ProbeResult{.outcome = ProbeOutcome::kPass};
+  });
+  std::stop_source live_stop;
+  std::jthread live([&] { agent.RunProbe(first, live_stop.get_token()); });
+  ASSERT_TRUE(wait_for(live_running));
+  r = agent.RunProbe(next, s.get_token());
+  EXPECT_EQ(r.detail, "skipped: GPU 0000:0a:00.0 runs another probe");
+  live_release = true;
+}
+
 }  // namespace
 }  // namespace nccl_triage
