@@ -267,8 +267,9 @@ void AgentMetrics::RefreshLocked(const AgentStateView& view) {
       it->second = rec.get();
     }
   }
-  const std::vector<Rail> table =
-      view.snapshot && !last_on_rail.empty() ? RailTable(*view.snapshot) : std::vector<Rail>{};
+  // The rail table the cycle's summary already holds (the rails' names as the Hello sends them).
+  static const std::vector<Rail> kNoRails;
+  const std::vector<Rail>& table = summary ? summary->rails : kNoRails;
   for (const auto& [rail, rec] : last_on_rail) {
     const int index = rail;  // clang before 16 cannot capture a structured binding
     auto row = std::find_if(table.begin(), table.end(),

@@ -28,12 +28,16 @@ DemoReport RunCluster(DemoOptions options) {
   return report.ok() ? *report : DemoReport{};
 }
 
-DemoReport RunWithFault(int nodes, const std::string& spec) {
-  DemoOptions o = TestOptions(nodes, "fault");
-  auto f = ParseDemoFault(spec, nodes);
+// `o` with the fault `spec` injected (a spec that does not parse fails the test).
+DemoOptions WithFault(DemoOptions o, const std::string& spec) {
+  auto f = ParseDemoFault(spec, o.nodes);
   EXPECT_TRUE(f.ok()) << f.status().message();
   if (f.ok()) o.faults.push_back(*f);
-  return RunCluster(std::move(o));
+  return o;
+}
+
+DemoReport RunWithFault(int nodes, const std::string& spec) {
+  return RunCluster(WithFault(TestOptions(nodes, "fault"), spec));
 }
 
 TEST(DemoCluster, HealthyClusterIsHealthyFromProbesWithNoFault) {
@@ -186,10 +190,7 @@ void ExpectOnlyRailFaultOf(const DemoReport& r, int node, const std::string& cau
 TEST(DemoCluster, RailWhoseMemoryRegistrationFailsIsNamedInItsNodesVerdict) {
   // mlx5_5 of node 2 fails ibv_reg_mr; sysfs shows it healthy and the pairs' IB probe (mlx5_0)
   // passes: only the probes on rail 5 see it, and the coordinator names the node and the rail.
-  DemoOptions o = TestOptions(4, "rail-fault");
-  auto fault = ParseDemoFault("rail:2:5:mr_register", 4);
-  ASSERT_TRUE(fault.ok()) << fault.status().message();
-  o.faults.push_back(*fault);
+  DemoOptions o = WithFault(TestOptions(4, "rail-fault"), "rail:2:5:mr_register");
   TestCluster t(std::move(o));
   Status started = t.cluster.Start();
   ASSERT_TRUE(started.ok()) << started.message() << "\n" << t.log_text.str();
@@ -237,10 +238,7 @@ TEST(DemoCluster, RateDegradedRailIsNamedInStatusMetricsAndAnnotation) {
   // sixteenth: NCCL passes on rail 3, with every peer below the demo's floor (an eighth of the
   // rail's port rate). The probes are 64 MiB
   // (kDemoBandwidthProbeBytes), so the coordinator judges busbw; rail 2 is the healthy reference.
-  DemoOptions o = TestOptions(4, "rail-rate");
-  auto fault = ParseDemoFault("rail:2:3:rate", 4);
-  ASSERT_TRUE(fault.ok()) << fault.status().message();
-  o.faults.push_back(*fault);
+  DemoOptions o = WithFault(TestOptions(4, "rail-rate"), "rail:2:3:rate");
   o.rail_list = {"2", "3"};
   TestCluster t(std::move(o));
   Status started = t.cluster.Start();
@@ -288,10 +286,7 @@ TEST(DemoCluster, ASlowRailIsNotJudgedByProbesBelowTheBandwidthBound) {
   // The same slow rail, probed with 64 KiB: latency-bound, so busbw says nothing and no rail,
   // node or pair may be called degraded. The fake still paces rail 3 at a sixteenth of its rate,
   // so its busbw is below the floor at any size: judged, it would be a fault.
-  DemoOptions o = TestOptions(4, "rail-rate-small");
-  auto fault = ParseDemoFault("rail:2:3:rate", 4);
-  ASSERT_TRUE(fault.ok()) << fault.status().message();
-  o.faults.push_back(*fault);
+  DemoOptions o = WithFault(TestOptions(4, "rail-rate-small"), "rail:2:3:rate");
   o.rail_list = {"2", "3"};
   o.probe_size_bytes = 64 << 10;
   DemoReport r = RunCluster(std::move(o));

@@ -47,6 +47,14 @@ class AgentTest : public ::testing::Test {
   std::ostringstream log_text_;
   Logger log_{log_text_};
   AgentState state_{"gpu-node-1", "test", clock_.NowUnixMs()};
+
+  // An agent on a healthy node whose checks find nothing, for the probe tests.
+  std::unique_ptr<Agent> ProbingAgent() {
+    return std::make_unique<Agent>(
+        AgentOptions{}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
+        [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
+        clock_, log_);
+  }
 };
 
 TEST_F(AgentTest, CycleStoresReportSummaryAndPassesThePreviousSnapshotToTheChecks) {
@@ -256,27 +264,21 @@ TEST_F(AgentTest, TheIntraNodeProbeRunsOnceBeforeThePairingAndItsFindingJoinsThe
 }
 
 TEST_F(AgentTest, WithoutAProbeRunnerAProbeIsUnavailableNotAFailure) {
-  Agent agent(
-      {}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
-      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
-      clock_, log_);
+  auto agent = ProbingAgent();
   std::stop_source stop;
-  ProbeResult r = agent.RunProbe({.peer = "n2", .mode = ProbeMode::kSocket}, stop.get_token());
+  ProbeResult r = agent->RunProbe({.peer = "n2", .mode = ProbeMode::kSocket}, stop.get_token());
   EXPECT_EQ(r.outcome, ProbeOutcome::kUnavailable);
   EXPECT_EQ(r.peer, "n2");
   EXPECT_EQ(state_.View().probes.size(), 1u);
 }
 
 TEST_F(AgentTest, ARailsProbeIsRecordedAsThatRailNotAsThePairsIbProbe) {
-  Agent agent(
-      {}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
-      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
-      clock_, log_);
+  auto agent = ProbingAgent();
   std::stop_source stop;
   ProbeAssignment rail5{.peer = "n2", .mode = ProbeMode::kIb};
   rail5.ib_hca = "=mlx5_5:1";
   rail5.rail = 5;
-  (void)agent.RunProbe(rail5, stop.get_token());
+  (void)agent->RunProbe(rail5, stop.get_token());
   AgentStateView v = state_.View();
   EXPECT_TRUE(v.probes.empty());
   ASSERT_EQ(v.rail_probes.size(), 1u);
@@ -288,11 +290,8 @@ TEST_F(AgentTest, ProbesOnDifferentGpusRunAtOnceAndOneOnAGpuAProbeHoldsIsRefused
   std::condition_variable cv;
   int running = 0, max_running = 0;
   bool release = false;
-  Agent agent(
-      {}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
-      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
-      clock_, log_);
-  agent.SetProbeRunner([&](const ProbeAssignment&, std::stop_token) {
+  auto agent = ProbingAgent();
+  agent->SetProbeRunner([&](const ProbeAssignment&, std::stop_token) {
     std::unique_lock lock(mu);
     max_running = std::max(max_running, ++running);
     cv.notify_all();
@@ -302,10 +301,10 @@ TEST_F(AgentTest, ProbesOnDifferentGpusRunAtOnceAndOneOnAGpuAProbeHoldsIsRefused
   });
   std::vector<std::jthread> threads;
   for (const std::string gpu : {"0000:0a:00.0", "0000:0b:00.0"}) {
-    threads.emplace_back([&agent, gpu] {
+    threads.emplace_back([agent = agent.get(), gpu] {
       std::stop_source s;
-      agent.RunProbe({.peer = "n-" + gpu.substr(5, 2), .mode = ProbeMode::kIb, .gpu_bus_id = gpu},
-                     s.get_token());
+      agent->RunProbe({.peer = "n-" + gpu.substr(5, 2), .mode = ProbeMode::kIb, .gpu_bus_id = gpu},
+                      s.get_token());
     });
   }
   {
@@ -313,11 +312,11 @@ TEST_F(AgentTest, ProbesOnDifferentGpusRunAtOnceAndOneOnAGpuAProbeHoldsIsRefused
     ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return running == 2; })) << "both run at once";
   }
   std::stop_source s;
-  ProbeResult same = agent.RunProbe(
+  ProbeResult same = agent->RunProbe(
       {.peer = "n9", .mode = ProbeMode::kIb, .gpu_bus_id = "0000:0a:00.0"}, s.get_token());
   EXPECT_EQ(same.outcome, ProbeOutcome::kNotRun);
   EXPECT_EQ(same.detail, "skipped: GPU 0000:0a:00.0 runs another probe");
-  ProbeResult any = agent.RunProbe({.peer = "n9"}, s.get_token());
+  ProbeResult any = agent->RunProbe({.peer = "n9"}, s.get_token());
   EXPECT_EQ(any.outcome, ProbeOutcome::kNotRun) << "a probe naming no GPU may use any of them";
   EXPECT_EQ(any.detail, "skipped: another probe of this agent is running");
   {
@@ -328,7 +327,7 @@ TEST_F(AgentTest, ProbesOnDifferentGpusRunAtOnceAndOneOnAGpuAProbeHoldsIsRefused
   threads.clear();
   EXPECT_EQ(max_running, 2);
   EXPECT_EQ(state_.View().probes.size(), 2u) << "a refusal is not recorded over a real result";
-  EXPECT_EQ(agent.RunProbe({.peer = "n9"}, s.get_token()).outcome, ProbeOutcome::kPass)
+  EXPECT_EQ(agent->RunProbe({.peer = "n9"}, s.get_token()).outcome, ProbeOutcome::kPass)
       << "the GPUs are free again";
 }
 
@@ -336,15 +335,12 @@ TEST_F(AgentTest, ProbesOnDifferentGpusRunAtOnceAndOneOnAGpuAProbeHoldsIsRefused
 // the cancelled child is still being killed: it waits for that GPU instead of being refused.
 TEST_F(AgentTest, AProbeWaitsForTheGpuOfACancelledProbeThatIsStillEnding) {
   std::atomic<bool> first_running{false}, first_stopped{false}, release{false};
-  Agent agent(
-      {}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
-      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
-      clock_, log_);
+  auto agent = ProbingAgent();
   auto wait_for = [](const std::atomic<bool>& flag) {
     for (int i = 0; i < 10'000 && !flag; ++i) std::this_thread::sleep_for(1ms);
     return flag.load();
   };
-  agent.SetProbeRunner([&](const ProbeAssignment& a, std::stop_token stop) {
+  agent->SetProbeRunner([&](const ProbeAssignment& a, std::stop_token stop) {
     if (a.peer == "n1") {
       first_running = true;
       while (!stop.stop_requested()) std::this_thread::sleep_for(1ms);
@@ -356,7 +352,7 @@ TEST_F(AgentTest, AProbeWaitsForTheGpuOfACancelledProbeThatIsStillEnding) {
   });
   const ProbeAssignment first{.peer = "n1", .mode = ProbeMode::kIb, .gpu_bus_id = "0000:0a:00.0"};
   std::stop_source cancel_first;
-  std::jthread running([&] { agent.RunProbe(first, cancel_first.get_token()); });
+  std::jthread running([&] { agent->RunProbe(first, cancel_first.get_token()); });
   ASSERT_TRUE(wait_for(first_running));
   cancel_first.request_stop();
   ASSERT_TRUE(wait_for(first_stopped));
@@ -368,22 +364,22 @@ TEST_F(AgentTest, AProbeWaitsForTheGpuOfACancelledProbeThatIsStillEnding) {
   next.peer = "n2";
   std::stop_source s;
   const auto t0 = std::chrono::steady_clock::now();
-  ProbeResult r = agent.RunProbe(next, s.get_token());
+  ProbeResult r = agent->RunProbe(next, s.get_token());
   EXPECT_EQ(r.outcome, ProbeOutcome::kPass) << r.detail;
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 150ms) << "it waited for the GPU";
   running.join();
 
   // A probe that is not being cancelled is not waited for.
   std::atomic<bool> live_running{false}, live_release{false};
-  agent.SetProbeRunner([&](const ProbeAssignment&, std::stop_token) {
+  agent->SetProbeRunner([&](const ProbeAssignment&, std::stop_token) {
     live_running = true;
     while (!live_release) std::this_thread::sleep_for(1ms);
     return ProbeResult{.outcome = ProbeOutcome::kPass};
   });
   std::stop_source live_stop;
-  std::jthread live([&] { agent.RunProbe(first, live_stop.get_token()); });
+  std::jthread live([&] { agent->RunProbe(first, live_stop.get_token()); });
   ASSERT_TRUE(wait_for(live_running));
-  r = agent.RunProbe(next, s.get_token());
+  r = agent->RunProbe(next, s.get_token());
   EXPECT_EQ(r.detail, "skipped: GPU 0000:0a:00.0 runs another probe");
   live_release = true;
 }
