@@ -14,7 +14,10 @@ build=${1:-build-fuzz}
 seconds=${2:-60}
 [ $# -ge 2 ] && shift 2 || shift $#
 work=${FUZZ_WORK:-/tmp/nccl-triage-fuzz}
-fixtures=$here/tests/fixtures
+# Node roots come from the main build (`make build` writes them into build/fixtures); the seeds
+# that need them are left out when that build is absent. The NCCL logs are committed.
+fixtures=${FIXTURES:-$here/build/fixtures}
+logs=$here/tests/fixtures/nccl-logs
 
 all="host_parse_fuzzer snapshot_json_fuzzer gather_tree_fuzzer classify_log_fuzz
 workload_parse_fuzzer config_fuzz wire_fuzzer probe_text_fuzzer http_fuzzer serialise_fuzzer
@@ -25,18 +28,21 @@ targets=${*:-$all}
 seed() {
   case $1 in
     host_parse_fuzzer)
+      [ -d "$fixtures/dgx-a100" ] || return 0
       find "$fixtures/dgx-a100" "$fixtures/roce" "$fixtures/memlock-64k" "$fixtures/gpu-pods" \
         -type f -size -64k \( -path '*/proc/*' -o -path '*/ports/*' \) | head -400 |
         while read -r f; do cp "$f" "$2/$(echo "$f" | md5sum | cut -c1-16)"; done ;;
     snapshot_json_fuzzer)
+      [ -d "$fixtures" ] || return 0
       for d in "$fixtures"/*/; do
         name=$(basename "$d")
         [ -f "$d/fixture.json" ] || continue
         "$here/$build/nccl-triage" check --root "$d" --dump-snapshot "$2/$name.json" \
           >/dev/null 2>&1 || true
       done ;;
-    classify_log_fuzz) cp "$fixtures"/nccl-logs/*/*.log "$2/" ;;
+    classify_log_fuzz) cp "$logs"/*/*.log "$2/" ;;
     workload_parse_fuzzer)
+      [ -d "$fixtures/gpu-pods" ] || return 0
       find "$fixtures/gpu-pods/proc" -type f -size -64k | head -200 |
         while read -r f; do cp "$f" "$2/$(echo "$f" | md5sum | cut -c1-16)"; done ;;
     config_fuzz) cp "$here"/fuzz/config/corpus/* "$2/" ;;
@@ -46,7 +52,7 @@ seed() {
     http_fuzzer) cp "$here"/fuzz/exporter/corpus/* "$2/" ;;
     kube_text_fuzzer) cp "$here"/fuzz/kube/corpus/* "$2/" ;;
     flags_fuzzer)
-      printf -- '--root\0tests/fixtures/dgx-a100\0--format=json\0--iters\0010' >"$2/check"
+      printf -- '--root\0build/fixtures/dgx-a100\0--format=json\0--iters\0010' >"$2/check"
       printf -- '--once\0--env-allow\0NCCL_IB_HCA\0--env-allow=NCCL_DEBUG\0-\0--timeout=5' >"$2/agent" ;;
     *) ;;  # structured inputs (trees, messages, states): libFuzzer starts from nothing
   esac

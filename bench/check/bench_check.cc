@@ -62,7 +62,7 @@ int RunChild(const std::vector<std::string>& argv, long& max_rss_kib, double& cp
 
 int main(int argc, char** argv) {
   int runs = 31;
-  std::string root = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/dgx-a100";
+  std::string root = std::string(NCCL_TRIAGE_FIXTURE_DIR) + "/dgx-a100";
   std::string binary = std::string(NCCL_TRIAGE_BINARY_DIR) + "/nccl-triage";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];

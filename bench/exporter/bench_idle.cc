@@ -47,7 +47,7 @@ long RssKiB(pid_t pid) {
 
 int main(int argc, char** argv) {
   int seconds = 20, interval = 1;
-  std::string root = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/dgx-h100";
+  std::string root = std::string(NCCL_TRIAGE_FIXTURE_DIR) + "/dgx-h100";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--interval") && i + 1 < argc) interval = std::atoi(argv[++i]);

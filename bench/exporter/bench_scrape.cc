@@ -45,7 +45,7 @@ Stats Measure(int runs, F&& f) {
 
 int main(int argc, char** argv) {
   int runs = 1000;
-  std::string fixture = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/dgx-h100";
+  std::string fixture = std::string(NCCL_TRIAGE_FIXTURE_DIR) + "/dgx-h100";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--root") && i + 1 < argc) fixture = argv[++i];

@@ -16,6 +16,7 @@
 #include "planner/cross_node.h"
 #include "workload/judge.h"
 #include "workload/nccl_env.h"
+#include "support/docs.h"
 
 namespace nccl_triage {
 namespace {
@@ -49,10 +50,7 @@ std::set<std::string> ClassifierIds() {
 }
 
 std::string Readme() {
-  std::ifstream in(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/README.md");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return testing::ReadUserDocs();
 }
 
 TEST(CatalogueUse, EveryEntryIsProducedByACheckTheClassifierOrTheProbeResult) {

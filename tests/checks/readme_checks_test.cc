@@ -9,19 +9,13 @@
 #include <vector>
 
 #include "core/catalogue.h"
+#include "support/docs.h"
 
 namespace nccl_triage {
 namespace {
 
 std::string ChecksSection() {
-  std::ifstream in(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/README.md");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  const std::string open = "<!-- section:checks -->", close = "<!-- /section:checks -->";
-  const size_t a = text.find(open), b = text.find(close);
-  if (a == std::string::npos || b == std::string::npos) return "";
-  return text.substr(a + open.size(), b - a - open.size());
+  return testing::DocSection("checks");
 }
 
 std::vector<std::string> Cells(const std::string& line) {

@@ -1,5 +1,6 @@
 // `nccl-triage classify-log`, run in-process: formats, exit codes, stdin-free error paths.
 #include "app/cli.h"
+#include "support/docs.h"
 
 #include <gtest/gtest.h>
 
@@ -68,10 +69,7 @@ TEST(ClassifyLogCommand, UnreadableInputExitsTwoWithOneLine) {
 }
 
 TEST(ClassifyLogCommand, ReadmeWorkedExampleIsTheCommandsRealOutput) {
-  std::ifstream readme(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/README.md");
-  std::stringstream ss;
-  ss << readme.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = testing::ReadUserDocs();
   const std::string cmd = "$ nccl-triage classify-log tests/fixtures/nccl-logs/";
   size_t a = text.find(cmd);
   ASSERT_NE(a, std::string::npos) << "no worked example in the README";

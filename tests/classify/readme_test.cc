@@ -13,6 +13,7 @@
 
 #include "classify/rules.h"
 #include "core/catalogue.h"
+#include "support/docs.h"
 
 namespace nccl_triage {
 namespace {
@@ -22,10 +23,7 @@ struct Row {
 };
 
 std::string ReadReadme() {
-  std::ifstream in(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/README.md");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return testing::ReadUserDocs();
 }
 
 std::vector<Row> TableRows() {

@@ -18,7 +18,7 @@
 namespace {
 
 const std::string kBinary = std::string(NCCL_TRIAGE_BINARY_DIR) + "/nccl-triage";
-const std::string kFixtures = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/";
+const std::string kFixtures = std::string(NCCL_TRIAGE_FIXTURE_DIR) + "/";
 
 struct Result {
   int exit_code = -1;

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 
 const std::string kBinary = std::string(NCCL_TRIAGE_BINARY_DIR) + "/nccl-triage";
 const std::string kServer = std::string(NCCL_TRIAGE_BINARY_DIR) + "/nccl-triage-server";
-const std::string kFixture = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/dgx-a100";
+const std::string kFixture = std::string(NCCL_TRIAGE_FIXTURE_DIR) + "/dgx-a100";
 
 SubprocessResult Exec(const std::string& binary, std::vector<std::string> args,
                       std::vector<std::string> env = {}) {
@@ -161,7 +161,7 @@ TEST(ExecutablesSplit, WorkloadLookupPrintsItsSchema) {
 
 // The committed gpu-pods root through the real binary: the scan judges the three pods.
 TEST(ExecutablesSplit, CheckWorkloadsJudgesTheGpuPodsFixture) {
-  const std::string root = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/gpu-pods";
+  const std::string root = std::string(NCCL_TRIAGE_FIXTURE_DIR) + "/gpu-pods";
   auto r = Exec(kBinary, {"check", "--root", root, "--workloads", "--format", "json"});
   EXPECT_EQ(r.exit_code, 1) << r.err;  // two pods fail; the node itself is healthy
   auto j = nlohmann::json::parse(r.out, nullptr, false);
@@ -212,7 +212,7 @@ TEST_F(Layout, CheckWorksWithoutTheServer) {
 // In a pod but without the server beside the binary: every container is still judged, and the
 // pod list's error says what is missing.
 TEST_F(Layout, CheckWorkloadsWithoutTheServerSaysWhatItCouldNotRead) {
-  const std::string root = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/gpu-pods";
+  const std::string root = std::string(NCCL_TRIAGE_FIXTURE_DIR) + "/gpu-pods";
   auto r = Exec(Bin(), {"check", "--root", root, "--workloads", "--format", "json"},
                 {"KUBERNETES_SERVICE_HOST=127.0.0.1"});
   EXPECT_EQ(r.exit_code, 1) << r.err;

@@ -10,21 +10,13 @@
 #include <vector>
 
 #include "config/config_loader.h"
+#include "support/docs.h"
 
 namespace nccl_triage {
 namespace {
 
 std::string ReadmeSection(const std::string& name) {
-  std::ifstream in(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/README.md");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  const std::string open = "<!-- section:" + name + " -->";
-  const std::string close = "<!-- /section:" + name + " -->";
-  const size_t a = text.find(open);
-  const size_t b = text.find(close);
-  if (a == std::string::npos || b == std::string::npos || b < a) return "";
-  return text.substr(a + open.size(), b - a - open.size());
+  return testing::DocSection(name);
 }
 
 std::string Trim(std::string s) {

@@ -560,7 +560,7 @@ TEST(CoordinatorSession, AJobOnGpu0OnlyMakesTheProbeRunOnGpu1) {
 // (pid 31338) on GPU 1; rails 0 and 1 sit next to those GPUs, rail 2 next to an idle one.
 GatherOptions IbBusy() {
   GatherOptions options;
-  options.root = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/ib-busy";
+  options.root = std::string(NCCL_TRIAGE_FIXTURE_DIR) + "/ib-busy";
   return options;
 }
 

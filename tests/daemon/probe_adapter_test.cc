@@ -31,7 +31,7 @@ std::shared_ptr<const ProbeRunner> Runner(const std::string& hostid, const std::
   c.env_allowlist = {"NCCL_HOSTID", "NCCL_FAKE_FAULTS"};
   ProbeRunnerOptions o;
   o.child_exe = PROBE_CHILD_EXE;
-  o.root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/dgx-a100";
+  o.root = NCCL_TRIAGE_FIXTURE_DIR "/dgx-a100";
   o.work_dir = (std::filesystem::temp_directory_path() /
                 ("probe-adapter-" + std::to_string(getpid()) + "-" + hostid))
                    .string();
@@ -94,7 +94,7 @@ TEST(RunnerProbeFn, CancelKillsTheChildAtOnceAndReadsNotRun) {
 // given to a training container by the kubelet.
 NodeSnapshot DgxWithAssignedGpus(const std::vector<size_t>& assigned) {
   GatherOptions options;
-  options.root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/dgx-a100";
+  options.root = NCCL_TRIAGE_FIXTURE_DIR "/dgx-a100";
   auto s = GatherSnapshot(options);
   EXPECT_TRUE(s.ok()) << s.status().message();
   NodeSnapshot out = s.ok() ? *s : NodeSnapshot{};
@@ -109,7 +109,7 @@ NodeSnapshot DgxWithAssignedGpus(const std::vector<size_t>& assigned) {
 std::shared_ptr<const ProbeRunner> IntraRunner(const std::string& faults, int timeout_seconds) {
   auto base = Runner("intra", faults, timeout_seconds);
   ProbeRunnerOptions o = base->options();
-  o.parent_env["NCCL_FAKE_ROOT"] = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/dgx-a100";
+  o.parent_env["NCCL_FAKE_ROOT"] = NCCL_TRIAGE_FIXTURE_DIR "/dgx-a100";
   ProbeConfig c = base->config();
   c.env_allowlist.push_back("NCCL_FAKE_ROOT");
   return std::make_shared<const ProbeRunner>(c, o);

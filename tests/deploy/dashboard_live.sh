@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every Grafana dashboard query, and the alert rules, against a real Prometheus (Debian's
 # `prometheus`, on loopback) that scrapes running nccl-triage processes:
-#   - agents judging fixture roots: `nccl-triage-server agent --standalone --root tests/fixtures/<f>`
+#   - agents judging fixture roots: `nccl-triage-server agent --standalone --root build/fixtures/<f>`
 #     (node verdicts, checks, ports, limits, freshness; gpu-pods runs three GPU pods, so its
 #     agent's workload view exports workload_check_status);
 #   - `nccl-triage-demo --serve` when it was built (probes, pairs, coordinator metrics), and a
@@ -11,9 +11,10 @@
 # SKIP with that reason. Without an `agent` subcommand the test is skipped (exit 77).
 #
 # Usage: dashboard_live.sh NCCL_TRIAGE_SERVER NCCL_TRIAGE_DEMO DEPLOYCHECK PROMETHEUS SOURCE_DIR WORK_DIR
+#        FIXTURE_DIR
 set -euo pipefail
 bin="$1"; demo_bin="$2"; deploycheck="$3"; prometheus="$4"; src="$5"; work="$6"
-fixtures="$src/tests/fixtures"
+fixtures="$7"
 dashboard="$src/helm/nccl-triage/files/nccl-triage-dashboard.json"
 rules="$src/helm/nccl-triage/files/nccl-triage-rules.yaml"
 

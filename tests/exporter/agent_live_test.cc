@@ -68,7 +68,7 @@ TEST(AgentBinary, ServesAFixtureThatPassesPromtoolAndStopsOnSigterm) {
 }
 
 TEST(AgentBinary, OnceAgreesWithCheckOnEveryFixture) {
-  for (const auto& entry : std::filesystem::directory_iterator(SourceDir() + "/tests/fixtures")) {
+  for (const auto& entry : std::filesystem::directory_iterator(FixtureDir())) {
     if (!std::filesystem::exists(entry.path() / "sys")) continue;
     std::string root = entry.path().string();
     std::string cmd = AgentBinary() + " agent --once --root " + root + " 2>/dev/null";
@@ -178,7 +178,7 @@ TEST(NodeExporter, AgreesOnPortStatePhysicalStateRateAndErrorCountersOfEveryIbFi
   if (node_exporter.empty()) GTEST_SKIP() << "prometheus-node-exporter not installed";
   TempDir tmp;
   int fixtures_compared = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(SourceDir() + "/tests/fixtures")) {
+  for (const auto& entry : std::filesystem::directory_iterator(FixtureDir())) {
     if (!std::filesystem::exists(entry.path() / "sys/class/infiniband")) continue;
     std::string name = entry.path().filename().string();
     SCOPED_TRACE(name);

@@ -32,9 +32,8 @@ inline std::string AgentBinary() {
 // The small executable (`check`), which the agent's probe children are too.
 inline std::string CheckBinary() { return std::string(NCCL_TRIAGE_BINARY_DIR) + "/nccl-triage"; }
 inline std::string SourceDir() { return NCCL_TRIAGE_SOURCE_DIR; }
-inline std::string FixtureRoot(const std::string& name) {
-  return SourceDir() + "/tests/fixtures/" + name;
-}
+inline std::string FixtureDir() { return NCCL_TRIAGE_FIXTURE_DIR; }
+inline std::string FixtureRoot(const std::string& name) { return FixtureDir() + "/" + name; }
 
 // Finds an executable on PATH (the Debian packages' binaries); "" when absent.
 inline std::string FindProgram(const std::string& name) {

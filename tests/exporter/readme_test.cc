@@ -11,19 +11,13 @@
 #include "exporter/annotations.h"
 #include "exporter/metrics.h"
 #include "test_state.h"
+#include "support/docs.h"
 
 namespace nccl_triage {
 namespace {
 
 std::string ExporterSection() {
-  std::ifstream in(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/README.md");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
-  size_t start = text.find("<!-- section:exporter -->");
-  size_t end = text.find("<!-- /section:exporter -->");
-  if (start == std::string::npos || end == std::string::npos) return "";
-  return text.substr(start, end - start);
+  return testing::DocSection("exporter", /*with_open_marker=*/true);
 }
 
 std::vector<std::string> Cells(const std::string& row) {

@@ -1,12 +1,12 @@
-// The committed fixture trees are exactly what fixture-gen writes today: regenerate every scenario
-// into a temporary directory and compare entry by entry (type, content, link target).
+// The fixture trees the build wrote (build/fixtures, from fixture-gen) are exactly what the
+// generator's presets describe today: a stale tree (a preset changed, the stamp not rewritten)
+// fails here rather than in some check's test. Compared entry by entry (type, content, link).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 
 #include "support/fixture/fixture.h"
@@ -44,20 +44,20 @@ std::map<std::string, std::string> Describe(const FixtureTree& tree) {
   return out;
 }
 
-TEST(FixtureDrift, CommittedTreesMatchTheGenerator) {
-  const fs::path committed = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/fixtures";
+TEST(FixtureDrift, GeneratedTreesMatchThePresets) {
+  const fs::path committed = NCCL_TRIAGE_FIXTURE_DIR;
   for (const auto& scenario : FixtureScenarios()) {
     auto spec = FixturePreset(scenario);
     ASSERT_TRUE(spec.ok());
     auto want = Describe(BuildFixtureTree(*spec));
     ASSERT_TRUE(fs::is_directory(committed / scenario))
-        << scenario << " is not committed (run: fixture-gen --out tests/fixtures)";
+        << scenario << " was not generated (build the `fixtures` target)";
     auto have = Describe(committed / scenario);
     for (const auto& [path, what] : want) {
       auto it = have.find(path);
       if (it == have.end()) {
-        ADD_FAILURE() << scenario << "/" << path << " is missing from tests/fixtures "
-                      << "(run: fixture-gen --out tests/fixtures)";
+        ADD_FAILURE() << scenario << "/" << path << " is missing from " << committed
+                      << " (build the `fixtures` target)";
       } else if (it->second != what) {
         ADD_FAILURE() << scenario << "/" << path << " differs from the generator";
       }
@@ -79,16 +79,14 @@ TEST(FixtureDrift, WrittenTreeEqualsBuiltTree) {
   fs::remove_all(dir);
 }
 
-TEST(FixtureDrift, EveryRootFolderHasAPreset) {
-  // Other fixtures (logs, configs) may live next to the roots; a folder with proc/ or sys/ is a
-  // root.
+TEST(FixtureDrift, NoNodeRootIsCommittedBesideTheGeneratedOnes) {
+  // Node roots are generated, never committed: a folder with proc/ or sys/ under tests/fixtures
+  // would be a hand-made root that no generator keeps true. Logs and configs may live there.
   const fs::path committed = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/fixtures";
-  std::set<std::string> scenarios;
-  for (const auto& s : FixtureScenarios()) scenarios.insert(s);
   for (const auto& e : fs::directory_iterator(committed)) {
-    if (e.is_directory() && (fs::exists(e.path() / "proc") || fs::exists(e.path() / "sys"))) {
-      EXPECT_TRUE(scenarios.count(e.path().filename().string())) << e.path().filename();
-    }
+    EXPECT_FALSE(e.is_directory() &&
+                 (fs::exists(e.path() / "proc") || fs::exists(e.path() / "sys")))
+        << e.path().filename() << " is a committed node root: make it a preset of fixture-gen";
   }
 }
 

@@ -22,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string FixtureRoot(const std::string& scenario) {
-  return std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/" + scenario;
+  return std::string(NCCL_TRIAGE_FIXTURE_DIR) + "/" + scenario;
 }
 
 NodeSnapshot Gather(const std::string& scenario) {

@@ -201,7 +201,7 @@ TEST(NodeExporterCrossCheck, InfinibandCollectorAgreesWithSnapshotOnEveryFixture
   if (!binary) GTEST_SKIP() << "prometheus-node-exporter is not installed";
   int checked_fixtures = 0;
   for (const auto& scenario : FixtureScenarios()) {
-    const std::string root = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/" + scenario;
+    const std::string root = std::string(NCCL_TRIAGE_FIXTURE_DIR) + "/" + scenario;
     GatherOptions o;
     o.root = root;
     auto snap = GatherSnapshot(o);

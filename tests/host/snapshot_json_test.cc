@@ -109,7 +109,7 @@ TEST(SnapshotJson, EveryFieldSurvivesRoundTripThroughText) {
 TEST(SnapshotJson, EveryFixtureSnapshotSurvivesRoundTrip) {
   for (const auto& scenario : FixtureScenarios()) {
     GatherOptions o;
-    o.root = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/" + scenario;
+    o.root = std::string(NCCL_TRIAGE_FIXTURE_DIR) + "/" + scenario;
     auto s = GatherSnapshot(o);
     ASSERT_TRUE(s.ok()) << scenario;
     auto back = SnapshotFromJson(json::parse(ToJson(*s).dump()));

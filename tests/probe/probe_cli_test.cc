@@ -27,7 +27,7 @@ struct CliRun {
 CliRun RunCli(const std::string& fixture, std::vector<std::string> extra,
               const std::string& faults = "", const std::string& command = "--pair-local") {
   SubprocessOptions o;
-  std::string root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/" + fixture;
+  std::string root = NCCL_TRIAGE_FIXTURE_DIR "/" + fixture;
   o.argv = {NCCL_TRIAGE_BINARY_DIR "/nccl-triage",
             "probe",
             command,
@@ -267,7 +267,7 @@ TEST(ProbePairLocalCli, TheConfigFileSetsTheRailTheLibrariesAndTheAllowList) {
                       << "  cuda_library_paths: [\"" << FAKE_CUDA_DIR << "\"]\n"
                       << "  env_allowlist: [NCCL_FAKE_ROOT]\n";
   SubprocessOptions o;
-  std::string root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/port-down";
+  std::string root = NCCL_TRIAGE_FIXTURE_DIR "/port-down";
   o.argv = {NCCL_TRIAGE_BINARY_DIR "/nccl-triage",
             "probe",
             "--pair-local",

@@ -42,7 +42,7 @@ ProbeRunner MakeRunner(const std::string& faults, const std::string& fixture = "
   c.env_allowlist = {"NCCL_FAKE_FAULTS", "NCCL_FAKE_ROOT"};
   ProbeRunnerOptions o;
   o.child_exe = PROBE_CHILD_EXE;
-  o.root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/dgx-a100";
+  o.root = NCCL_TRIAGE_FIXTURE_DIR "/dgx-a100";
   static int counter = 0;
   o.work_dir = (std::filesystem::temp_directory_path() /
                 ("probe-fakes-" + std::to_string(getpid()) + "-" + std::to_string(counter++)))
@@ -52,7 +52,7 @@ ProbeRunner MakeRunner(const std::string& faults, const std::string& fixture = "
                   {"NCCL_FAKE_FAULTS", faults},
                   {"UNRELATED", "must not reach the child"}};
   if (!fixture.empty()) {
-    o.parent_env["NCCL_FAKE_ROOT"] = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/" + fixture;
+    o.parent_env["NCCL_FAKE_ROOT"] = NCCL_TRIAGE_FIXTURE_DIR "/" + fixture;
   }
   return ProbeRunner(c, o);
 }

@@ -19,6 +19,7 @@
 
 #include "exporter/tls_test_cert.h"
 #include "probe/subprocess.h"
+#include "support/docs.h"
 #include "support/fake_api_server.h"
 
 namespace nccl_triage::triage_test {
@@ -84,9 +85,9 @@ inline json PodJson(const std::string& name, const std::string& node, const std:
 inline std::string Name(int i) { return "train-7-worker-" + std::to_string(i); }
 inline std::string Node(int i) { return (i < 10 ? "gpu-0" : "gpu-") + std::to_string(i); }
 
-// The README's example block `<!-- example:NAME -->` (its text between the fences), or "".
+// The documentation's example block `<!-- example:NAME -->` (its text between the fences), or "".
 inline std::string ReadmeExample(const std::string& name) {
-  const std::string readme = Read(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/README.md");
+  const std::string readme = nccl_triage::testing::ReadUserDocs();
   const std::string open = "<!-- example:" + name + " -->\n```text\n",
                     close = "```\n<!-- /example:" + name + " -->";
   const size_t a = readme.find(open), b = readme.find(close);

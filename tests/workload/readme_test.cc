@@ -13,19 +13,13 @@
 #include "workload/environ.h"
 #include "workload/judge.h"
 #include "workload/publish.h"
+#include "support/docs.h"
 
 namespace nccl_triage::workload {
 namespace {
 
 std::string Section() {
-  std::ifstream in(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/README.md");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  const std::string open = "<!-- section:workloads -->", close = "<!-- /section:workloads -->";
-  const size_t a = text.find(open), b = text.find(close);
-  if (a == std::string::npos || b == std::string::npos) return "";
-  return text.substr(a, b - a);
+  return testing::DocSection("workloads", /*with_open_marker=*/true);
 }
 
 // "| `id` | ... | fix |" rows of the findings table, by id -> the last cell.

@@ -95,7 +95,7 @@ struct WorkloadRoot {
     auto it = cache.find(scenario);
     if (it != cache.end()) return it->second;
     GatherOptions o;
-    o.root = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/fixtures/" + scenario;
+    o.root = std::string(NCCL_TRIAGE_FIXTURE_DIR) + "/" + scenario;
     auto snap = GatherSnapshot(o);
     EXPECT_TRUE(snap.ok()) << snap.status().message();
     return cache[scenario] = snap.ok() ? *snap : NodeSnapshot{};
