@@ -145,170 +145,211 @@ std::string CatalogueRemedy(const std::string& cause) {
 
 std::string ClassText(FaultClass c) { return std::string(ToString(c)); }
 
-}  // namespace
+// One judgement, in the order a reader follows it: the logs (who failed first, whom they name),
+// the node checks and the probes (each a verdict of its own), the verdict that decides, then the
+// explanation, one row per log and the object the event is posted on. Each step reads what the
+// steps before it left in the members.
+class IncidentJudge {
+ public:
+  explicit IncidentJudge(const IncidentInput& in) : in_(in) {}
 
-Incident JudgeIncident(const IncidentInput& in) {
-  Incident out;
-  out.ns = in.ns;
-  out.target = in.target;
-  out.at_ms = in.now_ms;
-  out.pods = static_cast<int>(in.pods.size());
-  std::set<std::string> nodes(in.nodes.begin(), in.nodes.end());
-  std::map<std::string, const JobPod*> by_name;
-  for (const JobPod& p : in.pods) {
-    by_name[p.name] = &p;
-    if (!p.node.empty()) nodes.insert(p.node);
+  Incident Run() {
+    Setup();
+    ReadLogs();
+    NameFirstFailure();
+    Focus();
+    ReadChecks();
+    ReadProbes();
+    Decide();
+    Locate();
+    Explain();
+    Rows();
+    EventObject();
+    out_.exit_code =
+        IsFault(out_.fault_class) ? 1 : out_.fault_class == FaultClass::kHealthy ? 0 : 3;
+    return std::move(out_);
   }
-  out.nodes = static_cast<int>(nodes.size());
-  for (const std::string& m : in.missing) out.not_looked_at.push_back("pod " + m + ": not found");
 
-  // ------------------------------------------------------------------ the logs
-  std::vector<LogView> faults, side_effects;
-  int read = 0, healthy = 0, unreadable = 0;
-  for (const LogResult& l : in.logs) {
-    auto it = by_name.find(l.pod);
-    LogView v{&l, it == by_name.end() ? nullptr : it->second};
-    if (!l.read) {
-      ++unreadable;
-      out.not_looked_at.push_back(LogName(l) + ": log not read: " + Printable(l.end.error));
-      continue;
+ private:
+  void Setup() {
+    out_.ns = in_.ns;
+    out_.target = in_.target;
+    out_.at_ms = in_.now_ms;
+    out_.pods = static_cast<int>(in_.pods.size());
+    nodes_.insert(in_.nodes.begin(), in_.nodes.end());
+    for (const JobPod& p : in_.pods) {
+      by_name_[p.name] = &p;
+      if (!p.node.empty()) nodes_.insert(p.node);
     }
-    ++read;
-    if (!l.end.error.empty()) {
-      out.not_looked_at.push_back(LogName(l) + ": log read in part: " + Printable(l.end.error));
+    out_.nodes = static_cast<int>(nodes_.size());
+    for (const std::string& m : in_.missing) out_.not_looked_at.push_back("pod " + m + ": not found");
+  }
+
+  const JobPod* PodNamed(const std::string& name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : it->second;
+  }
+
+  // Sorts each log into failing, side effect (it lost a peer) or healthy, and notes what could
+  // not be read.
+  void ReadLogs() {
+    for (const LogResult& l : in_.logs) {
+      LogView v{&l, PodNamed(l.pod)};
+      if (!l.read) {
+        ++unreadable_;
+        out_.not_looked_at.push_back(LogName(l) + ": log not read: " + Printable(l.end.error));
+        continue;
+      }
+      ++read_;
+      if (!l.end.error.empty()) {
+        out_.not_looked_at.push_back(LogName(l) + ": log read in part: " + Printable(l.end.error));
+      }
+      if (l.end.tail_cut) {
+        out_.not_looked_at.push_back(LogName(l) + ": the end of its log (beyond the byte limit)");
+      }
+      const FaultClass c = l.summary.classification.fault_class;
+      if (IsFault(c)) {
+        faults_.push_back(v);
+      } else if (IsSideEffect(l.summary.classification)) {
+        side_effects_.push_back(v);
+      } else if (c == FaultClass::kHealthy) {
+        ++healthy_;
+      }
     }
-    if (l.end.tail_cut) {
-      out.not_looked_at.push_back(LogName(l) + ": the end of its log (beyond the byte limit)");
-    }
-    const FaultClass c = l.summary.classification.fault_class;
-    if (IsFault(c)) {
-      faults.push_back(v);
-    } else if (IsSideEffect(l.summary.classification)) {
-      side_effects.push_back(v);
-    } else if (c == FaultClass::kHealthy) {
-      ++healthy;
+    // Earliest first failure: logs with a time before those without, then by time, then by the
+    // previous instance of a container before its current one, then pod order. The side effects
+    // in the same order, so that their evidence does not follow the order the logs arrived in.
+    const auto earliest = [](const LogView& a, const LogView& b) {
+      const auto& ta = a.log->summary.root_ns;
+      const auto& tb = b.log->summary.root_ns;
+      if (ta.has_value() != tb.has_value()) return ta.has_value();
+      if (ta && *ta != *tb) return *ta < *tb;
+      if (a.log->previous != b.log->previous) return a.log->previous;
+      return PodOrderLess(a.pod, b.pod, a.log->pod, b.log->pod);
+    };
+    std::stable_sort(faults_.begin(), faults_.end(), earliest);
+    std::stable_sort(side_effects_.begin(), side_effects_.end(), earliest);
+    // Peers named by the side effects (the first failure's own lines are counted in
+    // NameFirstFailure).
+    for (const LogView& v : side_effects_) {
+      for (const PeerMatch& m : PeersOf(v, in_.pods)) CountPeer(m);
     }
   }
-  // Earliest first failure: logs with a time before those without, then by time, then by the
-  // previous instance of a container before its current one, then pod order. The side effects
-  // in the same order, so that their evidence does not follow the order the logs arrived in.
-  const auto earliest = [](const LogView& a, const LogView& b) {
-    const auto& ta = a.log->summary.root_ns;
-    const auto& tb = b.log->summary.root_ns;
-    if (ta.has_value() != tb.has_value()) return ta.has_value();
-    if (ta && *ta != *tb) return *ta < *tb;
-    if (a.log->previous != b.log->previous) return a.log->previous;
-    return PodOrderLess(a.pod, b.pod, a.log->pod, b.log->pod);
-  };
-  std::stable_sort(faults.begin(), faults.end(), earliest);
-  std::stable_sort(side_effects.begin(), side_effects.end(), earliest);
-  const bool all_timed = std::all_of(faults.begin(), faults.end(), [](const LogView& v) {
-    return v.log->summary.root_ns.has_value();
-  });
 
-  // Peers named: by the first failure's own lines first, then by the side effects.
-  std::vector<PeerView> named;
-  auto count_peer = [&](const PeerMatch& m) {
-    for (PeerView& p : named) {
+  void CountPeer(const PeerMatch& m) {
+    for (PeerView& p : named_) {
       if (p.match.pod == m.pod && p.match.node == m.node) {
         ++p.named_by;
         return;
       }
     }
-    named.push_back({m, 1});
-  };
-  for (const LogView& v : side_effects) {
-    for (const PeerMatch& m : PeersOf(v, in.pods)) count_peer(m);
+    named_.push_back({m, 1});
   }
 
-  BasisVerdict log{"log", read > 0, FaultClass::kUnknown, "", ""};
-  const auto counts = [&] {
-    std::string s = std::to_string(faults.size()) + " failing, " +
-                    std::to_string(side_effects.size()) + " only lost a peer, " +
-                    std::to_string(healthy) + " healthy";
-    const int other = read - static_cast<int>(faults.size() + side_effects.size()) - healthy;
+  std::string LogCounts() const {
+    std::string s = std::to_string(faults_.size()) + " failing, " +
+                    std::to_string(side_effects_.size()) + " only lost a peer, " +
+                    std::to_string(healthy_) + " healthy";
+    const int other = read_ - static_cast<int>(faults_.size() + side_effects_.size()) - healthy_;
     if (other > 0) s += ", " + std::to_string(other) + " without an NCCL failure or success";
-    if (unreadable > 0) s += ", " + std::to_string(unreadable) + " not read";
-    return s + " (of " + std::to_string(in.logs.size()) + " logs)";
-  }();
-  if (!faults.empty()) {
-    const LogView& f = faults.front();
-    const Classification& c = f.c();
-    FirstFailure first;
-    first.pod = f.log->pod;
-    first.container = f.log->container;
-    first.previous = f.log->previous;
-    first.node = f.pod != nullptr ? f.pod->node : std::string();
-    if (!c.roots.empty()) {
-      first.rank = c.roots.front().rank;
-      first.line = Evidence(*f.log, c.roots.front().line);
-    }
-    first.at_ns = f.log->summary.root_ns;
-    first.order = faults.size() == 1 ? "the only log that names a failure"
-                  : all_timed        ? "the earliest by the runtime's timestamps"
-                              : "the earliest by timestamp where logs have one, then pod order";
-    out.first = first;
-    log.fault_class = c.fault_class;
-    log.cause = c.causes.empty() ? std::string() : c.causes.front().cause;
-    log.summary = first.pod + " failed first (" + log.cause + "); " + counts;
-    std::vector<PeerMatch> own = PeersOf(f, in.pods);
-    if (!own.empty()) {
-      PeerView p{own.front(), 1};
-      for (const PeerView& n : named) {
-        if (n.match.pod == p.match.pod && n.match.node == p.match.node) p.named_by += n.named_by;
-      }
-      out.peer = p;
-    }
-  } else if (!side_effects.empty()) {
-    log.cause = std::string(ids::kPeerExited);
-    log.summary = "no log names the failing call; " + counts;
-  } else if (healthy > 0) {
-    log.fault_class = FaultClass::kHealthy;
-    log.summary = "the NCCL runs in the logs completed; " + counts;
-  } else {
-    log.summary =
-        read == 0 ? "no log could be read; " + counts : "no NCCL failure found; " + counts;
+    if (unreadable_ > 0) s += ", " + std::to_string(unreadable_) + " not read";
+    return s + " (of " + std::to_string(in_.logs.size()) + " logs)";
   }
-  // Side effects that name the first failing pod confirm it; the peer is someone else.
-  if (out.first) {
-    for (auto it = named.begin(); it != named.end();) {
-      if (it->match.pod == out.first->pod) {
-        out.confirmed_by = it->named_by;
-        it = named.erase(it);
-      } else {
-        ++it;
+
+  // The logs' verdict: the earliest failure and its peer, or why there is none.
+  void NameFirstFailure() {
+    log_ = {"log", read_ > 0, FaultClass::kUnknown, "", ""};
+    const std::string counts = LogCounts();
+    if (!faults_.empty()) {
+      const LogView& f = faults_.front();
+      const Classification& c = f.c();
+      const bool all_timed = std::all_of(faults_.begin(), faults_.end(), [](const LogView& v) {
+        return v.log->summary.root_ns.has_value();
+      });
+      FirstFailure first;
+      first.pod = f.log->pod;
+      first.container = f.log->container;
+      first.previous = f.log->previous;
+      first.node = f.pod != nullptr ? f.pod->node : std::string();
+      if (!c.roots.empty()) {
+        first.rank = c.roots.front().rank;
+        first.line = Evidence(*f.log, c.roots.front().line);
+      }
+      first.at_ns = f.log->summary.root_ns;
+      first.order = faults_.size() == 1 ? "the only log that names a failure"
+                    : all_timed         ? "the earliest by the runtime's timestamps"
+                                : "the earliest by timestamp where logs have one, then pod order";
+      out_.first = first;
+      log_.fault_class = c.fault_class;
+      log_.cause = c.causes.empty() ? std::string() : c.causes.front().cause;
+      log_.summary = first.pod + " failed first (" + log_.cause + "); " + counts;
+      std::vector<PeerMatch> own = PeersOf(f, in_.pods);
+      if (!own.empty()) {
+        PeerView p{own.front(), 1};
+        for (const PeerView& n : named_) {
+          if (n.match.pod == p.match.pod && n.match.node == p.match.node) p.named_by += n.named_by;
+        }
+        out_.peer = p;
+      }
+    } else if (!side_effects_.empty()) {
+      log_.cause = std::string(ids::kPeerExited);
+      log_.summary = "no log names the failing call; " + counts;
+    } else if (healthy_ > 0) {
+      log_.fault_class = FaultClass::kHealthy;
+      log_.summary = "the NCCL runs in the logs completed; " + counts;
+    } else {
+      log_.summary =
+          read_ == 0 ? "no log could be read; " + counts : "no NCCL failure found; " + counts;
+    }
+    // Side effects that name the first failing pod confirm it; the peer is someone else.
+    if (out_.first) {
+      for (auto it = named_.begin(); it != named_.end();) {
+        if (it->match.pod == out_.first->pod) {
+          out_.confirmed_by = it->named_by;
+          it = named_.erase(it);
+        } else {
+          ++it;
+        }
       }
     }
-  }
-  if (!out.peer && !named.empty()) {
-    auto most = std::max_element(
-        named.begin(), named.end(),
-        [](const PeerView& a, const PeerView& b) { return a.named_by < b.named_by; });
-    out.peer = *most;
-    if (!out.first) {
-      log.summary +=
-          "; they name " +
-          (most->match.pod.empty() ? "node " + most->match.node : "pod " + most->match.pod) + " (" +
-          std::to_string(most->named_by) + " logs)";
+    if (!out_.peer && !named_.empty()) {
+      auto most = std::max_element(
+          named_.begin(), named_.end(),
+          [](const PeerView& a, const PeerView& b) { return a.named_by < b.named_by; });
+      out_.peer = *most;
+      if (!out_.first) {
+        log_.summary += "; they name " +
+                        (most->match.pod.empty() ? "node " + most->match.node
+                                                 : "pod " + most->match.pod) +
+                        " (" + std::to_string(most->named_by) + " logs)";
+      }
     }
   }
 
-  // ------------------------------------------------------------------ the node checks
-  std::vector<std::string> focus;  // nodes the logs point at
-  if (out.first && !out.first->node.empty()) focus.push_back(out.first->node);
-  if (out.peer && !out.peer->match.node.empty() &&
-      std::find(focus.begin(), focus.end(), out.peer->match.node) == focus.end()) {
-    focus.push_back(out.peer->match.node);
+  // The nodes the logs point at: the first failure's, then its peer's.
+  void Focus() {
+    if (out_.first && !out_.first->node.empty()) focus_.push_back(out_.first->node);
+    if (out_.peer && !out_.peer->match.node.empty() && !InFocus(out_.peer->match.node)) {
+      focus_.push_back(out_.peer->match.node);
+    }
   }
-  BasisVerdict checks{"checks", false, FaultClass::kUnknown, "", ""};
-  if (!in.checks_read) {
-    checks.summary = "not read: " + in.checks_error;
-    out.not_looked_at.push_back("node checks: " + in.checks_error);
-  } else {
+
+  bool InFocus(const std::string& node) const {
+    return std::find(focus_.begin(), focus_.end(), node) != focus_.end();
+  }
+
+  // The agents' verdicts: a fault on a node the logs point at first, then on any node of the job.
+  void ReadChecks() {
+    checks_ = {"checks", false, FaultClass::kUnknown, "", ""};
+    if (!in_.checks_read) {
+      checks_.summary = "not read: " + in_.checks_error;
+      out_.not_looked_at.push_back("node checks: " + in_.checks_error);
+      return;
+    }
     std::map<std::string, const AgentVerdict*> by_node;
-    for (const AgentVerdict& a : in.agents) by_node.emplace(a.node, &a);
+    for (const AgentVerdict& a : in_.agents) by_node.emplace(a.node, &a);
     std::vector<std::string> missing;
-    for (const std::string& n : nodes) {
+    for (const std::string& n : nodes_) {
       if (!by_node.count(n)) missing.push_back(n);
     }
     if (!missing.empty()) {
@@ -316,12 +357,11 @@ Incident JudgeIncident(const IncidentInput& in) {
       for (size_t i = 0; i < missing.size() && i < 5; ++i)
         list += (i == 0 ? "" : ", ") + missing[i];
       if (missing.size() > 5) list += " and " + std::to_string(missing.size() - 5) + " more";
-      out.not_looked_at.push_back("node checks: no agent verdict on " +
-                                  std::to_string(missing.size()) + " node(s): " + list);
+      out_.not_looked_at.push_back("node checks: no agent verdict on " +
+                                   std::to_string(missing.size()) + " node(s): " + list);
     }
-    // A fault on a node the logs point at first, then on any node of the job.
     const AgentVerdict* hit = nullptr;
-    for (const auto& n : focus) {
+    for (const auto& n : focus_) {
       auto it = by_node.find(n);
       if (hit == nullptr && it != by_node.end()) {
         auto c = ParseFaultClass(it->second->verdict);
@@ -330,227 +370,263 @@ Incident JudgeIncident(const IncidentInput& in) {
     }
     int healthy_nodes = 0;
     for (const auto& [n, a] : by_node) {
-      if (!nodes.count(n)) continue;
+      if (!nodes_.count(n)) continue;
       auto c = ParseFaultClass(a->verdict);
       if (c == FaultClass::kHealthy) ++healthy_nodes;
       if (hit == nullptr && c && IsFault(*c)) hit = a;
     }
-    const int seen = static_cast<int>(nodes.size() - missing.size());
-    checks.looked = seen > 0;
+    const int seen = static_cast<int>(nodes_.size() - missing.size());
+    checks_.looked = seen > 0;
     if (hit != nullptr) {
-      checks.fault_class = ParseFaultClass(hit->verdict).value_or(FaultClass::kUnknown);
-      checks.cause = hit->causes.empty() ? std::string() : hit->causes.front();
-      checks.summary = "agent on " + hit->node + ": " + hit->verdict + " (basis " + hit->basis +
-                       ")" + (checks.cause.empty() ? "" : ", " + checks.cause) + "; " +
-                       std::to_string(healthy_nodes) + " of " + std::to_string(seen) +
-                       " nodes healthy";
+      checks_.fault_class = ParseFaultClass(hit->verdict).value_or(FaultClass::kUnknown);
+      checks_.cause = hit->causes.empty() ? std::string() : hit->causes.front();
+      checks_.summary = "agent on " + hit->node + ": " + hit->verdict + " (basis " + hit->basis +
+                        ")" + (checks_.cause.empty() ? "" : ", " + checks_.cause) + "; " +
+                        std::to_string(healthy_nodes) + " of " + std::to_string(seen) +
+                        " nodes healthy";
     } else if (seen > 0 && healthy_nodes == seen) {
-      checks.fault_class = FaultClass::kHealthy;
-      checks.summary = "the agents on all " + std::to_string(seen) + " nodes report healthy";
+      checks_.fault_class = FaultClass::kHealthy;
+      checks_.summary = "the agents on all " + std::to_string(seen) + " nodes report healthy";
     } else if (seen == 0) {
-      checks.summary = "no agent has published a verdict on the job's nodes";
+      checks_.summary = "no agent has published a verdict on the job's nodes";
     } else {
-      checks.summary = std::to_string(healthy_nodes) + " of " + std::to_string(seen) +
-                       " nodes healthy, the others unknown";
+      checks_.summary = std::to_string(healthy_nodes) + " of " + std::to_string(seen) +
+                        " nodes healthy, the others unknown";
     }
   }
 
-  // ------------------------------------------------------------------ the probes
-  BasisVerdict probes{"probes", false, FaultClass::kUnknown, "", ""};
-  const ProbeFault* probe_fault = nullptr;
-  if (!in.probes.asked) {
-    probes.summary = "not run: " + in.probes.not_asked;
-    out.not_looked_at.push_back("probes: " + in.probes.not_asked);
-  } else if (!in.probes.error.empty()) {
-    probes.summary = "the coordinator did not answer: " + in.probes.error;
-    out.not_looked_at.push_back("probes: the coordinator did not answer: " + in.probes.error);
-  } else {
+  // The probes run for this incident: a fault on a node the logs point at first, then any.
+  void ReadProbes() {
+    probes_ = {"probes", false, FaultClass::kUnknown, "", ""};
+    const ProbeOutcome& p = in_.probes;
+    if (!p.asked) {
+      probes_.summary = "not run: " + p.not_asked;
+      out_.not_looked_at.push_back("probes: " + p.not_asked);
+      return;
+    }
+    if (!p.error.empty()) {
+      probes_.summary = "the coordinator did not answer: " + p.error;
+      out_.not_looked_at.push_back("probes: the coordinator did not answer: " + p.error);
+      return;
+    }
     int good = 0;
-    for (const ProbeNodeState& n : in.probes.nodes) {
+    for (const ProbeNodeState& n : p.nodes) {
       if (n.state == "good") ++good;
       if (n.state == "busy" || n.state == "absent" || n.state == "inconclusive" ||
           n.state == "untested") {
-        out.not_looked_at.push_back("probes on " + n.node + ": " + n.state +
-                                    (n.reason.empty() ? "" : " (" + n.reason + ")"));
+        out_.not_looked_at.push_back("probes on " + n.node + ": " + n.state +
+                                     (n.reason.empty() ? "" : " (" + n.reason + ")"));
       }
     }
-    // A fault on a node the logs point at first, then any.
-    auto in_focus = [&](const ProbeFault& f) {
-      return std::find(focus.begin(), focus.end(), f.node) != focus.end() ||
-             std::find(focus.begin(), focus.end(), f.peer) != focus.end();
-    };
-    for (const ProbeFault& f : in.probes.faults) {
-      if (probe_fault == nullptr || (in_focus(f) && !in_focus(*probe_fault))) probe_fault = &f;
+    auto in_focus = [&](const ProbeFault& f) { return InFocus(f.node) || InFocus(f.peer); };
+    for (const ProbeFault& f : p.faults) {
+      if (probe_fault_ == nullptr || (in_focus(f) && !in_focus(*probe_fault_))) probe_fault_ = &f;
     }
-    probes.looked = good > 0 || probe_fault != nullptr;
-    if (probe_fault != nullptr) {
-      probes.fault_class = probe_fault->fault_class;
-      probes.cause = probe_fault->causes.empty() ? std::string() : probe_fault->causes.front();
-      probes.summary = probe_fault->kind + " fault " + probe_fault->node +
-                       (probe_fault->kind == "link" ? " - " + probe_fault->peer : "") + ": " +
-                       ClassText(probe_fault->fault_class) +
-                       (probes.cause.empty() ? "" : " (" + probes.cause + ")") + "; " +
-                       std::to_string(in.probes.pairs_probed) + " pairs probed";
+    probes_.looked = good > 0 || probe_fault_ != nullptr;
+    if (probe_fault_ != nullptr) {
+      probes_.fault_class = probe_fault_->fault_class;
+      probes_.cause = probe_fault_->causes.empty() ? std::string() : probe_fault_->causes.front();
+      probes_.summary = probe_fault_->kind + " fault " + probe_fault_->node +
+                        (probe_fault_->kind == "link" ? " - " + probe_fault_->peer : "") + ": " +
+                        ClassText(probe_fault_->fault_class) +
+                        (probes_.cause.empty() ? "" : " (" + probes_.cause + ")") + "; " +
+                        std::to_string(p.pairs_probed) + " pairs probed";
     } else if (good > 0) {
-      probes.fault_class = FaultClass::kHealthy;
-      probes.summary =
+      probes_.fault_class = FaultClass::kHealthy;
+      probes_.summary =
           std::to_string(good) + " nodes pass the socket and the IB probe now (" +
-          std::to_string(in.probes.pairs_probed) + " pairs probed" +
-          (in.probes.references.empty()
+          std::to_string(p.pairs_probed) + " pairs probed" +
+          (p.references.empty()
                ? std::string()
-               : ", " + std::to_string(in.probes.references.size()) + " known-good reference(s)") +
+               : ", " + std::to_string(p.references.size()) + " known-good reference(s)") +
           ")";
     } else {
-      probes.summary = "no node could be probed";
+      probes_.summary = "no node could be probed";
     }
   }
 
-  // ------------------------------------------------------------------ the verdict
-  const BasisVerdict* decided = nullptr;
-  if (IsFault(log.fault_class)) {
-    decided = &log;
-  } else if (IsFault(probes.fault_class)) {
-    decided = &probes;
-  } else if (log.fault_class == FaultClass::kHealthy) {
-    decided = &log;
-  } else if (IsFault(checks.fault_class)) {
-    decided = &checks;
-  } else if (probes.fault_class == FaultClass::kHealthy) {
-    decided = &probes;
+  // A fault in the logs, then in the probes; a healthy log; a predicted fault; healthy probes.
+  // Where two bases disagree, the incident says so.
+  void Decide() {
+    const BasisVerdict* decided = nullptr;
+    if (IsFault(log_.fault_class)) {
+      decided = &log_;
+    } else if (IsFault(probes_.fault_class)) {
+      decided = &probes_;
+    } else if (log_.fault_class == FaultClass::kHealthy) {
+      decided = &log_;
+    } else if (IsFault(checks_.fault_class)) {
+      decided = &checks_;
+    } else if (probes_.fault_class == FaultClass::kHealthy) {
+      decided = &probes_;
+    }
+    if (decided != nullptr) {
+      out_.fault_class = decided->fault_class;
+      out_.cause = decided->cause;
+      out_.basis = decided->basis;
+    }
+    if (IsFault(log_.fault_class) && probes_.looked && probes_.fault_class != log_.fault_class) {
+      out_.disagreements.push_back(
+          probes_.fault_class == FaultClass::kHealthy
+              ? "the log shows " + ClassText(log_.fault_class) + " (" + log_.cause +
+                    ") but the probes pass now between the job's nodes: a transient fault, or "
+                    "one fixed since"
+              : "the log says " + ClassText(log_.fault_class) + ", the probes say " +
+                    ClassText(probes_.fault_class));
+    }
+    if (checks_.looked && out_.basis != "checks" && IsFault(out_.fault_class) &&
+        checks_.fault_class != out_.fault_class && checks_.fault_class != FaultClass::kUnknown) {
+      out_.disagreements.push_back("the " + out_.basis + " says " + ClassText(out_.fault_class) +
+                                   ", the node checks say " + ClassText(checks_.fault_class) +
+                                   " (node checks see the host, not the job's containers)");
+    }
+    if (out_.fault_class == FaultClass::kHealthy && IsFault(checks_.fault_class)) {
+      out_.disagreements.push_back("the " + out_.basis +
+                                   " shows no fault but the node checks predict " +
+                                   ClassText(checks_.fault_class) + " (" + checks_.cause + ")");
+    }
+    out_.bases = {log_, checks_, probes_};
   }
-  if (decided != nullptr) {
-    out.fault_class = decided->fault_class;
-    out.cause = decided->cause;
-    out.basis = decided->basis;
-  }
-  if (IsFault(log.fault_class) && probes.looked && probes.fault_class != log.fault_class) {
-    out.disagreements.push_back(
-        probes.fault_class == FaultClass::kHealthy
-            ? "the log shows " + ClassText(log.fault_class) + " (" + log.cause +
-                  ") but the probes pass now between the job's nodes: a transient fault, or one "
-                  "fixed since"
-            : "the log says " + ClassText(log.fault_class) + ", the probes say " +
-                  ClassText(probes.fault_class));
-  }
-  if (checks.looked && out.basis != "checks" && IsFault(out.fault_class) &&
-      checks.fault_class != out.fault_class && checks.fault_class != FaultClass::kUnknown) {
-    out.disagreements.push_back("the " + out.basis + " says " + ClassText(out.fault_class) +
-                                ", the node checks say " + ClassText(checks.fault_class) +
-                                " (node checks see the host, not the job's containers)");
-  }
-  if (out.fault_class == FaultClass::kHealthy && IsFault(checks.fault_class)) {
-    out.disagreements.push_back("the " + out.basis +
-                                " shows no fault but the node checks predict " +
-                                ClassText(checks.fault_class) + " (" + checks.cause + ")");
-  }
-  out.bases = {log, checks, probes};
 
-  // ------------------------------------------------------------------ where, why, the fix
-  if (probe_fault != nullptr && IsFault(probe_fault->fault_class)) {
-    out.where = {probe_fault->kind, probe_fault->node, probe_fault->peer, "probes"};
-  } else if (out.first) {
-    const bool link = out.peer && !out.peer->match.node.empty() &&
-                      out.peer->match.node != out.first->node && IsLinkCause(log.cause);
-    out.where = link ? Localisation{"link", out.first->node, out.peer->match.node, "log"}
-                     : Localisation{"node", out.first->node, "", "log"};
-  } else if (out.peer && !out.peer->match.node.empty()) {
-    out.where = {"node", out.peer->match.node, "", "log"};
-  } else if (out.basis == "checks") {
-    for (const AgentVerdict& a : in.agents) {
-      if (ParseFaultClass(a.verdict) == checks.fault_class && nodes.count(a.node)) {
-        out.where = {"node", a.node, "", "checks"};
-        break;
+  // Where: the probes' fault, else the first failure (a link when its peer is on another node
+  // and the cause involves the other end), else the peer the side effects name, else the node
+  // the checks blame.
+  void Locate() {
+    if (probe_fault_ != nullptr && IsFault(probe_fault_->fault_class)) {
+      out_.where = {probe_fault_->kind, probe_fault_->node, probe_fault_->peer, "probes"};
+    } else if (out_.first) {
+      const bool link = out_.peer && !out_.peer->match.node.empty() &&
+                        out_.peer->match.node != out_.first->node && IsLinkCause(log_.cause);
+      out_.where = link ? Localisation{"link", out_.first->node, out_.peer->match.node, "log"}
+                        : Localisation{"node", out_.first->node, "", "log"};
+    } else if (out_.peer && !out_.peer->match.node.empty()) {
+      out_.where = {"node", out_.peer->match.node, "", "log"};
+    } else if (out_.basis == "checks") {
+      for (const AgentVerdict& a : in_.agents) {
+        if (ParseFaultClass(a.verdict) == checks_.fault_class && nodes_.count(a.node)) {
+          out_.where = {"node", a.node, "", "checks"};
+          break;
+        }
       }
     }
   }
 
-  if (out.first) {
-    const LogView& f = faults.front();
+  // Why, with its evidence lines, the rail faults, and the fix of the cause that decided.
+  void Explain() {
+    if (out_.first) {
+      ExplainFirstFailure();
+    } else if (!side_effects_.empty()) {
+      ExplainSideEffects();
+    } else if (log_.fault_class == FaultClass::kHealthy) {
+      out_.reason = "the NCCL runs in the logs completed: NCCL did not fail";
+    } else {
+      out_.reason = read_ == 0 ? "no log could be read" : "no log names an NCCL failure";
+    }
+    for (const ProbeRailFault& f : in_.probes.rail_faults) {
+      std::string causes;
+      for (const auto& c : f.causes) causes += (causes.empty() ? "" : ", ") + c;
+      out_.rails.push_back(f.node + " rail " + std::to_string(f.rail) + " (" + f.device + "): " +
+                           (f.rate_degraded          ? "rate-degraded"
+                            : f.fault == "link_rail" ? "link fault"
+                                                     : "fault") +
+                           (causes.empty() ? "" : " (" + causes + ")") + ", seen by " +
+                           (f.seen_by == "triage" ? "these probes" : "the last sweep") +
+                           (f.reason.empty() ? "" : ": " + f.reason));
+    }
+    if (out_.basis == "probes" && probe_fault_ != nullptr) {
+      out_.reason += "; the probes find a " + probe_fault_->kind + " fault on " +
+                     probe_fault_->node +
+                     (probe_fault_->kind == "link" ? " - " + probe_fault_->peer : "") +
+                     (probe_fault_->reason.empty() ? "" : ": " + probe_fault_->reason);
+    } else if (out_.basis == "checks") {
+      out_.reason += "; the node checks predict " + ClassText(out_.fault_class) +
+                     (out_.cause.empty() ? "" : " (" + out_.cause + ")") + " on " +
+                     out_.where.node;
+    }
+    // The fix of the cause that decided: a cause the probes or the checks name replaces the hint
+    // of the logs (which only said where to look).
+    if ((out_.remedy.empty() || out_.basis == "probes" || out_.basis == "checks") &&
+        !out_.cause.empty() && !CatalogueRemedy(out_.cause).empty()) {
+      out_.remedy = CatalogueRemedy(out_.cause);
+    }
+    if (out_.remedy.empty() && out_.fault_class == FaultClass::kUnknown) {
+      out_.remedy =
+          "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET so that the failing call is "
+          "logged, and probe the job's nodes (--coordinator URL)";
+    }
+  }
+
+  void ExplainFirstFailure() {
+    const LogView& f = faults_.front();
     const Classification& c = f.c();
-    out.reason = out.first->pod + (out.first->node.empty() ? "" : " on " + out.first->node) +
-                 " failed first" + (log.cause.empty() ? "" : " with " + log.cause);
-    if (out.peer) {
-      out.reason +=
+    out_.reason = out_.first->pod + (out_.first->node.empty() ? "" : " on " + out_.first->node) +
+                  " failed first" + (log_.cause.empty() ? "" : " with " + log_.cause);
+    if (out_.peer) {
+      out_.reason +=
           ", naming " +
-          (out.peer->match.pod.empty() ? "node " + out.peer->match.node : out.peer->match.pod) +
+          (out_.peer->match.pod.empty() ? "node " + out_.peer->match.node : out_.peer->match.pod) +
           " as its peer";
     }
-    if (out.confirmed_by > 0) {
-      out.reason += "; " + std::to_string(out.confirmed_by) + " other log(s) lost their " +
-                    "connection to it";
+    if (out_.confirmed_by > 0) {
+      out_.reason += "; " + std::to_string(out_.confirmed_by) + " other log(s) lost their " +
+                     "connection to it";
     }
-    out.evidence.push_back(out.first->line);
+    out_.evidence.push_back(out_.first->line);
     if (!c.causes.empty()) {
-      out.remedy = c.causes.front().remedy;
+      out_.remedy = c.causes.front().remedy;
       for (const auto& l : c.causes.front().evidence) {
-        if (out.evidence.size() >= kMaxEvidence) break;
-        if (l.number != out.first->line.line) out.evidence.push_back(Evidence(*f.log, l));
+        if (out_.evidence.size() >= kMaxEvidence) break;
+        if (l.number != out_.first->line.line) out_.evidence.push_back(Evidence(*f.log, l));
       }
     }
-  } else if (!side_effects.empty()) {
-    out.reason = std::to_string(side_effects.size()) +
-                 " logs show only the consequence of a failure elsewhere (a peer exited)";
-    if (out.peer) {
-      const std::string who = out.peer->match.pod.empty() ? "node " + out.peer->match.node
-                                                          : "pod " + out.peer->match.pod;
-      out.reason += "; they name " + who;
-      std::string state;
-      auto it = by_name.find(out.peer->match.pod);
-      if (it != by_name.end() && !it->second->containers.empty()) {
-        state = ContainerText(it->second->containers.front());
-        out.reason += ", whose container is " + state;
-      }
-      out.remedy = "Read why " + who +
-                   " stopped (kubectl describe, its previous log, the node's "
-                   "kernel log): its own log names no NCCL failure";
-    }
-    for (const LogView& v : side_effects) {
-      if (out.evidence.size() >= 3) break;
-      if (!v.c().roots.empty()) out.evidence.push_back(Evidence(*v.log, v.c().roots.front().line));
-    }
-  } else if (log.fault_class == FaultClass::kHealthy) {
-    out.reason = "the NCCL runs in the logs completed: NCCL did not fail";
-  } else {
-    out.reason = read == 0 ? "no log could be read" : "no log names an NCCL failure";
-  }
-  for (const ProbeRailFault& f : in.probes.rail_faults) {
-    std::string causes;
-    for (const auto& c : f.causes) causes += (causes.empty() ? "" : ", ") + c;
-    out.rails.push_back(f.node + " rail " + std::to_string(f.rail) + " (" + f.device + "): " +
-                        (f.rate_degraded          ? "rate-degraded"
-                         : f.fault == "link_rail" ? "link fault"
-                                                  : "fault") +
-                        (causes.empty() ? "" : " (" + causes + ")") + ", seen by " +
-                        (f.seen_by == "triage" ? "these probes" : "the last sweep") +
-                        (f.reason.empty() ? "" : ": " + f.reason));
-  }
-  if (out.basis == "probes" && probe_fault != nullptr) {
-    out.reason += "; the probes find a " + probe_fault->kind + " fault on " + probe_fault->node +
-                  (probe_fault->kind == "link" ? " - " + probe_fault->peer : "") +
-                  (probe_fault->reason.empty() ? "" : ": " + probe_fault->reason);
-  } else if (out.basis == "checks") {
-    out.reason += "; the node checks predict " + ClassText(out.fault_class) +
-                  (out.cause.empty() ? "" : " (" + out.cause + ")") + " on " + out.where.node;
-  }
-  // The fix of the cause that decided: a cause the probes or the checks name replaces the hint
-  // of the logs (which only said where to look).
-  if ((out.remedy.empty() || out.basis == "probes" || out.basis == "checks") &&
-      !out.cause.empty() && !CatalogueRemedy(out.cause).empty()) {
-    out.remedy = CatalogueRemedy(out.cause);
-  }
-  if (out.remedy.empty() && out.fault_class == FaultClass::kUnknown) {
-    out.remedy =
-        "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET so that the failing call is "
-        "logged, and probe the job's nodes (--coordinator URL)";
   }
 
-  // ------------------------------------------------------------------ one row per log
-  std::set<const LogResult*> fault_set, side_set;
-  for (const auto& v : faults) fault_set.insert(v.log);
-  for (const auto& v : side_effects) side_set.insert(v.log);
-  for (const LogResult& l : in.logs) {
-    auto it = by_name.find(l.pod);
-    const JobPod* pod = it == by_name.end() ? nullptr : it->second;
+  void ExplainSideEffects() {
+    out_.reason = std::to_string(side_effects_.size()) +
+                  " logs show only the consequence of a failure elsewhere (a peer exited)";
+    if (out_.peer) {
+      const std::string who = out_.peer->match.pod.empty() ? "node " + out_.peer->match.node
+                                                           : "pod " + out_.peer->match.pod;
+      out_.reason += "; they name " + who;
+      const JobPod* pod = PodNamed(out_.peer->match.pod);
+      if (pod != nullptr && !pod->containers.empty()) {
+        out_.reason += ", whose container is " + ContainerText(pod->containers.front());
+      }
+      out_.remedy = "Read why " + who +
+                    " stopped (kubectl describe, its previous log, the node's "
+                    "kernel log): its own log names no NCCL failure";
+    }
+    for (const LogView& v : side_effects_) {
+      if (out_.evidence.size() >= 3) break;
+      if (!v.c().roots.empty()) out_.evidence.push_back(Evidence(*v.log, v.c().roots.front().line));
+    }
+  }
+
+  // One row per log: the first failure, its peer, other failures, unread logs, side effects,
+  // the rest, healthy last; within a rank by time, then pod order.
+  void Rows() {
+    std::set<const LogResult*> side_set;
+    for (const auto& v : side_effects_) side_set.insert(v.log);
+    for (const LogResult& l : in_.logs) out_.rows.push_back(RowOf(l, side_set.count(&l) > 0));
+    auto rank = [&](const PodRow& r) {
+      if (r.note.rfind("failed first", 0) == 0) return 0;
+      if (out_.peer && r.pod == out_.peer->match.pod) return 1;
+      if (IsFault(r.fault_class)) return 2;
+      if (r.log.rfind("not read", 0) == 0) return 3;
+      if (r.note.rfind("side effect", 0) == 0) return 4;
+      if (r.fault_class == FaultClass::kHealthy) return 6;
+      return 5;
+    };
+    std::stable_sort(out_.rows.begin(), out_.rows.end(), [&](const PodRow& a, const PodRow& b) {
+      if (rank(a) != rank(b)) return rank(a) < rank(b);
+      if (a.at_ns.has_value() != b.at_ns.has_value()) return a.at_ns.has_value();
+      if (a.at_ns && *a.at_ns != *b.at_ns) return *a.at_ns < *b.at_ns;
+      return PodOrderLess(PodNamed(a.pod), PodNamed(b.pod), a.pod, b.pod);
+    });
+  }
+
+  PodRow RowOf(const LogResult& l, bool side_effect) const {
+    const JobPod* pod = PodNamed(l.pod);
     PodRow r;
     r.pod = l.pod;
     r.node = pod != nullptr ? pod->node : std::string();
@@ -559,8 +635,7 @@ Incident JudgeIncident(const IncidentInput& in) {
     if (const ContainerState* cs = FindContainer(pod, l.container)) r.state = ContainerText(*cs);
     if (!l.read) {
       r.log = "not read: " + Cut(Printable(l.end.error), 200);
-      out.rows.push_back(std::move(r));
-      continue;
+      return r;
     }
     const Classification& c = l.summary.classification;
     r.log = Bytes(l.summary.bytes) + ", " + std::to_string(l.summary.lines) + " lines";
@@ -568,48 +643,45 @@ Incident JudgeIncident(const IncidentInput& in) {
     r.cause = c.causes.empty() ? std::string() : c.causes.front().cause;
     r.at_ns = l.summary.root_ns;
     if (!c.roots.empty()) r.first_line = Cut(c.roots.front().line.text, 200);
-    if (out.first && out.first->pod == l.pod && out.first->container == l.container &&
-        out.first->previous == l.previous) {
+    if (out_.first && out_.first->pod == l.pod && out_.first->container == l.container &&
+        out_.first->previous == l.previous) {
       r.note = "failed first";
-    } else if (side_set.count(&l)) {
+    } else if (side_effect) {
       r.note = "side effect of a failure elsewhere";
     }
     if (l.end.tail && l.summary.overlap_lines == 0) {
       r.note += std::string(r.note.empty() ? "" : "; ") + "middle of the log skipped";
     }
     if (l.end.tail_cut) r.note += std::string(r.note.empty() ? "" : "; ") + "end of the log cut";
-    out.rows.push_back(std::move(r));
-  }
-  auto rank = [&](const PodRow& r) {
-    if (r.note.rfind("failed first", 0) == 0) return 0;
-    if (out.peer && r.pod == out.peer->match.pod) return 1;
-    if (IsFault(r.fault_class)) return 2;
-    if (r.log.rfind("not read", 0) == 0) return 3;
-    if (r.note.rfind("side effect", 0) == 0) return 4;
-    if (r.fault_class == FaultClass::kHealthy) return 6;
-    return 5;
-  };
-  std::stable_sort(out.rows.begin(), out.rows.end(), [&](const PodRow& a, const PodRow& b) {
-    if (rank(a) != rank(b)) return rank(a) < rank(b);
-    if (a.at_ns.has_value() != b.at_ns.has_value()) return a.at_ns.has_value();
-    if (a.at_ns && *a.at_ns != *b.at_ns) return *a.at_ns < *b.at_ns;
-    auto pa = by_name.find(a.pod), pb = by_name.find(b.pod);
-    return PodOrderLess(pa == by_name.end() ? nullptr : pa->second,
-                        pb == by_name.end() ? nullptr : pb->second, a.pod, b.pod);
-  });
-
-  // ------------------------------------------------------------------ where the event goes
-  const JobPod* anchor = nullptr;
-  if (out.first) anchor = by_name.count(out.first->pod) ? by_name[out.first->pod] : nullptr;
-  if (anchor == nullptr && !in.pods.empty()) anchor = &in.pods.front();
-  if (anchor != nullptr) {
-    out.event_object = anchor->owner.kind.empty() ? OwnerRef{"v1", "Pod", anchor->name, anchor->uid}
-                                                  : anchor->owner;
+    return r;
   }
 
-  out.exit_code = IsFault(out.fault_class) ? 1 : out.fault_class == FaultClass::kHealthy ? 0 : 3;
-  return out;
-}
+  // The event goes on the first failing pod's owner (the job), else the first pod's.
+  void EventObject() {
+    const JobPod* anchor = out_.first ? PodNamed(out_.first->pod) : nullptr;
+    if (anchor == nullptr && !in_.pods.empty()) anchor = &in_.pods.front();
+    if (anchor != nullptr) {
+      out_.event_object = anchor->owner.kind.empty()
+                              ? OwnerRef{"v1", "Pod", anchor->name, anchor->uid}
+                              : anchor->owner;
+    }
+  }
+
+  const IncidentInput& in_;
+  Incident out_;
+  std::set<std::string> nodes_;
+  std::map<std::string, const JobPod*> by_name_;
+  std::vector<LogView> faults_, side_effects_;
+  int read_ = 0, healthy_ = 0, unreadable_ = 0;
+  std::vector<PeerView> named_;
+  std::vector<std::string> focus_;  // nodes the logs point at
+  BasisVerdict log_, checks_, probes_;
+  const ProbeFault* probe_fault_ = nullptr;
+};
+
+}  // namespace
+
+Incident JudgeIncident(const IncidentInput& in) { return IncidentJudge(in).Run(); }
 
 StatusOr<ProbeOutcome> ProbeOutcomeFromJson(const nlohmann::json& j) {
   using nlohmann::json;
