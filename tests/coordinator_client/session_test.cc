@@ -24,7 +24,7 @@
 #include "core/rails.h"
 #include "host/gatherer.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
-#include "raw_agent.h"
+#include "coordinator/raw_agent.h"
 #include "wire/convert.h"
 
 namespace nccl_triage {

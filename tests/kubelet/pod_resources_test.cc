@@ -6,7 +6,7 @@
 
 #include "kubelet/pod_resources_client.h"
 #include "podresources/v1/api.grpc.pb.h"
-#include "workload_test_util.h"
+#include "workload/workload_test_util.h"
 
 namespace nccl_triage::workload {
 namespace {
