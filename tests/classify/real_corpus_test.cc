@@ -211,9 +211,9 @@ struct Tally {
 };
 
 // The bars, set a little under what the classifier measured on this corpus (README, "Accuracy
-// on real-world logs", has the table). Measured: class 86.3 %, cause 79.7 % over 182 cases;
-// per split ib_resource 87.8 % (regex 70.7 %), architecture 84.7 % (regex 89.8 %), healthy
-// 85.0 % (regex 0 %). The regex answers "architecture" for every log without ibv_ or NET/IB,
+// on real-world logs", has the table). Measured: class 86.3 %, cause 79.5 % over 190 cases;
+// per split ib_resource 87.8 % (regex 70.7 %), architecture 84.3 % (regex 89.2 %), healthy
+// 87.5 % (regex 0 %). The regex answers "architecture" for every log without ibv_ or NET/IB,
 // which is most of that split, so there the bar is "no more than seven points behind it"
 // rather than "ahead of it" until the classifier wins that split back. Raise the bars when
 // the classifier improves; never lower them to let a regression through.
@@ -239,7 +239,7 @@ bool CauseRight(const Case& k, const Classification& c) {
 
 TEST(RealCorpus, CasesAreWellFormedAndNoneIsHeldOut) {
   auto cases = LoadCorpus();
-  EXPECT_GE(cases.size(), 180u);
+  EXPECT_GE(cases.size(), 190u);
   std::set<std::string> logs;
   for (const auto& k : cases) {
     EXPECT_TRUE(logs.insert(k.log).second) << k.file << ": the same log as another case";
