@@ -1,48 +1,13 @@
 // net.socket_ifname: when NCCL_SOCKET_IFNAME is set, NCCL uses only the interfaces it names for
 // bootstrap, the socket transport and the IB out-of-band connection ("find or fail"). NCCL's
-// syntax: a comma list of name prefixes; a leading '^' turns the list into exclusions; a leading
-// '=' (after any '^') makes the names exact; ":port" suffixes are ignored for interface names.
+// list syntax (core/nccl_device_list.h): name prefixes, '^' for exclusions, '=' for exact names.
 #include "checks/builtin.h"
 #include "checks/check_util.h"
 #include "core/ids.h"
+#include "core/nccl_device_list.h"
 
 namespace nccl_triage::checks {
 namespace {
-
-struct IfnameSpec {
-  bool exclude = false;
-  bool exact = false;
-  std::vector<std::string> names;
-};
-
-IfnameSpec ParseSpec(std::string_view text) {
-  IfnameSpec spec;
-  if (!text.empty() && text.front() == '^') {
-    spec.exclude = true;
-    text.remove_prefix(1);
-  }
-  if (!text.empty() && text.front() == '=') {
-    spec.exact = true;
-    text.remove_prefix(1);
-  }
-  while (true) {
-    const size_t comma = text.find(',');
-    std::string_view item = text.substr(0, comma);
-    item = item.substr(0, item.find(':'));
-    if (!item.empty()) spec.names.emplace_back(item);
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return spec;
-}
-
-bool Matches(const IfnameSpec& spec, const std::string& ifname) {
-  bool listed = false;
-  for (const auto& n : spec.names) {
-    listed |= spec.exact ? ifname == n : ifname.rfind(n, 0) == 0;
-  }
-  return spec.exclude ? !listed : listed;
-}
 
 bool IsUp(const NetInterface& i) {
   return i.operstate.ok() && (*i.operstate.value == "up" || *i.operstate.value == "unknown");
@@ -58,12 +23,12 @@ Finding NetSocketIfname(const NodeSnapshot& s, const Config& c, const CheckConte
   }
   const std::string& value = *c.expect.socket_ifname;
   b.Add("NCCL_SOCKET_IFNAME", value, "config: expect.socket_ifname");
-  const IfnameSpec spec = ParseSpec(value);
-  if (spec.names.empty()) return b.Fail("'" + value + "' names no interface");
+  const NcclDeviceList spec = ParseNcclDeviceList(value);
+  if (spec.entries.empty()) return b.Fail("'" + value + "' names no interface");
 
   std::vector<const NetInterface*> matched;
   for (const auto& i : s.interfaces) {
-    if (Matches(spec, i.name)) matched.push_back(&i);
+    if (NcclDeviceListSelects(spec, i.name)) matched.push_back(&i);
   }
   if (matched.empty()) {
     std::vector<std::string> all;

@@ -34,67 +34,6 @@ NcclSettings NcclSettingsFrom(const std::map<std::string, std::string>& env) {
   return s;
 }
 
-std::optional<long long> ParseNcclInt(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
-  bool negative = false;
-  if (i < text.size() && (text[i] == '-' || text[i] == '+')) negative = text[i++] == '-';
-  size_t digits_start = i;
-  long long v = 0;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9' && i - digits_start < 18) {
-    v = v * 10 + (text[i] - '0');
-    ++i;
-  }
-  if (i == digits_start) return std::nullopt;
-  return negative ? -v : v;
-}
-
-HcaFilter ParseHcaFilter(std::string_view text) {
-  HcaFilter f;
-  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
-  if (!text.empty() && text.front() == '^') {
-    f.exclude = true;
-    text.remove_prefix(1);
-  }
-  if (!text.empty() && text.front() == '=') {
-    f.exact = true;
-    text.remove_prefix(1);
-  }
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view item = text.substr(start, end - start);
-    start = end + 1;
-    if (item.empty()) continue;
-    HcaFilter::Entry e;
-    size_t colon = item.find(':');
-    e.name = std::string(item.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      // "name:port[:rail[:plane]]": only the port matters for selection.
-      std::string_view rest = item.substr(colon + 1);
-      auto port = ParseNcclInt(rest.substr(0, rest.find(':')));
-      if (port) e.port = static_cast<int>(*port);
-    }
-    if (!e.name.empty()) f.entries.push_back(std::move(e));
-  }
-  return f;
-}
-
-bool HcaFilterSelects(const HcaFilter& filter, std::string_view device, int port) {
-  bool matched = false;
-  for (const auto& e : filter.entries) {
-    bool name_ok = filter.exact ? device == e.name : device.starts_with(e.name);
-    if (name_ok && (!e.port || *e.port == port)) {
-      matched = true;
-      break;
-    }
-  }
-  // An empty list selects everything (NCCL treats an empty NCCL_IB_HCA as unset).
-  if (filter.entries.empty()) return true;
-  return matched != filter.exclude;
-}
-
 std::vector<const IbDevice*> OpenableDevices(const NodeSnapshot& host,
                                              const std::vector<std::string>& container_dev_ib) {
   std::vector<std::string> ibdevs;
@@ -159,13 +98,13 @@ Finding EnvIbHca(const NcclSettings& settings, const NodeSnapshot& host,
   b.Add("devices the container can open", checks::Join(names),
         "proc/<pid>/root/dev/infiniband, sys/class/infiniband_verbs");
   if (!settings.ib_hca) return b.Pass("NCCL_IB_HCA unset: NCCL uses every device it can open");
-  HcaFilter filter = ParseHcaFilter(*settings.ib_hca);
+  const NcclDeviceList filter = ParseNcclDeviceList(*settings.ib_hca);
   if (filter.entries.empty()) return b.Pass("NCCL_IB_HCA is empty: treated as unset");
 
   std::vector<std::string> selected;
   for (const auto* d : openable) {
     for (const auto& p : d->ports) {
-      if (HcaFilterSelects(filter, d->name, p.num)) {
+      if (NcclDeviceListSelects(filter, d->name, p.num)) {
         selected.push_back(d->name + ":" + std::to_string(p.num));
       }
     }
@@ -178,10 +117,10 @@ Finding EnvIbHca(const NcclSettings& settings, const NodeSnapshot& host,
   if (!filter.exclude) {
     std::vector<std::string> absent;
     for (const auto& e : filter.entries) {
-      HcaFilter one{false, filter.exact, {e}};
+      NcclDeviceList one{false, filter.exact, {e}};
       bool any = false;
       for (const auto* d : openable) {
-        for (const auto& p : d->ports) any = any || HcaFilterSelects(one, d->name, p.num);
+        for (const auto& p : d->ports) any = any || NcclDeviceListSelects(one, d->name, p.num);
       }
       if (!any) absent.push_back(e.port ? e.name + ":" + std::to_string(*e.port) : e.name);
     }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/nccl_device_list.h"
 #include "core/snapshot.h"
 
 namespace nccl_triage::workload {
@@ -28,27 +29,6 @@ struct NcclSettings {
 
 NcclSettings NcclSettingsFrom(const std::map<std::string, std::string>& env);
 
-// NCCL reads integer parameters with strtoll: leading blanks, a sign, digits; anything after the
-// digits is ignored. nullopt when no digits (NCCL then keeps its default).
-std::optional<long long> ParseNcclInt(std::string_view text);
-
-// NCCL_IB_HCA: "[^][=]name[:port],..." — '^' excludes the listed devices, '=' makes names exact
-// (otherwise a prefix: "mlx5_1" also matches "mlx5_10").
-struct HcaFilter {
-  struct Entry {
-    std::string name;
-    std::optional<int> port;
-    friend bool operator==(const Entry&, const Entry&) = default;
-  };
-  bool exclude = false;
-  bool exact = false;
-  std::vector<Entry> entries;
-  friend bool operator==(const HcaFilter&, const HcaFilter&) = default;
-};
-HcaFilter ParseHcaFilter(std::string_view text);
-
-// Whether NCCL would use port `port` of device `device` under the filter (NCCL's matchIfList).
-bool HcaFilterSelects(const HcaFilter& filter, std::string_view device, int port);
 
 // The RDMA devices NCCL can open in a container: the host's devices whose uverbs node is in the
 // container's /dev/infiniband, or all the host's devices when the container has none (the

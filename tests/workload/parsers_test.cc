@@ -234,31 +234,5 @@ TEST(NetDevParse, MissingHeaderIsNotANetDevFile) {
   EXPECT_FALSE(ParseNetDevNames(""));
 }
 
-TEST(NcclEnv, HcaFilterPrefixExactExcludeAndPorts) {
-  HcaFilter f = ParseHcaFilter("mlx5_1,mlx5_2:1");
-  EXPECT_TRUE(HcaFilterSelects(f, "mlx5_1", 1));
-  EXPECT_TRUE(HcaFilterSelects(f, "mlx5_10", 1));  // prefix match, as NCCL does
-  EXPECT_TRUE(HcaFilterSelects(f, "mlx5_2", 1));
-  EXPECT_FALSE(HcaFilterSelects(f, "mlx5_2", 2));
-  EXPECT_FALSE(HcaFilterSelects(f, "mlx5_0", 1));
-
-  HcaFilter exact = ParseHcaFilter("=mlx5_1");
-  EXPECT_TRUE(exact.exact);
-  EXPECT_FALSE(HcaFilterSelects(exact, "mlx5_10", 1));
-
-  HcaFilter excl = ParseHcaFilter("^mlx5_0");
-  EXPECT_TRUE(excl.exclude);
-  EXPECT_FALSE(HcaFilterSelects(excl, "mlx5_0", 1));
-  EXPECT_TRUE(HcaFilterSelects(excl, "mlx5_1", 1));
-}
-
-TEST(NcclEnv, IntegerParsingFollowsStrtoll) {
-  EXPECT_EQ(ParseNcclInt("1"), 1);
-  EXPECT_EQ(ParseNcclInt(" 3abc"), 3);
-  EXPECT_EQ(ParseNcclInt("-1"), -1);
-  EXPECT_FALSE(ParseNcclInt("yes"));
-  EXPECT_FALSE(ParseNcclInt(""));
-}
-
 }  // namespace
 }  // namespace nccl_triage::workload
