@@ -39,12 +39,9 @@ constexpr std::array kSpecs = {
                "Last sweep: the peers the node's rail failed its IB probe with."},
 };
 
-std::string Help(std::string_view name) {
-  for (const auto& s : kSpecs) {
-    if (s.name == name) return std::string(s.help);
-  }
-  return "";
-}
+// The declared help of `name`; an undeclared name throws when the metrics are registered (in
+// the constructor, at start-up), never a family without help.
+std::string Help(std::string_view name) { return std::string(FindMetricSpec(kSpecs, name).help); }
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
 
 #include "core/rails.h"
@@ -57,12 +58,10 @@ constexpr std::array kSpecs = {
                "status."},
 };
 
-const MetricSpec& Spec(std::string_view name) {
-  for (const auto& s : kSpecs) {
-    if (s.name == name) return s;
-  }
-  return kSpecs[0];  // unreachable with the names used below
-}
+// The declared spec of `name`. Every family is registered in AgentMetrics' constructor, so a
+// name missing from kSpecs stops the agent at start-up (and every metrics test) rather than
+// exporting another family's help text.
+const MetricSpec& Spec(std::string_view name) { return FindMetricSpec(kSpecs, name); }
 
 std::unique_ptr<GaugeSeries> NewGauge(prometheus::Registry& registry, std::string_view name) {
   auto& family = prometheus::BuildGauge()
@@ -77,6 +76,13 @@ constexpr std::array kProbeModes = {ProbeMode::kSocket, ProbeMode::kIb};
 }  // namespace
 
 std::span<const MetricSpec> AgentMetricSpecs() { return kSpecs; }
+
+const MetricSpec& FindMetricSpec(std::span<const MetricSpec> specs, std::string_view name) {
+  for (const auto& s : specs) {
+    if (s.name == name) return s;
+  }
+  throw std::logic_error("metric " + std::string(name) + " is not declared in its MetricSpec table");
+}
 
 void GaugeSeries::Set(const prometheus::Labels& labels, double value) {
   auto it = series_.find(labels);

@@ -41,6 +41,10 @@ struct MetricSpec {
 
 std::span<const MetricSpec> AgentMetricSpecs();
 
+// The spec named `name` in `specs`; throws std::logic_error for a name that is not declared (a
+// programming error, found when the metrics are registered at start-up).
+const MetricSpec& FindMetricSpec(std::span<const MetricSpec> specs, std::string_view name);
+
 // The values each one-hot state label takes (others seen on a node are added as they appear).
 inline constexpr std::string_view kVerdictClasses[] = {"healthy", "architecture", "ib_resource",
                                                        "unknown"};

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <set>
+#include <stdexcept>
 
 #include "test_state.h"
 
@@ -275,6 +276,12 @@ TEST_F(MetricsTest, FreshnessAppearsOnlyAfterTheFirstCycle) {
   FillCycle(state_, TestSnapshot(1), {}, 1'700'000'000'000);
   fams = metrics_.Collect();
   EXPECT_EQ(Value(fams, "nccl_triage_last_check_timestamp_seconds", {}), 1'700'000'000.25);
+}
+
+TEST(MetricSpecs, AnUndeclaredNameIsAnErrorNotAnotherFamilysSpec) {
+  const auto specs = AgentMetricSpecs();
+  EXPECT_EQ(FindMetricSpec(specs, "nccl_triage_node_verdict").name, "nccl_triage_node_verdict");
+  EXPECT_THROW(FindMetricSpec(specs, "nccl_triage_node_verdikt"), std::logic_error);
 }
 
 }  // namespace
