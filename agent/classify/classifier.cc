@@ -26,12 +26,6 @@ constexpr size_t kMaxTransports = 8;
 constexpr size_t kMaxIbPorts = 64;  // NCCL's MAX_IB_DEVS is 32
 constexpr size_t kMaxIbLines = 4;
 constexpr size_t kMaxFieldBytes = 128;  // network name, version, environment values
-// Distinct WARN messages whose rule matches are remembered. A failing job repeats the same few
-// WARNs on every rank, thousands of times; matching one against the rule table (a literal scan
-// per rule, a std::regex where the literal hits) is what a WARN costs, so a repeat is a lookup.
-// Bounded: the memo is dropped when full (at most this many messages of at most 4 KiB).
-constexpr size_t kMaxMemo = 256;
-
 // Heterogeneous lookup: rank keys and messages arrive as string_views into the line.
 struct StringHash {
   using is_transparent = void;
@@ -159,7 +153,11 @@ struct RootCandidate {
 }  // namespace
 
 struct LogClassifier::State {
-  const CompiledRules& compiled = CompiledRules::Get();
+  explicit State(std::shared_ptr<const CompiledRules> rules)
+      : rules_owner(std::move(rules)), compiled(*rules_owner) {}
+
+  std::shared_ptr<const CompiledRules> rules_owner;
+  const CompiledRules& compiled;
 
   size_t line_no = 0;
   size_t nccl_lines = 0;
@@ -170,10 +168,6 @@ struct LogClassifier::State {
 
   std::map<std::string, CauseAcc, std::less<>> causes;
   std::unordered_map<std::string, RankState, StringHash, std::equal_to<>> ranks;
-  std::unordered_map<std::string, std::vector<CompiledRules::LineMatch>, StringHash,
-                     std::equal_to<>>
-      warn_memo;
-  std::string memo_key;  // reused: building the key allocates only when it grows
   std::vector<RootCandidate> roots;
   std::vector<RootCandidate> text_roots;
 
@@ -191,6 +185,7 @@ struct LogClassifier::State {
   std::vector<LogLine> ib_lines;
   std::string network;
   std::string version;
+  NcclVersion version_numbers;
   std::string env_net;                // NCCL_NET's value when the log shows it
   std::vector<std::string> env_seen;  // NCCL_* variables named by rules' boost_env, when set
 
@@ -234,9 +229,9 @@ struct LogClassifier::State {
 
   void AddCause(const Rule& r, int tier, double confidence, std::string_view line,
                 std::string_view ts) {
-    auto found = causes.find(r.cause.str());
+    auto found = causes.find(r.cause);
     CauseAcc& acc = found != causes.end() ? found->second
-                                          : causes.emplace(r.cause.str(), CauseAcc{}).first->second;
+                                          : causes.emplace(r.cause, CauseAcc{}).first->second;
     AddEvidence(acc, line_no, line);
     if (tier < acc.tier) {
       acc.tier = tier;
@@ -264,21 +259,26 @@ struct LogClassifier::State {
     return &ranks.emplace(std::string(key), RankState{}).first->second;
   }
 
-  // The rules that name a WARN line, from the memo when the same file and message came before.
-  const std::vector<CompiledRules::LineMatch>& MatchWarn(const ParsedLine& p) {
-    memo_key.assign(p.file);
-    memo_key.push_back('\n');
-    memo_key.append(p.message);
-    auto it = warn_memo.find(memo_key);
-    if (it != warn_memo.end()) return it->second;
-    if (warn_memo.size() >= kMaxMemo) warn_memo.clear();
-    return warn_memo.emplace(memo_key, compiled.MatchLine(p)).first->second;
+  // The rules that name a line and hold for the log's NCCL version (when it is known).
+  std::vector<CompiledRules::LineMatch> Match(const ParsedLine& p) const {
+    std::vector<CompiledRules::LineMatch> matches = compiled.MatchLine(p);
+    if (!version_numbers.empty()) {
+      std::erase_if(matches, [&](const CompiledRules::LineMatch& m) {
+        return !compiled.rules()[m.rule].AppliesTo(version_numbers);
+      });
+    }
+    return matches;
+  }
+
+  void SetVersion(std::string v) {
+    version = std::move(v);
+    version_numbers = ParseNcclVersion(version);
   }
 
   void OnWarn(const ParsedLine& p, std::string_view line) {
     ++nccl_lines;
     ++warn_lines;
-    const std::vector<CompiledRules::LineMatch>& matches = MatchWarn(p);
+    const std::vector<CompiledRules::LineMatch> matches = Match(p);
     const auto rules = compiled.rules();
     if (!matches.empty() && rules[matches.front().rule].strength == Strength::kIgnore) return;
     RankState* rs = Rank(p.rank);
@@ -451,7 +451,7 @@ struct LogClassifier::State {
     if (StartsWith(msg, "Using network ") && network.empty()) {
       network = Sanitize(Cap(msg.substr(14), kMaxFieldBytes));
     }
-    if (StartsWith(msg, "NCCL version ") && version.empty()) version = ParseVersion(msg);
+    if (StartsWith(msg, "NCCL version ") && version.empty()) SetVersion(ParseVersion(msg));
     if (StartsWith(msg, "Using network") || StartsWith(msg, "Using internal Network") ||
         StartsWith(msg, "NET/Socket : Using") || StartsWith(msg, "Bootstrap : Using") ||
         msg.find(" nranks ") != std::string_view::npos) {
@@ -462,7 +462,7 @@ struct LogClassifier::State {
       OnIbUsing(msg);
     }
     if (StartsWith(msg, "NCCL_")) OnEnv(msg);
-    for (const auto& m : compiled.MatchLine(p)) {
+    for (const auto& m : Match(p)) {
       const Rule& r = compiled.rules()[m.rule];
       AddCause(r, TierFor(r.strength, false, false), r.confidence, line, p.timestamp);
     }
@@ -471,14 +471,14 @@ struct LogClassifier::State {
   void OnText(const ParsedLine& p, std::string_view line) {
     if (p.message.empty()) return;
     ++nonempty_text_lines;
-    if (version.empty()) version = ParseVersion(p.message);
+    if (version.empty()) SetVersion(ParseVersion(p.message));
     // nccl-tests' summary: the collectives ran and returned correct data.
     if (p.message.find("Out of bounds values : 0 OK") != std::string_view::npos ||
         p.message.find("# Avg bus bandwidth") != std::string_view::npos) {
       tests_passed = true;
     }
     bool root_found = false;
-    for (const auto& m : compiled.MatchLine(p)) {
+    for (const auto& m : Match(p)) {
       const Rule& r = compiled.rules()[m.rule];
       if (r.strength == Strength::kIgnore) break;
       int tier = TierFor(r.strength, false, false);
@@ -819,7 +819,9 @@ Classification LogClassifier::State::Finish() {
   return out;
 }
 
-LogClassifier::LogClassifier() : state_(std::make_unique<State>()) {}
+LogClassifier::LogClassifier() : LogClassifier(ActiveRules()) {}
+LogClassifier::LogClassifier(std::shared_ptr<const CompiledRules> rules)
+    : state_(std::make_unique<State>(std::move(rules))) {}
 LogClassifier::~LogClassifier() = default;
 
 void LogClassifier::Feed(std::string_view line) { state_->Feed(line); }

@@ -43,7 +43,7 @@ std::set<std::string> CrossNodeIds() {
 
 std::set<std::string> ClassifierIds() {
   std::set<std::string> ids;
-  for (const Rule& r : Rules()) ids.emplace(r.cause.str());
+  for (const Rule& r : Rules()) ids.emplace(r.cause);
   for (const ResultCodeCause& c : ResultCodeCauses()) ids.emplace(c.cause.str());
   return ids;
 }
