@@ -32,7 +32,8 @@ class LogClassifier {
   std::unique_ptr<State> state_;
 };
 
-Classification ClassifyLog(std::istream& in);
+Classification ClassifyLog(std::istream& in,
+                           std::shared_ptr<const CompiledRules> rules = ActiveRules());
 // The text as the classifier keeps evidence: valid UTF-8 stays, invalid bytes become U+FFFD and
 // control characters (except tab) '?', so it is safe to print on a terminal and in JSON.
 std::string Printable(std::string_view text);

@@ -37,9 +37,10 @@ constexpr std::array kCodes = {
     ResultCodeCause{8, "ncclTimeout", ids::kNcclTimeout, kUnk},
 };
 
-constexpr std::array<std::pair<std::string_view, Strength>, 7> kStrengths = {{
+constexpr std::array<std::pair<std::string_view, Strength>, 8> kStrengths = {{
     {"root", Strength::kRoot},
     {"generic", Strength::kGeneric},
+    {"suspect", Strength::kSuspect},
     {"context", Strength::kContext},
     {"follow", Strength::kFollow},
     {"peer", Strength::kPeer},
@@ -47,10 +48,10 @@ constexpr std::array<std::pair<std::string_view, Strength>, 7> kStrengths = {{
     {"ignore", Strength::kIgnore},
 }};
 
-constexpr std::array<std::string_view, 14> kRuleKeys = {
-    "id",         "cause",     "family",      "strength",   "lines",
-    "field",      "patterns",  "confidence",  "hint",       "also_next",
-    "boost_env",  "result_code", "code_group", "nccl"};
+constexpr std::array<std::string_view, 16> kRuleKeys = {
+    "id",        "cause",       "family",     "strength", "lines",     "field",
+    "patterns",  "confidence",  "hint",       "also_next", "boost_env", "result_code",
+    "code_group", "nccl",       "after_env",  "network"};
 
 RE2::Options PatternOptions() {
   RE2::Options o;
@@ -112,6 +113,16 @@ class RuleReader {
     }
     Scalar("hint", r.remedy);
     Scalar("boost_env", r.boost_env);
+    Scalar("network", r.network);
+    if (const YAML::Node env = node_["after_env"]) {
+      if (!env.IsSequence()) return Error(env, "after_env is not a list of NCCL_* names");
+      for (const auto& e : env) {
+        if (!e.IsScalar() || e.Scalar().rfind("NCCL_", 0) != 0) {
+          return Error(e, "after_env names an NCCL_* variable");
+        }
+        r.after_env.push_back(e.Scalar());
+      }
+    }
     if (node_["also_next"]) {
       try {
         r.also_next = node_["also_next"].as<bool>();
@@ -307,6 +318,11 @@ std::vector<Rule> MergeRules(std::vector<Rule> base, std::vector<Rule> overrides
   added.insert(added.end(), std::make_move_iterator(base.begin()),
                std::make_move_iterator(base.end()));
   return added;
+}
+
+std::span<const DerivedCause> DerivedCauses() {
+  static constexpr std::array kDerived = {kVersionSkew, kMtuSkew};
+  return kDerived;
 }
 
 std::span<const Refinement> Refinements() { return kRefinements; }

@@ -24,6 +24,7 @@
 #include "base/status.h"
 #include "classify/log_line.h"
 #include "core/catalogue.h"
+#include "core/ids.h"
 #include "core/model.h"
 
 namespace nccl_triage {
@@ -45,6 +46,9 @@ enum class RuleField {
 enum class Strength {
   kRoot,     // names the failing call or condition precisely
   kGeneric,  // a fallback that only knows which component failed (the call decides the class)
+  kSuspect,  // INFO that names a likely cause when the run did not complete (a bridge interface
+             // chosen for sockets, GDR off on every HCA): below any line that names the failing
+             // call, dropped when the run completed
   kContext,  // INFO that explains a failure only when the run failed and IB was wanted
   kFollow,   // a wrapper or side effect of an earlier failure; the cause is the preceding WARN
   kPeer,     // the remote side went away; the cause is in another rank's log
@@ -79,6 +83,12 @@ struct Rule {
   std::string boost_env;
   int result_code = -1;  // the ncclResult_t this line implies (c10d's ncclSystemError: 2), or -1
   int code_group = 0;    // > 0: the group of patterns[0] holding an ncclResult_t (`retcode N`)
+  // When not empty, the rule holds only after one of these NCCL_* variables was seen set in the
+  // log (`NCCL_TOPO_FILE set by environment to ...` before an XML import error).
+  std::vector<std::string> after_env;
+  // When not empty, the cause is kept only when the log's network (`Using network Socket`)
+  // starts with this.
+  std::string network;
   NcclVersion nccl_from;    // empty: no lower bound (inclusive)
   NcclVersion nccl_before;  // empty: no upper bound (exclusive)
   std::string origin;       // "file:line" of the rule, for messages
@@ -110,6 +120,16 @@ struct ResultCodeCause {
   CauseId cause;
   FaultClass verdict;
 };
+
+// Causes the classifier names from several lines together rather than from one rule: two NCCL
+// versions in one job, two MTUs on its connections.
+struct DerivedCause {
+  CauseId cause;
+  FaultClass verdict;
+};
+inline constexpr DerivedCause kVersionSkew{ids::kVersionsMismatch, FaultClass::kArchitecture};
+inline constexpr DerivedCause kMtuSkew{ids::kIbMtuMismatch, FaultClass::kIbResource};
+std::span<const DerivedCause> DerivedCauses();
 
 std::span<const Refinement> Refinements();
 std::span<const ResultCodeCause> ResultCodeCauses();
