@@ -33,9 +33,12 @@ RUN sed '/^# test-only/,$d' scripts/packages-build.txt > /tmp/packages-build-onl
     && scripts/install-deps.sh /tmp/packages-build-only.txt \
     && rm -rf /var/lib/apt/lists/*
 COPY . .
-RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release \
+# The install prefix is /usr: the programs look for their data (the classifier's rules) under
+# /usr/share/nccl-triage, where `cmake --install --component data` puts it.
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
           -DNCCL_TRIAGE_BUILD_TESTS=OFF -DNCCL_TRIAGE_BUILD_BENCH=OFF -DNCCL_TRIAGE_BUILD_FUZZ=OFF \
     && cmake --build /build --target nccl-triage nccl-triage-server -j"$(nproc)" \
+    && DESTDIR=/stage cmake --install /build --component data \
     && strip --strip-debug /build/nccl-triage /build/nccl-triage-server \
     && /build/nccl-triage --version \
     && /build/nccl-triage check --dump-config > /build/config.yaml
@@ -66,6 +69,8 @@ COPY --from=build /build/nccl-triage /usr/bin/nccl-triage
 COPY --from=build /build/nccl-triage-server /usr/bin/nccl-triage-server
 # The effective defaults (`check --dump-config`); in Kubernetes the chart's ConfigMap replaces it.
 COPY --from=build /build/config.yaml /etc/nccl-triage/config.yaml
+# The log classifier's rules, loaded at start-up (users add theirs with classify.rule_files).
+COPY --from=build /stage/usr/share/nccl-triage /usr/share/nccl-triage
 # Fail the image build, not a node, when a shared library is missing (starting the server loads
 # everything it links).
 RUN nccl-triage --version && nccl-triage-server coordinator --help > /dev/null

@@ -10,13 +10,14 @@
 #
 # PURE components judge plain values: their sources may not include a file, stream, OS, verbs or
 # dlopen header, and they may depend only on other pure components, core and base, and link no
-# external library but nlohmann_json. The configure step stops on a violation; tests/layering
+# external library but those that only compute on text in memory (nlohmann_json, yaml-cpp, RE2). The configure step stops on a violation; tests/layering
 # re-checks every component's includes against its declared DEPS (a component may include the
 # headers of itself and of what it depends on, directly or not), so a new include that crosses the
 # layering fails a test even when the build happens to succeed.
 
 set(NCCL_TRIAGE_PURE_FORBIDDEN_HEADERS
-    "fstream|iostream|cstdio|stdio\\.h|filesystem|unistd\\.h|fcntl\\.h|dirent\\.h|sys/[a-z_]+\\.h|infiniband/[a-z_]+\\.h|dlfcn\\.h|grpcpp/.*|httplib\\.h|prometheus/.*|yaml-cpp/.*")
+    "fstream|iostream|cstdio|stdio\\.h|filesystem|unistd\\.h|fcntl\\.h|dirent\\.h|sys/[a-z_]+\\.h|infiniband/[a-z_]+\\.h|dlfcn\\.h|grpcpp/.*|httplib\\.h|prometheus/.*")
+set(NCCL_TRIAGE_PURE_LIBS nlohmann_json::nlohmann_json nccl_triage::re2 yaml-cpp)
 set(NCCL_TRIAGE_PURE_BASE core base)
 
 function(nccl_triage_component name)
@@ -45,7 +46,7 @@ function(nccl_triage_component name)
       endif()
     endforeach()
     foreach(lib ${C_LIBS} ${C_PRIVATE_LIBS})
-      if(NOT lib STREQUAL "nlohmann_json::nlohmann_json")
+      if(NOT lib IN_LIST NCCL_TRIAGE_PURE_LIBS)
         message(FATAL_ERROR "${name} is pure and may not link ${lib}")
       endif()
     endforeach()

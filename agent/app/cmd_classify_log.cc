@@ -1,8 +1,9 @@
-// `nccl-triage classify-log [FILE|-] [--format table|json]`: explain an NCCL log.
+// `nccl-triage classify-log [FILE|-] [--format table|json] [--rules FILE]...`: explain an NCCL log.
 //
 // Reads the log as a stream (stdin for `-` or no file), classifies it with the pure classifier
-// and prints the verdict, the decisive lines and the fix. Exit 0 whenever it classified (any
-// class, unknown included), 2 for usage errors and unreadable input.
+// and prints the verdict, the decisive lines and the fix. The rules are the shipped rule file and
+// the user's (--rules). Exit 0 whenever it classified (any class, unknown included), 2 for usage
+// errors, a rule file that does not load and unreadable input.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include "app/cli.h"
 #include "base/flags.h"
 #include "classify/classifier.h"
+#include "classify/rule_files.h"
 #include "classify/rules.h"
 #include "core/catalogue.h"
 
@@ -20,12 +22,13 @@ namespace nccl_triage {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: nccl-triage classify-log [FILE|-] [--format table|json]\n"
+    "usage: nccl-triage classify-log [FILE|-] [--format table|json] [--rules FILE]...\n"
     "  Reads an NCCL log (NCCL_DEBUG=INFO or WARN, any NCCL 2.4-2.30 format, several ranks\n"
     "  interleaved, PyTorch c10d output) and names the class (ib_resource | architecture |\n"
     "  healthy | unknown), the first failing line per rank, and the causes with their fixes.\n"
-    "  Without FILE, or with '-', reads standard input. Exit 0 when classified, 2 when the\n"
-    "  input cannot be read.\n";
+    "  Without FILE, or with '-', reads standard input. --rules adds a rule file (the format\n"
+    "  of the shipped classify-rules.yaml; a rule with a known id replaces it). Exit 0 when\n"
+    "  classified, 2 when the input or a rule file cannot be read.\n";
 
 std::string ResultCodeText(int code) {
   if (const ResultCodeCause* rc = FindResultCode(code)) {
@@ -75,8 +78,10 @@ int RunClassifyLogCommand(CliContext& ctx) {
   std::string format = "table";
   bool help = false;
   std::vector<std::string> inputs;
+  std::vector<std::string> rule_files;
   Status parsed = FlagParser()
                       .Switch({"--help", "-h"}, &help)
+                      .Repeated({"--rules"}, &rule_files)
                       .Choice({"--format"}, &format, {"table", "json"})
                       .Positional(&inputs, 1)
                       .Parse(ctx.args);
@@ -89,10 +94,15 @@ int RunClassifyLogCommand(CliContext& ctx) {
     return 0;
   }
   const std::string path = inputs.empty() ? std::string() : inputs[0];
+  auto rules = LoadRuleFiles(rule_files);
+  if (!rules.ok()) {
+    ctx.err << "nccl-triage classify-log: " << rules.status().message() << "\n";
+    return 2;
+  }
 
   Classification c;
   if (path.empty() || path == "-") {
-    c = ClassifyLog(std::cin);
+    c = ClassifyLog(std::cin, *rules);
     if (std::cin.bad()) {
       ctx.err << "nccl-triage classify-log: cannot read standard input\n";
       return 2;
@@ -109,7 +119,7 @@ int RunClassifyLogCommand(CliContext& ctx) {
               << std::generic_category().message(errno) << "\n";
       return 2;
     }
-    c = ClassifyLog(in);
+    c = ClassifyLog(in, *rules);
     if (in.bad()) {
       ctx.err << "nccl-triage classify-log: error while reading " << path << "\n";
       return 2;

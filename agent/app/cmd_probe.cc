@@ -12,6 +12,7 @@
 
 #include "app/cli.h"
 #include "checks/check.h"
+#include "classify/rule_files.h"
 #include "config/config_loader.h"
 #include "core/gpu_holders.h"
 #include "core/rails.h"
@@ -31,6 +32,10 @@ int RunProbeCommand(CliContext& ctx) {
   hooks.load_config = [](const std::string& path) -> StatusOr<ProbeConfig> {
     auto config = LoadConfigFile(path);
     if (!config.ok()) return config.status();
+    // The probe logs are classified with the configuration's rule files.
+    if (Status rules = LoadAndActivateRules(config->classify.rule_files); !rules.ok()) {
+      return rules;
+    }
     return config->probe;
   };
   // One snapshot serves the node checks and the rail table.

@@ -26,12 +26,6 @@ constexpr size_t kMaxTransports = 8;
 constexpr size_t kMaxIbPorts = 64;  // NCCL's MAX_IB_DEVS is 32
 constexpr size_t kMaxIbLines = 4;
 constexpr size_t kMaxFieldBytes = 128;  // network name, version, environment values
-// Distinct WARN messages whose rule matches are remembered. A failing job repeats the same few
-// WARNs on every rank, thousands of times; matching one against the rule table (a literal scan
-// per rule, a std::regex where the literal hits) is what a WARN costs, so a repeat is a lookup.
-// Bounded: the memo is dropped when full (at most this many messages of at most 4 KiB).
-constexpr size_t kMaxMemo = 256;
-
 // Heterogeneous lookup: rank keys and messages arrive as string_views into the line.
 struct StringHash {
   using is_transparent = void;
@@ -45,9 +39,10 @@ enum Tier : int {
   // No WARN on the rank, but its back-trace starts in a file that names the component
   // (`misc/socket.cc:564 -> 2`): where the error was raised, only in runs that did not complete.
   kTierTrace = 2,
-  kTierContext = 3,  // INFO context (IB wanted and missing); unmatched first WARNs rank here
-  kTierFollow = 4,   // peer exits and wrappers: the cause is elsewhere
-  kTierWeak = 5,     // error codes and their names only
+  kTierSuspect = 3,  // INFO naming a likely cause of a run that did not complete
+  kTierContext = 4,  // INFO context (IB wanted and missing); unmatched first WARNs rank here
+  kTierFollow = 5,   // peer exits and wrappers: the cause is elsewhere
+  kTierWeak = 6,     // error codes and their names only
   kTierNone = 99,
 };
 
@@ -121,6 +116,14 @@ bool IEqualsPrefix(std::string_view s, std::string_view prefix) {
   return true;
 }
 
+std::string ToUpper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
+}
+
 struct CauseAcc {
   const Rule* rule = nullptr;  // the rule of the strongest match (verdict, remedy)
   int tier = kTierNone;
@@ -159,7 +162,11 @@ struct RootCandidate {
 }  // namespace
 
 struct LogClassifier::State {
-  const CompiledRules& compiled = CompiledRules::Get();
+  explicit State(std::shared_ptr<const CompiledRules> rules)
+      : rules_owner(std::move(rules)), compiled(*rules_owner) {}
+
+  std::shared_ptr<const CompiledRules> rules_owner;
+  const CompiledRules& compiled;
 
   size_t line_no = 0;
   size_t nccl_lines = 0;
@@ -170,10 +177,6 @@ struct LogClassifier::State {
 
   std::map<std::string, CauseAcc, std::less<>> causes;
   std::unordered_map<std::string, RankState, StringHash, std::equal_to<>> ranks;
-  std::unordered_map<std::string, std::vector<CompiledRules::LineMatch>, StringHash,
-                     std::equal_to<>>
-      warn_memo;
-  std::string memo_key;  // reused: building the key allocates only when it grows
   std::vector<RootCandidate> roots;
   std::vector<RootCandidate> text_roots;
 
@@ -191,19 +194,33 @@ struct LogClassifier::State {
   std::vector<LogLine> ib_lines;
   std::string network;
   std::string version;
+  NcclVersion version_numbers;
   std::string env_net;                // NCCL_NET's value when the log shows it
   std::vector<std::string> env_seen;  // NCCL_* variables named by rules' boost_env, when set
+  std::vector<std::string> env_set;   // NCCL_* variables seen set (bounded)
+  std::vector<LogLine> env_lines;     // their lines, for causes that need them (after_env)
+  // Positive evidence of a completed run, and WARNs after it.
+  size_t last_success_line = 0;
+  size_t last_warn_line = 0;
+  bool gdr_enabled = false;  // `GPU Direct RDMA Enabled for HCA`
+  // `NCCL version X` per distinct X (the first line of each, at most two).
+  std::vector<std::pair<std::string, LogLine>> versions_seen;
+  // `mtu N` of NET/IB connection lines per distinct N (the first line of each, at most two).
+  std::vector<std::pair<int, LogLine>> mtus_seen;
 
   int text_code = -1;
   int orphan_code = -1;  // first `-> N` on a rank without a WARN
   LogLine orphan_line;
   bool finished = false;
+  std::string_view current_line;  // the line being fed
 
   static int TierFor(Strength s, bool first_warn, bool warn_line) {
     switch (s) {
       case Strength::kRoot:
       case Strength::kGeneric:
         return first_warn && warn_line ? kTierRoot : kTierSecondary;
+      case Strength::kSuspect:
+        return kTierSuspect;
       case Strength::kContext:
         return kTierContext;
       case Strength::kFollow:
@@ -234,9 +251,9 @@ struct LogClassifier::State {
 
   void AddCause(const Rule& r, int tier, double confidence, std::string_view line,
                 std::string_view ts) {
-    auto found = causes.find(r.cause.str());
+    auto found = causes.find(r.cause);
     CauseAcc& acc = found != causes.end() ? found->second
-                                          : causes.emplace(r.cause.str(), CauseAcc{}).first->second;
+                                          : causes.emplace(r.cause, CauseAcc{}).first->second;
     AddEvidence(acc, line_no, line);
     if (tier < acc.tier) {
       acc.tier = tier;
@@ -264,23 +281,59 @@ struct LogClassifier::State {
     return &ranks.emplace(std::string(key), RankState{}).first->second;
   }
 
-  // The rules that name a WARN line, from the memo when the same file and message came before.
-  const std::vector<CompiledRules::LineMatch>& MatchWarn(const ParsedLine& p) {
-    memo_key.assign(p.file);
-    memo_key.push_back('\n');
-    memo_key.append(p.message);
-    auto it = warn_memo.find(memo_key);
-    if (it != warn_memo.end()) return it->second;
-    if (warn_memo.size() >= kMaxMemo) warn_memo.clear();
-    return warn_memo.emplace(memo_key, compiled.MatchLine(p)).first->second;
+  // The rules that name a line and hold for the log's NCCL version (when it is known) and the
+  // environment it showed so far.
+  std::vector<CompiledRules::LineMatch> Match(const ParsedLine& p) const {
+    std::vector<CompiledRules::LineMatch> matches = compiled.MatchLine(p);
+    std::erase_if(matches, [&](const CompiledRules::LineMatch& m) {
+      const Rule& r = compiled.rules()[m.rule];
+      if (!r.AppliesTo(version_numbers)) return true;
+      return !r.after_env.empty() &&
+             std::none_of(r.after_env.begin(), r.after_env.end(), [&](const std::string& e) {
+               return std::find(env_set.begin(), env_set.end(), e) != env_set.end();
+             });
+    });
+    return matches;
+  }
+
+  // The first version names the log's; a second one (another node's rank 0) is a skew.
+  void OnVersion(std::string v, std::string_view line) {
+    if (v.empty()) return;
+    if (version.empty()) {
+      version = v;
+      version_numbers = ParseNcclVersion(version);
+    }
+    if (versions_seen.size() < 2 &&
+        std::none_of(versions_seen.begin(), versions_seen.end(),
+                     [&](const auto& x) { return x.first == v; })) {
+      versions_seen.emplace_back(std::move(v), LogLine{line_no, Sanitize(Cap(line, 512))});
+    }
+  }
+
+  // `NET/IB: ... qpn 1234 mtu 5 ...`: the active MTU of a connection's port (an enum: 5 = 4096).
+  void OnMtu(std::string_view msg, std::string_view line) {
+    const size_t at = msg.find(" mtu ");
+    if (at == std::string_view::npos || mtus_seen.size() >= 2) return;
+    int mtu = 0;
+    size_t i = at + 5;
+    while (i < msg.size() && i < at + 10 && msg[i] >= '0' && msg[i] <= '9') {
+      mtu = mtu * 10 + (msg[i] - '0');
+      ++i;
+    }
+    if (i == at + 5) return;
+    if (std::none_of(mtus_seen.begin(), mtus_seen.end(),
+                     [&](const auto& x) { return x.first == mtu; })) {
+      mtus_seen.emplace_back(mtu, LogLine{line_no, Sanitize(Cap(line, 512))});
+    }
   }
 
   void OnWarn(const ParsedLine& p, std::string_view line) {
     ++nccl_lines;
     ++warn_lines;
-    const std::vector<CompiledRules::LineMatch>& matches = MatchWarn(p);
+    const std::vector<CompiledRules::LineMatch> matches = Match(p);
     const auto rules = compiled.rules();
     if (!matches.empty() && rules[matches.front().rule].strength == Strength::kIgnore) return;
+    last_warn_line = line_no;
     RankState* rs = Rank(p.rank);
     bool first_warn = rs != nullptr && !rs->has_warn;
     if (rs != nullptr) rs->has_warn = true;
@@ -346,6 +399,10 @@ struct LogClassifier::State {
     }
     while (!value.empty() && (value.back() == '.' || value.back() == ' ')) value.remove_suffix(1);
     if (name == "NCCL_NET") env_net = std::string(Cap(value, kMaxFieldBytes));
+    if (env_set.size() < 64 && std::find(env_set.begin(), env_set.end(), name) == env_set.end()) {
+      env_set.emplace_back(name);
+      env_lines.push_back({line_no, Sanitize(Cap(current_line, 512))});
+    }
     for (const auto& r : compiled.rules()) {
       if (!r.boost_env.empty() && r.boost_env == name &&
           std::find(env_seen.begin(), env_seen.end(), name) == env_seen.end()) {
@@ -445,13 +502,20 @@ struct LogClassifier::State {
       OnCode(p.rank, code, msg, line);
       return;
     }
-    if (EndsWith(msg, "Init COMPLETE")) init_complete = true;
+    if (EndsWith(msg, "Init COMPLETE")) {
+      init_complete = true;
+      last_success_line = line_no;
+    }
+    if (StartsWith(msg, "NET/IB") && msg.find("GPU Direct RDMA Enabled") != std::string_view::npos) {
+      gdr_enabled = true;
+    }
+    if (StartsWith(msg, "NET/IB")) OnMtu(msg, line);
     // `Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0` (2.5+); `Ring 00 : ...` (2.4).
     if (StartsWith(msg, "Channel ") || StartsWith(msg, "Ring ")) OnTransport(msg);
     if (StartsWith(msg, "Using network ") && network.empty()) {
       network = Sanitize(Cap(msg.substr(14), kMaxFieldBytes));
     }
-    if (StartsWith(msg, "NCCL version ") && version.empty()) version = ParseVersion(msg);
+    if (StartsWith(msg, "NCCL version ")) OnVersion(ParseVersion(msg), line);
     if (StartsWith(msg, "Using network") || StartsWith(msg, "Using internal Network") ||
         StartsWith(msg, "NET/Socket : Using") || StartsWith(msg, "Bootstrap : Using") ||
         msg.find(" nranks ") != std::string_view::npos) {
@@ -462,7 +526,7 @@ struct LogClassifier::State {
       OnIbUsing(msg);
     }
     if (StartsWith(msg, "NCCL_")) OnEnv(msg);
-    for (const auto& m : compiled.MatchLine(p)) {
+    for (const auto& m : Match(p)) {
       const Rule& r = compiled.rules()[m.rule];
       AddCause(r, TierFor(r.strength, false, false), r.confidence, line, p.timestamp);
     }
@@ -471,14 +535,17 @@ struct LogClassifier::State {
   void OnText(const ParsedLine& p, std::string_view line) {
     if (p.message.empty()) return;
     ++nonempty_text_lines;
-    if (version.empty()) version = ParseVersion(p.message);
+    if (p.message.find("NCCL version ") != std::string_view::npos) {
+      OnVersion(ParseVersion(p.message), line);
+    }
     // nccl-tests' summary: the collectives ran and returned correct data.
     if (p.message.find("Out of bounds values : 0 OK") != std::string_view::npos ||
         p.message.find("# Avg bus bandwidth") != std::string_view::npos) {
       tests_passed = true;
+      last_success_line = line_no;
     }
     bool root_found = false;
-    for (const auto& m : compiled.MatchLine(p)) {
+    for (const auto& m : Match(p)) {
       const Rule& r = compiled.rules()[m.rule];
       if (r.strength == Strength::kIgnore) break;
       int tier = TierFor(r.strength, false, false);
@@ -505,6 +572,7 @@ struct LogClassifier::State {
     ++line_no;
     if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes);
     while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
+    current_line = line;
     if (line.find('\0') != std::string_view::npos) ++binary_lines;
     ParsedLine p = ParseLogLine(line);
     switch (p.level) {
@@ -581,6 +649,37 @@ Classification LogClassifier::State::Finish() {
   out.nccl_version = version;
   out.init_complete = init_complete;
   const bool success = init_complete || channels || tests_passed;
+  // Positive evidence that the run worked: Init COMPLETE or a finished nccl-tests run, and no
+  // WARN after it. Channel lines alone are not: ranks connect channels before one fails.
+  const bool completed =
+      (init_complete || tests_passed) && last_success_line > 0 && last_warn_line <= last_success_line;
+  const bool socket_network =
+      IEqualsPrefix(network, "SOCKET") ||
+      (network.empty() && std::find(transports.begin(), transports.end(), "NET/Socket") !=
+                              transports.end());
+  const bool ib_used = ib_devices_used || std::find(transports.begin(), transports.end(),
+                                                    "NET/IB") != transports.end();
+
+  // Findings from more than one line: two NCCL versions in one job, two MTUs on its connections.
+  if (versions_seen.size() >= 2) {
+    CauseAcc& acc = causes[std::string(kVersionSkew.cause)];
+    if (acc.tier > kTierSecondary) {
+      acc.tier = kTierSecondary;
+      acc.rule = nullptr;
+      acc.code_verdict = kVersionSkew.verdict;
+      acc.confidence = 0.8;
+      acc.order_line = versions_seen[1].second.number;
+    }
+    for (const auto& [v, line] : versions_seen) AddEvidence(acc, line.number, line.text);
+  }
+  if (mtus_seen.size() >= 2) {
+    CauseAcc& acc = causes[std::string(kMtuSkew.cause)];
+    acc.tier = kTierSuspect;
+    acc.code_verdict = kMtuSkew.verdict;
+    acc.confidence = 0.5;
+    acc.order_line = mtus_seen[1].second.number;
+    for (const auto& [m, line] : mtus_seen) AddEvidence(acc, line.number, line.text);
+  }
 
   // An HCA NCCL could not open is skipped; it is the fault only when NCCL then used no HCA at
   // all (it fell back to sockets, or IB was missing), not when it went on with other HCAs.
@@ -609,13 +708,34 @@ Classification LogClassifier::State::Finish() {
   for (const auto& [id, acc] : causes) {
     if (acc.tier == kTierContext && !keep_context) continue;
     if (acc.tier == kTierNone) continue;
+    // INFO that names a likely cause: only for a run that did not complete, and only where its
+    // condition holds (the network it needs; GDR off on every HCA while IB was used).
+    if (acc.tier == kTierSuspect && completed) continue;
+    if (acc.rule != nullptr && !acc.rule->network.empty() &&
+        !(socket_network ? IEqualsPrefix(acc.rule->network, "SOCKET")
+                         : IEqualsPrefix(network, ToUpper(acc.rule->network)))) {
+      continue;
+    }
+    if (id == ids::kIbPeermem && acc.tier == kTierSuspect && (gdr_enabled || gdrdma || !ib_used)) {
+      continue;
+    }
     // Wrappers (`[Proxy Service] Failed to execute operation`) only repeat a failure that a
     // real cause already names; peer exits stay, they show which ranks saw it.
     if (any_strong && acc.tier == kTierFollow && acc.rule != nullptr &&
         acc.rule->strength == Strength::kFollow) {
       continue;
     }
-    kept.emplace(id, acc);
+    CauseAcc& k = kept.emplace(id, acc).first->second;
+    // A rule that holds after an NCCL_* setting shows that line too, first.
+    if (acc.rule != nullptr && !acc.rule->after_env.empty()) {
+      for (size_t i = 0; i < env_set.size(); ++i) {
+        if (std::find(acc.rule->after_env.begin(), acc.rule->after_env.end(), env_set[i]) !=
+            acc.rule->after_env.end()) {
+          k.evidence.insert(k.evidence.begin(), env_lines[i]);
+          if (k.evidence.size() > kMaxEvidence) k.evidence.pop_back();
+        }
+      }
+    }
   }
   // Result codes on ranks without any WARN: weak evidence, only when nothing else explains a
   // failed run (`-> 3` from net_ib when IB is disabled is routine in successful runs).
@@ -758,6 +878,16 @@ Classification LogClassifier::State::Finish() {
         std::to_string(trace_root->line.number) + "): " + top.cause + "; " +
         PathSentence(top.fault_class) + "; confirm with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET";
     if (!out.result_code) out.result_code = trace_root->code;
+  } else if (!out.causes.empty() && kept.at(out.causes.front().cause).tier == kTierSuspect) {
+    // No line names a failing call and the run did not complete; INFO lines show what is
+    // likely wrong.
+    const ClassifiedCause& top = out.causes.front();
+    const CauseInfo* info = FindCause(top.cause);
+    out.fault_class = top.fault_class;
+    out.reason = "no line names a failing call and the run did not complete, but line " +
+                 std::to_string(top.evidence.empty() ? 0 : top.evidence.front().number) +
+                 " shows " + (info != nullptr ? std::string(info->title) : top.cause) + ": " +
+                 top.cause + "; " + PathSentence(top.fault_class);
   } else if (!out.causes.empty() && kept.at(out.causes.front().cause).tier == kTierContext) {
     // NCCL_NET=IB forced and the IB path missing, in INFO lines only (the log was cut before
     // the WARN, or NCCL printed none): the INFO names the missing piece.
@@ -771,7 +901,7 @@ Classification LogClassifier::State::Finish() {
     out.reason =
         "only side effects of a failure elsewhere (a peer exited, a proxy wrapper): the log of "
         "the rank that failed first is not in this input";
-  } else if (success && !has_weak && !unmatched_failed) {
+  } else if (completed && !has_weak && !unmatched_failed) {
     out.fault_class = FaultClass::kHealthy;
     std::string via;
     for (const auto& t : transports) via += (via.empty() ? "" : ", ") + t;
@@ -798,14 +928,22 @@ Classification LogClassifier::State::Finish() {
                  Sanitize(Cap(first_unmatched->line.text, 200));  // re-sanitise the cut
   } else if ((setup_seen || nccl_lines >= 2) && out.causes.empty() && orphan_code < 0 &&
              text_code < 0) {
-    // NCCL set up (interfaces, network, ranks) and nothing failed. Benign WARNs such as a
-    // missing libibverbs on a socket-only run, or an HCA NCCL skipped, do not make a failure.
-    out.fault_class = FaultClass::kHealthy;
-    out.reason = "no failure in " + std::to_string(nccl_lines) +
-                 " NCCL line(s): no error code, no WARN naming a failed call" +
-                 (network.empty() ? std::string() : ", network " + network) +
-                 "; no Init COMPLETE in the input either, so if the job hung or failed later, "
-                 "classify the rest of the log";
+    // NCCL set up and no line names a failure, but nothing shows that the run worked either:
+    // a job that hung, or a log cut before the failure, looks like this. Never healthy without
+    // positive evidence; say what was seen.
+    out.fault_class = FaultClass::kUnknown;
+    std::string seen = std::to_string(nccl_lines) + " NCCL line(s)";
+    if (!version.empty()) seen += ", NCCL " + version;
+    if (!network.empty()) seen += ", network " + network;
+    std::string via;
+    for (const auto& t : transports) via += (via.empty() ? "" : ", ") + t;
+    if (!via.empty()) seen += ", channels via " + via;
+    if (init_complete) seen += ", Init COMPLETE at line " + std::to_string(last_success_line);
+    if (last_warn_line > 0) seen += ", last WARN at line " + std::to_string(last_warn_line);
+    out.reason = "no failure named and no proof that the run worked (" + seen + "): " +
+                 (init_complete ? "a WARN came after the last Init COMPLETE"
+                                : "no Init COMPLETE and no finished collective") +
+                 "; if the job hung or failed later, classify the rest of the log";
   } else if (nccl_lines > 0) {
     out.fault_class = FaultClass::kUnknown;
     out.reason =
@@ -819,7 +957,9 @@ Classification LogClassifier::State::Finish() {
   return out;
 }
 
-LogClassifier::LogClassifier() : state_(std::make_unique<State>()) {}
+LogClassifier::LogClassifier() : LogClassifier(ActiveRules()) {}
+LogClassifier::LogClassifier(std::shared_ptr<const CompiledRules> rules)
+    : state_(std::make_unique<State>(std::move(rules))) {}
 LogClassifier::~LogClassifier() = default;
 
 void LogClassifier::Feed(std::string_view line) { state_->Feed(line); }
@@ -830,8 +970,8 @@ Classification LogClassifier::Finish() {
   return c;
 }
 
-Classification ClassifyLog(std::istream& in) {
-  LogClassifier classifier;
+Classification ClassifyLog(std::istream& in, std::shared_ptr<const CompiledRules> rules) {
+  LogClassifier classifier(std::move(rules));
   std::string current;
   bool pending = false;  // bytes after the last newline
   std::array<char, 65536> buf{};

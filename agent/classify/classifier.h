@@ -2,8 +2,8 @@
 //
 // Streaming: lines are fed one at a time and only what the verdict needs is kept (the first WARN
 // per rank, matched rule lines, success markers), so a 200,000-line, 64-rank log needs no more
-// memory than its matches. Rules are data (rules.cc), each with a cause id from the catalogue.
-// Thread-compatible: one LogClassifier per log; the rule table is immutable and shared.
+// memory than its matches. Rules are data (rules.yaml, see rules.h), each with a cause id from the
+// catalogue. Thread-compatible: one LogClassifier per log; the rules are immutable and shared.
 #pragma once
 
 #include <istream>
@@ -11,13 +11,15 @@
 #include <string>
 #include <string_view>
 
+#include "classify/rules.h"
 #include "core/classification.h"
 
 namespace nccl_triage {
 
 class LogClassifier {
  public:
-  LogClassifier();
+  LogClassifier();  // with ActiveRules()
+  explicit LogClassifier(std::shared_ptr<const CompiledRules> rules);
   ~LogClassifier();
   LogClassifier(const LogClassifier&) = delete;
   LogClassifier& operator=(const LogClassifier&) = delete;
@@ -30,7 +32,8 @@ class LogClassifier {
   std::unique_ptr<State> state_;
 };
 
-Classification ClassifyLog(std::istream& in);
+Classification ClassifyLog(std::istream& in,
+                           std::shared_ptr<const CompiledRules> rules = ActiveRules());
 // The text as the classifier keeps evidence: valid UTF-8 stays, invalid bytes become U+FFFD and
 // control characters (except tab) '?', so it is safe to print on a terminal and in JSON.
 std::string Printable(std::string_view text);

@@ -1,21 +1,30 @@
-// The classifier's rule table: NCCL (and PyTorch c10d, CUDA) log patterns as data.
+// The classifier's rules: NCCL (and PyTorch c10d, CUDA) log patterns as data.
 //
-// One row per pattern: which lines it reads, a literal that must occur (a cheap prefilter), an
-// optional ECMAScript regex run only when the literal matched, the catalogue cause id it names,
-// the class of the path that failed, how strong the evidence is, and an optional refinement of the
-// catalogue's remedy. The rows and the result-code table are constexpr and immutable; compiled
-// regexes live in CompiledRules (built once, read-only afterwards, safe to share between threads).
+// The rules live in a YAML file (agent/classify/rules.yaml, installed as
+// share/nccl-triage/classify-rules.yaml and built into the binary as a fallback); ParseRules reads
+// one such text, CompiledRules matches a set of them. Each rule names the lines it reads, one or
+// more RE2 patterns, the catalogue cause id, the class of the path that failed, how strong the
+// evidence is, an optional refinement of the catalogue's remedy and an optional NCCL version
+// range.
+//
+// Matching is one pass per line: the patterns of all rules that read a line kind are one
+// RE2::Set (a DFA over the line, whatever the number of rules); only a rule that needs a capture
+// (a proxy's `retcode N`) runs its own regex, and only on a line the set already matched.
+// CompiledRules is immutable after construction and safe to share between threads.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
-#include <regex>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "classify/log_line.h"
 #include "core/catalogue.h"
+#include "core/ids.h"
 #include "core/model.h"
 
 namespace nccl_triage {
@@ -27,7 +36,7 @@ enum LineKindBit : unsigned {
   kTextLine = 1u << 2,  // anything else: c10d/PyTorch output, a probe's own lines, tracebacks
 };
 
-// Where the rule's literal and regex look.
+// Where the rule's patterns look.
 enum class RuleField {
   kMessage,  // the text after `NCCL WARN ` / `NCCL INFO ` (the whole line for text lines)
   kFile,     // the `file.cc:LINE` of a WARN line (generic fallbacks: which component failed)
@@ -37,6 +46,9 @@ enum class RuleField {
 enum class Strength {
   kRoot,     // names the failing call or condition precisely
   kGeneric,  // a fallback that only knows which component failed (the call decides the class)
+  kSuspect,  // INFO that names a likely cause when the run did not complete (a bridge interface
+             // chosen for sockets, GDR off on every HCA): below any line that names the failing
+             // call, dropped when the run completed
   kContext,  // INFO that explains a failure only when the run failed and IB was wanted
   kFollow,   // a wrapper or side effect of an earlier failure; the cause is the preceding WARN
   kPeer,     // the remote side went away; the cause is in another rank's log
@@ -44,31 +56,55 @@ enum class Strength {
   kIgnore,   // a WARN that healthy runs print too (async GID-table events): never a root
 };
 
+// A dotted NCCL version as numbers: "2.19.3" -> {2, 19, 3}. Compared component by component,
+// missing components are 0.
+using NcclVersion = std::vector<int>;
+// Empty when `text` does not start with a dotted number.
+NcclVersion ParseNcclVersion(std::string_view text);
+
 struct Rule {
-  std::string_view name;  // unique, stable; tests refer to rules by name
-  CauseId cause;          // catalogue id (core/ids.h)
+  std::string name;        // unique, stable; tests refer to rules by name
+  std::string_view cause;  // the catalogue entry's id (static storage)
   // The class of this verdict: which path failed (DESIGN "two meanings of class"). A memlock
   // failure in ibv_reg_mr is kIbResource although the catalogue files limits.memlock under
   // architecture (where its fix lives): the log classifier judges by the failing call.
-  FaultClass verdict;
-  Strength strength;
-  unsigned lines;  // LineKindBit mask
-  RuleField field;
-  std::string_view needle;  // literal that must occur in the field (case-sensitive)
-  std::string_view regex;   // ECMAScript, searched in the field; empty: the needle decides
-  double confidence;        // 0..1 for a match on a rank's first WARN
-  std::string_view remedy;  // empty: the catalogue's remedy; else a refinement for this line
+  FaultClass verdict = FaultClass::kUnknown;
+  Strength strength = Strength::kRoot;
+  unsigned lines = 0;  // LineKindBit mask
+  RuleField field = RuleField::kMessage;
+  std::vector<std::string> patterns;  // RE2 syntax; any one matching names the line
+  double confidence = 0;              // 0..1 for a match on a rank's first WARN
+  std::string remedy;                 // empty: the catalogue's remedy; else this line's
   // When set, a matching line also goes on to the next rules (one line, several candidate
   // causes, e.g. ibv_modify_qp EINVAL: GID index or PKey index).
   bool also_next = false;
   // When this NCCL_* variable is seen set in the log (`NCCL_X set by environment to ...`), the
   // cause is the more likely one: its confidence is raised.
-  std::string_view boost_env = {};
-  // The ncclResult_t this line implies (c10d's ncclSystemError text: 2), or -1.
-  int result_code = -1;
-  // When > 0, the regex group holding an ncclResult_t (a proxy's `retcode N`).
-  int code_group = 0;
+  std::string boost_env;
+  int result_code = -1;  // the ncclResult_t this line implies (c10d's ncclSystemError: 2), or -1
+  int code_group = 0;    // > 0: the group of patterns[0] holding an ncclResult_t (`retcode N`)
+  // When not empty, the rule holds only after one of these NCCL_* variables was seen set in the
+  // log (`NCCL_TOPO_FILE set by environment to ...` before an XML import error).
+  std::vector<std::string> after_env;
+  // When not empty, the cause is kept only when the log's network (`Using network Socket`)
+  // starts with this.
+  std::string network;
+  NcclVersion nccl_from;    // empty: no lower bound (inclusive)
+  NcclVersion nccl_before;  // empty: no upper bound (exclusive)
+  std::string origin;       // "file:line" of the rule, for messages
+
+  // Whether the rule holds for a log of this NCCL version (empty: unknown, always holds).
+  bool AppliesTo(const NcclVersion& version) const;
 };
+
+// Reads one rule file. `source` names it in errors. On error: one line naming the source, the
+// rule (by id or position) and what is wrong. Unknown keys, unknown causes, classes, strengths,
+// line kinds, and patterns RE2 rejects are errors.
+StatusOr<std::vector<Rule>> ParseRules(std::string_view yaml, std::string_view source);
+
+// The rules of several files in order: a rule whose id an earlier file has replaces it in place;
+// new rules go before all earlier ones (a user's rule is tried before the shipped generic ones).
+std::vector<Rule> MergeRules(std::vector<Rule> base, std::vector<Rule> overrides);
 
 // A specific cause that explains a general one: when both are found, the specific one is ranked
 // first (e.g. `Failed to initialize any NET plugin` is explained by `Failed to open libibverbs`).
@@ -85,27 +121,36 @@ struct ResultCodeCause {
   FaultClass verdict;
 };
 
-std::span<const Rule> Rules();
+// Causes the classifier names from several lines together rather than from one rule: two NCCL
+// versions in one job, two MTUs on its connections.
+struct DerivedCause {
+  CauseId cause;
+  FaultClass verdict;
+};
+inline constexpr DerivedCause kVersionSkew{ids::kVersionsMismatch, FaultClass::kArchitecture};
+inline constexpr DerivedCause kMtuSkew{ids::kIbMtuMismatch, FaultClass::kIbResource};
+std::span<const DerivedCause> DerivedCauses();
+
 std::span<const Refinement> Refinements();
 std::span<const ResultCodeCause> ResultCodeCauses();
 const ResultCodeCause* FindResultCode(int code);
 
-// The rule table with its regexes compiled. Immutable after construction.
+// A rule set, compiled. Immutable after construction.
 class CompiledRules {
  public:
-  CompiledRules();
-  // The shared instance (built on first use; thread-safe initialisation, never modified).
-  static const CompiledRules& Get();
+  // InvalidArgument naming the rule when a pattern does not compile or two rules share an id.
+  static StatusOr<std::shared_ptr<const CompiledRules>> Compile(std::vector<Rule> rules);
+  ~CompiledRules();
+  CompiledRules(const CompiledRules&) = delete;
+  CompiledRules& operator=(const CompiledRules&) = delete;
 
   std::span<const Rule> rules() const { return rules_; }
-  // Whether rule `i` matches `field`. With a code_group, *code receives the captured value.
-  bool Matches(size_t i, std::string_view field, int* code = nullptr) const;
 
   struct LineMatch {
     size_t rule;  // index into rules()
     int code;     // ncclResult_t the match implies, or -1
   };
-  // The rules that name one parsed line: the first match in table order, and the following
+  // The rules that name one parsed line: the first match in rule order, and the following
   // ones while the matching rule says also_next. An ignore rule stops the search.
   std::vector<LineMatch> MatchLine(const ParsedLine& line) const;
   // The first file rule (RuleField::kFile) that names `file` (`misc/socket.cc:564`), for
@@ -113,27 +158,26 @@ class CompiledRules {
   std::optional<size_t> MatchFile(std::string_view file) const;
 
  private:
-  std::span<const Rule> rules_;
-  std::vector<std::optional<std::regex>> regexes_;
-  // Regexes without metacharacters (`'out of memory'`) are plain substrings: std::regex costs
-  // microseconds per search, a find costs nanoseconds, and a WARN flood runs one per rule.
-  std::vector<std::string> literals_;
-  std::vector<size_t> warn_rules_, info_rules_, text_rules_;  // candidates per line kind
-  std::vector<size_t> file_rules_;
-  // A line is mostly not NCCL's (training output between set-up and failure): scanning it for
-  // each of a hundred needles is what it costs. The bigrams of a field go into a 4096-bit set
-  // once per line; a rule whose needle has a bigram outside it cannot match and is skipped
-  // without a scan. Never a false skip: a substring's bigrams are all in the field's set.
-  struct Bigrams {
-    uint64_t bits[64];
-    void Add(std::string_view field);
-    bool Has(uint16_t gram) const { return (bits[gram >> 6] >> (gram & 63)) & 1; }
-  };
-  static uint16_t Gram(char a, char b);
-  std::vector<std::vector<uint16_t>> needle_grams_;  // per rule: the needle's bigram hashes
+  CompiledRules();
+  struct Sets;
+  std::vector<Rule> rules_;
+  std::unique_ptr<Sets> sets_;
 };
 
+// The rules built into the binary: rules.yaml as it was at build time.
+std::string_view BuiltinRuleText();
+
+// The rules classifiers use when none are given: the built-in rules until the program installs
+// the ones it loaded at start-up (classify/rule_files.h). Thread-safe; a classifier keeps the
+// set it started with.
+std::shared_ptr<const CompiledRules> ActiveRules();
+void SetActiveRules(std::shared_ptr<const CompiledRules> rules);
+
+// The active rules (ActiveRules()->rules()); valid while they stay installed.
+std::span<const Rule> Rules();
+
 // The names of the rules that match one raw log line (as MatchLine after parsing it).
-std::vector<std::string_view> RuleNamesForLine(std::string_view line);
+std::vector<std::string_view> RuleNamesForLine(std::string_view line,
+                                               const CompiledRules& rules = *ActiveRules());
 
 }  // namespace nccl_triage

@@ -235,6 +235,13 @@ constexpr std::array kSpecs = {
              "refused"},
             KeyKind::kString,
             NT_FIELD(coordinator.agent_service_account)},
+    // classify
+    KeySpec{{"classify.rule_files", "list of strings",
+             "rule files for the NCCL log classifier, loaded at start-up on top of the shipped "
+             "classify-rules.yaml (a rule with a known id replaces it); one that does not load "
+             "stops the program with a one-line error naming the rule"},
+            KeyKind::kStringList,
+            NT_FIELD(classify.rule_files)},
 };
 
 #undef NT_FIELD

@@ -307,6 +307,38 @@ inline constexpr std::array kEntries = {
               "NCCL rejected its arguments or configuration (invalid argument/usage, config "
               "struct not initialised): a bug in the caller, not in the node.",
               "Fix the calling program; for nccl-triage itself, report the log."},
+    CauseInfo{"efa.fabric", kIb, kLog, kNone, "EFA/libfabric RDMA path (AWS OFI plugin)",
+              "A request of the aws-ofi-nccl plugin completed with an error: the EFA path "
+              "(libfabric, the EFA devices, the security group or the peer) failed. It is not "
+              "an InfiniBand verbs fault and the ib.* checks do not judge it.",
+              "Check fi_info -p efa in the container, that the EFA devices are passed in "
+              "(vpc.amazonaws.com/efa resource), the security group allows all traffic between "
+              "the nodes, and that the EFA installer, libfabric and aws-ofi-nccl versions match "
+              "the NCCL version."},
+    CauseInfo{"host.memory_pressure", kArch, kLog, kNone, "Host memory exhausted",
+              "The log shows the host or the container out of memory (OOM kill, memory limit): "
+              "buffer registration and the peers' connections fail with it.",
+              "Raise the pod's memory limit or lower the job's host memory use (data loader "
+              "workers, pinned buffers), and read the node's OOM-killer messages."},
+    CauseInfo{"nccl.topo_file", kArch, kLog, kNone, "NCCL topology or graph file",
+              "NCCL_TOPO_FILE or NCCL_GRAPH_FILE (environment or /etc/nccl.conf) names an XML "
+              "file that does not describe this machine, or cannot be read; NCCL fails while "
+              "importing it.",
+              "Unset NCCL_GRAPH_FILE (it is for experiments), and give NCCL_TOPO_FILE only the "
+              "topology file of this VM type (or none on bare metal); check /etc/nccl.conf and "
+              "~/.nccl.conf too."},
+    CauseInfo{"net.plugin", kArch, kLog, kNone, "Network plugin not loaded",
+              "NCCL could not load the network plugin (libnccl-net*.so, aws-ofi-nccl) and fell "
+              "back to TCP sockets: on a fabric that needs the plugin, the job runs slowly or "
+              "hangs.",
+              "Install the plugin the fabric needs in the image (aws-ofi-nccl for EFA, the HPC-X "
+              "plugin for SHARP), put its directory on LD_LIBRARY_PATH or set NCCL_NET_PLUGIN, "
+              "and check that its version fits the NCCL version."},
+    CauseInfo{"ib.mtu_mismatch", kIb, kLog, kNone, "IB MTU differs between peers",
+              "The two ends of a connection print different active MTUs: a port, a switch or a "
+              "RoCE interface was set up differently, and large messages fail or stall.",
+              "Set one MTU on every port, switch and RoCE netdev of the fabric (ibv_devinfo "
+              "active_mtu, ip link mtu), or pin NCCL_IB_MTU."},
     CauseInfo{"nccl.internal", kUnknownClass, kLog, kConsequence, "NCCL internal error",
               "NCCL reported an internal error; the log has no earlier cause.",
               "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and read the first WARN; "

@@ -99,12 +99,20 @@ struct CoordinatorConfig {
   friend bool operator==(const CoordinatorConfig&, const CoordinatorConfig&) = default;
 };
 
+struct ClassifyConfig {
+  // The user's rule files for the log classifier, on top of the shipped one (classify/rule_files.h).
+  std::vector<std::string> rule_files;
+
+  friend bool operator==(const ClassifyConfig&, const ClassifyConfig&) = default;
+};
+
 struct Config {
   ExpectConfig expect;
   ChecksConfig checks;
   ProbeConfig probe;
   AgentConfig agent;
   CoordinatorConfig coordinator;
+  ClassifyConfig classify;
 
   friend bool operator==(const Config&, const Config&) = default;
 };

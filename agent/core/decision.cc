@@ -18,9 +18,19 @@ void AddCause(std::vector<std::string>& causes, std::string_view id) {
   if (std::find(causes.begin(), causes.end(), id) == causes.end()) causes.emplace_back(id);
 }
 
-void AddLogCauses(std::vector<std::string>& causes, const ProbeResult* r) {
+// The causes the probe's log names, less those the node's own checks refute: a log cause that
+// is also a host check which passed on this node (`Failed to initialize any NET plugin` names
+// ib.hca_present, but every HCA is present when only the selected port is down).
+void AddLogCauses(std::vector<std::string>& causes, const ProbeResult* r,
+                  const std::vector<Finding>& node_findings) {
   if (r == nullptr || !r->classification) return;
-  for (const auto& c : r->classification->causes) AddCause(causes, c.cause);
+  for (const auto& c : r->classification->causes) {
+    const bool refuted =
+        std::any_of(node_findings.begin(), node_findings.end(), [&](const Finding& f) {
+          return f.check == c.cause && f.status == CheckStatus::kPass;
+        });
+    if (!refuted) AddCause(causes, c.cause);
+  }
 }
 
 // Failing node findings, optionally only those of one class.
@@ -80,7 +90,7 @@ PairVerdict Decide(const DecisionInputs& in) {
   if (Failed(in.socket)) {
     // The socket path fails too: the fault is not in the RDMA resources.
     v.fault_class = FaultClass::kArchitecture;
-    AddLogCauses(v.causes, in.socket_result);
+    AddLogCauses(v.causes, in.socket_result, in.node_findings);
     AddFindingCauses(v.causes, in.node_findings, FaultClass::kArchitecture);
     if (v.causes.empty() && in.socket == ProbeOutcome::kTimeout)
       AddCause(v.causes, ids::kNcclTimeout);
@@ -92,7 +102,7 @@ PairVerdict Decide(const DecisionInputs& in) {
 
   if (Failed(in.ib)) {
     v.fault_class = socket_ran ? FaultClass::kIbResource : FaultClass::kUnknown;
-    AddLogCauses(v.causes, in.ib_result);
+    AddLogCauses(v.causes, in.ib_result, in.node_findings);
     AddFindingCauses(v.causes, in.node_findings, std::nullopt);
     if (v.causes.empty() && in.ib == ProbeOutcome::kTimeout) AddCause(v.causes, ids::kIbFabric);
     if (v.causes.empty()) AddCause(v.causes, ids::kNcclSystem);

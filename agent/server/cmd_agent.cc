@@ -22,6 +22,7 @@
 #include "base/clock.h"
 #include "base/flags.h"
 #include "base/log.h"
+#include "classify/rule_files.h"
 #include "config/config_loader.h"
 #include "coordinator_client/session.h"
 #include "core/config.h"
@@ -149,6 +150,11 @@ int RunAgentCommand(CliContext& ctx) {
       return 2;
     }
     config = std::move(loaded).value();
+  }
+  // Step: the log classifier's rules (the shipped file and classify.rule_files).
+  if (Status rules = LoadAndActivateRules(config.classify.rule_files); !rules.ok()) {
+    ctx.err << "nccl-triage-server agent: " << rules.message() << "\n";
+    return 2;
   }
   std::string listen = flags.listen.value_or(config.agent.listen);
   auto address = ParseListenAddress(listen);

@@ -1,16 +1,22 @@
-// Benchmark: classify a 200,000-line NCCL_DEBUG=INFO log of 64 interleaved ranks with one
-// failure, streamed from a file. Prints the median wall time over several runs and the peak RSS
-// of the process (getrusage), and checks the verdict so a fast wrong answer does not count.
+// Benchmark: the classifier's line rate on the inputs that matter, each beside `grep -c` on the
+// same file. Every shape is streamed from a file; the bench prints the median wall time and the
+// process CPU time (on shared cores the wall time measures the neighbours too) as MB/s,
+// grep's time, the peak RSS before and after classifying, and checks the verdict, so a fast wrong
+// answer does not count (exit 1).
 //
-// With --warn-flood MIB it instead classifies a file of MIB MiB of repeated NCCL WARN lines (the
-// same few failures printed over and over by every rank, as a looping job does) and prints the
-// throughput in MB/s: the worst case for the classifier, since every line goes through the
-// rule table.
+//   info           a 200,000-line NCCL_DEBUG=INFO log of 64 interleaved ranks, 5 % training
+//                  output, one ibv_reg_mr failure and the peers that lose it
+//   repeated-warn  1,000,000 WARN lines: eight failures repeated by 64 ranks
+//   distinct-warn  1,000,000 WARN lines, no two alike (addresses, ports, sizes, counters)
+//   qp-gid         1,000,000 distinct QP transition timeouts with GIDs, and GID INFO lines
+//   big            the info log's shape grown to 1 GB (--gb N): memory must stay flat
 //
-//   build/bench/classify/bench_classify [--lines N] [--ranks N] [--runs N] [--keep FILE]
-//   build/bench/classify/bench_classify --warn-flood 256 [--runs N]
+//   build/bench_classify [--shape all|info|repeated-warn|distinct-warn|qp-gid|big] [--runs N]
+//                        [--lines N] [--ranks N] [--gb N] [--keep DIR]
 #include <sys/resource.h>
 #include <unistd.h>
+
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +24,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -27,12 +34,20 @@
 namespace {
 
 struct Options {
-  size_t lines = 200000;
+  std::string shape = "all";
+  size_t lines = 0;  // 0: the shape's default
   int ranks = 64;
-  int runs = 7;
-  std::string keep;      // write the generated log here and keep it
-  size_t flood_mib = 0;  // > 0: the WARN flood benchmark of this many MiB
+  int runs = 5;
+  double gb = 1.0;
+  std::string keep;  // keep the generated logs in this folder
 };
+
+// CPU time of this process: on shared cores, wall time measures the neighbours too.
+double CpuMs() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
 
 double PeakRssMiB() {
   rusage u{};
@@ -40,11 +55,17 @@ double PeakRssMiB() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-// MiB of WARN lines from 64 ranks: the failures a broken job repeats (a memory registration,
+// The prefix of a WARN line of rank r (64 ranks on 8 hosts).
+std::string WarnPrefix(unsigned r) {
+  return "[2025-02-11 09:14:07] gpu-node" + std::to_string(r / 8) + ":" +
+         std::to_string(41000 + r) + ":" + std::to_string(41060 + r) + " [" +
+         std::to_string(r % 8) + "] ";
+}
+
+// `lines` WARN lines from 64 ranks: the failures a broken job repeats (a memory registration,
 // a peer that closed the connection, the proxy wrapper, an unmatched WARN, a failed system call,
-// a CUDA error, a 2.24+ QP transition failure with its GIDs).
-void GenerateWarnFlood(const std::string& path, size_t mib) {
-  std::ofstream out(path);
+// a CUDA error, a 2.24+ QP transition failure with its GIDs), the same eight texts over and over.
+void GenerateRepeatedWarn(std::ofstream& out, size_t lines) {
   std::mt19937 rng(11);
   const char* kWarn[] = {
       "misc/ibvwrap.cc:262 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory",
@@ -62,51 +83,91 @@ void GenerateWarnFlood(const std::string& path, size_t mib) {
       "on dev mlx5_3:1, curr state INIT, next state RTR, local GID index 3, local GID "
       "::ffff:10.1.3.7, remote GID ::ffff:10.1.5.9",
   };
-  const size_t target = mib * 1024 * 1024;
-  size_t bytes = 0;
-  while (bytes < target) {
-    unsigned r = rng() % 64;
-    std::string line = "[2025-02-11 09:14:07] gpu-node" + std::to_string(r / 8) + ":" +
-                       std::to_string(41000 + r) + ":" + std::to_string(41060 + r) + " [" +
-                       std::to_string(r % 8) + "] " + kWarn[rng() % std::size(kWarn)];
-    out << line << '\n';
-    bytes += line.size() + 1;
+  for (size_t i = 0; i < lines; ++i) {
+    out << WarnPrefix(rng() % 64) << kWarn[rng() % std::size(kWarn)] << '\n';
   }
 }
 
-int RunWarnFlood(const Options& o, const std::string& path) {
-  GenerateWarnFlood(path, o.flood_mib);
-  const auto bytes = std::filesystem::file_size(path);
-  std::vector<double> ms;
-  nccl_triage::Classification last;
-  for (int i = 0; i < o.runs; ++i) {
-    std::ifstream in(path, std::ios::binary);
-    auto t0 = std::chrono::steady_clock::now();
-    last = nccl_triage::ClassifyLog(in);
-    auto t1 = std::chrono::steady_clock::now();
-    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+// `lines` WARN lines no two alike: a dying job's flood, where addresses, ports, sizes, buffer
+// pointers and counters differ on every line (peer closes, completion errors, proxy wrappers,
+// failed sends, CUDA errors, unmatched WARNs).
+void GenerateDistinctWarn(std::ofstream& out, size_t lines) {
+  std::mt19937 rng(13);
+  char buf[512];
+  for (size_t i = 0; i < lines; ++i) {
+    const unsigned r = rng() % 64;
+    const unsigned a = rng();
+    switch (i % 6) {
+      case 0:
+        std::snprintf(buf, sizeof buf,
+                      "misc/socket.cc:538 NCCL WARN socketProgress: Connection closed by remote "
+                      "peer gpu-node%02u<%u>",
+                      a % 97, 40000 + static_cast<unsigned>(i % 20000));
+        break;
+      case 1:
+        std::snprintf(buf, sizeof buf,
+                      "transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+                      "10.%u.%u.%u<%u> with error 12, opcode %u, len %zu, vendor err 129",
+                      a % 256, (a >> 8) % 256, (a >> 16) % 256, 30000 + (a >> 20) % 30000, a % 3,
+                      i);
+        break;
+      case 2:
+        std::snprintf(buf, sizeof buf,
+                      "proxy.cc:1519 NCCL WARN [Proxy Service %zu] Failed to execute operation "
+                      "Connect from rank %u, retcode 2",
+                      i, a % 4096);
+        break;
+      case 3:
+        std::snprintf(buf, sizeof buf,
+                      "misc/socket.cc:%zu NCCL WARN Call to send to 10.%u.%u.%u<%u> failed : "
+                      "Broken pipe",
+                      100 + i % 900, a % 256, (a >> 8) % 256, (a >> 16) % 256, 30000 + a % 30000);
+        break;
+      case 4:
+        std::snprintf(buf, sizeof buf,
+                      "enqueue.cc:%zu NCCL WARN Cuda failure 'out of memory' allocating %zu bytes "
+                      "at 0x%08x",
+                      40 + i % 60, (i + 1) * 4096, a);
+        break;
+      default:
+        std::snprintf(buf, sizeof buf,
+                      "graph/search.cc:890 NCCL WARN Could not find a path for pattern %zu, "
+                      "falling back to simple order (channel %u, bw %u.%u)",
+                      i, a % 32, a % 400, a % 10);
+        break;
+    }
+    out << WarnPrefix(r) << buf << '\n';
   }
-  if (o.keep.empty()) std::filesystem::remove(path);
-  std::sort(ms.begin(), ms.end());
-  const double median = ms[ms.size() / 2];
-  const double mb = static_cast<double>(bytes) / 1e6;
-  // With the fixed seed the first line is a QP/completion timeout: the earliest root wins.
-  bool correct = last.fault_class == nccl_triage::FaultClass::kIbResource && !last.causes.empty() &&
-                 last.causes[0].cause == "ib.fabric";
-  std::printf("warn flood: %zu lines, %.1f MB, %d runs\n", last.lines, mb, o.runs);
-  std::printf("warn flood: median %.0f ms (min %.0f, max %.0f), %.1f MB/s\n", median, ms.front(),
-              ms.back(), mb / (median / 1000.0));
-  std::printf("warn flood: peak RSS %.1f MiB\n", PeakRssMiB());
-  std::printf("warn flood: verdict %s, top cause %s: %s\n",
-              std::string(nccl_triage::ToString(last.fault_class)).c_str(),
-              last.causes.empty() ? "-" : last.causes[0].cause.c_str(),
-              correct ? "as expected" : "WRONG");
-  return correct ? 0 : 1;
+}
+
+// `lines` distinct QP transition timeouts with GIDs (NCCL 2.24+ prints both ends) and the GID
+// INFO lines of the connections: every line another device, GID index and address pair.
+void GenerateQpGid(std::ofstream& out, size_t lines) {
+  std::mt19937 rng(17);
+  char buf[512];
+  for (size_t i = 0; i < lines; ++i) {
+    const unsigned a = rng();
+    const unsigned b = rng();
+    if (i % 4 == 3) {
+      std::snprintf(buf, sizeof buf,
+                    "NCCL INFO NET/IB: IbDev %u Port 1 qpn %u mtu 5 GID %u (0/%08X%08X) "
+                    "fifoRkey=0x%x fifoLkey=0x%x",
+                    a % 8, b % 100000, a % 4, a, b, b >> 3, a >> 5);
+    } else {
+      std::snprintf(buf, sizeof buf,
+                    "misc/ibvwrap.cc:262 NCCL WARN Call to ibv_modify_qp failed with 110 "
+                    "Connection timed out, on dev mlx5_%u:1, curr state INIT, next state RTR, "
+                    "local GID index %u, local GID ::ffff:10.%u.%u.%u, remote GID "
+                    "::ffff:10.%u.%u.%u",
+                    a % 8, a % 4, a % 256, (a >> 8) % 256, (a >> 16) % 256, b % 256,
+                    (b >> 8) % 256, (b >> 16) % 256);
+    }
+    out << WarnPrefix(b % 64) << buf << '\n';
+  }
 }
 
 // Writes the log line by line, so generating it costs no memory either.
-void GenerateLog(const std::string& path, const Options& o) {
-  std::ofstream out(path);
+void GenerateLog(std::ofstream& out, size_t lines, int ranks) {
   std::mt19937 rng(7);
   auto host = [](int r) {
     char buf[32];
@@ -134,14 +195,14 @@ void GenerateLog(const std::string& path, const Options& o) {
       "NCCL INFO ncclCommInitRank comm 0x55b94cb9ce80 rank 17 nranks 64 cudaDev 1 nvmlDev 1 busId "
       "2a000 commId 0x9032ed1218043e39 - Init COMPLETE",
   };
-  const size_t failure_at = o.lines * 3 / 4;
+  const size_t failure_at = lines * 3 / 4;
   const int failing_rank = 37;
   size_t written = 0;
   auto emit = [&](const std::string& s) {
     out << s << '\n';
     ++written;
   };
-  for (int r = 0; r < o.ranks && written < o.lines; ++r) {
+  for (int r = 0; r < ranks && written < lines; ++r) {
     emit(prefix(r) + "NCCL INFO Bootstrap : Using eth0:10.1." + std::to_string(r / 8) + "." +
          std::to_string(10 + r % 8) + "<0>");
     emit(prefix(r) +
@@ -151,8 +212,8 @@ void GenerateLog(const std::string& path, const Options& o) {
     if (r == 0) emit(prefix(r) + "NCCL INFO NCCL version 2.21.5+cuda12.4");
   }
   bool failed = false;
-  while (written < o.lines) {
-    int r = static_cast<int>(rng() % static_cast<unsigned>(o.ranks));
+  while (written < lines) {
+    int r = static_cast<int>(rng() % static_cast<unsigned>(ranks));
     if (!failed && written >= failure_at) {
       failed = true;
       emit("[2025-02-11 09:14:07] " + prefix(failing_rank, 59) +
@@ -160,7 +221,7 @@ void GenerateLog(const std::string& path, const Options& o) {
            "memory");
       emit(prefix(failing_rank, 59) + "NCCL INFO transport/net_ib.cc:692 -> 2");
       emit(prefix(failing_rank, 59) + "NCCL INFO transport/net.cc:684 -> 2");
-      for (int p = 0; p < o.ranks; p += 3) {
+      for (int p = 0; p < ranks; p += 3) {
         if (p == failing_rank) continue;
         emit("[2025-02-11 09:14:08] " + prefix(p, 61) +
              "misc/socket.cc:538 NCCL WARN socketProgress: Connection closed by remote peer "
@@ -177,57 +238,123 @@ void GenerateLog(const std::string& path, const Options& o) {
   }
 }
 
+struct Shape {
+  std::string name;
+  size_t lines;
+  std::function<void(std::ofstream&, size_t)> generate;
+  std::string expect_class;
+  std::string expect_cause;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// `grep -c NCCL FILE`, its count read through a pipe: the floor of reading the file and scanning
+// every line once. (With its output on /dev/null, GNU grep stops at the first match.)
+double GrepMs(const std::string& path, int runs) {
+  std::vector<double> ms;
+  const std::string cmd = "grep -c NCCL '" + path + "'";
+  for (int i = 0; i < runs; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr) return -1;
+    char count[64] = {};
+    while (std::fgets(count, sizeof count, p) != nullptr) {
+    }
+    pclose(p);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                     .count());
+  }
+  return Median(ms);
+}
+
+bool RunShape(const Options& o, const Shape& shape) {
+  const std::filesystem::path dir =
+      o.keep.empty() ? std::filesystem::temp_directory_path() : std::filesystem::path(o.keep);
+  const std::string path =
+      (dir / ("nccl-triage-bench-" + shape.name + "-" + std::to_string(getpid()) + ".log"))
+          .string();
+  {
+    std::ofstream out(path);
+    shape.generate(out, shape.lines);
+  }
+  const auto bytes = std::filesystem::file_size(path);
+  const double rss_before = PeakRssMiB();
+  std::vector<double> ms, cpu;
+  nccl_triage::Classification last;
+  for (int i = 0; i < o.runs; ++i) {
+    std::ifstream in(path, std::ios::binary);
+    auto t0 = std::chrono::steady_clock::now();
+    const double c0 = CpuMs();
+    last = nccl_triage::ClassifyLog(in);
+    cpu.push_back(CpuMs() - c0);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                     .count());
+  }
+  const double rss_after = PeakRssMiB();
+  const double grep_ms = GrepMs(path, o.runs);
+  if (o.keep.empty()) std::filesystem::remove(path);
+  const double median = Median(ms);
+  const double cpu_median = Median(cpu);
+  const double mb = static_cast<double>(bytes) / 1e6;
+  const std::string got_class(nccl_triage::ToString(last.fault_class));
+  const std::string got_cause = last.causes.empty() ? "-" : last.causes[0].cause;
+  const bool correct = got_class == shape.expect_class && got_cause == shape.expect_cause;
+  std::printf(
+      "%-13s %9zu lines %7.1f MB | classify median %7.1f ms (min %.1f, max %.1f) %6.1f MB/s, "
+      "CPU %7.1f ms %6.1f MB/s | grep -c %6.1f ms %7.1f MB/s (x%.1f) | peak RSS %.1f -> %.1f MiB "
+      "| %s/%s %s\n",
+      shape.name.c_str(), last.lines, mb, median, *std::min_element(ms.begin(), ms.end()),
+      *std::max_element(ms.begin(), ms.end()), mb / (median / 1000.0), cpu_median,
+      mb / (cpu_median / 1000.0), grep_ms,
+      mb / (grep_ms / 1000.0), median / grep_ms, rss_before, rss_after, got_class.c_str(),
+      got_cause.c_str(), correct ? "as expected" : "WRONG");
+  std::fflush(stdout);
+  return correct;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
+    if (a == "--shape") o.shape = argv[i + 1];
     if (a == "--lines") o.lines = std::strtoull(argv[i + 1], nullptr, 10);
     if (a == "--ranks") o.ranks = std::atoi(argv[i + 1]);
     if (a == "--runs") o.runs = std::atoi(argv[i + 1]);
+    if (a == "--gb") o.gb = std::atof(argv[i + 1]);
     if (a == "--keep") o.keep = argv[i + 1];
-    if (a == "--warn-flood") o.flood_mib = std::strtoull(argv[i + 1], nullptr, 10);
   }
-  if (o.ranks < 40 || o.runs < 1 || o.lines < 1000) {
-    std::fprintf(stderr, "bench_classify: need --ranks >= 40, --runs >= 1, --lines >= 1000\n");
+  if (o.ranks < 40 || o.runs < 1 || o.gb <= 0) {
+    std::fprintf(stderr, "bench_classify: need --ranks >= 40, --runs >= 1, --gb > 0\n");
     return 2;
   }
-  std::string path = o.keep.empty() ? (std::filesystem::temp_directory_path() /
-                                       ("nccl-triage-bench-" + std::to_string(getpid()) + ".log"))
-                                          .string()
-                                    : o.keep;
-  if (o.flood_mib > 0) return RunWarnFlood(o, path);
-  GenerateLog(path, o);
-  const auto bytes = std::filesystem::file_size(path);
-  const double rss_before = PeakRssMiB();
-
-  std::vector<double> ms;
-  nccl_triage::Classification last;
-  for (int i = 0; i < o.runs; ++i) {
-    std::ifstream in(path, std::ios::binary);
-    auto t0 = std::chrono::steady_clock::now();
-    last = nccl_triage::ClassifyLog(in);
-    auto t1 = std::chrono::steady_clock::now();
-    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  const int ranks = o.ranks;
+  auto lines = [&](size_t d) { return o.lines > 0 ? o.lines : d; };
+  const auto big_lines = static_cast<size_t>(o.gb * 1e9 / 95.0);  // info lines average 95 bytes
+  auto info = [ranks](std::ofstream& out, size_t n) { GenerateLog(out, n, ranks); };
+  const std::vector<Shape> shapes = {
+      {"info", lines(200000), info, "ib_resource", "limits.memlock"},
+      {"repeated-warn", lines(1000000), GenerateRepeatedWarn, "ib_resource", "ib.fabric"},
+      {"distinct-warn", lines(1000000), GenerateDistinctWarn, "ib_resource", "ib.fabric"},
+      {"qp-gid", lines(1000000), GenerateQpGid, "ib_resource", "ib.fabric"},
+      {"big", big_lines, info, "ib_resource", "limits.memlock"},
+  };
+  bool all_correct = true;
+  bool any = false;
+  for (const Shape& s : shapes) {
+    if (o.shape != "all" && o.shape != s.name) continue;
+    any = true;
+    Options per = o;
+    if (s.name == "big" && o.shape == "all") per.runs = 1;  // the memory is the point
+    all_correct = RunShape(per, s) && all_correct;
   }
-  if (o.keep.empty()) std::filesystem::remove(path);
-  std::sort(ms.begin(), ms.end());
-  const double median = ms[ms.size() / 2];
-
-  bool correct = last.fault_class == nccl_triage::FaultClass::kIbResource && !last.causes.empty() &&
-                 last.causes[0].cause == "limits.memlock" && !last.roots.empty() &&
-                 last.roots[0].rank == "gpu-node04:41037";
-  std::printf("classify: %zu lines, %.1f MiB, %d ranks, %d runs\n", last.lines,
-              static_cast<double>(bytes) / (1024.0 * 1024.0), o.ranks, o.runs);
-  std::printf("classify: median %.1f ms (min %.1f, max %.1f), %.2f M lines/s\n", median, ms.front(),
-              ms.back(), static_cast<double>(last.lines) / median / 1000.0);
-  std::printf("classify: peak RSS %.1f MiB (%.1f MiB before classifying)\n", PeakRssMiB(),
-              rss_before);
-  std::printf("classify: verdict %s, top cause %s, first failing rank %s: %s\n",
-              std::string(nccl_triage::ToString(last.fault_class)).c_str(),
-              last.causes.empty() ? "-" : last.causes[0].cause.c_str(),
-              last.roots.empty() ? "-" : last.roots[0].rank.c_str(),
-              correct ? "as expected" : "WRONG");
-  return correct ? 0 : 1;
+  if (!any) {
+    std::fprintf(stderr, "bench_classify: unknown --shape %s\n", o.shape.c_str());
+    return 2;
+  }
+  return all_correct ? 0 : 1;
 }

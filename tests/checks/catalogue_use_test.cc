@@ -44,8 +44,9 @@ std::set<std::string> CrossNodeIds() {
 
 std::set<std::string> ClassifierIds() {
   std::set<std::string> ids;
-  for (const Rule& r : Rules()) ids.emplace(r.cause.str());
+  for (const Rule& r : Rules()) ids.emplace(r.cause);
   for (const ResultCodeCause& c : ResultCodeCauses()) ids.emplace(c.cause.str());
+  for (const DerivedCause& c : DerivedCauses()) ids.emplace(c.cause.str());
   return ids;
 }
 

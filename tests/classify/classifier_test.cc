@@ -422,7 +422,9 @@ TEST(LogClassifier, AnHcaThatCannotBeOpenedIsBenignWhenNcclUsesOthers) {
   Classification others = ClassifyLogText(
       open_failed +
       "pod:80744:80744 [1] NCCL INFO NET/IB : Using [0]mlx5_1:1/RoCE [1]mlx5_18:1/RoCE ; OOB "
-      "eth0:33.117.221.247<0>\npod:80744:80744 [1] NCCL INFO Using network IB\n");
+      "eth0:33.117.221.247<0>\npod:80744:80744 [1] NCCL INFO Using network IB\n"
+      "pod:80744:80744 [1] NCCL INFO ncclCommInitRank comm 0x55b9 rank 1 nranks 2 cudaDev 1 "
+      "busId 2a000 commId 0x90 - Init COMPLETE\n");
   EXPECT_EQ(others.fault_class, FaultClass::kHealthy) << others.reason;
   Classification none = ClassifyLogText(open_failed +
                                         "pod:80744:80744 [1] NCCL INFO NET/IB : No device found.\n"
@@ -468,6 +470,165 @@ TEST(LogClassifier, RanksThatSanitizeAlikeAreOneRoot) {
   std::set<std::string> ranks;
   for (const auto& r : c.roots) EXPECT_TRUE(ranks.insert(r.rank).second) << r.rank;
   EXPECT_EQ(c.roots.size(), 1u);
+}
+
+// ---------------------------------------------------------------- never healthy on a failure
+const std::string kCleanStart =
+    "gpu-a:100:100 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+    "gpu-a:100:100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+    "gpu-a:100:120 [0] NCCL INFO Using network IB\n"
+    "gpu-a:100:120 [0] NCCL INFO comm 0x55 rank 0 nranks 16 cudaDev 0 busId 1b000 commId 0x4e "
+    "- Init START\n"
+    "gpu-a:100:120 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n";
+const std::string kInitComplete =
+    "gpu-a:100:120 [0] NCCL INFO ncclCommInitRank comm 0x55 rank 0 nranks 16 cudaDev 0 busId "
+    "1b000 commId 0x4e - Init COMPLETE\n";
+
+TEST(LogClassifier, IsNeverHealthyWithoutACompletedRun) {
+  // A clean start with connected channels and no failure line: a hang or a cut log looks like
+  // this. Unknown, saying what it saw.
+  Classification c = ClassifyLogText(kCleanStart);
+  EXPECT_EQ(c.fault_class, FaultClass::kUnknown) << c.reason;
+  EXPECT_NE(c.reason.find("no proof that the run worked"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("NCCL 2.21.5"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("channels via NET/IB"), std::string::npos) << c.reason;
+  EXPECT_EQ(ClassifyLogText(kCleanStart + kInitComplete).fault_class, FaultClass::kHealthy);
+}
+
+TEST(LogClassifier, AWarnAfterInitCompleteIsNotHealthy) {
+  // The same WARN before Init COMPLETE is set-up noise; after it, the run went on to fail.
+  const std::string warn =
+      "gpu-a:100:130 [0] transport/net.cc:1000 NCCL WARN proxy progress stalled on channel 3\n";
+  EXPECT_EQ(ClassifyLogText(kCleanStart + warn + kInitComplete).fault_class, FaultClass::kHealthy);
+  Classification after = ClassifyLogText(kCleanStart + kInitComplete + warn);
+  EXPECT_EQ(after.fault_class, FaultClass::kUnknown) << after.reason;
+}
+
+// ----------------------------------------------------------------- evidence from INFO lines
+TEST(LogClassifier, ABridgeInterfaceOnARunThatNeverCompletedIsSocketIfname) {
+  const std::string log =
+      "trainer-1:52:52 [0] NCCL INFO Bootstrap : Using docker0:172.17.0.1<0>\n"
+      "trainer-1:52:140 [0] NCCL INFO Using network Socket\n"
+      "trainer-1:52:140 [0] NCCL INFO comm 0x55 rank 0 nranks 16 cudaDev 0 busId 1b000 - Init "
+      "START\n";
+  Classification c = ClassifyLogText(log);
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture) << c.reason;
+  ASSERT_FALSE(c.causes.empty());
+  EXPECT_EQ(c.causes[0].cause, "net.socket_ifname");
+  EXPECT_EQ(c.causes[0].evidence.front().number, 1u);
+  // The same interface on a run that completed is not a fault.
+  Classification done = ClassifyLogText(log + "trainer-1:52:140 [0] NCCL INFO comm 0x55 rank 0 "
+                                              "nranks 16 cudaDev 0 busId 1b000 - Init COMPLETE\n");
+  EXPECT_EQ(done.fault_class, FaultClass::kHealthy) << done.reason;
+  EXPECT_TRUE(done.causes.empty());
+}
+
+TEST(LogClassifier, AnOfiCompletionErrorIsEfaNotIbVerbsAndNamesHostMemoryPressure) {
+  const std::string ofi =
+      "ip-10-0-87-143:149:298 [0] ofi_process_cq:196 NCCL WARN NET/OFI Request 0x7f2a1c0d3e80 "
+      "completed with error. RC: 5. Error: 16 (NO_SPACE). Completed length: 0\n";
+  Classification alone = ClassifyLogText(ofi);
+  EXPECT_EQ(alone.fault_class, FaultClass::kIbResource) << alone.reason;
+  ASSERT_EQ(alone.causes.size(), 1u);
+  EXPECT_EQ(alone.causes[0].cause, "efa.fabric");
+  Classification oom = ClassifyLogText(
+      ofi + "[  512.88] Memory cgroup out of memory: Killed process 151 (python)\n");
+  ASSERT_EQ(oom.causes.size(), 2u);
+  EXPECT_EQ(oom.causes[0].cause, "efa.fabric");
+  EXPECT_EQ(oom.causes[1].cause, "host.memory_pressure");
+}
+
+TEST(LogClassifier, MaxSharedMemExceededNamesTheNcclVersionAndTheGpuArch) {
+  Classification c = ClassifyLogText(
+      "gb-node-0:4410:4410 [0] enqueue.cc:129 NCCL WARN cudaArch 1000 ncclMaxSharedMem 232448 "
+      "exceeds device/fn maxSharedMem 101376\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture);
+  ASSERT_FALSE(c.causes.empty());
+  EXPECT_EQ(c.causes[0].cause, "versions.nccl");
+  EXPECT_NE(c.causes[0].evidence.front().text.find("cudaArch 1000"), std::string::npos);
+  EXPECT_NE(c.causes[0].remedy.find("too old for this GPU"), std::string::npos);
+}
+
+TEST(LogClassifier, GdrDisabledOnEveryHcaWhileIbIsUsedIsPeermem) {
+  const std::string ib =
+      "h1:25668:27396 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE ; OOB "
+      "ib0:10.10.10.10<0>\n"
+      "h1:25668:27396 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'\n";
+  Classification off = ClassifyLogText(
+      ib + "h1:25668:27396 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 1 'mlx5_1'\n");
+  EXPECT_EQ(off.fault_class, FaultClass::kIbResource) << off.reason;
+  ASSERT_FALSE(off.causes.empty());
+  EXPECT_EQ(off.causes[0].cause, "ib.peermem");
+  // One HCA with GDR on: the others are a choice of NCCL's (distance), not a missing module.
+  Classification one = ClassifyLogText(
+      ib + "h1:25668:27396 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 1 'mlx5_1'\n");
+  EXPECT_EQ(one.fault_class, FaultClass::kUnknown) << one.reason;
+  EXPECT_TRUE(one.causes.empty());
+  // No HCA used at all: GDR says nothing.
+  Classification sockets = ClassifyLogText(
+      "h1:1:1 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'\n");
+  EXPECT_TRUE(sockets.causes.empty());
+}
+
+TEST(LogClassifier, AnXmlImportErrorAfterATopologyFileIsTheFile) {
+  const std::string xml =
+      "nd96-0:2201:2201 [0] graph/xml.cc:772 NCCL WARN XML Import Channel : dev 2 not found.\n";
+  Classification set = ClassifyLogText(
+      "nd96-0:2201:2201 [0] NCCL INFO NCCL_GRAPH_FILE set by environment to /opt/graph.xml\n" +
+      xml);
+  EXPECT_EQ(set.fault_class, FaultClass::kArchitecture) << set.reason;
+  ASSERT_FALSE(set.causes.empty());
+  EXPECT_EQ(set.causes[0].cause, "nccl.topo_file");
+  ASSERT_EQ(set.causes[0].evidence.size(), 2u);
+  EXPECT_EQ(set.causes[0].evidence[0].number, 1u);  // the setting, then the error
+  Classification unset = ClassifyLogText(xml);
+  EXPECT_TRUE(unset.causes.empty() || unset.causes[0].cause != "nccl.topo_file");
+}
+
+TEST(LogClassifier, AFailedPluginLoadCountsOnlyWhenNcclFellBackToSockets) {
+  const std::string plugin =
+      "ip-1:881:881 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net-ofi.so) returned 2 : "
+      "libnccl-net-ofi.so: cannot open shared object file: No such file or directory\n";
+  Classification sockets =
+      ClassifyLogText(plugin + "ip-1:881:990 [0] NCCL INFO Using network Socket\n");
+  ASSERT_FALSE(sockets.causes.empty()) << sockets.reason;
+  EXPECT_EQ(sockets.causes[0].cause, "net.plugin");
+  Classification ib = ClassifyLogText(plugin + "ip-1:881:990 [0] NCCL INFO Using network IB\n");
+  EXPECT_TRUE(ib.causes.empty()) << ib.reason;
+  // The default plugin name missing is routine.
+  Classification routine = ClassifyLogText(
+      "n:1:1 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : "
+      "libnccl-net.so: cannot open shared object file: No such file or directory\n"
+      "n:1:1 [0] NCCL INFO Using network Socket\n");
+  EXPECT_TRUE(routine.causes.empty()) << routine.reason;
+}
+
+TEST(LogClassifier, TwoNcclVersionsInOneJobAreASkew) {
+  Classification c = ClassifyLogText(
+      "node0:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+      "node2:2:2 [0] NCCL INFO NCCL version 2.18.1+cuda12.1\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture) << c.reason;
+  ASSERT_FALSE(c.causes.empty());
+  EXPECT_EQ(c.causes[0].cause, "versions.mismatch");
+  EXPECT_EQ(c.causes[0].evidence.size(), 2u);
+  EXPECT_EQ(c.nccl_version, "2.21.5");
+  EXPECT_TRUE(ClassifyLogText("a:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+                              "b:2:2 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n")
+                  .causes.empty());
+}
+
+TEST(LogClassifier, TwoMtusOnTheConnectionsAreAMismatch) {
+  const std::string mtu5 =
+      "s0:1:2 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 576 mtu 5 GID 3 (0/10) "
+      "fifoRkey=0x1 fifoLkey=0x1\n";
+  const std::string mtu3 =
+      "s1:3:4 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 612 mtu 3 GID 3 (0/11) "
+      "fifoRkey=0x2 fifoLkey=0x2\n";
+  Classification c = ClassifyLogText(mtu5 + mtu3);
+  EXPECT_EQ(c.fault_class, FaultClass::kIbResource) << c.reason;
+  ASSERT_FALSE(c.causes.empty());
+  EXPECT_EQ(c.causes[0].cause, "ib.mtu_mismatch");
+  EXPECT_TRUE(ClassifyLogText(mtu5 + mtu5).causes.empty());
 }
 
 }  // namespace

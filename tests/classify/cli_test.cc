@@ -92,5 +92,33 @@ TEST(ClassifyLogCommand, UsageErrorsExitTwo) {
   EXPECT_NE(out.find("usage: nccl-triage classify-log"), std::string::npos);
 }
 
+// A rule file of the user's, as the chart mounts it: the log is classified by it without a
+// rebuild; a broken one is one line on stderr naming the rule, and exit 2.
+TEST(ClassifyLogCommand, RulesFlagAddsAUserRuleFile) {
+  const std::string dir = testing::TempDir();
+  const std::string log = dir + "/site.log";
+  const std::string rules = dir + "/site-rules.yaml";
+  std::ofstream(log) << "n1:1:1 [0] init.cc:90 NCCL WARN fabric manager is not running\n";
+  std::ofstream(rules) << "rules:\n"
+                          "  - id: site.fabric_manager\n"
+                          "    cause: cuda.driver\n"
+                          "    family: architecture\n"
+                          "    lines: [warn]\n"
+                          "    patterns: ['fabric manager is not running']\n"
+                          "    confidence: 0.9\n";
+  std::string out, err;
+  ASSERT_EQ(RunClassify({log, "--format", "json"}, &out, &err), 0) << err;
+  EXPECT_EQ(nlohmann::json::parse(out)["class"], "unknown");
+  ASSERT_EQ(RunClassify({log, "--format", "json", "--rules", rules}, &out, &err), 0) << err;
+  EXPECT_EQ(nlohmann::json::parse(out)["class"], "architecture");
+  EXPECT_EQ(nlohmann::json::parse(out)["causes"][0]["cause"], "cuda.driver");
+
+  std::ofstream(rules) << "rules:\n  - id: site.broken\n    cause: no.such_cause\n";
+  EXPECT_EQ(RunClassify({log, "--rules", rules}, &out, &err), 2);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("rule site.broken"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace nccl_triage

@@ -57,6 +57,27 @@ TEST(Decide, SocketPassIbFailIsIbResourceWithLogCauseFirst) {
   EXPECT_EQ(v.causes, (std::vector<std::string>{"limits.memlock", "container.ipc_lock"}));
 }
 
+TEST(Decide, ALogCauseThatANodeCheckRefutesIsDropped) {
+  // `Failed to initialize any NET plugin` names ib.hca_present; on a node whose HCAs are all
+  // present and whose selected port is down, the node's checks say which it is.
+  ProbeResult ib = WithCause(ProbeMode::kIb, O::kFail, "ib.hca_present", FaultClass::kIbResource);
+  Finding present;
+  present.check = "ib.hca_present";
+  present.fault_class = FaultClass::kIbResource;
+  present.status = CheckStatus::kPass;
+  DecisionInputs in;
+  in.socket = O::kPass;
+  in.ib = O::kFail;
+  in.ib_result = &ib;
+  in.node_findings = {present, Fail("ib.port_state", FaultClass::kIbResource)};
+  auto v = Decide(in);
+  EXPECT_EQ(v.fault_class, FaultClass::kIbResource);
+  EXPECT_EQ(v.causes, (std::vector<std::string>{"ib.port_state"}));
+  // Without the node's word the log's cause stays.
+  in.node_findings = {};
+  EXPECT_EQ(Decide(in).causes, (std::vector<std::string>{"ib.hca_present"}));
+}
+
 TEST(Decide, SocketFailIsArchitectureWhateverIbDid) {
   for (auto ib : {O::kPass, O::kFail, O::kTimeout, O::kNotRun}) {
     ProbeResult s =

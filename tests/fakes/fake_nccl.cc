@@ -10,8 +10,16 @@
 // Non-blocking init (ncclConfig_t.blocking = 0) runs on a thread and reports ncclInProgress.
 //
 // What the fixture decides (NCCL_FAKE_ROOT, a tree like / on a host) in IB mode:
+//   a port that is not ACTIVE            -> skipped without a line, as ncclIbInitDevices skips a
+//                                           port whose state is not IBV_PORT_ACTIVE; NCCL uses
+//                                           the other ports (one port of eight down: the run
+//                                           works on the seven)
 //   no ACTIVE port (after NCCL_IB_HCA)   -> "NET/IB : No device found." and "Failed to initialize
-//                                           any NET plugin", ncclInvalidUsage (5)
+//                                           any NET plugin", ncclInvalidUsage (5): NCCL_NET=IB (as
+//                                           the probe sets it) forbids the socket fallback, so a
+//                                           selection whose only port is down fails. A guess at
+//                                           versions before 2.27, which say "Error: network IB not
+//                                           found." with the same code
 //   HCA in sysfs but no dev/infiniband/uverbsN -> "Call to ibv_open_device failed",
 //                                           "NET/IB : Unable to open device mlx5_0", then as above
 //   memlock (proc/self/limits) below 16 MiB -> "Call to ibv_reg_mr failed with error Cannot

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the standalone probe `nccl-triage-probe` with g++ alone (no CMake, no yaml-cpp/gRPC):
-# the sources of agent/core, agent/classify and agent/probe, the C++ standard library, and the
-# header-only nlohmann/json (found in NLOHMANN_INCLUDE, the system include path, or a folder the
-# caller brought along as .gpu-deps/include).
+# Builds the standalone probe `nccl-triage-probe` with g++ alone (no CMake, no gRPC): the sources
+# of agent/core, agent/classify and agent/probe, the C++ standard library, RE2 and yaml-cpp (the
+# classifier's rules; Debian libre2-dev, libyaml-cpp-dev), and the header-only nlohmann/json
+# (found in NLOHMANN_INCLUDE, the system include path, or a folder the caller brought along as
+# .gpu-deps/include).
 #   usage: tests/gpu/build-standalone.sh OUTPUT_BINARY
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -21,12 +22,23 @@ if [[ -z "$found" ]]; then
 fi
 [[ "$found" == /usr/include ]] || includes+=(-I"$found")
 
-sources=("$repo"/agent/core/*.cc "$repo"/agent/classify/*.cc "$repo"/agent/base/files.cc
-         "$repo"/agent/base/flags.cc)
+# The classifier's rules are built in from agent/classify/rules.yaml (as CMake does).
+gen="$(mktemp -d)"
+trap 'rm -rf "$gen"' EXIT
+python3 - "$repo/agent/classify/builtin_rules.cc.in" "$repo/agent/classify/rules.yaml" \
+  "$gen/builtin_rules.cc" <<'PY'
+import sys
+template, rules, out = sys.argv[1:4]
+text = open(rules).read()
+open(out, "w").write(open(template).read().replace("@NCCL_TRIAGE_RULES_TEXT@", text))
+PY
+sources=("$repo"/agent/core/*.cc "$repo"/agent/classify/classifier.cc
+         "$repo"/agent/classify/log_line.cc "$repo"/agent/classify/rules.cc "$gen/builtin_rules.cc"
+         "$repo"/agent/base/files.cc "$repo"/agent/base/flags.cc)
 for f in child environment intra_node libraries pair_local probe_cli runner subprocess standalone_main; do
   sources+=("$repo/agent/probe/$f.cc")
 done
 mkdir -p "$(dirname "$out")"
 "$cxx" -std=c++20 -O2 -g -Wall -Wextra -Wno-missing-field-initializers "${includes[@]}" \
-  "${sources[@]}" -o "$out" -ldl -lpthread
+  "${sources[@]}" -o "$out" -lre2 -lyaml-cpp -ldl -lpthread
 echo "built $out"
