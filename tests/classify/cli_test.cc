@@ -95,7 +95,7 @@ TEST(ClassifyLogCommand, UsageErrorsExitTwo) {
 // A rule file of the user's, as the chart mounts it: the log is classified by it without a
 // rebuild; a broken one is one line on stderr naming the rule, and exit 2.
 TEST(ClassifyLogCommand, RulesFlagAddsAUserRuleFile) {
-  const std::string dir = testing::TempDir();
+  const std::string dir = ::testing::TempDir();
   const std::string log = dir + "/site.log";
   const std::string rules = dir + "/site-rules.yaml";
   std::ofstream(log) << "n1:1:1 [0] init.cc:90 NCCL WARN fabric manager is not running\n";

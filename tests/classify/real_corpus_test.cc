@@ -210,29 +210,38 @@ struct Tally {
   double Cause() const { return n ? static_cast<double>(cause) / static_cast<double>(n) : 1; }
 };
 
-// The bars, set at or a little under what the classifier measured on this corpus (README,
-// "Accuracy on real-world logs", has the table). Measured: class 82.1 % (174/212), cause
-// 74.5 % (158/212) over 212 cases; per split ib_resource 88.9 % (regex 68.9 %), architecture
-// 77.3 % (regex 90.8 %), healthy 84.0 % (regex 0 %). The regex answers "architecture" for every
-// log without ibv_ or NET/IB, which is most of that split, so there the bar is "no more than
-// 13.5 points behind it" rather than "ahead of it" until the classifier wins that split back.
-// Raise the bars when the classifier improves; never lower them to let a regression through.
+// The bars, set a little under what the classifier measured on this corpus (README, "Accuracy
+// on real-world logs", has the table). Measured: class 93.4 % (198/212), cause 85.8 % (182/212)
+// over 212 cases, 38 of the right answers being `unknown` on a log that does not tell (by the
+// label alone: 160/212, 75.5 %); per split
+// ib_resource 93.3 % (regex 68.9 %), architecture 91.6 % (regex 90.8 %), healthy 96.0 %, unknown
+// 100 %. Raise the bars when the classifier improves; never lower them to let a regression
+// through.
 struct SplitBar {
   FaultClass split;
   double min_class;       // the classifier's class accuracy on the split
   double min_vs_regex;    // its lead over the regex (negative: how far behind it may be)
 };
-constexpr double kMinClass = 0.820;
-constexpr double kMinCause = 0.745;
+constexpr double kMinClass = 0.92;
+constexpr double kMinCause = 0.85;
 constexpr std::array kBars = {
-    SplitBar{FaultClass::kIbResource, 0.85, 0.05},
-    SplitBar{FaultClass::kArchitecture, 0.773, -0.135},
-    SplitBar{FaultClass::kHealthy, 0.80, 0.05},
+    SplitBar{FaultClass::kIbResource, 0.91, 0.20},
+    SplitBar{FaultClass::kArchitecture, 0.90, 0.0},
+    SplitBar{FaultClass::kHealthy, 0.95, 0.05},
 };
 
+// A case whose log does not tell (`log_tells: false`: only the thread names the resolution, or
+// the excerpt stops before anything proves the run worked) is answered right by its label or by
+// `unknown`: "the log cannot say" is the honest answer there, and `healthy` needs proof in the
+// log (a completed init or collective), never the thread's word.
+bool ClassRight(const Case& k, const Classification& c) {
+  return c.fault_class == k.expected || (!k.log_tells && c.fault_class == FaultClass::kUnknown);
+}
+
 // A case's cause is right when the thread names none and the class is right, or when the top
-// cause is the one the thread names.
+// cause is the one the thread names (or, for a log that does not tell, the answer is unknown).
 bool CauseRight(const Case& k, const Classification& c) {
+  if (!k.log_tells && c.fault_class == FaultClass::kUnknown) return true;
   if (k.cause.empty()) return c.fault_class == k.expected;
   return !c.causes.empty() && c.causes.front().cause == k.cause;
 }
@@ -258,11 +267,13 @@ TEST(RealCorpus, ClassifierMeetsTheBarsOnEverySplit) {
   ASSERT_FALSE(cases.empty());
   std::map<FaultClass, Tally> split;
   Tally all;
+  size_t untold_unknown = 0;  // right by answering unknown on a log that does not tell
   std::map<std::pair<FaultClass, FaultClass>, size_t> confusion, base_confusion;
   for (const auto& k : cases) {
     Classification c = ClassifyLogText(k.log);
     FaultClass b = Baseline(k.log);
-    bool ok = c.fault_class == k.expected;
+    bool ok = ClassRight(k, c);
+    if (ok && c.fault_class != k.expected) ++untold_unknown;
     bool cause_ok = CauseRight(k, c);
     for (Tally* t : {&split[k.expected], &all}) {
       ++t->n;
@@ -303,6 +314,8 @@ TEST(RealCorpus, ClassifierMeetsTheBarsOnEverySplit) {
   };
   for (FaultClass s : kClasses) row(std::string(ToString(s)), split[s]);
   row("all", all);
+  std::printf("(%zu of the right answers are unknown on a log that does not tell)\n",
+              untold_unknown);
 
   EXPECT_GE(all.Ours(), kMinClass) << "class accuracy below the bar";
   EXPECT_GE(all.Cause(), kMinCause) << "cause accuracy below the bar";
