@@ -5,7 +5,8 @@
 // |        |      | with the node findings whose catalogue entry is kExplainsSlowIb)          |
 // | pass   | fail | ib_resource (causes from the IB log and the node checks)                  |
 // | fail   | any  | architecture                                                              |
-// | not run / unavailable | from node checks only, basis "checks"                       |
+// | not run / unavailable | from node checks only, basis "checks"; an unavailable probe's |
+// |        |      | cause (probe.no_nccl/no_cuda/no_gpu) first, and never healthy then        |
 // Pure: no clock, no I/O.
 #pragma once
 

@@ -225,6 +225,7 @@ int RunAgentCommand(CliContext& ctx) {
   auto probe_runner = std::make_shared<const ProbeRunner>(config.probe, probe_options);
   agent.SetProbeRunner(MakeRunnerProbeFn(probe_runner));
   agent.SetIntraNodeProbe(MakeIntraNodeFn(probe_runner, config.probe.allow_when_gpus_busy));
+  agent.SetLibraryCheck([probe_runner] { return probe_runner->CheckLibraries(); });
 
   // Step: metrics and HTTP endpoints.
   SignalBlock signals;

@@ -263,6 +263,52 @@ TEST_F(AgentTest, TheIntraNodeProbeRunsOnceBeforeThePairingAndItsFindingJoinsThe
   EXPECT_EQ(report->fault_class, FaultClass::kArchitecture);
 }
 
+TEST_F(AgentTest, TheLibraryCheckSetsAvailabilityAndABlindNodeCarriesTheCauseAsAFinding) {
+  SystemClock real_clock;
+  Agent agent(
+      {.interval = 20ms}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
+      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
+      real_clock, log_);
+  auto blind = [] {
+    ProbeResult r;
+    r.outcome = ProbeOutcome::kUnavailable;
+    r.unavailable_cause = "probe.no_gpu";
+    r.detail = "cuInit: CUDA_ERROR_NO_DEVICE (100)";
+    return r;
+  };
+  agent.SetLibraryCheck(blind);
+  agent.SetProbeRunner([&](const ProbeAssignment&, std::stop_token) { return blind(); });
+  EXPECT_EQ(state_.View().probe_availability.reason, "pending");
+  ASSERT_TRUE(RunWithFakeLink(agent, [this] {
+    for (int i = 0; i < 5000; ++i) {
+      auto report = state_.View().report;
+      if (report && !report->findings.empty()) return;
+      std::this_thread::sleep_for(1ms);
+    }
+  }));
+  EXPECT_EQ(state_.View().probe_availability.reason, "no_gpu");
+  auto report = state_.View().report;
+  ASSERT_TRUE(report);
+  ASSERT_EQ(report->findings.size(), 1u);
+  EXPECT_EQ(report->findings[0].check, "probe.no_gpu");
+  EXPECT_EQ(report->findings[0].status, CheckStatus::kWarn);
+  EXPECT_NE(log_text_.str().find("probes cannot run (no_gpu)"), std::string::npos);
+}
+
+TEST_F(AgentTest, AProbeThatRanMakesTheProbesAvailable) {
+  auto agent = ProbingAgent();
+  agent->SetProbeRunner([](const ProbeAssignment&, std::stop_token) {
+    ProbeResult r;
+    r.outcome = ProbeOutcome::kFail;  // it loaded NCCL and found its GPU: available
+    r.nccl_version = "2.21.5";
+    return r;
+  });
+  std::stop_source stop;
+  agent->RunProbe({.peer = "n2", .mode = ProbeMode::kIb}, stop.get_token());
+  EXPECT_TRUE(state_.View().probe_availability.available());
+  EXPECT_EQ(state_.View().probe_availability.nccl_version, "2.21.5");
+}
+
 TEST_F(AgentTest, WithoutAProbeRunnerAProbeIsUnavailableNotAFailure) {
   auto agent = ProbingAgent();
   std::stop_source stop;
