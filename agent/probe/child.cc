@@ -91,17 +91,23 @@ class ChildRun {
   bool Load() {
     LibrarySearch cuda_search{o_.cuda_library_paths, o_.default_library_search, o_.library_root};
     LibrarySearch nccl_search{o_.nccl_library_paths, o_.default_library_search, o_.library_root};
-    auto cuda_lib = LoadLibrary(cuda_search, kCudaSoname);
-    if (!cuda_lib.ok()) return Unavailable(ids::kProbeNoCuda, cuda_lib.status().message());
+    // NCCL first: its path and version are worth reporting even where the driver is missing
+    // (ncclGetVersion needs no GPU).
     auto nccl_lib = LoadLibrary(nccl_search, kNcclSoname);
     if (!nccl_lib.ok()) return Unavailable(ids::kProbeNoNccl, nccl_lib.status().message());
     r_.nccl_library = nccl_lib->path;
-    auto cu = ResolveCuda(*cuda_lib);
-    if (!cu.ok()) return Unavailable(ids::kProbeNoCuda, cu.status().message());
     auto nc = ResolveNccl(*nccl_lib);
     if (!nc.ok()) return Unavailable(ids::kProbeNoNccl, nc.status().message());
-    cu_ = *cu;
     nc_ = *nc;
+    int version = 0;
+    if (nc_.get_version != nullptr && nc_.get_version(&version) == abi::kNcclSuccess) {
+      r_.nccl_version = DecodeNcclVersion(version);
+    }
+    auto cuda_lib = LoadLibrary(cuda_search, kCudaSoname);
+    if (!cuda_lib.ok()) return Unavailable(ids::kProbeNoCuda, cuda_lib.status().message());
+    auto cu = ResolveCuda(*cuda_lib);
+    if (!cu.ok()) return Unavailable(ids::kProbeNoCuda, cu.status().message());
+    cu_ = *cu;
     return true;
   }
 
@@ -113,10 +119,6 @@ class ChildRun {
   }
 
   bool CudaSetup(int64_t t0) {
-    int version = 0;
-    if (nc_.get_version != nullptr && nc_.get_version(&version) == abi::kNcclSuccess) {
-      r_.nccl_version = DecodeNcclVersion(version);
-    }
     r_.startup_seconds = static_cast<double>(MonotonicNs() - t0) / 1e9;
     CUresult rc = cu_.init(0);
     if (rc == abi::kCudaErrorNoDevice || rc == abi::kCudaErrorStubLibrary) {

@@ -257,6 +257,17 @@ TEST(ProbeWithFakes, TheLibraryCheckLoadsNcclAndCountsTheGpusWithoutACollective)
   EXPECT_TRUE(r.transport.empty());  // no communicator, no channel
 }
 
+TEST(ProbeWithFakes, TheLibraryCheckReportsNcclsVersionEvenWithoutTheDriver) {
+  ProbeConfig c = MakeRunner("").config();
+  c.cuda_library_paths = {"/nonexistent/cuda"};
+  ProbeRunner runner(c, MakeRunner("").options());
+  ProbeResult r = runner.CheckLibraries();
+  EXPECT_EQ(r.outcome, ProbeOutcome::kUnavailable);
+  EXPECT_EQ(r.unavailable_cause, "probe.no_cuda");
+  EXPECT_THAT(r.detail, HasSubstr("libcuda.so.1 not found"));
+  EXPECT_FALSE(r.nccl_version.empty());
+}
+
 TEST(ProbeWithFakes, TheLibraryCheckSaysWhyProbesCannotRun) {
   EXPECT_EQ(MakeRunner("no_gpu").CheckLibraries().unavailable_cause, "probe.no_gpu");
   EXPECT_EQ(MakeRunner("", "", 20, "/nonexistent/nccl").CheckLibraries().unavailable_cause,
