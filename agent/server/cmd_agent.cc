@@ -183,9 +183,53 @@ int RunAgentCommand(CliContext& ctx) {
       return snapshot;
     };
   }
+  // Step: the Kubernetes client, when running in a pod and something needs it (publication, or
+  // the node's labels for config.pools).
+  std::unique_ptr<KubeClient> kube;
+  std::string kube_error;
+  const bool wants_kube =
+      config.agent.annotate_pod || config.agent.node_condition || config.agent.events;
+  const std::string kube_host = Env("KUBERNETES_SERVICE_HOST");
+  if ((wants_kube || !config.pools.empty()) && !kube_host.empty()) {
+    InClusterOptions kube_options;
+    kube_options.host = kube_host;
+    std::string kube_port = Env("KUBERNETES_SERVICE_PORT");
+    kube_options.port = kube_port.empty() ? 443 : std::atoi(kube_port.c_str());
+    auto client = InClusterKubeClient::Create(kube_options);
+    if (client.ok()) {
+      kube = std::move(client).value();
+    } else {
+      kube_error = client.status().message();
+    }
+  }
+
+  // Step: the node pool (config.pools): its expectations replace the top-level ones here. A node
+  // whose labels cannot be read is judged by the top-level expect, and says so.
+  std::string pool;
+  if (!config.pools.empty()) {
+    std::string why;
+    if (node.empty()) {
+      why = "no node name (NODE_NAME or --node)";
+    } else if (!kube) {
+      why = kube_host.empty() ? "not running in Kubernetes" : kube_error;
+    } else if (KubeResponse r = kube->GetNode(node); !r.ok()) {
+      why = "GET node " + node + ": " + r.Describe();
+    } else if (const PoolConfig* chosen = SelectPool(config.pools, NodeLabelsFromJson(r.body))) {
+      pool = chosen->name;
+      config.expect = chosen->expect;
+      log.Info("agent", "node pool " + pool + ": its expect applies");
+    } else {
+      log.Info("agent", "node " + node + " is in no pool: the top-level expect applies");
+    }
+    if (!why.empty()) {
+      log.Warn("agent", "node pools ignored, the top-level expect applies: cannot read the "
+                        "node's labels (" + why + ")");
+    }
+  }
   JudgeFn judge = MakeBuiltinJudgeFn(config);
 
   AgentState state(node, NCCL_TRIAGE_VERSION, clock.NowUnixMs());
+  state.SetPool(pool);
   AgentOptions options;
   options.node = node;
   options.interval = std::chrono::seconds(std::max(1, config.agent.interval_seconds));
@@ -247,20 +291,11 @@ int RunAgentCommand(CliContext& ctx) {
                         std::to_string(*port) + " (root " + flags.root + ")");
 
   // Step: Kubernetes publication, when running in a pod.
-  std::unique_ptr<KubeClient> kube;
   std::unique_ptr<KubePublisher> publisher;
-  bool wants_kube = config.agent.annotate_pod || config.agent.node_condition || config.agent.events;
-  std::string kube_host = Env("KUBERNETES_SERVICE_HOST");
   if (wants_kube && !kube_host.empty()) {
-    InClusterOptions kube_options;
-    kube_options.host = kube_host;
-    std::string kube_port = Env("KUBERNETES_SERVICE_PORT");
-    kube_options.port = kube_port.empty() ? 443 : std::atoi(kube_port.c_str());
-    auto client = InClusterKubeClient::Create(kube_options);
-    if (!client.ok()) {
-      log.Warn("kube", "no Kubernetes publication: " + client.status().message());
+    if (!kube) {
+      log.Warn("kube", "no Kubernetes publication: " + kube_error);
     } else {
-      kube = std::move(client).value();
       KubePublisherOptions p;
       p.node = node;
       p.pod_namespace = Env("POD_NAMESPACE");
