@@ -74,13 +74,17 @@ FROM ${BASE_IMAGE} AS runtime
 # OCI annotations (org.opencontainers.image.*): registries and scanners show them; VERSION and
 # REVISION come from the build (docker build --build-arg VERSION=0.1.0 --build-arg REVISION=$(git
 # rev-parse HEAD)); .dockerignore keeps .git out of the context, so the image cannot read them.
+# SOURCE_URL and DOCS_URL: where you host the repository and its README (the project states no
+# public home of its own; empty by default).
 ARG BASE_IMAGE
 ARG VERSION=0.1.0
 ARG REVISION=unknown
+ARG SOURCE_URL=""
+ARG DOCS_URL=""
 LABEL org.opencontainers.image.title="nccl-triage" \
       org.opencontainers.image.description="NCCL failure triage on Kubernetes GPU clusters: InfiniBand resource vs architecture faults (agent, coordinator, check, classify-log, probe)" \
-      org.opencontainers.image.source="https://github.com/nccl-triage/nccl-triage" \
-      org.opencontainers.image.documentation="https://github.com/nccl-triage/nccl-triage/blob/main/README.md" \
+      org.opencontainers.image.source="${SOURCE_URL}" \
+      org.opencontainers.image.documentation="${DOCS_URL}" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.base.name="${BASE_IMAGE}"
