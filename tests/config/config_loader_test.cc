@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
 
 namespace nccl_triage {
 namespace {
@@ -330,22 +331,24 @@ TEST(ConfigPools, EachPoolsExpectIsTheTopLevelOneWithItsOwnKeysOver) {
 }
 
 TEST(ConfigPools, AreRejectedWithTheLineOfWhatIsWrong) {
-  EXPECT_EQ(ErrorOf("pools:\n  - name: a\n    selectr: {x: y}\n"),
-            "config:3: unknown key 'pools[0].selectr' (a pool has name, selector and expect)");
-  EXPECT_EQ(ErrorOf("pools:\n  - name: a\n    selector: {x: y}\n    expect:\n      hca: 8\n"),
-            "config:5: unknown key 'expect.hca' (did you mean 'expect.hcas'?)");
-  EXPECT_EQ(ErrorOf("pools:\n  - name: a\n    selector: {x: y}\n    expect: {hcas: many}\n"),
-            "config:4: expect.hcas: expected an integer, got 'many'");
-  EXPECT_EQ(ErrorOf("pools:\n  - selector: {x: y}\n"), "config:2: pools[0]: name is required");
-  EXPECT_EQ(ErrorOf("pools:\n  - name: a\n"), "config:2: pools[0]: selector is required");
-  EXPECT_EQ(ErrorOf("pools:\n  - name: a\n    selector: {}\n"),
-            "config:3: pools[0].selector: expected a mapping of node labels to values");
-  EXPECT_EQ(ErrorOf("pools:\n  - {name: a, selector: {x: y}}\n  - {name: a, selector: {x: z}}\n"),
-            "config:3: pools[1]: duplicate pool name 'a'");
-  EXPECT_EQ(ErrorOf("pools:\n  - name: \"a b\"\n    selector: {x: y}\n"),
-            "config:2: pools[0].name: expected 1-63 letters, digits, '.', '_' or '-'");
-  EXPECT_EQ(ErrorOf("pools: {name: a}\n"),
-            "config:1: pools: expected a list of {name, selector, expect}");
+  const std::pair<std::string_view, std::string_view> cases[] = {
+      {"pools:\n  - name: a\n    selectr: {x: y}\n",
+       "config:3: unknown key 'pools[0].selectr' (a pool has name, selector and expect)"},
+      {"pools:\n  - name: a\n    selector: {x: y}\n    expect:\n      hca: 8\n",
+       "config:5: unknown key 'expect.hca' (did you mean 'expect.hcas'?)"},
+      {"pools:\n  - name: a\n    selector: {x: y}\n    expect: {hcas: many}\n",
+       "config:4: expect.hcas: expected an integer, got 'many'"},
+      {"pools:\n  - selector: {x: y}\n", "config:2: pools[0]: name is required"},
+      {"pools:\n  - name: a\n", "config:2: pools[0]: selector is required"},
+      {"pools:\n  - name: a\n    selector: {}\n",
+       "config:3: pools[0].selector: expected a mapping of node labels to values"},
+      {"pools:\n  - {name: a, selector: {x: y}}\n  - {name: a, selector: {x: z}}\n",
+       "config:3: pools[1]: duplicate pool name 'a'"},
+      {"pools:\n  - name: \"a b\"\n    selector: {x: y}\n",
+       "config:2: pools[0].name: expected 1-63 letters, digits, '.', '_' or '-'"},
+      {"pools: {name: a}\n", "config:1: pools: expected a list of {name, selector, expect}"},
+  };
+  for (const auto& [yaml, error] : cases) EXPECT_EQ(ErrorOf(yaml), error) << yaml;
 }
 
 TEST(ConfigPools, DumpLoadsBackEqual) {
