@@ -77,7 +77,9 @@ std::shared_ptr<const NodeReport> Agent::RunCycle() {
   }
   std::shared_ptr<const SnapshotSummary> summary;
   if (snapshot) {
-    summary = std::make_shared<const SnapshotSummary>(Summarize(*snapshot, options_.config.expect));
+    SnapshotSummary s = Summarize(*snapshot, options_.config.expect);
+    s.pool = state_.View().pool;  // whose expect that was
+    summary = std::make_shared<const SnapshotSummary>(std::move(s));
     previous_ = snapshot;
   }
   int64_t finished = clock_.NowUnixMs();

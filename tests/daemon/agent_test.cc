@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
 
@@ -293,6 +294,16 @@ TEST_F(AgentTest, TheLibraryCheckSetsAvailabilityAndABlindNodeCarriesTheCauseAsA
   EXPECT_EQ(report->findings[0].check, "probe.no_gpu");
   EXPECT_EQ(report->findings[0].status, CheckStatus::kWarn);
   EXPECT_NE(log_text_.str().find("probes cannot run (no_gpu)"), std::string::npos);
+}
+
+TEST_F(AgentTest, TheCycleSummaryNamesThePoolWhoseExpectJudgedTheNode) {
+  auto agent = ProbingAgent();
+  state_.SetPool("h100-ndr");
+  agent->RunCycle();
+  auto summary = state_.View().summary;
+  ASSERT_TRUE(summary);
+  EXPECT_EQ(summary->pool, "h100-ndr");
+  EXPECT_EQ(ToJson(*summary)["pool"], "h100-ndr");  // /status "snapshot"
 }
 
 TEST_F(AgentTest, AProbeThatRanMakesTheProbesAvailable) {
