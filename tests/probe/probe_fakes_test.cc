@@ -243,6 +243,14 @@ TEST(ProbeWithFakes, NoGpuNamesItsCauseAndWhereToLook) {
   EXPECT_EQ(Decide(in).causes, (std::vector<std::string>{"probe.no_gpu"}));
 }
 
+TEST(ProbeWithFakes, TheStubDriverIsNoCudaNotNoGpu) {
+  ProbeResult r = MakeRunner("stub_driver").CheckLibraries();
+  EXPECT_EQ(r.outcome, ProbeOutcome::kUnavailable);
+  EXPECT_EQ(r.unavailable_cause, "probe.no_cuda");
+  EXPECT_THAT(r.detail, HasSubstr("CUDA_ERROR_STUB_LIBRARY"));
+  EXPECT_THAT(r.detail, HasSubstr("did not mount the driver"));
+}
+
 TEST(ProbeWithFakes, MissingNcclNamesProbeNoNccl) {
   auto ranks = MakeRunner("", "", 20, "/nonexistent/nccl").RunLocalRanks(ProbeMode::kSocket);
   EXPECT_EQ(ranks[0].unavailable_cause, "probe.no_nccl");
