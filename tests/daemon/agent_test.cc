@@ -50,12 +50,18 @@ class AgentTest : public ::testing::Test {
   AgentState state_{"gpu-node-1", "test", clock_.NowUnixMs()};
 
   // An agent on a healthy node whose checks find nothing, for the probe tests.
-  std::unique_ptr<Agent> ProbingAgent() {
+  std::unique_ptr<Agent> ProbingAgent() { return HealthyAgent(AgentOptions{}, clock_); }
+  // The same on the real clock, cycling every 20 ms, for the tests that run its loop and link.
+  std::unique_ptr<Agent> LoopingAgent() { return HealthyAgent({.interval = 20ms}, real_clock_); }
+
+ private:
+  std::unique_ptr<Agent> HealthyAgent(AgentOptions options, Clock& clock) {
     return std::make_unique<Agent>(
-        AgentOptions{}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
+        std::move(options), []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
         [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
-        clock_, log_);
+        clock, log_);
   }
+  SystemClock real_clock_;
 };
 
 TEST_F(AgentTest, CycleStoresReportSummaryAndPassesThePreviousSnapshotToTheChecks) {
@@ -201,11 +207,8 @@ bool RunWithFakeLink(Agent& agent, const std::function<void()>& meanwhile = {}) 
 }
 
 TEST_F(AgentTest, TheCoordinatorLinkRunsProbesAndSetsVerdictsThroughServices) {
-  SystemClock real_clock;
-  Agent agent(
-      {.interval = 20ms}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
-      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
-      real_clock, log_);
+  auto looping = LoopingAgent();
+  Agent& agent = *looping;
   agent.SetProbeRunner([](const ProbeAssignment& a, std::stop_token) {
     ProbeResult r;
     r.outcome = ProbeOutcome::kFail;
@@ -227,11 +230,8 @@ TEST_F(AgentTest, TheCoordinatorLinkRunsProbesAndSetsVerdictsThroughServices) {
 }
 
 TEST_F(AgentTest, TheIntraNodeProbeRunsOnceBeforeThePairingAndItsFindingJoinsTheReport) {
-  SystemClock real_clock;
-  Agent agent(
-      {.interval = 20ms}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
-      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
-      real_clock, log_);
+  auto looping = LoopingAgent();
+  Agent& agent = *looping;
   std::atomic<int> intra_runs{0};
   std::atomic<int> probes_before_intra{0};
   std::atomic<int> probes{0};
@@ -265,11 +265,8 @@ TEST_F(AgentTest, TheIntraNodeProbeRunsOnceBeforeThePairingAndItsFindingJoinsThe
 }
 
 TEST_F(AgentTest, TheLibraryCheckSetsAvailabilityAndABlindNodeCarriesTheCauseAsAFinding) {
-  SystemClock real_clock;
-  Agent agent(
-      {.interval = 20ms}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
-      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
-      real_clock, log_);
+  auto looping = LoopingAgent();
+  Agent& agent = *looping;
   auto blind = [] {
     ProbeResult r;
     r.outcome = ProbeOutcome::kUnavailable;
