@@ -64,8 +64,9 @@ RUN set -eu; mkdir -p /out; \
     python3 -m pip download --quiet --no-deps --only-binary=:all: --dest /tmp/wheel "$NCCL_WHEEL"; \
     unzip -q /tmp/wheel/*.whl -d /tmp/unpacked; \
     cp -L /tmp/unpacked/nvidia/nccl/lib/libnccl.so.2 /out/; \
-    cp /tmp/unpacked/*.dist-info/License.txt /out/NCCL-LICENSE.txt 2>/dev/null \
-      || cp /tmp/unpacked/*.dist-info/licenses/* /out/ 2>/dev/null || true; \
+    for f in /tmp/unpacked/*.dist-info/licenses/* /tmp/unpacked/*.dist-info/License.txt; do \
+      if [ -f "$f" ]; then cp "$f" /out/NCCL-LICENSE.txt; fi; \
+    done; \
     echo "$NCCL_WHEEL" > /out/NCCL-WHEEL; \
     ls -l /out
 
