@@ -113,7 +113,10 @@ class Loader {
             if (!l->first.IsScalar() || !l->second.IsScalar()) {
               return Error(l->first.Mark(), where + ".selector: labels and values are strings");
             }
-            pool.selector[l->first.Scalar()] = l->second.Scalar();
+            if (!pool.selector.emplace(l->first.Scalar(), l->second.Scalar()).second) {
+              return Error(l->first.Mark(),
+                           where + ".selector: duplicate label '" + l->first.Scalar() + "'");
+            }
           }
         } else if (key == "expect") {
           if (!v.IsNull() && !v.IsMap()) return Error(v.Mark(), where + ".expect: expected a mapping");

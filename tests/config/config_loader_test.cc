@@ -347,6 +347,8 @@ TEST(ConfigPools, AreRejectedWithTheLineOfWhatIsWrong) {
       {"pools:\n  - name: \"a b\"\n    selector: {x: y}\n",
        "config:2: pools[0].name: expected 1-63 letters, digits, '.', '_' or '-'"},
       {"pools: {name: a}\n", "config:1: pools: expected a list of {name, selector, expect}"},
+      {"pools:\n  - name: a\n    selector:\n      x: y\n      x: z\n",
+       "config:5: pools[0].selector: duplicate label 'x'"},
   };
   for (const auto& [yaml, error] : cases) EXPECT_EQ(ErrorOf(yaml), error) << yaml;
 }
