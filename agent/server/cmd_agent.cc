@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -126,6 +127,17 @@ class SignalBlock {
   sigset_t old_{};
 };
 
+// The node object, asked up to three times while the answer says a retry can help (the API
+// server restarting as the DaemonSet rolls out): its labels choose the node's pool once, at start.
+KubeResponse GetNodeWithRetries(KubeClient& kube, const std::string& node) {
+  KubeResponse r = kube.GetNode(node);
+  for (int attempt = 1; attempt < 3 && r.Retryable(); ++attempt) {
+    std::this_thread::sleep_for(std::chrono::seconds(2 * attempt));
+    r = kube.GetNode(node);
+  }
+  return r;
+}
+
 }  // namespace
 
 int RunAgentCommand(CliContext& ctx) {
@@ -212,7 +224,7 @@ int RunAgentCommand(CliContext& ctx) {
       why = "no node name (NODE_NAME or --node)";
     } else if (!kube) {
       why = kube_host.empty() ? "not running in Kubernetes" : kube_error;
-    } else if (KubeResponse r = kube->GetNode(node); !r.ok()) {
+    } else if (KubeResponse r = GetNodeWithRetries(*kube, node); !r.ok()) {
       why = "GET node " + node + ": " + r.Describe();
     } else if (const PoolConfig* chosen = SelectPool(config.pools, NodeLabelsFromJson(r.body))) {
       pool = chosen->name;
