@@ -9,6 +9,10 @@
 #   scripts/image-offline.sh [TAG]          default tag nccl-triage:<version from CMakeLists.txt>
 #   scripts/image-offline.sh --save FILE    also write the image as a docker-archive tarball
 #                                           (`docker load -i FILE` / `ctr images import FILE`)
+#   scripts/image-offline.sh --nccl-wheel nvidia-nccl-cu12==2.28.9
+#                                           the image with NCCL for the probes (Dockerfile
+#                                           NCCL_WHEEL, from the Python package index); the smoke
+#                                           test then loads it and checks its version
 #
 # Needs root (debootstrap, buildah's chroot isolation); installs buildah and debootstrap when
 # missing. Work files live in ${WORK:-/var/tmp/nccl-triage-image}; the base image is kept in
@@ -18,10 +22,12 @@ src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 version="$(sed -n 's/^project(nccl_triage VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")"
 tag="nccl-triage:$version"
 save=""
+nccl_wheel=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --save) save="${2:?--save needs a file}"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --nccl-wheel) nccl_wheel="${2:?--nccl-wheel needs nvidia-nccl-cuNN==X.Y.Z}"; tag="$tag-nccl"; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) tag="$1"; shift ;;
   esac
 done
@@ -56,7 +62,8 @@ echo "image-offline: building $tag"
 start=$(date +%s)
 revision="$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)"
 "${bah[@]}" bud --isolation chroot --pull=false --build-arg BASE_IMAGE="$base" \
-  --build-arg VERSION="$version" --build-arg REVISION="$revision" -t "$tag" "$src"
+  --build-arg VERSION="$version" --build-arg REVISION="$revision" \
+  --build-arg NCCL_WHEEL="$nccl_wheel" -t "$tag" "$src"
 echo "image-offline: built $tag in $(( $(date +%s) - start )) s"
 
 # Smoke test in the runtime image, on fixture roots copied in: check, the module's libraries, one
@@ -84,6 +91,18 @@ expect_exit 0 nccl-triage-server coordinator --help
 # One agent cycle (the server: HTTP server, metrics) and the workload view on three pods.
 expect_exit 0 nccl-triage-server agent --standalone --once --root /tmp/gpu-pods --listen 127.0.0.1:0
 expect_exit 1 nccl-triage check --root /tmp/gpu-pods --workloads
+# The probes' library check (`probe --child --check`): with NCCL in the image it loads and gives
+# its version (no driver here: the check then stops at libcuda, probe.no_cuda); without, no_nccl.
+check="$(run nccl-triage probe --child --mode socket --rank 0 --nranks 1 --check || true)"
+if [ -n "$nccl_wheel" ]; then
+  want="${nccl_wheel##*==}"
+  printf '%s\n' "$check" | grep -q "\"nccl_version\":\"${want%%.post*}\"" \
+    || { echo "image-offline: the image's NCCL did not load as $want: $check"; exit 1; }
+  echo "image-offline: NCCL $want loads from /opt/nccl-triage/nccl"
+else
+  printf '%s\n' "$check" | grep -q '"unavailable_cause":"probe.no_nccl"' \
+    || { echo "image-offline: the library check did not say no_nccl: $check"; exit 1; }
+fi
 run sh -c '! command -v g++ && ! command -v cmake' >/dev/null \
   || { echo "image-offline: the runtime image has a compiler"; exit 1; }
 run sh -c '! command -v nccl-triage-demo && ! command -v fixture-gen' >/dev/null \

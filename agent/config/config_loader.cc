@@ -28,6 +28,7 @@ using config_internal::KeySpecs;
 // recursive parser away from pathological nesting.
 constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr int kMaxFlowNesting = 32;
+constexpr std::string_view kPoolsKey = "pools";
 
 class Loader {
  public:
@@ -41,7 +42,8 @@ class Loader {
   Status Load(const YAML::Node& root, Config& config) {
     if (!root.IsDefined() || root.IsNull()) return Status::Ok();
     if (!root.IsMap()) return Error(root.Mark(), "expected a mapping of sections at the top level");
-    return Walk(root, "", config);
+    if (Status s = Walk(root, "", config); !s.ok()) return s;
+    return LoadPools(config);  // after the whole file: a pool's expect starts from the top-level one
   }
 
  private:
@@ -54,6 +56,10 @@ class Loader {
       if (!k.IsScalar()) return Error(k.Mark(), "keys must be plain names");
       const std::string key = prefix.empty() ? k.Scalar() : prefix + "." + k.Scalar();
       if (!seen.insert(k.Scalar()).second) return Error(k.Mark(), "duplicate key '" + key + "'");
+      if (key == kPoolsKey) {
+        pools_ = v;
+        continue;
+      }
       if (const KeySpec* spec = FindSpec(key)) {
         if (Status s = Set(*spec, k, v, config); !s.ok()) return s;
         continue;
@@ -67,6 +73,80 @@ class Loader {
       return Error(k.Mark(), "unknown key '" + key + "'" + Suggestion(key));
     }
     return Status::Ok();
+  }
+
+  // `pools`: a list of {name, selector, expect}; each expect is walked like the top-level one,
+  // over a copy of it.
+  Status LoadPools(Config& config) {
+    config.pools.clear();
+    if (!pools_.IsDefined() || pools_.IsNull()) return Status::Ok();
+    if (!pools_.IsSequence()) {
+      return Error(pools_.Mark(), "pools: expected a list of {name, selector, expect}");
+    }
+    std::set<std::string> names;
+    for (size_t i = 0; i < pools_.size(); ++i) {
+      const YAML::Node item = pools_[i];
+      const std::string where = "pools[" + std::to_string(i) + "]";
+      if (!item.IsMap()) return Error(item.Mark(), where + ": expected a mapping {name, selector, expect}");
+      PoolConfig pool;
+      pool.expect = config.expect;
+      YAML::Node expect;
+      std::set<std::string> seen;
+      for (auto it = item.begin(); it != item.end(); ++it) {
+        const YAML::Node k = it->first;
+        const YAML::Node v = it->second;
+        if (!k.IsScalar()) return Error(k.Mark(), "keys must be plain names");
+        const std::string& key = k.Scalar();
+        if (!seen.insert(key).second) return Error(k.Mark(), "duplicate key '" + where + "." + key + "'");
+        if (key == "name") {
+          if (!v.IsScalar() || !IsPoolName(v.Scalar())) {
+            return Error(v.IsNull() ? k.Mark() : v.Mark(),
+                         where + ".name: expected 1-63 letters, digits, '.', '_' or '-'");
+          }
+          pool.name = v.Scalar();
+        } else if (key == "selector") {
+          if (!v.IsMap() || v.size() == 0) {
+            return Error(v.IsNull() ? k.Mark() : v.Mark(),
+                         where + ".selector: expected a mapping of node labels to values");
+          }
+          for (auto l = v.begin(); l != v.end(); ++l) {
+            if (!l->first.IsScalar() || !l->second.IsScalar()) {
+              return Error(l->first.Mark(), where + ".selector: labels and values are strings");
+            }
+            if (!pool.selector.emplace(l->first.Scalar(), l->second.Scalar()).second) {
+              return Error(l->first.Mark(),
+                           where + ".selector: duplicate label '" + l->first.Scalar() + "'");
+            }
+          }
+        } else if (key == "expect") {
+          if (!v.IsNull() && !v.IsMap()) return Error(v.Mark(), where + ".expect: expected a mapping");
+          expect = v;
+        } else {
+          return Error(k.Mark(), "unknown key '" + where + "." + key +
+                                     "' (a pool has name, selector and expect)");
+        }
+      }
+      if (pool.name.empty()) return Error(item.Mark(), where + ": name is required");
+      if (pool.selector.empty()) return Error(item.Mark(), where + ": selector is required");
+      if (!names.insert(pool.name).second) {
+        return Error(item.Mark(), where + ": duplicate pool name '" + pool.name + "'");
+      }
+      if (expect.IsMap()) {
+        Config scratch;
+        scratch.expect = config.expect;
+        if (Status s = Walk(expect, "expect", scratch); !s.ok()) return s;
+        pool.expect = scratch.expect;
+      }
+      config.pools.push_back(std::move(pool));
+    }
+    return Status::Ok();
+  }
+
+  static bool IsPoolName(std::string_view n) {
+    return !n.empty() && n.size() <= 63 && std::all_of(n.begin(), n.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '.' || c == '_' || c == '-';
+    });
   }
 
   static const KeySpec* FindSpec(const std::string& key) {
@@ -396,7 +476,8 @@ class Loader {
   }
 
   std::string_view name_;
-  YAML::Mark at_;  // the key being set, for errors about a value without a position
+  YAML::Mark at_;      // the key being set, for errors about a value without a position
+  YAML::Node pools_;   // the top-level `pools`, loaded last
 };
 
 // The 1-based line of the first byte sequence that is not UTF-8 text (invalid UTF-8 or a control
@@ -691,6 +772,26 @@ std::string DumpConfig(const Config& config) {
     EmitValue(out, spec, copy);
   }
   if (!section.empty()) out << YAML::EndMap;
+  // Each pool with its whole effective expect.
+  out << YAML::Key << std::string(kPoolsKey) << YAML::Value << YAML::BeginSeq;
+  for (const PoolConfig& pool : config.pools) {
+    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << pool.name;
+    out << YAML::Key << "selector" << YAML::Value << YAML::BeginMap;
+    for (const auto& [label, value] : pool.selector) {
+      out << YAML::Key << YAML::DoubleQuoted << label << YAML::Value << YAML::DoubleQuoted << value;
+    }
+    out << YAML::EndMap << YAML::Key << "expect" << YAML::Value << YAML::BeginMap;
+    Config scratch;
+    scratch.expect = pool.expect;
+    for (const auto& spec : KeySpecs()) {
+      const std::string_view key = spec.info.key;
+      if (!key.starts_with("expect.")) continue;
+      out << YAML::Key << std::string(key.substr(7)) << YAML::Value;
+      EmitValue(out, spec, scratch);
+    }
+    out << YAML::EndMap << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -13,6 +13,9 @@
 // an integer or a binary size string ("64Mi", "1Gi"). DumpConfig writes every key with its
 // effective value; loading the dump gives back an equal Config.
 //
+// One key is not a dotted leaf: `pools`, a list of {name, selector: {label: value}, expect: {...}}
+// (core/config.h PoolConfig), each expect checked like the top-level one and applied over it.
+//
 // Pure functions except LoadConfigFile, which reads one file. Thread-safe.
 #pragma once
 

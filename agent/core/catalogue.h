@@ -377,6 +377,25 @@ inline constexpr std::array kEntries = {
               "in the BIOS or with setpci, iommu=pt, check nvidia-smi topo -m and NVLink "
               "errors); with NCCL_SHM_DISABLE=1 only, enlarge /dev/shm; neither, check the GPUs "
               "and the driver (dcgmi diag)."},
+    CauseInfo{"probe.no_nccl", kUnknownClass, kLog, kProbeResult, "Probe finds no NCCL",
+              "The agent found no usable libnccl.so.2 (none on the search path, or one without "
+              "the calls the probe needs), so it cannot probe; nothing is known of the node's "
+              "NCCL paths.",
+              "Give the probes an NCCL: probe.nccl.fromImage (the training image's own), a host "
+              "path (probe.nccl_library_paths), or the image built with NCCL; see the README "
+              "runbook NcclTriageProbesUnavailable."},
+    CauseInfo{"probe.no_cuda", kUnknownClass, kLog, kProbeResult, "Probe finds no CUDA driver",
+              "The agent found no libcuda.so.1, or only the toolkit's stub: the NVIDIA container "
+              "runtime did not mount the driver into the agent's container.",
+              "Run the agent with the NVIDIA runtime (runtimeClassName, NVIDIA_VISIBLE_DEVICES=all "
+              "and NVIDIA_DRIVER_CAPABILITIES with compute) or mount the driver's directory and "
+              "list it in probe.cuda_library_paths."},
+    CauseInfo{"probe.no_gpu", kUnknownClass, kLog, kProbeResult, "Probe sees no GPU",
+              "cuInit returned CUDA_ERROR_NO_DEVICE (or no device was counted): the agent's "
+              "container sees no GPU, so no probe can run on this node.",
+              "Check the agent pod's runtime class (nvidia), that NVIDIA_VISIBLE_DEVICES is all "
+              "(not void or empty), and that the device plugin or the runtime exposes "
+              "/dev/nvidia*; the agent requests no GPU resource on purpose."},
     // ---------------------------------------------------------------- cross-node (coordinator)
     CauseInfo{"pair.pkey_partition", kIb, kCross, kNone, "No common PKey partition",
               "Two nodes have no partition key in common with full membership: their QPs can "

@@ -106,6 +106,23 @@ struct ClassifyConfig {
   friend bool operator==(const ClassifyConfig&, const ClassifyConfig&) = default;
 };
 
+// A node pool (config `pools`): the nodes whose labels hold every selector pair are judged by the
+// pool's expectations instead of the top-level `expect`. A pool's `expect` starts from the
+// top-level one (the loader applies the pool's keys over it), so it is complete. The pool's name
+// labels the node's metrics.
+struct PoolConfig {
+  std::string name;
+  std::map<std::string, std::string> selector;  // node label -> value, all must match
+  ExpectConfig expect;
+
+  friend bool operator==(const PoolConfig&, const PoolConfig&) = default;
+};
+
+// The first pool (in configuration order) whose selector the node's labels satisfy; null when
+// none does (the node then uses the top-level expect). Pure.
+const PoolConfig* SelectPool(const std::vector<PoolConfig>& pools,
+                             const std::map<std::string, std::string>& node_labels);
+
 struct Config {
   ExpectConfig expect;
   ChecksConfig checks;
@@ -113,6 +130,7 @@ struct Config {
   AgentConfig agent;
   CoordinatorConfig coordinator;
   ClassifyConfig classify;
+  std::vector<PoolConfig> pools;  // in order: the first match wins
 
   friend bool operator==(const Config&, const Config&) = default;
 };

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "core/ids.h"
+#include "core/probe_availability.h"
 #include "core/report.h"
 
 namespace nccl_triage {
@@ -81,7 +82,20 @@ PairVerdict Decide(const DecisionInputs& in) {
     std::string why = in.socket == ProbeOutcome::kUnavailable || in.ib == ProbeOutcome::kUnavailable
                           ? "probes unavailable: " + Describe(in.socket_result, in.socket)
                           : "probes not run";
-    return FromChecks(in, why + "; verdict predicted from node checks");
+    PairVerdict v = FromChecks(in, why + "; verdict predicted from node checks");
+    // A probe that could not run says why (probe.no_gpu, ...): that cause comes first, and node
+    // checks alone cannot call the pair healthy when its probes never ran for it.
+    std::vector<std::string> unavailable;
+    for (const ProbeResult* r : {in.socket_result, in.ib_result}) {
+      if (r == nullptr) continue;
+      if (auto cause = UnavailableCause(*r)) AddCause(unavailable, *cause);
+    }
+    if (!unavailable.empty()) {
+      for (auto& c : v.causes) AddCause(unavailable, c);
+      v.causes = std::move(unavailable);
+      if (v.fault_class == FaultClass::kHealthy) v.fault_class = FaultClass::kUnknown;
+    }
+    return v;
   }
 
   PairVerdict v;

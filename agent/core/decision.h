@@ -5,7 +5,8 @@
 // |        |      | with the node findings whose catalogue entry is kExplainsSlowIb)          |
 // | pass   | fail | ib_resource (causes from the IB log and the node checks)                  |
 // | fail   | any  | architecture                                                              |
-// | not run / unavailable | from node checks only, basis "checks"                       |
+// | not run / unavailable | from node checks only, basis "checks"; an unavailable probe's |
+// |        |      | cause (probe.no_nccl/no_cuda/no_gpu) first, and never healthy then        |
 // A cause a probe's log names is dropped when it is a host check that passed in node_findings:
 // the node's own evidence refutes its premise (the log's `ib.hca_present` when every HCA is
 // present and only the selected port is down).

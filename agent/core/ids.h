@@ -71,6 +71,9 @@ inline constexpr CauseId kProbeTransport{"probe.transport"};
 inline constexpr CauseId kProbeData{"probe.data"};
 inline constexpr CauseId kIbBandwidth{"ib.bandwidth"};
 inline constexpr CauseId kProbeIntraNode{"probe.intra_node"};
+inline constexpr CauseId kProbeNoNccl{"probe.no_nccl"};
+inline constexpr CauseId kProbeNoCuda{"probe.no_cuda"};
+inline constexpr CauseId kProbeNoGpu{"probe.no_gpu"};
 
 // cross-node (coordinator)
 inline constexpr CauseId kPairPkeyPartition{"pair.pkey_partition"};

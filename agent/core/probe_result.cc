@@ -80,6 +80,7 @@ nlohmann::json ToJson(const ProbeResult& r) {
   };
   j["nccl_result"] = r.nccl_result ? nlohmann::json(*r.nccl_result) : nlohmann::json(nullptr);
   j["cuda_result"] = r.cuda_result ? nlohmann::json(*r.cuda_result) : nlohmann::json(nullptr);
+  if (!r.unavailable_cause.empty()) j["unavailable_cause"] = r.unavailable_cause;
   if (r.classification) j["classification"] = ToJson(*r.classification);
   return j;
 }
@@ -94,6 +95,7 @@ ProbeResult ProbeResultFromJson(const nlohmann::json& j) {
   r.nranks = j.value("nranks", 2);
   r.peer = j.value("peer", "");
   r.detail = j.value("detail", "");
+  r.unavailable_cause = j.value("unavailable_cause", "");
   r.size_bytes = j.value("size_bytes", uint64_t{0});
   r.iterations = j.value("iterations", 0);
   r.time_seconds = j.value("time_seconds", 0.0);

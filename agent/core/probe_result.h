@@ -32,6 +32,7 @@ struct ProbeResult {
   int nranks = 2;
   std::string peer;    // the other node (or "local" for --pair-local)
   std::string detail;  // one line: why this outcome
+  std::string unavailable_cause;  // unavailable: probe.no_nccl, probe.no_cuda or probe.no_gpu
   uint64_t size_bytes = 0;
   int iterations = 0;
   double time_seconds = 0;  // mean time per all-reduce

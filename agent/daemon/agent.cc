@@ -23,6 +23,7 @@ void Agent::AddSink(StateSink* sink) { sinks_.push_back(sink); }
 void Agent::SetProbeRunner(ProbeFn probe) { probe_ = std::move(probe); }
 void Agent::SetIntraNodeProbe(IntraNodeFn intra) { intra_ = std::move(intra); }
 void Agent::SetCoordinatorLink(std::unique_ptr<CoordinatorLink> link) { link_ = std::move(link); }
+void Agent::SetLibraryCheck(LibraryCheckFn check) { library_check_ = std::move(check); }
 
 void Agent::Notify() {
   std::lock_guard lock(notify_mu_);
@@ -57,6 +58,9 @@ std::shared_ptr<const NodeReport> Agent::RunCycle() {
     try {
       findings = judge_(*snapshot, previous_.get());
       if (auto intra = IntraNodeFinding()) findings.push_back(std::move(*intra));
+      if (auto blind = AvailabilityFinding(state_.View().probe_availability)) {
+        findings.push_back(std::move(*blind));
+      }
     } catch (const std::exception& e) {
       error = std::string("checks: ") + e.what();
     } catch (...) {
@@ -73,7 +77,9 @@ std::shared_ptr<const NodeReport> Agent::RunCycle() {
   }
   std::shared_ptr<const SnapshotSummary> summary;
   if (snapshot) {
-    summary = std::make_shared<const SnapshotSummary>(Summarize(*snapshot, options_.config.expect));
+    SnapshotSummary s = Summarize(*snapshot, options_.config.expect);
+    s.pool = state_.View().pool;  // whose expect that was
+    summary = std::make_shared<const SnapshotSummary>(std::move(s));
     previous_ = snapshot;
   }
   int64_t finished = clock_.NowUnixMs();
@@ -84,8 +90,9 @@ std::shared_ptr<const NodeReport> Agent::RunCycle() {
 
 void Agent::Run(std::stop_token stop) {
   std::jthread link_thread;
-  if (link_ || intra_) {
+  if (link_ || intra_ || library_check_) {
     link_thread = std::jthread([this](std::stop_token link_stop) {
+      if (library_check_) RunLibraryCheck();
       // Single node first: the intra-node probe runs before the link can bring a pairing.
       if (intra_) RunIntraNodeOnce(link_stop);
       if (!link_) return;
@@ -106,6 +113,29 @@ void Agent::Run(std::stop_token stop) {
     if (next < now) next = now + options_.interval;
     if (!clock_.SleepUntil(next, stop)) break;
   }
+}
+
+void Agent::RunLibraryCheck() {
+  ProbeResult result;
+  try {
+    result = library_check_();
+  } catch (const std::exception& e) {
+    result.outcome = ProbeOutcome::kUnavailable;
+    result.detail = std::string("library check failed to run: ") + e.what();
+  }
+  auto availability = AvailabilityFromProbe(result, clock_.NowUnixMs());
+  if (!availability) {  // not run: the check never refuses, so only a broken check gets here
+    availability = ProbeAvailability{};
+    availability->reason = std::string(kProbesError);
+    availability->detail = "library check did not run: " + result.detail;
+  }
+  if (availability->available()) {
+    log_.Info("agent", "probes can run: " + availability->detail);
+  } else {
+    log_.Warn("agent", "probes cannot run (" + availability->reason + "): " + availability->detail);
+  }
+  state_.SetProbeAvailability(std::move(*availability));
+  Notify();
 }
 
 void Agent::RunIntraNodeOnce(std::stop_token stop) {

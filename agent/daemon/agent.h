@@ -48,6 +48,9 @@ using ProbeFn = std::function<ProbeResult(const ProbeAssignment&, std::stop_toke
 // pairing), holding every GPU.
 using IntraNodeFn = std::function<Finding(const NodeSnapshot&, std::stop_token)>;
 
+// The start-up library check (ProbeRunner::CheckLibraries): can probes run on this node at all?
+using LibraryCheckFn = std::function<ProbeResult()>;
+
 struct AgentOptions {
   std::string node;  // overrides the snapshot's node name when not empty
   std::chrono::milliseconds interval{60'000};
@@ -67,6 +70,10 @@ class Agent final : public AgentServices {
   // node).
   void SetIntraNodeProbe(IntraNodeFn intra);
   void SetCoordinatorLink(std::unique_ptr<CoordinatorLink> link);
+  // Before Run(): checked once on the link thread before anything probes; its answer is the
+  // state's probe_availability (each probe result updates it after that), and while the probes
+  // cannot run the node's report carries the cause as a warn finding (AvailabilityFinding).
+  void SetLibraryCheck(LibraryCheckFn check);
 
   // One cycle: gather, judge, store, notify. Returns the report it stored.
   std::shared_ptr<const NodeReport> RunCycle();
@@ -89,6 +96,7 @@ class Agent final : public AgentServices {
  private:
   void Notify();
   void RunIntraNodeOnce(std::stop_token stop);  // on the link thread, before the link runs
+  void RunLibraryCheck();                        // on the link thread, first
   std::optional<Finding> IntraNodeFinding() const;
   // Holds `gpu` (a bus id; "": every GPU) for one probe stopped by `stop`. False at once when a
   // running probe holds it; a probe being cancelled (its stop requested: its children are being
@@ -103,6 +111,7 @@ class Agent final : public AgentServices {
   JudgeFn judge_;
   ProbeFn probe_;
   IntraNodeFn intra_;
+  LibraryCheckFn library_check_;
   mutable std::mutex intra_mu_;
   std::optional<Finding> intra_finding_;  // guarded by intra_mu_
   AgentState& state_;

@@ -14,9 +14,10 @@ namespace nccl_triage {
 namespace {
 
 constexpr std::array kSpecs = {
-    MetricSpec{"nccl_triage_node_verdict", "gauge", "class,basis",
+    MetricSpec{"nccl_triage_node_verdict", "gauge", "class,basis,pool",
                "Verdict on this node, one-hot over class; basis is checks (a prediction from the "
-               "host checks) or probes (confirmed by NCCL probes)."},
+               "host checks) or probes (confirmed by NCCL probes); pool is the config.pools entry "
+               "the node matched (absent when none)."},
     MetricSpec{"nccl_triage_check_status", "gauge", "check,class,status",
                "Status of each host check, one-hot over status; class is where the fix lives."},
     MetricSpec{"nccl_triage_ib_port_state", "gauge", "device,port,state",
@@ -53,6 +54,9 @@ constexpr std::array kSpecs = {
     MetricSpec{"nccl_triage_build_info", "gauge", "version", "Always 1; the agent's version."},
     MetricSpec{"nccl_triage_nccl_info", "gauge", "version",
                "Always 1; the NCCL version the last probe loaded."},
+    MetricSpec{"nccl_triage_probe_available", "gauge", "reason,pool",
+               "1 when this node's probes can run (reason ok), else 0 with why: pending (not "
+               "checked yet), no_nccl, no_cuda, no_gpu, error."},
     MetricSpec{"nccl_triage_workload_check_status", "gauge", "namespace,pod,container,check,status",
                "Status of each workload check on each GPU container on this node, one-hot over "
                "status."},
@@ -206,6 +210,7 @@ AgentMetrics::AgentMetrics(const AgentState& state, std::string version,
   build_info_ = NewGauge(r, "nccl_triage_build_info");
   nccl_info_ = NewGauge(r, "nccl_triage_nccl_info");
   workload_status_ = NewGauge(r, "nccl_triage_workload_check_status");
+  probe_available_ = NewGauge(r, "nccl_triage_probe_available");
   build_info_->Set({{"version", std::move(version)}}, 1);
 }
 
@@ -214,9 +219,16 @@ AgentMetrics::~AgentMetrics() = default;
 void AgentMetrics::RefreshLocked(const AgentStateView& view) {
   // Verdict.
   NodeVerdict verdict = view.Verdict();
-  node_verdict_->SetOneHot({{"basis", std::string(ToString(verdict.basis))}}, "class",
-                           kVerdictClasses, ToString(verdict.fault_class));
+  prometheus::Labels node_labels;  // the pool, when the node is in one
+  if (!view.pool.empty()) node_labels["pool"] = view.pool;
+  prometheus::Labels verdict_labels = node_labels;
+  verdict_labels["basis"] = std::string(ToString(verdict.basis));
+  node_verdict_->SetOneHot(verdict_labels, "class", kVerdictClasses, ToString(verdict.fault_class));
   node_verdict_->Sweep();
+  prometheus::Labels available_labels = node_labels;
+  available_labels["reason"] = view.probe_availability.reason;
+  probe_available_->Set(available_labels, view.probe_availability.available() ? 1 : 0);
+  probe_available_->Sweep();
 
   // Checks: one series set per check id, worst status when a check reported several findings.
   if (view.report) {

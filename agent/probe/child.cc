@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "base/flags.h"
+#include "core/ids.h"
 #include "probe/libraries.h"
 
 namespace nccl_triage {
@@ -29,6 +30,12 @@ using abi::ncclResult_t;
 
 constexpr size_t kStagingElements = 256 * 1024;  // 1 MiB of uint32: bounded host memory
 constexpr uint32_t kSentinel = 0xDEADBEEF;       // recv buffer before the collective
+// Where to look when the container sees no GPU or only the stub driver (one line with the code).
+constexpr const char* kNoGpuHint =
+    "; the agent's container sees no GPU: check its runtime class (nvidia), NVIDIA_VISIBLE_DEVICES "
+    "(all, not void) and the device plugin";
+constexpr const char* kStubHint =
+    "; the stub libcuda was loaded: the NVIDIA container runtime did not mount the driver";
 
 int64_t MonotonicNs() {
   timespec ts{};
@@ -84,37 +91,42 @@ class ChildRun {
   bool Load() {
     LibrarySearch cuda_search{o_.cuda_library_paths, o_.default_library_search, o_.library_root};
     LibrarySearch nccl_search{o_.nccl_library_paths, o_.default_library_search, o_.library_root};
-    auto cuda_lib = LoadLibrary(cuda_search, kCudaSoname);
-    if (!cuda_lib.ok()) return Unavailable(cuda_lib.status().message());
+    // NCCL first: its path and version are worth reporting even where the driver is missing
+    // (ncclGetVersion needs no GPU).
     auto nccl_lib = LoadLibrary(nccl_search, kNcclSoname);
-    if (!nccl_lib.ok()) return Unavailable(nccl_lib.status().message());
+    if (!nccl_lib.ok()) return Unavailable(ids::kProbeNoNccl, nccl_lib.status().message());
     r_.nccl_library = nccl_lib->path;
-    auto cu = ResolveCuda(*cuda_lib);
-    if (!cu.ok()) return Unavailable(cu.status().message());
     auto nc = ResolveNccl(*nccl_lib);
-    if (!nc.ok()) return Unavailable(nc.status().message());
-    cu_ = *cu;
+    if (!nc.ok()) return Unavailable(ids::kProbeNoNccl, nc.status().message());
     nc_ = *nc;
+    int version = 0;
+    if (nc_.get_version != nullptr && nc_.get_version(&version) == abi::kNcclSuccess) {
+      r_.nccl_version = DecodeNcclVersion(version);
+    }
+    auto cuda_lib = LoadLibrary(cuda_search, kCudaSoname);
+    if (!cuda_lib.ok()) return Unavailable(ids::kProbeNoCuda, cuda_lib.status().message());
+    auto cu = ResolveCuda(*cuda_lib);
+    if (!cu.ok()) return Unavailable(ids::kProbeNoCuda, cu.status().message());
+    cu_ = *cu;
     return true;
   }
 
-  bool Unavailable(std::string why) {
+  bool Unavailable(CauseId cause, std::string why) {
     r_.outcome = ProbeOutcome::kUnavailable;
+    r_.unavailable_cause = std::string(cause.str());
     r_.detail = std::move(why);
     return false;
   }
 
   bool CudaSetup(int64_t t0) {
-    int version = 0;
-    if (nc_.get_version != nullptr && nc_.get_version(&version) == abi::kNcclSuccess) {
-      r_.nccl_version = DecodeNcclVersion(version);
-    }
     r_.startup_seconds = static_cast<double>(MonotonicNs() - t0) / 1e9;
     CUresult rc = cu_.init(0);
     if (rc == abi::kCudaErrorNoDevice || rc == abi::kCudaErrorStubLibrary) {
+      // No GPU here (or only the toolkit's stub driver): nothing to probe, not a fault.
       CuFailed("cuInit", rc);
-      r_.outcome = ProbeOutcome::kUnavailable;  // no GPU here: nothing to probe, not a fault
-      return false;
+      const bool stub = rc == abi::kCudaErrorStubLibrary;
+      return Unavailable(stub ? ids::kProbeNoCuda : ids::kProbeNoGpu,
+                         r_.detail + (stub ? kStubHint : kNoGpuHint));
     }
     if (!CuOk("cuInit", rc)) return false;
     if (cu_.driver_get_version != nullptr) cu_.driver_get_version(&r_.cuda_driver_version);
@@ -122,12 +134,17 @@ class ChildRun {
       int count = 0;
       rc = cu_.device_get_count(&count);
       if (!CuOk("cuDeviceGetCount", rc)) return false;
-      if (count == 0) return Unavailable("no CUDA device");
+      if (count == 0) return Unavailable(ids::kProbeNoGpu, std::string("no CUDA device") + kNoGpuHint);
+      if (o_.check_only) r_.detail = std::to_string(count) + " CUDA device(s)";
       if (o_.gpu_bus_id.empty() && o_.device >= count) {
         r_.detail = "device " + std::to_string(o_.device) + " requested, " + std::to_string(count) +
                     " present";
         return false;
       }
+    }
+    if (o_.check_only) {  // the libraries load and the driver answers: enough for the check
+      r_.outcome = ProbeOutcome::kPass;
+      return false;
     }
     if (!o_.gpu_bus_id.empty()) {
       if (cu_.device_get_by_pci_bus_id == nullptr) {
@@ -541,6 +558,7 @@ StatusOr<ChildOptions> ParseChildArgs(const std::vector<std::string>& args) {
           .Repeated({"--nccl-lib"}, &o.nccl_library_paths)
           .Repeated({"--cuda-lib"}, &o.cuda_library_paths)
           .Switch({"--only-configured-libs"}, &only_configured)
+          .Switch({"--check"}, &o.check_only)
           .String({"--lib-root"}, &o.library_root)
           .Custom({"--spawn-ns"},
                   [&o](const std::string& v) -> Status {

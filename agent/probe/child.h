@@ -49,6 +49,9 @@ struct ChildOptions {
   std::vector<std::string> cuda_library_paths;
   bool default_library_search = true;
   std::string library_root = "/";
+  // --check: load the libraries, read NCCL's version, cuInit and count the devices, then pass
+  // (no communicator, no GPU memory): the agent's start-up availability check.
+  bool check_only = false;
   int unique_id_fd = 0;                       // ranks > 0 read the id line from here
   std::optional<int64_t> spawn_monotonic_ns;  // CLOCK_MONOTONIC at spawn (for startup_seconds)
 };

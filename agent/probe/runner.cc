@@ -13,6 +13,7 @@
 #include "classify/classifier.h"
 #include "core/catalogue.h"
 #include "core/ids.h"
+#include "core/probe_availability.h"
 #include "probe/child.h"
 #include "probe/environment.h"
 
@@ -67,26 +68,6 @@ bool IsFailure(ProbeOutcome o) {
   return o == ProbeOutcome::kFail || o == ProbeOutcome::kTimeout || o == ProbeOutcome::kCrashed;
 }
 
-// Puts the probe's own cause first in the classification (and makes it the class when the log
-// itself explains nothing).
-void PrependCause(Classification& c, CauseId id, const std::string& evidence) {
-  const CauseInfo& info = id.info();
-  ClassifiedCause cause;
-  cause.cause = std::string(id.str());
-  cause.fault_class = info.fault_class;
-  cause.confidence = 1.0;
-  cause.evidence.push_back(LogLine{0, evidence});
-  cause.remedy = std::string(info.remedy);
-  auto dup = std::find_if(c.causes.begin(), c.causes.end(),
-                          [&](const ClassifiedCause& x) { return x.cause == id; });
-  if (dup != c.causes.end()) c.causes.erase(dup);
-  c.causes.insert(c.causes.begin(), std::move(cause));
-  if (c.fault_class == FaultClass::kHealthy || c.fault_class == FaultClass::kUnknown) {
-    c.fault_class = info.fault_class;
-    c.reason = evidence;
-  }
-}
-
 }  // namespace
 
 std::optional<ProbeResult> ParseChildOutput(const std::string& out) {
@@ -134,12 +115,20 @@ void ApplyLogRules(ProbeResult& r, const std::optional<Classification>& log) {
   if (r.outcome == ProbeOutcome::kFail && r.mismatches > 0) {
     own_cause.emplace(ids::kProbeData, r.detail);
   }
+  if (auto cause = UnavailableCause(r); cause && !r.classification) {
+    // The child's reason for not running, as a cause the coordinator's verdict can name.
+    if (const CauseInfo* info = FindCause(*cause)) {
+      Classification c;
+      PrependCause(c, *info, r.detail);
+      r.classification = std::move(c);
+    }
+  }
   if (!IsFailure(r.outcome)) return;
   Classification c = log.value_or(Classification{});
   if (own_cause) {
-    PrependCause(c, own_cause->first, own_cause->second);
+    PrependCause(c, own_cause->first.info(), own_cause->second);
   } else if (r.cuda_result && c.causes.empty()) {
-    PrependCause(c, ids::kCudaDriver, r.detail);
+    PrependCause(c, ids::kCudaDriver.info(), r.detail);
   }
   r.classification = std::move(c);
 }
@@ -207,7 +196,7 @@ ProbeResult InterpretChild(const ProbeRequest& req, const SubprocessResult& proc
     }
   }
   r.duration_seconds = proc.seconds;
-  ApplyLogRules(r, log);
+  if (!req.check_only) ApplyLogRules(r, log);  // the check runs no collective: no transport
   return r;
 }
 
@@ -322,6 +311,7 @@ std::vector<std::string> ProbeRunner::ChildArgv(const ProbeRequest& req,
     argv.push_back(p);
   }
   if (!options_.default_library_search) argv.push_back("--only-configured-libs");
+  if (req.check_only) argv.push_back("--check");
   return argv;
 }
 
@@ -357,6 +347,19 @@ StatusOr<std::unique_ptr<ProbeChildProcess>> ProbeRunner::Start(const ProbeReque
   if (!proc.ok()) return proc.status();
   return std::make_unique<ProbeChildProcess>(req, log_path, config_.timeout_seconds,
                                              std::move(*proc));
+}
+
+ProbeResult ProbeRunner::CheckLibraries() const {
+  ProbeRequest req;
+  req.nranks = 1;
+  req.tag = "check";
+  req.check_only = true;
+  auto kid = Start(req);
+  if (kid.ok()) return (*kid)->Finish();
+  SubprocessResult failed;
+  failed.kind = ExitKind::kSpawnFailed;
+  failed.error = kid.status().message();
+  return InterpretChild(req, failed, std::nullopt, config_.timeout_seconds, "");
 }
 
 std::vector<ProbeResult> ProbeRunner::RunLocalRanks(ProbeMode mode, int nranks) const {

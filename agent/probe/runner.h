@@ -57,6 +57,8 @@ struct ProbeRequest {
   // Intra-node variants (ProbeEnvOptions): NCCL_P2P_LEVEL and NCCL_SHM_DISABLE=1.
   std::optional<std::string> p2p_level;
   bool shm_disable = false;
+  // The library check (`probe --child --check`): load, version, cuInit, count; no collective.
+  bool check_only = false;
 };
 
 // A started child. Rank 0 prints the unique id; other ranks wait for it on stdin.
@@ -119,6 +121,10 @@ class ProbeRunner {
   // result is not run, "cancelled".
   std::vector<ProbeResult> RunRanks(std::vector<ProbeRequest> requests,
                                     std::stop_token stop = {}) const;
+  // Whether probes can run here at all: one child loads NCCL and the CUDA driver, reads NCCL's
+  // version and counts the GPUs, in a second or two. Pass: they can (the result carries the
+  // version and the library's path); unavailable: why not (ProbeResult::unavailable_cause).
+  ProbeResult CheckLibraries() const;
 
  private:
   ProbeConfig config_;

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -127,6 +128,17 @@ class SignalBlock {
   sigset_t old_{};
 };
 
+// The node object, asked up to three times while the answer says a retry can help (the API
+// server restarting as the DaemonSet rolls out): its labels choose the node's pool once, at start.
+KubeResponse GetNodeWithRetries(KubeClient& kube, const std::string& node) {
+  KubeResponse r = kube.GetNode(node);
+  for (int attempt = 1; attempt < 3 && r.Retryable(); ++attempt) {
+    std::this_thread::sleep_for(std::chrono::seconds(2 * attempt));
+    r = kube.GetNode(node);
+  }
+  return r;
+}
+
 }  // namespace
 
 int RunAgentCommand(CliContext& ctx) {
@@ -189,9 +201,53 @@ int RunAgentCommand(CliContext& ctx) {
       return snapshot;
     };
   }
+  // Step: the Kubernetes client, when running in a pod and something needs it (publication, or
+  // the node's labels for config.pools).
+  std::unique_ptr<KubeClient> kube;
+  std::string kube_error;
+  const bool wants_kube =
+      config.agent.annotate_pod || config.agent.node_condition || config.agent.events;
+  const std::string kube_host = Env("KUBERNETES_SERVICE_HOST");
+  if ((wants_kube || !config.pools.empty()) && !kube_host.empty()) {
+    InClusterOptions kube_options;
+    kube_options.host = kube_host;
+    std::string kube_port = Env("KUBERNETES_SERVICE_PORT");
+    kube_options.port = kube_port.empty() ? 443 : std::atoi(kube_port.c_str());
+    auto client = InClusterKubeClient::Create(kube_options);
+    if (client.ok()) {
+      kube = std::move(client).value();
+    } else {
+      kube_error = client.status().message();
+    }
+  }
+
+  // Step: the node pool (config.pools): its expectations replace the top-level ones here. A node
+  // whose labels cannot be read is judged by the top-level expect, and says so.
+  std::string pool;
+  if (!config.pools.empty()) {
+    std::string why;
+    if (node.empty()) {
+      why = "no node name (NODE_NAME or --node)";
+    } else if (!kube) {
+      why = kube_host.empty() ? "not running in Kubernetes" : kube_error;
+    } else if (KubeResponse r = GetNodeWithRetries(*kube, node); !r.ok()) {
+      why = "GET node " + node + ": " + r.Describe();
+    } else if (const PoolConfig* chosen = SelectPool(config.pools, NodeLabelsFromJson(r.body))) {
+      pool = chosen->name;
+      config.expect = chosen->expect;
+      log.Info("agent", "node pool " + pool + ": its expect applies");
+    } else {
+      log.Info("agent", "node " + node + " is in no pool: the top-level expect applies");
+    }
+    if (!why.empty()) {
+      log.Warn("agent", "node pools ignored, the top-level expect applies: cannot read the "
+                        "node's labels (" + why + ")");
+    }
+  }
   JudgeFn judge = MakeBuiltinJudgeFn(config);
 
   AgentState state(node, NCCL_TRIAGE_VERSION, clock.NowUnixMs());
+  state.SetPool(pool);
   AgentOptions options;
   options.node = node;
   options.interval = std::chrono::seconds(std::max(1, config.agent.interval_seconds));
@@ -231,6 +287,7 @@ int RunAgentCommand(CliContext& ctx) {
   auto probe_runner = std::make_shared<const ProbeRunner>(config.probe, probe_options);
   agent.SetProbeRunner(MakeRunnerProbeFn(probe_runner));
   agent.SetIntraNodeProbe(MakeIntraNodeFn(probe_runner, config.probe.allow_when_gpus_busy));
+  agent.SetLibraryCheck([probe_runner] { return probe_runner->CheckLibraries(); });
 
   // Step: metrics and HTTP endpoints.
   SignalBlock signals;
@@ -252,20 +309,11 @@ int RunAgentCommand(CliContext& ctx) {
                         std::to_string(*port) + " (root " + flags.root + ")");
 
   // Step: Kubernetes publication, when running in a pod.
-  std::unique_ptr<KubeClient> kube;
   std::unique_ptr<KubePublisher> publisher;
-  bool wants_kube = config.agent.annotate_pod || config.agent.node_condition || config.agent.events;
-  std::string kube_host = Env("KUBERNETES_SERVICE_HOST");
   if (wants_kube && !kube_host.empty()) {
-    InClusterOptions kube_options;
-    kube_options.host = kube_host;
-    std::string kube_port = Env("KUBERNETES_SERVICE_PORT");
-    kube_options.port = kube_port.empty() ? 443 : std::atoi(kube_port.c_str());
-    auto client = InClusterKubeClient::Create(kube_options);
-    if (!client.ok()) {
-      log.Warn("kube", "no Kubernetes publication: " + client.status().message());
+    if (!kube) {
+      log.Warn("kube", "no Kubernetes publication: " + kube_error);
     } else {
-      kube = std::move(client).value();
       KubePublisherOptions p;
       p.node = node;
       p.pod_namespace = Env("POD_NAMESPACE");

@@ -86,6 +86,7 @@ void AgentState::SetCycle(std::shared_ptr<const NodeReport> report,
 void AgentState::RecordProbe(ProbeResult result, int64_t now_unix_ms, int rail,
                              std::string ib_hca) {
   std::lock_guard lock(mu_);
+  if (auto a = AvailabilityFromProbe(result, now_unix_ms)) state_.probe_availability = std::move(*a);
   auto rec = std::make_shared<ProbeRecord>();
   rec->seq = ++probe_seq_;
   rec->recorded_at_unix_ms = now_unix_ms;
@@ -135,6 +136,18 @@ void AgentState::SetCoordinatorStatus(std::string status) {
   std::lock_guard lock(mu_);
   if (state_.coordinator_status == status) return;
   state_.coordinator_status = std::move(status);
+  BumpLocked();
+}
+
+void AgentState::SetProbeAvailability(ProbeAvailability availability) {
+  std::lock_guard lock(mu_);
+  state_.probe_availability = std::move(availability);
+  BumpLocked();
+}
+
+void AgentState::SetPool(std::string pool) {
+  std::lock_guard lock(mu_);
+  state_.pool = std::move(pool);
   BumpLocked();
 }
 

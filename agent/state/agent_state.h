@@ -23,6 +23,7 @@
 
 #include "core/decision.h"
 #include "core/model.h"
+#include "core/probe_availability.h"
 #include "core/probe_result.h"
 #include "core/report.h"
 #include "core/snapshot.h"
@@ -105,6 +106,9 @@ struct AgentStateView {
   std::shared_ptr<const std::vector<WorkloadFinding>> workloads;          // never null
   int64_t last_probe_unix_ms = 0;  // 0 until a probe was recorded
   std::string coordinator_status;  // "standalone", or a line from the coordinator link
+  // Whether probes can run here and why not: the start-up library check, then every probe.
+  ProbeAvailability probe_availability;
+  std::string pool;  // the node pool whose expectations this node is judged by ("" : none)
   uint64_t generation = 0;         // increases with every change
 
   // The verdict to publish: the coordinator's (basis probes) when it sent one, else the checks'.
@@ -130,13 +134,16 @@ class AgentState {
                 std::shared_ptr<const SnapshotSummary> summary, int64_t started_unix_ms,
                 int64_t finished_unix_ms, std::string error);
 
-  // The coordinator link (through AgentServices).
+  // The coordinator link (through AgentServices). A result also updates probe_availability.
   // `rail` >= 0: the IB probe of that rail (selected by `ib_hca`), kept in rail_probes.
   void RecordProbe(ProbeResult result, int64_t now_unix_ms, int rail = -1, std::string ib_hca = {});
   void SetPairVerdict(const std::string& peer, PairVerdict verdict, int64_t now_unix_ms);
   void RemovePeer(const std::string& peer);  // its probe results and pair verdict vanish
   void SetProbeVerdict(std::optional<NodeVerdict> verdict);
   void SetCoordinatorStatus(std::string status);
+  // The library check's verdict (RecordProbe also updates it from each probe that ran).
+  void SetProbeAvailability(ProbeAvailability availability);
+  void SetPool(std::string pool);
 
   // The workload engineer's checks (replaces the whole list each pass).
   void SetWorkloadFindings(std::vector<WorkloadFinding> findings);

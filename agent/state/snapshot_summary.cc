@@ -149,7 +149,8 @@ nlohmann::json ToJson(const SnapshotSummary& s) {
           {"ports", ports},
           {"memlock_limit_bytes", opt(s.memlock_limit_bytes)},
           {"shm_size_bytes", opt(s.shm_size_bytes)},
-          {"expected_ib_bytes_per_second", opt(s.expected_ib_bytes_per_second)}};
+          {"expected_ib_bytes_per_second", opt(s.expected_ib_bytes_per_second)},
+          {"pool", s.pool}};
 }
 
 }  // namespace nccl_triage

@@ -43,6 +43,7 @@ struct SnapshotSummary {
   // highest rate among the node's ports (a degraded port must not lower the expectation).
   std::optional<double> expected_ib_bytes_per_second;
   std::vector<Rail> rails;  // core/rails.h: each HCA port with its closest GPU
+  std::string pool;         // the config.pools entry whose expect judged this node ("": none)
 };
 
 // The port error counters nccl-triage exports (names of files under ports/<n>/counters/).

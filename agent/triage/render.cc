@@ -10,18 +10,32 @@
 namespace nccl_triage::triage {
 namespace {
 
+// An incident's class is a verdict: which path failed (README "The decision table"). Where the
+// fix lives is the class of its cause in the catalogue, which can differ (limits.memlock breaks
+// only the IB path, and is fixed in the host or container setup): FixLine says so.
 std::string Meaning(FaultClass c) {
   switch (c) {
     case FaultClass::kHealthy:
       return "NCCL did not fail";
     case FaultClass::kArchitecture:
-      return "the fix is in the host, container or version setup";
+      return "NCCL fails without InfiniBand too";
     case FaultClass::kIbResource:
-      return "the fix is in the fabric, the HCA or the RDMA stack";
+      return "the InfiniBand/RDMA path fails, sockets work";
     case FaultClass::kUnknown:
       break;
   }
   return "nothing to conclude";
+}
+
+std::string FixPlace(FaultClass c) {
+  switch (c) {
+    case FaultClass::kArchitecture:
+      return "the host, container or version setup";
+    case FaultClass::kIbResource:
+      return "the fabric, the HCA or the RDMA stack";
+    default:
+      return "";
+  }
 }
 
 std::string Time(const std::optional<int64_t>& ns) {
@@ -78,7 +92,11 @@ std::string RenderIncidentTable(const Incident& in, const KeepOutcome& kept, siz
   o += "\n";
   if (!in.cause.empty()) {
     const CauseInfo* info = FindCause(in.cause);
-    o += "cause:    " + in.cause + (info != nullptr ? "  " + std::string(info->title) : "") + "\n";
+    o += "cause:    " + in.cause + (info != nullptr ? "  " + std::string(info->title) : "");
+    if (info != nullptr && !FixPlace(info->fault_class).empty()) {
+      o += "; the fix is in " + FixPlace(info->fault_class);
+    }
+    o += "\n";
   }
   o += "reason:   " + Printable(in.reason) + "\n";
   if (in.first) {

@@ -4,7 +4,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
+#include <utility>
 
 namespace nccl_triage {
 namespace {
@@ -294,6 +296,91 @@ TEST(ConfigDump, WritesEveryKey) {
     const std::string leaf(k.key.substr(k.key.find('.') + 1));
     EXPECT_NE(dump.find("\n  " + leaf + ":"), std::string::npos) << k.key << "\n" << dump;
   }
+}
+
+constexpr std::string_view kTwoPools = R"(expect:
+  nofile_min: 100000
+  rate_gbps: 100
+pools:
+  - name: h100
+    selector:
+      node.kubernetes.io/instance-type: p5.48xlarge
+    expect:
+      hcas: 8
+      rate_gbps: 400
+  - name: a100
+    selector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB, pool: training}
+    expect:
+      hcas: 4
+      rate_gbps: null
+)";
+
+TEST(ConfigPools, EachPoolsExpectIsTheTopLevelOneWithItsOwnKeysOver) {
+  const Config c = Load(kTwoPools);
+  ASSERT_EQ(c.pools.size(), 2u);
+  EXPECT_EQ(c.pools[0].name, "h100");
+  EXPECT_EQ(c.pools[0].selector.at("node.kubernetes.io/instance-type"), "p5.48xlarge");
+  EXPECT_EQ(c.pools[0].expect.hcas, 8);
+  EXPECT_EQ(c.pools[0].expect.rate_gbps, 400);
+  EXPECT_EQ(c.pools[0].expect.nofile_min, 100000u);  // inherited
+  EXPECT_EQ(c.pools[1].selector.size(), 2u);
+  EXPECT_EQ(c.pools[1].expect.hcas, 4);
+  EXPECT_FALSE(c.pools[1].expect.rate_gbps);  // null: derived from the node again
+  EXPECT_EQ(c.expect.rate_gbps, 100);         // the top level is untouched
+  EXPECT_FALSE(c.expect.hcas);
+}
+
+TEST(ConfigPools, AreRejectedWithTheLineOfWhatIsWrong) {
+  const std::pair<std::string_view, std::string_view> cases[] = {
+      {"pools:\n  - name: a\n    selectr: {x: y}\n",
+       "config:3: unknown key 'pools[0].selectr' (a pool has name, selector and expect)"},
+      {"pools:\n  - name: a\n    selector: {x: y}\n    expect:\n      hca: 8\n",
+       "config:5: unknown key 'expect.hca' (did you mean 'expect.hcas'?)"},
+      {"pools:\n  - name: a\n    selector: {x: y}\n    expect: {hcas: many}\n",
+       "config:4: expect.hcas: expected an integer, got 'many'"},
+      {"pools:\n  - selector: {x: y}\n", "config:2: pools[0]: name is required"},
+      {"pools:\n  - name: a\n", "config:2: pools[0]: selector is required"},
+      {"pools:\n  - name: a\n    selector: {}\n",
+       "config:3: pools[0].selector: expected a mapping of node labels to values"},
+      {"pools:\n  - {name: a, selector: {x: y}}\n  - {name: a, selector: {x: z}}\n",
+       "config:3: pools[1]: duplicate pool name 'a'"},
+      {"pools:\n  - name: \"a b\"\n    selector: {x: y}\n",
+       "config:2: pools[0].name: expected 1-63 letters, digits, '.', '_' or '-'"},
+      {"pools: {name: a}\n", "config:1: pools: expected a list of {name, selector, expect}"},
+      {"pools:\n  - name: a\n    selector:\n      x: y\n      x: z\n",
+       "config:5: pools[0].selector: duplicate label 'x'"},
+  };
+  for (const auto& [yaml, error] : cases) EXPECT_EQ(ErrorOf(yaml), error) << yaml;
+}
+
+TEST(ConfigPools, DumpLoadsBackEqual) {
+  const Config c = Load(kTwoPools);
+  const std::string dump = DumpConfig(c);
+  auto back = LoadConfigFromString(dump);
+  ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << dump;
+  EXPECT_EQ(*back, c) << dump;
+}
+
+TEST(SelectPool, TheFirstPoolWhoseEverySelectorLabelMatchesWins) {
+  const Config c = Load(kTwoPools);
+  std::map<std::string, std::string> labels = {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"},
+                                               {"pool", "training"},
+                                               {"kubernetes.io/hostname", "gpu-7"}};
+  const PoolConfig* p = SelectPool(c.pools, labels);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->name, "a100");
+  labels["node.kubernetes.io/instance-type"] = "p5.48xlarge";  // matches both: the first wins
+  EXPECT_EQ(SelectPool(c.pools, labels)->name, "h100");
+}
+
+TEST(SelectPool, ANodeInNoPoolGetsNone) {
+  const Config c = Load(kTwoPools);
+  EXPECT_EQ(SelectPool(c.pools, {{"pool", "training"}}), nullptr);  // one label of two
+  EXPECT_EQ(SelectPool(c.pools, {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"},
+                                 {"pool", "inference"}}),
+            nullptr);  // a value differs
+  EXPECT_EQ(SelectPool(c.pools, {}), nullptr);
+  EXPECT_EQ(SelectPool({}, {{"pool", "training"}}), nullptr);
 }
 
 TEST(ConfigFile, LoadsAFileAndReportsAMissingOne) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
 
@@ -49,12 +50,18 @@ class AgentTest : public ::testing::Test {
   AgentState state_{"gpu-node-1", "test", clock_.NowUnixMs()};
 
   // An agent on a healthy node whose checks find nothing, for the probe tests.
-  std::unique_ptr<Agent> ProbingAgent() {
+  std::unique_ptr<Agent> ProbingAgent() { return HealthyAgent(AgentOptions{}, clock_); }
+  // The same on the real clock, cycling every 20 ms, for the tests that run its loop and link.
+  std::unique_ptr<Agent> LoopingAgent() { return HealthyAgent({.interval = 20ms}, real_clock_); }
+
+ private:
+  std::unique_ptr<Agent> HealthyAgent(AgentOptions options, Clock& clock) {
     return std::make_unique<Agent>(
-        AgentOptions{}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
+        std::move(options), []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
         [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
-        clock_, log_);
+        clock, log_);
   }
+  SystemClock real_clock_;
 };
 
 TEST_F(AgentTest, CycleStoresReportSummaryAndPassesThePreviousSnapshotToTheChecks) {
@@ -200,11 +207,8 @@ bool RunWithFakeLink(Agent& agent, const std::function<void()>& meanwhile = {}) 
 }
 
 TEST_F(AgentTest, TheCoordinatorLinkRunsProbesAndSetsVerdictsThroughServices) {
-  SystemClock real_clock;
-  Agent agent(
-      {.interval = 20ms}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
-      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
-      real_clock, log_);
+  auto looping = LoopingAgent();
+  Agent& agent = *looping;
   agent.SetProbeRunner([](const ProbeAssignment& a, std::stop_token) {
     ProbeResult r;
     r.outcome = ProbeOutcome::kFail;
@@ -226,11 +230,8 @@ TEST_F(AgentTest, TheCoordinatorLinkRunsProbesAndSetsVerdictsThroughServices) {
 }
 
 TEST_F(AgentTest, TheIntraNodeProbeRunsOnceBeforeThePairingAndItsFindingJoinsTheReport) {
-  SystemClock real_clock;
-  Agent agent(
-      {.interval = 20ms}, []() -> StatusOr<NodeSnapshot> { return Snapshot(0); },
-      [](const NodeSnapshot&, const NodeSnapshot*) { return std::vector<Finding>{}; }, state_,
-      real_clock, log_);
+  auto looping = LoopingAgent();
+  Agent& agent = *looping;
   std::atomic<int> intra_runs{0};
   std::atomic<int> probes_before_intra{0};
   std::atomic<int> probes{0};
@@ -261,6 +262,59 @@ TEST_F(AgentTest, TheIntraNodeProbeRunsOnceBeforeThePairingAndItsFindingJoinsThe
   ASSERT_EQ(report->findings.size(), 1u);
   EXPECT_EQ(report->findings[0].check, "probe.intra_node");
   EXPECT_EQ(report->fault_class, FaultClass::kArchitecture);
+}
+
+TEST_F(AgentTest, TheLibraryCheckSetsAvailabilityAndABlindNodeCarriesTheCauseAsAFinding) {
+  auto looping = LoopingAgent();
+  Agent& agent = *looping;
+  auto blind = [] {
+    ProbeResult r;
+    r.outcome = ProbeOutcome::kUnavailable;
+    r.unavailable_cause = "probe.no_gpu";
+    r.detail = "cuInit: CUDA_ERROR_NO_DEVICE (100)";
+    return r;
+  };
+  agent.SetLibraryCheck(blind);
+  agent.SetProbeRunner([&](const ProbeAssignment&, std::stop_token) { return blind(); });
+  EXPECT_EQ(state_.View().probe_availability.reason, "pending");
+  ASSERT_TRUE(RunWithFakeLink(agent, [this] {
+    for (int i = 0; i < 30000; ++i) {  // generous: CI machines are loaded
+      auto report = state_.View().report;
+      if (report && !report->findings.empty()) return;
+      std::this_thread::sleep_for(1ms);
+    }
+  }));
+  EXPECT_EQ(state_.View().probe_availability.reason, "no_gpu");
+  auto report = state_.View().report;
+  ASSERT_TRUE(report);
+  ASSERT_EQ(report->findings.size(), 1u);
+  EXPECT_EQ(report->findings[0].check, "probe.no_gpu");
+  EXPECT_EQ(report->findings[0].status, CheckStatus::kWarn);
+  EXPECT_NE(log_text_.str().find("probes cannot run (no_gpu)"), std::string::npos);
+}
+
+TEST_F(AgentTest, TheCycleSummaryNamesThePoolWhoseExpectJudgedTheNode) {
+  auto agent = ProbingAgent();
+  state_.SetPool("h100-ndr");
+  agent->RunCycle();
+  auto summary = state_.View().summary;
+  ASSERT_TRUE(summary);
+  EXPECT_EQ(summary->pool, "h100-ndr");
+  EXPECT_EQ(ToJson(*summary)["pool"], "h100-ndr");  // /status "snapshot"
+}
+
+TEST_F(AgentTest, AProbeThatRanMakesTheProbesAvailable) {
+  auto agent = ProbingAgent();
+  agent->SetProbeRunner([](const ProbeAssignment&, std::stop_token) {
+    ProbeResult r;
+    r.outcome = ProbeOutcome::kFail;  // it loaded NCCL and found its GPU: available
+    r.nccl_version = "2.21.5";
+    return r;
+  });
+  std::stop_source stop;
+  agent->RunProbe({.peer = "n2", .mode = ProbeMode::kIb}, stop.get_token());
+  EXPECT_TRUE(state_.View().probe_availability.available());
+  EXPECT_EQ(state_.View().probe_availability.nccl_version, "2.21.5");
 }
 
 TEST_F(AgentTest, WithoutAProbeRunnerAProbeIsUnavailableNotAFailure) {

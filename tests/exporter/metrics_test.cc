@@ -270,6 +270,27 @@ TEST_F(MetricsTest, WorkloadChecksAreOneHotPerContainerAndCheck) {
   EXPECT_EQ(Count(fams, "nccl_triage_workload_check_status"), 0u);
 }
 
+TEST_F(MetricsTest, ProbeAvailabilityIsOneSeriesWhoseReasonSaysWhyAndPoolLabelsTheNode) {
+  auto fams = metrics_.Collect();
+  EXPECT_EQ(Count(fams, "nccl_triage_probe_available"), 1u);
+  EXPECT_EQ(Value(fams, "nccl_triage_probe_available", {{"reason", "pending"}}), 0);
+  ProbeAvailability blind;
+  blind.reason = "no_gpu";
+  blind.cause = "probe.no_gpu";
+  state_.SetProbeAvailability(blind);
+  state_.SetPool("h100");
+  fams = metrics_.Collect();
+  EXPECT_EQ(Count(fams, "nccl_triage_probe_available"), 1u);  // the old reason is gone
+  EXPECT_EQ(Value(fams, "nccl_triage_probe_available", {{"reason", "no_gpu"}, {"pool", "h100"}}),
+            0);
+  EXPECT_EQ(Value(fams, "nccl_triage_node_verdict", {{"class", "unknown"}, {"pool", "h100"}}), 1);
+  ProbeAvailability ok;
+  ok.reason = std::string(kProbesAvailable);
+  state_.SetProbeAvailability(ok);
+  fams = metrics_.Collect();
+  EXPECT_EQ(Value(fams, "nccl_triage_probe_available", {{"reason", "ok"}}), 1);
+}
+
 TEST_F(MetricsTest, FreshnessAppearsOnlyAfterTheFirstCycle) {
   auto fams = metrics_.Collect();
   EXPECT_EQ(Count(fams, "nccl_triage_last_check_timestamp_seconds"), 0u);

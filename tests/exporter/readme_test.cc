@@ -86,6 +86,7 @@ TEST(Readme, MetricTableMatchesWhatAFullScrapeExports) {
                      1000);
   testing::FillPeers(state, 2, 2000);
   testing::FillRailProbes(state, 2, 2000);
+  state.SetPool("a100-hdr");  // a node in a config.pools entry
   state.SetWorkloadFindings({{"ns", "pod", "c", testing::TestFinding("limits.memlock",
                                                                     FaultClass::kArchitecture,
                                                                     CheckStatus::kFail)}});

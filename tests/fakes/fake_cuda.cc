@@ -8,7 +8,8 @@
 // lets through its allow-list:
 //   NCCL_FAKE_ROOT    a fixture root; the GPU name and bus id come from
 //                     <root>/proc/driver/nvidia/gpus/<bdf>/information when present
-//   NCCL_FAKE_FAULTS  comma list; "no_gpu" makes cuInit return CUDA_ERROR_NO_DEVICE (100)
+//   NCCL_FAKE_FAULTS  comma list; "no_gpu" makes cuInit return CUDA_ERROR_NO_DEVICE (100),
+//                     "stub_driver" CUDA_ERROR_STUB_LIBRARY (34: the toolkit's stub libcuda)
 #include <dirent.h>
 
 #include <algorithm>
@@ -33,6 +34,7 @@ constexpr CUresult kSuccess = 0;
 constexpr CUresult kInvalidValue = 1;
 constexpr CUresult kOutOfMemory = 2;
 constexpr CUresult kNotInitialized = 3;
+constexpr CUresult kStubLibrary = 34;
 constexpr CUresult kNoDevice = 100;
 constexpr CUresult kInvalidDevice = 101;
 constexpr CUresult kNotReady = 600;
@@ -135,6 +137,7 @@ constexpr ErrorText kErrorTexts[] = {
     {kOutOfMemory, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
     {kNotInitialized, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
     {kNoDevice, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {kStubLibrary, "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"},
     {kInvalidDevice, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {kNotReady, "CUDA_ERROR_NOT_READY", "device not ready"},
 };
@@ -153,6 +156,7 @@ extern "C" {
 CUresult cuInit(unsigned int flags) {
   if (flags != 0) return kInvalidValue;
   if (HasFault("no_gpu")) return kNoDevice;
+  if (HasFault("stub_driver")) return kStubLibrary;
   g_initialized = true;
   return kSuccess;
 }

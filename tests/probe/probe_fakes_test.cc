@@ -11,6 +11,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "core/decision.h"
 #include "probe/intra_node.h"
 #include "probe/pair_local.h"
 #include "probe/runner.h"
@@ -224,6 +225,61 @@ TEST(ProbeWithFakes, NoGpuIsUnavailableNotAFault) {
   auto ranks = MakeRunner("no_gpu").RunLocalRanks(ProbeMode::kSocket);
   EXPECT_EQ(ranks[0].outcome, ProbeOutcome::kUnavailable);
   EXPECT_EQ(ranks[0].cuda_result, 100);
+}
+
+TEST(ProbeWithFakes, NoGpuNamesItsCauseAndWhereToLook) {
+  auto ranks = MakeRunner("no_gpu").RunLocalRanks(ProbeMode::kSocket);
+  EXPECT_EQ(ranks[0].unavailable_cause, "probe.no_gpu");
+  EXPECT_THAT(ranks[0].detail, HasSubstr("CUDA_ERROR_NO_DEVICE"));
+  EXPECT_THAT(ranks[0].detail, HasSubstr("NVIDIA_VISIBLE_DEVICES"));
+  ASSERT_TRUE(ranks[0].classification.has_value());  // what the coordinator receives
+  ASSERT_FALSE(ranks[0].classification->causes.empty());
+  EXPECT_EQ(ranks[0].classification->causes[0].cause, "probe.no_gpu");
+  // And the pair's verdict names it.
+  ProbeResult merged = MergeRankResults(ranks);
+  DecisionInputs in;
+  in.socket = merged.outcome;
+  in.socket_result = &merged;
+  EXPECT_EQ(Decide(in).causes, (std::vector<std::string>{"probe.no_gpu"}));
+}
+
+TEST(ProbeWithFakes, TheStubDriverIsNoCudaNotNoGpu) {
+  ProbeResult r = MakeRunner("stub_driver").CheckLibraries();
+  EXPECT_EQ(r.outcome, ProbeOutcome::kUnavailable);
+  EXPECT_EQ(r.unavailable_cause, "probe.no_cuda");
+  EXPECT_THAT(r.detail, HasSubstr("CUDA_ERROR_STUB_LIBRARY"));
+  EXPECT_THAT(r.detail, HasSubstr("did not mount the driver"));
+}
+
+TEST(ProbeWithFakes, MissingNcclNamesProbeNoNccl) {
+  auto ranks = MakeRunner("", "", 20, "/nonexistent/nccl").RunLocalRanks(ProbeMode::kSocket);
+  EXPECT_EQ(ranks[0].unavailable_cause, "probe.no_nccl");
+}
+
+TEST(ProbeWithFakes, TheLibraryCheckLoadsNcclAndCountsTheGpusWithoutACollective) {
+  ProbeResult r = MakeRunner("").CheckLibraries();
+  EXPECT_EQ(r.outcome, ProbeOutcome::kPass) << r.detail;
+  EXPECT_FALSE(r.nccl_version.empty());
+  EXPECT_THAT(r.nccl_library, HasSubstr("libnccl.so.2"));
+  EXPECT_THAT(r.detail, HasSubstr("CUDA device(s)"));
+  EXPECT_TRUE(r.transport.empty());  // no communicator, no channel
+}
+
+TEST(ProbeWithFakes, TheLibraryCheckReportsNcclsVersionEvenWithoutTheDriver) {
+  ProbeConfig c = MakeRunner("").config();
+  c.cuda_library_paths = {"/nonexistent/cuda"};
+  ProbeRunner runner(c, MakeRunner("").options());
+  ProbeResult r = runner.CheckLibraries();
+  EXPECT_EQ(r.outcome, ProbeOutcome::kUnavailable);
+  EXPECT_EQ(r.unavailable_cause, "probe.no_cuda");
+  EXPECT_THAT(r.detail, HasSubstr("libcuda.so.1 not found"));
+  EXPECT_FALSE(r.nccl_version.empty());
+}
+
+TEST(ProbeWithFakes, TheLibraryCheckSaysWhyProbesCannotRun) {
+  EXPECT_EQ(MakeRunner("no_gpu").CheckLibraries().unavailable_cause, "probe.no_gpu");
+  EXPECT_EQ(MakeRunner("", "", 20, "/nonexistent/nccl").CheckLibraries().unavailable_cause,
+            "probe.no_nccl");
 }
 
 TEST(ProbeWithFakes, PeerDyingMidCollectiveIsCrashedAndItsPeerSaysRemoteError) {

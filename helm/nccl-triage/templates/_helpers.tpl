@@ -36,7 +36,12 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
+{{- /*
+  image.registry, else global.imageRegistry (an umbrella chart's), before the repository.
+*/}}
 {{- define "nccl-triage.image" -}}
+{{- $registry := .Values.image.registry | default (dig "imageRegistry" "" (.Values.global | default dict)) -}}
+{{- if $registry }}{{ trimSuffix "/" $registry }}/{{ end -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
 
@@ -134,3 +139,11 @@ app.kubernetes.io/component: {{ .component }}
 checksum/token: {{ printf "%s/%s" .Release.Name $token | sha256sum }}
 {{- end }}
 {{- end }}
+
+{{- /*
+  Where the probes' libraries are mounted in the agent container (probe.nccl / probe.cuda). The
+  image's LD_LIBRARY_PATH names both (Dockerfile), so the probe child's loader finds libnccl.so.2
+  there first, and NCCL finds a libnccl-net*.so net plugin beside it.
+*/}}
+{{- define "nccl-triage.ncclDir" -}}/opt/nccl-triage/nccl{{- end }}
+{{- define "nccl-triage.cudaDir" -}}/opt/nccl-triage/cuda{{- end }}

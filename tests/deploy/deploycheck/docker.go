@@ -106,6 +106,17 @@ func readPackageList(path string) ([]string, string, error) {
 // buildTools are packages that must never reach the runtime image.
 var buildTools = regexp.MustCompile(`^(build-essential|gcc.*|g\+\+.*|cpp|clang.*|cmake|make|pkg-config|golang.*|protobuf-compiler.*|.*-dev)$`)
 
+// stageTextOf joins the arguments of a stage's instructions of one kind.
+func stageTextOf(s stage, op string) string {
+	var parts []string
+	for _, in := range s.instrs {
+		if in.op == op {
+			parts = append(parts, in.args)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
 // runDockerfile lints the Dockerfile structurally (docker itself cannot run in CI): two stages on
 // Debian 12, dependencies only from the shared package lists through scripts/install-deps.sh,
 // the CMake build with tests off, and a runtime stage without compilers, sources or -dev
@@ -125,7 +136,16 @@ func runDockerfile(c *checker, args []string) {
 		c.fatal(err)
 		return
 	}
-	if !c.check(len(stages) == 2, "want 2 stages (build, runtime), got %d", len(stages)) {
+	// An optional `nccl` stage between them fetches NCCL for the probes (NCCL_WHEEL); the runtime
+	// stage takes only its /out/ directory.
+	if len(stages) == 3 {
+		nccl := stages[1]
+		c.check(nccl.name == "nccl", "the middle stage is %q, want nccl", nccl.name)
+		c.check(regexp.MustCompile(`install-deps\.sh\s+\S*packages-nccl\.txt`).MatchString(stageTextOf(nccl, "RUN")),
+			"the nccl stage does not install its packages with install-deps.sh and packages-nccl.txt")
+		stages = []stage{stages[0], stages[2]}
+	}
+	if !c.check(len(stages) == 2, "want 2 stages (build, runtime) and optionally nccl, got %d", len(stages)) {
 		return
 	}
 	build, runtime := stages[0], stages[1]
@@ -212,6 +232,9 @@ func runDockerfile(c *checker, args []string) {
 				if from == "" {
 					c.check(s == "scripts/install-deps.sh" || s == "scripts/packages-runtime.txt",
 						"line %d: runtime stage copies %q from the build context", in.line, s)
+				} else if from == "nccl" {
+					c.check(s == "/out/" && f[len(f)-1] == "/opt/nccl-triage/nccl/",
+						"line %d: runtime stage copies %q from the nccl stage (only /out/ to /opt/nccl-triage/nccl/)", in.line, s)
 				} else {
 					c.check(from == "build", "line %d: copies from stage %q", in.line, from)
 					c.check(s == "/build/nccl-triage" || s == "/build/nccl-triage-server" || s == "/build/config.yaml",

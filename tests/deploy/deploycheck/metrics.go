@@ -21,6 +21,7 @@ var contractMetrics = map[string]string{
 	"nccl_triage_pair_verdict": "gauge", "nccl_triage_last_check_timestamp_seconds": "gauge",
 	"nccl_triage_last_probe_timestamp_seconds": "gauge", "nccl_triage_build_info": "gauge",
 	"nccl_triage_nccl_info": "gauge", "nccl_triage_workload_check_status": "gauge",
+	"nccl_triage_probe_available":              "gauge",
 	"nccl_triage_coordinator_agents_connected": "gauge", "nccl_triage_coordinator_sweeps_total": "counter",
 	"nccl_triage_coordinator_sweep_duration_seconds": "histogram", "nccl_triage_coordinator_probes_total": "counter",
 	"nccl_triage_coordinator_localised_faults": "gauge", "nccl_triage_coordinator_fault": "gauge",

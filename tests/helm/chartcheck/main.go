@@ -616,7 +616,9 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 		return err
 	}
 	data, _ := get(dash, "data").(obj)
-	c.check(data["nccl-triage-dashboard.json"] == string(file), "dashboard ConfigMap differs from files/nccl-triage-dashboard.json")
+	// The file's links are relative (README.md#...); the chart puts runbookBaseUrl in front.
+	wantDash := strings.ReplaceAll(string(file), `"url": "README.md`, `"url": "`+str(values, "runbookBaseUrl"))
+	c.check(data["nccl-triage-dashboard.json"] == wantDash, "dashboard ConfigMap differs from files/nccl-triage-dashboard.json with runbookBaseUrl")
 	if allOn {
 		c.check(str(dash, "metadata.namespace") == "monitoring", "dashboard namespace %q", str(dash, "metadata.namespace"))
 	}
@@ -868,6 +870,11 @@ func runReadmeValues(c *checker, readme, chartDir string) error {
 			c.check(s != nil, "README documents %s, which the schema does not know", d)
 		}
 	}
+	// A pool's expect takes the keys of config.expect: the schema holds a copy (no $ref in this
+	// renderer), which must not drift from the original.
+	c.check(reflect.DeepEqual(get(schema, "properties.config.properties.expect"),
+		get(schema, "properties.config.properties.pools.items.properties.expect")),
+		"values.schema.json: config.pools[].expect is not a copy of config.expect")
 	return nil
 }
 
@@ -909,8 +916,8 @@ func checkRules(c *checker, pr obj, chartDir string) {
 		if !c.check(err == nil, "%v", err) {
 			return
 		}
-		text := strings.ReplaceAll(string(b), "https://github.com/nccl-triage/nccl-triage/blob/main/README.md",
-			"https://docs.example/nccl-triage/README.md")
+		text := strings.ReplaceAll(string(b), "runbook_url: README.md",
+			"runbook_url: https://docs.example/nccl-triage/README.md")
 		var doc obj
 		if !c.check(yaml.Unmarshal([]byte(text), &doc) == nil, "%s is not YAML", f) {
 			return
