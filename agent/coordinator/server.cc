@@ -95,8 +95,13 @@ class CoordinatorServer::Impl::Stream final
 
   void OnReadDone(bool ok) override {
     if (!ok) {
+      // An agent never half-closes its stream: a read fails because it went away (it does not
+      // see this status then) or because a message did not parse, e.g. a string field that is
+      // not UTF-8, which must not end the stream as if all were well.
       impl_->OnStreamEnd(this, "stream closed");
-      Close(grpc::Status::OK);
+      Close(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                         "stream ended: a message could not be parsed (not protobuf, or a string "
+                         "that is not UTF-8), or the agent closed its side"));
       return;
     }
     if (!impl_->OnMessage(this, in_)) return;

@@ -130,6 +130,22 @@ TEST(ServerLogFormat, AnUnknownFormatIsRefusedWithTheChoices) {
   }
 }
 
+// An empty token file disabled authentication with only a warning; the coordinator refuses to
+// start now, with one line that names the file.
+TEST(ServerStartUp, CoordinatorRefusesToStartWithAnEmptyTokenFile) {
+  const fs::path dir = fs::temp_directory_path() / ("empty-token-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "token") << "\n";
+  std::ofstream(dir / "config.yaml") << "coordinator:\n  token_file: " << (dir / "token").string()
+                                     << "\n";
+  auto r = Exec(kServer, {"coordinator", "--config", (dir / "config.yaml").string(), "--listen",
+                          "127.0.0.1:0", "--http-listen", "127.0.0.1:0"});
+  fs::remove_all(dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("is empty: refusing to run without authentication"), std::string::npos)
+      << r.err;
+}
+
 TEST(ExecutablesSplit, SmallBinaryPointsServicesToTheServer) {
   for (const char* cmd : {"agent", "coordinator"}) {
     auto r = Exec(kBinary, {cmd});

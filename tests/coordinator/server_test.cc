@@ -210,6 +210,19 @@ TEST(CoordinatorMessages, HarmlessMalformedMessagesAreIgnoredAndTheStreamSurvive
 }
 
 // gRPC cannot parse them: the read fails and the coordinator ends that stream cleanly.
+// A hello whose node name is not UTF-8 does not parse (proto3 strings are UTF-8); the stream
+// ended with status OK, as if the agent had been served.
+TEST(CoordinatorMessages, AHelloThatIsNotUtf8EndsTheStreamWithAnError) {
+  Coordinator c;
+  RawAgent a(c.target, c.token);
+  a.Send(RawAgent::Hello("node-\xff\xfe"));
+  auto status = a.WaitEnd(5s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status->error_message();
+  EXPECT_NE(status->error_message().find("UTF-8"), std::string::npos);
+  EXPECT_EQ(c.server->ConnectedAgents(), 0u);
+}
+
 TEST(CoordinatorMessages, BytesThatAreNotAMessageCloseOnlyThatStream) {
   Coordinator c;
   auto good = c.Agent("node-good");

@@ -381,6 +381,40 @@ TEST(ProbePairLocalCli, ABadConfigFileIsAUsageError) {
   EXPECT_THAT(r.err, HasSubstr("nccl-triage probe:"));
 }
 
+// A --work-dir naming a file said healthy with exit 0, and one the probes cannot write to gave
+// `architecture`, blaming IB over sockets. Both are usage errors now, with one line.
+TEST(ProbePairLocalCli, AWorkDirThatIsAFileOrUnwritableIsAUsageError) {
+  const std::string file = std::filesystem::temp_directory_path() /
+                           ("work-dir-file-" + std::to_string(::getpid()));
+  std::ofstream(file) << "x";
+  auto r = RunCli("dgx-a100", {"--work-dir", file});
+  std::filesystem::remove(file);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("is not a directory"));
+  if (::geteuid() == 0) {  // as another user, /proc is not even owned by them: refused as well
+    r = RunCli("dgx-a100", {"--work-dir", "/proc"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_THAT(r.err, HasSubstr("--work-dir: work directory /proc"));
+  }
+}
+
+// Without NCCL both probes are unavailable and only the node checks speak: nothing to conclude.
+TEST(ProbePairLocalCli, NoNcclFoundIsNothingToConcludeAndExitsThree) {
+  // RunCli always offers the fake NCCL: this run offers only a path where there is none.
+  SubprocessOptions o;
+  std::string root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/dgx-a100";
+  o.argv = {NCCL_TRIAGE_BINARY_DIR "/nccl-triage", "probe", "--pair-local", "--format", "json",
+            "--timeout", "20", "--socket-ifname", "lo", "--nccl-lib", "/nonexistent/libnccl.so.2",
+            "--cuda-lib", FAKE_CUDA_DIR, "--only-configured-libs", "--root", root};
+  o.env = {"PATH=/usr/bin:/bin", "TMPDIR=" + std::filesystem::temp_directory_path().string()};
+  o.timeout = std::chrono::seconds(60);
+  auto run = RunSubprocess(o);
+  EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
+  auto j = nlohmann::json::parse(run.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << run.out;
+  EXPECT_EQ(j["verdict"]["basis"], "checks");
+}
+
 TEST(ProbePairLocalCli, UsageErrorsExitTwo) {
   EXPECT_EQ(RunCli("dgx-a100", {"--mode", "infiniband"}).exit_code, 2);
   EXPECT_EQ(RunCli("dgx-a100", {"--size", "lots"}).exit_code, 2);
