@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -23,6 +22,7 @@
 #include <unordered_map>
 
 #include "base/log.h"
+#include "exporter/listen_socket.h"
 
 namespace nccl_triage {
 
@@ -60,6 +60,10 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kSweepEvery = std::chrono::milliseconds(100);
 // Accepts per wake-up, so a connection flood cannot keep the acceptor from its deadlines.
 constexpr int kAcceptBurst = 64;
+// A connection of the health reserve that has not sent a request line after this long may be
+// evicted for a newcomer when the reserve is full: a kubelet sends its probe as soon as it
+// connects, so idle or slow connections cannot keep it out.
+constexpr auto kReserveGrace = std::chrono::milliseconds(100);
 
 std::string PeerAddress(const sockaddr* sa) {
   char text[INET6_ADDRSTRLEN] = {};
@@ -129,7 +133,9 @@ struct HttpServer::Impl {
     Clock::time_point deadline;
     bool in_request = false;  // a head arrived and its reply is not sent yet
     bool off_path = false;    // on the reserve, a request line for another path than health
-    bool cut = false;
+    bool line_seen = false;   // on the reserve, the request line of a health probe arrived
+    bool cut = false;         // shut down by us; no longer counted in its pool
+    Clock::time_point started;
   };
 
   explicit Impl(Logger* l, HttpServerOptions o) : log(l), options(std::move(o)) {}
@@ -189,7 +195,8 @@ struct HttpServer::Impl {
               MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS)) {
         c->peer = PeerAddress(info->client_addr);
       }
-      c->deadline = Clock::now() + pool->head_timeout;
+      c->started = Clock::now();
+      c->deadline = c->started + pool->head_timeout;
       *socket_context = c.get();
       s.conns.emplace(c.get(), std::move(c));
       return;
@@ -198,7 +205,7 @@ struct HttpServer::Impl {
     // touches a descriptor that was reused.
     auto* c = static_cast<Conn*>(*socket_context);
     if (c == nullptr) return;
-    s.Release(*pool, c->peer);
+    if (!c->cut) s.Release(*pool, c->peer);
     s.conns.erase(c);
     *socket_context = nullptr;
   }
@@ -229,11 +236,14 @@ struct HttpServer::Impl {
     if (!pool->health_only) return nullptr;
     const std::string_view target = uri ? uri : "";
     auto route = pool->server->get_routes.find(std::string(target.substr(0, target.find('?'))));
-    if (route != pool->server->get_routes.end() && route->second.health) return nullptr;
+    const bool health = route != pool->server->get_routes.end() && route->second.health;
     std::lock_guard lock(pool->server->mu);
     if (Conn* c = ConnOf(connection)) {
-      c->off_path = true;
-      c->deadline = Clock::now();
+      c->line_seen = health;
+      if (!health) {
+        c->off_path = true;
+        c->deadline = Clock::now();
+      }
     }
     return nullptr;  // the request's own state starts in OnRequest
   }
@@ -432,6 +442,7 @@ struct HttpServer::Impl {
       {
         std::lock_guard lock(mu);
         pool = Place(peer);
+        if (pool == nullptr && EvictFromReserve(peer)) pool = Place(peer);
         if (pool == nullptr) {
           const bool peer_full = general.open < general.max_total;
           ++(peer_full ? refused_peer : refused_total);
@@ -465,30 +476,61 @@ struct HttpServer::Impl {
     }
   }
 
-  // Cuts every connection whose head did not arrive in time: a 408 when the socket takes it, then
-  // a shutdown that libmicrohttpd sees as the client's close. The connection is waiting for
-  // input, so libmicrohttpd is not writing to it.
+  // Called with `mu` held. Ends `c` from our side: `reply` when it is waiting for input (so
+  // libmicrohttpd is not writing to it), then a shutdown that libmicrohttpd sees as the client's
+  // close. From here the connection no longer counts in its pool.
+  void Cut(Conn& c, const std::string& reply) {
+    c.cut = true;
+    if (!c.in_request) {
+      [[maybe_unused]] ssize_t n =
+          ::send(c.fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    ::shutdown(c.fd, SHUT_RDWR);
+    Release(*c.pool, c.peer);
+  }
+
+  static const std::string& BusyReply() {
+    static const std::string k503 = PlainResponse(
+        503, "Service Unavailable", "too many connections: only health probes are served now\n");
+    return k503;
+  }
+
+  // Called with `mu` held, when `peer` found no place: with the reserve full (and room for the
+  // peer in it), cuts the reserve's oldest connection that has sent no request line within
+  // kReserveGrace. True when one was cut.
+  bool EvictFromReserve(const std::string& peer) {
+    auto it = reserve.per_peer.find(peer);
+    if (reserve.open < reserve.max_total ||
+        (it != reserve.per_peer.end() && it->second >= reserve.max_per_peer)) {
+      return false;
+    }
+    const auto now = Clock::now();
+    Conn* oldest = nullptr;
+    for (auto& [key, c] : conns) {
+      if (c->pool != &reserve || c->cut || c->line_seen || c->in_request || c->fd < 0) continue;
+      if (now - c->started < kReserveGrace) continue;
+      if (oldest == nullptr || c->started < oldest->started) oldest = c.get();
+    }
+    if (oldest == nullptr) return false;
+    Cut(*oldest, BusyReply());
+    return true;
+  }
+
+  // Cuts every connection whose head did not arrive in time (408), and on the reserve every
+  // request line for another path (503).
   void Sweep() {
     static const std::string k408 =
         PlainResponse(408, "Request Timeout", "request not complete in time\n");
-    static const std::string k503 = PlainResponse(
-        503, "Service Unavailable", "too many connections: only health probes are served now\n");
     const auto now = Clock::now();
     std::lock_guard lock(mu);
     for (auto& [key, c] : conns) {
       if (c->cut || c->fd < 0 || now < c->deadline) continue;
       if (c->in_request && !c->pool->health_only) continue;
-      c->cut = true;
       if (!c->off_path) {
         ++timed_out;
         Note("closed a connection from " + c->peer + ": request not complete in time");
       }
-      if (!c->in_request) {
-        const std::string& reply = c->off_path ? k503 : k408;
-        [[maybe_unused]] ssize_t n =
-            ::send(c->fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      }
-      ::shutdown(c->fd, SHUT_RDWR);
+      Cut(*c, c->off_path ? BusyReply() : k408);
     }
   }
 
@@ -509,8 +551,10 @@ struct HttpServer::Impl {
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET |
             MHD_ALLOW_SUSPEND_RESUME,
         0, nullptr, nullptr, &Impl::OnRequest, &pool,
-        MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(pool.max_total),
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, static_cast<unsigned>(pool.max_per_peer),
+        // Backstops above our own counts: a connection we cut stops counting for us at once, for
+        // libmicrohttpd only when it has closed it.
+        MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(2 * pool.max_total + 16),
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, static_cast<unsigned>(2 * pool.max_per_peer + 4),
         MHD_OPTION_CONNECTION_TIMEOUT, idle_seconds,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, options.connection_memory,
         MHD_OPTION_NOTIFY_CONNECTION, &Impl::OnConnection, &pool,
@@ -545,44 +589,10 @@ void HttpServer::Post(const std::string& path, HttpHandler handler) {
 StatusOr<int> HttpServer::Start(const std::string& host, int port) {
   if (impl_->listen_fd >= 0) return Internal("HTTP server already started");
   const std::string where = host + ":" + std::to_string(port);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  if (int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), std::to_string(port).c_str(),
-                             &hints, &found);
-      rc != 0) {
-    return Unavailable("cannot listen on " + where + ": " + ::gai_strerror(rc));
-  }
-  int fd = -1;
-  int err = 0;
-  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
-      err = errno;
-      continue;
-    }
-    // SO_REUSEADDR only: with SO_REUSEPORT a second agent on the same port would bind silently
-    // and steal half of the scrapes instead of failing at start-up.
-    int yes = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 1024) != 0) {
-      err = errno;
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ::freeaddrinfo(found);
-  if (fd < 0) {
-    return Unavailable("cannot listen on " + where + ": " + std::strerror(err) +
-                       " (address in use or not local)");
-  }
-  sockaddr_storage bound{};
-  socklen_t len = sizeof(bound);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-  port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(bound).sin6_port
-                                            : reinterpret_cast<sockaddr_in&>(bound).sin_port);
+  auto listening = ListenTcp(host, port);
+  if (!listening.ok()) return listening.status();
+  const int fd = listening->fd;
+  port_ = listening->port;
 
   Impl& s = *impl_;
   const HttpServerOptions& o = s.options;

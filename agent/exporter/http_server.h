@@ -13,9 +13,12 @@
 //   - connections are counted per client address and in all. Up to max_connections (and
 //     max_connections_per_peer from one address) go to the general pool; the connections above
 //     that go to a reserve of health_connections (health_connections_per_peer per address) that
-//     serves only the health paths (GetHealth: /livez, /readyz) and cuts every connection after
-//     health_timeout. A flood of slow or idle clients on the other paths therefore fills the
-//     general pool and never the kubelet's way in; a connection above both is answered 503;
+//     serves only the health paths (GetHealth: /livez, /readyz): a request line for another path
+//     is answered 503 and closed at once, every connection is cut after health_timeout, and when
+//     the reserve is full a newcomer takes the place of its oldest connection that has sent no
+//     request line within 100 ms (a kubelet sends its probe as soon as it connects). A flood of
+//     slow or idle clients therefore fills the general pool and never the kubelet's way in; a
+//     connection above both is answered 503;
 //   - ordinary handlers run on a pool of worker threads (the connection is suspended meanwhile);
 //     health handlers run at once on the I/O thread, so a slow /status never delays /livez.
 //

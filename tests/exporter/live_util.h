@@ -231,6 +231,47 @@ class AgentProcess {
   int port_ = 0;
 };
 
+// A field of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"); -1 when the process is gone.
+inline long ProcStatusKiB(pid_t pid, const char* field) {
+  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));
+  std::string line;
+  const std::string key = std::string(field) + ":";
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) return std::stol(line.substr(key.size()));
+  }
+  return -1;
+}
+
+// A server process (agent or coordinator) and the port the line of its log that `port_re`
+// matches names; port 0 when it did not start, or /livez did not answer within 20 s.
+struct ServerProcess {
+  std::unique_ptr<Child> child;
+  int port = 0;
+  pid_t pid() const { return child->pid(); }
+};
+
+inline ServerProcess StartServer(const std::vector<std::string>& argv, const std::string& log,
+                                 const std::regex& port_re) {
+  ServerProcess s{std::make_unique<Child>(argv, log), 0};
+  WaitFor(
+      [&] {
+        std::smatch m;
+        const std::string text = ReadFile(log);
+        if (std::regex_search(text, m, port_re)) s.port = std::stoi(m[1]);
+        return s.port > 0 || !s.child->Running();
+      },
+      std::chrono::seconds(20));
+  if (s.port > 0 && !WaitFor(
+                        [&] {
+                          auto r = HttpGet(s.port, "/livez");
+                          return r && r->status == 200;
+                        },
+                        std::chrono::seconds(20))) {
+    s.port = 0;
+  }
+  return s;
+}
+
 struct Sample {
   std::string name;
   std::map<std::string, std::string> labels;
