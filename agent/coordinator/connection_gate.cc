@@ -15,7 +15,7 @@ namespace nccl_triage {
 namespace {
 
 // Accepts per wake-up, so that a flood cannot keep the gate from noticing closed connections.
-constexpr int kAcceptBurst = 64;
+constexpr int kAcceptBurst = 256;
 // Tags of the two fixed descriptors in the epoll set; a connection's tag is its duplicate + 2.
 constexpr uint64_t kListenTag = 0, kWakeTag = 1;
 

@@ -59,11 +59,12 @@ using Clock = std::chrono::steady_clock;
 // How often the acceptor looks for connections past their deadline.
 constexpr auto kSweepEvery = std::chrono::milliseconds(100);
 // Accepts per wake-up, so a connection flood cannot keep the acceptor from its deadlines.
-constexpr int kAcceptBurst = 64;
+constexpr int kAcceptBurst = 256;
 // A connection of the health reserve that has not sent a request line after this long may be
 // evicted for a newcomer when the reserve is full: a kubelet sends its probe as soon as it
-// connects, so idle or slow connections cannot keep it out.
-constexpr auto kReserveGrace = std::chrono::milliseconds(100);
+// connects (well within this on a node), so idle or slow connections cannot keep it out unless
+// they arrive faster than the reserve's size in this time.
+constexpr auto kReserveGrace = std::chrono::milliseconds(20);
 
 std::string PeerAddress(const sockaddr* sa) {
   char text[INET6_ADDRSTRLEN] = {};
@@ -230,7 +231,7 @@ struct HttpServer::Impl {
   }
 
   // The request line arrived (the head may not have). On the reserve a request for another path
-  // than a health probe is cut at the next sweep instead of holding its place until its deadline.
+  // than a health probe is answered 503 and cut instead of holding its place until its deadline.
   static void* OnRequestLine(void* cls, const char* uri, MHD_Connection* connection) {
     auto* pool = static_cast<Pool*>(cls);
     if (!pool->health_only) return nullptr;
@@ -240,9 +241,11 @@ struct HttpServer::Impl {
     std::lock_guard lock(pool->server->mu);
     if (Conn* c = ConnOf(connection)) {
       c->line_seen = health;
-      if (!health) {
+      if (!health && !c->cut) {
+        // At once, not at the next sweep: its place is for a probe. libmicrohttpd is reading
+        // this connection's head, not writing to it.
         c->off_path = true;
-        c->deadline = Clock::now();
+        pool->server->Cut(*c, BusyReply());
       }
     }
     return nullptr;  // the request's own state starts in OnRequest
@@ -353,7 +356,12 @@ struct HttpServer::Impl {
       request.peer = PeerAddress(info->client_addr);
     }
     ++requests;
-    if (route->second.health) return Queue(connection, Call(route->second, request));
+    if (route->second.health) {
+      HttpReply reply = Call(route->second, request);
+      // A place in the reserve serves one probe.
+      if (pool.health_only) reply.headers.emplace_back("Connection", "close");
+      return Queue(connection, reply);
+    }
     // An ordinary handler runs on a worker; the connection sleeps until its reply is ready.
     MHD_suspend_connection(connection);
     r.dispatched = true;
@@ -422,6 +430,31 @@ struct HttpServer::Impl {
     return nullptr;
   }
 
+  // Whether the bytes already arrived on `fd` are a GET of a health path.
+  bool SentHealthProbe(int fd) const {
+    char buf[64];
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+    if (n < 5) return false;
+    const std::string_view line(buf, static_cast<size_t>(n));
+    if (!line.starts_with("GET ")) return false;
+    const std::string_view target = line.substr(4);
+    for (const auto& [path, route] : get_routes) {
+      if (route.health && target.starts_with(path) && target.size() > path.size() &&
+          (target[path.size()] == ' ' || target[path.size()] == '?')) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Called with `mu` held: a place in `pool` above its caps (a probe; bounded by libmicrohttpd's
+  // backstop, twice the caps).
+  Pool* PlaceAnyway(Pool& pool, const std::string& peer) {
+    ++pool.open;
+    ++pool.per_peer[peer];
+    return &pool;
+  }
+
   void Accept() {
     for (int i = 0; i < kAcceptBurst; ++i) {
       sockaddr_storage ss{};
@@ -442,7 +475,13 @@ struct HttpServer::Impl {
       {
         std::lock_guard lock(mu);
         pool = Place(peer);
-        if (pool == nullptr && EvictFromReserve(peer)) pool = Place(peer);
+        if (pool == nullptr) {
+          // Under a flood the probe's request is often in the socket before it is accepted: one
+          // that is gets the reserve even when the reserve is full of fresh connections.
+          const bool probe = SentHealthProbe(fd);
+          if (EvictFromReserve(peer, probe)) pool = Place(peer);
+          if (pool == nullptr && probe) pool = PlaceAnyway(reserve, peer);
+        }
         if (pool == nullptr) {
           const bool peer_full = general.open < general.max_total;
           ++(peer_full ? refused_peer : refused_total);
@@ -496,19 +535,20 @@ struct HttpServer::Impl {
   }
 
   // Called with `mu` held, when `peer` found no place: with the reserve full (and room for the
-  // peer in it), cuts the reserve's oldest connection that has sent no request line within
-  // kReserveGrace. True when one was cut.
-  bool EvictFromReserve(const std::string& peer) {
+  // peer in it, or `probe`: the connection already sent a health probe), cuts the reserve's
+  // oldest connection that has sent no request line within kReserveGrace (any, for a probe).
+  // True when one was cut.
+  bool EvictFromReserve(const std::string& peer, bool probe) {
     auto it = reserve.per_peer.find(peer);
     if (reserve.open < reserve.max_total ||
-        (it != reserve.per_peer.end() && it->second >= reserve.max_per_peer)) {
+        (!probe && it != reserve.per_peer.end() && it->second >= reserve.max_per_peer)) {
       return false;
     }
     const auto now = Clock::now();
     Conn* oldest = nullptr;
     for (auto& [key, c] : conns) {
       if (c->pool != &reserve || c->cut || c->line_seen || c->in_request || c->fd < 0) continue;
-      if (now - c->started < kReserveGrace) continue;
+      if (!probe && now - c->started < kReserveGrace) continue;
       if (oldest == nullptr || c->started < oldest->started) oldest = c.get();
     }
     if (oldest == nullptr) return false;

@@ -16,9 +16,10 @@
 //     serves only the health paths (GetHealth: /livez, /readyz): a request line for another path
 //     is answered 503 and closed at once, every connection is cut after health_timeout, and when
 //     the reserve is full a newcomer takes the place of its oldest connection that has sent no
-//     request line within 100 ms (a kubelet sends its probe as soon as it connects). A flood of
-//     slow or idle clients therefore fills the general pool and never the kubelet's way in; a
-//     connection above both is answered 503;
+//     request line within 20 ms (a kubelet sends its probe as soon as it connects); a newcomer
+//     whose health request already arrived when it is accepted always gets a place. A place
+//     serves one probe (Connection: close). A flood of slow or idle clients therefore fills the
+//     general pool and never the kubelet's way in; other connections above both get 503;
 //   - ordinary handlers run on a pool of worker threads (the connection is suspended meanwhile);
 //     health handlers run at once on the I/O thread, so a slow /status never delays /livez.
 //

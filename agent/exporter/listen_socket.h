@@ -16,6 +16,6 @@ struct ListeningSocket {
 };
 
 // Unavailable (one line naming host:port) when the host does not resolve or no address binds.
-StatusOr<ListeningSocket> ListenTcp(const std::string& host, int port, int backlog = 1024);
+StatusOr<ListeningSocket> ListenTcp(const std::string& host, int port, int backlog = 4096);
 
 }  // namespace nccl_triage

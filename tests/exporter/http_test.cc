@@ -288,7 +288,13 @@ TEST(HttpServer, ConnectionsAboveThePerPeerCapsAreServedOnlyHealthThenRefused) {
     int held = ConnectFrom(*port, "127.0.0.3", 1);
     ASSERT_GE(held, 0);
     ASSERT_TRUE(WaitFor([&] { return server.counters().reserved >= 3; }, 2s));
-    EXPECT_EQ(StatusOf(*port, "/livez", "127.0.0.3"), 503);
+    // One more that has sent nothing yet: refused at once (a probe whose request is already
+    // there when it is accepted would still get a place).
+    int extra = ConnectFrom(*port, "127.0.0.3", 2);
+    ASSERT_GE(extra, 0);
+    const std::string refused = ReadUntilClose(extra);
+    ::close(extra);
+    EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
     EXPECT_GE(server.counters().refused_peer, 1u);
     ::close(held);
   }
