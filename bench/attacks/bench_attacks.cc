@@ -35,6 +35,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <regex>
 #include <string>
 #include <thread>
@@ -51,6 +52,17 @@ using namespace nccl_triage::testing;
 constexpr const char* kProbeSource = "127.0.0.250";  // the kubelet's stand-in
 
 double MiB(long kib) { return static_cast<double>(kib) / 1024.0; }
+
+// How many descriptors the process holds (its connections, on a server under attack).
+long Descriptors(pid_t pid) {
+  long n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
 
 struct Options {
   std::string only;
@@ -93,6 +105,7 @@ class Watch {
       while (!st.stop_requested()) {
         auto [status, ms] = Livez(port);
         peak_ = std::max(peak_.load(), ProcStatusKiB(pid_, "VmRSS"));
+        fds_peak_ = std::max(fds_peak_.load(), Descriptors(pid_));
         Record(status, ms);
         for (int i = 0; i < 25 && !st.stop_requested(); ++i) std::this_thread::sleep_for(10ms);
       }
@@ -114,8 +127,8 @@ class Watch {
     const double worst = ok_.empty() ? 0 : ok_.back();
     std::printf("  /livez: %zu answered 200 within 1 s, %d not%s; latency median %.1f ms, max %.1f ms\n",
                 ok_.size(), failed_, why_.c_str(), median, worst);
-    std::printf("  RSS %.1f MiB before, peak %.1f MiB, %.1f MiB after\n", MiB(rss_before_),
-                MiB(peak_), MiB(after));
+    std::printf("  RSS %.1f MiB before, peak %.1f MiB, %.1f MiB after; at most %ld descriptors\n",
+                MiB(rss_before_), MiB(peak_), MiB(after), fds_peak_.load());
     return failed_ == 0 && !ok_.empty() && MiB(peak_ - rss_before_) < rss_limit_mib;
   }
 
@@ -135,6 +148,7 @@ class Watch {
   int port_;
   long rss_before_;
   std::atomic<long> peak_{0};
+  std::atomic<long> fds_peak_{0};
   std::vector<double> ok_;
   int failed_ = 0;
   std::string why_;

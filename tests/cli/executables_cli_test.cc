@@ -67,7 +67,8 @@ std::string Ldd(const std::string& path) {
 TEST(ExecutablesSplit, SmallBinaryLinksNoServingLibraries) {
   const std::string libs = Ldd(kBinary);
   for (const char* heavy :
-       {"libgrpc", "libprotobuf", "libssl", "libcrypto", "libprometheus", "httplib", "libabsl"}) {
+       {"libgrpc", "libprotobuf", "libssl", "libcrypto", "libprometheus", "httplib", "libabsl",
+        "libmicrohttpd"}) {
     EXPECT_EQ(libs.find(heavy), std::string::npos) << heavy << " is linked into the binary:\n"
                                                    << libs;
   }
@@ -76,6 +77,7 @@ TEST(ExecutablesSplit, SmallBinaryLinksNoServingLibraries) {
   const std::string server = Ldd(kServer);
   EXPECT_NE(server.find("libgrpc++"), std::string::npos) << server;
   EXPECT_NE(server.find("libprometheus-cpp-core"), std::string::npos) << server;
+  EXPECT_NE(server.find("libmicrohttpd"), std::string::npos) << server;
   EXPECT_EQ(server.find("not found"), std::string::npos) << server;
 }
 
