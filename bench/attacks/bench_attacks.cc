@@ -280,13 +280,7 @@ bool HeaderFlood(const ServerProcess& s, const Options& o) {
   std::printf("header flood: one request head of %d MB\n", o.flood_mb);
   Watch watch(s);
   int fd = ConnectFrom(s.port, "127.0.0.3", 30);
-  std::string chunk;
-  char line[80];
-  for (int i = 0; i < 1000; ++i) {
-    std::snprintf(line, sizeof line, "X-Flood-%06d: %s\r\n", i,
-                  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
-    chunk += line;
-  }
+  const std::string chunk = HeaderFloodChunk();
   size_t sent = 0;
   const size_t total = static_cast<size_t>(o.flood_mb) * 1'000'000;
   if (fd >= 0 && SendAll(fd, "GET /status HTTP/1.1\r\nHost: bench\r\n")) {

@@ -61,14 +61,7 @@ bool Flood(const std::string& name, const ServerProcess& s, const Options& o) {
       threads.emplace_back([&, f] {
         int fd = ConnectFrom(s.port, "127.0.0.2", 30);
         if (fd < 0) return;
-        // 1,000 lines a chunk: "X-Flood-NNNNNN: " and 40 bytes of value, 57 bytes a line.
-        std::string chunk;
-        char line[80];
-        for (int i = 0; i < 1000; ++i) {
-          std::snprintf(line, sizeof line, "X-Flood-%06d: %s\r\n", i,
-                        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
-          chunk += line;
-        }
+        const std::string chunk = HeaderFloodChunk();
         size_t& sent = taken[static_cast<size_t>(f)];
         if (SendAll(fd, "GET /status HTTP/1.1\r\nHost: bench\r\n")) {
           for (long i = 0; i < o.lines / 1000 && SendAll(fd, chunk); ++i) sent += chunk.size();

@@ -23,6 +23,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing_util::RawAgent;
 using Body = v1::CoordinatorMessage::BodyCase;
+using ::nccl_triage::testing::ConnectFrom;
 using ::nccl_triage::testing::WaitFor;
 
 struct Coordinator {
@@ -261,19 +262,11 @@ TEST(CoordinatorMessages, BytesThatAreNotAMessageCloseOnlyThatStream) {
   EXPECT_TRUE(good->Send(hb));
 }
 
-// A TCP connection to 127.0.0.1:port that sends nothing; -1 when it cannot be made.
+// A TCP connection to 127.0.0.1:port that sends nothing, reads waiting 300 ms; -1 on failure.
 int SilentConnection(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    ::close(fd);
-    return -1;
-  }
+  int fd = ConnectFrom(port, "127.0.0.1", 1);
   timeval tv{0, 300'000};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   return fd;
 }
 

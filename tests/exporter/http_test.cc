@@ -263,6 +263,13 @@ TEST(HttpServer, ARequestThatDoesNotArriveWholeInTimeIsAnswered408AndClosed) {
   EXPECT_EQ(server.counters().requests, 0u);
 }
 
+// Serves /livez (a health route) and /status on a free port.
+StatusOr<int> StartWithLivezAndStatus(HttpServer& server) {
+  server.GetHealth("/livez", [](const HttpRequest&) { return HttpReply{200, "text/plain", "ok"}; });
+  server.Get("/status", [](const HttpRequest&) { return HttpReply{200, "text/plain", "s"}; });
+  return server.Start("127.0.0.1", 0);
+}
+
 // Connections beyond the per-address cap of the general pool go to the health reserve, where only
 // the health paths are served; beyond its cap too they are refused at once. Other addresses are
 // still served, and the address is served again as soon as its connections close.
@@ -271,9 +278,7 @@ TEST(HttpServer, ConnectionsAboveThePerPeerCapsAreServedOnlyHealthThenRefused) {
   options.max_connections_per_peer = 3;
   options.health_connections_per_peer = 1;
   HttpServer server(nullptr, options);
-  server.GetHealth("/livez", [](const HttpRequest&) { return HttpReply{200, "text/plain", "ok"}; });
-  server.Get("/status", [](const HttpRequest&) { return HttpReply{200, "text/plain", "s"}; });
-  auto port = server.Start("127.0.0.1", 0);
+  auto port = StartWithLivezAndStatus(server);
   ASSERT_TRUE(port.ok());
   {
     std::vector<std::unique_ptr<SlowClient>> slow;
@@ -310,9 +315,7 @@ TEST(HttpServer, LivezIsAnsweredWhileSlowClientsFromManyAddressesFillTheGeneralP
   options.max_connections_per_peer = 2;
   options.health_connections = 4;
   HttpServer server(nullptr, options);
-  server.GetHealth("/livez", [](const HttpRequest&) { return HttpReply{200, "text/plain", "ok"}; });
-  server.Get("/status", [](const HttpRequest&) { return HttpReply{200, "text/plain", "s"}; });
-  auto port = server.Start("127.0.0.1", 0);
+  auto port = StartWithLivezAndStatus(server);
   ASSERT_TRUE(port.ok());
   std::vector<std::unique_ptr<SlowClient>> slow;
   for (int a = 0; a < 16; ++a) {

@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <cstdio>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -240,6 +241,18 @@ inline long ProcStatusKiB(pid_t pid, const char* field) {
     if (line.rfind(key, 0) == 0) return std::stol(line.substr(key.size()));
   }
   return -1;
+}
+
+// 1,000 header lines of a header flood: "X-Flood-NNNNNN: " and 40 bytes of value, 57 bytes a line.
+inline std::string HeaderFloodChunk() {
+  std::string chunk;
+  char line[80];
+  for (int i = 0; i < 1000; ++i) {
+    std::snprintf(line, sizeof line, "X-Flood-%06d: %s\r\n", i,
+                  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    chunk += line;
+  }
+  return chunk;
 }
 
 // A server process (agent or coordinator) and the port the line of its log that `port_re`
