@@ -126,18 +126,20 @@ TEST(ProbePairLocalCli, HealthyDgxA100IsHealthyAndExitsZero) {
 }
 
 // 32 MiB is the size from which busbw is compared with the ports (kBandwidthBoundBytes): mlx5_3:1
-// negotiated 200 Gb/s, so the fake's loopback TCP (a few GB/s) is below half of 25 GB/s.
-TEST(ProbePairLocalCli, TheIbBusbwIsJudgedAgainstTheRateOfThePortsItUsed) {
+// negotiated 200 Gb/s, 25 GB/s expected. The fake times the all-reduces on its device clock, by
+// its model of the port (CUDA events), so the healthy port shows its rate whatever the load on
+// the host, and passes.
+TEST(ProbePairLocalCli, TheIbBusbwIsTheModelledRateOfThePortUsedNotTheHostsClock) {
   auto r = RunCli("dgx-a100",
                   {"--mode", "ib", "--ib-hca", "=mlx5_3:1", "--size", "32M", "--iters", "2"});
-  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.json["rows"][0]["result"]["outcome"], "pass");
   EXPECT_EQ(r.json["expected_ib"]["busbw_bytes_per_second"], 25e9);
   EXPECT_THAT(r.json["expected_ib"]["basis"].get<std::string>(), HasSubstr("mlx5_3:1 200 Gb/s"));
-  EXPECT_EQ(r.json["verdict"]["class"], "ib_resource");
-  EXPECT_EQ(r.json["verdict"]["degraded"], true);
-  EXPECT_EQ(Causes(r).front(), "ib.bandwidth");
-  EXPECT_THAT(r.json["verdict"]["reason"].get<std::string>(), HasSubstr("below 50% of 25"));
+  EXPECT_NEAR(r.json["rows"][0]["result"]["busbw_bytes_per_second"].get<double>(), 25e9, 0.1e9)
+      << r.out;
+  EXPECT_EQ(r.json["verdict"]["class"], "healthy");
+  EXPECT_EQ(r.json["verdict"]["degraded"], false);
 
   // Below the size bound the probe measures latency: no expectation, no bandwidth verdict.
   auto small = RunCli("dgx-a100", {"--mode", "ib", "--ib-hca", "=mlx5_3:1"});
