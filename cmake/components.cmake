@@ -16,7 +16,7 @@
 # layering fails a test even when the build happens to succeed.
 
 set(NCCL_TRIAGE_PURE_FORBIDDEN_HEADERS
-    "fstream|iostream|cstdio|stdio\\.h|filesystem|unistd\\.h|fcntl\\.h|dirent\\.h|sys/[a-z_]+\\.h|infiniband/[a-z_]+\\.h|dlfcn\\.h|grpcpp/.*|httplib\\.h|prometheus/.*")
+    "fstream|iostream|cstdio|stdio\\.h|filesystem|unistd\\.h|fcntl\\.h|dirent\\.h|sys/[a-z_]+\\.h|infiniband/[a-z_]+\\.h|dlfcn\\.h|grpcpp/.*|httplib\\.h|microhttpd\\.h|prometheus/.*")
 set(NCCL_TRIAGE_PURE_LIBS nlohmann_json::nlohmann_json nccl_triage::re2 yaml-cpp)
 set(NCCL_TRIAGE_PURE_BASE core base)
 

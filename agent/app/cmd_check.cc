@@ -21,6 +21,7 @@
 #include "app/workload_check.h"
 #include "base/files.h"
 #include "base/flags.h"
+#include "base/log.h"
 #include "checks/check.h"
 #include "config/config_loader.h"
 #include "core/rails.h"
@@ -177,6 +178,13 @@ int RunCheckCommand(CliContext& ctx) {
     auto read = ReadSnapshot(*args.previous_snapshot);
     if (!read.ok()) return UsageError(ctx, read.status().message());
     previous = std::move(*read);
+    if (previous->taken_at_unix_ms >= snapshot.taken_at_unix_ms) {
+      return UsageError(ctx, "--previous-snapshot " + *args.previous_snapshot + " (taken at " +
+                                 FormatRfc3339(previous->taken_at_unix_ms) +
+                                 ") is not older than the current snapshot (" +
+                                 FormatRfc3339(snapshot.taken_at_unix_ms) +
+                                 "): were the two files swapped?");
+    }
   }
 
   if (args.dump_snapshot) {

@@ -67,4 +67,23 @@ StatusOr<std::string> ReadWholeStream(std::istream& in, const std::string& what,
   return text;
 }
 
+std::string TrimToken(std::string token) {
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
+    token.pop_back();
+  }
+  return token;
+}
+
+StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  auto read = ReadWholeFile(path, "token", 64 << 10);
+  if (!read.ok()) return read.status();
+  std::string token = TrimToken(std::move(read).value());
+  if (token.empty()) {
+    return InvalidArgument(Describe("token", path) +
+                           " is empty: refusing to run without authentication (write the token "
+                           "into it, or leave token_file unset)");
+  }
+  return token;
+}
+
 }  // namespace nccl_triage

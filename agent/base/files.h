@@ -22,6 +22,14 @@ inline constexpr size_t kDefaultMaxFileBytes = 16u << 20;
 StatusOr<std::string> ReadWholeFile(const std::string& path, const std::string& what,
                                     size_t max_bytes = kDefaultMaxFileBytes);
 
+// A shared secret from a file: its text without trailing line ends and spaces, at most 64 KiB.
+// An empty file is InvalidArgument: a token file that holds nothing would otherwise switch
+// authentication off without anyone noticing.
+StatusOr<std::string> ReadTokenFile(const std::string& path);
+
+// Trailing line ends and spaces cut from a token taken from a file or the environment.
+std::string TrimToken(std::string token);
+
 // The same bound for a stream (standard input): InvalidArgument past `max_bytes`.
 StatusOr<std::string> ReadWholeStream(std::istream& in, const std::string& what,
                                       size_t max_bytes = kDefaultMaxFileBytes);

@@ -122,6 +122,40 @@ void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
 }
 
+// Text lines go to terminals: a control byte, a C1 control (U+0080..U+009F) or a byte that is not
+// UTF-8 is written as \xNN, so a node name holding "\x1b[2J" cannot clear the screen or forge a
+// line; line ends become spaces, as before.
+void AppendTextField(std::string& out, std::string_view s) {
+  auto hex = [&out](unsigned char c) {
+    char buf[8];
+    std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+    out += buf;
+  };
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else if (c < 0x20 || c == 0x7F) {
+      hex(c);
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else if (size_t n = Utf8SequenceLength(s, i); n > 0) {
+      const bool c1 = n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0;
+      if (c1) {
+        hex(c);
+        hex(static_cast<unsigned char>(s[i + 1]));
+      } else {
+        out.append(s.substr(i, n));
+      }
+      i += n;
+      continue;
+    } else {
+      hex(c);
+    }
+    ++i;
+  }
+}
+
 std::string LowerCase(std::string_view s) {
   std::string out(s);
   for (char& c : out) {
@@ -148,9 +182,9 @@ std::string FormatLogLine(LogFormat format, int64_t unix_ms, LogLevel level,
   line += ' ';
   line += ToString(level);
   line += ' ';
-  line += component;
+  AppendTextField(line, component);
   line += ": ";
-  for (char c : message) line += (c == '\n' || c == '\r') ? ' ' : c;
+  AppendTextField(line, message);
   line += '\n';
   return line;
 }

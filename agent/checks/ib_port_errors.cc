@@ -66,7 +66,7 @@ Finding IbPortErrors(const NodeSnapshot& s, const Config& c, const CheckContext&
   }
 
   int counters_seen = 0, nonzero = 0;
-  std::vector<std::string> rising, reset;
+  std::vector<std::string> rising, reset, unreadable;
   for (const auto& d : s.ib_devices) {
     for (const auto& p : d.ports) {
       const std::string name = PortName(d, p);
@@ -77,7 +77,11 @@ Finding IbPortErrors(const NodeSnapshot& s, const Config& c, const CheckContext&
       }
       for (std::string_view counter : kErrorCounters) {
         auto it = p.counters.find(std::string(counter));
-        if (it == p.counters.end()) continue;
+        if (it == p.counters.end()) {
+          // Not read: a counter that could not be looked at must not count as zero.
+          if (!p.counters_error.empty()) unreadable.push_back(name + " " + std::string(counter));
+          continue;
+        }
         ++counters_seen;
         const std::string source = PortPath(d, p, "counters/" + std::string(counter));
         const uint64_t now = it->second;
@@ -108,6 +112,10 @@ Finding IbPortErrors(const NodeSnapshot& s, const Config& c, const CheckContext&
           "sys/class/infiniband/*/ports/*/counters");
   if (!rising.empty()) {
     return b.Fail("error counters rising faster than " + RateText(limit) + ": " + Join(rising));
+  }
+  if (!unreadable.empty()) {
+    return b.Warn(std::to_string(unreadable.size()) + " error counter(s) unreadable (" +
+                  Join(unreadable) + "): the readable ones say nothing about those");
   }
   if (prev != nullptr) {
     return b.Pass("no error counter rising faster than " + RateText(limit) +

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "config/config_schema.h"
+#include "core/rails.h"
 
 namespace nccl_triage {
 namespace config_internal {
@@ -25,7 +26,7 @@ constexpr std::array kSpecs = {
             KeyKind::kOptDouble,
             NT_FIELD(expect.rate_gbps),
             0,
-            1e6},
+            kMaxPortRateGbps},
     KeySpec{{"expect.pkey", "pkey",
              "partition key every InfiniBand port must hold as a full member (ib.pkey), e.g. "
              "0x0001; the membership bit is ignored; unset: the key at index 0 is judged"},

@@ -1,6 +1,9 @@
 #include "coordinator/server.h"
 
+#include <grpcpp/resource_quota.h>
 #include <openssl/crypto.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <deque>
@@ -95,8 +98,13 @@ class CoordinatorServer::Impl::Stream final
 
   void OnReadDone(bool ok) override {
     if (!ok) {
+      // An agent never half-closes its stream: a read fails because it went away (it does not
+      // see this status then) or because a message did not parse, e.g. a string field that is
+      // not UTF-8, which must not end the stream as if all were well.
       impl_->OnStreamEnd(this, "stream closed");
-      Close(grpc::Status::OK);
+      Close(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                         "stream ended: a message could not be parsed (not protobuf, or a string "
+                         "that is not UTF-8), or the agent closed its side"));
       return;
     }
     if (!impl_->OnMessage(this, in_)) return;
@@ -233,18 +241,48 @@ Status CoordinatorServer::Impl::Start() {
   if (options_.token.empty()) {
     log_.Warn("coordinator", "no token configured: agent sessions are not authenticated");
   }
-  builder.AddListeningPort(options_.listen, creds, &grpc_port_);
+  // The port is ours: the gate accepts, caps the connections and hands them to gRPC.
+  auto addr = ParseListenAddress(options_.listen);
+  if (!addr.ok()) return addr.status();
+  auto listening = ListenTcp(addr->first, addr->second);
+  if (!listening.ok()) return Unavailable("coordinator: " + listening.status().message());
+  grpc_port_ = listening->port;
+  acceptor_ = builder.experimental().AddExternalConnectionAcceptor(
+      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, creds);
   builder.RegisterService(&service_);
   // Notice dead peers even when no heartbeat is due.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 20'000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+  // Keepalive enforcement: a client pinging more often than every 5 s is sent GOAWAY at the
+  // second offence.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5'000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // An agent holds one session stream, `triage` one call at a time.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_streams_per_connection);
+  // A connection that never finishes its handshake, or holds no call, is closed.
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             static_cast<int>(options_.handshake_timeout.count()));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(options_.idle_connection_timeout.count()));
+  grpc::ResourceQuota quota("nccl-triage-coordinator");
+  quota.Resize(options_.memory_quota_bytes);
+  builder.SetResourceQuota(quota);
   builder.SetMaxReceiveMessageSize(4 << 20);
   server_ = builder.BuildAndStart();
-  if (!server_ || grpc_port_ == 0) {
-    return Unavailable("coordinator: cannot listen on " + options_.listen);
+  if (!server_) {
+    ::close(listening->fd);
+    return Unavailable("coordinator: cannot serve on " + options_.listen);
   }
+  size_t cap = options_.max_connections > 0 ? options_.max_connections : options_.max_nodes + 256;
+  // Each connection costs two descriptors (gRPC's and the gate's duplicate): the cap must leave
+  // the process some of its own, or accept() and gRPC would fail for everyone.
+  if (rlimit rl{}; options_.max_connections == 0 && ::getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+                   rl.rlim_cur != RLIM_INFINITY) {
+    cap = std::min<size_t>(cap, rl.rlim_cur > 768 ? (rl.rlim_cur - 512) / 2 : 128);
+  }
+  gate_ = std::make_unique<ConnectionGate>(log_, cap);
+  if (Status st = gate_->Start(listening->fd, acceptor_.get()); !st.ok()) return st;
   if (!options_.http_listen.empty()) {
     auto addr = ParseListenAddress(options_.http_listen);
     if (!addr.ok()) return addr.status();
@@ -271,6 +309,7 @@ Status CoordinatorServer::Impl::Start() {
   }
   sweep_thread_ = std::jthread([this](std::stop_token st) { SweepLoop(st); });
   log_.Info("coordinator", "listening for agents on port " + std::to_string(grpc_port_) +
+                               " (at most " + std::to_string(cap) + " connections)" +
                                (http_port_ ? ", HTTP on port " + std::to_string(http_port_) : ""));
   return Status::Ok();
 }
@@ -297,6 +336,7 @@ void CoordinatorServer::Impl::Stop() {
     }
     agents_.clear();
   }
+  if (gate_) gate_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (http_) http_->Stop();
 }

@@ -66,6 +66,16 @@ struct CoordinatorOptions {
   // disconnected longest, or is refused (RESOURCE_EXHAUSTED) while every one is connected.
   std::chrono::milliseconds node_expiry{3'600'000};
   size_t max_nodes = 10'000;
+  // The gRPC port's limits (a flood of connections is refused, not absorbed): at most
+  // max_connections connections (0: max_nodes + 256, and no more than half the descriptors the
+  // process may open, less 256 of its own), max_streams_per_connection calls on each, a
+  // connection closed when its handshake is not done in handshake_timeout or it holds no call for
+  // idle_connection_timeout, and gRPC's memory bounded by memory_quota_bytes.
+  size_t max_connections = 0;
+  int max_streams_per_connection = 8;
+  std::chrono::milliseconds handshake_timeout{10'000};
+  std::chrono::milliseconds idle_connection_timeout{120'000};
+  size_t memory_quota_bytes = 256u << 20;
   JudgeOptions judge;
   // probe.rails: after each pair's IB probe, one IB probe per rail it selects (PairRails), turn =
   // the sweep number; nullopt: no per-rail probes.

@@ -30,7 +30,9 @@
 #include "base/clock.h"
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/server.h"
+#include "coordinator/connection_gate.h"
 #include "exporter/http_server.h"
+#include "exporter/listen_socket.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
 #include "planner/cluster_verdicts.h"
 #include "planner/pair_run.h"
@@ -157,6 +159,8 @@ class CoordinatorServer::Impl {
   SystemClock wall_clock_;  // for the metrics' timestamps
   mutable CoordinatorMetrics metrics_;
   Service service_;
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
+  std::unique_ptr<ConnectionGate> gate_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<HttpServer> http_;
 

@@ -574,15 +574,11 @@ StatusOr<std::unique_ptr<CoordinatorLink>> MakeCoordinatorLink(
   o.version = version;
   o.labels = std::move(labels);
   if (config.agent.token_file) {
-    auto token = ReadWholeFile(*config.agent.token_file, "token");
+    auto token = ReadTokenFile(*config.agent.token_file);
     if (!token.ok()) return token.status();
     o.token = *token;
   } else {
-    o.token = env_token;
-  }
-  while (!o.token.empty() &&
-         (o.token.back() == '\n' || o.token.back() == '\r' || o.token.back() == ' ')) {
-    o.token.pop_back();
+    o.token = TrimToken(env_token);
   }
   if (config.agent.identity_token_file) o.identity_token_file = *config.agent.identity_token_file;
   if (config.agent.ca_file) {

@@ -19,6 +19,16 @@
 
 namespace nccl_triage {
 
+// The highest port rate nccl-triage believes, in Gb/s: above any InfiniBand or Ethernet port made
+// (XDR 12x is 2,400). A rate above it, from a configuration or an agent's hello, is a mistake or
+// an attack, and an expectation built on it would fail every healthy port.
+inline constexpr double kMaxPortRateGbps = 3200;
+
+// A port rate as reported to the coordinator, or 0 (unknown) when it is not a plausible one.
+inline double PlausiblePortRate(double gbps) {
+  return gbps > 0 && gbps <= kMaxPortRateGbps ? gbps : 0;
+}
+
 // How close a rail's GPU is to its HCA.
 enum class RailAffinity {
   kPcieSwitch,  // under one PCIe switch: GPUDirect RDMA stays below the CPU

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 namespace nccl_triage {
 namespace {
@@ -20,6 +22,13 @@ namespace {
 std::string ErrorFor(int err) {
   if (err == ENOENT || err == ENOTDIR) return "missing";
   return "unreadable: " + ErrnoName(err);
+}
+
+// `rel` split into its directory and its last name: "a/b/c" -> {"a/b", "c"}, "c" -> {"", "c"}.
+std::pair<std::string_view, std::string_view> SplitLast(std::string_view rel) {
+  const size_t slash = rel.rfind('/');
+  if (slash == std::string_view::npos) return {std::string_view(), rel};
+  return {rel.substr(0, slash), rel.substr(slash + 1)};
 }
 
 }  // namespace
@@ -83,11 +92,28 @@ std::string RootReader::PathOf(std::string_view rel) const {
   return root_ + "/" + std::string(rel);
 }
 
+int RootReader::Open(std::string_view rel, int flags) const {
+  flags |= O_CLOEXEC;
+  if (root_ == "/") return ::open(PathOf(rel).c_str(), flags);
+  const int root_fd = ::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return -1;
+  while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
+  const std::string path = rel.empty() ? "." : std::string(rel);
+  open_how how{};
+  how.flags = static_cast<uint64_t>(flags);
+  how.resolve = RESOLVE_IN_ROOT;
+  const long fd = ::syscall(SYS_openat2, root_fd, path.c_str(), &how, sizeof(how));
+  const int err = errno;
+  ::close(root_fd);
+  errno = err;
+  return static_cast<int>(fd);
+}
+
 ReadResult RootReader::ReadFile(std::string_view rel) {
   ++files_read_[std::string(rel)];
   ReadResult r;
   // O_NONBLOCK: a FIFO planted in a fixture (or a device node) must not hang the gatherer.
-  int fd = ::open(PathOf(rel).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  int fd = Open(rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     r.error = ErrorFor(errno);
     return r;
@@ -122,7 +148,15 @@ ReadResult RootReader::ReadLink(std::string_view rel, bool count) {
   if (count) ++files_read_[std::string(rel)];
   ReadResult r;
   std::array<char, PATH_MAX> buf{};
-  ssize_t n = ::readlink(PathOf(rel).c_str(), buf.data(), buf.size() - 1);
+  const auto [dir, name] = SplitLast(rel);
+  const int dir_fd = Open(dir, O_PATH | O_DIRECTORY);
+  ssize_t n = dir_fd < 0 ? -1 : ::readlinkat(dir_fd, std::string(name).c_str(), buf.data(),
+                                              buf.size() - 1);
+  if (dir_fd >= 0) {
+    const int err = errno;
+    ::close(dir_fd);
+    errno = err;
+  }
   if (n < 0) {
     r.error = errno == EINVAL ? "not a link" : ErrorFor(errno);
     return r;
@@ -134,8 +168,10 @@ ReadResult RootReader::ReadLink(std::string_view rel, bool count) {
 
 ListResult RootReader::List(std::string_view rel) const {
   ListResult r;
-  DIR* dir = ::opendir(PathOf(rel).c_str());
+  const int fd = Open(rel, O_RDONLY | O_DIRECTORY);
+  DIR* dir = fd < 0 ? nullptr : ::fdopendir(fd);
   if (dir == nullptr) {
+    if (fd >= 0) ::close(fd);
     int err = errno;
     r.exists = err != ENOENT && err != ENOTDIR;
     r.error = err == ENOTDIR ? "not a directory" : ErrorFor(err);
@@ -156,7 +192,7 @@ ListResult RootReader::List(std::string_view rel) const {
 
 bool RootReader::ForEachLink(std::string_view base, const std::vector<std::string>& subdirs,
                              const std::function<void(size_t, std::string_view)>& fn) const {
-  int base_fd = ::open(PathOf(base).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int base_fd = Open(base, O_RDONLY | O_DIRECTORY);
   if (base_fd < 0) return false;
   std::array<char, PATH_MAX> target{};
   // getdents64 straight into a buffer: readdir over fdopendir would add an fstat and two fcntl
@@ -189,13 +225,23 @@ bool RootReader::ForEachLink(std::string_view base, const std::vector<std::strin
 }
 
 bool RootReader::Exists(std::string_view rel) const {
+  const auto [dir, name] = SplitLast(rel);
+  const int dir_fd = Open(dir, O_PATH | O_DIRECTORY);
+  if (dir_fd < 0) return false;
   struct stat st {};
-  return ::lstat(PathOf(rel).c_str(), &st) == 0;
+  const bool found = name.empty() || ::fstatat(dir_fd, std::string(name).c_str(), &st,
+                                               AT_SYMLINK_NOFOLLOW) == 0;
+  ::close(dir_fd);
+  return found;
 }
 
 bool RootReader::IsDirectory(std::string_view rel) const {
+  const int fd = Open(rel, O_PATH);
+  if (fd < 0) return false;
   struct stat st {};
-  return ::stat(PathOf(rel).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  const bool dir = ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+  ::close(fd);
+  return dir;
 }
 
 }  // namespace nccl_triage

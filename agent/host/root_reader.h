@@ -1,7 +1,10 @@
 // RootReader: the only code in nccl-triage that reads files of a node, all under one root.
 //
 // Every path it takes is relative to the root given to the constructor ("/" on a host, a fixture
-// tree in tests, the --root flag of the CLI), so tests and production run the same code. Reads are
+// tree in tests, the --root flag of the CLI), so tests and production run the same code. Under a
+// root other than "/" paths resolve as in a chroot (openat2 RESOLVE_IN_ROOT): a symbolic link or
+// ".." never leads out of the root, so a link planted in the tree cannot reach the host's files.
+// Reads are
 // bounded in size and never throw: a failure comes back as a short reason ("missing",
 // "unreadable: EACCES"). Each file and link read is counted in files_read(), which the snapshot
 // keeps so that a test can assert that nothing is read twice. Not thread-safe: one reader per
@@ -57,7 +60,7 @@ class RootReader {
   bool ForEachLink(std::string_view base, const std::vector<std::string>& subdirs,
                    const std::function<void(size_t, std::string_view)>& fn) const;
   bool Exists(std::string_view rel) const;     // lstat: a dangling link exists
-  bool IsDirectory(std::string_view rel) const;  // stat: follows links
+  bool IsDirectory(std::string_view rel) const;  // stat: follows links (within the root)
 
   const std::map<std::string, int>& files_read() const { return files_read_; }
   // True once a file or link was read or a listing named something: a root where this stays
@@ -66,6 +69,9 @@ class RootReader {
   std::map<std::string, int> TakeFilesRead() { return std::move(files_read_); }
 
  private:
+  // open(2) of `rel` under the root (O_CLOEXEC added); -1 with errno set.
+  int Open(std::string_view rel, int flags) const;
+
   std::string root_;
   std::map<std::string, int> files_read_;
   mutable bool found_anything_ = false;  // a fact about the reads, not the reader's state

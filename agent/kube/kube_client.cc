@@ -29,13 +29,6 @@ namespace {
 
 constexpr size_t kMaxErrorBody = 64 << 10;
 
-std::string TrimToken(std::string token) {
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
-    token.pop_back();
-  }
-  return token;
-}
-
 std::string DescribeError(httplib::Error e) {
   switch (e) {
     case httplib::Error::Connection:

@@ -181,18 +181,26 @@ class ChildRun {
       out_ << kUniqueIdLinePrefix << EncodeUniqueId(id) << "\n";
       out_.flush();
     } else {
-      bool closed = false;
-      auto read = ReadUniqueId(&closed);
-      if (!read) {
-        // Closed without an id: rank 0 never made one (its own result says why).
-        r_.outcome = closed ? ProbeOutcome::kFail : ProbeOutcome::kTimeout;
-        r_.detail = closed ? "no unique id: the relay closed fd " +
-                                 std::to_string(o_.unique_id_fd) + " without one"
-                           : "no unique id from rank 0 on fd " + std::to_string(o_.unique_id_fd) +
-                                 " before the deadline";
+      IdLine got = ReadUniqueId();
+      if (!got.id) {
+        const std::string fd = std::to_string(o_.unique_id_fd);
+        switch (got.why) {
+          case IdLine::kClosed:  // rank 0 never made one (its own result says why)
+            r_.outcome = ProbeOutcome::kFail;
+            r_.detail = "no unique id: the relay closed fd " + fd + " without one";
+            break;
+          case IdLine::kMalformed:
+            r_.outcome = ProbeOutcome::kFail;
+            r_.detail = "malformed unique id line on fd " + fd + ": '" + got.shown + "'";
+            break;
+          case IdLine::kDeadline:
+            r_.outcome = ProbeOutcome::kTimeout;
+            r_.detail = "no unique id from rank 0 on fd " + fd + " before the deadline";
+            break;
+        }
         return false;
       }
-      id = *read;
+      id = *got.id;
     }
     if (nc_.comm_init_rank_config != nullptr && nc_.comm_get_async_error != nullptr &&
         nc_.comm_abort != nullptr) {
@@ -214,12 +222,33 @@ class ChildRun {
     return NcclOk("ncclCommInitRank", rc);
   }
 
-  std::optional<abi::ncclUniqueId> ReadUniqueId(bool* closed) {
+  // The relayed line: the id, or why there is none. A line that arrived but does not decode is
+  // malformed, not a timeout: the peer (or whoever relays) sent something else.
+  struct IdLine {
+    enum Why { kDeadline, kClosed, kMalformed };
+    std::optional<abi::ncclUniqueId> id;
+    Why why = kDeadline;
+    std::string shown;  // the start of a malformed line, printable
+  };
+
+  static IdLine Decoded(const std::string& line) {
+    IdLine r;
+    r.id = DecodeUniqueId(line);
+    if (r.id) return r;
+    r.why = IdLine::kMalformed;
+    for (char ch : line.substr(0, 64)) {
+      r.shown += (ch >= 0x20 && ch < 0x7F) ? ch : '?';
+    }
+    if (line.size() > 64) r.shown += "...";
+    return r;
+  }
+
+  IdLine ReadUniqueId() {
     std::string line;
     char c;
     while (true) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
-      if (left.count() <= 0) return std::nullopt;
+      if (left.count() <= 0) return {};
       pollfd pfd{o_.unique_id_fd, POLLIN, 0};
       int rc = poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
       if (rc < 0 && errno == EINTR) continue;
@@ -227,11 +256,11 @@ class ChildRun {
       ssize_t n = read(o_.unique_id_fd, &c, 1);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
-        *closed = line.empty();
-        return line.empty() ? std::nullopt : DecodeUniqueId(line);
+        if (line.empty()) return {std::nullopt, IdLine::kClosed, ""};
+        return Decoded(line);
       }
-      if (c == '\n') return DecodeUniqueId(line);
-      if (line.size() > 4096) return std::nullopt;
+      if (c == '\n') return Decoded(line);
+      if (line.size() > 4096) return Decoded(line);  // far longer than any id
       line.push_back(c);
     }
   }
@@ -257,12 +286,29 @@ class ChildRun {
     for (int i = 0; i < o_.warmup; ++i) {
       if (!AllReduce(count) || !WaitStream("warm-up all-reduce")) return false;
     }
+    // Timed on the device when the driver has events (as a GPU kernel is timed), else on the
+    // host: a loaded host then does not make a healthy link look slow.
+    abi::CUevent started = nullptr, ended = nullptr;
+    const bool events = cu_.event_create != nullptr && cu_.event_record != nullptr &&
+                        cu_.event_synchronize != nullptr && cu_.event_elapsed_time != nullptr &&
+                        cu_.event_destroy != nullptr &&
+                        cu_.event_create(&started, 0) == abi::kCudaSuccess &&
+                        cu_.event_create(&ended, 0) == abi::kCudaSuccess &&
+                        cu_.event_record(started, stream_) == abi::kCudaSuccess;
     auto start = Clock::now();
     for (int i = 0; i < o_.iterations; ++i) {
       if (!AllReduce(count)) return false;
     }
     if (!WaitStream("timed all-reduce")) return false;
     double total = std::chrono::duration<double>(Clock::now() - start).count();
+    float device_ms = 0;
+    if (events && cu_.event_record(ended, stream_) == abi::kCudaSuccess &&
+        cu_.event_synchronize(ended) == abi::kCudaSuccess &&
+        cu_.event_elapsed_time(&device_ms, started, ended) == abi::kCudaSuccess && device_ms > 0) {
+      total = device_ms / 1000.0;
+    }
+    if (started != nullptr) cu_.event_destroy(started);
+    if (ended != nullptr) cu_.event_destroy(ended);
     r_.time_seconds = total / std::max(o_.iterations, 1);
     if (r_.time_seconds > 0) {
       r_.algbw_bytes_per_second = static_cast<double>(bytes) / r_.time_seconds;

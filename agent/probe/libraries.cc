@@ -127,6 +127,11 @@ StatusOr<CudaApi> ResolveCuda(const LoadedLibrary& lib) {
   Resolve(lib, a.stream_synchronize, "cuStreamSynchronize");
   Resolve(lib, a.stream_query, "cuStreamQuery");
   Resolve(lib, a.stream_destroy, "cuStreamDestroy_v2");
+  Resolve(lib, a.event_create, "cuEventCreate");
+  Resolve(lib, a.event_record, "cuEventRecord");
+  Resolve(lib, a.event_synchronize, "cuEventSynchronize");
+  Resolve(lib, a.event_elapsed_time, "cuEventElapsedTime");
+  Resolve(lib, a.event_destroy, "cuEventDestroy_v2");
   Resolve(lib, a.get_error_string, "cuGetErrorString");
   Resolve(lib, a.get_error_name, "cuGetErrorName");
   std::vector<std::string> missing;

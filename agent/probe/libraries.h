@@ -70,6 +70,12 @@ struct CudaApi {
   abi::CuStreamSynchronizeFn stream_synchronize = nullptr;
   abi::CuStreamQueryFn stream_query = nullptr;
   abi::CuStreamDestroyFn stream_destroy = nullptr;
+  // Device-side timing of the timed all-reduces; without all five the probe times on the host.
+  abi::CuEventCreateFn event_create = nullptr;
+  abi::CuEventRecordFn event_record = nullptr;
+  abi::CuEventSynchronizeFn event_synchronize = nullptr;
+  abi::CuEventElapsedTimeFn event_elapsed_time = nullptr;
+  abi::CuEventDestroyFn event_destroy = nullptr;
   abi::CuGetErrorStringFn get_error_string = nullptr;
   abi::CuGetErrorStringFn get_error_name = nullptr;
 };

@@ -44,6 +44,12 @@ using CuStreamCreateFn = CUresult (*)(CUstream* stream, unsigned int flags);
 using CuStreamSynchronizeFn = CUresult (*)(CUstream stream);
 using CuStreamQueryFn = CUresult (*)(CUstream stream);
 using CuStreamDestroyFn = CUresult (*)(CUstream stream);
+using CUevent = void*;
+using CuEventCreateFn = CUresult (*)(CUevent* event, unsigned int flags);
+using CuEventRecordFn = CUresult (*)(CUevent event, CUstream stream);
+using CuEventSynchronizeFn = CUresult (*)(CUevent event);
+using CuEventElapsedTimeFn = CUresult (*)(float* milliseconds, CUevent start, CUevent end);
+using CuEventDestroyFn = CUresult (*)(CUevent event);
 using CuGetErrorStringFn = CUresult (*)(CUresult error, const char** str);
 
 // ------------------------------------------------------------------ NCCL

@@ -461,7 +461,8 @@ void TerminalProgress::ModeFinished(const PairLocalRow& row, double seconds) {
 int ExitCodeFor(const PairVerdict& v) {
   switch (v.fault_class) {
     case FaultClass::kHealthy:
-      return 0;
+      // Healthy only by the node checks: no probe could run, nothing is concluded.
+      return v.basis == Basis::kProbes ? 0 : 3;
     case FaultClass::kArchitecture:
     case FaultClass::kIbResource:
       return 1;

@@ -168,7 +168,8 @@ class TerminalProgress final : public PairLocalObserver {
   int index_ = 0, count_ = 0;
 };
 
-// 0 healthy, 1 a fault verdict (architecture or ib_resource), 3 nothing to conclude (unknown).
+// 0 healthy by the probes, 1 a fault verdict (architecture or ib_resource), 3 nothing to conclude
+// (unknown, or healthy only by the node checks because no probe could run).
 int ExitCodeFor(const PairVerdict& verdict);
 
 nlohmann::json ToJson(const PairLocalReport& report);

@@ -146,14 +146,6 @@ void Apply(const Overrides& o, ProbeConfig& c) {
   c.env_allowlist.insert(c.env_allowlist.end(), o.env_allow.begin(), o.env_allow.end());
 }
 
-StatusOr<std::string> MakeWorkDir(const std::map<std::string, std::string>& env) {
-  auto it = env.find("TMPDIR");
-  std::string base = it != env.end() && !it->second.empty() ? it->second : "/tmp";
-  std::string pattern = base + "/nccl-triage-probe-XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) return Unavailable("cannot create a folder in " + base);
-  return pattern;
-}
-
 // The rails `text` selects (the first N for a count: one command is one sweep), with their GPUs'
 // holders from the node.
 StatusOr<std::vector<RailTarget>> ChooseRails(const std::string& text, const std::string& root,
@@ -260,7 +252,7 @@ int RunProbeCommand(const std::vector<std::string>& args, std::ostream& out, std
   ro.parent_env = hooks.environment;
   ro.default_library_search = p.default_library_search;
   if (p.work_dir.empty()) {
-    auto dir = MakeWorkDir(hooks.environment);
+    auto dir = MakePrivateWorkDir(hooks.environment);
     if (!dir.ok()) {
       err << "nccl-triage probe: " << dir.status().message() << "\n";
       return 2;
@@ -268,6 +260,12 @@ int RunProbeCommand(const std::vector<std::string>& args, std::ostream& out, std
     ro.work_dir = *dir;
   } else {
     ro.work_dir = p.work_dir;
+  }
+  // A work directory the probes cannot write to is a usage error, not a probe that fails (which
+  // the decision table would blame on the fabric).
+  if (Status st = PrepareWorkDir(ro.work_dir); !st.ok()) {
+    err << "nccl-triage probe: --work-dir: " << st.message() << "\n";
+    return 2;
   }
   if (p.intra_node) return RunIntraNodeCommand(p, ProbeRunner(config, ro), out, err);
 

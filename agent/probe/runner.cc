@@ -1,8 +1,14 @@
 #include "probe/runner.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include <algorithm>
 #include <filesystem>
@@ -329,11 +335,52 @@ std::vector<std::string> ProbeRunner::ChildEnvironment(const ProbeRequest& req,
   return BuildChildEnvironment(env, options_.parent_env, config_.env_allowlist);
 }
 
-StatusOr<std::unique_ptr<ProbeChildProcess>> ProbeRunner::Start(const ProbeRequest& req) const {
-  if (options_.work_dir.empty()) return InvalidArgument("probe runner: no work directory");
+StatusOr<std::string> MakePrivateWorkDir(const std::map<std::string, std::string>& env) {
+  auto it = env.find("TMPDIR");
+  std::string base = it != env.end() && !it->second.empty() ? it->second : "/tmp";
+  std::string pattern = base + "/nccl-triage-probe-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return Unavailable("cannot create a folder in " + base + ": " + strerror(errno));
+  }
+  return pattern;
+}
+
+Status PrepareWorkDir(const std::string& dir) {
+  if (dir.empty()) return InvalidArgument("no work directory");
   std::error_code ec;
-  std::filesystem::create_directories(options_.work_dir, ec);
-  if (ec) return Unavailable("cannot create " + options_.work_dir + ": " + ec.message());
+  std::filesystem::create_directories(dir, ec);
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) {
+    return InvalidArgument("work directory " + dir + ": cannot create it: " +
+                           (ec ? ec.message() : std::string(strerror(errno))));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return InvalidArgument("work directory " + dir + " is not a directory");
+  }
+  if (st.st_uid != ::geteuid()) {
+    return InvalidArgument("work directory " + dir + " belongs to uid " +
+                           std::to_string(st.st_uid) + ", not to this user");
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return InvalidArgument("work directory " + dir +
+                           " is writable by other users (chmod go-w, or give another one)");
+  }
+  // Root passes access(W_OK) on a read-only file system and on /proc: create a file to know.
+  const std::string test = dir + "/.nccl-triage-write-test";
+  const int fd = ::open(test.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 && errno != EEXIST) {
+    return InvalidArgument("work directory " + dir + " is not writable: " + strerror(errno));
+  }
+  if (fd >= 0) ::close(fd);
+  ::unlink(test.c_str());
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<ProbeChildProcess>> ProbeRunner::Start(const ProbeRequest& req) const {
+  if (Status st = PrepareWorkDir(options_.work_dir); !st.ok()) {
+    return Unavailable("probe runner: " + st.message());
+  }
+  std::error_code ec;
   std::string log_path = LogPath(req);
   std::filesystem::remove(log_path, ec);  // a stale log must not explain this run
 

@@ -35,11 +35,21 @@ namespace nccl_triage {
 struct ProbeRunnerOptions {
   std::string child_exe;   // the nccl-triage binary (or nccl-triage-probe)
   std::string root = "/";  // host root: <root>/proc/net/route for the default interface
-  std::string work_dir;    // NCCL logs go here (created); must be set
+  std::string work_dir;    // NCCL logs go here (created; PrepareWorkDir); must be set
   std::map<std::string, std::string> parent_env;  // the only source of inherited variables
   bool default_library_search = true;             // false: only ProbeConfig's library paths
   size_t max_output_bytes = 1 << 20;
 };
+
+// A fresh private folder for the probes' logs: mkdtemp under $TMPDIR (from `env`, else /tmp), mode
+// 0700, so no other user can have made it beforehand or write into it.
+StatusOr<std::string> MakePrivateWorkDir(const std::map<std::string, std::string>& env);
+
+// Makes `dir` ready for the probes' logs, or says why it cannot be (one line): it is created when
+// missing; it must then be a directory (not a link), owned by this user, not writable by group or
+// others (the probe child runs as root and must not write where another user can plant links),
+// and a file must be creatable in it.
+Status PrepareWorkDir(const std::string& dir);
 
 // One rank of one probe.
 struct ProbeRequest {

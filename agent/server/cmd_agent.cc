@@ -282,8 +282,15 @@ int RunAgentCommand(CliContext& ctx) {
                            "nccl-triage beside nccl-triage-server)");
   }
   probe_options.root = flags.root;
-  probe_options.work_dir = (std::filesystem::temp_directory_path() / "nccl-triage-probes").string();
   probe_options.parent_env = ProcessEnvironment();
+  // A fresh private folder: a fixed name under $TMPDIR could have been made by another user
+  // beforehand, and the probe child (root) would write into it.
+  if (auto dir = MakePrivateWorkDir(probe_options.parent_env); dir.ok()) {
+    probe_options.work_dir = *dir;
+  } else {
+    ctx.err << "nccl-triage-server agent: probe logs: " << dir.status().message() << "\n";
+    return 2;
+  }
   auto probe_runner = std::make_shared<const ProbeRunner>(config.probe, probe_options);
   agent.SetProbeRunner(MakeRunnerProbeFn(probe_runner));
   agent.SetIntraNodeProbe(MakeIntraNodeFn(probe_runner, config.probe.allow_when_gpus_busy));

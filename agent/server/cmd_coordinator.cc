@@ -34,11 +34,6 @@ constexpr const char* kUsage =
     "  coordinator.key_file.\n"
     "  --log-format text (default) or json: one JSON object per line on stderr\n";
 
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 }  // namespace
 
 int RunCoordinatorCommand(CliContext& ctx) {
@@ -75,14 +70,14 @@ int RunCoordinatorCommand(CliContext& ctx) {
   if (http_listen) options.http_listen = *http_listen;
   options.version = NCCL_TRIAGE_VERSION;
   if (config.coordinator.token_file) {
-    auto token = ReadWholeFile(*config.coordinator.token_file, "token");
+    auto token = ReadTokenFile(*config.coordinator.token_file);
     if (!token.ok()) {
       ctx.err << "nccl-triage-server coordinator: " << token.status().message() << "\n";
       return 2;
     }
-    options.token = Trim(*token);
+    options.token = *token;
   } else if (const char* env = std::getenv("NCCL_TRIAGE_TOKEN"); env != nullptr) {
-    options.token = Trim(env);
+    options.token = TrimToken(env);
   }
   if (config.coordinator.cert_file.has_value() != config.coordinator.key_file.has_value()) {
     ctx.err

@@ -99,17 +99,14 @@ int RunTriageCoordinatorCommand(CliContext& ctx) {
   }
   std::string token;
   if (!token_file.empty()) {
-    auto read = ReadWholeFile(token_file, "token", 64 << 10);
+    auto read = ReadTokenFile(token_file);
     if (!read.ok()) {
       ctx.err << kWho << read.status().message() << "\n";
       return 2;
     }
     token = std::move(read).value();
   } else if (const char* env = std::getenv("NCCL_TRIAGE_TOKEN")) {
-    token = env;
-  }
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
-    token.pop_back();
+    token = TrimToken(env);
   }
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (!ca_file.empty()) {

@@ -283,7 +283,7 @@ void ApplySummary(const v1::NodeSummary& s, NodeInfo& info) {
       PortInfo port;
       port.num = static_cast<int>(std::min<uint32_t>(p.num(), 255));
       port.link_layer = Cut(p.link_layer(), 32);
-      port.rate_gbps = std::isfinite(p.rate_gbps()) && p.rate_gbps() > 0 ? p.rate_gbps() : 0;
+      port.rate_gbps = PlausiblePortRate(p.rate_gbps());  // NaN and inf are not plausible
       port.state = Cut(p.state(), 32);
       port.phys_state = Cut(p.phys_state(), 32);
       for (int k = 0; k < p.pkeys_size() && k < kMaxPkeys; ++k) {
@@ -303,7 +303,7 @@ void ApplySummary(const v1::NodeSummary& s, NodeInfo& info) {
     rail.device = Cut(r.device(), 64);
     rail.port = static_cast<int>(std::min<uint32_t>(r.port(), 255));
     rail.active = r.active();
-    if (std::isfinite(r.rate_gbps()) && r.rate_gbps() > 0) rail.rate_gbps = r.rate_gbps();
+    if (PlausiblePortRate(r.rate_gbps()) > 0) rail.rate_gbps = r.rate_gbps();
     rail.state = rail.active ? "ACTIVE" : "unknown";
     rail.gpu_bdf = Cut(r.gpu_bus_id(), 64);
     info.rails.push_back(std::move(rail));

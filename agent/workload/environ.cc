@@ -74,9 +74,10 @@ FilteredEnviron FilterEnviron(std::string_view raw) {
     }
     // A name defined twice: glibc's getenv() returns the first definition, so NCCL sees that one.
     // A name that looks like a credential (NCCL_SECRET_TOKEN) is kept with its value hidden, so
-    // no output (check --workloads, /status, annotations) can show it; no check reads one.
+    // no output (check --workloads, /status, annotations) can show it; no check reads one. A
+    // token inside another value (a URL's password, "Bearer ...") is hidden in place.
     out.kept.emplace(std::string(name),
-                     LooksSecret(name) ? std::string(kHiddenValue) : std::string(value));
+                     LooksSecret(name) ? std::string(kHiddenValue) : MaskSecretsInValue(value));
   }
   return out;
 }

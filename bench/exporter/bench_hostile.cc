@@ -33,44 +33,11 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 using namespace nccl_triage::testing;
 
-// A field of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"); -1 when the process is gone.
-long StatusKiB(pid_t pid, const char* field) {
-  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));
-  std::string line;
-  const std::string key = std::string(field) + ":";
-  while (std::getline(in, line)) {
-    if (line.rfind(key, 0) == 0) return std::stol(line.substr(key.size()));
-  }
-  return -1;
-}
-
 double MiB(long kib) { return static_cast<double>(kib) / 1024.0; }
 
 int Livez(int port) {
   auto r = HttpGet(port, "/livez");
   return r ? r->status : 0;
-}
-
-// A server process and its HTTP port, learnt from the line of its log that `port_re` matches.
-struct Server {
-  std::unique_ptr<Child> child;
-  int port = 0;
-  pid_t pid() const { return child->pid(); }
-};
-
-Server Start(const std::vector<std::string>& argv, const std::string& log,
-             const std::regex& port_re) {
-  Server s{std::make_unique<Child>(argv, log), 0};
-  WaitFor(
-      [&] {
-        std::smatch m;
-        const std::string text = ReadFile(log);
-        if (std::regex_search(text, m, port_re)) s.port = std::stoi(m[1]);
-        return s.port > 0 || !s.child->Running();
-      },
-      20s);
-  if (s.port > 0 && !WaitFor([&] { return Livez(s.port) == 200; }, 20s)) s.port = 0;
-  return s;
 }
 
 struct Options {
@@ -83,9 +50,9 @@ struct Options {
 };
 
 // The header flood; true when the peak stayed within 64 MiB of the start.
-bool Flood(const std::string& name, const Server& s, const Options& o) {
-  const long before = StatusKiB(s.pid(), "VmRSS");
-  const long hwm_before = StatusKiB(s.pid(), "VmHWM");
+bool Flood(const std::string& name, const ServerProcess& s, const Options& o) {
+  const long before = ProcStatusKiB(s.pid(), "VmRSS");
+  const long hwm_before = ProcStatusKiB(s.pid(), "VmHWM");
   std::vector<size_t> taken(static_cast<size_t>(o.floods), 0);
   const auto start = Clock::now();
   {
@@ -94,14 +61,7 @@ bool Flood(const std::string& name, const Server& s, const Options& o) {
       threads.emplace_back([&, f] {
         int fd = ConnectFrom(s.port, "127.0.0.2", 30);
         if (fd < 0) return;
-        // 1,000 lines a chunk: "X-Flood-NNNNNN: " and 40 bytes of value, 57 bytes a line.
-        std::string chunk;
-        char line[80];
-        for (int i = 0; i < 1000; ++i) {
-          std::snprintf(line, sizeof line, "X-Flood-%06d: %s\r\n", i,
-                        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
-          chunk += line;
-        }
+        const std::string chunk = HeaderFloodChunk();
         size_t& sent = taken[static_cast<size_t>(f)];
         if (SendAll(fd, "GET /status HTTP/1.1\r\nHost: bench\r\n")) {
           for (long i = 0; i < o.lines / 1000 && SendAll(fd, chunk); ++i) sent += chunk.size();
@@ -112,8 +72,8 @@ bool Flood(const std::string& name, const Server& s, const Options& o) {
   }
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   std::this_thread::sleep_for(500ms);
-  const long after = StatusKiB(s.pid(), "VmRSS");
-  const long hwm = StatusKiB(s.pid(), "VmHWM");
+  const long after = ProcStatusKiB(s.pid(), "VmRSS");
+  const long hwm = ProcStatusKiB(s.pid(), "VmHWM");
   const int status = Livez(s.port);
   std::printf("%s header flood: %d x %ld lines (%.0f MB each) in %.2f s\n", name.c_str(), o.floods,
               o.lines, static_cast<double>(o.lines) * 57 / 1e6, wall);
@@ -127,7 +87,7 @@ bool Flood(const std::string& name, const Server& s, const Options& o) {
 }
 
 // The slowloris; true when every /livez was answered 200 within 1 s.
-bool Slowloris(const std::string& name, const Server& s, const Options& o) {
+bool Slowloris(const std::string& name, const ServerProcess& s, const Options& o) {
   std::atomic<bool> stop{false};
   std::atomic<int> connections{0};
   std::vector<std::jthread> slow;
@@ -212,10 +172,10 @@ int main(int argc, char** argv) {
   for (const std::string name : {"agent", "coordinator"}) {
     if (o.target != "both" && o.target != name) continue;
     const std::string log = dir.path() + "/" + name + ".log";
-    Server s = name == "agent" ? Start({AgentBinary(), "agent", "--standalone", "--root",
+    ServerProcess s = name == "agent" ? StartServer({AgentBinary(), "agent", "--standalone", "--root",
                                         FixtureRoot("dgx-a100"), "--listen", "127.0.0.1:0"},
                                        log, std::regex("serving .* on 127\\.0\\.0\\.1:([0-9]+)"))
-                               : Start({AgentBinary(), "coordinator", "--listen", "127.0.0.1:0",
+                               : StartServer({AgentBinary(), "coordinator", "--listen", "127.0.0.1:0",
                                         "--http-listen", "127.0.0.1:0"},
                                        log, std::regex("HTTP on port ([0-9]+)"));
     if (s.port == 0) {

@@ -106,6 +106,19 @@ TEST_F(ReadWholeFileTest, ReadsARegularFile) {
   EXPECT_EQ(*r, "token\n");
 }
 
+// An empty token file switched authentication off with only a warning; it is an error now, for
+// the agent, the coordinator and `triage`, which all read the token through here.
+TEST_F(ReadWholeFileTest, AnEmptyTokenFileIsAnErrorNotAnEmptyToken) {
+  std::ofstream(Path("empty")) << " \r\n";
+  auto r = ReadTokenFile(Path("empty"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("is empty: refusing to run without authentication"),
+            std::string::npos)
+      << r.status().message();
+  std::ofstream(Path("t")) << "s3cret \n";
+  EXPECT_EQ(ReadTokenFile(Path("t")).value(), "s3cret");
+}
+
 TEST_F(ReadWholeFileTest, RefusesAFifoAtOnceInsteadOfHanging) {
   ASSERT_EQ(::mkfifo(Path("fifo").c_str(), 0600), 0);
   auto r = ReadWholeFile(Path("fifo"), "configuration");

@@ -203,6 +203,17 @@ TEST(PortErrorsCheck, UsesTheConfiguredThreshold) {
             CheckStatus::kFail);
 }
 
+// Unreadable counter files were simply left out, and the zeros of the readable ones passed.
+TEST(PortErrorsCheck, WarnsInsteadOfPassingWhenSomeCountersAreUnreadable) {
+  NodeSnapshot s = HealthyIbNode(2);
+  Port(s, 1).counters.erase("symbol_error");
+  Port(s, 1).counters.erase("link_downed");
+  Port(s, 1).counters_error = "symbol_error: unreadable: EACCES; link_downed: unreadable: EACCES";
+  Finding f = RunOne(&IbPortErrors, s);
+  EXPECT_EQ(f.status, CheckStatus::kWarn) << f.message;
+  EXPECT_NE(f.message.find("mlx5_1/1 symbol_error"), std::string::npos) << f.message;
+}
+
 TEST(PortErrorsCheck, SkipsWhenNoCounterIsReadable) {
   NodeSnapshot s = HealthyIbNode(2);
   for (int i = 0; i < 2; ++i) Port(s, i).counters.clear();

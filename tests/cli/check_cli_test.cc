@@ -272,6 +272,23 @@ TEST(CheckCli, PreviousSnapshotTurnsCountersIntoRates) {
   EXPECT_EQ(StatusOf(j, "ib.port_errors"), "fail") << judged.out;
 }
 
+// A previous snapshot newer than the current one was silently ignored (the counters then had no
+// rate and nobody was told). Swapped files are a usage error now.
+TEST(CheckCli, APreviousSnapshotNewerThanTheCurrentOneIsAUsageError) {
+  const std::string now_path = TempPath("now2.json"), later_path = TempPath("later.json");
+  Result r = Check({"--root", kFixtures + "dgx-a100", "--dump-snapshot", now_path});
+  ASSERT_NE(r.exit_code, 2) << r.err;
+  nlohmann::json snap = nlohmann::json::parse(Slurp(now_path));
+  snap["taken_at_unix_ms"] = snap["taken_at_unix_ms"].get<int64_t>() + 3'600'000;
+  WriteFile(later_path, snap.dump());
+  Result judged = Check({"--from-snapshot", now_path, "--previous-snapshot", later_path});
+  std::remove(now_path.c_str());
+  std::remove(later_path.c_str());
+  EXPECT_EQ(judged.exit_code, 2) << judged.out;
+  EXPECT_NE(judged.err.find("is not older than the current snapshot"), std::string::npos)
+      << judged.err;
+}
+
 TEST(CheckCli, LiveRunOnThisMachineIsFastAndSkipsIbChecks) {
   Result r = Check({"--format", "json"});
   ASSERT_NE(r.exit_code, 2) << r.err;

@@ -67,7 +67,8 @@ std::string Ldd(const std::string& path) {
 TEST(ExecutablesSplit, SmallBinaryLinksNoServingLibraries) {
   const std::string libs = Ldd(kBinary);
   for (const char* heavy :
-       {"libgrpc", "libprotobuf", "libssl", "libcrypto", "libprometheus", "httplib", "libabsl"}) {
+       {"libgrpc", "libprotobuf", "libssl", "libcrypto", "libprometheus", "httplib", "libabsl",
+        "libmicrohttpd"}) {
     EXPECT_EQ(libs.find(heavy), std::string::npos) << heavy << " is linked into the binary:\n"
                                                    << libs;
   }
@@ -76,6 +77,7 @@ TEST(ExecutablesSplit, SmallBinaryLinksNoServingLibraries) {
   const std::string server = Ldd(kServer);
   EXPECT_NE(server.find("libgrpc++"), std::string::npos) << server;
   EXPECT_NE(server.find("libprometheus-cpp-core"), std::string::npos) << server;
+  EXPECT_NE(server.find("libmicrohttpd"), std::string::npos) << server;
   EXPECT_EQ(server.find("not found"), std::string::npos) << server;
 }
 
@@ -128,6 +130,22 @@ TEST(ServerLogFormat, AnUnknownFormatIsRefusedWithTheChoices) {
     EXPECT_NE(r.err.find("--log-format: expects one of text, json (not 'xml')"), std::string::npos)
         << r.err;
   }
+}
+
+// An empty token file disabled authentication with only a warning; the coordinator refuses to
+// start now, with one line that names the file.
+TEST(ServerStartUp, CoordinatorRefusesToStartWithAnEmptyTokenFile) {
+  const fs::path dir = fs::temp_directory_path() / ("empty-token-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "token") << "\n";
+  std::ofstream(dir / "config.yaml") << "coordinator:\n  token_file: " << (dir / "token").string()
+                                     << "\n";
+  auto r = Exec(kServer, {"coordinator", "--config", (dir / "config.yaml").string(), "--listen",
+                          "127.0.0.1:0", "--http-listen", "127.0.0.1:0"});
+  fs::remove_all(dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("is empty: refusing to run without authentication"), std::string::npos)
+      << r.err;
 }
 
 TEST(ExecutablesSplit, SmallBinaryPointsServicesToTheServer) {

@@ -117,6 +117,9 @@ TEST(ConfigLoader, RejectsWrongTypesWithTheExpectedType) {
             "config:2: agent.events: expected true or false, got 'yes'");
   EXPECT_EQ(ErrorOf("expect:\n  rate_gbps: fast\n"),
             "config:2: expect.rate_gbps: expected a number, got 'fast'");
+  // No port is faster than 3,200 Gb/s: an expectation above that would fail every healthy port.
+  EXPECT_EQ(ErrorOf("expect:\n  rate_gbps: 1e308\n"),
+            "config:2: expect.rate_gbps: 1e308 is out of range [0, 3200]");
   EXPECT_EQ(ErrorOf("probe:\n  iterations: 2.5\n"),
             "config:2: probe.iterations: expected an integer, got '2.5'");
   EXPECT_EQ(ErrorOf("checks:\n  disabled: ib.peermem\n"),

@@ -2,6 +2,7 @@
 // heartbeats, deadlines and agents that go away mid-probe. Every wait is bounded.
 #include "coordinator/server.h"
 
+#include <arpa/inet.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -22,6 +23,8 @@ namespace {
 using namespace std::chrono_literals;
 using testing_util::RawAgent;
 using Body = v1::CoordinatorMessage::BodyCase;
+using ::nccl_triage::testing::ConnectFrom;
+using ::nccl_triage::testing::WaitFor;
 
 struct Coordinator {
   explicit Coordinator(CoordinatorOptions o = {}) : log(text, LogLevel::kDebug) {
@@ -83,26 +86,26 @@ void Play(RawAgent& a, const std::atomic<bool>& done, double ib_busbw = 0,
 }
 
 // An agent whose node has one 200 Gb/s HCA port (25 GB/s) and a slower one it did not use.
-v1::AgentMessage HelloWithPorts(const std::string& node) {
+v1::AgentMessage HelloWithPorts(const std::string& node, double rate_gbps = 200) {
   v1::AgentMessage m = RawAgent::Hello(node);
   auto* hca = m.mutable_hello()->mutable_summary()->add_hcas();
   hca->set_name("mlx5_0");
   auto* port = hca->add_ports();
   port->set_num(1);
   port->set_link_layer("InfiniBand");
-  port->set_rate_gbps(200);
+  port->set_rate_gbps(rate_gbps);
   port->set_state("ACTIVE");
   port->set_phys_state("LinkUp");
   return m;
 }
 
 // The coordinator as the server command builds it, with the default configuration.
-PairJudgement SweepWithIbBusbw(double ib_busbw, std::string& log_text) {
+PairJudgement SweepWithIbBusbw(double ib_busbw, std::string& log_text, double rate_gbps = 200) {
   Config config;
   Coordinator c(CoordinatorOptionsFromConfig(config));
   RawAgent a(c.target, c.token), b(c.target, c.token);
-  EXPECT_TRUE(a.Send(HelloWithPorts("node-a")));
-  EXPECT_TRUE(b.Send(HelloWithPorts("node-b")));
+  EXPECT_TRUE(a.Send(HelloWithPorts("node-a", rate_gbps)));
+  EXPECT_TRUE(b.Send(HelloWithPorts("node-b", rate_gbps)));
   EXPECT_TRUE(c.server->WaitForAgents(2, 5s));
   uint64_t n = c.server->RequestSweep();
   std::atomic<bool> done{false};
@@ -210,6 +213,19 @@ TEST(CoordinatorMessages, HarmlessMalformedMessagesAreIgnoredAndTheStreamSurvive
 }
 
 // gRPC cannot parse them: the read fails and the coordinator ends that stream cleanly.
+// A hello whose node name is not UTF-8 does not parse (proto3 strings are UTF-8); the stream
+// ended with status OK, as if the agent had been served.
+TEST(CoordinatorMessages, AHelloThatIsNotUtf8EndsTheStreamWithAnError) {
+  Coordinator c;
+  RawAgent a(c.target, c.token);
+  a.Send(RawAgent::Hello("node-\xff\xfe"));
+  auto status = a.WaitEnd(5s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status->error_message();
+  EXPECT_NE(status->error_message().find("UTF-8"), std::string::npos);
+  EXPECT_EQ(c.server->ConnectedAgents(), 0u);
+}
+
 TEST(CoordinatorMessages, BytesThatAreNotAMessageCloseOnlyThatStream) {
   Coordinator c;
   auto good = c.Agent("node-good");
@@ -244,6 +260,68 @@ TEST(CoordinatorMessages, BytesThatAreNotAMessageCloseOnlyThatStream) {
   v1::AgentMessage hb;
   hb.mutable_heartbeat()->set_sent_at_unix_ms(2);
   EXPECT_TRUE(good->Send(hb));
+}
+
+// A TCP connection to 127.0.0.1:port that sends nothing, reads waiting 300 ms; -1 on failure.
+int SilentConnection(int port) {
+  int fd = ConnectFrom(port, "127.0.0.1", 1);
+  timeval tv{0, 300'000};
+  if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return fd;
+}
+
+// Whether the coordinator closed `fd` (recv sees the end) within the socket's 300 ms timeout.
+bool ClosedByServer(int fd) {
+  char c;
+  return ::recv(fd, &c, 1, 0) == 0;
+}
+
+// The gRPC port had no connection cap: 18,000 silent connections took the coordinator from 20 to
+// 320 MB. Connections above the cap are closed at once, and the port serves again when some go.
+TEST(CoordinatorLimits, ConnectionsAboveTheCapAreClosedAtOnceAndAgentsStillConnectLater) {
+  CoordinatorOptions o;
+  o.max_connections = 3;
+  Coordinator c(o);
+  const int port = c.server->grpc_port();
+  std::vector<int> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(SilentConnection(port));
+    ASSERT_GE(held.back(), 0);
+  }
+  for (int i = 0; i < 3; ++i) {
+    int extra = SilentConnection(port);
+    ASSERT_GE(extra, 0);  // the kernel accepts; the coordinator closes
+    EXPECT_TRUE(WaitFor([&] { return ClosedByServer(extra); }, 5s)) << "connection " << i;
+    ::close(extra);
+  }
+  for (int fd : held) EXPECT_FALSE(ClosedByServer(fd));  // those within the cap stay open
+  for (int fd : held) ::close(fd);
+  // The closes are noticed; an agent is served again.
+  std::unique_ptr<RawAgent> agent;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        int probe = SilentConnection(port);
+        const bool open = probe >= 0 && !ClosedByServer(probe);
+        if (probe >= 0) ::close(probe);
+        return open;
+      },
+      5s));
+  agent = c.Agent("node-after-flood");
+  EXPECT_EQ(c.server->ConnectedAgents(), 1u);
+}
+
+// A connection that never says anything is closed when its handshake time is over, so that
+// silent connections do not stay until the cap is reached.
+TEST(CoordinatorLimits, ASilentConnectionIsClosedAfterTheHandshakeTimeout) {
+  CoordinatorOptions o;
+  o.handshake_timeout = 500ms;
+  o.idle_connection_timeout = 1000ms;
+  Coordinator c(o);
+  int fd = SilentConnection(c.server->grpc_port());
+  ASSERT_GE(fd, 0);
+  EXPECT_FALSE(ClosedByServer(fd));
+  EXPECT_TRUE(WaitFor([&] { return ClosedByServer(fd); }, 30s));
+  ::close(fd);
 }
 
 TEST(CoordinatorLiveness, SilentAgentIsDroppedAfterTheHeartbeatTimeout) {
@@ -447,6 +525,15 @@ TEST(CoordinatorBandwidth, ByDefaultASlowIbPairIsDegradedAgainstThePortsItUsed) 
   PairJudgement fast = SweepWithIbBusbw(23e9, log);
   EXPECT_EQ(fast.status, PairStatus::kPass) << fast.verdict.reason;
   EXPECT_FALSE(fast.verdict.degraded);
+}
+
+// A hello claiming a 1e308 Gb/s port made the expected busbw absurd, and a healthy pair failed
+// ib.bandwidth. A rate no port has is unknown: the pair is not judged on its bandwidth.
+TEST(CoordinatorBandwidth, AnAbsurdPortRateInAHelloIsUnknownAndFailsNoHealthyPair) {
+  std::string log;
+  PairJudgement p = SweepWithIbBusbw(23e9, log, 1e308);
+  EXPECT_EQ(p.status, PairStatus::kPass) << p.verdict.reason << "\n" << log;
+  EXPECT_FALSE(p.verdict.degraded);
 }
 
 TEST(CoordinatorBandwidth, SmallProbesAreNotJudgedOnBandwidth) {

@@ -84,6 +84,15 @@ TEST(FormatLogLine, TextAndJsonCarryTheSameFields) {
             "\"message\":\"cycle a\\nb\"}\n");
 }
 
+// A node name holding terminal escape sequences went into the text log raw, where a terminal
+// would run them (clear the screen, rewrite earlier lines).
+TEST(FormatLogLine, TextEscapesControlBytesC1ControlsAndInvalidUtf8) {
+  EXPECT_EQ(FormatLogLine(LogFormat::kText, 1700000000123, LogLevel::kWarn, "coord\x07",
+                          "hello from \x1b[2Jnode-1\x9b\xc2\x9b\xc3\xa9\x7f"),
+            "2023-11-14T22:13:20.123Z WARN coord\\x07: hello from \\x1b[2Jnode-1\\x9b\\xc2\\x9b"
+            "\xc3\xa9\\x7f\n");
+}
+
 TEST(ParseLogFormat, AcceptsTextAndJsonOnly) {
   LogFormat f{};
   EXPECT_TRUE(ParseLogFormat("json", &f));

@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <cstdio>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -229,6 +230,59 @@ class AgentProcess {
   std::unique_ptr<Child> child_;
   int port_ = 0;
 };
+
+// A field of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"); -1 when the process is gone.
+inline long ProcStatusKiB(pid_t pid, const char* field) {
+  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));
+  std::string line;
+  const std::string key = std::string(field) + ":";
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) return std::stol(line.substr(key.size()));
+  }
+  return -1;
+}
+
+// 1,000 header lines of a header flood: "X-Flood-NNNNNN: " and 40 bytes of value, 57 bytes a line.
+inline std::string HeaderFloodChunk() {
+  std::string chunk;
+  char line[80];
+  for (int i = 0; i < 1000; ++i) {
+    std::snprintf(line, sizeof line, "X-Flood-%06d: %s\r\n", i,
+                  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    chunk += line;
+  }
+  return chunk;
+}
+
+// A server process (agent or coordinator) and the port the line of its log that `port_re`
+// matches names; port 0 when it did not start, or /livez did not answer within 20 s.
+struct ServerProcess {
+  std::unique_ptr<Child> child;
+  int port = 0;
+  pid_t pid() const { return child->pid(); }
+};
+
+inline ServerProcess StartServer(const std::vector<std::string>& argv, const std::string& log,
+                                 const std::regex& port_re) {
+  ServerProcess s{std::make_unique<Child>(argv, log), 0};
+  WaitFor(
+      [&] {
+        std::smatch m;
+        const std::string text = ReadFile(log);
+        if (std::regex_search(text, m, port_re)) s.port = std::stoi(m[1]);
+        return s.port > 0 || !s.child->Running();
+      },
+      std::chrono::seconds(20));
+  if (s.port > 0 && !WaitFor(
+                        [&] {
+                          auto r = HttpGet(s.port, "/livez");
+                          return r && r->status == 200;
+                        },
+                        std::chrono::seconds(20))) {
+    s.port = 0;
+  }
+  return s;
+}
 
 struct Sample {
   std::string name;

@@ -49,6 +49,15 @@ struct FakeStream {
   std::mutex mu;
   std::condition_variable cv;
   int pending = 0;
+  // The device's clock on this stream: the time the work done on it took, as the fake NCCL
+  // models it (fakeCudaStreamAdvance), not as the host's clock saw it.
+  double device_seconds = 0;
+};
+
+// An event: the stream's device clock when the work before it finished (-1: not yet known).
+struct FakeEvent {
+  FakeStream* stream = nullptr;
+  double at = -1;
 };
 
 std::atomic<bool> g_initialized{false};
@@ -304,6 +313,45 @@ CUresult cuGetErrorString(CUresult error, const char** str) {
   return e != nullptr ? kSuccess : kInvalidValue;
 }
 
+CUresult cuEventCreate(void** event, unsigned int flags) {
+  if (event == nullptr || flags > 0xf) return kInvalidValue;
+  *event = new FakeEvent();
+  return kSuccess;
+}
+
+CUresult cuEventRecord(void* event, void* stream) {
+  auto* e = static_cast<FakeEvent*>(event);
+  auto* s = static_cast<FakeStream*>(stream);
+  if (e == nullptr || s == nullptr) return kInvalidValue;
+  std::lock_guard<std::mutex> lock(s->mu);
+  e->stream = s;
+  e->at = s->pending == 0 ? s->device_seconds : -1;
+  return kSuccess;
+}
+
+CUresult cuEventSynchronize(void* event) {
+  auto* e = static_cast<FakeEvent*>(event);
+  if (e == nullptr || e->stream == nullptr) return kInvalidValue;
+  std::unique_lock<std::mutex> lock(e->stream->mu);
+  e->stream->cv.wait(lock, [e] { return e->stream->pending == 0; });
+  if (e->at < 0) e->at = e->stream->device_seconds;
+  return kSuccess;
+}
+
+CUresult cuEventElapsedTime(float* milliseconds, void* start, void* end) {
+  auto* a = static_cast<FakeEvent*>(start);
+  auto* b = static_cast<FakeEvent*>(end);
+  if (milliseconds == nullptr || a == nullptr || b == nullptr) return kInvalidValue;
+  if (a->at < 0 || b->at < 0) return 600;  // CUDA_ERROR_NOT_READY
+  *milliseconds = static_cast<float>((b->at - a->at) * 1000.0);
+  return kSuccess;
+}
+
+CUresult cuEventDestroy_v2(void* event) {
+  delete static_cast<FakeEvent*>(event);
+  return kSuccess;
+}
+
 // Not part of CUDA: the fake NCCL finds these with dlopen("libcuda.so.1", RTLD_NOLOAD), the way
 // the real NCCL finds the driver, and brackets each collective it runs on its own thread.
 void fakeCudaStreamBeginWork(void* stream) {
@@ -311,6 +359,14 @@ void fakeCudaStreamBeginWork(void* stream) {
   if (s == nullptr) return;
   std::lock_guard<std::mutex> lock(s->mu);
   ++s->pending;
+}
+
+// The device time one collective took, by the fake NCCL's model of the link.
+void fakeCudaStreamAdvance(void* stream, double seconds) {
+  auto* s = static_cast<FakeStream*>(stream);
+  if (s == nullptr || !(seconds > 0)) return;
+  std::lock_guard<std::mutex> lock(s->mu);
+  s->device_seconds += seconds;
 }
 
 void fakeCudaStreamEndWork(void* stream) {

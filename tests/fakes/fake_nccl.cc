@@ -35,10 +35,11 @@
 //     fabric)
 //   the first port NCCL_IB_HCA selects carries data at most at its sysfs rate, or at the rate
 //     fixture.json "ib_data_gbps" gives its HCA ("mlx5_3=50": sysfs says 200 Gb/s, the data path
-//     moves 50): each rank's IB sends are paced to that rate, so the probe's busbw shows a slow
-//     rail. Loopback TCP is slower than a real port, so only ports slower than loopback (the
-//     demo's bandwidth mode writes 1X SDR ports) show their rate; a guess at what a slow data
-//     path looks like to NCCL (no warning, only less bandwidth)
+//     moves 50): each rank's IB sends are paced to that rate, and each all-reduce advances the
+//     fake CUDA stream's device clock (fakeCudaStreamAdvance) by the time a ring takes at that
+//     rate, which the probe reads with CUDA events: the probe's busbw is the model's, not the
+//     loaded host's, and shows a slow rail; a guess at what a slow data path looks like to NCCL
+//     (no warning, only less bandwidth)
 //   otherwise                            -> channels "via NET/IB/0", with "/GDRDMA" when the
 //     fixture has sys/module/nvidia_peermem (or nv_peer_mem). A guess at NCCL's choice: the real
 //     one also needs the GPU-HCA PCI distance within NCCL_NET_GDR_LEVEL and no ACS redirect; the
@@ -550,6 +551,7 @@ struct Job {
 };
 
 using StreamWorkFn = void (*)(void*);
+using StreamAdvanceFn = void (*)(void*, double);
 
 }  // namespace
 
@@ -582,6 +584,7 @@ struct ncclComm {
   bool stop = false;
   StreamWorkFn begin_work = nullptr;
   StreamWorkFn end_work = nullptr;
+  StreamAdvanceFn advance = nullptr;  // the stream's device clock (fake CUDA), when there is one
   uint64_t comm_id = 0;
 };
 
@@ -867,6 +870,18 @@ ncclResult_t RunAllReduce(ncclComm* c, const Job& job) {
   return ncclSuccess;
 }
 
+// The device time of one all-reduce, which the probe reads with CUDA events. Over a paced IB port
+// it is the model's: the time a ring moves the buffer in at the port's data rate (busbw is the
+// port's rate, whatever the load on the host); otherwise the time the transfer took here.
+double DeviceSeconds(const ncclComm* c, const Job& job, std::chrono::steady_clock::time_point t0) {
+  if (c->ib_data_bytes_per_second > 0 && c->channel_via.rfind("NET/IB", 0) == 0 && c->nranks > 1) {
+    const double bytes =
+        static_cast<double>(job.count) * static_cast<double>(TypeSize(job.datatype));
+    return bytes * 2.0 * (c->nranks - 1) / c->nranks / c->ib_data_bytes_per_second;
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // The proxy: runs collectives in order. After an error the stream never completes (the kernel
 // would spin forever on a GPU) until the communicator is aborted.
 void WorkerLoop(ncclComm* c) {
@@ -880,12 +895,14 @@ void WorkerLoop(ncclComm* c) {
       c->jobs.pop_front();
       ++c->running;
     }
+    const auto started = std::chrono::steady_clock::now();
     ncclResult_t rc = c->async == ncclSuccess ? RunAllReduce(c, job) : ncclInternalError;
     {
       std::lock_guard<std::mutex> lock(c->mu);
       --c->running;
     }
     if (rc == ncclSuccess) {
+      if (c->advance != nullptr) c->advance(job.stream, DeviceSeconds(c, job, started));
       if (c->end_work != nullptr) c->end_work(job.stream);
     } else {
       SetError(c, rc);
@@ -1273,6 +1290,7 @@ void LocateStreamHooks(ncclComm* c) {
   c->begin_work = reinterpret_cast<StreamWorkFn>(dlsym(cuda, "fakeCudaStreamBeginWork"));
   c->end_work = reinterpret_cast<StreamWorkFn>(dlsym(cuda, "fakeCudaStreamEndWork"));
   if (c->begin_work == nullptr || c->end_work == nullptr) c->begin_work = c->end_work = nullptr;
+  c->advance = reinterpret_cast<StreamAdvanceFn>(dlsym(cuda, "fakeCudaStreamAdvance"));
 }
 
 ncclResult_t InitRank(ncclComm_t* out, int nranks, const ncclUniqueId& raw, int rank, bool blocking,

@@ -512,6 +512,29 @@ class DamagedFixture : public ::testing::Test {
   fs::path dir_;
 };
 
+// A symbolic link planted under --root reached the host's files (a line of /etc/shadow appeared
+// in the report). Under a root other than "/" links resolve inside the root, as in a chroot.
+TEST_F(DamagedFixture, SymlinksPlantedUnderTheRootDoNotLeadOutOfIt) {
+  const fs::path outside = dir_.string() + "-outside";
+  fs::create_directories(outside);
+  std::ofstream(outside / "secret") << "root:secret-hash:19000::::::\n";
+  Write("etc/inside", "inside\n");
+  fs::create_symlink(outside / "secret", dir_ / "proc" / "planted");
+  fs::create_symlink("../../" + outside.filename().string() + "/secret", dir_ / "sys" / "up");
+  fs::create_symlink(outside, dir_ / "escape");
+  fs::create_symlink("/etc/inside", dir_ / "proc" / "absolute");
+  RootReader reader(dir_.string());
+  for (const char* rel : {"proc/planted", "sys/up", "escape/secret"}) {
+    ReadResult r = reader.ReadFile(rel);
+    EXPECT_FALSE(r.ok()) << rel << ": " << r.text.value_or("");
+  }
+  EXPECT_TRUE(reader.List("escape").names.empty());
+  EXPECT_FALSE(reader.IsDirectory("escape"));
+  // An absolute link inside the tree resolves inside the tree.
+  EXPECT_EQ(reader.ReadFile("proc/absolute").text.value_or(""), "inside\n");
+  fs::remove_all(outside);
+}
+
 TEST_F(DamagedFixture, APciEntryThatIsNotALinkHasNoPathAndSaysWhy) {
   fs::remove(dir_ / "sys/bus/pci/devices/0000:0c:00.0");
   Write("sys/bus/pci/devices/0000:0c:00.0/class", "0x020700\n");

@@ -187,6 +187,27 @@ TEST(ProbeWithFakes, PeerThatNeverConnectsIsATimeoutWithinTheDeadline) {
   EXPECT_EQ(v.fault_class, FaultClass::kArchitecture);
 }
 
+// A garbage line where the unique id should be was reported as a timeout ("no unique id from rank
+// 0 on fd 3 before the deadline"), which the decision table reads as a fabric that does not
+// answer. It is a malformed relay line, and says so at once.
+TEST(ProbeWithFakes, AGarbageUniqueIdLineIsMalformedNotATimeout) {
+  ProbeRunner runner = MakeRunner("", "", 20);
+  ProbeRequest req;
+  req.mode = ProbeMode::kSocket;
+  req.rank = 1;
+  req.nranks = 2;
+  req.peer = "local";
+  auto start = Clock::now();
+  auto kid = runner.Start(req);
+  ASSERT_TRUE(kid.ok()) << kid.status().message();
+  ASSERT_TRUE((*kid)->process().WriteStdin("NCCLID this is not an id\n").ok());
+  ProbeResult r = (*kid)->Finish();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(r.outcome, ProbeOutcome::kFail) << r.detail;
+  EXPECT_THAT(r.detail, HasSubstr("malformed unique id line"));
+  EXPECT_THAT(r.detail, HasSubstr("this is not an id"));
+}
+
 TEST(ProbeWithFakes, CrashIsCrashedAndItsPeerIsStoppedSoonAfter) {
   auto start = Clock::now();
   auto ranks = MakeRunner("crash_init@0").RunLocalRanks(ProbeMode::kSocket);

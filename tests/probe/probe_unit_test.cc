@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
@@ -142,6 +143,50 @@ TEST(BuildChildEnvironment, PassesOnlyNcclNamesOfTheAllowList) {
   EXPECT_THAT(env, Contains("NCCL_IB_TIMEOUT=22"));
   EXPECT_THAT(env, Not(Contains("AWS_SECRET_ACCESS_KEY=hunter2")));
   EXPECT_THAT(env, Not(Contains("LD_PRELOAD=/tmp/evil.so")));
+}
+
+// NCCL_TRIAGE_TOKEN is NCCL_* by its letters and passed the allow-list into the probe child.
+TEST(BuildChildEnvironment, NeverPassesTheAgentsTokenEvenWhenAllowListed) {
+  std::map<std::string, std::string> parent = {{"NCCL_TRIAGE_TOKEN", "s3cret"},
+                                               {"NCCL_IB_TIMEOUT", "22"}};
+  auto env =
+      BuildChildEnvironment(ProbeEnvOptions{}, parent, {"NCCL_TRIAGE_TOKEN", "NCCL_IB_TIMEOUT"});
+  EXPECT_THAT(env, Contains("NCCL_IB_TIMEOUT=22"));
+  EXPECT_THAT(env, Not(Contains("NCCL_TRIAGE_TOKEN=s3cret")));
+}
+
+// The agent used a fixed $TMPDIR/nccl-triage-probes: another user could make it first, and the
+// root probe child wrote into a folder someone else owned. A private fresh folder now, and a
+// work directory that others can write to (or that is not a writable directory) is refused.
+TEST(PrepareWorkDir, RefusesADirectoryOthersCanWriteToAFileAndAnUnwritablePlace) {
+  auto made = MakePrivateWorkDir({{"TMPDIR", std::filesystem::temp_directory_path().string()}});
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  const std::string dir = *made;
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_TRUE(PrepareWorkDir(dir).ok());
+  EXPECT_NE(*MakePrivateWorkDir({}), dir);
+
+  ::chmod(dir.c_str(), 0777);
+  Status shared = PrepareWorkDir(dir);
+  EXPECT_FALSE(shared.ok());
+  EXPECT_THAT(shared.message(), HasSubstr("writable by other users"));
+  if (::geteuid() == 0) {  // only root can give a folder away
+    ::chmod(dir.c_str(), 0700);
+    ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0);
+    EXPECT_THAT(PrepareWorkDir(dir).message(), HasSubstr("belongs to uid 65534"));
+  }
+  std::filesystem::remove_all(dir);
+
+  const std::string file = dir + "-file";
+  std::ofstream(file) << "x";
+  EXPECT_THAT(PrepareWorkDir(file).message(), HasSubstr("is not a directory"));
+  std::filesystem::remove(file);
+  // /proc: a directory of root's that not even root can create a file in.
+  if (::geteuid() == 0) {
+    EXPECT_THAT(PrepareWorkDir("/proc").message(), HasSubstr("not writable"));
+  }
 }
 
 TEST(DefaultRouteInterface, PicksTheLowestMetricDefaultRouteThatIsUp) {
@@ -462,6 +507,7 @@ TEST(MergeRankResults, UnavailableWinsAndAllPassIsRankZero) {
 
 TEST(ExitCodeFor, HealthyZeroFaultOneUnknownThree) {
   PairVerdict v;
+  v.basis = Basis::kProbes;
   v.fault_class = FaultClass::kHealthy;
   EXPECT_EQ(ExitCodeFor(v), 0);
   v.fault_class = FaultClass::kIbResource;
@@ -470,6 +516,17 @@ TEST(ExitCodeFor, HealthyZeroFaultOneUnknownThree) {
   EXPECT_EQ(ExitCodeFor(v), 1);
   v.fault_class = FaultClass::kUnknown;
   EXPECT_EQ(ExitCodeFor(v), 3);
+}
+
+// With no NCCL (or no CUDA) on the node both probes were unavailable, the verdict came from the
+// node checks alone, and `probe --pair-local` said healthy with exit 0; the README promises 3.
+TEST(ExitCodeFor, HealthyOnlyByTheNodeChecksIsNothingToConclude) {
+  PairVerdict v;
+  v.fault_class = FaultClass::kHealthy;
+  v.basis = Basis::kChecks;
+  EXPECT_EQ(ExitCodeFor(v), 3);
+  v.fault_class = FaultClass::kIbResource;
+  EXPECT_EQ(ExitCodeFor(v), 1);
 }
 
 }  // namespace
