@@ -1,0 +1,122 @@
+#include "kernel/kmsg_follower.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+
+namespace nccl_triage::kernel {
+namespace {
+
+// A fake /dev/kmsg: one record per read, then EAGAIN; errors injected by position.
+std::function<KmsgRead()> Reads(std::deque<KmsgRead> reads) {
+  auto q = std::make_shared<std::deque<KmsgRead>>(std::move(reads));
+  return [q]() -> KmsgRead {
+    if (q->empty()) return {{}, EAGAIN};
+    KmsgRead r = q->front();
+    q->pop_front();
+    return r;
+  };
+}
+
+KmsgRead Rec(int seq, const std::string& msg) {
+  return {"6," + std::to_string(seq) + ",1000,-;" + msg + "\n", 0};
+}
+
+TEST(DrainKmsg, ReadsUntilEagainAndAdvancesTheCursor) {
+  KmsgCursor c{"b", 0};
+  auto batch = DrainKmsg(Reads({Rec(0, "a"), Rec(1, "b")}), &c);
+  ASSERT_EQ(batch.records.size(), 2u);
+  EXPECT_EQ(c.next_seq, 2u);
+  EXPECT_FALSE(batch.wrapped);
+}
+
+TEST(DrainKmsg, SkipsRecordsBelowTheSavedCursor) {
+  KmsgCursor c{"b", 5};
+  auto batch = DrainKmsg(Reads({Rec(3, "old"), Rec(4, "old"), Rec(5, "new")}), &c);
+  ASSERT_EQ(batch.records.size(), 1u);
+  EXPECT_EQ(batch.records[0].message, "new");
+}
+
+TEST(DrainKmsg, CountsRecordsLostWhenTheRingBufferWrapped) {
+  KmsgCursor c{"b", 10};
+  auto batch = DrainKmsg(Reads({{{}, EPIPE}, Rec(25, "after wrap"), Rec(26, "next")}), &c);
+  EXPECT_TRUE(batch.wrapped);
+  EXPECT_EQ(batch.lost, 15u);
+  EXPECT_EQ(batch.records.size(), 2u);
+  EXPECT_EQ(c.next_seq, 27u);
+}
+
+TEST(DrainKmsg, StopsOnAReadErrorWithoutLooping) {
+  KmsgCursor c{"b", 0};
+  auto batch = DrainKmsg(Reads({Rec(0, "a"), {{}, EIO}, Rec(1, "never")}), &c);
+  EXPECT_EQ(batch.records.size(), 1u);
+}
+
+TEST(KmsgCursorText, RoundTripsAndRejectsDamage) {
+  KmsgCursor c{"3f2a-11", 42};
+  EXPECT_EQ(ParseCursor(FormatCursor(c)), c);
+  EXPECT_FALSE(ParseCursor("boot_id x\n"));
+  EXPECT_FALSE(ParseCursor("boot_id x\nnext_seq nope\n"));
+  EXPECT_FALSE(ParseCursor(""));
+}
+
+class KmsgFollowerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("kmsg_follower_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_ / "root/dev");
+    std::filesystem::create_directories(dir_ / "root/proc/sys/kernel/random");
+    Write("root/proc/sys/kernel/random/boot_id", "boot-1\n");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void Write(const std::string& rel, const std::string& text) {
+    std::ofstream(dir_ / rel, std::ios::trunc) << text;
+  }
+  std::string Root() const { return (dir_ / "root").string(); }
+  std::string State() const { return (dir_ / "state").string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(KmsgFollowerTest, ResumesAfterARestartFromTheSavedCursor) {
+  Write("root/dev/kmsg", "6,0,100,-;first\n6,1,200,-;second\n SUBSYSTEM=pci\n");
+  {
+    KmsgFollower f(Root(), State());
+    auto batch = f.ReadNew();
+    ASSERT_TRUE(batch.ok()) << batch.status().message();
+    ASSERT_EQ(batch->records.size(), 2u);
+    EXPECT_EQ(batch->records[1].dict.size(), 1u);
+  }
+  Write("root/dev/kmsg", "6,0,100,-;first\n6,1,200,-;second\n6,2,300,-;third\n");
+  KmsgFollower again(Root(), State());
+  auto batch = again.ReadNew();
+  ASSERT_TRUE(batch.ok());
+  ASSERT_EQ(batch->records.size(), 1u);
+  EXPECT_EQ(batch->records[0].message, "third");
+  EXPECT_TRUE(batch->records[0].wall_ms.has_value());
+}
+
+TEST_F(KmsgFollowerTest, ReadsEverythingAgainAfterAReboot) {
+  Write("root/dev/kmsg", "6,0,100,-;first\n6,1,200,-;second\n");
+  { ASSERT_TRUE(KmsgFollower(Root(), State()).ReadNew().ok()); }
+  Write("root/proc/sys/kernel/random/boot_id", "boot-2\n");
+  KmsgFollower after(Root(), State());
+  auto batch = after.ReadNew();
+  ASSERT_TRUE(batch.ok());
+  EXPECT_EQ(batch->records.size(), 2u);
+}
+
+TEST_F(KmsgFollowerTest, ReportsAMissingKmsgAsAnError) {
+  KmsgFollower f(Root(), State());
+  auto batch = f.ReadNew();
+  ASSERT_FALSE(batch.ok());
+  EXPECT_NE(batch.status().message().find("dev/kmsg"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nccl_triage::kernel
