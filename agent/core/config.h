@@ -99,12 +99,22 @@ struct CoordinatorConfig {
   friend bool operator==(const CoordinatorConfig&, const CoordinatorConfig&) = default;
 };
 
+// The kernel log (kernel/kernel_judge.h).
+struct KernelConfig {
+  bool enabled = true;          // the agent follows <root>/dev/kmsg
+  std::string state_dir = "/var/lib/nccl-triage";  // where its cursor survives restarts
+  int link_flaps_per_hour = 3;  // port downs within one hour that fail kernel.link_flap
+
+  friend bool operator==(const KernelConfig&, const KernelConfig&) = default;
+};
+
 struct Config {
   ExpectConfig expect;
   ChecksConfig checks;
   ProbeConfig probe;
   AgentConfig agent;
   CoordinatorConfig coordinator;
+  KernelConfig kernel;
 
   friend bool operator==(const Config&, const Config&) = default;
 };

@@ -16,13 +16,7 @@ constexpr size_t kMaxEvidenceLines = 5;
 constexpr int64_t kHourUsec = 3'600'000'000;
 
 Finding Make(CauseId id, CheckStatus status, std::string message) {
-  Finding f;
-  f.check = std::string(id.str());
-  f.fault_class = id.info().fault_class;
-  f.status = status;
-  f.message = std::move(message);
-  f.remedy = std::string(id.info().remedy);
-  return f;
+  return MakeFinding(id, status, std::move(message));
 }
 
 void AddLines(Finding* f, const std::vector<const KernelEvent*>& events) {
@@ -170,7 +164,9 @@ std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
   }
 
   auto judge_aer = [&](CauseId id, const Groups<std::string>& groups, const char* what) {
-    if (groups.empty()) pass(id, std::string("no PCIe AER error on ") + what + " in the kernel log");
+    if (groups.empty()) {
+      pass(id, std::string("no PCIe AER error on ") + what + " in the kernel log");
+    }
     for (const auto& [pci, events_of] : groups) {
       const auto uncorrected = std::count_if(events_of.begin(), events_of.end(),
                                              [](const KernelEvent* e) { return e->error; });
@@ -232,8 +228,6 @@ void KernelCounts::Add(const KernelEvent& e) {
       ++xids[e.xid];
       break;
     case EventKind::kAer:
-      ++aer[e.error ? "uncorrected" : "corrected"];
-      break;
     case EventKind::kModule:
     case EventKind::kGpuOffBus:
       break;

@@ -58,7 +58,6 @@ std::vector<Finding> KernelLogSkipped(const std::string& reason);
 struct KernelCounts {
   std::map<std::string, int64_t> link_downs;
   std::map<int, int64_t> xids;
-  std::map<std::string, int64_t> aer;  // "corrected" / "uncorrected"
   void Add(const KernelEvent& e);
 };
 

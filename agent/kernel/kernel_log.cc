@@ -159,7 +159,8 @@ int StripPriority(std::string_view* s) {
   if (s->size() < 3 || s->front() != '<') return -1;
   const size_t close = s->find('>');
   int prio = 0;
-  if (close == std::string_view::npos || close > 5 || !ParseNumber(s->substr(1, close - 1), &prio)) {
+  if (close == std::string_view::npos || close > 5 ||
+      !ParseNumber(s->substr(1, close - 1), &prio)) {
     return -1;
   }
   s->remove_prefix(close + 1);
@@ -247,7 +248,9 @@ std::vector<KernelRecord> ParseDmesgText(std::string_view text) {
       KernelRecord& prev = records.back();
       prev.message += ' ';
       prev.message += TrimLeft(s);
-      if (prev.line.size() < kMaxEvidence) prev.line = Evidence(prev.line + ' ' + std::string(TrimLeft(s)));
+      if (prev.line.size() < kMaxEvidence) {
+        prev.line = Evidence(prev.line + ' ' + std::string(TrimLeft(s)));
+      }
       continue;
     } else {
       rest = TrimLeft(s);

@@ -23,7 +23,7 @@ struct KernelRecord {
   uint64_t seq = 0;     // /dev/kmsg sequence number (0 for dmesg text)
   bool has_seq = false;
   std::optional<int64_t> mono_usec;  // time since boot as the kernel stamps it
-  std::optional<int64_t> wall_ms;    // Unix time, when the source says it (dmesg -T, iso, kmsg+boot)
+  std::optional<int64_t> wall_ms;    // Unix ms, when the source says it (dmesg -T, iso, kmsg)
   std::string message;               // continuation lines of dmesg text joined with one space
   std::vector<std::pair<std::string, std::string>> dict;  // kmsg ` KEY=value` lines
   std::string line;  // the record as read, for evidence (at most one line, trimmed)

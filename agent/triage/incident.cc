@@ -524,6 +524,16 @@ Incident JudgeIncident(const IncidentInput& in) {
                         (f.seen_by == "triage" ? "these probes" : "the last sweep") +
                         (f.reason.empty() ? "" : ": " + f.reason));
   }
+  for (const AgentVerdict& a : in.agents) {
+    if (!nodes.count(a.node)) continue;
+    for (const std::string& c : a.causes) {
+      const CauseInfo* info = FindCause(c);
+      if (info == nullptr || info->kind != CauseKind::kKernelLog) continue;
+      out.kernel.push_back(a.node + ": " + c + " (" + std::string(info->title) +
+                           "), reported by its agent" +
+                           (a.updated.empty() ? "" : " at " + a.updated));
+    }
+  }
   if (out.basis == "probes" && probe_fault != nullptr) {
     out.reason += "; the probes find a " + probe_fault->kind + " fault on " + probe_fault->node +
                   (probe_fault->kind == "link" ? " - " + probe_fault->peer : "") +
@@ -744,6 +754,7 @@ nlohmann::json ToJson(const Incident& in) {
   }
   j["logs"] = rows;
   j["rails"] = in.rails;
+  j["kernel"] = in.kernel;
   j["event_object"] = {{"api_version", in.event_object.api_version},
                        {"kind", in.event_object.kind},
                        {"name", in.event_object.name}};

@@ -14,6 +14,11 @@ std::vector<KernelEvent> Events(std::string_view dmesg) {
   return EventsFromRecords(ParseDmesgText(dmesg));
 }
 
+// One mlx5 port-state line of mlx5_0 port 1, newline included.
+std::string Port(const std::string& state) {
+  return "mlx5_core 0000:17:00.0 mlx5_0: Port: 1 Link " + state + "\n";
+}
+
 std::vector<Finding> Of(const std::vector<Finding>& all, CauseId id) {
   std::vector<Finding> out;
   std::copy_if(all.begin(), all.end(), std::back_inserter(out),
@@ -36,10 +41,8 @@ TEST(KernelJudge, PassesEveryIdOnAQuietLog) {
 }
 
 TEST(KernelJudge, FailsAPortThatWentDownThreeTimesWithinAnHour) {
-  auto f = Of(JudgeKernelEvents(Events("[ 10.0] mlx5_core 0000:17:00.0 mlx5_0: Port: 1 Link DOWN\n"
-                                       "[ 20.0] mlx5_core 0000:17:00.0 mlx5_0: Port: 1 Link ACTIVE\n"
-                                       "[ 900.0] mlx5_core 0000:17:00.0 mlx5_0: Port: 1 Link DOWN\n"
-                                       "[ 1800.0] mlx5_core 0000:17:00.0 mlx5_0: Port: 1 Link DOWN\n"),
+  auto f = Of(JudgeKernelEvents(Events("[ 10.0] " + Port("DOWN") + "[ 20.0] " + Port("ACTIVE") +
+                                       "[ 900.0] " + Port("DOWN") + "[ 1800.0] " + Port("DOWN")),
                                 Devices(), {}),
               ids::kKernelLinkFlap);
   ASSERT_EQ(f.size(), 1u);
@@ -50,10 +53,10 @@ TEST(KernelJudge, FailsAPortThatWentDownThreeTimesWithinAnHour) {
 }
 
 TEST(KernelJudge, WarnsWhenTheDownsAreSpreadOverMoreThanAnHour) {
-  auto f = Of(JudgeKernelEvents(Events("[ 10.0] mlx5_core 0000:17:00.0 mlx5_0: Port: 1 Link DOWN\n"
-                                       "[ 4000.0] mlx5_core 0000:17:00.0 mlx5_0: Port: 1 Link DOWN\n"
-                                       "[ 8000.0] mlx5_core 0000:17:00.0 mlx5_0: Port: 1 Link DOWN\n"),
-                                Devices(), {}),
+  auto f = Of(JudgeKernelEvents(
+                  Events("[ 10.0] " + Port("DOWN") + "[ 4000.0] " + Port("DOWN") + "[ 8000.0] " +
+                         Port("DOWN")),
+                  Devices(), {}),
               ids::kKernelLinkFlap);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].status, CheckStatus::kWarn);

@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <deque>
 #include <filesystem>
 #include <fstream>
+
+#include "kernel/kernel_monitor.h"
 
 namespace nccl_triage::kernel {
 namespace {
@@ -116,6 +120,50 @@ TEST_F(KmsgFollowerTest, ReportsAMissingKmsgAsAnError) {
   auto batch = f.ReadNew();
   ASSERT_FALSE(batch.ok());
   EXPECT_NE(batch.status().message().find("dev/kmsg"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nccl_triage::kernel
+
+namespace nccl_triage::kernel {
+namespace {
+
+TEST_F(KmsgFollowerTest, MonitorKeepsFindingsAcrossCyclesAndCountsEachLineOnce) {
+  // Stamped a second ago in the kernel's clock (CLOCK_MONOTONIC, steady_clock on Linux).
+  const auto usec = std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
+                                       std::chrono::steady_clock::now().time_since_epoch())
+                                       .count() -
+                                   1'000'000);
+  Write("root/dev/kmsg",
+        "3,0," + usec + ",-;NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus.\n"
+        "6,1," + usec + ",-;mlx5_core 0000:17:00.0 mlx5_0: Port: 1 Link DOWN\n");
+  KernelMonitorOptions options;
+  options.root = Root();
+  options.state_dir = State();
+  KernelMonitor monitor(options);
+  NodeSnapshot snapshot;
+  // The records' wall times come from this machine's boot time, so the window is judged at now.
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    auto findings = monitor.Judge(snapshot, now);
+    auto off_bus = std::find_if(findings.begin(), findings.end(),
+                                [](const Finding& f) { return f.check == "kernel.gpu_off_bus"; });
+    ASSERT_NE(off_bus, findings.end());
+    EXPECT_EQ(off_bus->status, CheckStatus::kFail) << "cycle " << cycle;
+  }
+  EXPECT_EQ(monitor.Counts().xids.at(79), 1);
+  EXPECT_EQ(monitor.Counts().link_downs.at("mlx5_0/1"), 1);
+}
+
+TEST_F(KmsgFollowerTest, MonitorSkipsEveryKernelIdWhenKmsgCannotBeRead) {
+  KernelMonitorOptions options;
+  options.root = Root();
+  KernelMonitor monitor(options);
+  auto findings = monitor.Judge(NodeSnapshot{}, 0);
+  ASSERT_EQ(findings.size(), 6u);
+  for (const auto& f : findings) EXPECT_EQ(f.status, CheckStatus::kSkip) << f.check;
 }
 
 }  // namespace
