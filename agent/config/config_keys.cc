@@ -243,7 +243,8 @@ constexpr std::array kSpecs = {
             NT_FIELD(kernel.enabled)},
     KeySpec{{"kernel.state_dir", "string",
              "directory where the agent keeps its place in the kernel log (kmsg.cursor) across "
-             "restarts; empty: not kept (a restarted agent reads the whole ring buffer again)"},
+             "restarts; empty: not kept (a restarted agent counts the whole ring buffer again in "
+             "its metrics)"},
             KeyKind::kString,
             NT_FIELD(kernel.state_dir)},
     KeySpec{{"kernel.link_flaps_per_hour", "integer",

@@ -12,7 +12,7 @@ std::vector<Finding> KernelMonitor::Judge(const NodeSnapshot& snapshot, int64_t 
     std::lock_guard lock(mu_);
     for (const KernelRecord& r : batch->records) {
       if (auto e = EventFromRecord(r)) {
-        counts_.Add(*e);
+        if (r.seq >= follower_.counted_from()) counts_.Add(*e);  // not counted before a restart
         events_.push_back(std::move(*e));
       }
     }

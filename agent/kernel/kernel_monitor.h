@@ -1,11 +1,13 @@
 // KernelMonitor: the agent's view of the host kernel log, one call per agent cycle.
 //
-// Each Judge() reads what is new in <root>/dev/kmsg (KmsgFollower: from the saved cursor, through
-// ring-buffer wrap), keeps the known events of the last `window_ms` (at most `max_events`, the
-// oldest dropped first) and judges them on the snapshot's HCAs and GPUs (kernel_judge.h). Records
+// Each Judge() reads what is new in <root>/dev/kmsg (KmsgFollower: the whole buffer at start,
+// then what follows, through ring-buffer wrap), keeps the known events of the last `window_ms`
+// (at most `max_events`, the oldest dropped first) and judges them on the snapshot's HCAs and
+// GPUs (kernel_judge.h). Records
 // the ring buffer overwrote before they were read are counted in every finding's evidence. An
 // unreadable kmsg makes every kernel-log id skip with the reason, never fail. Counts() gives the
-// totals since start for the metrics.
+// totals since start for the metrics, without the records an earlier run counted (the saved
+// cursor).
 //
 // Thread safety: Judge() from one thread (the agent loop); Counts() from any thread.
 #pragma once

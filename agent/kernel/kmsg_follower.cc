@@ -128,7 +128,9 @@ Status KmsgFollower::Open() {
     if (saved.ok()) {
       auto parsed = ParseCursor(*saved);
       // Sequence numbers start again at each boot: a cursor of another boot means nothing.
-      if (parsed && !boot_id.empty() && parsed->boot_id == boot_id) cursor_ = *parsed;
+      if (parsed && !boot_id.empty() && parsed->boot_id == boot_id) {
+        counted_from_ = parsed->next_seq;
+      }
     }
   }
   return Status::Ok();

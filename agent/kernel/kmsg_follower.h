@@ -4,8 +4,10 @@
 // EPIPE once (the records it missed were overwritten) and then reads on from the oldest record
 // still there. The follower keeps the descriptor open between calls (non-blocking: a call returns
 // what is there now), and saves its cursor — the boot id and the next sequence number — in
-// <state_dir>/kmsg.cursor after every call, so a restarted agent skips what it already judged.
-// After a reboot (another boot id) the saved cursor is ignored and the whole buffer is read.
+// <state_dir>/kmsg.cursor after every call. A restarted agent reads the whole buffer again (its
+// findings cover the last day, and a GPU that fell off the bus before the restart is still
+// gone), but counted_from() tells it which records it counted before the restart, so the
+// metrics count each line once. After a reboot (another boot id) the saved cursor is ignored.
 //
 // Not thread-safe: one owner calls ReadNew().
 #pragma once
@@ -66,6 +68,9 @@ class KmsgFollower {
   StatusOr<KmsgBatch> ReadNew();
 
   const KmsgCursor& cursor() const { return cursor_; }
+  // Records of this boot below this sequence number were read by an earlier run (the saved
+  // cursor; 0 without one). Valid after the first ReadNew().
+  uint64_t counted_from() const { return counted_from_; }
 
  private:
   Status Open();
@@ -75,6 +80,7 @@ class KmsgFollower {
   std::string state_dir_;
   int fd_ = -1;
   KmsgCursor cursor_;
+  uint64_t counted_from_ = 0;
 };
 
 }  // namespace nccl_triage::kernel

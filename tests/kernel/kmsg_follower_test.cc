@@ -87,7 +87,7 @@ class KmsgFollowerTest : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
-TEST_F(KmsgFollowerTest, ResumesAfterARestartFromTheSavedCursor) {
+TEST_F(KmsgFollowerTest, ARestartReadsTheBufferAgainAndKnowsWhatWasCountedBefore) {
   Write("root/dev/kmsg", "6,0,100,-;first\n6,1,200,-;second\n SUBSYSTEM=pci\n");
   {
     KmsgFollower f(Root(), State());
@@ -100,9 +100,11 @@ TEST_F(KmsgFollowerTest, ResumesAfterARestartFromTheSavedCursor) {
   KmsgFollower again(Root(), State());
   auto batch = again.ReadNew();
   ASSERT_TRUE(batch.ok());
-  ASSERT_EQ(batch->records.size(), 1u);
-  EXPECT_EQ(batch->records[0].message, "third");
-  EXPECT_TRUE(batch->records[0].wall_ms.has_value());
+  ASSERT_EQ(batch->records.size(), 3u);
+  EXPECT_EQ(again.counted_from(), 2u);  // "third" is the only record not counted before
+  EXPECT_EQ(batch->records[2].message, "third");
+  EXPECT_TRUE(batch->records[2].wall_ms.has_value());
+  EXPECT_EQ(again.cursor().next_seq, 3u);
 }
 
 TEST_F(KmsgFollowerTest, ReadsEverythingAgainAfterAReboot) {
@@ -113,6 +115,7 @@ TEST_F(KmsgFollowerTest, ReadsEverythingAgainAfterAReboot) {
   auto batch = after.ReadNew();
   ASSERT_TRUE(batch.ok());
   EXPECT_EQ(batch->records.size(), 2u);
+  EXPECT_EQ(after.counted_from(), 0u);
 }
 
 TEST_F(KmsgFollowerTest, ReportsAMissingKmsgAsAnError) {
@@ -155,6 +158,14 @@ TEST_F(KmsgFollowerTest, MonitorKeepsFindingsAcrossCyclesAndCountsEachLineOnce) 
   }
   EXPECT_EQ(monitor.Counts().xids.at(79), 1);
   EXPECT_EQ(monitor.Counts().link_downs.at("mlx5_0/1"), 1);
+
+  // Restarted: the GPU that fell off the bus is still reported, but not counted again.
+  KernelMonitor restarted(options);
+  auto findings = restarted.Judge(snapshot, now);
+  EXPECT_TRUE(std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
+    return f.check == "kernel.gpu_off_bus" && f.status == CheckStatus::kFail;
+  }));
+  EXPECT_TRUE(restarted.Counts().xids.empty());
 }
 
 TEST_F(KmsgFollowerTest, MonitorSkipsEveryKernelIdWhenKmsgCannotBeRead) {
