@@ -19,15 +19,16 @@ Finding Make(CauseId id, CheckStatus status, std::string message) {
   return MakeFinding(id, status, std::move(message));
 }
 
-void AddLines(Finding* f, const std::vector<const KernelEvent*>& events) {
+void AddLines(Finding* f, const std::vector<const KernelEvent*>& events,
+              const std::string& source) {
   const size_t n = events.size();
   for (size_t i = 0; i < n; ++i) {
     // The first lines and the last: how it started and where it stands.
     if (n > kMaxEvidenceLines && i >= kMaxEvidenceLines - 1 && i + 1 < n) continue;
-    f->evidence.push_back({"kernel log", events[i]->line, "dev/kmsg"});
+    f->evidence.push_back({"kernel log", events[i]->line, source});
   }
   if (n > kMaxEvidenceLines) {
-    f->evidence.push_back({"kernel log lines", std::to_string(n), "dev/kmsg"});
+    f->evidence.push_back({"kernel log lines", std::to_string(n), source});
   }
 }
 
@@ -148,8 +149,8 @@ std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
                          (flapping ? ", " + std::to_string(in_hour) + " within one hour (limit " +
                                          std::to_string(options.link_flaps_per_hour) + ")"
                                    : ""));
-    f.evidence.push_back({port + " downs in one hour", std::to_string(in_hour), "dev/kmsg"});
-    AddLines(&f, downs);
+    f.evidence.push_back({port + " downs in one hour", std::to_string(in_hour), options.source});
+    AddLines(&f, downs, options.source);
     out.push_back(std::move(f));
   }
 
@@ -159,7 +160,7 @@ std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
                                    [](const KernelEvent* e) { return e->error; });
     Finding f = Make(ids::kKernelCableModule, error ? CheckStatus::kFail : CheckStatus::kWarn,
                      module + ": " + events_of.back()->state);
-    AddLines(&f, events_of);
+    AddLines(&f, events_of, options.source);
     out.push_back(std::move(f));
   }
 
@@ -174,7 +175,7 @@ std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
       Finding f = Make(id, uncorrected > 0 ? CheckStatus::kFail : CheckStatus::kWarn,
                        pci + ": " + std::to_string(uncorrected) + " uncorrected, " +
                            std::to_string(corrected) + " corrected PCIe error(s)");
-      AddLines(&f, events_of);
+      AddLines(&f, events_of, options.source);
       out.push_back(std::move(f));
     }
   };
@@ -191,7 +192,7 @@ std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
                          ") x" + std::to_string(events_of.size()));
     f.evidence.push_back({"xid " + std::to_string(key.second) + " action",
                           std::string(ToString(action)), "kernel/xid_table"});
-    AddLines(&f, events_of);
+    AddLines(&f, events_of, options.source);
     if (action == XidAction::kApplication) {
       f.remedy = "An application Xid: the program on this GPU faulted; fix or restart it. The node "
                  "is not at fault unless it repeats with different programs.";
@@ -203,7 +204,7 @@ std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
   for (const auto& [pci, events_of] : off_bus) {
     Finding f = Make(ids::kKernelGpuOffBus, CheckStatus::kFail,
                      "GPU " + pci + " has fallen off the bus");
-    AddLines(&f, events_of);
+    AddLines(&f, events_of, options.source);
     out.push_back(std::move(f));
   }
   return out;

@@ -39,6 +39,7 @@ KernelDevices DevicesFromSnapshot(const NodeSnapshot& snapshot);
 
 struct KernelJudgeOptions {
   int link_flaps_per_hour = 3;  // kernel.link_flaps_per_hour
+  std::string source = "dev/kmsg";  // where the lines came from, for the evidence
   // Only events inside [since, until] (Unix ms) count; events without a wall time are kept.
   std::optional<int64_t> since_wall_ms;
   std::optional<int64_t> until_wall_ms;

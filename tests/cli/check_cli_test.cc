@@ -376,6 +376,11 @@ TEST(CheckCli, KernelLogWithAnXid79FailsAsAGpuFaultNotANetworkOne) {
   EXPECT_EQ(StatusOf(j, "kernel.gpu_off_bus"), "fail");
   EXPECT_TRUE(WithStatus(j, "fail").count("kernel.xid"));
   EXPECT_EQ(StatusOf(j, "kernel.link_flap"), "pass");
+  for (const auto& f : j["findings"]) {
+    if (f["check"] != "kernel.gpu_off_bus") continue;
+    ASSERT_FALSE(f["evidence"].empty());
+    EXPECT_EQ(f["evidence"][0]["source"], kKernelFixtures + "xid79.dmesg");  // the file read
+  }
 }
 
 TEST(CheckCli, KernelLogWithAFlappingPortIsAnIbResourceFault) {
