@@ -28,6 +28,7 @@
 #include "core/report.h"
 #include "core/snapshot_json.h"
 #include "host/gatherer.h"
+#include "kernel/kernel_judge.h"
 
 namespace nccl_triage {
 namespace {
@@ -36,7 +37,7 @@ constexpr const char* kUsage =
     "usage: nccl-triage check [--root DIR] [--config FILE] [--format table|json]\n"
     "                         [--dump-snapshot FILE|-] [--from-snapshot FILE|-]\n"
     "                         [--previous-snapshot FILE] [--dump-config] [--node NAME]\n"
-    "                         [--workloads]\n"
+    "                         [--workloads] [--kernel-log FILE|-]\n"
     "  Reads this node (or the tree under --root, or a snapshot saved with --dump-snapshot)\n"
     "  and judges it with every host check. The class is a prediction from the checks alone:\n"
     "  architecture (host, container or versions) before ib_resource (fabric, HCA, RDMA stack).\n"
@@ -44,6 +45,8 @@ constexpr const char* kUsage =
     "  snapshot to stdout instead of the report. --dump-config prints the effective\n"
     "  configuration. --workloads also judges every GPU container on the node through\n"
     "  /proc/<pid> (limits, network namespace, /dev/infiniband, /dev/shm, NCCL environment).\n"
+    "  --kernel-log also judges a saved kernel log (dmesg, dmesg -T, journalctl -k, a /dev/kmsg\n"
+    "  dump): link flaps, cable events, PCIe AER on HCAs and GPUs, NVIDIA Xids.\n"
     "  Exit 0: no check failed; 1: a check failed; 2: usage, configuration or unreadable input.\n";
 
 struct Args {
@@ -58,6 +61,7 @@ struct Args {
   bool workloads = false;
   bool help = false;
   std::optional<std::string> node;
+  std::optional<std::string> kernel_log;
 };
 
 StatusOr<Args> ParseArgs(const std::vector<std::string>& argv) {
@@ -74,6 +78,7 @@ StatusOr<Args> ParseArgs(const std::vector<std::string>& argv) {
                  .String({"--from-snapshot"}, &a.from_snapshot)
                  .String({"--previous-snapshot"}, &a.previous_snapshot)
                  .String({"--node"}, &a.node)
+                 .String({"--kernel-log"}, &a.kernel_log)
                  .Parse(argv);
   if (!s.ok()) return s;
   if (root) {
@@ -82,6 +87,9 @@ StatusOr<Args> ParseArgs(const std::vector<std::string>& argv) {
   }
   if (a.root_given && a.from_snapshot) {
     return InvalidArgument("--root and --from-snapshot exclude each other");
+  }
+  if (a.kernel_log == "-" && (a.from_snapshot == "-" || a.previous_snapshot == "-")) {
+    return InvalidArgument("only one input can come from standard input");
   }
   if (a.workloads && a.from_snapshot) {
     return InvalidArgument("--workloads reads processes: it needs a root, not --from-snapshot");
@@ -197,8 +205,21 @@ int RunCheckCommand(CliContext& ctx) {
   const CheckRegistry registry = BuiltinCheckRegistry();
   CheckContext context;
   if (previous) context.previous = &*previous;
-  NodeReport report =
-      MakeReport(snapshot.node, registry.Run(snapshot, config, context), NowUnixMs());
+  std::vector<Finding> findings = registry.Run(snapshot, config, context);
+  if (args.kernel_log) {
+    auto text = *args.kernel_log == "-" ? ReadWholeStream(std::cin, "kernel log on standard input")
+                                        : ReadWholeFile(*args.kernel_log, "kernel log");
+    if (!text.ok()) return UsageError(ctx, text.status().message());
+    kernel::KernelJudgeOptions options;
+    options.link_flaps_per_hour = config.kernel.link_flaps_per_hour;
+    options.source = *args.kernel_log == "-" ? "kernel log on standard input" : *args.kernel_log;
+    const auto events = kernel::EventsFromRecords(kernel::ParseDmesgText(*text));
+    for (Finding& f :
+         kernel::JudgeKernelEvents(events, kernel::DevicesFromSnapshot(snapshot), options)) {
+      findings.push_back(std::move(f));
+    }
+  }
+  NodeReport report = MakeReport(snapshot.node, std::move(findings), NowUnixMs());
 
   std::optional<WorkloadCheckOutput> workloads;
   if (args.workloads) {

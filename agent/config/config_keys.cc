@@ -243,6 +243,25 @@ constexpr std::array kSpecs = {
              "stops the program with a one-line error naming the rule"},
             KeyKind::kStringList,
             NT_FIELD(classify.rule_files)},
+    // kernel: the host's kernel log
+    KeySpec{{"kernel.enabled", "bool",
+             "the agent follows the host's kernel log (<root>/dev/kmsg) and judges link flaps, "
+             "cable events, PCIe AER and NVIDIA Xids of the last 24 hours"},
+            KeyKind::kBool,
+            NT_FIELD(kernel.enabled)},
+    KeySpec{{"kernel.state_dir", "string",
+             "directory where the agent keeps its place in the kernel log (kmsg.cursor) across "
+             "restarts; empty: not kept (a restarted agent counts the whole ring buffer again in "
+             "its metrics)"},
+            KeyKind::kString,
+            NT_FIELD(kernel.state_dir)},
+    KeySpec{{"kernel.link_flaps_per_hour", "integer",
+             "an HCA port that goes down this many times within one hour fails kernel.link_flap "
+             "(fewer downs warn)"},
+            KeyKind::kInt,
+            NT_FIELD(kernel.link_flaps_per_hour),
+            1,
+            100000},
 };
 
 #undef NT_FIELD

@@ -67,4 +67,14 @@ static_assert(TraitsFitTheKind(), "a CauseTrait is set on an entry of a kind tha
 
 std::ostream& operator<<(std::ostream& out, CauseId id) { return out << id.str(); }
 
+Finding MakeFinding(CauseId id, CheckStatus status, std::string message) {
+  Finding f;
+  f.check = std::string(id.str());
+  f.fault_class = id.info().fault_class;
+  f.status = status;
+  f.message = std::move(message);
+  if (status != CheckStatus::kPass) f.remedy = std::string(id.info().remedy);
+  return f;
+}
+
 }  // namespace nccl_triage

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -32,6 +33,7 @@ enum class CauseKind {
   kLogCause,       // produced only by the NCCL log classifier / probe explanation
   kCrossNode,      // a pure check over two or more snapshots (coordinator)
   kWorkloadCheck,  // a pure check of a workload container's own settings (its NCCL environment)
+  kKernelLog,      // judged from the host's kernel log (kernel/kernel_judge.h)
 };
 
 // Properties of an id that code outside the catalogue acts on (a bit set; CauseInfo::traits).
@@ -77,6 +79,7 @@ constexpr CauseKind kHost = CauseKind::kHostCheck;
 constexpr CauseKind kLog = CauseKind::kLogCause;
 constexpr CauseKind kCross = CauseKind::kCrossNode;
 constexpr CauseKind kWorkload = CauseKind::kWorkloadCheck;
+constexpr CauseKind kKernel = CauseKind::kKernelLog;
 constexpr unsigned kNone = kNoTrait;
 constexpr unsigned kInContainers = kRunsInContainers;
 constexpr unsigned kSlowsIb = kExplainsSlowIb;
@@ -396,6 +399,39 @@ inline constexpr std::array kEntries = {
               "Check the agent pod's runtime class (nvidia), that NVIDIA_VISIBLE_DEVICES is all "
               "(not void or empty), and that the device plugin or the runtime exposes "
               "/dev/nvidia*; the agent requests no GPU resource on purpose."},
+    // ---------------------------------------------------------------- kernel log
+    CauseInfo{"kernel.link_flap", kIb, kKernel, kNone, "HCA port link flaps",
+              "The kernel logged an HCA port leaving ACTIVE (mlx5 `Link DOWN`); a port that goes "
+              "down and up again within the hour breaks every QP through it, and NCCL reports "
+              "completion errors or timeouts on whichever rank used it.",
+              "Reseat or replace the cable or optic of the port, check the switch port's log and "
+              "mlxlink's error counters; a flapping port is better left down until fixed."},
+    CauseInfo{"kernel.cable_module", kIb, kKernel, kNone, "Cable or transceiver events",
+              "mlx5 reported a port module event: a cable unplugged, or a module error (bad "
+              "EEPROM, over-current, unsupported or overheating transceiver).",
+              "Check the named module with mlxlink -m or ethtool -m; replace the cable or optic "
+              "that reports errors, and use cables the HCA supports."},
+    CauseInfo{"kernel.hca_aer", kIb, kKernel, kNone, "PCIe errors on an HCA",
+              "PCIe Advanced Error Reporting saw errors on an HCA's bus id: corrected errors cost "
+              "retries and bandwidth, uncorrected ones reset or wedge the card.",
+              "Reseat the HCA and its riser, check the slot's link speed and width (lspci -vv), "
+              "update the HCA firmware and BIOS; replace the card if errors repeat."},
+    CauseInfo{"kernel.gpu_aer", kUnknownClass, kKernel, kNone, "PCIe errors on a GPU",
+              "PCIe Advanced Error Reporting saw errors on a GPU's bus id: a GPU or slot fault, "
+              "not a network one, though NCCL fails beside it.",
+              "Reseat the GPU or baseboard, check the slot's link (lspci -vv) and the GPU's "
+              "health (nvidia-smi -q, dcgmi diag); replace the part if errors repeat."},
+    CauseInfo{"kernel.xid", kUnknownClass, kKernel, kNone, "NVIDIA Xid error",
+              "The NVIDIA driver logged an Xid: a GPU, driver or application event. It is not a "
+              "network fault; a job that died beside it died of it.",
+              "Read the Xid's meaning: an application Xid asks for a fix in the program; ECC, "
+              "NVLink and GSP Xids ask for the GPU to be drained and reset (nvidia-smi -r) or the "
+              "node rebooted, and for diagnostics (dcgmi diag -r 3) when they repeat."},
+    CauseInfo{"kernel.gpu_off_bus", kUnknownClass, kKernel, kNone, "GPU fallen off the bus",
+              "A GPU stopped answering on PCIe (Xid 79 or the driver's `fallen off the bus`): "
+              "every process on it fails, and only a reboot brings it back.",
+              "Drain and reboot the node; then check power, cooling and seating of the GPU, "
+              "update the BIOS and driver, and replace the GPU if it falls off again."},
     // ---------------------------------------------------------------- cross-node (coordinator)
     CauseInfo{"pair.pkey_partition", kIb, kCross, kNone, "No common PKey partition",
               "Two nodes have no partition key in common with full membership: their QPs can "
@@ -474,6 +510,10 @@ class CauseId {
 
 // Prints the id's text (test failure messages, logs).
 std::ostream& operator<<(std::ostream& out, CauseId id);
+
+// A finding of `id` with the catalogue's class, and its remedy unless it passed (evidence is the
+// caller's to add).
+Finding MakeFinding(CauseId id, CheckStatus status, std::string message);
 
 namespace catalogue_table {
 

@@ -123,6 +123,15 @@ struct PoolConfig {
 const PoolConfig* SelectPool(const std::vector<PoolConfig>& pools,
                              const std::map<std::string, std::string>& node_labels);
 
+// The kernel log (kernel/kernel_judge.h).
+struct KernelConfig {
+  bool enabled = true;          // the agent follows <root>/dev/kmsg
+  std::string state_dir = "/var/lib/nccl-triage";  // where its cursor survives restarts
+  int link_flaps_per_hour = 3;  // port downs within one hour that fail kernel.link_flap
+
+  friend bool operator==(const KernelConfig&, const KernelConfig&) = default;
+};
+
 struct Config {
   ExpectConfig expect;
   ChecksConfig checks;
@@ -131,6 +140,7 @@ struct Config {
   CoordinatorConfig coordinator;
   ClassifyConfig classify;
   std::vector<PoolConfig> pools;  // in order: the first match wins
+  KernelConfig kernel;
 
   friend bool operator==(const Config&, const Config&) = default;
 };

@@ -75,6 +75,14 @@ inline constexpr CauseId kProbeNoNccl{"probe.no_nccl"};
 inline constexpr CauseId kProbeNoCuda{"probe.no_cuda"};
 inline constexpr CauseId kProbeNoGpu{"probe.no_gpu"};
 
+// kernel log
+inline constexpr CauseId kKernelLinkFlap{"kernel.link_flap"};
+inline constexpr CauseId kKernelCableModule{"kernel.cable_module"};
+inline constexpr CauseId kKernelHcaAer{"kernel.hca_aer"};
+inline constexpr CauseId kKernelGpuAer{"kernel.gpu_aer"};
+inline constexpr CauseId kKernelXid{"kernel.xid"};
+inline constexpr CauseId kKernelGpuOffBus{"kernel.gpu_off_bus"};
+
 // cross-node (coordinator)
 inline constexpr CauseId kPairPkeyPartition{"pair.pkey_partition"};
 inline constexpr CauseId kPairLinkLayer{"pair.link_layer"};

@@ -60,12 +60,26 @@ constexpr std::array kSpecs = {
     MetricSpec{"nccl_triage_workload_check_status", "gauge", "namespace,pod,container,check,status",
                "Status of each workload check on each GPU container on this node, one-hot over "
                "status."},
+    MetricSpec{"nccl_triage_kernel_link_down_total", "counter", "device,port",
+               "HCA port downs the kernel logged since the agent started (mlx5 `Link DOWN`); its "
+               "increase over an hour is the port's link flaps."},
+    MetricSpec{"nccl_triage_kernel_xid_total", "counter", "code",
+               "NVIDIA Xid errors the kernel logged since the agent started, by Xid code."},
 };
 
 // The declared spec of `name`. Every family is registered in AgentMetrics' constructor, so a
 // name missing from kSpecs stops the agent at start-up (and every metrics test) rather than
 // exporting another family's help text.
 const MetricSpec& Spec(std::string_view name) { return FindMetricSpec(kSpecs, name); }
+
+// An empty counter family of the contract, named and described by its spec.
+prometheus::MetricFamily CounterFamily(std::string_view name) {
+  prometheus::MetricFamily family;
+  family.name = std::string(Spec(name).name);
+  family.help = std::string(Spec(name).help);
+  family.type = prometheus::MetricType::Counter;
+  return family;
+}
 
 std::unique_ptr<GaugeSeries> NewGauge(prometheus::Registry& registry, std::string_view name) {
   auto& family = prometheus::BuildGauge()
@@ -134,10 +148,7 @@ std::string SerializeMetrics(const std::vector<prometheus::MetricFamily>& famili
 class AgentMetrics::PortCounters final : public prometheus::Collectable {
  public:
   void Update(const SnapshotSummary* summary) {
-    prometheus::MetricFamily family;
-    family.name = std::string(Spec("nccl_triage_ib_port_errors_total").name);
-    family.help = std::string(Spec("nccl_triage_ib_port_errors_total").help);
-    family.type = prometheus::MetricType::Counter;
+    prometheus::MetricFamily family = CounterFamily("nccl_triage_ib_port_errors_total");
     if (summary) {
       for (const auto& port : summary->ports) {
         for (const auto& [counter, value] : port.error_counters) {
@@ -160,6 +171,33 @@ class AgentMetrics::PortCounters final : public prometheus::Collectable {
  private:
   mutable std::mutex mu_;
   prometheus::MetricFamily family_;
+};
+
+// The kernel-log counters, read from their source at each collection.
+class AgentMetrics::KernelCounters final : public prometheus::Collectable {
+ public:
+  explicit KernelCounters(KernelCountsSource source) : source_(std::move(source)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    const kernel::KernelCounts now = source_();
+    auto add = [](prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Label> labels,
+                  int64_t value) {
+      prometheus::ClientMetric m;
+      m.label = std::move(labels);
+      m.counter.value = static_cast<double>(value);
+      f.metric.push_back(std::move(m));
+    };
+    auto downs = CounterFamily("nccl_triage_kernel_link_down_total");
+    for (const auto& [key, n] : now.link_downs) {
+      const size_t slash = key.rfind('/');
+      add(downs, {{"device", key.substr(0, slash)}, {"port", key.substr(slash + 1)}}, n);
+    }
+    auto xids = CounterFamily("nccl_triage_kernel_xid_total");
+    for (const auto& [code, n] : now.xids) add(xids, {{"code", std::to_string(code)}}, n);
+    return {std::move(downs), std::move(xids)};
+  }
+
+ private:
+  KernelCountsSource source_;
 };
 
 std::string UnknownMetricFamilies(std::span<const std::string> disabled) {
@@ -215,6 +253,12 @@ AgentMetrics::AgentMetrics(const AgentState& state, std::string version,
 }
 
 AgentMetrics::~AgentMetrics() = default;
+
+void AgentMetrics::SetKernelCounts(KernelCountsSource source) {
+  std::lock_guard lock(mu_);
+  kernel_counters_ = std::make_shared<KernelCounters>(std::move(source));
+  cached_generation_.reset();
+}
 
 void AgentMetrics::RefreshLocked(const AgentStateView& view) {
   // Verdict.
@@ -342,6 +386,11 @@ std::vector<prometheus::MetricFamily> AgentMetrics::CollectLocked() const {
   }
   if (Enabled("nccl_triage_ib_port_errors_total")) {
     for (auto& f : port_counters_->Collect()) families.push_back(std::move(f));
+  }
+  if (kernel_counters_) {
+    for (auto& f : kernel_counters_->Collect()) {
+      if (Enabled(f.name)) families.push_back(std::move(f));
+    }
   }
   std::sort(families.begin(), families.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });

@@ -18,6 +18,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernel/kernel_judge.h"
 #include "state/agent_state.h"
 
 namespace nccl_triage {
@@ -84,6 +86,10 @@ std::string SerializeMetrics(const std::vector<prometheus::MetricFamily>& famili
 // to start on a misspelt agent.metrics_disabled rather than export everything silently.
 std::string UnknownMetricFamilies(std::span<const std::string> disabled);
 
+// What the kernel-log counters read at each collection (kernel/kernel_monitor.h): totals since the
+// agent started.
+using KernelCountsSource = std::function<kernel::KernelCounts()>;
+
 class AgentMetrics {
  public:
   // Families named in `disabled` are neither refreshed nor served (a config switch for series a
@@ -93,6 +99,11 @@ class AgentMetrics {
   ~AgentMetrics();
   AgentMetrics(const AgentMetrics&) = delete;
   AgentMetrics& operator=(const AgentMetrics&) = delete;
+
+  // The nccl_triage_kernel_* counters, read from `source` at each collection (thread-safe; the
+  // agent follows the kernel log in its cycle, so the cached text of a generation stays right).
+  // Without a source those families are absent.
+  void SetKernelCounts(KernelCountsSource source);
 
   // Refresh from the state, then serialise: the body of GET /metrics. While the state's
   // generation has not moved, the previous text is returned as it is.
@@ -104,6 +115,7 @@ class AgentMetrics {
 
  private:
   class PortCounters;
+  class KernelCounters;
   void RefreshLocked(const AgentStateView& view);
   std::vector<prometheus::MetricFamily> CollectLocked() const;
 
@@ -114,6 +126,7 @@ class AgentMetrics {
   std::mutex mu_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<PortCounters> port_counters_;
+  std::shared_ptr<KernelCounters> kernel_counters_;  // guarded by mu_
   uint64_t observed_probe_seq_ = 0;
   std::optional<uint64_t> cached_generation_;  // the state generation cached_text_ shows
   std::string cached_text_;

@@ -12,13 +12,7 @@ namespace nccl_triage {
 namespace {
 
 Finding Make(CauseId id, CheckStatus status, std::string message) {
-  Finding f;
-  f.check = std::string(id.str());
-  f.fault_class = id.info().fault_class;
-  f.status = status;
-  f.message = std::move(message);
-  if (status != CheckStatus::kPass) f.remedy = std::string(id.info().remedy);
-  return f;
+  return MakeFinding(id, status, std::move(message));
 }
 
 void AddEvidence(Finding& f, const NodeInfo& n, std::string key, std::string value) {

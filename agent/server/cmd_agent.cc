@@ -36,6 +36,7 @@
 #include "exporter/kube_publisher.h"
 #include "exporter/metrics.h"
 #include "host/gatherer.h"
+#include "kernel/kernel_monitor.h"
 #include "kube/kube_client.h"
 #include "kubelet/pod_resources_client.h"
 #include "nccl_triage_version.h"
@@ -245,6 +246,23 @@ int RunAgentCommand(CliContext& ctx) {
     }
   }
   JudgeFn judge = MakeBuiltinJudgeFn(config);
+  // The kernel log joins the checks: its findings are judged on the same snapshot each cycle.
+  std::shared_ptr<kernel::KernelMonitor> kernel_monitor;
+  if (config.kernel.enabled) {
+    kernel::KernelMonitorOptions kernel_options;
+    kernel_options.root = flags.root;
+    kernel_options.state_dir = config.kernel.state_dir;
+    kernel_options.link_flaps_per_hour = config.kernel.link_flaps_per_hour;
+    kernel_monitor = std::make_shared<kernel::KernelMonitor>(kernel_options);
+    judge = [judge = std::move(judge), kernel_monitor, &clock](const NodeSnapshot& now,
+                                                              const NodeSnapshot* previous) {
+      std::vector<Finding> findings = judge(now, previous);
+      for (Finding& f : kernel_monitor->Judge(now, clock.NowUnixMs())) {
+        findings.push_back(std::move(f));
+      }
+      return findings;
+    };
+  }
 
   AgentState state(node, NCCL_TRIAGE_VERSION, clock.NowUnixMs());
   state.SetPool(pool);
@@ -305,6 +323,9 @@ int RunAgentCommand(CliContext& ctx) {
     return 2;
   }
   AgentMetrics metrics(state, NCCL_TRIAGE_VERSION, config.agent.metrics_disabled);
+  if (kernel_monitor) {
+    metrics.SetKernelCounts([kernel_monitor] { return kernel_monitor->Counts(); });
+  }
   HttpServer server(&log);
   InstallAgentEndpoints(server, state, metrics);
   auto port = server.Start(address->first, address->second);

@@ -533,6 +533,7 @@ class IncidentJudge {
                            (f.seen_by == "triage" ? "these probes" : "the last sweep") +
                            (f.reason.empty() ? "" : ": " + f.reason));
     }
+    KernelCauses();
     if (out_.basis == "probes" && probe_fault_ != nullptr) {
       out_.reason += "; the probes find a " + probe_fault_->kind + " fault on " +
                      probe_fault_->node +
@@ -553,6 +554,21 @@ class IncidentJudge {
       out_.remedy =
           "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET so that the failing call is "
           "logged, and probe the job's nodes (--coordinator URL)";
+    }
+  }
+
+  // The kernel-log causes the agents report on the job's nodes: an Xid or a GPU off the bus is
+  // never a network fault, but a job that died beside one died of it.
+  void KernelCauses() {
+    for (const AgentVerdict& a : in_.agents) {
+      if (!nodes_.count(a.node)) continue;
+      for (const std::string& c : a.causes) {
+        const CauseInfo* info = FindCause(c);
+        if (info == nullptr || info->kind != CauseKind::kKernelLog) continue;
+        out_.kernel.push_back(a.node + ": " + c + " (" + std::string(info->title) +
+                              "), reported by its agent" +
+                              (a.updated.empty() ? "" : " at " + a.updated));
+      }
     }
   }
 
@@ -816,6 +832,7 @@ nlohmann::json ToJson(const Incident& in) {
   }
   j["logs"] = rows;
   j["rails"] = in.rails;
+  j["kernel"] = in.kernel;
   j["event_object"] = {{"api_version", in.event_object.api_version},
                        {"kind", in.event_object.kind},
                        {"name", in.event_object.name}};

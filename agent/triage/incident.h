@@ -174,6 +174,10 @@ struct Incident {
   // The rail faults on the job's nodes, one line each ("node-2 rail 3 (mlx5_3/1): rate-degraded
   // (ib.bandwidth), seen by the last sweep: ..."), from the coordinator's answer.
   std::vector<std::string> rails;
+  // The kernel-log causes the agents report on the job's nodes ("node-2: kernel.gpu_off_bus (GPU
+  // fallen off the bus), reported by its agent at <time>"): an Xid is never a network fault, but
+  // a job that died beside one died of it. The agents judge the kernel lines of the last 24 h.
+  std::vector<std::string> kernel;
   std::vector<PodRow> rows;  // the failing first, then by time, then by name
   OwnerRef event_object;     // where the incident's Event goes (the job, else a pod)
   int exit_code = 3;

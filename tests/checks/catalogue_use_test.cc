@@ -13,6 +13,7 @@
 #include "checks/check.h"
 #include "classify/rules.h"
 #include "core/catalogue.h"
+#include "kernel/kernel_judge.h"
 #include "planner/cross_node.h"
 #include "workload/judge.h"
 #include "workload/nccl_env.h"
@@ -50,17 +51,27 @@ std::set<std::string> ClassifierIds() {
   return ids;
 }
 
+// What the kernel-log judgement returns (its pass findings name every id it can produce).
+std::set<std::string> KernelLogIds() {
+  std::set<std::string> ids;
+  for (const Finding& f : kernel::JudgeKernelEvents({}, kernel::KernelDevices{}, {})) {
+    ids.insert(f.check);
+  }
+  return ids;
+}
+
 std::string Readme() {
   return testing::ReadUserDocs();
 }
 
 TEST(CatalogueUse, EveryEntryIsProducedByACheckTheClassifierOrTheProbeResult) {
   const auto host = HostCheckIds(), workload = WorkloadCheckFindingIds(), cross = CrossNodeIds(),
-             classifier = ClassifierIds();
+             classifier = ClassifierIds(), kernel_log = KernelLogIds();
   for (const CauseInfo& e : Catalogue()) {
     const std::string id(e.id);
     const bool produced = host.count(id) || workload.count(id) || cross.count(id) ||
-                          classifier.count(id) || e.Has(kFromProbeResult);
+                          classifier.count(id) || kernel_log.count(id) ||
+                          e.Has(kFromProbeResult);
     EXPECT_TRUE(produced) << id
                           << " is produced by no check and no classifier rule, and its entry "
                              "does not say it comes from the probe result";
@@ -69,10 +80,13 @@ TEST(CatalogueUse, EveryEntryIsProducedByACheckTheClassifierOrTheProbeResult) {
 
 TEST(CatalogueUse, EachKindIsProducedWhereItsEntrySays) {
   const auto host = HostCheckIds(), workload = WorkloadCheckFindingIds(), cross = CrossNodeIds(),
-             classifier = ClassifierIds();
+             classifier = ClassifierIds(), kernel_log = KernelLogIds();
   for (const CauseInfo& e : Catalogue()) {
     const std::string id(e.id);
     switch (e.kind) {
+      case CauseKind::kKernelLog:
+        EXPECT_EQ(kernel_log.count(id), 1u) << id << " is a kernel-log id nothing names";
+        break;
       case CauseKind::kHostCheck:
         EXPECT_EQ(host.count(id), 1u) << id << " is a host check that is not registered";
         break;
@@ -96,6 +110,7 @@ TEST(CatalogueUse, EachKindIsProducedWhereItsEntrySays) {
   expect_kind(host, CauseKind::kHostCheck);
   expect_kind(workload, CauseKind::kWorkloadCheck);
   expect_kind(cross, CauseKind::kCrossNode);
+  expect_kind(kernel_log, CauseKind::kKernelLog);
 }
 
 TEST(CatalogueUse, ProbeResultCausesAreDocumentedInTheReadme) {

@@ -379,3 +379,45 @@ TEST(CheckCli, HelpExitsZero) {
 }
 
 }  // namespace
+
+namespace {
+
+const std::string kKernelFixtures = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/kernel/fixtures/";
+
+TEST(CheckCli, KernelLogWithAnXid79FailsAsAGpuFaultNotANetworkOne) {
+  auto r = Check({"--root", kFixtures + "dgx-h100", "--kernel-log", kKernelFixtures + "xid79.dmesg",
+                  "--format", "json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto j = Json(r);
+  EXPECT_EQ(j["class"], "unknown");  // not architecture, not ib_resource
+  EXPECT_EQ(StatusOf(j, "kernel.gpu_off_bus"), "fail");
+  EXPECT_TRUE(WithStatus(j, "fail").count("kernel.xid"));
+  EXPECT_EQ(StatusOf(j, "kernel.link_flap"), "pass");
+  for (const auto& f : j["findings"]) {
+    if (f["check"] != "kernel.gpu_off_bus") continue;
+    ASSERT_FALSE(f["evidence"].empty());
+    EXPECT_EQ(f["evidence"][0]["source"], kKernelFixtures + "xid79.dmesg");  // the file read
+  }
+}
+
+TEST(CheckCli, KernelLogWithAFlappingPortIsAnIbResourceFault) {
+  auto r = Check({"--root", kFixtures + "dgx-h100", "--kernel-log",
+                  kKernelFixtures + "mlx5_ports.journal", "--format", "json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto j = Json(r);
+  EXPECT_EQ(j["class"], "ib_resource");
+  EXPECT_EQ(StatusOf(j, "kernel.link_flap"), "fail");  // mlx5_5/1 down 3 times (no times: 1 hour)
+}
+
+TEST(CheckCli, KernelLogThatCannotBeReadExitsTwoWithOneLine) {
+  auto r = Check({"--root", kFixtures + "dgx-h100", "--kernel-log", "/nonexistent/dmesg"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+}
+
+TEST(CheckCli, WithoutKernelLogNoKernelFindingsAppear) {
+  auto j = Json(Check({"--root", kFixtures + "dgx-h100", "--format", "json"}));
+  EXPECT_EQ(StatusOf(j, "kernel.xid"), "absent");
+}
+
+}  // namespace

@@ -403,3 +403,17 @@ TEST(ConfigFile, LoadsAFileAndReportsAMissingOne) {
 
 }  // namespace
 }  // namespace nccl_triage
+
+namespace nccl_triage {
+namespace {
+
+TEST(ConfigLoader, KernelKeysLoadAndAreRangeChecked) {
+  auto loaded = LoadConfigFromString("kernel:\n  enabled: false\n  link_flaps_per_hour: 5\n");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_FALSE(loaded->kernel.enabled);
+  EXPECT_EQ(loaded->kernel.link_flaps_per_hour, 5);
+  EXPECT_FALSE(LoadConfigFromString("kernel:\n  link_flaps_per_hour: 0\n").ok());
+}
+
+}  // namespace
+}  // namespace nccl_triage

@@ -92,6 +92,7 @@ TEST_F(MetricsTest, EveryContractFamilyIsExportedWithItsTypeOnceTheStateIsFull) 
   state_.SetWorkloadFindings(
       {{"ns", "pod", "c",
         TestFinding("limits.memlock", FaultClass::kArchitecture, CheckStatus::kPass)}});
+  metrics_.SetKernelCounts([] { return kernel::KernelCounts{}; });
   auto fams = metrics_.Collect();
   for (const auto& spec : AgentMetricSpecs()) {
     const auto* f = Find(fams, spec.name);
@@ -102,6 +103,23 @@ TEST_F(MetricsTest, EveryContractFamilyIsExportedWithItsTypeOnceTheStateIsFull) 
     EXPECT_EQ(type, spec.type) << spec.name;
   }
   EXPECT_EQ(Value(fams, "nccl_triage_build_info", {{"version", "0.1.0"}}), 1);
+}
+
+TEST_F(MetricsTest, KernelCountersShowDownsPerPortAndXidsPerCode) {
+  FillCycle(state_, TestSnapshot(2), {}, 1000);
+  kernel::KernelCounts k;
+  k.link_downs["mlx5_0/1"] = 3;
+  k.xids[79] = 1;
+  metrics_.SetKernelCounts([&k] { return k; });
+  auto fams = metrics_.Collect();
+  EXPECT_EQ(
+      Value(fams, "nccl_triage_kernel_link_down_total", {{"device", "mlx5_0"}, {"port", "1"}}), 3);
+  EXPECT_EQ(Value(fams, "nccl_triage_kernel_xid_total", {{"code", "79"}}), 1);
+}
+
+TEST_F(MetricsTest, KernelFamiliesAreAbsentWithoutAKernelLog) {
+  FillCycle(state_, TestSnapshot(2), {}, 1000);
+  EXPECT_EQ(Find(metrics_.Collect(), "nccl_triage_kernel_xid_total"), nullptr);
 }
 
 TEST_F(MetricsTest, VerdictIsOneHotOverEveryClassWithTheBasis) {

@@ -91,6 +91,12 @@ TEST(Readme, MetricTableMatchesWhatAFullScrapeExports) {
                                                                     FaultClass::kArchitecture,
                                                                     CheckStatus::kFail)}});
   AgentMetrics metrics(state, "v");
+  metrics.SetKernelCounts([] {
+    kernel::KernelCounts k;
+    k.link_downs["mlx5_0/1"] = 2;
+    k.xids[79] = 1;
+    return k;
+  });
   MetricTable scraped;
   for (const auto& family : metrics.Collect()) {
     ASSERT_FALSE(family.metric.empty()) << family.name;

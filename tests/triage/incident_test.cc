@@ -252,6 +252,23 @@ TEST(Incident, NodeChecksGiveAPredictionWhenTheLogsSayNothing) {
   EXPECT_EQ(inc.exit_code, 1);
 }
 
+TEST(Incident, ListsTheKernelCausesTheAgentsReportOnTheJobsNodesOnly) {
+  IncidentInput in = Job(2);
+  in.logs.push_back(Log("w0", "just application output\n", 0));
+  in.agents.push_back({"gpu-00", "agent-a", "unknown", "checks",
+                       {"kernel.xid", "kernel.gpu_off_bus"}, "2026-01-01T12:03:00Z"});
+  in.agents.push_back({"gpu-01", "agent-b", "ib_resource", "checks", {"ib.port_state"}, ""});
+  in.agents.push_back({"gpu-99", "agent-z", "unknown", "checks", {"kernel.xid"}, ""});
+  Incident inc = JudgeIncident(in);
+  ASSERT_EQ(inc.kernel.size(), 2U);  // gpu-99 runs no pod of the job
+  EXPECT_EQ(inc.kernel[1],
+            "gpu-00: kernel.gpu_off_bus (GPU fallen off the bus), reported by its agent at "
+            "2026-01-01T12:03:00Z");
+  EXPECT_EQ(ToJson(inc)["kernel"].size(), 2U);
+  EXPECT_NE(RenderIncidentTable(inc, KeepOutcome{}).find("kernel:   gpu-00: kernel.xid"),
+            std::string::npos);
+}
+
 TEST(Incident, ProbesThatPassNowDisagreeWithAFailingLog) {
   IncidentInput in = Job(2);
   in.logs.push_back(Log("w1", kMemlock, 0));

@@ -33,6 +33,8 @@ var contractMetrics = map[string]string{
 	"nccl_triage_rail_probe_failures":                      "gauge",
 	"nccl_triage_rail_last_probe_success":                  "gauge",
 	"nccl_triage_rail_last_probe_busbw_bytes_per_second":   "gauge",
+	"nccl_triage_kernel_link_down_total":                   "counter",
+	"nccl_triage_kernel_xid_total":                         "counter",
 }
 
 // family maps a sample name to its family (histogram series carry _bucket/_sum/_count).

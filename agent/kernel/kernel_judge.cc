@@ -1,0 +1,238 @@
+#include "kernel/kernel_judge.h"
+
+#include <algorithm>
+#include <array>
+
+#include "core/ids.h"
+#include "kernel/xid_table.h"
+
+namespace nccl_triage::kernel {
+namespace {
+
+constexpr std::array kKernelIds = {ids::kKernelLinkFlap, ids::kKernelCableModule,
+                                   ids::kKernelHcaAer,   ids::kKernelGpuAer,
+                                   ids::kKernelXid,      ids::kKernelGpuOffBus};
+constexpr size_t kMaxEvidenceLines = 5;
+constexpr int64_t kHourUsec = 3'600'000'000;
+
+Finding Make(CauseId id, CheckStatus status, std::string message) {
+  return MakeFinding(id, status, std::move(message));
+}
+
+void AddLines(Finding* f, const std::vector<const KernelEvent*>& events,
+              const std::string& source) {
+  const size_t n = events.size();
+  for (size_t i = 0; i < n; ++i) {
+    // The first lines and the last: how it started and where it stands.
+    if (n > kMaxEvidenceLines && i >= kMaxEvidenceLines - 1 && i + 1 < n) continue;
+    f->evidence.push_back({"kernel log", events[i]->line, source});
+  }
+  if (n > kMaxEvidenceLines) {
+    f->evidence.push_back({"kernel log lines", std::to_string(n), source});
+  }
+}
+
+// Bus ids compare on their common prefix: an Xid names "0000:44:00", a device "0000:44:00.0".
+bool SameBus(const std::string& event_pci, const std::string& device_bdf) {
+  if (event_pci.empty()) return false;
+  const size_t n = std::min(event_pci.size(), device_bdf.size());
+  return event_pci.compare(0, n, device_bdf, 0, n) == 0 && n >= 10;
+}
+
+bool AnyOf(const std::vector<std::string>& bdfs, const std::string& pci) {
+  return std::any_of(bdfs.begin(), bdfs.end(), [&](const auto& b) { return SameBus(pci, b); });
+}
+
+// A time for ordering events within one source: the kernel's own stamp, else the wall time.
+std::optional<int64_t> Usec(const KernelEvent& e) {
+  if (e.mono_usec) return e.mono_usec;
+  if (e.wall_ms) return *e.wall_ms * 1000;
+  return std::nullopt;
+}
+
+// The most downs inside any one hour (all of them when the lines carry no time).
+int MaxDownsInAnHour(const std::vector<const KernelEvent*>& downs) {
+  std::vector<int64_t> t;
+  for (const KernelEvent* e : downs) {
+    auto u = Usec(*e);
+    if (!u) return static_cast<int>(downs.size());
+    t.push_back(*u);
+  }
+  std::sort(t.begin(), t.end());
+  int best = 0;
+  size_t lo = 0;
+  for (size_t hi = 0; hi < t.size(); ++hi) {
+    while (t[hi] - t[lo] >= kHourUsec) ++lo;
+    best = std::max(best, static_cast<int>(hi - lo + 1));
+  }
+  return best;
+}
+
+std::string Role(const KernelDevices& d, const std::string& pci) {
+  if (AnyOf(d.gpus, pci)) return "gpu";
+  if (AnyOf(d.hcas, pci)) return "hca";
+  return d.known ? "" : "hca";
+}
+
+template <typename Key>
+using Groups = std::map<Key, std::vector<const KernelEvent*>>;
+
+}  // namespace
+
+KernelDevices DevicesFromSnapshot(const NodeSnapshot& s) {
+  KernelDevices d;
+  d.known = true;
+  for (const PciDevice& p : s.pci_devices) {
+    const bool ib_class = (p.class_code >> 8) == 0x0207;
+    const bool mellanox_net = p.vendor == 0x15b3 && (p.class_code >> 16) == 0x02;
+    const bool nvidia_display = p.vendor == 0x10de && (p.class_code >> 16) == 0x03;
+    if (ib_class || mellanox_net) d.hcas.push_back(p.bdf);
+    if (nvidia_display) d.gpus.push_back(p.bdf);
+  }
+  for (const IbDevice& ib : s.ib_devices) {
+    if (!ib.pci_bdf.empty()) d.hcas.push_back(ib.pci_bdf);
+  }
+  for (const GpuInfo& g : s.gpus) d.gpus.push_back(g.bdf);
+  return d;
+}
+
+bool InWindow(const KernelEvent& e, const KernelJudgeOptions& o) {
+  if (!e.wall_ms) return true;
+  if (o.since_wall_ms && *e.wall_ms < *o.since_wall_ms) return false;
+  if (o.until_wall_ms && *e.wall_ms > *o.until_wall_ms) return false;
+  return true;
+}
+
+std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
+                                       const KernelDevices& devices,
+                                       const KernelJudgeOptions& options) {
+  Groups<std::string> ports, modules, hca_aer, gpu_aer, off_bus;
+  Groups<std::pair<std::string, int>> xids;
+  for (const KernelEvent& e : events) {
+    if (!InWindow(e, options)) continue;
+    switch (e.kind) {
+      case EventKind::kPortState:
+        if (e.down) ports[e.PortKey()].push_back(&e);
+        break;
+      case EventKind::kModule:
+        if (e.error || e.state.find("unplugged") != std::string::npos) {
+          modules[e.pci + " module " + std::to_string(e.port)].push_back(&e);
+        }
+        break;
+      case EventKind::kAer: {
+        const std::string role = Role(devices, e.pci);
+        if (role == "gpu") gpu_aer[e.pci].push_back(&e);
+        if (role == "hca") hca_aer[e.pci].push_back(&e);
+        break;
+      }
+      case EventKind::kXid:
+        xids[{e.pci, e.xid}].push_back(&e);
+        if (e.xid == 79) off_bus[e.pci].push_back(&e);
+        break;
+      case EventKind::kGpuOffBus:
+        off_bus[e.pci].push_back(&e);
+        break;
+    }
+  }
+
+  std::vector<Finding> out;
+  auto pass = [&](CauseId id, std::string message) {
+    out.push_back(Make(id, CheckStatus::kPass, std::move(message)));
+  };
+
+  if (ports.empty()) pass(ids::kKernelLinkFlap, "no HCA port went down in the kernel log");
+  for (const auto& [port, downs] : ports) {
+    const int in_hour = MaxDownsInAnHour(downs);
+    const bool flapping = in_hour >= options.link_flaps_per_hour;
+    Finding f = Make(ids::kKernelLinkFlap, flapping ? CheckStatus::kFail : CheckStatus::kWarn,
+                     port + " went down " + std::to_string(downs.size()) + " time(s)" +
+                         (flapping ? ", " + std::to_string(in_hour) + " within one hour (limit " +
+                                         std::to_string(options.link_flaps_per_hour) + ")"
+                                   : ""));
+    f.evidence.push_back({port + " downs in one hour", std::to_string(in_hour), options.source});
+    AddLines(&f, downs, options.source);
+    out.push_back(std::move(f));
+  }
+
+  if (modules.empty()) pass(ids::kKernelCableModule, "no cable or module error in the kernel log");
+  for (const auto& [module, events_of] : modules) {
+    const bool error = std::any_of(events_of.begin(), events_of.end(),
+                                   [](const KernelEvent* e) { return e->error; });
+    Finding f = Make(ids::kKernelCableModule, error ? CheckStatus::kFail : CheckStatus::kWarn,
+                     module + ": " + events_of.back()->state);
+    AddLines(&f, events_of, options.source);
+    out.push_back(std::move(f));
+  }
+
+  auto judge_aer = [&](CauseId id, const Groups<std::string>& groups, const char* what) {
+    if (groups.empty()) {
+      pass(id, std::string("no PCIe AER error on ") + what + " in the kernel log");
+    }
+    for (const auto& [pci, events_of] : groups) {
+      const auto uncorrected = std::count_if(events_of.begin(), events_of.end(),
+                                             [](const KernelEvent* e) { return e->error; });
+      const auto corrected = static_cast<int64_t>(events_of.size()) - uncorrected;
+      Finding f = Make(id, uncorrected > 0 ? CheckStatus::kFail : CheckStatus::kWarn,
+                       pci + ": " + std::to_string(uncorrected) + " uncorrected, " +
+                           std::to_string(corrected) + " corrected PCIe error(s)");
+      AddLines(&f, events_of, options.source);
+      out.push_back(std::move(f));
+    }
+  };
+  judge_aer(ids::kKernelHcaAer, hca_aer, "an HCA");
+  judge_aer(ids::kKernelGpuAer, gpu_aer, "a GPU");
+
+  if (xids.empty()) pass(ids::kKernelXid, "no NVIDIA Xid in the kernel log");
+  for (const auto& [key, events_of] : xids) {
+    const XidInfo* info = FindXid(key.second);
+    const XidAction action = info != nullptr ? info->action : XidAction::kNone;
+    const std::string meaning = info != nullptr ? std::string(info->meaning) : "not in the table";
+    Finding f = Make(ids::kKernelXid, IsNodeFault(action) ? CheckStatus::kFail : CheckStatus::kWarn,
+                     "GPU " + key.first + ": Xid " + std::to_string(key.second) + " (" + meaning +
+                         ") x" + std::to_string(events_of.size()));
+    f.evidence.push_back({"xid " + std::to_string(key.second) + " action",
+                          std::string(ToString(action)), "kernel/xid_table"});
+    AddLines(&f, events_of, options.source);
+    if (action == XidAction::kApplication) {
+      f.remedy = "An application Xid: the program on this GPU faulted; fix or restart it. The node "
+                 "is not at fault unless it repeats with different programs.";
+    }
+    out.push_back(std::move(f));
+  }
+
+  if (off_bus.empty()) pass(ids::kKernelGpuOffBus, "no GPU fell off the bus");
+  for (const auto& [pci, events_of] : off_bus) {
+    Finding f = Make(ids::kKernelGpuOffBus, CheckStatus::kFail,
+                     "GPU " + pci + " has fallen off the bus");
+    AddLines(&f, events_of, options.source);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::vector<Finding> KernelLogSkipped(const std::string& reason) {
+  std::vector<Finding> out;
+  for (CauseId id : kKernelIds) {
+    Finding f = Make(id, CheckStatus::kSkip, "kernel log not read: " + reason);
+    f.evidence.push_back({"kernel log", reason, "dev/kmsg"});
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+void KernelCounts::Add(const KernelEvent& e) {
+  switch (e.kind) {
+    case EventKind::kPortState:
+      if (e.down) ++link_downs[e.PortKey()];
+      break;
+    case EventKind::kXid:
+      ++xids[e.xid];
+      break;
+    case EventKind::kAer:
+    case EventKind::kModule:
+    case EventKind::kGpuOffBus:
+      break;
+  }
+}
+
+}  // namespace nccl_triage::kernel

@@ -1,0 +1,49 @@
+// Kernel log records and their parsers: text in, records out (no I/O).
+//
+// Two sources produce records. /dev/kmsg gives one record per read(): a header
+// `prio,seq,usec,flags[,...];message` followed by optional continuation lines ` KEY=value` (the
+// device dictionary, e.g. ` SUBSYSTEM=pci`, ` DEVICE=+pci:0000:17:00.0`). A saved `dmesg` gives
+// text lines in one of the formats dmesg and journald print; a line that starts with blanks and no
+// timestamp continues the record before it (the NVIDIA driver prints one message over several
+// indented lines). Every parser accepts garbage: a line it cannot read is kept as a record without
+// times, never dropped and never an exception.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace nccl_triage::kernel {
+
+struct KernelRecord {
+  int level = -1;       // syslog level 0 (emerg) .. 7 (debug); -1 unknown
+  uint64_t seq = 0;     // /dev/kmsg sequence number (0 for dmesg text)
+  bool has_seq = false;
+  std::optional<int64_t> mono_usec;  // time since boot as the kernel stamps it
+  std::optional<int64_t> wall_ms;    // Unix ms, when the source says it (dmesg -T, iso, kmsg)
+  std::string message;               // continuation lines of dmesg text joined with one space
+  std::vector<std::pair<std::string, std::string>> dict;  // kmsg ` KEY=value` lines
+  std::string line;  // the record as read, for evidence (at most one line, trimmed)
+
+  friend bool operator==(const KernelRecord&, const KernelRecord&) = default;
+};
+
+// Parses one /dev/kmsg record (the bytes of one read(), trailing newline optional). Returns
+// nullopt when the header is not `prio,seq,usec,flags;`. Escapes the kernel writes for
+// unprintable bytes (`\x0a`) are decoded: a `\x0a` inside the message becomes a space, so a
+// multi-line printk reads as one message, as in dmesg text.
+std::optional<KernelRecord> ParseKmsgRecord(std::string_view record);
+
+// Parses saved dmesg text: `[  123.456789] msg` (dmesg), `<6>[  123.456789] msg` (dmesg -r),
+// `[Fri Aug 29 20:09:52 2025] msg` (dmesg -T, read as UTC), `2025-08-29T20:09:52,123456+00:00 msg`
+// (dmesg --time-format iso), `Feb 14 05:03:41 host kernel: msg` (journalctl -k / syslog; no year,
+// so no time), a raw kmsg dump (`6,1234,5678,-;msg`), or plain messages. Blank lines are skipped.
+std::vector<KernelRecord> ParseDmesgText(std::string_view text);
+
+// The Unix time of `civil` (UTC) in milliseconds: days from the civil calendar (no time zones).
+int64_t UnixMsFromCivil(int year, int month, int day, int hour, int minute, int second);
+
+}  // namespace nccl_triage::kernel

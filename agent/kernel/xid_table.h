@@ -1,0 +1,45 @@
+// NVIDIA Xid codes as data: what each code means and what it asks of an operator.
+//
+// The facts (code, meaning, whether the application, the GPU or the node is at fault) follow
+// NVIDIA's public Xid catalogue (docs.nvidia.com/deploy/xid-errors); the wording is ours. An Xid
+// is a GPU or driver event, never a network fault: its findings are filed under the `unknown`
+// class (neither the architecture nor the ib_resource family of NCCL failures). Append rows; a
+// code that is not here is still reported, with "not in the table" as its meaning.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace nccl_triage::kernel {
+
+// What an Xid asks for, in order of gravity.
+enum class XidAction {
+  kNone,         // informational: record it, watch for repeats
+  kApplication,  // the application faulted on a healthy GPU: fix or restart the program
+  kResetGpu,     // drain the GPU and reset it (nvidia-smi -r) or reboot the node
+  kRebootNode,   // the GPU is unreachable: reboot, then check power, cooling and seating
+  kHardware,     // repeated or unrecoverable hardware error: run diagnostics, replace the part
+};
+
+struct XidInfo {
+  int code;
+  std::string_view meaning;
+  XidAction action;
+};
+
+// All rows, by code.
+std::span<const XidInfo> XidTable();
+
+// The row of `code`, or nullptr.
+const XidInfo* FindXid(int code);
+
+// "none", "application", "reset_gpu", "reboot_node", "hardware".
+std::string_view ToString(XidAction action);
+
+// Whether the action makes a finding fail (a GPU or node needs an operator) rather than warn.
+constexpr bool IsNodeFault(XidAction action) {
+  return action == XidAction::kResetGpu || action == XidAction::kRebootNode ||
+         action == XidAction::kHardware;
+}
+
+}  // namespace nccl_triage::kernel
