@@ -405,7 +405,7 @@ TEST(ProbePairLocalCli, AWorkDirThatIsAFileOrUnwritableIsAUsageError) {
 TEST(ProbePairLocalCli, NoNcclFoundIsNothingToConcludeAndExitsThree) {
   // RunCli always offers the fake NCCL: this run offers only a path where there is none.
   SubprocessOptions o;
-  std::string root = NCCL_TRIAGE_SOURCE_DIR "/tests/fixtures/dgx-a100";
+  std::string root = NCCL_TRIAGE_FIXTURE_DIR "/dgx-a100";
   o.argv = {NCCL_TRIAGE_BINARY_DIR "/nccl-triage", "probe", "--pair-local", "--format", "json",
             "--timeout", "20", "--socket-ifname", "lo", "--nccl-lib", "/nonexistent/libnccl.so.2",
             "--cuda-lib", FAKE_CUDA_DIR, "--only-configured-libs", "--root", root};

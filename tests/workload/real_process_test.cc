@@ -98,20 +98,58 @@ class TrainingProcess {
   int exit_code_ = 0;
 };
 
-// root/proc/<pid>/* -> /proc/<pid>/*, except the planted cgroup; root/proc/1/ns -> our own
-// namespaces (this sandbox's pid 1 may not be readable; the test process stands for the host).
+// root/proc/<pid>/ as a copy of the live /proc/<pid>/ (its files, and its links as links with the
+// same targets), except the planted cgroup; root/proc/1/ns/net is the test process's own (this
+// sandbox's pid 1 may not be readable; the test process stands for the host). A copy, not links
+// into /proc: the reader resolves every path of a --root tree inside that root, as it must (a
+// link planted in a tree never leads out of it), so a link to /proc/<pid> would name
+// root/proc/<pid> itself.
+std::string ReadProcFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void CopyLink(const std::string& from, const fs::path& to) {
+  std::error_code ec;
+  const fs::path target = fs::read_symlink(from, ec);
+  if (!ec) fs::create_symlink(target, to, ec);
+}
+
 void LinkProcess(const std::string& root, pid_t pid, const std::string& cgroup) {
   const std::string real = "/proc/" + std::to_string(pid) + "/";
   const fs::path dir = fs::path(root) / "proc" / std::to_string(pid);
-  fs::create_directories(dir);
-  for (const char* leaf :
-       {"comm", "limits", "status", "environ", "maps", "mountinfo", "fd", "ns", "net", "root"}) {
-    fs::create_symlink(real + leaf, dir / leaf);
+  fs::create_directories(dir / "ns");
+  fs::create_directories(dir / "fd");
+  fs::create_directories(dir / "net");
+  for (const char* leaf : {"comm", "limits", "status", "environ", "maps", "mountinfo"}) {
+    std::ofstream(dir / leaf, std::ios::binary) << ReadProcFile(real + leaf);
+  }
+  const std::string net_dev = ReadProcFile(real + "net/dev");
+  std::ofstream(dir / "net/dev", std::ios::binary) << net_dev;
+  CopyLink(real + "ns/net", dir / "ns/net");
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(real + "fd", ec)) {
+    CopyLink(e.path().string(), dir / "fd" / e.path().filename());
+  }
+  // The interfaces of its namespace as its root shows them (operstate, type).
+  std::istringstream lines(net_dev);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    name.erase(0, name.find_first_not_of(' '));
+    const std::string sys = "sys/class/net/" + name + "/";
+    fs::create_directories(dir / "root" / sys);
+    for (const char* leaf : {"operstate", "type"}) {
+      std::ofstream(dir / "root" / sys / leaf) << ReadProcFile(real + "root/" + sys + leaf);
+    }
   }
   std::ofstream(dir / "cgroup") << cgroup;
   if (!fs::exists(fs::path(root) / "proc/1")) {
-    fs::create_directories(fs::path(root) / "proc/1");
-    fs::create_symlink("/proc/" + std::to_string(getpid()) + "/ns", fs::path(root) / "proc/1/ns");
+    fs::create_directories(fs::path(root) / "proc/1/ns");
+    CopyLink("/proc/" + std::to_string(getpid()) + "/ns/net", fs::path(root) / "proc/1/ns/net");
   }
 }
 
@@ -222,8 +260,11 @@ TEST_F(RealProcessTest, FullPassPatchesTheRightPodAndLeaksNoSecret) {
   EXPECT_EQ(everything.find("PLANTED_SECRET"), std::string::npos);
   EXPECT_NE(everything.find("train-0"), std::string::npos);
 
-  // The process exits: the next pass finds no GPU holder and the pod's series go.
+  // The process exits (and its copy under the root with it): the next pass finds no GPU holder
+  // and the pod's series go.
+  const pid_t pid = child.pid();
   child.Kill();
+  fs::remove_all(fs::path(root_) / "proc" / std::to_string(pid));
   WorkloadPass after = monitor.RunPass(testing::WorkloadRoot::HostSnapshot("dgx-a100"));
   EXPECT_TRUE(after.containers.empty());
   EXPECT_EQ(metrics.Scrape().find("train-0"), std::string::npos);

@@ -237,8 +237,9 @@ func runDockerfile(c *checker, args []string) {
 						"line %d: runtime stage copies %q from the nccl stage (only /out/ to /opt/nccl-triage/nccl/)", in.line, s)
 				} else {
 					c.check(from == "build", "line %d: copies from stage %q", in.line, from)
-					c.check(s == "/build/nccl-triage" || s == "/build/nccl-triage-server" || s == "/build/config.yaml",
-						"line %d: runtime stage copies %q from the build stage (only the two executables and the config)", in.line, s)
+					c.check(s == "/build/nccl-triage" || s == "/build/nccl-triage-server" || s == "/build/config.yaml" ||
+						s == "/stage/usr/share/nccl-triage",
+						"line %d: runtime stage copies %q from the build stage (only the two executables, the config and the data files)", in.line, s)
 				}
 			}
 		case "RUN":
