@@ -164,7 +164,8 @@ fi
 # Rank 0 alone: NCCL's bootstrap waits for rank 1 forever; the child must abort the non-blocking
 # communicator at its own deadline and still report (timeout), well before the outer limit.
 start=$(date +%s)
-timeout 60 env -i PATH="$PATH" NCCL_SOCKET_IFNAME="$ifname" NCCL_HOSTID=lonely-rank0 \
+timeout 60 env -i PATH="$PATH" ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH="$LD_LIBRARY_PATH"} \
+  NCCL_SOCKET_IFNAME="$ifname" NCCL_HOSTID=lonely-rank0 \
   NCCL_NVLS_ENABLE=0 "$bin" probe --child --mode socket --rank 0 --nranks 2 --size 1M \
   --deadline-ms 8000 --log-file "$work/lonely.log" --nccl-lib "$NCCL_HOME/lib" \
   >"$work/lonely.out" 2>&1
