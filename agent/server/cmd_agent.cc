@@ -140,60 +140,27 @@ KubeResponse GetNodeWithRetries(KubeClient& kube, const std::string& node) {
   return r;
 }
 
-}  // namespace
-
-int RunAgentCommand(CliContext& ctx) {
-  auto flags_or = ParseFlags(ctx.args);
-  if (!flags_or.ok()) {
-    ctx.err << "nccl-triage-server agent: " << flags_or.status().message() << "\n";
-    return 2;
-  }
-  AgentFlags flags = *flags_or;
-  if (flags.help) {
-    ctx.out << kUsage;
-    return 0;
-  }
-
-  // Step: configuration.
+// The configuration file (or the defaults) and the log classifier's rules (the shipped file and
+// classify.rule_files).
+StatusOr<Config> LoadAgentConfig(const AgentFlags& flags) {
   Config config;
   if (flags.config) {
     auto loaded = LoadConfigFile(*flags.config);
-    if (!loaded.ok()) {
-      ctx.err << "nccl-triage-server agent: " << loaded.status().message() << "\n";
-      return 2;
-    }
+    if (!loaded.ok()) return loaded.status();
     config = std::move(loaded).value();
   }
-  // Step: the log classifier's rules (the shipped file and classify.rule_files).
-  if (Status rules = LoadAndActivateRules(config.classify.rule_files); !rules.ok()) {
-    ctx.err << "nccl-triage-server agent: " << rules.message() << "\n";
-    return 2;
-  }
-  std::string listen = flags.listen.value_or(config.agent.listen);
-  auto address = ParseListenAddress(listen);
-  if (!address.ok()) {
-    ctx.err << "nccl-triage-server agent: " << address.status().message() << "\n";
-    return 2;
-  }
-  std::error_code ec;
-  if (!std::filesystem::is_directory(flags.root, ec)) {
-    ctx.err << "nccl-triage-server agent: root '" << flags.root << "' is not a directory\n";
-    return 2;
-  }
+  if (Status rules = LoadAndActivateRules(config.classify.rule_files); !rules.ok()) return rules;
+  return config;
+}
 
-  Logger log(ctx.err, LogLevel::kInfo,
-             flags.log_format == "json" ? LogFormat::kJson : LogFormat::kText);
-  SystemClock clock;
-  std::string node = flags.node.value_or(Env("NODE_NAME"));
-
-  // Step: the loop's parts (gather from the root, judge with the built-in checks).
+// Gathers from the root; the kubelet's GPU assignments join the snapshot, for the busy-GPU gate
+// (core/gpu_holders.h): a GPU assigned to a container is never probed, even before its job opens it.
+GatherFn MakeAgentGather(const AgentFlags& flags, const std::string& node, const Config& config) {
   GatherOptions gather_options;
   gather_options.root = flags.root;
   gather_options.node_name = node;
   gather_options.mr_register_bytes = config.checks.mr_register_bytes;
   GatherFn gather = MakeRootGatherFn(gather_options);
-  // The kubelet's GPU assignments join the snapshot, for the busy-GPU gate (core/gpu_holders.h):
-  // a GPU assigned to a container is never probed, even before its job opens it.
   if (const std::string socket = workload::PodResourcesSocketUnder(flags.root); !socket.empty()) {
     auto kubelet = std::make_shared<workload::GrpcPodResources>(socket);
     gather = [gather = std::move(gather), kubelet]() -> StatusOr<NodeSnapshot> {
@@ -202,98 +169,109 @@ int RunAgentCommand(CliContext& ctx) {
       return snapshot;
     };
   }
-  // Step: the Kubernetes client, when running in a pod and something needs it (publication, or
-  // the node's labels for config.pools).
-  std::unique_ptr<KubeClient> kube;
-  std::string kube_error;
-  const bool wants_kube =
-      config.agent.annotate_pod || config.agent.node_condition || config.agent.events;
-  const std::string kube_host = Env("KUBERNETES_SERVICE_HOST");
-  if ((wants_kube || !config.pools.empty()) && !kube_host.empty()) {
-    InClusterOptions kube_options;
-    kube_options.host = kube_host;
-    std::string kube_port = Env("KUBERNETES_SERVICE_PORT");
-    kube_options.port = kube_port.empty() ? 443 : std::atoi(kube_port.c_str());
-    auto client = InClusterKubeClient::Create(kube_options);
-    if (client.ok()) {
-      kube = std::move(client).value();
-    } else {
-      kube_error = client.status().message();
-    }
-  }
+  return gather;
+}
 
-  // Step: the node pool (config.pools): its expectations replace the top-level ones here. A node
-  // whose labels cannot be read is judged by the top-level expect, and says so.
-  std::string pool;
-  if (!config.pools.empty()) {
-    std::string why;
-    if (node.empty()) {
-      why = "no node name (NODE_NAME or --node)";
-    } else if (!kube) {
-      why = kube_host.empty() ? "not running in Kubernetes" : kube_error;
-    } else if (KubeResponse r = GetNodeWithRetries(*kube, node); !r.ok()) {
-      why = "GET node " + node + ": " + r.Describe();
-    } else if (const PoolConfig* chosen = SelectPool(config.pools, NodeLabelsFromJson(r.body))) {
-      pool = chosen->name;
-      config.expect = chosen->expect;
-      log.Info("agent", "node pool " + pool + ": its expect applies");
-    } else {
-      log.Info("agent", "node " + node + " is in no pool: the top-level expect applies");
-    }
-    if (!why.empty()) {
-      log.Warn("agent", "node pools ignored, the top-level expect applies: cannot read the "
-                        "node's labels (" + why + ")");
-    }
-  }
-  JudgeFn judge = MakeBuiltinJudgeFn(config);
-  // The kernel log joins the checks: its findings are judged on the same snapshot each cycle.
-  std::shared_ptr<kernel::KernelMonitor> kernel_monitor;
-  if (config.kernel.enabled) {
-    kernel::KernelMonitorOptions kernel_options;
-    kernel_options.root = flags.root;
-    kernel_options.state_dir = config.kernel.state_dir;
-    kernel_options.link_flaps_per_hour = config.kernel.link_flaps_per_hour;
-    kernel_monitor = std::make_shared<kernel::KernelMonitor>(kernel_options);
-    judge = [judge = std::move(judge), kernel_monitor, &clock](const NodeSnapshot& now,
-                                                              const NodeSnapshot* previous) {
-      std::vector<Finding> findings = judge(now, previous);
-      for (Finding& f : kernel_monitor->Judge(now, clock.NowUnixMs())) {
-        findings.push_back(std::move(f));
-      }
-      return findings;
-    };
-  }
+// The Kubernetes client, when running in a pod and something needs it (publication, or the
+// node's labels for config.pools); `error` says why there is none when one was wanted.
+struct KubeAccess {
+  std::unique_ptr<KubeClient> client;
+  std::string error;
+  std::string host;          // KUBERNETES_SERVICE_HOST: empty outside a pod
+  bool publishes = false;    // annotations, the node condition or events are on
+};
 
-  AgentState state(node, NCCL_TRIAGE_VERSION, clock.NowUnixMs());
-  state.SetPool(pool);
-  AgentOptions options;
-  options.node = node;
-  options.interval = std::chrono::seconds(std::max(1, config.agent.interval_seconds));
-  options.config = config;
-  Agent agent(options, gather, judge, state, clock, log);
-
-  if (flags.once) {
-    std::shared_ptr<const NodeReport> report = agent.RunCycle();
-    std::string error = state.View().cycle.last_error;
-    if (!error.empty()) {
-      ctx.err << "nccl-triage-server agent: " << error << "\n";
-      return 2;
-    }
-    std::string causes;
-    for (const std::string& c : report->causes) causes += (causes.empty() ? "" : ", ") + c;
-    log.Info("agent", "one cycle on " + flags.root + ": " +
-                          std::string(ToString(report->fault_class)) + ", " +
-                          std::to_string(report->findings.size()) + " findings" +
-                          (causes.empty() ? std::string() : ", failing: " + causes));
-    ctx.out << ToJson(*report).dump(2) << "\n";
-    return ExitCodeFor(*report);
+KubeAccess ConnectKube(const Config& config) {
+  KubeAccess k;
+  k.publishes = config.agent.annotate_pod || config.agent.node_condition || config.agent.events;
+  k.host = Env("KUBERNETES_SERVICE_HOST");
+  if ((!k.publishes && config.pools.empty()) || k.host.empty()) return k;
+  InClusterOptions kube_options;
+  kube_options.host = k.host;
+  std::string kube_port = Env("KUBERNETES_SERVICE_PORT");
+  kube_options.port = kube_port.empty() ? 443 : std::atoi(kube_port.c_str());
+  // Outside a pod (a test, a bench): a directory laid out as the pod's service-account mount.
+  if (std::string dir = Env("NCCL_TRIAGE_SERVICE_ACCOUNT_DIR"); !dir.empty()) {
+    kube_options.service_account_dir = dir;
   }
+  auto client = InClusterKubeClient::Create(kube_options);
+  if (client.ok()) {
+    k.client = std::move(client).value();
+  } else {
+    k.error = client.status().message();
+  }
+  return k;
+}
 
-  // Step: probes (run only when a coordinator assigns them).
+// The node pool (config.pools): its expectations replace the top-level ones in `config`. A node
+// whose labels cannot be read is judged by the top-level expect, and says so. Returns the pool's
+// name, empty for none.
+std::string ApplyNodePool(Config& config, const std::string& node, const KubeAccess& kube,
+                          Logger& log) {
+  if (config.pools.empty()) return "";
+  std::string pool, why;
+  if (node.empty()) {
+    why = "no node name (NODE_NAME or --node)";
+  } else if (!kube.client) {
+    why = kube.host.empty() ? "not running in Kubernetes" : kube.error;
+  } else if (KubeResponse r = GetNodeWithRetries(*kube.client, node); !r.ok()) {
+    why = "GET node " + node + ": " + r.Describe();
+  } else if (const PoolConfig* chosen = SelectPool(config.pools, NodeLabelsFromJson(r.body))) {
+    pool = chosen->name;
+    config.expect = chosen->expect;
+    log.Info("agent", "node pool " + pool + ": its expect applies");
+  } else {
+    log.Info("agent", "node " + node + " is in no pool: the top-level expect applies");
+  }
+  if (!why.empty()) {
+    log.Warn("agent", "node pools ignored, the top-level expect applies: cannot read the "
+                      "node's labels (" + why + ")");
+  }
+  return pool;
+}
+
+// The kernel log joins the checks: its findings are judged on the same snapshot each cycle.
+// Sets `monitor` (for the metrics' counters) when the kernel log is on.
+JudgeFn WithKernelLog(JudgeFn judge, const Config& config, const std::string& root,
+                      Clock& clock, std::shared_ptr<kernel::KernelMonitor>& monitor) {
+  if (!config.kernel.enabled) return judge;
+  kernel::KernelMonitorOptions kernel_options;
+  kernel_options.root = root;
+  kernel_options.state_dir = config.kernel.state_dir;
+  kernel_options.link_flaps_per_hour = config.kernel.link_flaps_per_hour;
+  monitor = std::make_shared<kernel::KernelMonitor>(kernel_options);
+  return [judge = std::move(judge), monitor, &clock](const NodeSnapshot& now,
+                                                     const NodeSnapshot* previous) {
+    std::vector<Finding> findings = judge(now, previous);
+    for (Finding& f : monitor->Judge(now, clock.NowUnixMs())) findings.push_back(std::move(f));
+    return findings;
+  };
+}
+
+// --once: one cycle, the report as JSON on stdout, the check's exit code.
+int RunOneCycle(Agent& agent, AgentState& state, const std::string& root, CliContext& ctx,
+                Logger& log) {
+  std::shared_ptr<const NodeReport> report = agent.RunCycle();
+  std::string error = state.View().cycle.last_error;
+  if (!error.empty()) {
+    ctx.err << "nccl-triage-server agent: " << error << "\n";
+    return 2;
+  }
+  std::string causes;
+  for (const std::string& c : report->causes) causes += (causes.empty() ? "" : ", ") + c;
+  log.Info("agent", "one cycle on " + root + ": " + std::string(ToString(report->fault_class)) +
+                        ", " + std::to_string(report->findings.size()) + " findings" +
+                        (causes.empty() ? std::string() : ", failing: " + causes));
+  ctx.out << ToJson(*report).dump(2) << "\n";
+  return ExitCodeFor(*report);
+}
+
+// Probes, run only when a coordinator assigns them: the probe child is the small executable
+// beside this one (it holds the `probe` subcommand and loads NCCL; the server never does).
+Status SetUpProbes(Agent& agent, const Config& config, const AgentFlags& flags,
+                   const std::string& self_exe, Logger& log) {
   ProbeRunnerOptions probe_options;
-  // The probe child is the small executable beside this one (it holds the `probe` subcommand and
-  // loads NCCL; the server never does).
-  probe_options.child_exe = SiblingExe(ctx.self_exe, "nccl-triage");
+  probe_options.child_exe = SiblingExe(self_exe, "nccl-triage");
   if (::access(probe_options.child_exe.c_str(), X_OK) != 0) {
     log.Error("agent", "probe child " + probe_options.child_exe +
                            " is not executable: probes will fail as unavailable (install "
@@ -303,24 +281,156 @@ int RunAgentCommand(CliContext& ctx) {
   probe_options.parent_env = ProcessEnvironment();
   // A fresh private folder: a fixed name under $TMPDIR could have been made by another user
   // beforehand, and the probe child (root) would write into it.
-  if (auto dir = MakePrivateWorkDir(probe_options.parent_env); dir.ok()) {
-    probe_options.work_dir = *dir;
-  } else {
-    ctx.err << "nccl-triage-server agent: probe logs: " << dir.status().message() << "\n";
-    return 2;
-  }
+  auto dir = MakePrivateWorkDir(probe_options.parent_env);
+  if (!dir.ok()) return InvalidArgument("probe logs: " + dir.status().message());
+  probe_options.work_dir = *dir;
   auto probe_runner = std::make_shared<const ProbeRunner>(config.probe, probe_options);
   agent.SetProbeRunner(MakeRunnerProbeFn(probe_runner));
   agent.SetIntraNodeProbe(MakeIntraNodeFn(probe_runner, config.probe.allow_when_gpus_busy));
   agent.SetLibraryCheck([probe_runner] { return probe_runner->CheckLibraries(); });
+  return Status::Ok();
+}
 
-  // Step: metrics and HTTP endpoints.
+// Kubernetes publication (annotations, the node condition, events), when running in a pod.
+std::unique_ptr<KubePublisher> StartPublisher(Agent& agent, const Config& config,
+                                              const std::string& node, const KubeAccess& kube,
+                                              Clock& clock, Logger& log) {
+  if (!kube.publishes) return nullptr;
+  if (kube.host.empty()) {
+    log.Info("kube", "not running in Kubernetes (no KUBERNETES_SERVICE_HOST): no annotations");
+    return nullptr;
+  }
+  if (!kube.client) {
+    log.Warn("kube", "no Kubernetes publication: " + kube.error);
+    return nullptr;
+  }
+  KubePublisherOptions p;
+  p.node = node;
+  p.pod_namespace = Env("POD_NAMESPACE");
+  p.pod_name = Env("POD_NAME");
+  p.annotate_pod = config.agent.annotate_pod;
+  p.node_condition = config.agent.node_condition && !node.empty();
+  p.events = config.agent.events && !node.empty();
+  if (p.annotate_pod && (p.pod_name.empty() || p.pod_namespace.empty())) {
+    log.Warn("kube", "POD_NAME/POD_NAMESPACE not set: the agent's pod is not annotated");
+  }
+  auto publisher = std::make_unique<KubePublisher>(*kube.client, p, clock, log);
+  agent.AddSink(publisher.get());
+  publisher->Start();
+  return publisher;
+}
+
+// The coordinator session (after the Kubernetes client: it reads the topology label).
+Status ConnectCoordinator(Agent& agent, const Config& config, const AgentFlags& flags,
+                          const std::string& node, const KubeAccess& kube, Logger& log) {
+  std::optional<std::string> coordinator = flags.coordinator;
+  if (!coordinator) coordinator = config.agent.coordinator;
+  if (!coordinator || flags.standalone) return Status::Ok();
+  std::map<std::string, std::string> labels;
+  if (kube.client && !config.coordinator.topology_label.empty() && !node.empty()) {
+    for (auto& [k, v] : NodeLabelsFromJson(kube.client->GetNode(node).body)) {
+      if (k == config.coordinator.topology_label) labels[k] = v;
+    }
+  }
+  auto link = MakeCoordinatorLink(*coordinator, config, Env("NCCL_TRIAGE_TOKEN"), labels,
+                                  NCCL_TRIAGE_VERSION, log);
+  if (!link.ok()) return link.status();
+  agent.SetCoordinatorLink(std::move(link).value());
+  log.Info("agent", "coordinator session to " + *coordinator);
+  return Status::Ok();
+}
+
+// The workload view (the users' GPU pods on this node, read through /proc/<pid>): a pass after
+// every cycle on its own thread; annotations only with agent.annotate_pod.
+std::unique_ptr<workload::WorkloadMonitor> StartWorkloads(Agent& agent, AgentState& state,
+                                                          const Config& config,
+                                                          const AgentFlags& flags,
+                                                          const std::string& node,
+                                                          KubeClient* kube, Clock& clock,
+                                                          Logger& log) {
+  if (!config.agent.workloads) return nullptr;
+  workload::WorkloadMonitorOptions w;
+  w.node = node;
+  w.scanner.root = flags.root;
+  w.scanner.self_pid = flags.root == "/" ? static_cast<int>(::getpid()) : 0;
+  w.config = config;
+  w.annotate = config.agent.annotate_pod;
+  std::unique_ptr<workload::PodResourcesSource> pod_resources;
+  const std::string socket = workload::PodResourcesSocketUnder(flags.root);
+  if (!socket.empty()) {
+    pod_resources = std::make_unique<workload::GrpcPodResources>(socket);
+    log.Info("workload", "device assignments from the kubelet's pod-resources socket " + socket);
+  }
+  auto workloads =
+      workload::MakeWorkloadMonitor(w, &state, kube, std::move(pod_resources), clock, log);
+  agent.AddSink(workloads.get());
+  workloads->Start();
+  return workloads;
+}
+
+}  // namespace
+
+// Start-up is an ordered list of steps, each failing with one line and exit 2; the teardown runs
+// in reverse once SIGTERM or SIGINT arrives.
+int RunAgentCommand(CliContext& ctx) {
+  auto flags_or = ParseFlags(ctx.args);
+  if (!flags_or.ok()) {
+    ctx.err << "nccl-triage-server agent: " << flags_or.status().message() << "\n";
+    return 2;
+  }
+  const AgentFlags flags = *flags_or;
+  if (flags.help) {
+    ctx.out << kUsage;
+    return 0;
+  }
+  auto fail = [&ctx](const std::string& message) {
+    ctx.err << "nccl-triage-server agent: " << message << "\n";
+    return 2;
+  };
+
+  auto config_or = LoadAgentConfig(flags);
+  if (!config_or.ok()) return fail(config_or.status().message());
+  Config config = std::move(config_or).value();
+  auto address = ParseListenAddress(flags.listen.value_or(config.agent.listen));
+  if (!address.ok()) return fail(address.status().message());
+  std::error_code ec;
+  if (!std::filesystem::is_directory(flags.root, ec)) {
+    return fail("root '" + flags.root + "' is not a directory");
+  }
+
+  Logger log(ctx.err, LogLevel::kInfo,
+             flags.log_format == "json" ? LogFormat::kJson : LogFormat::kText);
+  SystemClock clock;
+  const std::string node = flags.node.value_or(Env("NODE_NAME"));
+
+  // The loop's parts: gather from the root, judge with the built-in checks (by the node's pool)
+  // and the kernel log.
+  GatherFn gather = MakeAgentGather(flags, node, config);
+  const KubeAccess kube = ConnectKube(config);
+  const std::string pool = ApplyNodePool(config, node, kube, log);
+  std::shared_ptr<kernel::KernelMonitor> kernel_monitor;
+  JudgeFn judge =
+      WithKernelLog(MakeBuiltinJudgeFn(config), config, flags.root, clock, kernel_monitor);
+
+  AgentState state(node, NCCL_TRIAGE_VERSION, clock.NowUnixMs());
+  state.SetPool(pool);
+  AgentOptions options;
+  options.node = node;
+  options.interval = std::chrono::seconds(std::max(1, config.agent.interval_seconds));
+  options.config = config;
+  Agent agent(options, gather, judge, state, clock, log);
+  if (flags.once) return RunOneCycle(agent, state, flags.root, ctx, log);
+
+  if (Status s = SetUpProbes(agent, config, flags, ctx.self_exe, log); !s.ok()) {
+    return fail(s.message());
+  }
+
+  // Metrics and HTTP endpoints.
   SignalBlock signals;
   if (std::string unknown = UnknownMetricFamilies(config.agent.metrics_disabled);
       !unknown.empty()) {
-    ctx.err << "nccl-triage-server agent: agent.metrics_disabled names no agent metric family: "
-            << unknown << " (the families are listed in the README, \"Metrics\")\n";
-    return 2;
+    return fail("agent.metrics_disabled names no agent metric family: " + unknown +
+                " (the families are listed in the README, \"Metrics\")");
   }
   AgentMetrics metrics(state, NCCL_TRIAGE_VERSION, config.agent.metrics_disabled);
   if (kernel_monitor) {
@@ -329,78 +439,16 @@ int RunAgentCommand(CliContext& ctx) {
   HttpServer server(&log);
   InstallAgentEndpoints(server, state, metrics);
   auto port = server.Start(address->first, address->second);
-  if (!port.ok()) {
-    ctx.err << "nccl-triage-server agent: " << port.status().message() << "\n";
-    return 2;
-  }
+  if (!port.ok()) return fail(port.status().message());
   log.Info("agent", "serving /metrics /livez /readyz /status on " + address->first + ":" +
                         std::to_string(*port) + " (root " + flags.root + ")");
 
-  // Step: Kubernetes publication, when running in a pod.
-  std::unique_ptr<KubePublisher> publisher;
-  if (wants_kube && !kube_host.empty()) {
-    if (!kube) {
-      log.Warn("kube", "no Kubernetes publication: " + kube_error);
-    } else {
-      KubePublisherOptions p;
-      p.node = node;
-      p.pod_namespace = Env("POD_NAMESPACE");
-      p.pod_name = Env("POD_NAME");
-      p.annotate_pod = config.agent.annotate_pod;
-      p.node_condition = config.agent.node_condition && !node.empty();
-      p.events = config.agent.events && !node.empty();
-      if (p.annotate_pod && (p.pod_name.empty() || p.pod_namespace.empty())) {
-        log.Warn("kube", "POD_NAME/POD_NAMESPACE not set: the agent's pod is not annotated");
-      }
-      publisher = std::make_unique<KubePublisher>(*kube, p, clock, log);
-      agent.AddSink(publisher.get());
-      publisher->Start();
-    }
-  } else if (wants_kube) {
-    log.Info("kube", "not running in Kubernetes (no KUBERNETES_SERVICE_HOST): no annotations");
+  std::unique_ptr<KubePublisher> publisher = StartPublisher(agent, config, node, kube, clock, log);
+  if (Status s = ConnectCoordinator(agent, config, flags, node, kube, log); !s.ok()) {
+    return fail(s.message());
   }
-
-  // Step: the coordinator session (after the Kubernetes client: it reads the topology label).
-  std::optional<std::string> coordinator = flags.coordinator;
-  if (!coordinator) coordinator = config.agent.coordinator;
-  if (coordinator && !flags.standalone) {
-    std::map<std::string, std::string> labels;
-    if (kube && !config.coordinator.topology_label.empty() && !node.empty()) {
-      for (auto& [k, v] : NodeLabelsFromJson(kube->GetNode(node).body)) {
-        if (k == config.coordinator.topology_label) labels[k] = v;
-      }
-    }
-    auto link = MakeCoordinatorLink(*coordinator, config, Env("NCCL_TRIAGE_TOKEN"), labels,
-                                    NCCL_TRIAGE_VERSION, log);
-    if (!link.ok()) {
-      ctx.err << "nccl-triage-server agent: " << link.status().message() << "\n";
-      return 2;
-    }
-    agent.SetCoordinatorLink(std::move(link).value());
-    log.Info("agent", "coordinator session to " + *coordinator);
-  }
-
-  // Step: the workload view (the users' GPU pods on this node, read through /proc/<pid>): a pass
-  // after every cycle on its own thread; annotations only with agent.annotate_pod.
-  std::unique_ptr<workload::WorkloadMonitor> workloads;
-  if (config.agent.workloads) {
-    workload::WorkloadMonitorOptions w;
-    w.node = node;
-    w.scanner.root = flags.root;
-    w.scanner.self_pid = flags.root == "/" ? static_cast<int>(::getpid()) : 0;
-    w.config = config;
-    w.annotate = config.agent.annotate_pod;
-    std::unique_ptr<workload::PodResourcesSource> pod_resources;
-    const std::string socket = workload::PodResourcesSocketUnder(flags.root);
-    if (!socket.empty()) {
-      pod_resources = std::make_unique<workload::GrpcPodResources>(socket);
-      log.Info("workload", "device assignments from the kubelet's pod-resources socket " + socket);
-    }
-    workloads =
-        workload::MakeWorkloadMonitor(w, &state, kube.get(), std::move(pod_resources), clock, log);
-    agent.AddSink(workloads.get());
-    workloads->Start();
-  }
+  std::unique_ptr<workload::WorkloadMonitor> workloads =
+      StartWorkloads(agent, state, config, flags, node, kube.client.get(), clock, log);
 
   // Run until SIGTERM/SIGINT; teardown always runs.
   std::jthread loop([&agent](std::stop_token stop) { agent.Run(stop); });
