@@ -53,7 +53,8 @@ constexpr const char* kUsage =
     "                                [--once] [--log-format text|json]\n"
     "  Runs the node agent: checks every agent.interval_seconds, serves /metrics /livez /readyz\n"
     "  /status (default 0.0.0.0:9500), and inside Kubernetes annotates its own pod (POD_NAME,\n"
-    "  POD_NAMESPACE) and optionally writes the NcclFabricReady node condition and events.\n"
+    "  POD_NAMESPACE) and optionally writes the NcclFabricReady node condition and events\n"
+    "  (credentials: the pod's service account, or $NCCL_TRIAGE_SERVICE_ACCOUNT_DIR laid out so).\n"
     "  --root DIR     read the node from DIR instead of / (a fixture tree)\n"
     "  --standalone   no coordinator: checks and local verdicts only\n"
     "  --node NAME    node name (default: $NODE_NAME, else the hostname under the root)\n"
@@ -255,6 +256,10 @@ int RunAgentCommand(CliContext& ctx) {
     kube_options.host = kube_host;
     std::string kube_port = Env("KUBERNETES_SERVICE_PORT");
     kube_options.port = kube_port.empty() ? 443 : std::atoi(kube_port.c_str());
+    // Outside a pod (a test, a bench): a directory laid out as the pod's service-account mount.
+    if (std::string dir = Env("NCCL_TRIAGE_SERVICE_ACCOUNT_DIR"); !dir.empty()) {
+      kube_options.service_account_dir = dir;
+    }
     auto client = InClusterKubeClient::Create(kube_options);
     if (!client.ok()) {
       log.Warn("kube", "no Kubernetes publication: " + client.status().message());
