@@ -60,7 +60,10 @@ build etcd ./cmd/etcd ""
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kv"
 build kwok sigs.k8s.io/kwok/cmd/kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=$kwok"
 
-crds="$(go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)/example/prometheus-operator-crd"
+# `go mod download` fetches the module where nothing built from it did (a cold module cache).
+module_dir() { go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'; }
+crds="$(module_dir github.com/prometheus-operator/prometheus-operator)/example/prometheus-operator-crd"
+[ -d "$crds" ] || { echo "k8s-tools: no CRDs at $crds" >&2; exit 1; }
 cp "$crds"/*.yaml "$tmp/crds/"
 chmod -R u+w "$tmp/crds"
 printf 'kubernetes %s\nhelm %s\netcd %s\nkwok %s\nprometheus-operator %s\ngo %s\n' \
