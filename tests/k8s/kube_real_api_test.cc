@@ -161,16 +161,16 @@ TEST_F(RealApi, AgentSetsItsNodeConditionMergedByType) {
 }
 
 TEST_F(RealApi, AgentPostsAnEventAboutItsNode) {
-  KubeEvent e;
-  e.involved_name = "gpu-node-1";
-  e.involved_uid = "gpu-node-1";
-  e.host = "gpu-node-1";
-  e.type = "Warning";
-  e.reason = "NcclFabricDegraded";
-  e.message = "mlx5_0 port 1 down";
-  e.at_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count();  // the Event's name comes from it
+  const KubeEvent e{.involved_name = "gpu-node-1",
+                    .involved_uid = "gpu-node-1",
+                    .type = "Warning",
+                    .reason = "NcclFabricDegraded",
+                    .message = "mlx5_0 port 1 down",
+                    .host = "gpu-node-1",
+                    // the Event's name comes from its time: a new one on every run
+                    .at_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count()};
   KubeResponse r = agent_->CreateEvent(e);
   ASSERT_EQ(r.status, 201) << r.Describe();
   EXPECT_EQ(Body(r)["involvedObject"]["name"], "gpu-node-1");
