@@ -137,14 +137,16 @@ YAML
   refused="$(cat "$work"/agent-*.log | grep -c 'HTTP 4[0-9][0-9]' || true)"
   echo "  agents live: $published of $agents nodes carry NcclFabricReady; $refused refusals in their logs"
   # The agents' resources: pods, nodes (and nodes/status), events; nothing else touches them once
-  # kwok is stopped (no kubelet, no controllers). Other rows are the API server's own loops.
+  # kwok is stopped (no kubelet, no controllers), except the API server's own informers, which
+  # re-open WATCHes (the agents' client never watches). Other rows are the API server's own loops.
   total=0 lists=0
   while read -r verb res count; do
     was="$(awk -v k="$verb $res" '$1 " " $2 == k { print $3 }' <<<"$before")"
     d=$((${count%.*} - ${was:-0}))
     [ "$d" -gt 0 ] || continue
-    case "$res" in
-      pods|pods/*|nodes|nodes/*|events) echo "  $verb $res: $d"; total=$((total + d))
+    case "$verb $res" in
+      "WATCH "*) echo "  ($verb $res: $d, the API server's own)" ;;
+      *" pods"|*" pods/"*|*" nodes"|*" nodes/"*|*" events") echo "  $verb $res: $d"; total=$((total + d))
                                         [ "$verb $res" = "LIST pods" ] && lists=$d ;;
       *) echo "  ($verb $res: $d, the API server's own)" ;;
     esac
