@@ -42,3 +42,10 @@ if [ "$condition" != False ] || [ -z "$annotated" ] || [ -z "$event" ]; then
   echo "FAIL: the agent did not publish all three; its log:"; tail -30 "$run/agent.log"; exit 1
 fi
 if grep -E 'HTTP 40[13]' "$run/agent.log"; then echo "FAIL: the API refused a call of the agent"; exit 1; fi
+# The API server closes idle connections; the next write into the client's kept-alive one (the
+# 5-minute heartbeat) must not raise SIGPIPE, which killed the agent silently: it is ignored.
+sigign="$(awk '/^SigIgn:/ { print $2 }' "/proc/$pid/status")"
+if (( (16#$sigign & 0x1000) == 0 )); then
+  echo "FAIL: the agent does not ignore SIGPIPE (SigIgn $sigign)"; exit 1
+fi
+echo "SIGPIPE ignored"
