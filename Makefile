@@ -8,7 +8,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_OPTIONS ?= -DCMAKE_BUILD_TYPE=Release -DNCCL_TRIAGE_WERROR=ON
 
-.PHONY: all deps build test demo bench fuzz variants clean
+.PHONY: all deps build test demo bench fuzz variants k8s-tools clean
 
 all: build
 
@@ -21,7 +21,7 @@ $(BUILD_DIR)/CMakeCache.txt: | deps
 build: deps $(BUILD_DIR)/CMakeCache.txt
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: build variants
+test: build variants k8s-tools
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 # clang-14 without optimisation or debug information (it checks the other compiler's
@@ -29,6 +29,11 @@ test: build variants
 # not the tests. The Release build with g++ is the main build itself.
 variants: deps
 	cmake --preset clang >/dev/null && cmake --build --preset clang -j $(JOBS)
+
+# helm, kube-apiserver, kubectl, etcd and kwok at the pins of tools/k8s/go.mod, built once with
+# Go >= 1.25 and cached outside the clone (~/.cache/nccl-triage/k8s-tools).
+k8s-tools:
+	@scripts/k8s-tools.sh >/dev/null
 
 demo: build
 	@scripts/demo.sh $(BUILD_DIR)

@@ -13,6 +13,18 @@ bool KubeResponse::Retryable() const {
 
 bool KubeResponse::Permanent() const { return status == 401 || status == 403 || status == 404; }
 
+bool KubeResponse::UidMismatch() const {
+  if (status != 422) return false;
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("details") || !j["details"].is_object()) return false;
+  const auto& causes = j["details"].value("causes", nlohmann::json::array());
+  if (!causes.is_array()) return false;
+  for (const auto& c : causes) {
+    if (c.is_object() && c.value("field", "") == "metadata.uid") return true;
+  }
+  return false;
+}
+
 std::string KubeResponse::Describe() const {
   if (status == 0) return error.empty() ? "no response" : error;
   std::string text = "HTTP " + std::to_string(status);

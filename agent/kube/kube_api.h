@@ -34,6 +34,10 @@ struct KubeResponse {
   bool Retryable() const;
   // Retrying cannot help until someone changes RBAC or the object exists: 401, 403, 404.
   bool Permanent() const;
+  // A patch carrying metadata.uid (PatchPodAnnotationsIfUid) met another object of that name:
+  // the API server answers 422 Invalid with the cause field "metadata.uid" (a patch cannot
+  // change an object's UID), not 409 as a precondition of an update or delete would.
+  bool UidMismatch() const;
   // "HTTP 403 Forbidden: pods \"x\" is forbidden: ..." (the API's message, shortened), "timeout".
   std::string Describe() const;
 };
@@ -124,9 +128,10 @@ class KubeClient {
   virtual KubeResponse ListPods(const std::string& field_selector) = 0;
   // One node (the workload view reads status.allocatable for the RDMA device plugin resources).
   virtual KubeResponse GetNode(const std::string& name) = 0;
-  // PatchPodAnnotations with the pod's UID as a precondition: the API answers 409 Conflict when
-  // the pod of that name is another one now (deleted and recreated), so a patch computed for one
-  // pod never lands on another (the workload view annotates pods it did not create).
+  // PatchPodAnnotations with the pod's UID in the patch: the API refuses it when the pod of that
+  // name is another one now (deleted and recreated; KubeResponse::UidMismatch), so a patch
+  // computed for one pod never lands on another (the workload view annotates pods it did not
+  // create).
   virtual KubeResponse PatchPodAnnotationsIfUid(const std::string& ns, const std::string& pod,
                                                 const std::string& uid,
                                                 const AnnotationPatch& annotations) = 0;

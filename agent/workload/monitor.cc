@@ -124,8 +124,8 @@ void WorkloadMonitor::SetNodeFault(std::optional<std::string> node_fault) {
 
 void WorkloadMonitor::Publish(WorkloadPass& pass) {
   // Annotations are compared with the cache, which our own patches keep current; a pass whose
-  // list failed sends nothing (the names may be stale). The UID precondition makes a patch for a
-  // replaced pod fail with 409 instead of landing on the new one.
+  // list failed sends nothing (the names may be stale). The UID in the patch makes a patch for a
+  // replaced pod fail (UidMismatch) instead of landing on the new one.
   const PodDirectory& dir = pass.directory;
   if (options_.annotate && kube_ != nullptr && dir.listed && dir.list_error.empty()) {
     const int64_t now = clock_.NowUnixMs();
@@ -170,7 +170,7 @@ void WorkloadMonitor::Publish(WorkloadPass& pass) {
                                    " was deleted before its annotations "
                                    "could be patched");
         pod_cache_.erase(it);
-      } else if (r.status == 409) {
+      } else if (r.UidMismatch()) {
         log_.Debug("workload", "pod " + PodName(pod) +
                                    " is another pod now (UID changed): "
                                    "not patched");

@@ -11,7 +11,7 @@
 //
 // Failure handling: the API away -> the last pod list is used for names, no patch is sent, one
 // warning per streak; a pod deleted between the list and the patch (404) or replaced by another
-// of the same name (409, the UID precondition) -> one debug line, nothing else; the kubelet socket
+// of the same name (422 on metadata.uid, UidMismatch) -> one debug line, nothing else; the kubelet socket
 // away -> judged without assignments. Nothing from a workload's environment is logged.
 //
 // As a StateSink it only notes that a new cycle finished and wakes its worker, so the agent loop

@@ -282,6 +282,23 @@ TEST_F(KubeClientTest, MapsErrorStatusesAndRetryAfter) {
   }
 }
 
+TEST(KubeResponse, UidMismatchIsA422OnMetadataUidOnly) {
+  // kube-apiserver's answer to a patch whose metadata.uid is not the pod's (tests/k8s checks it
+  // against the real one).
+  KubeResponse r;
+  r.status = 422;
+  r.body = R"({"kind":"Status","reason":"Invalid","details":{"name":"p","kind":"Pod","causes":)"
+           R"([{"reason":"FieldValueInvalid","field":"metadata.uid"}]},"code":422})";
+  EXPECT_TRUE(r.UidMismatch());
+  r.body = R"({"kind":"Status","reason":"Invalid","details":{"causes":[{"field":"metadata.annotations"}]}})";
+  EXPECT_FALSE(r.UidMismatch());
+  r.body = "not json";
+  EXPECT_FALSE(r.UidMismatch());
+  r.status = 409;
+  r.body = R"({"details":{"causes":[{"field":"metadata.uid"}]}})";
+  EXPECT_FALSE(r.UidMismatch());
+}
+
 TEST_F(KubeClientTest, AWrongTokenIs401AndARotatedTokenIsPickedUp) {
   auto client = Client();
   server_.SetToken("rotated");

@@ -236,7 +236,24 @@ struct FakeApiServer::Impl {
     const json body = json::parse(req.body, nullptr, false);
     const json& meta = body.is_object() ? body.value("metadata", json::object()) : json::object();
     if (meta.contains("uid") && meta["uid"] != (*p)["metadata"].value("uid", "")) {
-      Fail(res, 409, "Precondition failed: UID in precondition does not match the object");
+      // As kube-apiserver answers: a patch cannot change metadata.uid.
+      const std::string name = req.matches[2];
+      const std::string invalid = "Invalid value: " + meta["uid"].dump() + ": field is immutable";
+      res.status = 422;
+      res.set_content(json{{"kind", "Status"},
+                           {"apiVersion", "v1"},
+                           {"status", "Failure"},
+                           {"message", "Pod \"" + name + "\" is invalid: metadata.uid: " + invalid},
+                           {"reason", "Invalid"},
+                           {"details",
+                            {{"name", name},
+                             {"kind", "Pod"},
+                             {"causes", {{{"reason", "FieldValueInvalid"},
+                                          {"message", invalid},
+                                          {"field", "metadata.uid"}}}}}},
+                           {"code", 422}}
+                          .dump(),
+                      "application/json");
       return;
     }
     const json annotations = meta.value("annotations", json::object());

@@ -7,6 +7,12 @@
 // merge patches with the UID precondition, and events — and checks what a real one would: the
 // bearer token (or, when configured, a client certificate signed by its CA). Errors are
 // injected per pod, per log and per call kind. Thread-safe; binds 127.0.0.1 on a free port.
+//
+// The calls themselves are tested against a real kube-apiserver (tests/k8s, the chart's RBAC
+// and tokens). This fake stays for what the real one cannot be made to do in a test: container
+// logs (served by a kubelet, which the test cluster does not run; here up to 200,000-line logs
+// of 512 pods, streamed, with a chosen error per log), answers such as 429, 500 or 503 on a
+// chosen call (FailPodReads, FailEvents), and a 403 on one namespace only (FailNamespace).
 #pragma once
 
 #include <atomic>

@@ -210,12 +210,12 @@ KubeResponse FakeKubeClient::PatchPodAnnotationsIfUid(const std::string& ns, con
                             {"message", "pods \"" + pod + "\" not found"}}
                  .dump();
   } else if ((*found)["metadata"].value("uid", "") != uid) {
-    r.status = 409;
+    // As kube-apiserver answers a patch that would change metadata.uid.
+    r.status = 422;
     r.body = nlohmann::json{{"kind", "Status"},
-                            {"reason", "Conflict"},
-                            {"message",
-                             "Precondition failed: UID in precondition: " + uid +
-                                 ", UID in object meta: " + (*found)["metadata"].value("uid", "")}}
+                            {"reason", "Invalid"},
+                            {"message", "Pod \"" + pod + "\" is invalid: metadata.uid: field is immutable"},
+                            {"details", {{"causes", {{{"field", "metadata.uid"}}}}}}}
                  .dump();
   } else {
     auto& current = annotations_[ns + "/" + pod];

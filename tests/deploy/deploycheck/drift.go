@@ -41,11 +41,15 @@ func runDrift(c *checker, args []string) {
 		c.fatal(err)
 		return
 	}
-	// The renderer's stream: "---\n# Source: <chart>/templates/<file>\n<content>".
+	// helm's stream: "---\n# Source: <chart>/templates/<file>\n<content>" for each object; the
+	// objects of one template are one file, separated by "---".
 	want := map[string]string{}
 	for _, doc := range strings.Split(string(r), "---\n# Source: ")[1:] {
 		name, content, _ := strings.Cut(doc, "\n")
 		base := filepath.Base(name)
+		if want[base] != "" {
+			want[base] += "---\n"
+		}
 		want[base] += content
 	}
 	dir := filepath.Join(*deploy, "manifests")

@@ -1,10 +1,11 @@
-// Command chartcheck asserts on a rendered nccl-triage chart: the objects a given set of values
+// Command chartcheck asserts on a chart that helm installed: the objects a given set of values
 // must produce, the agent's privileges and mounts, probes, RBAC verbs, the verbatim config, the
-// token Secret, monitoring objects and the shared rules/dashboard files.
+// token Secret, monitoring objects and the shared rules/dashboard files. Its input is what helm
+// itself says (`helm get manifest`, `helm get values --all -o json`).
 //
 //	chartcheck --manifests rendered.yaml --values merged.json --chart helm/nccl-triage \
-//	           --mode default|all-on [--extract-config config.yaml]
-//	chartcheck --schema-cases tests/helm/bad-values --render build/helm-render --chart helm/nccl-triage
+//	           --mode default|all-on|standalone|upgrade [--release NAME] [--kept-token T] \
+//	           [--extract-config config.yaml]
 //	chartcheck --rbac-code agent --manifests all-on.yaml
 //	chartcheck --readme-values helm/nccl-triage/README.md --chart helm/nccl-triage
 //	chartcheck --config-subset rendered-config.yaml --config-dump dumped.yaml
@@ -21,7 +22,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -234,30 +234,34 @@ func rbacRules(role obj) []string {
 
 func main() {
 	manifests := flag.String("manifests", "", "rendered chart")
-	valuesFile := flag.String("values", "", "merged values (renderer --dump-values)")
+	valuesFile := flag.String("values", "", "merged values (helm get values --all -o json)")
 	chartDir := flag.String("chart", "", "chart directory")
-	mode := flag.String("mode", "default", "default | all-on")
+	mode := flag.String("mode", "default", "default | all-on | standalone | upgrade")
+	keptToken := flag.String("kept-token", "", "--mode upgrade: the token of the first install")
+	release := flag.String("release", "nccl-triage", "the release name helm installed")
 	extract := flag.String("extract-config", "", "write the rendered config.yaml here")
-	schemaCases := flag.String("schema-cases", "", "directory of values files that must be rejected")
-	renderBin := flag.String("render", "", "renderer binary (for --schema-cases)")
-	cluster := flag.String("cluster", "", "objects lookup sees when --schema-cases render (renderer --cluster)")
 	subset := flag.String("config-subset", "", "a config file whose every value must be in --config-dump")
 	dump := flag.String("config-dump", "", "the output of nccl-triage check --dump-config")
 	readme := flag.String("readme-values", "", "chart README whose tables must document every value")
 	rbacCode := flag.String("rbac-code", "", "C++ sources whose Kubernetes client calls the agent's RBAC must match")
+	printUsed := flag.Bool("print-used", false, "with --rbac-code: print the permissions the sources use, one a line")
 	flag.Parse()
 	c := &checker{}
 	var err error
-	if *rbacCode != "" {
+	if *rbacCode != "" && *printUsed {
+		var used []string
+		if used, err = usedPermissions(*rbacCode); err == nil {
+			fmt.Println(strings.Join(used, "\n"))
+			return
+		}
+	} else if *rbacCode != "" {
 		err = runRbacCode(c, *manifests, *rbacCode)
 	} else if *readme != "" {
 		err = runReadmeValues(c, *readme, *chartDir)
 	} else if *subset != "" {
 		err = runConfigSubset(c, *subset, *dump)
-	} else if *schemaCases != "" {
-		err = runSchemaCases(c, *schemaCases, *renderBin, *chartDir, *cluster)
 	} else {
-		err = runManifests(c, *manifests, *valuesFile, *chartDir, *mode, *extract)
+		err = runManifests(c, *manifests, *valuesFile, *chartDir, *mode, *release, *keptToken, *extract)
 	}
 	if err != nil {
 		fmt.Printf("chartcheck: %v\n", err)
@@ -269,43 +273,7 @@ func main() {
 	}
 }
 
-// runSchemaCases renders every values file of dir and expects a failure whose message contains
-// the file's "# expect: <text>" line.
-func runSchemaCases(c *checker, dir, renderBin, chartDir, cluster string) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no cases in %s", dir)
-	}
-	for _, f := range files {
-		c.scope = filepath.Base(f)
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		var expect []string
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(l, "# expect: ") {
-				expect = append(expect, strings.TrimPrefix(l, "# expect: "))
-			}
-		}
-		c.check(len(expect) > 0, "case has no '# expect:' line")
-		// Cases render as `helm install` would (lookup sees a cluster), unless they say
-		// "# render: offline" (as `helm template` does).
-		renderArgs := []string{"--chart", chartDir, "-f", f, "--out", os.DevNull}
-		if cluster != "" && !strings.Contains(string(b), "\n# render: offline\n") {
-			renderArgs = append(renderArgs, "--cluster", cluster)
-		}
-		cmd := exec.Command(renderBin, renderArgs...)
-		out, err := cmd.CombinedOutput()
-		c.check(err != nil, "values were accepted, want a rejection")
-		for _, e := range expect {
-			c.check(strings.Contains(string(out), e), "error %q does not mention %q", strings.TrimSpace(string(out)), e)
-		}
-	}
-	return nil
-}
-
-func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract string) error {
+func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, keptToken, extract string) error {
 	objs, err := loadManifests(manifests)
 	if err != nil {
 		return err
@@ -338,7 +306,7 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	}
 	if allOn {
 		want = append(want, "AlertmanagerConfig/"+full,
-			"ConfigMap/nccl-triage-extra", "ConfigMap/triage-extra-string",
+			"ConfigMap/" + release + "-extra", "ConfigMap/triage-extra-string",
 			"NetworkPolicy/"+full+"-coordinator",
 			"PodMonitor/"+full+"-agent", "PodMonitor/"+full+"-coordinator",
 			"PrometheusRule/"+full, "Service/"+full+"-agent",
@@ -473,7 +441,11 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 		c.check(str(ds, "spec.updateStrategy.type") == "RollingUpdate" &&
 			fmt.Sprint(get(ds, "spec.updateStrategy.rollingUpdate.maxUnavailable")) == "10%",
 			"default update strategy %v, want RollingUpdate with maxUnavailable 10%%", get(ds, "spec.updateStrategy"))
-		c.check(str(agent, "image") == "nccl-triage:"+chartAppVersion(chartDir), "image %q", str(agent, "image"))
+		tag := str(values, "image.tag") // set by an upgrade; empty: the chart's appVersion
+		if tag == "" {
+			tag = chartAppVersion(chartDir)
+		}
+		c.check(str(agent, "image") == "nccl-triage:"+tag, "image %q, want tag %q", str(agent, "image"), tag)
 	}
 
 	// ---------------------------------------------------------------- coordinator
@@ -595,12 +567,12 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, extract str
 	case "all-on":
 		c.check(string(tok) == "fixed-token-for-tests", "token.value not used")
 	case "upgrade":
-		c.check(string(tok) == keptToken, "the token of the earlier install was not kept: %q", tok)
+		c.check(keptToken != "" && string(tok) == keptToken, "the token of the earlier install was not kept: %q", tok)
 	default:
 		c.check(len(tok) == 48, "generated token has %d characters, want 48", len(tok))
 	}
 	// The pods roll when the token changes: both carry the same checksum of the Secret's token.
-	wantSum := fmt.Sprintf("%x", sha256.Sum256([]byte("nccl-triage/"+string(tok))))
+	wantSum := fmt.Sprintf("%x", sha256.Sum256([]byte(release+"/"+string(tok))))
 	for _, o := range []obj{ds, dep} {
 		c.check(str(o, "spec.template.metadata.annotations.checksum/token") == wantSum,
 			"%s/%s: checksum/token %q, want the checksum of the Secret's token", o["kind"],
@@ -709,17 +681,22 @@ var kubeCalls = map[string]string{
 // runRbacCode derives the agent's permissions from the KubeClient calls in the sources and
 // compares them with the agent ClusterRole of a render with every option on: RBAC is exactly
 // what the code uses, no more, no less.
-func runRbacCode(c *checker, manifests, sources string) error {
-	c.scope = "rbac-code"
+// usedPermissions derives the permissions ("group/resource:verb") of the KubeClient calls in the
+// C++ sources (the real client and the fakes excepted); an error for a KubeClient method with no
+// known permission.
+func usedPermissions(sources string) ([]string, error) {
 	header, err := os.ReadFile(filepath.Join(sources, "kube", "kube_api.h"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	methods := regexp.MustCompile(`virtual KubeResponse (\w+)\(`).FindAllStringSubmatch(string(header), -1)
-	c.check(len(methods) > 0, "no KubeClient methods found")
+	if len(methods) == 0 {
+		return nil, fmt.Errorf("no KubeClient methods found")
+	}
 	for _, m := range methods {
-		_, ok := kubeCalls[m[1]]
-		c.check(ok, "KubeClient::%s has no known permission: add it to kubeCalls and the chart's RBAC", m[1])
+		if _, ok := kubeCalls[m[1]]; !ok {
+			return nil, fmt.Errorf("KubeClient::%s has no known permission: add it to kubeCalls and the chart's RBAC", m[1])
+		}
 	}
 	used := map[string]bool{}
 	call := regexp.MustCompile(`(?:->|\.)(\w+)\(`)
@@ -743,13 +720,23 @@ func runRbacCode(c *checker, manifests, sources string) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var want []string
 	for p := range used {
 		want = append(want, p)
 	}
 	sort.Strings(want)
+	return want, nil
+}
+
+func runRbacCode(c *checker, manifests, sources string) error {
+	c.scope = "rbac-code"
+	want, err := usedPermissions(sources)
+	if err != nil {
+		return err
+	}
+	c.check(len(want) > 0, "no KubeClient calls found in %s", sources)
 	objs, err := loadManifests(manifests)
 	if err != nil {
 		return err
@@ -773,8 +760,11 @@ func runStandalone(c *checker, s set) error {
 		c.check(!strings.Contains(str(o, "metadata.name"), "coordinator"), "%s/%s rendered without a coordinator",
 			o["kind"], str(o, "metadata.name"))
 	}
-	ds := s.find("DaemonSet", "nccl-triage-agent")
-	args := strs(list(container(ds, "agent"), "args"))
+	dss := s.byKind("DaemonSet")
+	if !c.check(len(dss) == 1, "%d DaemonSets, want the agent's", len(dss)) {
+		return nil
+	}
+	args := strs(list(container(dss[0], "agent"), "args"))
 	c.check(contains(args, "--standalone") && !contains(args, "--coordinator"), "agent args %v", args)
 	return nil
 }
@@ -894,9 +884,6 @@ func toJSON(v interface{}) string {
 	b, _ := json.Marshal(normalize(v))
 	return string(b)
 }
-
-// keptToken is the token of the chart's Secret in tests/helm/cluster-upgrade.yaml.
-const keptToken = "kept-token-from-the-first-install"
 
 // checkRules compares the PrometheusRule of the all-on values with files/nccl-triage-rules*.yaml
 // changed exactly as those values say: runbook base URL, NcclTriagePairFault disabled, team label
