@@ -123,7 +123,7 @@ YAML
       --duration 2h >"$sa/token"
     KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$API_PORT" NCCL_TRIAGE_SERVICE_ACCOUNT_DIR="$sa" \
     NODE_NAME="gpu-$i" POD_NAME="agent-$i" POD_NAMESPACE=nccl-triage \
-      nice "$server" agent --standalone --config "$work/agent.yaml" --root "$root/tests/fixtures/dgx-h100" \
+      nice "$server" agent --standalone --config "$work/agent.yaml" --root "$build/fixtures/dgx-h100" \
       >"$work/agent-$i.log" 2>&1 &
     agent_pids+=($!); pids+=($!)
   done

@@ -316,6 +316,12 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 			"ValidatingAdmissionPolicyBinding/"+full+"-agent-own-node")
 	} else {
 		want = append(want, "ServiceAccount/"+full+"-agent", "ServiceAccount/"+full+"-coordinator")
+		// chartcheck asserts on installs into the tests' API server, which serves
+		// admissionregistration.k8s.io/v1: "auto" (the default) creates the policy there.
+		if p := get(values, "rbac.admissionPolicy.enabled"); p == "auto" || p == true {
+			want = append(want, "ValidatingAdmissionPolicy/"+full+"-agent-own-node",
+				"ValidatingAdmissionPolicyBinding/"+full+"-agent-own-node")
+		}
 	}
 	// With node identities checked (the default) the coordinator gets its own RBAC: a ClusterRole
 	// for tokenreviews (cluster-scoped) and a Role for the pods of its namespace.
