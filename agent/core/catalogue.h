@@ -385,8 +385,8 @@ inline constexpr std::array kEntries = {
               "the calls the probe needs), so it cannot probe; nothing is known of the node's "
               "NCCL paths.",
               "Give the probes an NCCL: probe.nccl.fromImage (the training image's own), a host "
-              "path (probe.nccl_library_paths), or the image built with NCCL; see the README "
-              "runbook NcclTriageProbesUnavailable."},
+              "path (probe.nccl_library_paths), or the image built with NCCL; see the runbook "
+              "NcclTriageProbesUnavailable (docs/alerts.md)."},
     CauseInfo{"probe.no_cuda", kUnknownClass, kLog, kProbeResult, "Probe finds no CUDA driver",
               "The agent found no libcuda.so.1, or only the toolkit's stub: the NVIDIA container "
               "runtime did not mount the driver into the agent's container.",

@@ -431,7 +431,7 @@ int RunAgentCommand(CliContext& ctx) {
   if (std::string unknown = UnknownMetricFamilies(config.agent.metrics_disabled);
       !unknown.empty()) {
     return fail("agent.metrics_disabled names no agent metric family: " + unknown +
-                " (the families are listed in the README, \"Metrics\")");
+                " (the families are listed in docs/metrics.md)");
   }
   AgentMetrics metrics(state, NCCL_TRIAGE_VERSION, config.agent.metrics_disabled);
   if (kernel_monitor) {

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Least privilege, asked of the real API server (SubjectAccessReview through `kubectl auth can-i`)
 # for the ServiceAccounts of the chart as kube_prepare.sh installed it (every option on):
-#   rbac_check.sh TOOLS WORK CHARTCHECK AGENT_SOURCES README
+#   rbac_check.sh TOOLS WORK CHARTCHECK AGENT_SOURCES DOC
 # 1. What both accounts may do (`can-i --list`, less what every authenticated user may) is exactly
 #    what the KubeClient calls in the sources need (chartcheck --print-used): a Role granting more
 #    than the code uses fails, and so does code that needs a grant the chart lacks.
-# 2. The table of README.md between <!-- rbac-table --> and <!-- /rbac-table --> is the answer
+# 2. The table of DOC (docs/install.md) between <!-- rbac-table --> and <!-- /rbac-table --> is the answer
 #    of the server to each question below; it fails when they differ (and prints the table).
 set -euo pipefail
 tools="$1"; work="$2"; chartcheck="$3"; sources="$4"; readme="$5"

@@ -320,7 +320,7 @@ func lintDashboard(c *checker, d map[string]interface{}) {
 		}
 		if kind == "table" && strings.Contains(toJSONString(p["targets"]), "nccl_triage_coordinator_fault") && y <= 7 {
 			links := toJSONString(fc["overrides"])
-			faultTable = strings.Contains(links, "/status") && strings.Contains(links, "README.md#") &&
+			faultTable = strings.Contains(links, "/status") && strings.Contains(links, "docs/alerts.md#") &&
 				strings.Contains(links, "mappings")
 		}
 	}

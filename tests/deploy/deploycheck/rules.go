@@ -121,8 +121,8 @@ func runRules(c *checker, args []string) {
 				c.check(len(r.Annotations["description"]) >= 120, "%s: description too short to name the fix", r.Alert)
 				url := r.Annotations["runbook_url"]
 				anchor := url[strings.LastIndex(url, "#")+1:]
-				c.check(strings.Contains(url, "README.md#") && anchor == strings.ToLower(r.Alert),
-					"%s: runbook_url %q does not point at README.md#%s", r.Alert, url, strings.ToLower(r.Alert))
+				c.check(strings.Contains(url, "docs/alerts.md#") && anchor == strings.ToLower(r.Alert),
+					"%s: runbook_url %q does not point at docs/alerts.md#%s", r.Alert, url, strings.ToLower(r.Alert))
 				c.check(anchors[anchor], "%s: README has no section with anchor #%s", r.Alert, anchor)
 				c.check(strings.Contains(r.Expr, "nccl_triage_") || strings.Contains(r.Expr, "nccl-triage"),
 					"%s: expression does not use nccl-triage metrics", r.Alert)

@@ -594,8 +594,8 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 		return err
 	}
 	data, _ := get(dash, "data").(obj)
-	// The file's links are relative (README.md#...); the chart puts runbookBaseUrl in front.
-	wantDash := strings.ReplaceAll(string(file), `"url": "README.md`, `"url": "`+str(values, "runbookBaseUrl"))
+	// The file's links are relative (docs/alerts.md#...); the chart puts runbookBaseUrl in front.
+	wantDash := strings.ReplaceAll(string(file), `"url": "docs/alerts.md`, `"url": "`+str(values, "runbookBaseUrl"))
 	c.check(data["nccl-triage-dashboard.json"] == wantDash, "dashboard ConfigMap differs from files/nccl-triage-dashboard.json with runbookBaseUrl")
 	if allOn {
 		c.check(str(dash, "metadata.namespace") == "monitoring", "dashboard namespace %q", str(dash, "metadata.namespace"))
@@ -909,8 +909,8 @@ func checkRules(c *checker, pr obj, chartDir string) {
 		if !c.check(err == nil, "%v", err) {
 			return
 		}
-		text := strings.ReplaceAll(string(b), "runbook_url: README.md",
-			"runbook_url: https://docs.example/nccl-triage/README.md")
+		text := strings.ReplaceAll(string(b), "runbook_url: docs/alerts.md",
+			"runbook_url: https://docs.example/nccl-triage/docs/alerts.md")
 		var doc obj
 		if !c.check(yaml.Unmarshal([]byte(text), &doc) == nil, "%s is not YAML", f) {
 			return
