@@ -1,6 +1,6 @@
 // The command line of `nccl-triage`, the small executable an SRE runs on a node or a laptop:
 // `check`, `classify-log` and `probe`. It links no gRPC, protobuf, HTTP server, TLS or
-// prometheus-cpp (tests/cli checks with ldd), so it starts in a few milliseconds. The long-running
+// prometheus-cpp (tests/app checks with ldd), so it starts in a few milliseconds. The long-running
 // services (agent, coordinator) are the other executable, `nccl-triage-server`
 // (server/server_cli.h).
 #pragma once

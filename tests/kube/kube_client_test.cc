@@ -13,8 +13,8 @@
 
 #include "exporter/annotations.h"
 #include "exporter/kube_publisher.h"
+#include "exporter/tls_test_cert.h"
 #include "support/fake_clock.h"
-#include "tls_test_cert.h"
 
 namespace nccl_triage {
 namespace {
