@@ -308,63 +308,86 @@ class Loader {
     return Status::Ok();
   }
 
-  Status Set(const KeySpec& spec, const YAML::Node& key, const YAML::Node& v, Config& config) {
-    void* field = spec.field(config);
-    const bool optional = spec.kind == KeyKind::kOptInt || spec.kind == KeyKind::kOptBytes ||
-                          spec.kind == KeyKind::kOptDouble || spec.kind == KeyKind::kOptString ||
-                          spec.kind == KeyKind::kOptPkey || spec.kind == KeyKind::kOptVersion ||
-                          spec.kind == KeyKind::kOptRails;
-    at_ = key.Mark();
-    if (v.IsNull() && optional) {
-      switch (spec.kind) {
-        case KeyKind::kOptInt:
-          static_cast<std::optional<int>*>(field)->reset();
-          break;
-        case KeyKind::kOptBytes:
-          static_cast<std::optional<uint64_t>*>(field)->reset();
-          break;
-        case KeyKind::kOptDouble:
-          static_cast<std::optional<double>*>(field)->reset();
-          break;
-        case KeyKind::kOptPkey:
-          static_cast<std::optional<uint16_t>*>(field)->reset();
-          break;
-        default:
-          static_cast<std::optional<std::string>*>(field)->reset();
-          break;
-      }
+  // An optional key set to null goes back to unset.
+  static bool ResetIfOptional(KeyKind kind, void* field) {
+    switch (kind) {
+      case KeyKind::kOptInt:
+        static_cast<std::optional<int>*>(field)->reset();
+        return true;
+      case KeyKind::kOptBytes:
+        static_cast<std::optional<uint64_t>*>(field)->reset();
+        return true;
+      case KeyKind::kOptDouble:
+        static_cast<std::optional<double>*>(field)->reset();
+        return true;
+      case KeyKind::kOptPkey:
+        static_cast<std::optional<uint16_t>*>(field)->reset();
+        return true;
+      case KeyKind::kOptString:
+      case KeyKind::kOptVersion:
+      case KeyKind::kOptRails:
+        static_cast<std::optional<std::string>*>(field)->reset();
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // kInt, kOptInt, kUint and kOptPkey: a plain integer in range (a PKey loses its membership bit).
+  Status SetInteger(const KeySpec& spec, const YAML::Node& v, void* field) {
+    const bool is_uint = spec.kind == KeyKind::kUint;
+    const std::string_view expected = spec.kind == KeyKind::kOptPkey ? "a PKey (0x0000-0xffff)"
+                                      : is_uint                      ? "a non-negative integer"
+                                                                     : "an integer";
+    if (!IsPlainScalar(v)) return TypeError(spec, v, expected);
+    auto n = ParseInteger(v.Scalar());
+    if (!n || (is_uint && *n < 0)) return TypeError(spec, v, expected);
+    if (spec.kind == KeyKind::kOptPkey) {
+      if (*n < 0 || *n > 0xffff) return TypeError(spec, v, expected);
+      *static_cast<std::optional<uint16_t>*>(field) = static_cast<uint16_t>(*n & 0x7fff);
       return Status::Ok();
     }
+    if (Status s = RangeCheck(spec, v, static_cast<double>(*n)); !s.ok()) return s;
+    if (is_uint) {
+      *static_cast<uint64_t*>(field) = static_cast<uint64_t>(*n);
+    } else {
+      if (*n < INT32_MIN || *n > INT32_MAX) return TypeError(spec, v, expected);
+      if (spec.kind == KeyKind::kInt) {
+        *static_cast<int*>(field) = static_cast<int>(*n);
+      } else {
+        *static_cast<std::optional<int>*>(field) = static_cast<int>(*n);
+      }
+    }
+    return Status::Ok();
+  }
+
+  // A list of strings, each of which `valid` accepts; `what` ends the error for one it refuses.
+  template <typename Valid>
+  Status SetCheckedList(const KeySpec& spec, const YAML::Node& v, void* field, Valid valid,
+                        std::string_view what) {
+    auto& items = *static_cast<std::vector<std::string>*>(field);
+    if (Status s = Strings(spec, v, items); !s.ok()) return s;
+    size_t i = 0;
+    for (const auto& item : v) {
+      if (!valid(items[i])) {
+        return Error(item.Mark(), std::string(spec.info.key) + ": '" + items[i] + "' " +
+                                      std::string(what));
+      }
+      ++i;
+    }
+    return Status::Ok();
+  }
+
+  Status Set(const KeySpec& spec, const YAML::Node& key, const YAML::Node& v, Config& config) {
+    void* field = spec.field(config);
+    at_ = key.Mark();
+    if (v.IsNull() && ResetIfOptional(spec.kind, field)) return Status::Ok();
     switch (spec.kind) {
       case KeyKind::kInt:
       case KeyKind::kOptInt:
       case KeyKind::kUint:
-      case KeyKind::kOptPkey: {
-        const bool is_uint = spec.kind == KeyKind::kUint;
-        const std::string_view expected = spec.kind == KeyKind::kOptPkey ? "a PKey (0x0000-0xffff)"
-                                          : is_uint                      ? "a non-negative integer"
-                                                                         : "an integer";
-        if (!IsPlainScalar(v)) return TypeError(spec, v, expected);
-        auto n = ParseInteger(v.Scalar());
-        if (!n || (is_uint && *n < 0)) return TypeError(spec, v, expected);
-        if (spec.kind == KeyKind::kOptPkey) {
-          if (*n < 0 || *n > 0xffff) return TypeError(spec, v, expected);
-          *static_cast<std::optional<uint16_t>*>(field) = static_cast<uint16_t>(*n & 0x7fff);
-          return Status::Ok();
-        }
-        if (Status s = RangeCheck(spec, v, static_cast<double>(*n)); !s.ok()) return s;
-        if (is_uint) {
-          *static_cast<uint64_t*>(field) = static_cast<uint64_t>(*n);
-        } else {
-          if (*n < INT32_MIN || *n > INT32_MAX) return TypeError(spec, v, expected);
-          if (spec.kind == KeyKind::kInt) {
-            *static_cast<int*>(field) = static_cast<int>(*n);
-          } else {
-            *static_cast<std::optional<int>*>(field) = static_cast<int>(*n);
-          }
-        }
-        return Status::Ok();
-      }
+      case KeyKind::kOptPkey:
+        return SetInteger(spec, v, field);
       case KeyKind::kBytes:
       case KeyKind::kOptBytes: {
         constexpr std::string_view kExpected = "a size in bytes (an integer, or e.g. 64Mi, 1Gi)";
@@ -442,35 +465,19 @@ class Loader {
       }
       case KeyKind::kStringList:
         return Strings(spec, v, *static_cast<std::vector<std::string>*>(field));
-      case KeyKind::kNcclEnvNames: {
-        auto& names = *static_cast<std::vector<std::string>*>(field);
-        if (Status s = Strings(spec, v, names); !s.ok()) return s;
-        size_t i = 0;
-        for (const auto& item : v) {
-          if (!IsNcclVariableName(names[i])) {
-            return Error(item.Mark(), std::string(spec.info.key) + ": '" + names[i] +
-                                          "' is not an NCCL_* variable name (only NCCL_ followed "
-                                          "by upper-case letters, digits and '_' reach the probe)");
-          }
-          ++i;
-        }
-        return Status::Ok();
-      }
-      case KeyKind::kCheckIds: {
-        auto& ids = *static_cast<std::vector<std::string>*>(field);
-        if (Status s = Strings(spec, v, ids); !s.ok()) return s;
-        size_t i = 0;
-        for (const auto& item : v) {
-          const CauseInfo* info = FindCause(ids[i]);
-          if (info == nullptr ||
-              (info->kind != CauseKind::kHostCheck && info->kind != CauseKind::kWorkloadCheck)) {
-            return Error(item.Mark(), std::string(spec.info.key) + ": '" + ids[i] +
-                                          "' is not a check id (see nccl-triage check output)");
-          }
-          ++i;
-        }
-        return Status::Ok();
-      }
+      case KeyKind::kNcclEnvNames:
+        return SetCheckedList(spec, v, field, IsNcclVariableName,
+                              "is not an NCCL_* variable name (only NCCL_ followed by upper-case "
+                              "letters, digits and '_' reach the probe)");
+      case KeyKind::kCheckIds:
+        return SetCheckedList(
+            spec, v, field,
+            [](const std::string& id) {
+              const CauseInfo* info = FindCause(id);
+              return info != nullptr && (info->kind == CauseKind::kHostCheck ||
+                                         info->kind == CauseKind::kWorkloadCheck);
+            },
+            "is not a check id (see nccl-triage check output)");
     }
     return Error(v.Mark(), "internal: unhandled key kind");
   }
