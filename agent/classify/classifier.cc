@@ -161,6 +161,9 @@ struct RootCandidate {
 
 }  // namespace
 
+// The causes a classification keeps, by id.
+using KeptMap = std::map<std::string, CauseAcc, std::less<>>;
+
 struct LogClassifier::State {
   explicit State(std::shared_ptr<const CompiledRules> rules)
       : rules_owner(std::move(rules)), compiled(*rules_owner) {}
@@ -590,6 +593,10 @@ struct LogClassifier::State {
   }
 
   Classification Finish();
+  void AddMultiLineFindings();
+  KeptMap KeepCauses(bool success, bool completed, bool socket_network, bool ib_in_use);
+  void FillRoots(Classification& out, bool success);
+  void Explain(Classification& out, const KeptMap& kept, bool completed);
 };
 
 namespace {
@@ -660,7 +667,43 @@ Classification LogClassifier::State::Finish() {
   const bool ib_used = ib_devices_used || std::find(transports.begin(), transports.end(),
                                                     "NET/IB") != transports.end();
 
-  // Findings from more than one line: two NCCL versions in one job, two MTUs on its connections.
+  AddMultiLineFindings();
+  const KeptMap kept = KeepCauses(success, completed, socket_network, ib_used);
+  std::vector<Ranked> ranked;
+  for (const auto& [id, acc] : kept) ranked.push_back({id, &acc});
+  SortByTierAndTime(
+      ranked, [](const Ranked& r) { return r.acc->tier; },
+      [](const Ranked& r) -> const std::string& { return r.acc->order_ts; },
+      [](const Ranked& r) { return r.acc->order_line; },
+      [](const Ranked& a, const Ranked& b) {
+        if (a.acc->refined != b.acc->refined) return a.acc->refined;
+        if (a.acc->confidence != b.acc->confidence) return a.acc->confidence > b.acc->confidence;
+        return a.id < b.id;
+      });
+
+  for (const auto& r : ranked) {
+    ClassifiedCause c;
+    c.cause = r.id;
+    c.fault_class = r.acc->rule != nullptr ? r.acc->rule->verdict : r.acc->code_verdict;
+    const CauseInfo* info = FindCause(r.id);
+    c.fix_class = info != nullptr ? info->fault_class : FaultClass::kUnknown;
+    c.confidence = Round2(r.acc->confidence);
+    c.evidence = r.acc->evidence;
+    if (r.acc->rule != nullptr && !r.acc->rule->remedy.empty()) {
+      c.remedy = std::string(r.acc->rule->remedy);
+    } else if (info != nullptr) {
+      c.remedy = std::string(info->remedy);
+    }
+    out.causes.push_back(std::move(c));
+  }
+
+  FillRoots(out, success);
+  Explain(out, kept, completed);
+  return out;
+}
+
+// Findings from more than one line: two NCCL versions in one job, two MTUs on its connections.
+void LogClassifier::State::AddMultiLineFindings() {
   if (versions_seen.size() >= 2) {
     CauseAcc& acc = causes[std::string(kVersionSkew.cause)];
     if (acc.tier > kTierSecondary) {
@@ -680,7 +723,13 @@ Classification LogClassifier::State::Finish() {
     acc.order_line = mtus_seen[1].second.number;
     for (const auto& [m, line] : mtus_seen) AddEvidence(acc, line.number, line.text);
   }
+}
 
+// The causes that stay, with the evidence they show: context only when the run failed and IB
+// was wanted, suspects only when it did not complete, wrappers only without a real cause, an
+// orphan result code or a back-trace only when nothing else explains a failed run.
+KeptMap LogClassifier::State::KeepCauses(bool success, bool completed, bool socket_network,
+                                         bool ib_in_use) {
   // An HCA NCCL could not open is skipped; it is the fault only when NCCL then used no HCA at
   // all (it fell back to sockets, or IB was missing), not when it went on with other HCAs.
   if (!ib_devices_used) {
@@ -704,7 +753,7 @@ Classification LogClassifier::State::Finish() {
   const bool ib_wanted = strong_ib || IEqualsPrefix(env_net, "IB");
   const bool keep_context = ib_wanted && (!success || any_strong);
 
-  std::map<std::string, CauseAcc, std::less<>> kept;
+  KeptMap kept;
   for (const auto& [id, acc] : causes) {
     if (acc.tier == kTierContext && !keep_context) continue;
     if (acc.tier == kTierNone) continue;
@@ -716,7 +765,7 @@ Classification LogClassifier::State::Finish() {
                          : IEqualsPrefix(network, ToUpper(acc.rule->network)))) {
       continue;
     }
-    if (id == ids::kIbPeermem && acc.tier == kTierSuspect && (gdr_enabled || gdrdma || !ib_used)) {
+    if (id == ids::kIbPeermem && acc.tier == kTierSuspect && (gdr_enabled || gdrdma || !ib_in_use)) {
       continue;
     }
     // Wrappers (`[Proxy Service] Failed to execute operation`) only repeat a failure that a
@@ -779,36 +828,12 @@ Classification LogClassifier::State::Finish() {
     s->second.refined = true;
     s->second.confidence = std::max(s->second.confidence, g->second.confidence);
   }
+  return kept;
+}
 
-  std::vector<Ranked> ranked;
-  for (const auto& [id, acc] : kept) ranked.push_back({id, &acc});
-  SortByTierAndTime(
-      ranked, [](const Ranked& r) { return r.acc->tier; },
-      [](const Ranked& r) -> const std::string& { return r.acc->order_ts; },
-      [](const Ranked& r) { return r.acc->order_line; },
-      [](const Ranked& a, const Ranked& b) {
-        if (a.acc->refined != b.acc->refined) return a.acc->refined;
-        if (a.acc->confidence != b.acc->confidence) return a.acc->confidence > b.acc->confidence;
-        return a.id < b.id;
-      });
-
-  for (const auto& r : ranked) {
-    ClassifiedCause c;
-    c.cause = r.id;
-    c.fault_class = r.acc->rule != nullptr ? r.acc->rule->verdict : r.acc->code_verdict;
-    const CauseInfo* info = FindCause(r.id);
-    c.fix_class = info != nullptr ? info->fault_class : FaultClass::kUnknown;
-    c.confidence = Round2(r.acc->confidence);
-    c.evidence = r.acc->evidence;
-    if (r.acc->rule != nullptr && !r.acc->rule->remedy.empty()) {
-      c.remedy = std::string(r.acc->rule->remedy);
-    } else if (info != nullptr) {
-      c.remedy = std::string(info->remedy);
-    }
-    out.causes.push_back(std::move(c));
-  }
-
-  // Roots: the first WARN of every rank, the rank that failed first at the front.
+// Roots: the first WARN of every rank, the rank that failed first at the front; and the
+// ncclResult_t that reached the API.
+void LogClassifier::State::FillRoots(Classification& out, bool success) {
   std::vector<RootCandidate> root_list = roots.empty() ? text_roots : roots;
   SortByTierAndTime(
       root_list, [](const RootCandidate& r) { return r.tier; },
@@ -833,7 +858,10 @@ Classification LogClassifier::State::Finish() {
   }
   if (!out.result_code && text_code > 0) out.result_code = text_code;
   if (!out.result_code && !success && orphan_code > 0) out.result_code = orphan_code;
+}
 
+// The verdict and its one-line reason, from the strongest kept cause down to what was seen.
+void LogClassifier::State::Explain(Classification& out, const KeptMap& kept, bool completed) {
   const bool has_follow = std::any_of(out.causes.begin(), out.causes.end(), [&](const auto& c) {
     return kept.at(c.cause).tier == kTierFollow;
   });
@@ -954,7 +982,6 @@ Classification LogClassifier::State::Finish() {
     out.reason = "no NCCL log lines in " + std::to_string(line_no) + " line(s)";
     if (binary_lines > 0) out.reason += " (the input looks binary)";
   }
-  return out;
 }
 
 LogClassifier::LogClassifier() : LogClassifier(ActiveRules()) {}
