@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include "support/text_file.h"
 #include <set>
 #include <sstream>
 #include <string>
@@ -27,12 +28,6 @@ struct Result {
   double seconds = 0;
 };
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string TempPath(const std::string& name) {
   return ::testing::TempDir() + "/check_cli_" + std::to_string(getpid()) + "_" + name;
@@ -67,8 +62,8 @@ Result Check(const std::vector<std::string>& args) {
   waitpid(pid, &status, 0);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = Slurp(out_path);
-  r.err = Slurp(err_path);
+  r.out = nccl_triage::testing::ReadTextFile(out_path);
+  r.err = nccl_triage::testing::ReadTextFile(err_path);
   std::remove(out_path.c_str());
   std::remove(err_path.c_str());
   return r;
@@ -253,7 +248,7 @@ TEST(CheckCli, PreviousSnapshotTurnsCountersIntoRates) {
   Result r = Check({"--root", kFixtures + "rate-degraded", "--dump-snapshot", now_path});
   ASSERT_NE(r.exit_code, 2) << r.err;
   // An hour earlier, mlx5_6's symbol_error counter stood 1000 lower: 1000/h.
-  nlohmann::json snap = nlohmann::json::parse(Slurp(now_path));
+  nlohmann::json snap = nlohmann::json::parse(nccl_triage::testing::ReadTextFile(now_path));
   snap["taken_at_unix_ms"] = snap["taken_at_unix_ms"].get<int64_t>() - 3'600'000;
   bool changed = false;
   for (auto& dev : snap["ib_devices"]) {
@@ -278,7 +273,7 @@ TEST(CheckCli, APreviousSnapshotNewerThanTheCurrentOneIsAUsageError) {
   const std::string now_path = TempPath("now2.json"), later_path = TempPath("later.json");
   Result r = Check({"--root", kFixtures + "dgx-a100", "--dump-snapshot", now_path});
   ASSERT_NE(r.exit_code, 2) << r.err;
-  nlohmann::json snap = nlohmann::json::parse(Slurp(now_path));
+  nlohmann::json snap = nlohmann::json::parse(nccl_triage::testing::ReadTextFile(now_path));
   snap["taken_at_unix_ms"] = snap["taken_at_unix_ms"].get<int64_t>() + 3'600'000;
   WriteFile(later_path, snap.dump());
   Result judged = Check({"--from-snapshot", now_path, "--previous-snapshot", later_path});

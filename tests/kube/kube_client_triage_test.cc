@@ -12,6 +12,7 @@
 #include "exporter/tls_test_cert.h"
 #include "kube/kube_client.h"
 #include "support/fake_api_server.h"
+#include "support/text_file.h"
 
 namespace nccl_triage {
 namespace {
@@ -19,12 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class TriageKubeClient : public ::testing::Test {
  protected:
@@ -50,7 +45,7 @@ class TriageKubeClient : public ::testing::Test {
     ApiAccess a;
     a.host = "127.0.0.1";
     a.port = server_->port();
-    a.ca_pem = Read(cert_.cert_path);
+    a.ca_pem = testing::ReadTextFile(cert_.cert_path);
     a.token = "tok";
     return a;
   }
@@ -132,7 +127,7 @@ TEST_F(TriageKubeClient, AnotherCaFailsTheHandshakeWithALine) {
   fs::create_directories(dir_ / "other");
   auto other = testing::MakeSelfSignedCert((dir_ / "other").string(), "other");
   ApiAccess a = Access();
-  a.ca_pem = Read(other.cert_path);
+  a.ca_pem = testing::ReadTextFile(other.cert_path);
   KubeResponse r = Client(a)->ListNamespacedPods("ml", {});
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.Describe().find("TLS"), std::string::npos) << r.Describe();
@@ -140,7 +135,7 @@ TEST_F(TriageKubeClient, AnotherCaFailsTheHandshakeWithALine) {
 
 TEST_F(TriageKubeClient, ACertificateWithoutItsKeyIsRefused) {
   ApiAccess a = Access();
-  a.client_cert_pem = Read(cert_.cert_path);
+  a.client_cert_pem = testing::ReadTextFile(cert_.cert_path);
   EXPECT_EQ(InClusterKubeClient::Connect(a, {}).status().message(),
             "a client certificate needs its key, and a key its certificate");
   a.client_key_pem = "not a key";

@@ -9,19 +9,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
-namespace nccl_triage::testing {
+#include "support/text_file.h"
 
-inline std::string ReadTextFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+namespace nccl_triage::testing {
 
 // README.md, docs/*.md (in name order) and bench/RESULTS.md, each followed by a newline.
 inline std::string ReadUserDocs() {

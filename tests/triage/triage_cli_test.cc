@@ -26,10 +26,11 @@ class TriageCli : public TriageEnv {
         text = LinesOf("synthetic/ibv-reg-mr-memlock-2.18.log", "gpu-a18");
         start = kT0 + 1'000'000'000;
       } else if (i % 2 == 0) {
-        text = Read(kLogs + "synthetic/peer-closed-only-2.18.log");
+        text = ReadTextFile(kLogs + "synthetic/peer-closed-only-2.18.log");
         start = kT0 + 2'000'000'000;
       } else {
-        text = Read(kLogs + "h200-nccl-2.28.9/socket.r" + std::to_string(i % 4 == 1) + ".log");
+        text = ReadTextFile(kLogs + "h200-nccl-2.28.9/socket.r" + std::to_string(i % 4 == 1) +
+                            ".log");
       }
       s.SetLog("ml", Name(i), "trainer", false, FakeLog::FromText(text, start));
     }
@@ -128,7 +129,8 @@ TEST_F(TriageCli, AHealthyRunIsHealthyFromTheLog) {
     s.AddPod(PodJson(Name(i), Node(i), "10.0.1." + std::to_string(i), i));
     s.SetLog("ml", Name(i), "trainer", false,
              FakeLog::FromText(
-                 Read(kLogs + "h200-nccl-2.28.9/socket.r" + std::to_string(i) + ".log"), kT0));
+                 ReadTextFile(kLogs + "h200-nccl-2.28.9/socket.r" + std::to_string(i) + ".log"),
+                 kT0));
   }
   auto r = Triage({"--selector", "job-name=train-7", "--no-probe", "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
@@ -163,7 +165,7 @@ TEST_F(TriageCli, UnreadableLogsAreListedAndTheRestGoesOn) {
   // Worker 9 restarted; its previous instance is gone (the API's 400).
   s.AddPod(PodJson("train-7-worker-16", "gpu-16", "10.0.1.16", 16, "", 1));
   s.SetLog("ml", "train-7-worker-16", "trainer", false,
-           FakeLog::FromText(Read(kLogs + "h200-nccl-2.28.9/default.r0.log"), kT0));
+           FakeLog::FromText(ReadTextFile(kLogs + "h200-nccl-2.28.9/default.r0.log"), kT0));
   auto r = Triage({"--job", "train-7", "--no-probe", "--no-keep"});
   ASSERT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("train-7-worker-3/trainer: log not read: HTTP 403 Forbidden: pods "
@@ -217,7 +219,8 @@ TEST_F(TriageCli, AnApiThatRefusesTheListIsOneLineAndExit2) {
 
 TEST_F(TriageCli, AWrongTokenIsOneLineAndExit2) {
   Server();
-  WriteKubeconfig(testing::KubeconfigFor(server_->port(), Read(cert_.cert_path), "wrong", "ml"));
+  WriteKubeconfig(
+      testing::KubeconfigFor(server_->port(), ReadTextFile(cert_.cert_path), "wrong", "ml"));
   auto r = Triage({"--job", "train-7", "--no-probe"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(Lines(r.err), 1) << r.err;
@@ -228,7 +231,7 @@ TEST_F(TriageCli, AnUnreachableApiIsOneLineAndExit2) {
   Server();
   const int port = server_->port();
   server_.reset();  // nothing listens there now
-  WriteKubeconfig(testing::KubeconfigFor(port, Read(cert_.cert_path), kToken, "ml"));
+  WriteKubeconfig(testing::KubeconfigFor(port, ReadTextFile(cert_.cert_path), kToken, "ml"));
   auto r = Triage({"--job", "train-7", "--no-probe"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(Lines(r.err), 1) << r.err;
@@ -252,8 +255,9 @@ TEST_F(TriageCli, AnExecPluginIsRefusedWithOneLine) {
 TEST_F(TriageCli, AClientCertificateFromTheKubeconfigAuthenticates) {
   auto& s = Server(cert_.cert_path);
   SixteenRankJob(s);
-  WriteKubeconfig(testing::KubeconfigFor(server_->port(), Read(cert_.cert_path), "", "ml",
-                                         Read(cert_.cert_path), Read(cert_.key_path)));
+  WriteKubeconfig(testing::KubeconfigFor(server_->port(), ReadTextFile(cert_.cert_path), "", "ml",
+                                         ReadTextFile(cert_.cert_path),
+                                         ReadTextFile(cert_.key_path)));
   auto r = Triage({"--job", "train-7", "--no-probe", "--no-keep", "--format", "json"});
   ASSERT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(json::parse(r.out)["first_failure"]["pod"], Name(5));

@@ -47,7 +47,7 @@ class TriageProbes : public TriageEnv {
         s.SetLog("ml", Name(i), "trainer", false, FakeLog::FromText("training step 1\n", kT0));
         continue;
       }
-      std::string text = Read(kLogs + "synthetic/peer-closed-only-2.18.log");
+      std::string text = ReadTextFile(kLogs + "synthetic/peer-closed-only-2.18.log");
       const std::string from = "gpu-a17<52187>";
       text.replace(text.find(from), from.size(), "10.0.2." + std::to_string(lost) + "<52187>");
       s.SetLog("ml", Name(i), "trainer", false, FakeLog::FromText(text, kT0));

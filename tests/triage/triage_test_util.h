@@ -21,10 +21,12 @@
 #include "probe/subprocess.h"
 #include "support/docs.h"
 #include "support/fake_api_server.h"
+#include "support/text_file.h"
 
 namespace nccl_triage::triage_test {
 
 namespace fs = std::filesystem;
+using nccl_triage::testing::ReadTextFile;
 using nlohmann::json;
 using testing::FakeApiServer;
 using testing::FakeLog;
@@ -34,16 +36,10 @@ inline const std::string kLogs = std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/f
 inline constexpr const char* kToken = "triage-test-token";
 inline constexpr int64_t kT0 = int64_t{1739265240} * 1'000'000'000;  // 2025-02-11T09:14:00Z
 
-inline std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The lines of a fixture log that one host wrote (`host:` prefix, or an NCCL timestamp first).
 inline std::string LinesOf(const std::string& file, const std::string& host) {
-  std::istringstream in(Read(kLogs + file));
+  std::istringstream in(ReadTextFile(kLogs + file));
   std::string out, line;
   while (std::getline(in, line)) {
     if (line.find(host + ":") != std::string::npos) out += line + "\n";
@@ -126,7 +122,8 @@ class TriageEnv : public ::testing::Test {
     o.client_ca_path = client_ca;
     o.now_ns = kT0 + int64_t{3600} * 1'000'000'000;
     server_ = std::make_unique<FakeApiServer>(o);
-    WriteKubeconfig(testing::KubeconfigFor(server_->port(), Read(cert_.cert_path), kToken, "ml"));
+    WriteKubeconfig(
+        testing::KubeconfigFor(server_->port(), ReadTextFile(cert_.cert_path), kToken, "ml"));
     return *server_;
   }
 

@@ -29,6 +29,7 @@
 #include "state/agent_state.h"
 #include "support/fake_clock.h"
 #include "support/fake_kube_client.h"
+#include "support/text_file.h"
 #include "workload/monitor.h"
 #include "workload_test_util.h"
 
@@ -104,13 +105,6 @@ class TrainingProcess {
 // into /proc: the reader resolves every path of a --root tree inside that root, as it must (a
 // link planted in a tree never leads out of it), so a link to /proc/<pid> would name
 // root/proc/<pid> itself.
-std::string ReadProcFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void CopyLink(const std::string& from, const fs::path& to) {
   std::error_code ec;
   const fs::path target = fs::read_symlink(from, ec);
@@ -124,9 +118,9 @@ void LinkProcess(const std::string& root, pid_t pid, const std::string& cgroup) 
   fs::create_directories(dir / "fd");
   fs::create_directories(dir / "net");
   for (const char* leaf : {"comm", "limits", "status", "environ", "maps", "mountinfo"}) {
-    std::ofstream(dir / leaf, std::ios::binary) << ReadProcFile(real + leaf);
+    std::ofstream(dir / leaf, std::ios::binary) << nccl_triage::testing::ReadTextFile(real + leaf);
   }
-  const std::string net_dev = ReadProcFile(real + "net/dev");
+  const std::string net_dev = nccl_triage::testing::ReadTextFile(real + "net/dev");
   std::ofstream(dir / "net/dev", std::ios::binary) << net_dev;
   CopyLink(real + "ns/net", dir / "ns/net");
   std::error_code ec;
@@ -143,7 +137,8 @@ void LinkProcess(const std::string& root, pid_t pid, const std::string& cgroup) 
     const std::string sys = "sys/class/net/" + name + "/";
     fs::create_directories(dir / "root" / sys);
     for (const char* leaf : {"operstate", "type"}) {
-      std::ofstream(dir / "root" / sys / leaf) << ReadProcFile(real + "root/" + sys + leaf);
+      std::ofstream(dir / "root" / sys / leaf)
+          << nccl_triage::testing::ReadTextFile(real + "root/" + sys + leaf);
     }
   }
   std::ofstream(dir / "cgroup") << cgroup;
