@@ -102,7 +102,14 @@ int RootReader::Open(std::string_view rel, int flags) const {
   open_how how{};
   how.flags = static_cast<uint64_t>(flags);
   how.resolve = RESOLVE_IN_ROOT;
-  const long fd = ::syscall(SYS_openat2, root_fd, path.c_str(), &how, sizeof(how));
+  // openat2 with RESOLVE_IN_ROOT answers EAGAIN when a rename or mount anywhere on the system
+  // raced with a ".." of the path (sysfs links are "../../devices/..."): the kernel asks the
+  // caller to retry, and a loaded machine makes it happen. Retry a bounded number of times.
+  long fd = -1;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    fd = ::syscall(SYS_openat2, root_fd, path.c_str(), &how, sizeof(how));
+    if (fd >= 0 || errno != EAGAIN) break;
+  }
   const int err = errno;
   ::close(root_fd);
   errno = err;
