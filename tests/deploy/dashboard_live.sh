@@ -42,20 +42,31 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A free loopback port: bind-test with bash's /dev/tcp (connect refused = nobody listens).
-next_port=$(( 20000 + ($$ % 20000) ))
+# A free loopback port below the kernel's ephemeral range: a port inside it can be the local end
+# of one of the many connections that Prometheus and the demos open (connect refused, so it looks
+# free) and then refuse a listener with EADDRINUSE. Bind-tested with bash's /dev/tcp.
+ephemeral_low="$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)"
+port_floor=10000
+[ "$ephemeral_low" -gt $((port_floor + 2000)) ] || port_floor=1024
+port_span=$(( ephemeral_low - port_floor - 1000 ))
+next_port=$(( port_floor + ($$ % port_span) ))
 free_port() {
   while (exec 3<>"/dev/tcp/127.0.0.1/$next_port") 2>/dev/null; do next_port=$((next_port + 1)); done
   echo "$next_port"; next_port=$((next_port + 1))
 }
 
-wait_http() {  # url, seconds
+# wait_listen HOST:PORT SECONDS PID LOG: until something listens there; fails at once, with the
+# end of its log, when the process PID exited first.
+wait_listen() {
   local i
   for ((i = 0; i < $2 * 10; i++)); do
     if (exec 3<>"/dev/tcp/127.0.0.1/${1##*:}") 2>/dev/null; then return 0; fi
+    if ! kill -0 "$3" 2>/dev/null; then
+      echo "FAIL: the process meant to listen on $1 exited; the end of $4:"; tail -n 5 "$4"; return 1
+    fi
     sleep 0.1
   done
-  echo "FAIL: nothing listens on $1"; return 1
+  echo "FAIL: nothing listens on $1 after $2 s; the end of $4:"; tail -n 5 "$4"; return 1
 }
 
 # ------------------------------------------------------------------ agents on fixture roots
@@ -69,7 +80,7 @@ for f in "${scenarios[@]}"; do
   "$bin" agent --standalone --root "$fixtures/$f" --node "$f" --listen "127.0.0.1:$port" \
     >"$work/agent-$f.log" 2>&1 &
   pids+=($!)
-  wait_http "127.0.0.1:$port" 60
+  wait_listen "127.0.0.1:$port" 60 "$!" "$work/agent-$f.log"
   targets+="
       - targets: ['127.0.0.1:$port']
         labels: {node: '$f'}"
@@ -165,7 +176,6 @@ if [[ -x "$demo_bin" ]] && "$demo_bin" --help 2>&1 | grep -q -- --serve; then
 fi
 
 # ------------------------------------------------------------------ Prometheus
-prom_port="$(free_port)"
 # With the demos' 264 agents the rules (fabric-wide counts over every node) are evaluated every
 # 5 s: every second would keep a loaded machine's Prometheus busy with nothing but rules.
 eval_interval=1s
@@ -181,10 +191,20 @@ scrape_configs:
     static_configs:$targets
 $demo_job
 EOF
-"$prometheus" --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
-  --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
-pids+=($!)
-wait_http "127.0.0.1:$prom_port" 60
+# Prometheus is started again on another port when it exits before it listens (a port taken
+# between the test and the bind); three tries.
+prom_port=""
+for try in 1 2 3; do
+  prom_port="$(free_port)"
+  "$prometheus" --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
+    --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
+  prom_pid=$!
+  pids+=("$prom_pid")
+  if wait_listen "127.0.0.1:$prom_port" 120 "$prom_pid" "$work/prometheus.log"; then break; fi
+  kill -0 "$prom_pid" 2>/dev/null && exit 1  # alive but not listening: no retry hides that
+  [ "$try" -lt 3 ] || exit 1
+  echo "== Prometheus exited before it listened (try $try); again on another port"
+done
 # rate() needs two samples: wait until every target has been scraped a few times.
 url="http://127.0.0.1:$prom_port"
 samples=4
