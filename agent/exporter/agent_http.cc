@@ -99,10 +99,11 @@ nlohmann::json AgentStatusJson(const AgentStateView& view) {
   return j;
 }
 
-void InstallAgentEndpoints(HttpServer& server, const AgentState& state, AgentMetrics& metrics) {
-  server.Get("/metrics", [&metrics](const HttpRequest&) {
-    return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics.Scrape()};
-  });
+void InstallAgentEndpoints(HttpServer& server, const AgentState& state, AgentMetrics& metrics,
+                           std::shared_ptr<HttpAuthorizer> authorizer) {
+  server.Get("/metrics", Authorized(authorizer, [&metrics](const HttpRequest&) {
+               return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics.Scrape()};
+             }));
   server.GetHealth("/livez", [](const HttpRequest&) {
     return HttpReply{200, "text/plain", "ok\n"};
   });
@@ -110,9 +111,10 @@ void InstallAgentEndpoints(HttpServer& server, const AgentState& state, AgentMet
     if (state.Ready()) return HttpReply{200, "text/plain", "ready\n"};
     return HttpReply{503, "text/plain", "first check cycle not finished\n"};
   });
-  server.Get("/status", [&state](const HttpRequest&) {
-    return HttpReply{200, "application/json", AgentStatusJson(state.View()).dump(2) + "\n"};
-  });
+  server.Get("/status", Authorized(authorizer, [&state](const HttpRequest&) {
+               return HttpReply{200, "application/json",
+                                AgentStatusJson(state.View()).dump(2) + "\n"};
+             }));
 }
 
 }  // namespace nccl_triage

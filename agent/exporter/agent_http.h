@@ -4,11 +4,15 @@
 //             can not put the agent into CrashLoopBackOff
 //   /readyz   200 once the first cycle finished, 503 before
 //   /status   the current report, verdict, probe results and pair verdicts as JSON
+// With an authorizer (server.auth: kubernetes), /metrics and /status answer only a bearer token
+// the API server allows (exporter/http_auth.h); /livez and /readyz stay open for the kubelet.
 // The state and metrics are not owned and must outlive the server.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 
+#include "exporter/http_auth.h"
 #include "exporter/http_server.h"
 #include "exporter/metrics.h"
 #include "state/agent_state.h"
@@ -20,6 +24,7 @@ inline constexpr const char* kAgentStatusSchema = "nccl-triage/agent-status/v1";
 // The body of /status.
 nlohmann::json AgentStatusJson(const AgentStateView& view);
 
-void InstallAgentEndpoints(HttpServer& server, const AgentState& state, AgentMetrics& metrics);
+void InstallAgentEndpoints(HttpServer& server, const AgentState& state, AgentMetrics& metrics,
+                           std::shared_ptr<HttpAuthorizer> authorizer = nullptr);
 
 }  // namespace nccl_triage

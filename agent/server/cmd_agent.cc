@@ -41,6 +41,7 @@
 #include "kubelet/pod_resources_client.h"
 #include "nccl_triage_version.h"
 #include "probe/runner.h"
+#include "server/http_auth_setup.h"
 #include "server/server_cli.h"
 #include "state/agent_state.h"
 #include "workload/view.h"
@@ -437,12 +438,17 @@ int RunAgentCommand(CliContext& ctx) {
   if (kernel_monitor) {
     metrics.SetKernelCounts([kernel_monitor] { return kernel_monitor->Counts(); });
   }
+  auto auth = SetUpHttpAuth(config, {.kube_host = Env("KUBERNETES_SERVICE_HOST"),
+                                     .kube_port = Env("KUBERNETES_SERVICE_PORT"),
+                                     .service_account_dir = Env("NCCL_TRIAGE_SERVICE_ACCOUNT_DIR")});
+  if (!auth.ok()) return fail(auth.status().message());
   HttpServer server(&log);
-  InstallAgentEndpoints(server, state, metrics);
+  InstallAgentEndpoints(server, state, metrics, auth->authorizer);
   auto port = server.Start(address->first, address->second);
   if (!port.ok()) return fail(port.status().message());
   log.Info("agent", "serving /metrics /livez /readyz /status on " + address->first + ":" +
                         std::to_string(*port) + " (root " + flags.root + ")");
+  log.Info("agent", DescribeHttpAuth(config));
 
   std::unique_ptr<KubePublisher> publisher = StartPublisher(agent, config, node, kube, clock, log);
   if (Status s = ConnectCoordinator(agent, config, flags, node, kube, log); !s.ok()) {
