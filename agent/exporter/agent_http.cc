@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "base/log.h"
+#include "core/catalogue.h"
 #include "core/rails.h"
 #include "core/report.h"
 
@@ -20,6 +21,18 @@ nlohmann::json VerdictJson(const NodeVerdict& v) {
 }
 
 }  // namespace
+
+nlohmann::json ProbeAvailabilityJson(const ProbeAvailability& a) {
+  const CauseInfo* cause = a.cause.empty() ? nullptr : FindCause(a.cause);
+  return {{"available", a.available()},
+          {"reason", a.reason},
+          {"cause", a.cause},
+          {"detail", a.detail},
+          {"remedy", cause != nullptr ? std::string(cause->remedy) : std::string()},
+          {"nccl_version", a.nccl_version},
+          {"nccl_library", a.nccl_library},
+          {"updated_at", a.updated_at_unix_ms > 0 ? FormatRfc3339(a.updated_at_unix_ms) : ""}};
+}
 
 nlohmann::json AgentStatusJson(const AgentStateView& view) {
   nlohmann::json probes = nlohmann::json::array();
@@ -87,6 +100,7 @@ nlohmann::json AgentStatusJson(const AgentStateView& view) {
       {"verdict", VerdictJson(view.Verdict())},
       {"probe_verdict", view.probe_verdict ? VerdictJson(*view.probe_verdict) : nullptr},
       {"coordinator", view.coordinator_status},
+      {"probe_availability", ProbeAvailabilityJson(view.probe_availability)},
       {"last_probe_at", view.last_probe_unix_ms ? FormatRfc3339(view.last_probe_unix_ms) : ""},
       {"probes", probes},
       {"rail_probes", rail_probes},
