@@ -272,8 +272,8 @@ TEST_F(HttpAuth, ManyScrapesAtOnceThroughTheServerAreEachJudgedRight) {
       c.set_read_timeout(60, 0);
       for (int i = 0; i < 10; ++i) {
         const bool granted = (t + i) % 2 == 0;
-        auto r = c.Get("/metrics",
-                       {{"Authorization", granted ? "Bearer scraper-token" : "Bearer other-token"}});
+        const char* token = granted ? "Bearer scraper-token" : "Bearer other-token";
+        auto r = c.Get("/metrics", {{"Authorization", token}});
         if (!r || r->status != (granted ? 200 : 403)) ++wrong;
       }
     });
