@@ -44,6 +44,7 @@ class HttpAuth : public ::testing::Test {
     kube_ = Client(KubeTimeouts{});
   }
   ~HttpAuth() override {
+    kube_.reset();  // its kept-alive connection first: the server would wait for it to idle out
     api_.reset();
     fs::remove_all(dir_);
   }

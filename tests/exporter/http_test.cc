@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/log.h"
 #include "exporter/agent_http.h"
 #include "live_util.h"
 #include "test_state.h"

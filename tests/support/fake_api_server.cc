@@ -167,9 +167,16 @@ struct FakeApiServer::Impl {
   std::condition_variable stop_cv;
   bool stopping = false;
 
-  // The scripted delay and failure of a review; true when it answered.
-  bool ReviewFault(httplib::Response& res) {
+  // The scripted delay and failure of a review; true when it answered. Also completes the call's
+  // record with its body (the pre-routing handler runs before the body is read).
+  bool ReviewFault(const httplib::Request& req, httplib::Response& res) {
     std::unique_lock lock(mu);
+    for (auto it = calls.rbegin(); it != calls.rend(); ++it) {
+      if (it->path == req.path && it->body.empty()) {
+        it->body = req.body;
+        break;
+      }
+    }
     if (review_delay.count() > 0) {
       stop_cv.wait_for(lock, review_delay, [this] { return stopping; });
     }
@@ -179,7 +186,7 @@ struct FakeApiServer::Impl {
   }
 
   void TokenReview(const httplib::Request& req, httplib::Response& res) {
-    if (ReviewFault(res)) return;
+    if (ReviewFault(req, res)) return;
     json body = json::parse(req.body, nullptr, false);
     if (!body.is_object() || body.value("kind", "") != "TokenReview" || !body.contains("spec") ||
         !body["spec"].is_object()) {
@@ -202,7 +209,7 @@ struct FakeApiServer::Impl {
   }
 
   void AccessReview(const httplib::Request& req, httplib::Response& res) {
-    if (ReviewFault(res)) return;
+    if (ReviewFault(req, res)) return;
     json body = json::parse(req.body, nullptr, false);
     if (!body.is_object() || body.value("kind", "") != "SubjectAccessReview" ||
         !body.contains("spec") || !body["spec"].is_object() ||
