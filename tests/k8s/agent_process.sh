@@ -62,11 +62,12 @@ port="$(sed -n 's/.*serving \/metrics \/livez \/readyz \/status on 127\.0\.0\.1:
 code() {  # PATH [TOKEN-DIR]: the HTTP status of a GET
   local auth=()
   [ -n "${2:-}" ] && auth=(-H "Authorization: Bearer $(cat "$work/kube/$2/token")")
-  curl -s -o "$run/body" -w '%{http_code}' --max-time 60 "${auth[@]}" "http://127.0.0.1:$port$1"
+  curl -s -o "$run/body" -w '%{http_code} %{time_total}' --max-time 60 "${auth[@]}" \
+    "http://127.0.0.1:$port$1"
 }
 expect() {  # WANT PATH [TOKEN-DIR]
-  local got; got="$(code "$2" "${3:-}")"
-  echo "GET $2 ${3:+as $3 }-> $got ($(head -c 150 "$run/body" | head -1))"
+  local got seconds; read -r got seconds <<<"$(code "$2" "${3:-}")"
+  echo "GET $2 ${3:+as $3 }-> $got in ${seconds}s ($(head -c 150 "$run/body" | head -1))"
   [ "$got" = "$1" ] || { echo "FAIL: want $1"; tail -20 "$run/agent.log"; exit 1; }
 }
 expect 200 /livez
