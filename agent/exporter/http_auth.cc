@@ -72,22 +72,23 @@ std::optional<HttpReply> HttpAuthorizer::Check(const HttpRequest& request) {
                             " needs Authorization: Bearer <a Kubernetes token>");
   }
   auto key = std::make_pair(Sha256(token), request.path);
-  {
+  if (auto cached = Cached(key)) return *cached;
+  // One review at a time, asked without mu_ (a stalled API server holds the requests waiting for
+  // a review, never the cache). A request that waited for its turn looks again: the review ahead
+  // of it may have been for the same token.
+  std::unique_lock turn(review_mu_, std::defer_lock);
+  if (!turn.try_lock_for(options_.max_queue_wait)) {
     std::lock_guard lock(mu_);
-    auto it = cache_.find(key);
-    if (it != cache_.end() && it->second.until > clock_.Now()) {
-      ++counters_.cache_hits;
-      const Decision& d = it->second;
-      if (d.status == 200) {
-        ++counters_.allowed;
-        return std::nullopt;
-      }
-      ++(d.status == 401 ? counters_.unauthenticated : counters_.forbidden);
-      return Refusal(d.status, d.message);
-    }
+    ++counters_.unavailable;
+    ++counters_.queue_full;
+    return Refusal(503, "Service Unavailable: cannot authorize the request: the API server has "
+                        "not answered the reviews ahead of it within " +
+                            std::to_string(options_.max_queue_wait.count()) + " ms");
   }
-  // Asked without the lock: a stalled API server holds this request, not the cache.
+  if (auto cached = Cached(key)) return *cached;
   Decision d = Review(token, request.path, AccessVerb(request.method));
+  // Cached before the turn passes on (the lock guard goes first), so a waiter for the same token
+  // finds it.
   std::lock_guard lock(mu_);
   switch (d.status) {
     case 200:
@@ -108,6 +109,20 @@ std::optional<HttpReply> HttpAuthorizer::Check(const HttpRequest& request) {
   Remember(key, std::move(d));
   if (status == 200) return std::nullopt;
   return refusal;
+}
+
+std::optional<std::optional<HttpReply>> HttpAuthorizer::Cached(const CacheKey& key) {
+  std::lock_guard lock(mu_);
+  auto it = cache_.find(key);
+  if (it == cache_.end() || it->second.until <= clock_.Now()) return std::nullopt;
+  ++counters_.cache_hits;
+  const Decision& d = it->second;
+  if (d.status == 200) {
+    ++counters_.allowed;
+    return std::optional<HttpReply>();
+  }
+  ++(d.status == 401 ? counters_.unauthenticated : counters_.forbidden);
+  return std::optional<HttpReply>(Refusal(d.status, d.message));
 }
 
 HttpAuthorizer::Decision HttpAuthorizer::Review(const std::string& token, const std::string& path,
@@ -147,7 +162,7 @@ HttpAuthorizer::Decision HttpAuthorizer::Review(const std::string& token, const 
                   now + options_.denied_ttl};
 }
 
-void HttpAuthorizer::Remember(const std::pair<TokenHash, std::string>& key, Decision decision) {
+void HttpAuthorizer::Remember(const CacheKey& key, Decision decision) {
   if (options_.max_cached == 0) return;
   if (cache_.size() >= options_.max_cached && !cache_.contains(key)) {
     const auto now = clock_.Now();
