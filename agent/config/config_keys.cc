@@ -236,6 +236,14 @@ constexpr std::array kSpecs = {
              "refused"},
             KeyKind::kString,
             NT_FIELD(coordinator.agent_service_account)},
+    // server: the HTTP endpoints of the agent and of the coordinator
+    KeySpec{{"server.auth", "string",
+             "who may read /metrics and /status: kubernetes asks the API server for every bearer "
+             "token (TokenReview, then SubjectAccessReview for get on the path: 401, 403, or 503 "
+             "when it cannot be asked); none serves anyone who reaches the port (/livez and "
+             "/readyz are always open)"},
+            KeyKind::kHttpAuth,
+            NT_FIELD(server.auth)},
     // classify
     KeySpec{{"classify.rule_files", "list of strings",
              "rule files for the NCCL log classifier, loaded at start-up on top of the shipped "

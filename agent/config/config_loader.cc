@@ -434,18 +434,24 @@ class Loader {
       case KeyKind::kString:
       case KeyKind::kOptString:
       case KeyKind::kListen:
-      case KeyKind::kOptVersion: {
+      case KeyKind::kOptVersion:
+      case KeyKind::kHttpAuth: {
         const std::string_view expected = spec.kind == KeyKind::kListen ? "host:port"
                                           : spec.kind == KeyKind::kOptVersion
                                               ? "a version such as \"550.54\""
-                                              : "a string";
+                                          : spec.kind == KeyKind::kHttpAuth ? "kubernetes or none"
+                                                                            : "a string";
         if (!v.IsScalar()) return TypeError(spec, v, expected);
         const std::string& t = v.Scalar();
         if (spec.kind == KeyKind::kListen && !IsListen(t)) return TypeError(spec, v, expected);
         if (spec.kind == KeyKind::kOptVersion && !IsVersion(t)) {
           return TypeError(spec, v, expected);
         }
-        if (spec.kind == KeyKind::kString || spec.kind == KeyKind::kListen) {
+        if (spec.kind == KeyKind::kHttpAuth && t != kHttpAuthKubernetes && t != kHttpAuthNone) {
+          return TypeError(spec, v, expected);
+        }
+        if (spec.kind == KeyKind::kString || spec.kind == KeyKind::kListen ||
+            spec.kind == KeyKind::kHttpAuth) {
           *static_cast<std::string*>(field) = t;
         } else {
           *static_cast<std::optional<std::string>*>(field) = t;
@@ -692,6 +698,7 @@ void EmitValue(YAML::Emitter& out, const KeySpec& spec, Config& config) {
       return;
     case KeyKind::kString:
     case KeyKind::kListen:
+    case KeyKind::kHttpAuth:
       out << YAML::DoubleQuoted << *static_cast<std::string*>(field);
       return;
     case KeyKind::kOptString:

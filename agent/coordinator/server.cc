@@ -295,7 +295,8 @@ Status CoordinatorServer::Impl::Start() {
                                      .metrics = [this] { return metrics_.Text(); },
                                      .view = [this] { return View(true); },
                                      .request_sweep = [this] { return RequestSweep(); },
-                                     .sweep_token_matches = SweepTokenCheck()});
+                                     .sweep_token_matches = SweepTokenCheck(),
+                                     .authorizer = options_.http_authorizer});
     auto port = http_->Start(addr->first, addr->second);
     if (!port.ok()) {
       server_->Shutdown(std::chrono::system_clock::now());

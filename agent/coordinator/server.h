@@ -47,6 +47,8 @@ struct CoordinatorOptions {
   // name of its Hello must be the node the token binds it to. Not owned by the options alone:
   // shared with whoever built it.
   std::shared_ptr<NodeIdentity> identity;
+  // /metrics and /status of the HTTP server behind it (server.auth: kubernetes); null: open.
+  std::shared_ptr<HttpAuthorizer> http_authorizer;
   std::string cert_pem;  // TLS when cert and key are both set
   std::string key_pem;
   std::chrono::milliseconds sweep_interval{900'000};  // 0: only on demand

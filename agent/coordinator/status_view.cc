@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "exporter/http_auth.h"
 #include "exporter/http_server.h"
 #include "planner/cross_node.h"
 
@@ -138,12 +139,12 @@ void AddCoordinatorEndpoints(HttpServer& http, CoordinatorEndpoints e) {
     return ready() ? HttpReply{200, "text/plain", "ready\n"}
                    : HttpReply{503, "text/plain", "not ready\n"};
   });
-  http.Get("/metrics", [metrics = e.metrics](const HttpRequest&) {
-    return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics()};
-  });
-  http.Get("/status", [view = e.view](const HttpRequest&) {
-    return HttpReply{200, "application/json", ToJson(view()).dump(2) + "\n"};
-  });
+  http.Get("/metrics", Authorized(e.authorizer, [metrics = e.metrics](const HttpRequest&) {
+             return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics()};
+           }));
+  http.Get("/status", Authorized(e.authorizer, [view = e.view](const HttpRequest&) {
+             return HttpReply{200, "application/json", ToJson(view()).dump(2) + "\n"};
+           }));
   // A sweep probes every idle GPU node: only a holder of the coordinator's token may ask for one
   // (it must not answer anyone who can reach the port).
   http.Post(

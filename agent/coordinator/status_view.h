@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
@@ -24,6 +25,7 @@
 
 namespace nccl_triage {
 
+class HttpAuthorizer;
 class HttpServer;
 
 inline constexpr size_t kMaxPredictedPairs = 256;
@@ -80,6 +82,9 @@ struct CoordinatorEndpoints {
   // Whether the bearer token of a POST /sweep is the coordinator's token (compared in constant
   // time by the caller). Unset, or a coordinator without a token: /sweep is refused (403).
   std::function<bool(std::string_view token)> sweep_token_matches;
+  // server.auth: kubernetes: /metrics and /status answer only a bearer token the API server
+  // allows (exporter/http_auth.h); null: anyone. /sweep keeps its own token; health stays open.
+  std::shared_ptr<HttpAuthorizer> authorizer;
 };
 void AddCoordinatorEndpoints(HttpServer& http, CoordinatorEndpoints endpoints);
 

@@ -99,6 +99,18 @@ struct CoordinatorConfig {
   friend bool operator==(const CoordinatorConfig&, const CoordinatorConfig&) = default;
 };
 
+// The HTTP endpoints of the agent and of the coordinator (exporter/http_auth.h).
+inline constexpr const char* kHttpAuthKubernetes = "kubernetes";
+inline constexpr const char* kHttpAuthNone = "none";
+struct ServerConfig {
+  // Who may read /metrics and /status: "kubernetes" (a bearer token the API server accepts and
+  // authorizes) or "none" (anyone who reaches the port). The chart sets kubernetes; the binary's
+  // default keeps a process started by hand, outside a cluster, readable.
+  std::string auth = kHttpAuthNone;
+
+  friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
+};
+
 struct ClassifyConfig {
   // The user's rule files for the log classifier, on top of the shipped one (classify/rule_files.h).
   std::vector<std::string> rule_files;
@@ -138,6 +150,7 @@ struct Config {
   ProbeConfig probe;
   AgentConfig agent;
   CoordinatorConfig coordinator;
+  ServerConfig server;
   ClassifyConfig classify;
   std::vector<PoolConfig> pools;  // in order: the first match wins
   KernelConfig kernel;

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "base/log.h"
+#include "core/catalogue.h"
 #include "core/rails.h"
 #include "core/report.h"
 
@@ -20,6 +21,18 @@ nlohmann::json VerdictJson(const NodeVerdict& v) {
 }
 
 }  // namespace
+
+nlohmann::json ProbeAvailabilityJson(const ProbeAvailability& a) {
+  const CauseInfo* cause = a.cause.empty() ? nullptr : FindCause(a.cause);
+  return {{"available", a.available()},
+          {"reason", a.reason},
+          {"cause", a.cause},
+          {"detail", a.detail},
+          {"remedy", cause != nullptr ? std::string(cause->remedy) : std::string()},
+          {"nccl_version", a.nccl_version},
+          {"nccl_library", a.nccl_library},
+          {"updated_at", a.updated_at_unix_ms > 0 ? FormatRfc3339(a.updated_at_unix_ms) : ""}};
+}
 
 nlohmann::json AgentStatusJson(const AgentStateView& view) {
   nlohmann::json probes = nlohmann::json::array();
@@ -87,6 +100,7 @@ nlohmann::json AgentStatusJson(const AgentStateView& view) {
       {"verdict", VerdictJson(view.Verdict())},
       {"probe_verdict", view.probe_verdict ? VerdictJson(*view.probe_verdict) : nullptr},
       {"coordinator", view.coordinator_status},
+      {"probe_availability", ProbeAvailabilityJson(view.probe_availability)},
       {"last_probe_at", view.last_probe_unix_ms ? FormatRfc3339(view.last_probe_unix_ms) : ""},
       {"probes", probes},
       {"rail_probes", rail_probes},
@@ -99,10 +113,11 @@ nlohmann::json AgentStatusJson(const AgentStateView& view) {
   return j;
 }
 
-void InstallAgentEndpoints(HttpServer& server, const AgentState& state, AgentMetrics& metrics) {
-  server.Get("/metrics", [&metrics](const HttpRequest&) {
-    return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics.Scrape()};
-  });
+void InstallAgentEndpoints(HttpServer& server, const AgentState& state, AgentMetrics& metrics,
+                           std::shared_ptr<HttpAuthorizer> authorizer) {
+  server.Get("/metrics", Authorized(authorizer, [&metrics](const HttpRequest&) {
+               return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics.Scrape()};
+             }));
   server.GetHealth("/livez", [](const HttpRequest&) {
     return HttpReply{200, "text/plain", "ok\n"};
   });
@@ -110,9 +125,10 @@ void InstallAgentEndpoints(HttpServer& server, const AgentState& state, AgentMet
     if (state.Ready()) return HttpReply{200, "text/plain", "ready\n"};
     return HttpReply{503, "text/plain", "first check cycle not finished\n"};
   });
-  server.Get("/status", [&state](const HttpRequest&) {
-    return HttpReply{200, "application/json", AgentStatusJson(state.View()).dump(2) + "\n"};
-  });
+  server.Get("/status", Authorized(authorizer, [&state](const HttpRequest&) {
+               return HttpReply{200, "application/json",
+                                AgentStatusJson(state.View()).dump(2) + "\n"};
+             }));
 }
 
 }  // namespace nccl_triage

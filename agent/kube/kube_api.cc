@@ -123,6 +123,10 @@ KubeResponse KubeClient::CreateTokenReview(const std::string&, const std::vector
   return NotSupported("review tokens");
 }
 
+KubeResponse KubeClient::CreateSubjectAccessReview(const AccessReviewRequest&) {
+  return NotSupported("review access");
+}
+
 std::string PodListQueryString(const PodListQuery& q) {
   std::string out;
   if (!q.label_selector.empty()) AddParam(out, "labelSelector", q.label_selector);
@@ -198,8 +202,53 @@ StatusOr<TokenIdentity> TokenIdentityFromReview(std::string_view body) {
     id.pod_name = first_extra(*user, "authentication.kubernetes.io/pod-name");
     id.pod_uid = first_extra(*user, "authentication.kubernetes.io/pod-uid");
     id.node_name = first_extra(*user, "authentication.kubernetes.io/node-name");
+    id.uid = text(*user, "uid");
+    if (auto groups = user->find("groups"); groups != user->end() && groups->is_array()) {
+      for (const auto& g : *groups) {
+        if (g.is_string()) id.groups.push_back(g.get<std::string>());
+      }
+    }
+    if (auto extra = user->find("extra"); extra != user->end() && extra->is_object()) {
+      for (const auto& [key, values] : extra->items()) {
+        if (!values.is_array()) continue;
+        auto& out = id.extra[key];
+        for (const auto& v : values) {
+          if (v.is_string()) out.push_back(v.get<std::string>());
+        }
+      }
+    }
   }
   return id;
+}
+
+nlohmann::json SubjectAccessReviewBody(const AccessReviewRequest& r) {
+  nlohmann::json spec = {{"user", r.username},
+                         {"groups", r.groups},
+                         {"nonResourceAttributes", {{"path", r.path}, {"verb", r.verb}}}};
+  if (!r.uid.empty()) spec["uid"] = r.uid;
+  if (!r.extra.empty()) spec["extra"] = r.extra;
+  return {{"apiVersion", "authorization.k8s.io/v1"},
+          {"kind", "SubjectAccessReview"},
+          {"spec", std::move(spec)}};
+}
+
+StatusOr<AccessDecision> AccessDecisionFromReview(std::string_view body) {
+  auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("kind") ||
+      j["kind"] != "SubjectAccessReview" || !j.contains("status") || !j["status"].is_object()) {
+    return InvalidArgument("not a SubjectAccessReview response");
+  }
+  const nlohmann::json& status = j["status"];
+  auto text = [&status](const char* key) {
+    auto it = status.find(key);
+    return it != status.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  AccessDecision d;
+  auto allowed = status.find("allowed");
+  d.allowed = allowed != status.end() && allowed->is_boolean() && allowed->get<bool>();
+  d.reason = text("reason");
+  d.evaluation_error = text("evaluationError");
+  return d;
 }
 
 std::optional<std::chrono::seconds> ParseRetryAfter(std::string_view value) {

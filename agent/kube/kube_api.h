@@ -113,6 +113,17 @@ struct PodLogQuery {
 // Receives a log as it arrives, in chunks of any size; returning false stops the read.
 using LogChunkSink = std::function<bool(std::string_view chunk)>;
 
+// Whom a SubjectAccessReview asks about (as a TokenReview named them) and what they want to do to
+// a non-resource URL: kube-rbac-proxy's question for an HTTP request.
+struct AccessReviewRequest {
+  std::string username;
+  std::string uid;
+  std::vector<std::string> groups;
+  std::map<std::string, std::vector<std::string>> extra;
+  std::string path;          // "/metrics"
+  std::string verb = "get";  // "get" for GET and HEAD, "create" for POST, ...
+};
+
 class KubeClient {
  public:
   virtual ~KubeClient() = default;
@@ -149,6 +160,10 @@ class KubeClient {
   // and the fake implement it.
   virtual KubeResponse CreateTokenReview(const std::string& token,
                                          const std::vector<std::string>& audiences);
+  // authorization.k8s.io/v1 SubjectAccessReview: may this user do this (the HTTP servers ask it
+  // whether the bearer of a token may get /metrics or /status). A default that answers "not
+  // supported", as above.
+  virtual KubeResponse CreateSubjectAccessReview(const AccessReviewRequest& request);
 };
 
 // What a TokenReview answered. A bound service-account token carries the pod it was issued for
@@ -161,10 +176,24 @@ struct TokenIdentity {
   std::string pod_name;
   std::string pod_uid;
   std::string node_name;  // empty before Kubernetes 1.30
+  // The rest of user.*, for a SubjectAccessReview about this user.
+  std::string uid;
+  std::vector<std::string> groups;
+  std::map<std::string, std::vector<std::string>> extra;
 };
 nlohmann::json TokenReviewBody(const std::string& token, const std::vector<std::string>& audiences);
 // The status of a TokenReview response body; an error for a body that is not one.
 StatusOr<TokenIdentity> TokenIdentityFromReview(std::string_view body);
+
+// What a SubjectAccessReview answered: allowed, or not (with the authorizer's reason).
+struct AccessDecision {
+  bool allowed = false;
+  std::string reason;            // status.reason, often empty on a plain "no"
+  std::string evaluation_error;  // status.evaluationError: the authorizer could not decide
+};
+nlohmann::json SubjectAccessReviewBody(const AccessReviewRequest& request);
+// The status of a SubjectAccessReview response body; an error for a body that is not one.
+StatusOr<AccessDecision> AccessDecisionFromReview(std::string_view body);
 
 // The request bodies (pure; the tests of the real client and the fake check them).
 nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations);

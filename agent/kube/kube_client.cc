@@ -289,4 +289,9 @@ KubeResponse InClusterKubeClient::CreateTokenReview(const std::string& token,
               TokenReviewBody(token, audiences).dump());
 }
 
+KubeResponse InClusterKubeClient::CreateSubjectAccessReview(const AccessReviewRequest& request) {
+  return Send("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", "application/json",
+              SubjectAccessReviewBody(request).dump());
+}
+
 }  // namespace nccl_triage

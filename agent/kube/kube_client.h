@@ -63,6 +63,7 @@ class InClusterKubeClient final : public KubeClient {
                             const LogChunkSink& sink) override;
   KubeResponse CreateTokenReview(const std::string& token,
                                  const std::vector<std::string>& audiences) override;
+  KubeResponse CreateSubjectAccessReview(const AccessReviewRequest& request) override;
 
  private:
   struct Impl;

@@ -41,6 +41,7 @@
 #include "kubelet/pod_resources_client.h"
 #include "nccl_triage_version.h"
 #include "probe/runner.h"
+#include "server/http_auth_setup.h"
 #include "server/server_cli.h"
 #include "state/agent_state.h"
 #include "workload/view.h"
@@ -394,6 +395,17 @@ int RunAgentCommand(CliContext& ctx) {
   Config config = std::move(config_or).value();
   auto address = ParseListenAddress(flags.listen.value_or(config.agent.listen));
   if (!address.ok()) return fail(address.status().message());
+  // Who may read /metrics and /status (--once serves neither), before anything starts: they are
+  // never served open instead.
+  HttpAuthSetup auth;
+  if (!flags.once) {
+    auto setup = SetUpHttpAuth(config, {.kube_host = Env("KUBERNETES_SERVICE_HOST"),
+                                        .kube_port = Env("KUBERNETES_SERVICE_PORT"),
+                                        .service_account_dir =
+                                            Env("NCCL_TRIAGE_SERVICE_ACCOUNT_DIR")});
+    if (!setup.ok()) return fail(setup.status().message());
+    auth = std::move(setup).value();
+  }
   std::error_code ec;
   if (!std::filesystem::is_directory(flags.root, ec)) {
     return fail("root '" + flags.root + "' is not a directory");
@@ -438,11 +450,12 @@ int RunAgentCommand(CliContext& ctx) {
     metrics.SetKernelCounts([kernel_monitor] { return kernel_monitor->Counts(); });
   }
   HttpServer server(&log);
-  InstallAgentEndpoints(server, state, metrics);
+  InstallAgentEndpoints(server, state, metrics, auth.authorizer);
   auto port = server.Start(address->first, address->second);
   if (!port.ok()) return fail(port.status().message());
   log.Info("agent", "serving /metrics /livez /readyz /status on " + address->first + ":" +
                         std::to_string(*port) + " (root " + flags.root + ")");
+  log.Info("agent", DescribeHttpAuth(config));
 
   std::unique_ptr<KubePublisher> publisher = StartPublisher(agent, config, node, kube, clock, log);
   if (Status s = ConnectCoordinator(agent, config, flags, node, kube, log); !s.ok()) {

@@ -17,6 +17,7 @@
 #include "config/config_loader.h"
 #include "coordinator/server.h"
 #include "nccl_triage_version.h"
+#include "server/http_auth_setup.h"
 #include "server/node_identity_setup.h"
 #include "server/server_cli.h"
 
@@ -109,6 +110,14 @@ int RunCoordinatorCommand(CliContext& ctx) {
     return 2;
   }
   options.identity = identity->identity;
+  auto auth = SetUpHttpAuth(config, {.kube_host = env("KUBERNETES_SERVICE_HOST"),
+                                     .kube_port = env("KUBERNETES_SERVICE_PORT"),
+                                     .service_account_dir = env("NCCL_TRIAGE_SERVICE_ACCOUNT_DIR")});
+  if (!auth.ok()) {
+    ctx.err << "nccl-triage-server coordinator: " << auth.status().message() << "\n";
+    return 2;
+  }
+  options.http_authorizer = auth->authorizer;
 
   sigset_t set;
   sigemptyset(&set);
@@ -121,6 +130,7 @@ int RunCoordinatorCommand(CliContext& ctx) {
   int rc = 0;
   {
     CoordinatorServer server(options, log);
+    if (!options.http_listen.empty()) log.Info("coordinator", DescribeHttpAuth(config));
     Status s = server.Start();
     if (!s.ok()) {
       ctx.err << "nccl-triage-server coordinator: " << s.message() << "\n";

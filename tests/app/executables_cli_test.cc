@@ -148,6 +148,36 @@ TEST(ServerStartUp, CoordinatorRefusesToStartWithAnEmptyTokenFile) {
       << r.err;
 }
 
+// server.auth: kubernetes with no API server to ask, or no service account to ask with: both
+// refuse to start with one line, rather than serve /metrics and /status to anyone.
+TEST(ServerStartUp, HttpAuthWithoutTheApiServerRefusesToStart) {
+  const fs::path dir = fs::temp_directory_path() / ("http-auth-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.yaml")
+      << "server:\n  auth: kubernetes\nagent:\n  listen: 127.0.0.1:0\n  annotate_pod: false\n"
+         "  workloads: false\ncoordinator:\n  listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n";
+  const std::string config = (dir / "config.yaml").string();
+  for (const char* cmd : {"agent", "coordinator"}) {
+    std::vector<std::string> args = {cmd, "--config", config};
+    if (std::string(cmd) == "agent") {
+      args.insert(args.end(), {"--standalone", "--root", kFixture});
+    }
+    auto r = Exec(kServer, args);
+    EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.err;
+    EXPECT_NE(r.err.find("server.auth: kubernetes needs the Kubernetes API (no "
+                         "KUBERNETES_SERVICE_HOST); outside a cluster set server.auth: none"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(LineCount(r.err), 1) << r.err;
+    r = Exec(kServer, args,
+             {"KUBERNETES_SERVICE_HOST=127.0.0.1", "KUBERNETES_SERVICE_PORT=1",
+              "NCCL_TRIAGE_SERVICE_ACCOUNT_DIR=" + (dir / "no-such-account").string()});
+    EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.err;
+    EXPECT_NE(r.err.find("server.auth: kubernetes: "), std::string::npos) << r.err;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(ExecutablesSplit, SmallBinaryPointsServicesToTheServer) {
   for (const char* cmd : {"agent", "coordinator"}) {
     auto r = Exec(kBinary, {cmd});

@@ -106,6 +106,18 @@ TEST(ConfigLoader, ProbeRailsTakesAllACountOrAListAndRejectsTheRest) {
   EXPECT_NE(ErrorOf("probe:\n  rails: [1, 2]\n").find("probe.rails"), std::string::npos);
 }
 
+TEST(ConfigLoader, ServerAuthIsKubernetesOrNone) {
+  EXPECT_EQ(Config{}.server.auth, "none");
+  auto c = LoadConfigFromString("server:\n  auth: kubernetes\n");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->server.auth, "kubernetes");
+  EXPECT_EQ(LoadConfigFromString(DumpConfig(*c))->server.auth, "kubernetes");
+  EXPECT_EQ(ErrorOf("server:\n  auth: rbac\n"),
+            "config:2: server.auth: expected kubernetes or none, got 'rbac'");
+  EXPECT_EQ(ErrorOf("server:\n  auth: [kubernetes]\n"),
+            "config:2: server.auth: expected kubernetes or none, got a list");
+}
+
 TEST(ConfigLoader, RejectsWrongTypesWithTheExpectedType) {
   EXPECT_EQ(ErrorOf("expect:\n  nofile_min: lots\n"),
             "config:2: expect.nofile_min: expected a non-negative integer, got 'lots'");

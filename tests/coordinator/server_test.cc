@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "base/log.h"
+#include "exporter/http_auth.h"
 #include "exporter/live_util.h"
 #include "raw_agent.h"
+#include "support/fake_kube_client.h"
 
 namespace nccl_triage {
 namespace {
@@ -733,6 +735,38 @@ TEST(CoordinatorHttp, SweepIsRefusedWhenTheCoordinatorHasNoToken) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 403);
   EXPECT_NE(r->body.find("no token"), std::string::npos);
+}
+
+// server.auth: kubernetes: /metrics and /status answer only a reader the API server allows;
+// /sweep keeps its own token and the health probes stay open.
+TEST(CoordinatorHttp, MetricsAndStatusNeedATokenTheApiServerAllows) {
+  FakeKubeClient kube;
+  kube.SetTokenUsers({{"reader", {{"username", "system:serviceaccount:monitoring:prometheus"}}},
+                      {"stranger", {{"username", "system:serviceaccount:jobs:default"}}}});
+  kube.SetNonResourceGrants({"system:serviceaccount:monitoring:prometheus get /metrics",
+                             "system:serviceaccount:monitoring:prometheus get /status"});
+  CoordinatorOptions o;
+  o.http_listen = "127.0.0.1:0";
+  o.http_authorizer = std::make_shared<HttpAuthorizer>(kube);
+  Coordinator c(o);
+  httplib::Client http("127.0.0.1", c.server->http_port());
+  auto with = [](const std::string& token) {
+    return httplib::Headers{{"Authorization", "Bearer " + token}};
+  };
+  EXPECT_EQ(http.Get("/metrics")->status, 401);
+  EXPECT_EQ(http.Get("/status")->status, 401);
+  EXPECT_EQ(http.Get("/metrics", with("stranger"))->status, 403);
+  EXPECT_EQ(http.Get("/metrics", with("reader"))->status, 200);
+  auto status = http.Get("/status", with("reader"));
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->status, 200);
+  EXPECT_TRUE(nlohmann::json::parse(status->body).is_object());
+  EXPECT_EQ(http.Get("/livez")->status, 200);
+  EXPECT_EQ(http.Get("/readyz")->status, 200);
+  // The sweep's own token, not a reader's, and no review of it.
+  EXPECT_EQ(http.Post("/sweep", with("reader"), "", "text/plain")->status, 401);
+  EXPECT_EQ(http.Post("/sweep", with(c.token), "", "text/plain")->status, 202);
+  EXPECT_EQ(kube.CallCount("CreateSubjectAccessReview"), 3u);  // stranger, reader twice (paths)
 }
 
 }  // namespace

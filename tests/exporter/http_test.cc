@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/log.h"
 #include "exporter/agent_http.h"
 #include "live_util.h"
 #include "test_state.h"
@@ -85,6 +86,61 @@ TEST(AgentHttp, LivezAlwaysReadyzAfterTheFirstCycleMetricsAndStatus) {
   EXPECT_EQ(j["rails"][0]["rate_gbps"], 200.0);
   EXPECT_EQ(client.Get("/nope")->status, 404);
   server.Stop();
+}
+
+// /status says whether the probes can run and why not, with the same reason as the metric
+// nccl_triage_probe_available{reason} and the catalogue's remedy (the runbook of the alert
+// NcclTriageProbesUnavailable reads both).
+TEST(AgentHttp, StatusSaysWhyTheProbesCannotRunAsTheMetricDoes) {
+  AgentState state("gpu-node-1", "0.1.0", 0);
+  AgentMetrics metrics(state, "0.1.0");
+  auto first = AgentStatusJson(state.View())["probe_availability"];
+  EXPECT_EQ(first["available"], false);
+  EXPECT_EQ(first["reason"], "pending");  // before the start-up library check
+  EXPECT_EQ(first["updated_at"], "");
+
+  ProbeResult r;
+  r.outcome = ProbeOutcome::kUnavailable;
+  r.unavailable_cause = "probe.no_gpu";
+  r.detail = "cuInit: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)";
+  r.nccl_version = "2.21.5";
+  state.SetProbeAvailability(*AvailabilityFromProbe(r, 5000));
+  auto a = AgentStatusJson(state.View())["probe_availability"];
+  EXPECT_EQ(a["available"], false);
+  EXPECT_EQ(a["reason"], "no_gpu");
+  EXPECT_EQ(a["cause"], "probe.no_gpu");
+  EXPECT_EQ(a["detail"], r.detail);
+  EXPECT_EQ(a["nccl_version"], "2.21.5");
+  EXPECT_EQ(a["updated_at"], FormatRfc3339(5000));
+  const std::string remedy = a["remedy"];
+  for (const char* word : {"runtime class", "NVIDIA_VISIBLE_DEVICES", "device plugin"}) {
+    EXPECT_NE(remedy.find(word), std::string::npos) << word << " not in: " << remedy;
+  }
+  EXPECT_NE(metrics.Scrape().find("nccl_triage_probe_available{reason=\"no_gpu\"} 0"),
+            std::string::npos);
+
+  r.unavailable_cause = "probe.no_nccl";
+  r.detail = "no libnccl.so.2 in /opt/nccl/lib, /usr/lib/x86_64-linux-gnu";
+  state.SetProbeAvailability(*AvailabilityFromProbe(r, 6000));
+  a = AgentStatusJson(state.View())["probe_availability"];
+  EXPECT_EQ(a["reason"], "no_nccl");
+  EXPECT_NE(a["detail"].get<std::string>().find("/opt/nccl/lib"), std::string::npos);
+  EXPECT_NE(metrics.Scrape().find("nccl_triage_probe_available{reason=\"no_nccl\"} 0"),
+            std::string::npos);
+
+  ProbeResult ok;
+  ok.outcome = ProbeOutcome::kPass;
+  ok.nccl_version = "2.21.5";
+  ok.nccl_library = "/opt/nccl/lib/libnccl.so.2";
+  ok.gpu_name = "NVIDIA H100 80GB HBM3";
+  state.SetProbeAvailability(*AvailabilityFromProbe(ok, 7000));
+  a = AgentStatusJson(state.View())["probe_availability"];
+  EXPECT_EQ(a["available"], true);
+  EXPECT_EQ(a["reason"], "ok");
+  EXPECT_EQ(a["remedy"], "");
+  EXPECT_EQ(a["detail"], "NCCL 2.21.5 from /opt/nccl/lib/libnccl.so.2 on NVIDIA H100 80GB HBM3");
+  EXPECT_NE(metrics.Scrape().find("nccl_triage_probe_available{reason=\"ok\"} 1"),
+            std::string::npos);
 }
 
 TEST(HttpServer, AHandlerThatThrowsAnswers500AndTheServerKeepsServing) {

@@ -8,6 +8,9 @@
 #                            identity-token: the same pod's token for the audience nccl-triage
 #   agent-gone/identity-token  an identity token whose pod has been deleted
 #   coordinator/             the coordinator's API token; identity-token: one for nccl-triage
+#   scraper/, stranger/      tokens of two more ServiceAccounts of kt: scraper is bound to the
+#                            chart's metrics-reader ClusterRole (values rbac.metricsReaders),
+#                            stranger to nothing
 # Usage: kube_prepare.sh TOOLS_DIR WORK_DIR CHART VALUES
 set -euo pipefail
 tools="$1"; work="$2"; chart="$3"; values="$4"
@@ -64,5 +67,9 @@ sa_dir agent-1 kt-nccl-triage-agent agent-gpu-node-1
 sa_dir agent-2 kt-nccl-triage-agent agent-gpu-node-2
 sa_dir agent-gone kt-nccl-triage-agent agent-gone
 sa_dir coordinator kt-nccl-triage-coordinator ""
+for sa in scraper stranger; do
+  k create serviceaccount "$sa" -n kt >/dev/null 2>&1 || true
+  sa_dir "$sa" "$sa" ""
+done
 k delete pod agent-gone -n kt --grace-period=0 --force >/dev/null 2>&1
 echo "kube test objects ready: release kt, nodes gpu-node-1/2, tokens in $out"

@@ -14,6 +14,7 @@
 
 #include "base/files.h"
 #include "coordinator/node_identity.h"
+#include "exporter/http_auth.h"
 #include "kube/kube_client.h"
 #include "kube/kubeconfig.h"
 
@@ -209,9 +210,7 @@ TEST_F(RealApi, CoordinatorRefusesATokenWhosePodIsGone) {
 }
 
 TEST_F(RealApi, RbacRefusesWhatEachServiceAccountDoesNotNeed) {
-  KubeResponse r = agent_->CreateTokenReview(Read(Work() + "/kube/agent-2/identity-token"), {"nccl-triage"});
-  EXPECT_EQ(r.status, 403) << r.Describe();
-  r = coordinator_->ListPods("spec.nodeName=gpu-node-1");
+  KubeResponse r = coordinator_->ListPods("spec.nodeName=gpu-node-1");
   EXPECT_EQ(r.status, 403) << r.Describe();
   r = coordinator_->GetPod("jobs", "train-0");  // pods get only in its own namespace
   EXPECT_EQ(r.status, 403) << r.Describe();
@@ -233,6 +232,56 @@ TEST_F(RealApi, ATokenForAnotherAudienceIsUnauthorized) {
   KubeResponse r = (*wrong)->GetNode("gpu-node-1");
   EXPECT_EQ(r.status, 401) << r.Describe();
   EXPECT_TRUE(r.Permanent());
+}
+
+// server.auth: kubernetes with the agent's own service account (the chart's RBAC: tokenreviews
+// and subjectaccessreviews create) deciding who may read /metrics and /status: the real API
+// server's answers, through the authorizer the HTTP server runs.
+TEST_F(RealApi, AgentsAuthorizerAsksTheApiServerWhoMayReadMetrics) {
+  HttpAuthorizer auth(*agent_);
+  auto get = [](const std::string& path, const std::string& token_of) {
+    HttpRequest r;
+    r.method = "GET";
+    r.path = path;
+    if (!token_of.empty()) {
+      r.headers.emplace_back("authorization",
+                             "Bearer " + Read(Work() + "/kube/" + token_of + "/token"));
+    }
+    return r;
+  };
+  auto none = auth.Check(get("/metrics", ""));
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  auto gone = auth.Check(get("/metrics", "agent-gone"));  // its pod was deleted
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->status, 401) << gone->body;
+  auto stranger = auth.Check(get("/status", "stranger"));
+  ASSERT_TRUE(stranger);
+  EXPECT_EQ(stranger->status, 403) << stranger->body;
+  EXPECT_NE(stranger->body.find("system:serviceaccount:kt:stranger"), std::string::npos)
+      << stranger->body;
+  // The agent's own token holds no metrics-reader binding either.
+  auto self = auth.Check(get("/metrics", "agent-1"));
+  ASSERT_TRUE(self);
+  EXPECT_EQ(self->status, 403) << self->body;
+  EXPECT_FALSE(auth.Check(get("/metrics", "scraper")));  // bound by rbac.metricsReaders
+  EXPECT_FALSE(auth.Check(get("/status", "scraper")));
+  // /sweep is no path of the metrics reader.
+  auto post = get("/sweep", "scraper");
+  post.method = "POST";
+  auto sweep = auth.Check(post);
+  ASSERT_TRUE(sweep);
+  EXPECT_EQ(sweep->status, 403) << sweep->body;
+}
+
+TEST_F(RealApi, TheCoordinatorMayReviewForItsHttpEndpointsToo) {
+  HttpAuthorizer auth(*coordinator_);
+  HttpRequest r;
+  r.method = "GET";
+  r.path = "/metrics";
+  r.headers.emplace_back("authorization", "Bearer " + Read(Work() + "/kube/scraper/token"));
+  auto reply = auth.Check(r);
+  EXPECT_FALSE(reply) << (reply ? reply->body : "");
 }
 
 }  // namespace

@@ -56,6 +56,7 @@ table="$(
   row "create events -n default" create events -n default
   row "create tokenreviews" create tokenreviews.authentication.k8s.io
   row "create subjectaccessreviews" create subjectaccessreviews.authorization.k8s.io
+  row "get /metrics" get /metrics
   row "get secrets -n <release namespace>" get secrets -n kt
   row "list configmaps -n <release namespace>" list configmaps -n kt
   row "create serviceaccounts/token -n <release namespace>" create serviceaccounts --subresource token -n kt

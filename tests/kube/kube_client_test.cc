@@ -232,6 +232,63 @@ TEST_F(KubeClientTest, ReviewsATokenForItsAudience) {
   EXPECT_EQ(id->node_name, "gpu-17");
   EXPECT_EQ(id->pod_name, "nccl-triage-agent-x7k2p");
   EXPECT_EQ(id->pod_uid, "p-1");
+  // All of user.*, for a SubjectAccessReview about this user.
+  EXPECT_EQ(id->uid, "u1");
+  EXPECT_EQ(id->groups, std::vector<std::string>{"system:serviceaccounts"});
+  EXPECT_EQ(id->extra.size(), 5u);
+  EXPECT_EQ(id->extra.at("authentication.kubernetes.io/credential-id"),
+            std::vector<std::string>{"JTI=1"});
+}
+
+TEST_F(KubeClientTest, AsksWhetherAUserMayGetANonResourceUrl) {
+  server_.SetBody(
+      R"({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","status":{)"
+      R"("allowed":true,"reason":"RBAC: allowed by ClusterRoleBinding \"reader\""}})");
+  auto client = Client();
+  AccessReviewRequest ask;
+  ask.username = "system:serviceaccount:monitoring:prometheus";
+  ask.uid = "u2";
+  ask.groups = {"system:serviceaccounts", "system:authenticated"};
+  ask.extra = {{"authentication.kubernetes.io/pod-name", {"prometheus-0"}}};
+  ask.path = "/metrics";
+  KubeResponse r = client->CreateSubjectAccessReview(ask);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  auto seen = server_.Last();
+  EXPECT_EQ(seen.method, "POST");
+  EXPECT_EQ(seen.path, "/apis/authorization.k8s.io/v1/subjectaccessreviews");
+  auto body = nlohmann::json::parse(seen.body);
+  EXPECT_EQ(body["kind"], "SubjectAccessReview");
+  EXPECT_EQ(body["spec"]["user"], ask.username);
+  EXPECT_EQ(body["spec"]["uid"], "u2");
+  EXPECT_EQ(body["spec"]["groups"][1], "system:authenticated");
+  EXPECT_EQ(body["spec"]["extra"]["authentication.kubernetes.io/pod-name"][0], "prometheus-0");
+  EXPECT_EQ(body["spec"]["nonResourceAttributes"],
+            nlohmann::json({{"path", "/metrics"}, {"verb", "get"}}));
+  EXPECT_FALSE(body["spec"].contains("resourceAttributes"));
+  auto d = AccessDecisionFromReview(r.body);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->reason, "RBAC: allowed by ClusterRoleBinding \"reader\"");
+}
+
+TEST(AccessDecisionFromReview, ANoOrAnythingOddIsNotAllowed) {
+  auto no =
+      AccessDecisionFromReview(R"({"kind":"SubjectAccessReview","status":{"allowed":false}})");
+  ASSERT_TRUE(no.ok());
+  EXPECT_FALSE(no->allowed);
+  auto err = AccessDecisionFromReview(
+      R"({"kind":"SubjectAccessReview","status":{"allowed":false,)"
+      R"("evaluationError":"webhook down"}})");
+  ASSERT_TRUE(err.ok());
+  EXPECT_EQ(err->evaluation_error, "webhook down");
+  auto odd =
+      AccessDecisionFromReview(R"({"kind":"SubjectAccessReview","status":{"allowed":"true"}})");
+  ASSERT_TRUE(odd.ok());
+  EXPECT_FALSE(odd->allowed);  // a string is not a yes
+  for (const char* bad : {"", "[]", "{}", R"({"kind":"TokenReview","status":{"allowed":true}})",
+                          R"({"kind":"SubjectAccessReview","status":true})", "{not json"}) {
+    EXPECT_FALSE(AccessDecisionFromReview(bad).ok()) << bad;
+  }
 }
 
 TEST(TokenIdentityFromReview, ReadsRefusalsAndRejectsWhatIsNotAReview) {

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
+#include <set>
 
 namespace nccl_triage::testing {
 namespace {
@@ -157,6 +159,75 @@ struct FakeApiServer::Impl {
   std::string event_message;
   std::vector<Call> calls;
   std::vector<json> events;
+  std::map<std::string, std::pair<std::string, std::vector<std::string>>> token_users;
+  std::set<std::string> grants;  // "user\npath\nverb"
+  int review_status = 0;
+  std::string review_message;
+  std::chrono::milliseconds review_delay{0};
+  std::condition_variable stop_cv;
+  bool stopping = false;
+
+  // The scripted delay and failure of a review; true when it answered. Also completes the call's
+  // record with its body (the pre-routing handler runs before the body is read).
+  bool ReviewFault(const httplib::Request& req, httplib::Response& res) {
+    std::unique_lock lock(mu);
+    for (auto it = calls.rbegin(); it != calls.rend(); ++it) {
+      if (it->path == req.path && it->body.empty()) {
+        it->body = req.body;
+        break;
+      }
+    }
+    if (review_delay.count() > 0) {
+      stop_cv.wait_for(lock, review_delay, [this] { return stopping; });
+    }
+    if (review_status == 0) return false;
+    Fail(res, review_status, review_message);
+    return true;
+  }
+
+  void TokenReview(const httplib::Request& req, httplib::Response& res) {
+    if (ReviewFault(req, res)) return;
+    json body = json::parse(req.body, nullptr, false);
+    if (!body.is_object() || body.value("kind", "") != "TokenReview" || !body.contains("spec") ||
+        !body["spec"].is_object()) {
+      Fail(res, 400, "not a TokenReview");
+      return;
+    }
+    const std::string token = body["spec"].value("token", "");
+    std::lock_guard lock(mu);
+    json status = {{"authenticated", false}, {"error", "invalid bearer token"}};
+    if (auto it = token_users.find(token); it != token_users.end()) {
+      status = {{"authenticated", true},
+                {"user",
+                 {{"username", it->second.first},
+                  {"uid", "uid-" + it->second.first},
+                  {"groups", it->second.second}}}};
+    }
+    body["status"] = status;
+    res.status = 201;
+    res.set_content(body.dump(), "application/json");
+  }
+
+  void AccessReview(const httplib::Request& req, httplib::Response& res) {
+    if (ReviewFault(req, res)) return;
+    json body = json::parse(req.body, nullptr, false);
+    if (!body.is_object() || body.value("kind", "") != "SubjectAccessReview" ||
+        !body.contains("spec") || !body["spec"].is_object() ||
+        !body["spec"].contains("nonResourceAttributes")) {
+      Fail(res, 400, "not a SubjectAccessReview of a non-resource URL");
+      return;
+    }
+    const json& spec = body["spec"];
+    const json& attrs = spec["nonResourceAttributes"];
+    const std::string key = spec.value("user", "") + "\n" + attrs.value("path", "") + "\n" +
+                            attrs.value("verb", "");
+    std::lock_guard lock(mu);
+    const bool allowed = grants.contains(key);
+    body["status"] = allowed ? json{{"allowed", true}, {"reason", "granted by the fake"}}
+                             : json{{"allowed", false}};
+    res.status = 201;
+    res.set_content(body.dump(), "application/json");
+  }
 
   static std::string LogKey(const std::string& ns, const std::string& pod, const std::string& c,
                             bool previous) {
@@ -389,6 +460,10 @@ FakeApiServer::FakeApiServer(Options options) : impl_(std::make_unique<Impl>(opt
             [impl](const httplib::Request& q, httplib::Response& r) { impl->Patch(q, r); });
   srv.Post(R"(/api/v1/namespaces/([^/]+)/events)",
            [impl](const httplib::Request& q, httplib::Response& r) { impl->Event(q, r); });
+  srv.Post("/apis/authentication.k8s.io/v1/tokenreviews",
+           [impl](const httplib::Request& q, httplib::Response& r) { impl->TokenReview(q, r); });
+  srv.Post("/apis/authorization.k8s.io/v1/subjectaccessreviews",
+           [impl](const httplib::Request& q, httplib::Response& r) { impl->AccessReview(q, r); });
   // As the real API server: Go's net package sets TCP_NODELAY on every TCP connection.
   srv.set_tcp_nodelay(true);
   port_ = srv.bind_to_any_port("127.0.0.1");
@@ -397,6 +472,11 @@ FakeApiServer::FakeApiServer(Options options) : impl_(std::make_unique<Impl>(opt
 }
 
 FakeApiServer::~FakeApiServer() {
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->stop_cv.notify_all();
   impl_->server.stop();
   thread_.join();
 }
@@ -428,6 +508,29 @@ void FakeApiServer::FailEvents(int status, std::string message) {
   std::lock_guard lock(impl_->mu);
   impl_->event_status = status;
   impl_->event_message = std::move(message);
+}
+
+void FakeApiServer::AddTokenUser(const std::string& token, const std::string& username,
+                                 std::vector<std::string> groups) {
+  std::lock_guard lock(impl_->mu);
+  impl_->token_users[token] = {username, std::move(groups)};
+}
+
+void FakeApiServer::AllowNonResource(const std::string& username, const std::string& path,
+                                     const std::string& verb) {
+  std::lock_guard lock(impl_->mu);
+  impl_->grants.insert(username + "\n" + path + "\n" + verb);
+}
+
+void FakeApiServer::FailReviews(int status, std::string message) {
+  std::lock_guard lock(impl_->mu);
+  impl_->review_status = status;
+  impl_->review_message = std::move(message);
+}
+
+void FakeApiServer::DelayReviews(std::chrono::milliseconds delay) {
+  std::lock_guard lock(impl_->mu);
+  impl_->review_delay = delay;
 }
 
 std::vector<FakeApiServer::Call> FakeApiServer::Calls() const {

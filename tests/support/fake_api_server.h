@@ -4,7 +4,9 @@
 // selectors, spec.nodeName field selectors, pages of `limit` with a continue token), single pods,
 // container logs (container, previous, timestamps, sinceSeconds, limitBytes, tailLines, streamed
 // in chunks and generated line by line, so a 200,000-line log is never held whole), annotation
-// merge patches with the UID precondition, and events — and checks what a real one would: the
+// merge patches with the UID precondition, and events; TokenReviews and SubjectAccessReviews of
+// non-resource URLs (the HTTP servers' authorizer) from a table of tokens and grants, with
+// injected failures and a delay (a stalled API server) — and checks what a real one would: the
 // bearer token (or, when configured, a client certificate signed by its CA). Errors are
 // injected per pod, per log and per call kind. Thread-safe; binds 127.0.0.1 on a free port.
 //
@@ -16,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -65,6 +68,18 @@ class FakeApiServer {
   // Every pod list in `ns` answers this status (RBAC on another namespace).
   void FailNamespace(const std::string& ns, int status, std::string message);
   void FailEvents(int status, std::string message);
+
+  // TokenReview: `token` is `username`'s (with `groups`); any other token is not authenticated.
+  void AddTokenUser(const std::string& token, const std::string& username,
+                    std::vector<std::string> groups = {});
+  // SubjectAccessReview: `username` may `verb` the non-resource URL `path`; nobody else may.
+  void AllowNonResource(const std::string& username, const std::string& path,
+                        const std::string& verb = "get");
+  // Every review (token or access) answers this status with a v1 Status body; 0: normally.
+  void FailReviews(int status, std::string message);
+  // Every review waits this long before it answers (a stalled API server; cut short when the
+  // server stops).
+  void DelayReviews(std::chrono::milliseconds delay);
 
   struct Call {
     std::string method;

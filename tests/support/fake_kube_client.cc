@@ -191,6 +191,26 @@ KubeResponse FakeKubeClient::CreateTokenReview(const std::string& token,
   return r;
 }
 
+void FakeKubeClient::SetNonResourceGrants(std::set<std::string> grants) {
+  std::lock_guard lock(mu_);
+  grants_ = std::move(grants);
+}
+
+KubeResponse FakeKubeClient::CreateSubjectAccessReview(const AccessReviewRequest& request) {
+  KubeResponse r = Answer("CreateSubjectAccessReview", request.username,
+                          SubjectAccessReviewBody(request));
+  if (r.ok()) {
+    std::lock_guard lock(mu_);
+    const bool allowed =
+        grants_.contains(request.username + " " + request.verb + " " + request.path);
+    r.body = nlohmann::json{{"apiVersion", "authorization.k8s.io/v1"},
+                            {"kind", "SubjectAccessReview"},
+                            {"status", {{"allowed", allowed}}}}
+                 .dump();
+  }
+  return r;
+}
+
 KubeResponse FakeKubeClient::PatchPodAnnotationsIfUid(const std::string& ns, const std::string& pod,
                                                       const std::string& uid,
                                                       const AnnotationPatch& annotations) {

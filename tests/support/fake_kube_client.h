@@ -7,6 +7,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <set>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ class FakeKubeClient final : public KubeClient {
   // Answers CreateTokenReview: a token in the map is authenticated as that user (a TokenReview
   // status.user object); any other is not. The audiences asked for are recorded with the call.
   void SetTokenUsers(std::map<std::string, nlohmann::json> users);
+  // Answers CreateSubjectAccessReview: allowed when "<user> <verb> <path>" is in the set (a
+  // non-resource URL, as the HTTP authorizer asks); any other question is not allowed.
+  void SetNonResourceGrants(std::set<std::string> grants);
 
   std::vector<Call> Calls() const;
   size_t CallCount(const std::string& method) const;
@@ -58,6 +62,7 @@ class FakeKubeClient final : public KubeClient {
                                         const AnnotationPatch& annotations) override;
   KubeResponse CreateTokenReview(const std::string& token,
                                  const std::vector<std::string>& audiences) override;
+  KubeResponse CreateSubjectAccessReview(const AccessReviewRequest& request) override;
 
  private:
   KubeResponse Answer(const std::string& method, const std::string& target, nlohmann::json body);
@@ -69,6 +74,7 @@ class FakeKubeClient final : public KubeClient {
   nlohmann::json pods_ = {{"kind", "PodList"}, {"items", nlohmann::json::array()}};
   nlohmann::json nodes_ = {{"kind", "NodeList"}, {"items", nlohmann::json::array()}};
   std::map<std::string, nlohmann::json> token_users_;
+  std::set<std::string> grants_;
   std::vector<Call> calls_;
   std::map<std::string, std::map<std::string, std::string>> annotations_;
   std::map<std::string, NodeCondition> conditions_;

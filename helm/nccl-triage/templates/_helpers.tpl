@@ -147,3 +147,8 @@ checksum/token: {{ printf "%s/%s" .Release.Name $token | sha256sum }}
 */}}
 {{- define "nccl-triage.ncclDir" -}}/opt/nccl-triage/nccl{{- end }}
 {{- define "nccl-triage.cudaDir" -}}/opt/nccl-triage/cuda{{- end }}
+
+{{/* "true" when config.server.auth is kubernetes: /metrics and /status ask the API server. */}}
+{{- define "nccl-triage.httpAuth" -}}
+{{- if eq (toString (dig "server" "auth" "none" .Values.config)) "kubernetes" }}true{{ end }}
+{{- end }}

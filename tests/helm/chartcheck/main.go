@@ -216,10 +216,16 @@ func listenPort(listen string) float64 {
 	return p
 }
 
-// rbacRules flattens a ClusterRole into "group/resource:verb" strings.
+// rbacRules flattens a ClusterRole into "group/resource:verb" strings ("nonResource:/path:verb"
+// for a non-resource URL).
 func rbacRules(role obj) []string {
 	var out []string
 	for _, r := range list(role, "rules") {
+		for _, u := range strs(list(r, "nonResourceURLs")) {
+			for _, v := range strs(list(r, "verbs")) {
+				out = append(out, fmt.Sprintf("nonResource:%s:%s", u, v))
+			}
+		}
 		for _, g := range strs(list(r, "apiGroups")) {
 			for _, res := range strs(list(r, "resources")) {
 				for _, v := range strs(list(r, "verbs")) {
@@ -306,7 +312,7 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	}
 	if allOn {
 		want = append(want, "AlertmanagerConfig/"+full,
-			"ConfigMap/" + release + "-extra", "ConfigMap/triage-extra-string",
+			"ConfigMap/"+release+"-extra", "ConfigMap/triage-extra-string",
 			"NetworkPolicy/"+full+"-coordinator",
 			"PodMonitor/"+full+"-agent", "PodMonitor/"+full+"-coordinator",
 			"PrometheusRule/"+full, "Service/"+full+"-agent",
@@ -326,9 +332,20 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	// With node identities checked (the default) the coordinator gets its own RBAC: a ClusterRole
 	// for tokenreviews (cluster-scoped) and a Role for the pods of its namespace.
 	verifyIdentity, _ := get(values, "config.coordinator.verify_node_identity").(bool)
+	// server.auth kubernetes (the default): both review the tokens of /metrics and /status, and a
+	// metrics-reader ClusterRole says who may read them (bound to rbac.metricsReaders, if any).
+	httpAuth := get(values, "config.server.auth") == "kubernetes"
+	if verifyIdentity || httpAuth {
+		want = append(want, "ClusterRole/"+full+"-coordinator", "ClusterRoleBinding/"+full+"-coordinator")
+	}
 	if verifyIdentity {
-		want = append(want, "ClusterRole/"+full+"-coordinator", "ClusterRoleBinding/"+full+"-coordinator",
-			"Role/"+full+"-coordinator", "RoleBinding/"+full+"-coordinator")
+		want = append(want, "Role/"+full+"-coordinator", "RoleBinding/"+full+"-coordinator")
+	}
+	if httpAuth {
+		want = append(want, "ClusterRole/"+full+"-metrics-reader")
+		if len(list(values, "rbac.metricsReaders")) > 0 {
+			want = append(want, "ClusterRoleBinding/"+full+"-metrics-reader")
+		}
 	}
 	sort.Strings(want)
 	c.check(reflect.DeepEqual(s.inventory(), want), "objects\n got  %v\n want %v", s.inventory(), want)
@@ -481,10 +498,13 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	ctm := mount(co, tokenDir)
 	c.check(ctm != nil && str(volume(dep, str(ctm, "name")), "secret.secretName") == full+"-token", "coordinator token mount")
 	c.check(path.Dir(str(config, "coordinator.token_file")) == tokenDir, "coordinator token_file outside the token mount")
-	// The coordinator calls the API server only to check the agents' identity tokens.
 	verify, _ := get(config, "coordinator.verify_node_identity").(bool)
-	c.check(get(dep, "spec.template.spec.automountServiceAccountToken") == verify,
-		"coordinator API token mounted: %v, node identities checked: %v", get(dep, "spec.template.spec.automountServiceAccountToken"), verify)
+	// The coordinator calls the API server to check the agents' identity tokens and, with
+	// server.auth kubernetes, the tokens of /metrics and /status.
+	reviewsTokens := verify || get(config, "server.auth") == "kubernetes"
+	c.check(get(dep, "spec.template.spec.automountServiceAccountToken") == reviewsTokens,
+		"coordinator API token mounted: %v, node identities checked: %v, server.auth %v",
+		get(dep, "spec.template.spec.automountServiceAccountToken"), verify, get(config, "server.auth"))
 	if verify {
 		account := ""
 		for _, e := range list(co, "env") {
@@ -524,28 +544,60 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	if allOn {
 		wantAgent = append(wantAgent, "/events:create", "/nodes/status:patch", "/pods/log:get")
 	}
+	reviews := []string{"authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create"}
+	if httpAuth {
+		wantAgent = append(wantAgent, reviews...)
+	}
 	sort.Strings(wantAgent)
 	ar := s.find("ClusterRole", full+"-agent")
 	c.check(reflect.DeepEqual(rbacRules(ar), wantAgent), "agent rules %v, want %v", rbacRules(ar), wantAgent)
-	// The coordinator: tokenreviews create and pods get in its own namespace, only when it checks
-	// the agents' identity tokens; nothing else.
-	if verifyIdentity {
+	// The coordinator: tokenreviews create (identity tokens, and with server.auth the tokens of
+	// /metrics and /status, with subjectaccessreviews create), pods get in its own namespace only
+	// when it checks the agents' identity tokens; nothing else.
+	clusterRoles, roles := 1, 0
+	if verifyIdentity || httpAuth {
+		wantCoordinator := []string{reviews[0]}
+		if httpAuth {
+			wantCoordinator = reviews
+		}
 		cr := s.find("ClusterRole", full+"-coordinator")
-		c.check(reflect.DeepEqual(rbacRules(cr), []string{"authentication.k8s.io/tokenreviews:create"}),
-			"coordinator cluster rules %v", rbacRules(cr))
+		c.check(reflect.DeepEqual(rbacRules(cr), wantCoordinator),
+			"coordinator cluster rules %v, want %v", rbacRules(cr), wantCoordinator)
+		clusterRoles++
+	}
+	if verifyIdentity {
 		r := s.find("Role", full+"-coordinator")
 		c.check(reflect.DeepEqual(rbacRules(r), []string{"/pods:get"}) && str(r, "metadata.namespace") == ns,
 			"coordinator namespace rules %v in %q", rbacRules(r), str(r, "metadata.namespace"))
-		c.check(len(s.byKind("ClusterRole")) == 2 && len(s.byKind("Role")) == 1, "RBAC beyond the agent's and the coordinator's")
-	} else {
-		c.check(len(s.byKind("ClusterRole")) == 1 && len(s.byKind("Role")) == 0, "only the agent has RBAC")
+		roles++
 	}
+	if httpAuth {
+		mr := s.find("ClusterRole", full+"-metrics-reader")
+		c.check(reflect.DeepEqual(rbacRules(mr), []string{"nonResource:/metrics:get", "nonResource:/status:get"}),
+			"metrics-reader rules %v", rbacRules(mr))
+		clusterRoles++
+		if readers := list(values, "rbac.metricsReaders"); len(readers) > 0 {
+			b := s.find("ClusterRoleBinding", full+"-metrics-reader")
+			c.check(toJSON(list(b, "subjects")) != "null" && len(list(b, "subjects")) == len(readers),
+				"metrics-reader binding subjects %v, want %v", get(b, "subjects"), readers)
+			for i, sub := range list(b, "subjects") {
+				c.check(str(sub, "name") == str(readers[i], "name") && str(sub, "kind") == str(readers[i], "kind"),
+					"metrics-reader subject %d: %v, want %v", i, sub, readers[i])
+			}
+		}
+	}
+	c.check(len(s.byKind("ClusterRole")) == clusterRoles && len(s.byKind("Role")) == roles,
+		"%d ClusterRoles and %d Roles, want %d and %d: RBAC beyond the agent's, the coordinator's and the metrics reader's",
+		len(s.byKind("ClusterRole")), len(s.byKind("Role")), clusterRoles, roles)
 	coordinatorSA := str(dep, "spec.template.spec.serviceAccountName")
 	for _, kinds := range [][2]string{{"ClusterRoleBinding", "ClusterRole"}, {"RoleBinding", "Role"}} {
 		for _, b := range s.byKind(kinds[0]) {
 			role := str(b, "roleRef.name")
 			c.check(str(b, "roleRef.kind") == kinds[1] && s.find(kinds[1], role) != nil,
 				"binding %s refers to missing %s %s", str(b, "metadata.name"), kinds[1], role)
+			if strings.HasSuffix(role, "-metrics-reader") {
+				continue // the operator's scrapers (rbac.metricsReaders), checked above
+			}
 			for _, sub := range list(b, "subjects") {
 				c.check(s.find("ServiceAccount", str(sub, "name")) != nil && str(sub, "namespace") == ns,
 					"binding %s subject %s/%s missing", str(b, "metadata.name"), str(sub, "namespace"), str(sub, "name"))
@@ -627,6 +679,17 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 			c.check(str(m, "metadata.labels.release") == "kube-prometheus-stack", "%s %s labels", kind, comp)
 			msel, _ := get(m, "spec.selector.matchLabels").(obj)
 			c.check(msel["app.kubernetes.io/component"] == comp, "%s %s selector %v", kind, comp, msel)
+			// server.auth kubernetes: Prometheus sends a service-account token, from the file
+			// (ServiceMonitor) or from the Secret (PodMonitor) the values name.
+			if kind == "ServiceMonitor" {
+				c.check(str(ep, "bearerTokenFile") == "/var/run/secrets/prometheus/token",
+					"%s %s bearerTokenFile %q", kind, comp, str(ep, "bearerTokenFile"))
+			} else {
+				c.check(str(ep, "authorization.type") == "Bearer" &&
+					str(ep, "authorization.credentials.name") == "prometheus-scrape-token" &&
+					str(ep, "authorization.credentials.key") == "token",
+					"%s %s authorization %v", kind, comp, get(ep, "authorization"))
+			}
 		}
 	}
 	asvc := s.find("Service", full+"-agent")
@@ -672,16 +735,17 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 
 // kubeCalls maps each KubeClient method (agent/kube/kube_api.h) to the permission it needs.
 var kubeCalls = map[string]string{
-	"PatchPodAnnotations":      "/pods:patch",
-	"PatchPodAnnotationsIfUid": "/pods:patch",
-	"GetPod":                   "/pods:get",
-	"ListPods":                 "/pods:list",
-	"GetNode":                  "/nodes:get",
-	"CreateTokenReview":        "authentication.k8s.io/tokenreviews:create",
-	"PatchNodeCondition":       "/nodes/status:patch",
-	"CreateEvent":              "/events:create",
-	"ListNamespacedPods":       "/pods:list",
-	"StreamPodLog":             "/pods/log:get",
+	"PatchPodAnnotations":       "/pods:patch",
+	"PatchPodAnnotationsIfUid":  "/pods:patch",
+	"GetPod":                    "/pods:get",
+	"ListPods":                  "/pods:list",
+	"GetNode":                   "/nodes:get",
+	"CreateTokenReview":         "authentication.k8s.io/tokenreviews:create",
+	"CreateSubjectAccessReview": "authorization.k8s.io/subjectaccessreviews:create",
+	"PatchNodeCondition":        "/nodes/status:patch",
+	"CreateEvent":               "/events:create",
+	"ListNamespacedPods":        "/pods:list",
+	"StreamPodLog":              "/pods/log:get",
 }
 
 // runRbacCode derives the agent's permissions from the KubeClient calls in the sources and
@@ -749,10 +813,21 @@ func runRbacCode(c *checker, manifests, sources string) error {
 	}
 	var got []string
 	for _, o := range objs {
-		if o["kind"] == "ClusterRole" || o["kind"] == "Role" {
+		// The metrics reader is what others may do to nccl-triage, not what its code calls.
+		if (o["kind"] == "ClusterRole" || o["kind"] == "Role") && !strings.HasSuffix(str(o, "metadata.name"), "-metrics-reader") {
 			got = append(got, rbacRules(o)...)
 		}
 	}
+	// Several roles may grant one permission (both review tokens): compare the sets.
+	seen := map[string]bool{}
+	var unique []string
+	for _, p := range got {
+		if !seen[p] {
+			seen[p] = true
+			unique = append(unique, p)
+		}
+	}
+	got = unique
 	sort.Strings(got)
 	c.check(reflect.DeepEqual(got, want), "RBAC with every option on grants %v; the code calls for %v", got, want)
 	return nil
