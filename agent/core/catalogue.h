@@ -66,6 +66,10 @@ struct CauseInfo {
   std::string_view title;   // short noun phrase, used in tables and annotations
   std::string_view why;     // one or two sentences: why this breaks or slows NCCL
   std::string_view remedy;  // what an operator does about it
+  // Host checks: what the check reads and when it passes, warns, fails or skips (the check
+  // table of docs/checks.md, Markdown). Empty for the other kinds.
+  std::string_view looks_at = {};
+  std::string_view verdict = {};
 
   constexpr bool Has(CauseTrait trait) const { return (traits & trait) != 0; }
 };
@@ -94,135 +98,221 @@ inline constexpr std::array kEntries = {
               "NCCL older than the GPU generation needs, or different NCCL versions between the "
               "ranks of one job (NCCL refuses to initialise across versions).",
               "Use one NCCL build on every node, at least the minimum for the GPU generation "
-              "(A100: 2.7.8, H100/H200: 2.18, B200: 2.25); rebuild the image rather than mixing."},
+              "(A100: 2.7.8, H100/H200: 2.18, B200: 2.25); rebuild the image rather than mixing.",
+              "the probe result (NCCL version, GPU name)",
+              "skip without a probe; fail when NCCL is older than the GPU generation needs (A100 "
+              "2.7.8, H100/H200 2.18, B200 2.25)"},
     CauseInfo{"versions.cuda_driver", kArch, kHost, kNone, "GPU driver vs GPU and CUDA",
               "A driver too old for the GPU generation or for the CUDA version NCCL was built "
               "against makes every CUDA call fail before NCCL touches the network.",
               "Install a driver branch that supports the GPU and the CUDA toolkit of the image "
               "(CUDA 12.x needs driver >= 525, CUDA 13 needs >= 580), or use the CUDA forward "
-              "compatibility package."},
+              "compatibility package.",
+              "`proc/driver/nvidia/version` (or `sys/module/nvidia/version`), GPU models in "
+              "`proc/driver/nvidia/gpus/*/information`",
+              "fail when the driver is older than the GPU generation needs (A100 450, H100/H200 "
+              "525, B200 570) or `expect.gpu_driver_min`, or GPUs are on PCI with no driver "
+              "loaded; skip for an unknown generation"},
     CauseInfo{"versions.ofed_kernel", kArch, kHost, kNone, "OFED vs kernel RDMA stack",
               "Mellanox OFED user space and kernel modules must come from one release; an inbox "
               "kernel driver under an OFED user space (or the reverse) breaks verbs calls.",
               "Reinstall MLNX_OFED/DOCA-OFED for the running kernel (or remove it and use the "
-              "inbox rdma-core consistently); reboot so the matching modules load."},
+              "inbox rdma-core consistently); reboot so the matching modules load.",
+              "`sys/module/{mlx_compat,ib_core,mlx5_core,mlx5_ib,ib_uverbs,rdma_ucm}/version`, "
+              "`proc/sys/kernel/osrelease`",
+              "pass for one OFED release or the inbox stack (evidence says which); fail for "
+              "modules of two OFED releases, or OFED and inbox modules mixed"},
     CauseInfo{"container.host_network", kArch, kHost, kInContainers, "Host network namespace",
               "In a private network namespace NCCL cannot see the host's IB netdevs, RoCE GIDs "
               "and IPoIB addresses; bootstrap and the IB out-of-band socket pick the wrong "
               "interface.",
               "Run the pod with hostNetwork: true (and dnsPolicy: ClusterFirstWithHostNet), or "
-              "attach the RDMA interfaces with a secondary network (Multus + SR-IOV/macvlan)."},
+              "attach the RDMA interfaces with a secondary network (Multus + SR-IOV/macvlan).",
+              "`proc/self/ns/net` vs `proc/1/ns/net`, interfaces in `sys/class/net`, RoCE GID "
+              "netdevs",
+              "fail in a private namespace that lacks the RoCE netdevs; warn in a private "
+              "namespace where IB verbs or attached RoCE netdevs still work"},
     CauseInfo{"container.rdma_devices", kArch, kHost, kInContainers,
               "RDMA devices passed into the container",
               "The host has HCAs but /dev/infiniband/uverbs* is missing in the container, so "
               "ibv_open_device fails and NCCL has no IB transport.",
               "Request the RDMA device plugin resource (e.g. rdma/rdma_shared_device_a: 1 or "
-              "nvidia.com/hostdev), or mount /dev/infiniband into a privileged container."},
+              "nvidia.com/hostdev), or mount /dev/infiniband into a privileged container.",
+              "`sys/class/infiniband_verbs/uverbs*` vs `dev/infiniband/`",
+              "fail when a uverbs device of the host is missing under `/dev/infiniband`"},
     CauseInfo{"container.ipc_lock", kArch, kHost, kInContainers, "CAP_IPC_LOCK",
               "Without CAP_IPC_LOCK a process cannot lock more memory than RLIMIT_MEMLOCK, so "
               "RDMA memory registration of large buffers fails.",
               "Add securityContext.capabilities.add: [IPC_LOCK] to the container (or run it "
-              "privileged)."},
+              "privileged).",
+              "`CapEff` in `proc/self/status` (bit 14), memlock",
+              "pass when memlock is sufficient or the node has no RDMA hardware (the capability "
+              "is then not needed) or CAP_IPC_LOCK is present; fail when memlock is limited and "
+              "the capability is missing"},
     CauseInfo{"limits.memlock", kArch, kHost, kInContainers, "Locked-memory limit (ulimit -l)",
               "RDMA memory registration pins pages; a small RLIMIT_MEMLOCK (64 KiB or 8 MiB "
               "defaults) makes ibv_reg_mr fail with ENOMEM, so only the IB path breaks.",
               "Set memlock to unlimited: `* - memlock unlimited` in /etc/security/limits.conf, "
               "LimitMEMLOCK=infinity for containerd/docker/kubelet systemd units, or docker "
-              "--ulimit memlock=-1:-1."},
+              "--ulimit memlock=-1:-1.",
+              "`Max locked memory` in `proc/self/limits` (soft limit)",
+              "fail below unlimited or `expect.memlock_min_bytes` (the message notes when this "
+              "process has CAP_IPC_LOCK: the limit is still what every other process inherits); "
+              "only warn on a node without RDMA hardware"},
     CauseInfo{"limits.nofile", kArch, kHost, kInContainers, "Open-files limit (ulimit -n)",
               "NCCL opens sockets, shared-memory segments and verbs objects per peer and "
               "channel; a low RLIMIT_NOFILE makes socket() or open() fail with EMFILE at scale.",
               "Raise nofile to at least 65536 (limits.conf, LimitNOFILE= in the runtime's unit, "
-              "or the container runtime's default ulimits)."},
+              "or the container runtime's default ulimits).",
+              "`Max open files` in `proc/self/limits` (soft limit)",
+              "fail below `expect.nofile_min` (65536)"},
     CauseInfo{"security.lsm", kArch, kHost, kNone, "Security policy (SELinux/AppArmor/seccomp)",
               "An enforcing SELinux or AppArmor profile, or a restrictive seccomp filter, can "
               "deny the opens, mmaps and ioctls that verbs and CUDA IPC need.",
               "Run the workload with a profile that allows RDMA (container_t with "
               "container_use_devices, AppArmor unconfined or an rdma profile, seccomp "
-              "Unconfined or a profile permitting the needed syscalls); check the audit log."},
+              "Unconfined or a profile permitting the needed syscalls); check the audit log.",
+              "`sys/fs/selinux/enforce`, `proc/self/attr/current`, `Seccomp` in "
+              "`proc/self/status`",
+              "warn for an enforcing AppArmor profile, SELinux enforcing in a confined domain, or "
+              "a seccomp filter (a denial is only provable from the audit log); fail for seccomp "
+              "strict mode"},
     CauseInfo{"platform.arch", kArch, kHost, kNone, "CPU architecture and virtualisation",
               "Ranks on different CPU architectures (x86_64 with aarch64) cannot share one NCCL "
               "job, and a virtual machine without SR-IOV/passthrough has no usable RDMA.",
               "Schedule one job on one architecture (nodeSelector kubernetes.io/arch); give VMs "
-              "the HCA by PCI passthrough or an SR-IOV VF."},
+              "the HCA by PCI passthrough or an SR-IOV VF.",
+              "`proc/sys/kernel/arch`, the `hypervisor` CPU flag in `proc/cpuinfo`, RDMA and GPU "
+              "PCI functions",
+              "fail for a GPU virtual machine without RDMA passthrough; warn for a VM without "
+              "GPUs or RDMA, or an architecture NCCL is not built for"},
     CauseInfo{"shm.size", kArch, kHost, kInContainers, "/dev/shm size",
               "NCCL's intra-node SHM transport and proxy buffers live in /dev/shm; container "
               "runtimes default to 64 MiB and fallocate fails with ENOSPC.",
               "Mount an emptyDir with medium: Memory at /dev/shm (Kubernetes) or use docker "
-              "--shm-size=1g or --ipc=host."},
+              "--shm-size=1g or --ipc=host.",
+              "the `/dev/shm` line of `proc/self/mountinfo` (`size=`; a tmpfs without it is half "
+              "of `MemTotal`)",
+              "fail below `expect.shm_min_bytes` (1 GiB); warn when `/dev/shm` is not a tmpfs"},
     CauseInfo{"net.socket_ifname", kArch, kHost, kInContainers, "NCCL_SOCKET_IFNAME interface",
               "NCCL_SOCKET_IFNAME names the only interfaces NCCL may use for bootstrap and "
               "sockets; if none exists or is up, NCCL fails in both socket and IB mode.",
               "Set NCCL_SOCKET_IFNAME to an interface present and up on every node (prefix "
-              "match: `eth`, exact: `=eth0`), or unset it."},
+              "match: `eth`, exact: `=eth0`), or unset it.",
+              "`expect.socket_ifname` with NCCL's syntax (prefixes, `^` exclude, `=` exact), "
+              "`sys/class/net/*/operstate`, addresses on the live node",
+              "skip unless configured; fail when no interface matches, all matches are down, or "
+              "(live) none has an address"},
     // ---------------------------------------------------------------- ib_resource: host checks
     CauseInfo{"ib.hca_present", kIb, kHost, kNone, "HCA present",
               "RDMA-capable PCI devices exist but no /sys/class/infiniband device is registered: "
               "the HCA driver is not bound or failed to load, so NCCL finds no IB device.",
               "Load the HCA driver (modprobe mlx5_ib), check dmesg for firmware or PCI errors, "
-              "and reseat or replace the card if it does not enumerate."},
+              "and reseat or replace the card if it does not enumerate.",
+              "`sys/bus/pci/devices/*/{vendor,class}`, `sys/class/infiniband/*`",
+              "fail when InfiniBand PCI functions exist but no RDMA device is registered, or "
+              "fewer HCAs than `expect.hcas`; warn for RoCE-capable functions without an RDMA "
+              "device; skip with no RDMA hardware"},
     CauseInfo{"ib.driver", kIb, kHost, kNone, "RDMA kernel modules",
               "ib_uverbs (and the HCA's IB driver such as mlx5_ib) must be loaded for user-space "
               "verbs; without them ibv_get_device_list is empty.",
-              "modprobe ib_uverbs mlx5_ib (or install/repair OFED), and make them load at boot."},
+              "modprobe ib_uverbs mlx5_ib (or install/repair OFED), and make them load at boot.",
+              "`sys/class/infiniband_verbs/uverbs*/ibdev`, "
+              "`sys/module/{ib_uverbs,mlx5_ib,ib_core}`",
+              "fail when an HCA has no uverbs device (ib_uverbs not loaded)"},
     CauseInfo{"ib.port_state", kIb, kHost, kNone, "Port state",
               "NCCL skips ports that are not ACTIVE with physical state LinkUp; a DOWN or "
               "POLLING port means no cable, a bad cable or optic, or a disabled switch port.",
               "Check the cable and transceiver (ibstat, mlxlink), the switch port, and that the "
-              "subnet manager brought the port from INIT to ACTIVE."},
+              "subnet manager brought the port from INIT to ACTIVE.",
+              "`ports/*/state`, `ports/*/phys_state`",
+              "fail for any port that is not `4: ACTIVE` with `5: LinkUp`; warn for an HCA that "
+              "lists no ports (`ports/` missing or empty), which would otherwise pass silently"},
     CauseInfo{"ib.port_rate", kIb, kHost, kSlowsIb, "Port rate",
               "A port that negotiated a lower width or speed (e.g. 4X to 1X, NDR to HDR) carries "
               "a fraction of the bandwidth and slows every ring through it.",
               "Reseat or replace the cable/optic, check the switch port's speed configuration "
-              "and mlxlink for lane errors; compare with the other ports of the node."},
+              "and mlxlink for lane errors; compare with the other ports of the node.",
+              "`ports/*/rate` of ACTIVE ports, `hca_type`, `link_layer`",
+              "fail below `expect.rate_gbps`, or below the fastest port of the same HCA type and "
+              "link layer"},
     CauseInfo{"ib.subnet_manager", kIb, kHost, kNone, "Subnet manager",
               "On an InfiniBand link layer a port without a LID or SM LID has not been "
               "configured by a subnet manager and stays in INIT; nothing can be routed to it.",
               "Start or fail over the subnet manager (opensm or the switch/UFM SM) and check it "
-              "sees this port (sminfo, ibstat SM lid)."},
+              "sees this port (sminfo, ibstat SM lid).",
+              "`ports/*/{lid,sm_lid}` of InfiniBand ports with a physical link",
+              "fail when lid or sm_lid is 0; skip on RoCE"},
     CauseInfo{"ib.pkey", kIb, kHost, kNone, "Partition key",
               "NCCL_IB_PKEY selects a PKey index; ranks must share a partition with full "
               "membership, or QPs cannot connect (ibv_modify_qp fails or times out).",
               "Add the node's port GUIDs to the partition as full members in the SM's partition "
-              "config (partitions.conf / UFM), and set NCCL_IB_PKEY to that key's index."},
+              "config (partitions.conf / UFM), and set NCCL_IB_PKEY to that key's index.",
+              "`ports/*/pkeys/*` of InfiniBand ports",
+              "fail when `expect.pkey` is absent or only a limited member; warn when it sits at "
+              "different indices, or (unconfigured) index 0 is not a full member"},
     CauseInfo{"ib.gid", kIb, kHost, kInContainers, "RoCE GID",
               "On RoCE, NCCL needs a RoCE v2 GID with an IP address; a missing GID or an "
               "NCCL_IB_GID_INDEX that points to a v1 or empty entry breaks QP setup.",
               "Give the RDMA netdev an IP address (the GID table follows), and leave "
-              "NCCL_IB_GID_INDEX unset on NCCL >= 2.21 or set it to a RoCE v2 entry (show_gids)."},
+              "NCCL_IB_GID_INDEX unset on NCCL >= 2.21 or set it to a RoCE v2 entry (show_gids).",
+              "`ports/*/gids/*`, `gid_attrs/types/*`, `gid_attrs/ndevs/*` of RoCE ports",
+              "fail without any RoCE v2 GID, or when `expect.ib_gid_index` is empty or not RoCE "
+              "v2; warn for link-local RoCE v2 GIDs only"},
     CauseInfo{"ib.port_errors", kIb, kHost, kSlowsIb, "Port error counters",
               "Rising link_downed, symbol_error, port_rcv_errors or buffer-overrun counters mean "
               "a flapping or lossy link that causes retries, timeouts and IB completion errors.",
               "Replace the cable/optic on the port with rising counters; check the switch side "
-              "with ibqueryerrors; clear the counters after the fix and watch them."},
+              "with ibqueryerrors; clear the counters after the fix and watch them.",
+              "`ports/*/counters/{symbol_error,link_downed,port_rcv_errors,...}` now and in "
+              "`--previous-snapshot`",
+              "fail when a counter rises faster than `expect.port_error_rate_per_hour`; warn for "
+              "non-zero counts without a previous snapshot"},
     CauseInfo{"ib.mr_register", kIb, kHost, kNone, "RDMA memory registration",
               "If ibv_reg_mr of an NCCL-sized buffer fails, every IB connection fails: locked "
               "memory limits, exhausted HCA translation tables or a wedged driver.",
               "Check memlock (limits.memlock), free HCA resources (other processes), and reload "
-              "the HCA driver if registration fails with plenty of memory."},
+              "the HCA driver if registration fails with plenty of memory.",
+              "a real `ibv_reg_mr` of `checks.mr_register_bytes` per HCA (live node only)",
+              "fail when a registration fails; skip off the live node"},
     CauseInfo{"ib.verbs_view", kIb, kHost, kNone, "HCAs usable through libibverbs",
               "NCCL sees only the HCAs libibverbs lists and opens, and only the ports it reports "
               "ACTIVE; an HCA the kernel registered that verbs cannot list or open (no user-space "
               "provider, no /dev/infiniband node, a permission) is skipped without a word.",
               "Install the rdma-core provider for the HCA (libmlx5) where NCCL runs, pass "
               "/dev/infiniband/uverbs* through, and compare ibv_devinfo with "
-              "/sys/class/infiniband."},
+              "/sys/class/infiniband.",
+              "libibverbs' device list, `ibv_open_device` and `ibv_query_port` per HCA against "
+              "`sys/class/infiniband/*/ports/*/state` (live node only)",
+              "fail when an HCA sysfs shows is missing from the verbs list, cannot be opened (the "
+              "errno is the evidence) or is ACTIVE in sysfs only; warn when another port state "
+              "differs; skip off the live node"},
     CauseInfo{"ib.contention", kIb, kHost, kNone, "Other processes on the HCAs",
               "Other processes holding /dev/infiniband/uverbs* compete for QPs, memory "
               "registrations and bandwidth; a stuck job can hold the HCA's resources.",
               "Identify the listed processes; stop stale jobs before probing or running a new "
-              "job."},
+              "job.",
+              "`proc/*/fd` links to `/dev/infiniband/uverbs*`",
+              "warn and name the processes (a running job holds them legitimately)"},
     CauseInfo{"ib.peermem", kIb, kHost, kSlowsIb, "GPUDirect RDMA module",
               "Without nvidia_peermem (or nv_peer_mem, or dma-buf support) NCCL copies through "
               "host memory: it works, but slower.",
-              "modprobe nvidia_peermem (shipped with the NVIDIA driver) and load it at boot."},
+              "modprobe nvidia_peermem (shipped with the NVIDIA driver) and load it at boot.",
+              "`sys/module/{nvidia_peermem,nv_peer_mem}` with GPUs and HCAs present",
+              "warn when neither module is loaded (slower, not broken)"},
     CauseInfo{"ib.rail_topology", kIb, kHost, kSlowsIb, "Rails (HCA and GPU pairing)",
               "NCCL drives each GPU's traffic through the HCA closest to it (a rail); an HCA "
               "without a GPU on its PCIe switch, or a GPU whose closest HCA is down, sends that "
               "GPU's traffic across the CPU interconnect to another rail, at a fraction of the "
               "bandwidth.",
               "Check the rail table (`nccl-triage check`): bring the named HCA's port up (see "
-              "ib.port_state), or move the card back into the slot next to its GPU."},
+              "ib.port_state), or move the card back into the slot next to its GPU.",
+              "the target of `sys/bus/pci/devices/<bdf>` (the PCIe path) and `<bdf>/numa_node` of "
+              "each HCA and GPU, the port state and rate of each HCA port",
+              "warn when most HCAs share a PCIe switch with a GPU but one HCA or GPU has no "
+              "partner on its switch, or when every HCA on a GPU's switch is not ACTIVE/LinkUp "
+              "(the GPU lost its rail); skip without GPUs, without HCAs, or when no PCIe path "
+              "could be read"},
     // ---------------------------------------------------------------- workload containers
     CauseInfo{"env.ib_disable", kArch, kWorkload, kNone, "NCCL_IB_DISABLE left on",
               "The container sets NCCL_IB_DISABLE=1 on a node with RDMA devices: NCCL runs over "
