@@ -9,6 +9,8 @@
 // no prometheus-cpp.
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <cstdint>
 #include <ostream>
 #include <span>
 #include <string>
@@ -26,6 +28,12 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// A bound as JSON: an integer when it is one (most are), else a number.
+Json Number(double v) {
+  const bool integral = std::trunc(v) == v && std::fabs(v) < 9e15;
+  return integral ? Json(static_cast<int64_t>(v)) : Json(v);
+}
+
 Json ConfigKeysJson() {
   Json keys = Json::array();
   for (const ConfigKeySchema& k : ConfigKeySchemas()) {
@@ -34,8 +42,8 @@ Json ConfigKeysJson() {
                 {"kind", k.kind},
                 {"optional", k.optional},
                 {"default", Json::parse(k.default_json)}};
-    if (k.min) key["minimum"] = *k.min;
-    if (k.max) key["maximum"] = *k.max;
+    if (k.min) key["minimum"] = Number(*k.min);
+    if (k.max) key["maximum"] = Number(*k.max);
     key["description"] = k.info.meaning;
     keys.push_back(std::move(key));
   }

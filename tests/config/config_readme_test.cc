@@ -62,8 +62,12 @@ TEST(ConfigKeySchemas, ListEveryKeyWithTheDefaultDumpConfigPrints) {
         << name << ": schema " << schema.dump() << ", dumped " << it->second.dump();
     EXPECT_FALSE(k.info.meaning.empty()) << name;
     EXPECT_FALSE(k.kind.empty()) << name;
-    if (schema.is_null()) EXPECT_TRUE(k.optional) << name << " is unset by default";
-    if (k.min && k.max) EXPECT_LE(*k.min, *k.max) << name;
+    if (schema.is_null()) {
+      EXPECT_TRUE(k.optional) << name << " is unset by default";
+    }
+    if (k.min && k.max) {
+      EXPECT_LE(*k.min, *k.max) << name;
+    }
   }
 }
 

@@ -61,14 +61,15 @@ def scalar_text(value):
 
 def replace_block(text, name, body, path):
     """Replaces the lines between the Markdown markers of block `name`."""
-    begin = re.compile(r"^<!-- generated:%s .*-->$" % re.escape(name), re.M)
+    begin = re.compile(r"^<!-- generated:%s( .*)? -->$" % re.escape(name), re.M)
     end = "<!-- /generated:%s -->" % name
     m = begin.search(text)
     e = text.find(end)
     if not m or e < 0 or e < m.end():
         raise GenError("%s: no <!-- generated:%s ... --> ... %s block" % (path, name, end))
-    opening = "<!-- generated:%s %s -->" % (name, GENERATED_NOTE)
-    return text[: m.start()] + opening + "\n" + body + text[e:]
+    opening = "<!-- generated:%s (%s) -->" % (name, GENERATED_NOTE)
+    # Blank lines around the table: a Markdown table ends at a blank line, not at a comment.
+    return text[: m.start()] + opening + "\n\n" + body + "\n" + text[e:]
 
 
 # ------------------------------------------------------------------------------------- tables
@@ -176,7 +177,9 @@ def values_yaml(text, schema, path):
         if sec != section:
             out.append("  %s:" % sec)
             section = sec
-        for w in textwrap.wrap(k["description"], width=100 - len("    # ")):
+        for w in textwrap.wrap(
+            k["description"], width=100 - len("    # "), break_on_hyphens=False, break_long_words=False
+        ):
             out.append("    # " + w)
         commented, value = current.get(
             k["name"], (k["default"] is None, yaml_value(k["default"]) if k["default"] is not None
@@ -248,8 +251,6 @@ def key_schema(k, schema):
         s["minimum"] = int(k["minimum"]) if float(k["minimum"]).is_integer() else k["minimum"]
     if "maximum" in k:
         s["maximum"] = int(k["maximum"]) if float(k["maximum"]).is_integer() else k["maximum"]
-    if k["default"] is not None:
-        s["default"] = k["default"]
     s["description"] = k["description"]
     return s
 
