@@ -17,6 +17,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/flags.h"
 #include "config/config_loader.h"
 #include "coordinator/coordinator_metrics.h"
 #include "core/catalogue.h"
@@ -120,9 +121,17 @@ Json CatalogueJson() {
 }  // namespace
 
 int RunDumpSchemaCommand(CliContext& ctx) {
-  if (!ctx.args.empty()) {
-    ctx.err << "dump-schema: takes no arguments (got '" << ctx.args[0] << "')\n";
+  bool help = false;
+  if (Status parsed = FlagParser().Switch({"--help", "-h"}, &help).Parse(ctx.args); !parsed.ok()) {
+    ctx.err << "nccl-triage-server dump-schema: " << parsed.message() << "\n";
     return 2;
+  }
+  if (help) {
+    ctx.out << "usage: nccl-triage-server dump-schema\n\n"
+               "Prints every configuration key, metric family (agent and coordinator) and\n"
+               "catalogue row as one JSON document (nccl-triage/schema/v1); `make generate`\n"
+               "writes the documentation's tables from it.\n";
+    return 0;
   }
   Json metrics = Json::array();
   AddMetrics(metrics, "agent", AgentMetricSpecs());

@@ -4,7 +4,7 @@
 #   file and showing the diff, when a committed file differs: run make generate.
 # generated_test.sh --refusals SERVER PYTHON3 SOURCE WORK
 #   The generator refuses a target without its markers and a document that is not a schema, each
-#   with one line, and writes nothing.
+#   with one line, and writes nothing; dump-schema refuses an argument.
 set -eu
 refusals=0
 if [ "$1" = "--refusals" ]; then refusals=1; shift; fi
@@ -34,6 +34,12 @@ if [ "$refusals" = 1 ]; then
   grep -q 'not an nccl-triage/schema/v1 document' "$work/err" || {
     echo "FAIL: unexpected message:"; cat "$work/err"; exit 1; }
   [ -z "$(find "$work/out" -type f)" ] || { echo "FAIL: files written after a refusal"; exit 1; }
+  # dump-schema itself: a stray argument is a usage error, one line, no document.
+  if "$server" dump-schema extra > "$work/out.json" 2> "$work/err"; then
+    echo "FAIL: dump-schema accepted an argument"; exit 1
+  fi
+  [ ! -s "$work/out.json" ] && [ "$(wc -l < "$work/err")" = 1 ] || {
+    echo "FAIL: dump-schema extra:"; cat "$work/err"; exit 1; }
   echo "generator: refusals as expected"
   exit 0
 fi
