@@ -16,7 +16,7 @@ function(collect dir out_var rc_var)
 endfunction()
 
 # A good tree: shm_first.cc holds position 10, ib_second.cc (first by name) position 20, and a
-# helper without a check.
+# source file without a check (a shared utility).
 file(WRITE ${WORK}/good/ib_second.cc "// x\n#include \"y\"\n\nnamespace n {\n\nNT_HOST_CHECK(IbSecond, 20,\n    CauseInfo{\"ib.second\", kIb, kHost, kNone, \"Second; with a semicolon\",\n              \"why\", \"fix\", \"looks\", \"verdict\"});\n\nFinding IbSecond() {}\n}\n")
 file(WRITE ${WORK}/good/shm_first.cc "NT_HOST_CHECK(ShmFirst, 10, CauseInfo{\"shm.first\", kArch, kHost, kNone, \"Größe — ÷\", \"w\", \"f\", \"l\", \"v\"});\n")
 file(WRITE ${WORK}/good/util.cc "int Helper() { return 1; }  // no NT_HOST_CHECK here\n")
