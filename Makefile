@@ -8,7 +8,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_OPTIONS ?= -DCMAKE_BUILD_TYPE=Release -DNCCL_TRIAGE_WERROR=ON
 
-.PHONY: all deps build test demo bench fuzz variants k8s-tools clean
+.PHONY: all deps build test demo bench fuzz variants k8s-tools generate clean
 
 all: build
 
@@ -34,6 +34,14 @@ variants: deps
 # Go >= 1.25 and cached outside the clone (~/.cache/nccl-triage/k8s-tools).
 k8s-tools:
 	@scripts/k8s-tools.sh >/dev/null
+
+# The generated blocks of docs/ and helm/nccl-triage/ (config keys, metrics, host checks) from
+# what the code declares (`nccl-triage-server dump-schema`, tools/gen-docs); the test
+# docs.generated fails until they are regenerated and committed.
+generate: deps $(BUILD_DIR)/CMakeCache.txt
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target nccl-triage-server
+	$(BUILD_DIR)/nccl-triage-server dump-schema > $(BUILD_DIR)/schema.json
+	python3 tools/gen-docs/gen_docs.py --schema $(BUILD_DIR)/schema.json --source .
 
 demo: build
 	@scripts/demo.sh $(BUILD_DIR)

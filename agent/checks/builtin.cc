@@ -4,38 +4,17 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/ids.h"
+#include "core/catalogue.h"
 
 namespace nccl_triage {
 namespace {
 
-// Catalogue order: architecture first, then ib_resource, as the README table lists them.
+// Catalogue order (the positions of the NT_HOST_CHECK declarations): architecture first, then
+// ib_resource, as the documentation's table lists them.
 constexpr std::array kBuiltins = {
-    Check{ids::kVersionsNccl, &checks::VersionsNccl},
-    Check{ids::kVersionsCudaDriver, &checks::VersionsCudaDriver},
-    Check{ids::kVersionsOfedKernel, &checks::VersionsOfedKernel},
-    Check{ids::kContainerHostNetwork, &checks::ContainerHostNetwork},
-    Check{ids::kContainerRdmaDevices, &checks::ContainerRdmaDevices},
-    Check{ids::kContainerIpcLock, &checks::ContainerIpcLock},
-    Check{ids::kLimitsMemlock, &checks::LimitsMemlock},
-    Check{ids::kLimitsNofile, &checks::LimitsNofile},
-    Check{ids::kSecurityLsm, &checks::SecurityLsm},
-    Check{ids::kPlatformArch, &checks::PlatformArch},
-    Check{ids::kShmSize, &checks::ShmSize},
-    Check{ids::kNetSocketIfname, &checks::NetSocketIfname},
-    Check{ids::kIbHcaPresent, &checks::IbHcaPresent},
-    Check{ids::kIbDriver, &checks::IbDriver},
-    Check{ids::kIbPortState, &checks::IbPortState},
-    Check{ids::kIbPortRate, &checks::IbPortRate},
-    Check{ids::kIbSubnetManager, &checks::IbSubnetManager},
-    Check{ids::kIbPkey, &checks::IbPkey},
-    Check{ids::kIbGid, &checks::IbGid},
-    Check{ids::kIbPortErrors, &checks::IbPortErrors},
-    Check{ids::kIbMrRegister, &checks::IbMrRegister},
-    Check{ids::kIbVerbsView, &checks::IbVerbsView},
-    Check{ids::kIbContention, &checks::IbContention},
-    Check{ids::kIbPeermem, &checks::IbPeermem},
-    Check{ids::kIbRailTopology, &checks::IbRailTopology},
+#define NT_HOST_CHECK_ENTRY(function, id) Check{CauseId(id), &checks::function},
+#include "core/host_check_list.inc"
+#undef NT_HOST_CHECK_ENTRY
 };
 
 // What the registry would reject at run time, and what the README's check table needs, decided

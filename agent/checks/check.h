@@ -6,11 +6,14 @@
 // the message and evidence are specific to the node. A check that cannot look returns `skip` (or
 // `warn`) with the reason as evidence, never `fail`.
 //
-// The registry is filled explicitly (no static initialisers): the app, the agent loop and the
-// tests each build their own with BuiltinCheckRegistry. A filled registry is immutable in use and
-// may be shared between threads for RunChecks. Check ids are CauseIds, so a check of an id that is
-// not in the catalogue does not compile; the built-in table is also verified at compile time to
-// hold every host check of the catalogue once (builtin.cc).
+// Each check declares itself in its own file with NT_HOST_CHECK (below): its function, its
+// position and its catalogue row; the build collects the declarations into the catalogue, ids.h,
+// builtin.h and the registration table. The registry is still filled explicitly (no static
+// initialisers): the app, the agent loop and the tests each build their own with
+// BuiltinCheckRegistry. A filled registry is immutable in use and may be shared between threads
+// for RunChecks. Check ids are CauseIds, so a check of an id that is not in the catalogue does not
+// compile; the built-in table is also verified at compile time to hold every host check of the
+// catalogue once (builtin.cc).
 #pragma once
 
 #include <span>
@@ -22,6 +25,42 @@
 #include "core/config.h"
 #include "core/model.h"
 #include "core/snapshot.h"
+
+// Declares a host check, once, in its own file (agent/checks/<id>.cc), at namespace scope:
+//
+//   NT_HOST_CHECK(IbPortState, 150,
+//       CauseInfo{"ib.port_state", kIb, kHost, kNone, "Port state", "<why>", "<remedy>",
+//                 "<what it looks at>", "<its verdicts>"});
+//
+//   Finding IbPortState(const NodeSnapshot& s, const Config& c, const CheckContext& ctx) { ... }
+//
+// The build collects these declarations (cmake/collect_host_checks.cmake): the row goes into the
+// catalogue at its position among the host checks (core/catalogue.h; positions go in tens,
+// architecture before ib_resource), the id becomes ids::kIbPortState (core/ids.h), the function is
+// declared in checks/builtin.h and registered by RegisterBuiltinChecks. Nothing else is edited to
+// add a check. In the check's own file the declaration asserts that the catalogue holds exactly
+// this row (the collected copy is current). The row's names (kIb, kHost, ...) are those of
+// core/catalogue.h's table.
+#define NT_HOST_CHECK(function, position, ...)                                              \
+  static_assert(                                                                             \
+      [] {                                                                                   \
+        using namespace ::nccl_triage::catalogue_table;                                      \
+        return ::nccl_triage::IsCataloguedHostCheck(__VA_ARGS__);                           \
+      }(),                                                                                   \
+      "NT_HOST_CHECK(" #function ", " #position "): the catalogue holds another row for it")
+
+namespace nccl_triage {
+
+// Whether the catalogue holds `row`, field by field, as a host check.
+constexpr bool IsCataloguedHostCheck(const CauseInfo& row) {
+  const CauseInfo* e = FindCause(row.id);
+  return e != nullptr && e->kind == CauseKind::kHostCheck && row.kind == e->kind &&
+         e->fault_class == row.fault_class && e->traits == row.traits && e->title == row.title &&
+         e->why == row.why && e->remedy == row.remedy && e->looks_at == row.looks_at &&
+         e->verdict == row.verdict;
+}
+
+}  // namespace nccl_triage
 
 namespace nccl_triage {
 

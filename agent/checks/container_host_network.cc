@@ -9,6 +9,19 @@
 #include "core/ids.h"
 
 namespace nccl_triage::checks {
+
+// The catalogue row of this check, in the catalogue's position 40 (checks/check.h).
+NT_HOST_CHECK(ContainerHostNetwork, 40,
+    CauseInfo{"container.host_network", kArch, kHost, kInContainers, "Host network namespace",
+              "In a private network namespace NCCL cannot see the host's IB netdevs, RoCE GIDs "
+              "and IPoIB addresses; bootstrap and the IB out-of-band socket pick the wrong "
+              "interface.",
+              "Run the pod with hostNetwork: true (and dnsPolicy: ClusterFirstWithHostNet), or "
+              "attach the RDMA interfaces with a secondary network (Multus + SR-IOV/macvlan).",
+              "`proc/self/ns/net` vs `proc/1/ns/net`, interfaces in `sys/class/net`, RoCE GID "
+              "netdevs",
+              "fail in a private namespace that lacks the RoCE netdevs; warn in a private "
+              "namespace where IB verbs or attached RoCE netdevs still work"});
 namespace {
 
 constexpr int kArphrdInfiniband = 32;

@@ -6,6 +6,18 @@
 #include "core/ids.h"
 
 namespace nccl_triage::checks {
+
+// The catalogue row of this check, in the catalogue's position 60 (checks/check.h).
+NT_HOST_CHECK(ContainerIpcLock, 60,
+    CauseInfo{"container.ipc_lock", kArch, kHost, kInContainers, "CAP_IPC_LOCK",
+              "Without CAP_IPC_LOCK a process cannot lock more memory than RLIMIT_MEMLOCK, so "
+              "RDMA memory registration of large buffers fails.",
+              "Add securityContext.capabilities.add: [IPC_LOCK] to the container (or run it "
+              "privileged).",
+              "`CapEff` in `proc/self/status` (bit 14), memlock",
+              "pass when memlock is sufficient or the node has no RDMA hardware (the capability "
+              "is then not needed) or CAP_IPC_LOCK is present; fail when memlock is limited and "
+              "the capability is missing"});
 namespace {
 constexpr uint64_t kCapIpcLock = uint64_t{1} << 14;
 }  // namespace

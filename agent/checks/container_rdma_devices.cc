@@ -7,6 +7,17 @@
 
 namespace nccl_triage::checks {
 
+// The catalogue row of this check, in the catalogue's position 50 (checks/check.h).
+NT_HOST_CHECK(ContainerRdmaDevices, 50,
+    CauseInfo{"container.rdma_devices", kArch, kHost, kInContainers,
+              "RDMA devices passed into the container",
+              "The host has HCAs but /dev/infiniband/uverbs* is missing in the container, so "
+              "ibv_open_device fails and NCCL has no IB transport.",
+              "Request the RDMA device plugin resource (e.g. rdma/rdma_shared_device_a: 1 or "
+              "nvidia.com/hostdev), or mount /dev/infiniband into a privileged container.",
+              "`sys/class/infiniband_verbs/uverbs*` vs `dev/infiniband/`",
+              "fail when a uverbs device of the host is missing under `/dev/infiniband`"});
+
 Finding ContainerRdmaDevices(const NodeSnapshot& s, const Config&, const CheckContext&) {
   if (auto skip = SkipWithoutHcas(ids::kContainerRdmaDevices, s)) return *skip;
   FindingBuilder b(ids::kContainerRdmaDevices);

@@ -9,6 +9,16 @@
 
 namespace nccl_triage::checks {
 
+// The catalogue row of this check, in the catalogue's position 230 (checks/check.h).
+NT_HOST_CHECK(IbContention, 230,
+    CauseInfo{"ib.contention", kIb, kHost, kNone, "Other processes on the HCAs",
+              "Other processes holding /dev/infiniband/uverbs* compete for QPs, memory "
+              "registrations and bandwidth; a stuck job can hold the HCA's resources.",
+              "Identify the listed processes; stop stale jobs before probing or running a new "
+              "job.",
+              "`proc/*/fd` links to `/dev/infiniband/uverbs*`",
+              "warn and name the processes (a running job holds them legitimately)"});
+
 Finding IbContention(const NodeSnapshot& s, const Config&, const CheckContext&) {
   if (auto skip = SkipWithoutHcas(ids::kIbContention, s)) return *skip;
   FindingBuilder b(ids::kIbContention);

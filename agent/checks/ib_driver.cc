@@ -6,6 +6,16 @@
 
 namespace nccl_triage::checks {
 
+// The catalogue row of this check, in the catalogue's position 140 (checks/check.h).
+NT_HOST_CHECK(IbDriver, 140,
+    CauseInfo{"ib.driver", kIb, kHost, kNone, "RDMA kernel modules",
+              "ib_uverbs (and the HCA's IB driver such as mlx5_ib) must be loaded for user-space "
+              "verbs; without them ibv_get_device_list is empty.",
+              "modprobe ib_uverbs mlx5_ib (or install/repair OFED), and make them load at boot.",
+              "`sys/class/infiniband_verbs/uverbs*/ibdev`, "
+              "`sys/module/{ib_uverbs,mlx5_ib,ib_core}`",
+              "fail when an HCA has no uverbs device (ib_uverbs not loaded)"});
+
 Finding IbDriver(const NodeSnapshot& s, const Config&, const CheckContext&) {
   if (auto skip = SkipWithoutHcas(ids::kIbDriver, s)) return *skip;
   FindingBuilder b(ids::kIbDriver);

@@ -6,6 +6,17 @@
 #include "core/ids.h"
 
 namespace nccl_triage::checks {
+
+// The catalogue row of this check, in the catalogue's position 190 (checks/check.h).
+NT_HOST_CHECK(IbGid, 190,
+    CauseInfo{"ib.gid", kIb, kHost, kInContainers, "RoCE GID",
+              "On RoCE, NCCL needs a RoCE v2 GID with an IP address; a missing GID or an "
+              "NCCL_IB_GID_INDEX that points to a v1 or empty entry breaks QP setup.",
+              "Give the RDMA netdev an IP address (the GID table follows), and leave "
+              "NCCL_IB_GID_INDEX unset on NCCL >= 2.21 or set it to a RoCE v2 entry (show_gids).",
+              "`ports/*/gids/*`, `gid_attrs/types/*`, `gid_attrs/ndevs/*` of RoCE ports",
+              "fail without any RoCE v2 GID, or when `expect.ib_gid_index` is empty or not RoCE "
+              "v2; warn for link-local RoCE v2 GIDs only"});
 namespace {
 
 // The struct nccl_triage::IbGid is spelled in full: the check function below shares its name.

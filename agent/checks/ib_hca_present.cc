@@ -5,6 +5,18 @@
 #include "core/ids.h"
 
 namespace nccl_triage::checks {
+
+// The catalogue row of this check, in the catalogue's position 130 (checks/check.h).
+NT_HOST_CHECK(IbHcaPresent, 130,
+    CauseInfo{"ib.hca_present", kIb, kHost, kNone, "HCA present",
+              "RDMA-capable PCI devices exist but no /sys/class/infiniband device is registered: "
+              "the HCA driver is not bound or failed to load, so NCCL finds no IB device.",
+              "Load the HCA driver (modprobe mlx5_ib), check dmesg for firmware or PCI errors, "
+              "and reseat or replace the card if it does not enumerate.",
+              "`sys/bus/pci/devices/*/{vendor,class}`, `sys/class/infiniband/*`",
+              "fail when InfiniBand PCI functions exist but no RDMA device is registered, or "
+              "fewer HCAs than `expect.hcas`; warn for RoCE-capable functions without an RDMA "
+              "device; skip with no RDMA hardware"});
 namespace {
 
 std::string DescribePci(const PciDevice& d) {

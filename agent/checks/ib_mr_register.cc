@@ -6,6 +6,16 @@
 
 namespace nccl_triage::checks {
 
+// The catalogue row of this check, in the catalogue's position 210 (checks/check.h).
+NT_HOST_CHECK(IbMrRegister, 210,
+    CauseInfo{"ib.mr_register", kIb, kHost, kNone, "RDMA memory registration",
+              "If ibv_reg_mr of an NCCL-sized buffer fails, every IB connection fails: locked "
+              "memory limits, exhausted HCA translation tables or a wedged driver.",
+              "Check memlock (limits.memlock), free HCA resources (other processes), and reload "
+              "the HCA driver if registration fails with plenty of memory.",
+              "a real `ibv_reg_mr` of `checks.mr_register_bytes` per HCA (live node only)",
+              "fail when a registration fails; skip off the live node"});
+
 Finding IbMrRegister(const NodeSnapshot& s, const Config& c, const CheckContext&) {
   if (auto skip = SkipWithoutHcas(ids::kIbMrRegister, s)) return *skip;
   FindingBuilder b(ids::kIbMrRegister);

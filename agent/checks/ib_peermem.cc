@@ -7,6 +7,15 @@
 
 namespace nccl_triage::checks {
 
+// The catalogue row of this check, in the catalogue's position 240 (checks/check.h).
+NT_HOST_CHECK(IbPeermem, 240,
+    CauseInfo{"ib.peermem", kIb, kHost, kSlowsIb, "GPUDirect RDMA module",
+              "Without nvidia_peermem (or nv_peer_mem, or dma-buf support) NCCL copies through "
+              "host memory: it works, but slower.",
+              "modprobe nvidia_peermem (shipped with the NVIDIA driver) and load it at boot.",
+              "`sys/module/{nvidia_peermem,nv_peer_mem}` with GPUs and HCAs present",
+              "warn when neither module is loaded (slower, not broken)"});
+
 Finding IbPeermem(const NodeSnapshot& s, const Config&, const CheckContext&) {
   if (auto skip = SkipWithoutHcas(ids::kIbPeermem, s)) return *skip;
   FindingBuilder b(ids::kIbPeermem);

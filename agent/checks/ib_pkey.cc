@@ -9,6 +9,17 @@
 #include "core/ids.h"
 
 namespace nccl_triage::checks {
+
+// The catalogue row of this check, in the catalogue's position 180 (checks/check.h).
+NT_HOST_CHECK(IbPkey, 180,
+    CauseInfo{"ib.pkey", kIb, kHost, kNone, "Partition key",
+              "NCCL_IB_PKEY selects a PKey index; ranks must share a partition with full "
+              "membership, or QPs cannot connect (ibv_modify_qp fails or times out).",
+              "Add the node's port GUIDs to the partition as full members in the SM's partition "
+              "config (partitions.conf / UFM), and set NCCL_IB_PKEY to that key's index.",
+              "`ports/*/pkeys/*` of InfiniBand ports",
+              "fail when `expect.pkey` is absent or only a limited member; warn when it sits at "
+              "different indices, or (unconfigured) index 0 is not a full member"});
 namespace {
 
 constexpr uint16_t kFullMember = 0x8000;

@@ -11,6 +11,18 @@
 #include "core/ids.h"
 
 namespace nccl_triage::checks {
+
+// The catalogue row of this check, in the catalogue's position 200 (checks/check.h).
+NT_HOST_CHECK(IbPortErrors, 200,
+    CauseInfo{"ib.port_errors", kIb, kHost, kSlowsIb, "Port error counters",
+              "Rising link_downed, symbol_error, port_rcv_errors or buffer-overrun counters mean "
+              "a flapping or lossy link that causes retries, timeouts and IB completion errors.",
+              "Replace the cable/optic on the port with rising counters; check the switch side "
+              "with ibqueryerrors; clear the counters after the fix and watch them.",
+              "`ports/*/counters/{symbol_error,link_downed,port_rcv_errors,...}` now and in "
+              "`--previous-snapshot`",
+              "fail when a counter rises faster than `expect.port_error_rate_per_hour`; warn for "
+              "non-zero counts without a previous snapshot"});
 namespace {
 
 // The counters that count link faults (not congestion: port_xmit_discards and port_xmit_wait

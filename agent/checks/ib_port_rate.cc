@@ -11,6 +11,17 @@
 
 namespace nccl_triage::checks {
 
+// The catalogue row of this check, in the catalogue's position 160 (checks/check.h).
+NT_HOST_CHECK(IbPortRate, 160,
+    CauseInfo{"ib.port_rate", kIb, kHost, kSlowsIb, "Port rate",
+              "A port that negotiated a lower width or speed (e.g. 4X to 1X, NDR to HDR) carries "
+              "a fraction of the bandwidth and slows every ring through it.",
+              "Reseat or replace the cable/optic, check the switch port's speed configuration "
+              "and mlxlink for lane errors; compare with the other ports of the node.",
+              "`ports/*/rate` of ACTIVE ports, `hca_type`, `link_layer`",
+              "fail below `expect.rate_gbps`, or below the fastest port of the same HCA type and "
+              "link layer"});
+
 Finding IbPortRate(const NodeSnapshot& s, const Config& c, const CheckContext&) {
   if (auto skip = SkipWithoutHcas(ids::kIbPortRate, s)) return *skip;
   FindingBuilder b(ids::kIbPortRate);

@@ -6,6 +6,17 @@
 
 namespace nccl_triage::checks {
 
+// The catalogue row of this check, in the catalogue's position 150 (checks/check.h).
+NT_HOST_CHECK(IbPortState, 150,
+    CauseInfo{"ib.port_state", kIb, kHost, kNone, "Port state",
+              "NCCL skips ports that are not ACTIVE with physical state LinkUp; a DOWN or "
+              "POLLING port means no cable, a bad cable or optic, or a disabled switch port.",
+              "Check the cable and transceiver (ibstat, mlxlink), the switch port, and that the "
+              "subnet manager brought the port from INIT to ACTIVE.",
+              "`ports/*/state`, `ports/*/phys_state`",
+              "fail for any port that is not `4: ACTIVE` with `5: LinkUp`; warn for an HCA that "
+              "lists no ports (`ports/` missing or empty), which would otherwise pass silently"});
+
 Finding IbPortState(const NodeSnapshot& s, const Config&, const CheckContext&) {
   if (auto skip = SkipWithoutHcas(ids::kIbPortState, s)) return *skip;
   FindingBuilder b(ids::kIbPortState);

@@ -11,6 +11,22 @@
 
 namespace nccl_triage::checks {
 
+// The catalogue row of this check, in the catalogue's position 250 (checks/check.h).
+NT_HOST_CHECK(IbRailTopology, 250,
+    CauseInfo{"ib.rail_topology", kIb, kHost, kSlowsIb, "Rails (HCA and GPU pairing)",
+              "NCCL drives each GPU's traffic through the HCA closest to it (a rail); an HCA "
+              "without a GPU on its PCIe switch, or a GPU whose closest HCA is down, sends that "
+              "GPU's traffic across the CPU interconnect to another rail, at a fraction of the "
+              "bandwidth.",
+              "Check the rail table (`nccl-triage check`): bring the named HCA's port up (see "
+              "ib.port_state), or move the card back into the slot next to its GPU.",
+              "the target of `sys/bus/pci/devices/<bdf>` (the PCIe path) and `<bdf>/numa_node` of "
+              "each HCA and GPU, the port state and rate of each HCA port",
+              "warn when most HCAs share a PCIe switch with a GPU but one HCA or GPU has no "
+              "partner on its switch, or when every HCA on a GPU's switch is not ACTIVE/LinkUp "
+              "(the GPU lost its rail); skip without GPUs, without HCAs, or when no PCIe path "
+              "could be read"});
+
 namespace {
 
 std::string RailText(const Rail& r) {

@@ -5,6 +5,16 @@
 #include "core/ids.h"
 
 namespace nccl_triage::checks {
+
+// The catalogue row of this check, in the catalogue's position 170 (checks/check.h).
+NT_HOST_CHECK(IbSubnetManager, 170,
+    CauseInfo{"ib.subnet_manager", kIb, kHost, kNone, "Subnet manager",
+              "On an InfiniBand link layer a port without a LID or SM LID has not been "
+              "configured by a subnet manager and stays in INIT; nothing can be routed to it.",
+              "Start or fail over the subnet manager (opensm or the switch/UFM SM) and check it "
+              "sees this port (sminfo, ibstat SM lid).",
+              "`ports/*/{lid,sm_lid}` of InfiniBand ports with a physical link",
+              "fail when lid or sm_lid is 0; skip on RoCE"});
 namespace {
 std::string Lid(const Fact<uint32_t>& f) {
   return f.ok() ? "0x" + HexDigits(*f.value, 1) : FactText(f);

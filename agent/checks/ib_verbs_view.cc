@@ -11,6 +11,21 @@
 #include "core/ids.h"
 
 namespace nccl_triage::checks {
+
+// The catalogue row of this check, in the catalogue's position 220 (checks/check.h).
+NT_HOST_CHECK(IbVerbsView, 220,
+    CauseInfo{"ib.verbs_view", kIb, kHost, kNone, "HCAs usable through libibverbs",
+              "NCCL sees only the HCAs libibverbs lists and opens, and only the ports it reports "
+              "ACTIVE; an HCA the kernel registered that verbs cannot list or open (no user-space "
+              "provider, no /dev/infiniband node, a permission) is skipped without a word.",
+              "Install the rdma-core provider for the HCA (libmlx5) where NCCL runs, pass "
+              "/dev/infiniband/uverbs* through, and compare ibv_devinfo with "
+              "/sys/class/infiniband.",
+              "libibverbs' device list, `ibv_open_device` and `ibv_query_port` per HCA against "
+              "`sys/class/infiniband/*/ports/*/state` (live node only)",
+              "fail when an HCA sysfs shows is missing from the verbs list, cannot be opened (the "
+              "errno is the evidence) or is ACTIVE in sysfs only; warn when another port state "
+              "differs; skip off the live node"});
 namespace {
 
 // "4: ACTIVE" -> "ACTIVE" (the kernel's number dropped, as libibverbs names the state).

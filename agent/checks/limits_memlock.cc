@@ -6,6 +6,19 @@
 #include "core/ids.h"
 
 namespace nccl_triage::checks {
+
+// The catalogue row of this check, in the catalogue's position 70 (checks/check.h).
+NT_HOST_CHECK(LimitsMemlock, 70,
+    CauseInfo{"limits.memlock", kArch, kHost, kInContainers, "Locked-memory limit (ulimit -l)",
+              "RDMA memory registration pins pages; a small RLIMIT_MEMLOCK (64 KiB or 8 MiB "
+              "defaults) makes ibv_reg_mr fail with ENOMEM, so only the IB path breaks.",
+              "Set memlock to unlimited: `* - memlock unlimited` in /etc/security/limits.conf, "
+              "LimitMEMLOCK=infinity for containerd/docker/kubelet systemd units, or docker "
+              "--ulimit memlock=-1:-1.",
+              "`Max locked memory` in `proc/self/limits` (soft limit)",
+              "fail below unlimited or `expect.memlock_min_bytes` (the message notes when this "
+              "process has CAP_IPC_LOCK: the limit is still what every other process inherits); "
+              "only warn on a node without RDMA hardware"});
 namespace {
 constexpr uint64_t kCapIpcLock = uint64_t{1} << 14;
 }  // namespace

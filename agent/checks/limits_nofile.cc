@@ -6,6 +6,16 @@
 
 namespace nccl_triage::checks {
 
+// The catalogue row of this check, in the catalogue's position 80 (checks/check.h).
+NT_HOST_CHECK(LimitsNofile, 80,
+    CauseInfo{"limits.nofile", kArch, kHost, kInContainers, "Open-files limit (ulimit -n)",
+              "NCCL opens sockets, shared-memory segments and verbs objects per peer and "
+              "channel; a low RLIMIT_NOFILE makes socket() or open() fail with EMFILE at scale.",
+              "Raise nofile to at least 65536 (limits.conf, LimitNOFILE= in the runtime's unit, "
+              "or the container runtime's default ulimits).",
+              "`Max open files` in `proc/self/limits` (soft limit)",
+              "fail below `expect.nofile_min` (65536)"});
+
 Finding LimitsNofile(const NodeSnapshot& s, const Config& c, const CheckContext&) {
   FindingBuilder b(ids::kLimitsNofile);
   b.AddFact("Max open files", s.nofile, "proc/self/limits");

@@ -7,6 +7,18 @@
 #include "core/nccl_device_list.h"
 
 namespace nccl_triage::checks {
+
+// The catalogue row of this check, in the catalogue's position 120 (checks/check.h).
+NT_HOST_CHECK(NetSocketIfname, 120,
+    CauseInfo{"net.socket_ifname", kArch, kHost, kInContainers, "NCCL_SOCKET_IFNAME interface",
+              "NCCL_SOCKET_IFNAME names the only interfaces NCCL may use for bootstrap and "
+              "sockets; if none exists or is up, NCCL fails in both socket and IB mode.",
+              "Set NCCL_SOCKET_IFNAME to an interface present and up on every node (prefix "
+              "match: `eth`, exact: `=eth0`), or unset it.",
+              "`expect.socket_ifname` with NCCL's syntax (prefixes, `^` exclude, `=` exact), "
+              "`sys/class/net/*/operstate`, addresses on the live node",
+              "skip unless configured; fail when no interface matches, all matches are down, or "
+              "(live) none has an address"});
 namespace {
 
 bool IsUp(const NetInterface& i) {

@@ -6,6 +6,18 @@
 
 namespace nccl_triage::checks {
 
+// The catalogue row of this check, in the catalogue's position 100 (checks/check.h).
+NT_HOST_CHECK(PlatformArch, 100,
+    CauseInfo{"platform.arch", kArch, kHost, kNone, "CPU architecture and virtualisation",
+              "Ranks on different CPU architectures (x86_64 with aarch64) cannot share one NCCL "
+              "job, and a virtual machine without SR-IOV/passthrough has no usable RDMA.",
+              "Schedule one job on one architecture (nodeSelector kubernetes.io/arch); give VMs "
+              "the HCA by PCI passthrough or an SR-IOV VF.",
+              "`proc/sys/kernel/arch`, the `hypervisor` CPU flag in `proc/cpuinfo`, RDMA and GPU "
+              "PCI functions",
+              "fail for a GPU virtual machine without RDMA passthrough; warn for a VM without "
+              "GPUs or RDMA, or an architecture NCCL is not built for"});
+
 Finding PlatformArch(const NodeSnapshot& s, const Config&, const CheckContext&) {
   FindingBuilder b(ids::kPlatformArch);
   b.AddFact("architecture", s.arch, "proc/sys/kernel/arch");

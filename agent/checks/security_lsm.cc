@@ -6,6 +6,20 @@
 #include "core/ids.h"
 
 namespace nccl_triage::checks {
+
+// The catalogue row of this check, in the catalogue's position 90 (checks/check.h).
+NT_HOST_CHECK(SecurityLsm, 90,
+    CauseInfo{"security.lsm", kArch, kHost, kNone, "Security policy (SELinux/AppArmor/seccomp)",
+              "An enforcing SELinux or AppArmor profile, or a restrictive seccomp filter, can "
+              "deny the opens, mmaps and ioctls that verbs and CUDA IPC need.",
+              "Run the workload with a profile that allows RDMA (container_t with "
+              "container_use_devices, AppArmor unconfined or an rdma profile, seccomp "
+              "Unconfined or a profile permitting the needed syscalls); check the audit log.",
+              "`sys/fs/selinux/enforce`, `proc/self/attr/current`, `Seccomp` in "
+              "`proc/self/status`",
+              "warn for an enforcing AppArmor profile, SELinux enforcing in a confined domain, or "
+              "a seccomp filter (a denial is only provable from the audit log); fail for seccomp "
+              "strict mode"});
 namespace {
 
 // SELinux domains that are not confined in practice (privileged containers run as spc_t).

@@ -8,6 +8,17 @@
 #include "core/ids.h"
 
 namespace nccl_triage::checks {
+
+// The catalogue row of this check, in the catalogue's position 110 (checks/check.h).
+NT_HOST_CHECK(ShmSize, 110,
+    CauseInfo{"shm.size", kArch, kHost, kInContainers, "/dev/shm size",
+              "NCCL's intra-node SHM transport and proxy buffers live in /dev/shm; container "
+              "runtimes default to 64 MiB and fallocate fails with ENOSPC.",
+              "Mount an emptyDir with medium: Memory at /dev/shm (Kubernetes) or use docker "
+              "--shm-size=1g or --ipc=host.",
+              "the `/dev/shm` line of `proc/self/mountinfo` (`size=`; a tmpfs without it is half "
+              "of `MemTotal`)",
+              "fail below `expect.shm_min_bytes` (1 GiB); warn when `/dev/shm` is not a tmpfs"});
 namespace {
 
 // tmpfs size= accepts a number with an optional k/m/g/t/p/e suffix (powers of 1024) or a

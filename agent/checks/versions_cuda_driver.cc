@@ -7,6 +7,20 @@
 
 namespace nccl_triage::checks {
 
+// The catalogue row of this check, in the catalogue's position 20 (checks/check.h).
+NT_HOST_CHECK(VersionsCudaDriver, 20,
+    CauseInfo{"versions.cuda_driver", kArch, kHost, kNone, "GPU driver vs GPU and CUDA",
+              "A driver too old for the GPU generation or for the CUDA version NCCL was built "
+              "against makes every CUDA call fail before NCCL touches the network.",
+              "Install a driver branch that supports the GPU and the CUDA toolkit of the image "
+              "(CUDA 12.x needs driver >= 525, CUDA 13 needs >= 580), or use the CUDA forward "
+              "compatibility package.",
+              "`proc/driver/nvidia/version` (or `sys/module/nvidia/version`), GPU models in "
+              "`proc/driver/nvidia/gpus/*/information`",
+              "fail when the driver is older than the GPU generation needs (A100 450, H100/H200 "
+              "525, B200 570) or `expect.gpu_driver_min`, or GPUs are on PCI with no driver "
+              "loaded; skip for an unknown generation"});
+
 Finding VersionsCudaDriver(const NodeSnapshot& s, const Config& c, const CheckContext& ctx) {
   FindingBuilder b(ids::kVersionsCudaDriver);
   const auto gpu_pci = NvidiaGpuPci(s);

@@ -8,6 +8,17 @@
 
 namespace nccl_triage::checks {
 
+// The catalogue row of this check, in the catalogue's position 10 (checks/check.h).
+NT_HOST_CHECK(VersionsNccl, 10,
+    CauseInfo{"versions.nccl", kArch, kHost, kInContainers, "NCCL version",
+              "NCCL older than the GPU generation needs, or different NCCL versions between the "
+              "ranks of one job (NCCL refuses to initialise across versions).",
+              "Use one NCCL build on every node, at least the minimum for the GPU generation "
+              "(A100: 2.7.8, H100/H200: 2.18, B200: 2.25); rebuild the image rather than mixing.",
+              "the probe result (NCCL version, GPU name)",
+              "skip without a probe; fail when NCCL is older than the GPU generation needs (A100 "
+              "2.7.8, H100/H200 2.18, B200 2.25)"});
+
 Finding VersionsNccl(const NodeSnapshot& s, const Config&, const CheckContext& ctx) {
   FindingBuilder b(ids::kVersionsNccl);
   if (ctx.probe == nullptr) {

@@ -11,6 +11,18 @@
 #include "core/ids.h"
 
 namespace nccl_triage::checks {
+
+// The catalogue row of this check, in the catalogue's position 30 (checks/check.h).
+NT_HOST_CHECK(VersionsOfedKernel, 30,
+    CauseInfo{"versions.ofed_kernel", kArch, kHost, kNone, "OFED vs kernel RDMA stack",
+              "Mellanox OFED user space and kernel modules must come from one release; an inbox "
+              "kernel driver under an OFED user space (or the reverse) breaks verbs calls.",
+              "Reinstall MLNX_OFED/DOCA-OFED for the running kernel (or remove it and use the "
+              "inbox rdma-core consistently); reboot so the matching modules load.",
+              "`sys/module/{mlx_compat,ib_core,mlx5_core,mlx5_ib,ib_uverbs,rdma_ucm}/version`, "
+              "`proc/sys/kernel/osrelease`",
+              "pass for one OFED release or the inbox stack (evidence says which); fail for "
+              "modules of two OFED releases, or OFED and inbox modules mixed"});
 namespace {
 
 // "A.B-C.D.E" with every part numeric (and anything after it).

@@ -1,7 +1,11 @@
-// The configuration keys: name, type, meaning and range, in the order the README documents them.
-// Adding a field to core/config.h means adding its line here (the README test then asks for its
-// documentation row).
+// The configuration keys: name, type, meaning and range, in the order the documentation lists
+// them. Adding a field to core/config.h means adding its line here, then `make generate`: the
+// documentation's key table, the chart's values.schema.json and values.yaml's config comments are
+// written from this table (test docs.generated).
 #include <array>
+#include <cmath>
+#include <cstdint>
+#include <nlohmann/json.hpp>
 
 #include "config/config_schema.h"
 #include "core/rails.h"
@@ -95,7 +99,7 @@ constexpr std::array kSpecs = {
         KeyKind::kOptString,
         NT_FIELD(probe.ib_hca)},
     KeySpec{{"probe.rails", "all, N or a list",
-             "per-rail IB probes of probe --pair-local and, in the coordinator's configuration, "
+             "per-rail IB probes of `probe --pair-local` and, in the coordinator's configuration, "
              "of its sweeps: every rail, the first N (the next N each sweep), or a list of rails "
              "and HCAs (0,3 or mlx5_3,mlx5_5); unset: one IB probe, NCCL's choice of HCAs"},
             KeyKind::kOptRails,
@@ -136,12 +140,19 @@ constexpr std::array kSpecs = {
             NT_FIELD(probe.env_allowlist)},
     KeySpec{{"probe.busbw_min_fraction", "number",
              "IB bus bandwidth below this fraction of the rate of the ports the probe used is "
-             "degraded (ib.bandwidth)"},
+             "degraded (ib.bandwidth); judged by the coordinator when the probes it assigns are "
+             "at least 32 MiB (assignments take the step at or below `probe.size_bytes` of 64 "
+             "KiB, 1 MiB, 64 MiB, 1 GiB: so from 64 MiB on), and by `probe --pair-local` when its "
+             "`--size` is at least 32 MiB"},
             KeyKind::kDouble,
             NT_FIELD(probe.busbw_min_fraction),
             0,
             1},
-    KeySpec{{"probe.allow_when_gpus_busy", "bool", "probe even when other processes hold the GPUs"},
+    KeySpec{{"probe.allow_when_gpus_busy", "bool",
+             "probe even when every GPU is busy (a workload process with a CUDA context holds it; "
+             "system holders never count: nvidia-persistenced, nv-hostengine, dcgm-exporter, the "
+             "device plugin, gpu-feature-discovery, nvidia-smi, the agent's own children); with an "
+             "idle GPU the probe runs there anyway"},
             KeyKind::kBool,
             NT_FIELD(probe.allow_when_gpus_busy)},
     // agent
@@ -182,7 +193,9 @@ constexpr std::array kSpecs = {
             KeyKind::kBool,
             NT_FIELD(agent.workloads)},
     KeySpec{{"agent.metrics_disabled", "list of metric names",
-             "metric families not exported, e.g. [nccl_triage_ib_port_errors_total]"},
+             "metric families not exported, e.g. `[nccl_triage_ib_port_errors_total]` "
+             "(node_exporter's infiniband collector exports the port counters too); an unknown "
+             "name stops the agent at start-up"},
             KeyKind::kStringList,
             NT_FIELD(agent.metrics_disabled)},
     // coordinator
@@ -279,6 +292,122 @@ constexpr std::array kSpecs = {
 std::span<const KeySpec> KeySpecs() { return kSpecs; }
 
 }  // namespace config_internal
+
+namespace {
+
+using config_internal::KeyKind;
+using config_internal::KeySpec;
+
+std::string_view KindName(KeyKind kind) {
+  switch (kind) {
+    case KeyKind::kInt:
+    case KeyKind::kOptInt:
+    case KeyKind::kUint:
+      return "integer";
+    case KeyKind::kBytes:
+    case KeyKind::kOptBytes:
+      return "bytes";
+    case KeyKind::kDouble:
+    case KeyKind::kOptDouble:
+      return "number";
+    case KeyKind::kBool:
+      return "bool";
+    case KeyKind::kString:
+    case KeyKind::kOptString:
+      return "string";
+    case KeyKind::kListen:
+      return "listen";
+    case KeyKind::kStringList:
+      return "string_list";
+    case KeyKind::kCheckIds:
+      return "check_ids";
+    case KeyKind::kNcclEnvNames:
+      return "nccl_env_names";
+    case KeyKind::kOptPkey:
+      return "pkey";
+    case KeyKind::kOptVersion:
+      return "version";
+    case KeyKind::kOptRails:
+      return "rails";
+    case KeyKind::kHttpAuth:
+      return "http_auth";
+  }
+  return "unknown";
+}
+
+bool IsOptional(KeyKind kind) {
+  return kind == KeyKind::kOptInt || kind == KeyKind::kOptBytes || kind == KeyKind::kOptDouble ||
+         kind == KeyKind::kOptString || kind == KeyKind::kOptPkey ||
+         kind == KeyKind::kOptVersion || kind == KeyKind::kOptRails;
+}
+
+template <typename T>
+nlohmann::json Opt(const std::optional<T>& o) {
+  return o ? nlohmann::json(*o) : nlohmann::json(nullptr);
+}
+
+// The value `spec` holds in the default Config, typed as JSON.
+nlohmann::json DefaultValue(const KeySpec& spec) {
+  Config config;
+  void* field = spec.field(config);
+  switch (spec.kind) {
+    case KeyKind::kInt:
+      return *static_cast<int*>(field);
+    case KeyKind::kOptInt:
+      return Opt(*static_cast<std::optional<int>*>(field));
+    case KeyKind::kUint:
+    case KeyKind::kBytes:
+      return *static_cast<uint64_t*>(field);
+    case KeyKind::kOptBytes:
+      return Opt(*static_cast<std::optional<uint64_t>*>(field));
+    case KeyKind::kDouble:
+      return *static_cast<double*>(field);
+    case KeyKind::kOptDouble:
+      return Opt(*static_cast<std::optional<double>*>(field));
+    case KeyKind::kBool:
+      return *static_cast<bool*>(field);
+    case KeyKind::kString:
+    case KeyKind::kListen:
+    case KeyKind::kHttpAuth:
+      return *static_cast<std::string*>(field);
+    case KeyKind::kOptString:
+    case KeyKind::kOptVersion:
+    case KeyKind::kOptRails:
+      return Opt(*static_cast<std::optional<std::string>*>(field));
+    case KeyKind::kOptPkey:
+      return Opt(*static_cast<std::optional<uint16_t>*>(field));
+    case KeyKind::kStringList:
+    case KeyKind::kNcclEnvNames:
+    case KeyKind::kCheckIds:
+      return *static_cast<std::vector<std::string>*>(field);
+  }
+  return nullptr;
+}
+
+bool IsUnsigned(KeyKind kind) {
+  return kind == KeyKind::kUint || kind == KeyKind::kBytes || kind == KeyKind::kOptBytes;
+}
+
+}  // namespace
+
+std::vector<ConfigKeySchema> ConfigKeySchemas() {
+  std::vector<ConfigKeySchema> out;
+  for (const KeySpec& s : config_internal::KeySpecs()) {
+    ConfigKeySchema k;
+    k.info = s.info;
+    k.kind = KindName(s.kind);
+    k.optional = IsOptional(s.kind);
+    if (std::isfinite(s.min)) {
+      k.min = s.min;
+    } else if (IsUnsigned(s.kind)) {
+      k.min = 0;  // the type's own bound
+    }
+    if (std::isfinite(s.max)) k.max = s.max;
+    k.default_json = DefaultValue(s).dump();
+    out.push_back(std::move(k));
+  }
+  return out;
+}
 
 std::vector<ConfigKeyInfo> ConfigKeys() {
   std::vector<ConfigKeyInfo> out;

@@ -19,6 +19,7 @@
 // Pure functions except LoadConfigFile, which reads one file. Thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,5 +43,20 @@ struct ConfigKeyInfo {
   std::string_view meaning;  // one sentence
 };
 std::vector<ConfigKeyInfo> ConfigKeys();  // in documentation order
+
+// Everything the schema knows of one key: what `nccl-triage-server dump-schema` prints and the
+// generated documentation (values.schema.json, values.yaml, docs/configuration.md) is made of.
+struct ConfigKeySchema {
+  ConfigKeyInfo info;
+  // How a value is written: integer, number, bytes (integer or "64Mi"), bool, string, listen
+  // (host:port), version ("550.54"), pkey, rails (all, N or "0,3"), string_list, check_ids,
+  // nccl_env_names.
+  std::string_view kind;
+  bool optional = false;     // may be unset (`~`), and is by default when its default is null
+  std::optional<double> min;  // the accepted range, when bounded
+  std::optional<double> max;
+  std::string default_json;  // the default Config's value as JSON: 65536, "0.0.0.0:9500", null, []
+};
+std::vector<ConfigKeySchema> ConfigKeySchemas();  // in documentation order
 
 }  // namespace nccl_triage

@@ -39,62 +39,50 @@ constexpr std::array kSpecs = {
                "Last sweep: the peers the node's rail failed its IB probe with."},
 };
 
-// The declared help of `name`; an undeclared name throws when the metrics are registered (in
-// the constructor, at start-up), never a family without help.
-std::string Help(std::string_view name) { return std::string(FindMetricSpec(kSpecs, name).help); }
+// The declared spec of `name`, found at compile time: a name missing from kSpecs does not build
+// (exporter/metric_spec.h), never a family registered without its help.
+consteval const MetricSpec& Spec(std::string_view name) { return DeclaredSpec(kSpecs, name); }
+
+prometheus::Family<prometheus::Gauge>& GaugeFamily(prometheus::Registry& r, const MetricSpec& s) {
+  return prometheus::BuildGauge().Name(std::string(s.name)).Help(std::string(s.help)).Register(r);
+}
+
+prometheus::Family<prometheus::Counter>& CounterFamily(prometheus::Registry& r,
+                                                       const MetricSpec& s) {
+  return prometheus::BuildCounter().Name(std::string(s.name)).Help(std::string(s.help)).Register(r);
+}
 
 }  // namespace
 
 std::span<const MetricSpec> CoordinatorMetricSpecs() { return kSpecs; }
 
 CoordinatorMetrics::CoordinatorMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
-  auto gauge = [&](const char* name) -> prometheus::Gauge& {
-    return prometheus::BuildGauge().Name(name).Help(Help(name)).Register(*registry_).Add({});
-  };
-  agents_ = &gauge("nccl_triage_coordinator_agents_connected");
-  sweeps_ = &prometheus::BuildCounter()
-                 .Name("nccl_triage_coordinator_sweeps_total")
-                 .Help(Help("nccl_triage_coordinator_sweeps_total"))
-                 .Register(*registry_)
-                 .Add({});
+  auto& r = *registry_;
+  agents_ = &GaugeFamily(r, Spec("nccl_triage_coordinator_agents_connected")).Add({});
+  sweeps_ = &CounterFamily(r, Spec("nccl_triage_coordinator_sweeps_total")).Add({});
+  constexpr const MetricSpec& kDuration = Spec("nccl_triage_coordinator_sweep_duration_seconds");
   sweep_duration_ = &prometheus::BuildHistogram()
-                         .Name("nccl_triage_coordinator_sweep_duration_seconds")
-                         .Help(Help("nccl_triage_coordinator_sweep_duration_seconds"))
-                         .Register(*registry_)
+                         .Name(std::string(kDuration.name))
+                         .Help(std::string(kDuration.help))
+                         .Register(r)
                          .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 5, 15, 60,
                                                                           300, 900, 3600});
-  probes_ = &prometheus::BuildCounter()
-                 .Name("nccl_triage_coordinator_probes_total")
-                 .Help(Help("nccl_triage_coordinator_probes_total"))
-                 .Register(*registry_);
-  localised_family_ = &prometheus::BuildGauge()
-                           .Name("nccl_triage_coordinator_localised_faults")
-                           .Help(Help("nccl_triage_coordinator_localised_faults"))
-                           .Register(*registry_);
+  probes_ = &CounterFamily(r, Spec("nccl_triage_coordinator_probes_total"));
+  localised_family_ = &GaugeFamily(r, Spec("nccl_triage_coordinator_localised_faults"));
   localised_node_ = &localised_family_->Add({{"kind", "node"}});
   localised_link_ = &localised_family_->Add({{"kind", "link"}});
-  unprobed_ =
-      std::make_unique<GaugeSeries>(prometheus::BuildGauge()
-                                        .Name("nccl_triage_coordinator_node_unprobed_sweeps")
-                                        .Help(Help("nccl_triage_coordinator_node_unprobed_sweeps"))
-                                        .Register(*registry_));
-  fault_ = std::make_unique<GaugeSeries>(prometheus::BuildGauge()
-                                             .Name("nccl_triage_coordinator_fault")
-                                             .Help(Help("nccl_triage_coordinator_fault"))
-                                             .Register(*registry_));
-  pairs_tested_ = &gauge("nccl_triage_coordinator_pairs_tested");
-  pairs_total_ = &gauge("nccl_triage_coordinator_pairs_total");
-  last_sweep_ = &gauge("nccl_triage_coordinator_last_sweep_timestamp_seconds");
-  incidents_ = &prometheus::BuildCounter()
-                    .Name("nccl_triage_incidents_total")
-                    .Help(Help("nccl_triage_incidents_total"))
-                    .Register(*registry_);
-  auto series = [&](const char* name) {
-    return std::make_unique<GaugeSeries>(
-        prometheus::BuildGauge().Name(name).Help(Help(name)).Register(*registry_));
-  };
-  rail_success_ = series("nccl_triage_rail_probe_success");
-  rail_failures_ = series("nccl_triage_rail_probe_failures");
+  unprobed_ = std::make_unique<GaugeSeries>(
+      GaugeFamily(r, Spec("nccl_triage_coordinator_node_unprobed_sweeps")));
+  fault_ = std::make_unique<GaugeSeries>(GaugeFamily(r, Spec("nccl_triage_coordinator_fault")));
+  pairs_tested_ = &GaugeFamily(r, Spec("nccl_triage_coordinator_pairs_tested")).Add({});
+  pairs_total_ = &GaugeFamily(r, Spec("nccl_triage_coordinator_pairs_total")).Add({});
+  last_sweep_ =
+      &GaugeFamily(r, Spec("nccl_triage_coordinator_last_sweep_timestamp_seconds")).Add({});
+  incidents_ = &CounterFamily(r, Spec("nccl_triage_incidents_total"));
+  rail_success_ =
+      std::make_unique<GaugeSeries>(GaugeFamily(r, Spec("nccl_triage_rail_probe_success")));
+  rail_failures_ =
+      std::make_unique<GaugeSeries>(GaugeFamily(r, Spec("nccl_triage_rail_probe_failures")));
 }
 
 CoordinatorMetrics::~CoordinatorMetrics() = default;

@@ -595,18 +595,4 @@ StatusOr<std::unique_ptr<CoordinatorLink>> MakeCoordinatorLink(
   return std::unique_ptr<CoordinatorLink>(std::make_unique<CoordinatorSession>(o, log));
 }
 
-std::map<std::string, std::string> NodeLabelsFromJson(const std::string& body) {
-  std::map<std::string, std::string> out;
-  auto j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return out;
-  auto meta = j.find("metadata");
-  if (meta == j.end() || !meta->is_object()) return out;
-  auto labels = meta->find("labels");
-  if (labels == meta->end() || !labels->is_object()) return out;
-  for (const auto& [k, v] : labels->items()) {
-    if (v.is_string()) out[k] = v.get<std::string>();
-  }
-  return out;
-}
-
 }  // namespace nccl_triage

@@ -87,8 +87,4 @@ StatusOr<std::unique_ptr<CoordinatorLink>> MakeCoordinatorLink(
     const std::string& target, const Config& config, const std::string& env_token,
     std::map<std::string, std::string> labels, const std::string& version, Logger& log);
 
-// The labels of a Kubernetes Node object (the JSON body of GET /api/v1/nodes/<name>); empty when
-// the body is not a Node.
-std::map<std::string, std::string> NodeLabelsFromJson(const std::string& body);
-
 }  // namespace nccl_triage

@@ -37,6 +37,8 @@ constexpr bool IdsWellFormedAndUnique() {
 constexpr bool Documented() {
   for (const CauseInfo& e : Catalogue()) {
     if (e.title.empty() || e.why.empty() || e.remedy.empty()) return false;
+    const bool host = e.kind == CauseKind::kHostCheck;
+    if (host && (e.looks_at.empty() || e.verdict.empty())) return false;
   }
   return true;
 }
@@ -60,7 +62,9 @@ constexpr bool TraitsFitTheKind() {
 }
 
 static_assert(IdsWellFormedAndUnique(), "catalogue ids must be unique and look like family.name");
-static_assert(Documented(), "every catalogue entry needs a title, a why and a remedy");
+static_assert(Documented(),
+              "every catalogue entry needs a title, a why and a remedy (a host check also what it "
+              "looks at and its verdicts)");
 static_assert(TraitsFitTheKind(), "a CauseTrait is set on an entry of a kind that never reads it");
 
 }  // namespace

@@ -6,6 +6,9 @@
 // tables are checked against this table by tests, so adding an id means adding its documentation.
 // The table is append-only in spirit: ids are API.
 //
+// A host check's entry is written in the check's own file (NT_HOST_CHECK, checks/check.h) and
+// collected into this table by the build, so that adding a check is one file.
+//
 // The table is constexpr and lives in this header so that ids can be checked at compile time:
 // code names an id through a CauseId (core/ids.h), and a CauseId of an id that is not here does
 // not compile. Properties that used to be lists of ids in the code that reads them (which host
@@ -66,6 +69,10 @@ struct CauseInfo {
   std::string_view title;   // short noun phrase, used in tables and annotations
   std::string_view why;     // one or two sentences: why this breaks or slows NCCL
   std::string_view remedy;  // what an operator does about it
+  // Host checks: what the check reads and when it passes, warns, fails or skips (the check
+  // table of docs/checks.md, Markdown). Empty for the other kinds.
+  std::string_view looks_at = {};
+  std::string_view verdict = {};
 
   constexpr bool Has(CauseTrait trait) const { return (traits & trait) != 0; }
 };
@@ -89,140 +96,11 @@ constexpr unsigned kProbeResult = kFromProbeResult;
 
 // Documentation order: the README tables list the ids in this order.
 inline constexpr std::array kEntries = {
-    // ---------------------------------------------------------------- architecture: host checks
-    CauseInfo{"versions.nccl", kArch, kHost, kInContainers, "NCCL version",
-              "NCCL older than the GPU generation needs, or different NCCL versions between the "
-              "ranks of one job (NCCL refuses to initialise across versions).",
-              "Use one NCCL build on every node, at least the minimum for the GPU generation "
-              "(A100: 2.7.8, H100/H200: 2.18, B200: 2.25); rebuild the image rather than mixing."},
-    CauseInfo{"versions.cuda_driver", kArch, kHost, kNone, "GPU driver vs GPU and CUDA",
-              "A driver too old for the GPU generation or for the CUDA version NCCL was built "
-              "against makes every CUDA call fail before NCCL touches the network.",
-              "Install a driver branch that supports the GPU and the CUDA toolkit of the image "
-              "(CUDA 12.x needs driver >= 525, CUDA 13 needs >= 580), or use the CUDA forward "
-              "compatibility package."},
-    CauseInfo{"versions.ofed_kernel", kArch, kHost, kNone, "OFED vs kernel RDMA stack",
-              "Mellanox OFED user space and kernel modules must come from one release; an inbox "
-              "kernel driver under an OFED user space (or the reverse) breaks verbs calls.",
-              "Reinstall MLNX_OFED/DOCA-OFED for the running kernel (or remove it and use the "
-              "inbox rdma-core consistently); reboot so the matching modules load."},
-    CauseInfo{"container.host_network", kArch, kHost, kInContainers, "Host network namespace",
-              "In a private network namespace NCCL cannot see the host's IB netdevs, RoCE GIDs "
-              "and IPoIB addresses; bootstrap and the IB out-of-band socket pick the wrong "
-              "interface.",
-              "Run the pod with hostNetwork: true (and dnsPolicy: ClusterFirstWithHostNet), or "
-              "attach the RDMA interfaces with a secondary network (Multus + SR-IOV/macvlan)."},
-    CauseInfo{"container.rdma_devices", kArch, kHost, kInContainers,
-              "RDMA devices passed into the container",
-              "The host has HCAs but /dev/infiniband/uverbs* is missing in the container, so "
-              "ibv_open_device fails and NCCL has no IB transport.",
-              "Request the RDMA device plugin resource (e.g. rdma/rdma_shared_device_a: 1 or "
-              "nvidia.com/hostdev), or mount /dev/infiniband into a privileged container."},
-    CauseInfo{"container.ipc_lock", kArch, kHost, kInContainers, "CAP_IPC_LOCK",
-              "Without CAP_IPC_LOCK a process cannot lock more memory than RLIMIT_MEMLOCK, so "
-              "RDMA memory registration of large buffers fails.",
-              "Add securityContext.capabilities.add: [IPC_LOCK] to the container (or run it "
-              "privileged)."},
-    CauseInfo{"limits.memlock", kArch, kHost, kInContainers, "Locked-memory limit (ulimit -l)",
-              "RDMA memory registration pins pages; a small RLIMIT_MEMLOCK (64 KiB or 8 MiB "
-              "defaults) makes ibv_reg_mr fail with ENOMEM, so only the IB path breaks.",
-              "Set memlock to unlimited: `* - memlock unlimited` in /etc/security/limits.conf, "
-              "LimitMEMLOCK=infinity for containerd/docker/kubelet systemd units, or docker "
-              "--ulimit memlock=-1:-1."},
-    CauseInfo{"limits.nofile", kArch, kHost, kInContainers, "Open-files limit (ulimit -n)",
-              "NCCL opens sockets, shared-memory segments and verbs objects per peer and "
-              "channel; a low RLIMIT_NOFILE makes socket() or open() fail with EMFILE at scale.",
-              "Raise nofile to at least 65536 (limits.conf, LimitNOFILE= in the runtime's unit, "
-              "or the container runtime's default ulimits)."},
-    CauseInfo{"security.lsm", kArch, kHost, kNone, "Security policy (SELinux/AppArmor/seccomp)",
-              "An enforcing SELinux or AppArmor profile, or a restrictive seccomp filter, can "
-              "deny the opens, mmaps and ioctls that verbs and CUDA IPC need.",
-              "Run the workload with a profile that allows RDMA (container_t with "
-              "container_use_devices, AppArmor unconfined or an rdma profile, seccomp "
-              "Unconfined or a profile permitting the needed syscalls); check the audit log."},
-    CauseInfo{"platform.arch", kArch, kHost, kNone, "CPU architecture and virtualisation",
-              "Ranks on different CPU architectures (x86_64 with aarch64) cannot share one NCCL "
-              "job, and a virtual machine without SR-IOV/passthrough has no usable RDMA.",
-              "Schedule one job on one architecture (nodeSelector kubernetes.io/arch); give VMs "
-              "the HCA by PCI passthrough or an SR-IOV VF."},
-    CauseInfo{"shm.size", kArch, kHost, kInContainers, "/dev/shm size",
-              "NCCL's intra-node SHM transport and proxy buffers live in /dev/shm; container "
-              "runtimes default to 64 MiB and fallocate fails with ENOSPC.",
-              "Mount an emptyDir with medium: Memory at /dev/shm (Kubernetes) or use docker "
-              "--shm-size=1g or --ipc=host."},
-    CauseInfo{"net.socket_ifname", kArch, kHost, kInContainers, "NCCL_SOCKET_IFNAME interface",
-              "NCCL_SOCKET_IFNAME names the only interfaces NCCL may use for bootstrap and "
-              "sockets; if none exists or is up, NCCL fails in both socket and IB mode.",
-              "Set NCCL_SOCKET_IFNAME to an interface present and up on every node (prefix "
-              "match: `eth`, exact: `=eth0`), or unset it."},
-    // ---------------------------------------------------------------- ib_resource: host checks
-    CauseInfo{"ib.hca_present", kIb, kHost, kNone, "HCA present",
-              "RDMA-capable PCI devices exist but no /sys/class/infiniband device is registered: "
-              "the HCA driver is not bound or failed to load, so NCCL finds no IB device.",
-              "Load the HCA driver (modprobe mlx5_ib), check dmesg for firmware or PCI errors, "
-              "and reseat or replace the card if it does not enumerate."},
-    CauseInfo{"ib.driver", kIb, kHost, kNone, "RDMA kernel modules",
-              "ib_uverbs (and the HCA's IB driver such as mlx5_ib) must be loaded for user-space "
-              "verbs; without them ibv_get_device_list is empty.",
-              "modprobe ib_uverbs mlx5_ib (or install/repair OFED), and make them load at boot."},
-    CauseInfo{"ib.port_state", kIb, kHost, kNone, "Port state",
-              "NCCL skips ports that are not ACTIVE with physical state LinkUp; a DOWN or "
-              "POLLING port means no cable, a bad cable or optic, or a disabled switch port.",
-              "Check the cable and transceiver (ibstat, mlxlink), the switch port, and that the "
-              "subnet manager brought the port from INIT to ACTIVE."},
-    CauseInfo{"ib.port_rate", kIb, kHost, kSlowsIb, "Port rate",
-              "A port that negotiated a lower width or speed (e.g. 4X to 1X, NDR to HDR) carries "
-              "a fraction of the bandwidth and slows every ring through it.",
-              "Reseat or replace the cable/optic, check the switch port's speed configuration "
-              "and mlxlink for lane errors; compare with the other ports of the node."},
-    CauseInfo{"ib.subnet_manager", kIb, kHost, kNone, "Subnet manager",
-              "On an InfiniBand link layer a port without a LID or SM LID has not been "
-              "configured by a subnet manager and stays in INIT; nothing can be routed to it.",
-              "Start or fail over the subnet manager (opensm or the switch/UFM SM) and check it "
-              "sees this port (sminfo, ibstat SM lid)."},
-    CauseInfo{"ib.pkey", kIb, kHost, kNone, "Partition key",
-              "NCCL_IB_PKEY selects a PKey index; ranks must share a partition with full "
-              "membership, or QPs cannot connect (ibv_modify_qp fails or times out).",
-              "Add the node's port GUIDs to the partition as full members in the SM's partition "
-              "config (partitions.conf / UFM), and set NCCL_IB_PKEY to that key's index."},
-    CauseInfo{"ib.gid", kIb, kHost, kInContainers, "RoCE GID",
-              "On RoCE, NCCL needs a RoCE v2 GID with an IP address; a missing GID or an "
-              "NCCL_IB_GID_INDEX that points to a v1 or empty entry breaks QP setup.",
-              "Give the RDMA netdev an IP address (the GID table follows), and leave "
-              "NCCL_IB_GID_INDEX unset on NCCL >= 2.21 or set it to a RoCE v2 entry (show_gids)."},
-    CauseInfo{"ib.port_errors", kIb, kHost, kSlowsIb, "Port error counters",
-              "Rising link_downed, symbol_error, port_rcv_errors or buffer-overrun counters mean "
-              "a flapping or lossy link that causes retries, timeouts and IB completion errors.",
-              "Replace the cable/optic on the port with rising counters; check the switch side "
-              "with ibqueryerrors; clear the counters after the fix and watch them."},
-    CauseInfo{"ib.mr_register", kIb, kHost, kNone, "RDMA memory registration",
-              "If ibv_reg_mr of an NCCL-sized buffer fails, every IB connection fails: locked "
-              "memory limits, exhausted HCA translation tables or a wedged driver.",
-              "Check memlock (limits.memlock), free HCA resources (other processes), and reload "
-              "the HCA driver if registration fails with plenty of memory."},
-    CauseInfo{"ib.verbs_view", kIb, kHost, kNone, "HCAs usable through libibverbs",
-              "NCCL sees only the HCAs libibverbs lists and opens, and only the ports it reports "
-              "ACTIVE; an HCA the kernel registered that verbs cannot list or open (no user-space "
-              "provider, no /dev/infiniband node, a permission) is skipped without a word.",
-              "Install the rdma-core provider for the HCA (libmlx5) where NCCL runs, pass "
-              "/dev/infiniband/uverbs* through, and compare ibv_devinfo with "
-              "/sys/class/infiniband."},
-    CauseInfo{"ib.contention", kIb, kHost, kNone, "Other processes on the HCAs",
-              "Other processes holding /dev/infiniband/uverbs* compete for QPs, memory "
-              "registrations and bandwidth; a stuck job can hold the HCA's resources.",
-              "Identify the listed processes; stop stale jobs before probing or running a new "
-              "job."},
-    CauseInfo{"ib.peermem", kIb, kHost, kSlowsIb, "GPUDirect RDMA module",
-              "Without nvidia_peermem (or nv_peer_mem, or dma-buf support) NCCL copies through "
-              "host memory: it works, but slower.",
-              "modprobe nvidia_peermem (shipped with the NVIDIA driver) and load it at boot."},
-    CauseInfo{"ib.rail_topology", kIb, kHost, kSlowsIb, "Rails (HCA and GPU pairing)",
-              "NCCL drives each GPU's traffic through the HCA closest to it (a rail); an HCA "
-              "without a GPU on its PCIe switch, or a GPU whose closest HCA is down, sends that "
-              "GPU's traffic across the CPU interconnect to another rail, at a fraction of the "
-              "bandwidth.",
-              "Check the rail table (`nccl-triage check`): bring the named HCA's port up (see "
-              "ib.port_state), or move the card back into the slot next to its GPU."},
+    // ---------------------------------------------------------------- host checks
+    // Each host check's row is in its own file (agent/checks/<id>.cc, NT_HOST_CHECK), in the
+    // position it declares there: architecture first, then ib_resource. The build collects them
+    // (cmake/collect_host_checks.cmake).
+#include "core/catalogue_host_checks.inc"
     // ---------------------------------------------------------------- workload containers
     CauseInfo{"env.ib_disable", kArch, kWorkload, kNone, "NCCL_IB_DISABLE left on",
               "The container sets NCCL_IB_DISABLE=1 on a node with RDMA devices: NCCL runs over "

@@ -9,34 +9,11 @@
 
 namespace nccl_triage::ids {
 
-// architecture: host checks
-inline constexpr CauseId kVersionsNccl{"versions.nccl"};
-inline constexpr CauseId kVersionsCudaDriver{"versions.cuda_driver"};
-inline constexpr CauseId kVersionsOfedKernel{"versions.ofed_kernel"};
-inline constexpr CauseId kContainerHostNetwork{"container.host_network"};
-inline constexpr CauseId kContainerRdmaDevices{"container.rdma_devices"};
-inline constexpr CauseId kContainerIpcLock{"container.ipc_lock"};
-inline constexpr CauseId kLimitsMemlock{"limits.memlock"};
-inline constexpr CauseId kLimitsNofile{"limits.nofile"};
-inline constexpr CauseId kSecurityLsm{"security.lsm"};
-inline constexpr CauseId kPlatformArch{"platform.arch"};
-inline constexpr CauseId kShmSize{"shm.size"};
-inline constexpr CauseId kNetSocketIfname{"net.socket_ifname"};
-
-// ib_resource: host checks
-inline constexpr CauseId kIbHcaPresent{"ib.hca_present"};
-inline constexpr CauseId kIbDriver{"ib.driver"};
-inline constexpr CauseId kIbPortState{"ib.port_state"};
-inline constexpr CauseId kIbPortRate{"ib.port_rate"};
-inline constexpr CauseId kIbSubnetManager{"ib.subnet_manager"};
-inline constexpr CauseId kIbPkey{"ib.pkey"};
-inline constexpr CauseId kIbGid{"ib.gid"};
-inline constexpr CauseId kIbPortErrors{"ib.port_errors"};
-inline constexpr CauseId kIbMrRegister{"ib.mr_register"};
-inline constexpr CauseId kIbVerbsView{"ib.verbs_view"};
-inline constexpr CauseId kIbContention{"ib.contention"};
-inline constexpr CauseId kIbPeermem{"ib.peermem"};
-inline constexpr CauseId kIbRailTopology{"ib.rail_topology"};
+// host checks: one per NT_HOST_CHECK of agent/checks/*.cc (k + its function's name), collected by
+// the build (cmake/collect_host_checks.cmake)
+#define NT_HOST_CHECK_ENTRY(function, id) inline constexpr CauseId k##function{id};
+#include "core/host_check_list.inc"
+#undef NT_HOST_CHECK_ENTRY
 
 // workload containers
 inline constexpr CauseId kEnvIbDisable{"env.ib_disable"};

@@ -17,74 +17,125 @@ constexpr std::array kSpecs = {
     MetricSpec{"nccl_triage_node_verdict", "gauge", "class,basis,pool",
                "Verdict on this node, one-hot over class; basis is checks (a prediction from the "
                "host checks) or probes (confirmed by NCCL probes); pool is the config.pools entry "
-               "the node matched (absent when none)."},
+               "the node matched (absent when none).",
+               "the node's verdict, one-hot over `healthy`, `architecture`, `ib_resource`, "
+               "`unknown`; `basis` is `checks` (a prediction from the host checks) or `probes` "
+               "(the coordinator's verdict from NCCL probes, which wins when present); `pool` is "
+               "the [`config.pools`](configuration.md#node-pools) entry the node matched (absent "
+               "when none)"},
     MetricSpec{"nccl_triage_check_status", "gauge", "check,class,status",
-               "Status of each host check, one-hot over status; class is where the fix lives."},
+               "Status of each host check, one-hot over status; class is where the fix lives.",
+               "each host check, one-hot over `pass`, `warn`, `fail`, `skip`; `class` is where "
+               "the fix lives"},
     MetricSpec{"nccl_triage_ib_port_state", "gauge", "device,port,state",
-               "Logical state of each InfiniBand/RoCE port as the kernel names it, one-hot."},
+               "Logical state of each InfiniBand/RoCE port as the kernel names it, one-hot.",
+               "each port's logical state as the kernel names it, one-hot over `DOWN`, `INIT`, "
+               "`ARMED`, `ACTIVE`, `ACTIVE_DEFER` (another value the kernel reports is added as "
+               "its own series)"},
     MetricSpec{"nccl_triage_ib_port_physical_state", "gauge", "device,port,state",
-               "Physical state of each port as the kernel names it, one-hot."},
+               "Physical state of each port as the kernel names it, one-hot.",
+               "each port's physical state, one-hot over `Sleep`, `Polling`, `Disabled`, "
+               "`PortConfigurationTraining`, `LinkUp`, `LinkErrorRecovery`, `Phy Test`"},
     MetricSpec{"nccl_triage_ib_port_rate_bytes_per_second", "gauge", "device,port",
-               "Negotiated rate of each port in bytes per second."},
+               "Negotiated rate of each port in bytes per second.",
+               "negotiated rate (`200 Gb/sec (4X HDR)` is 25e9)"},
     MetricSpec{"nccl_triage_ib_port_errors_total", "counter", "device,port,counter",
-               "The port's sysfs error counters (ports/<n>/counters/<counter>)."},
+               "The port's sysfs error counters (ports/<n>/counters/<counter>).",
+               "the port's sysfs error counters as the kernel counts them (`symbol_error`, "
+               "`link_downed`, `link_error_recovery`, `port_rcv_errors`, "
+               "`port_rcv_remote_physical_errors`, `port_rcv_switch_relay_errors`, "
+               "`port_rcv_constraint_errors`, `port_xmit_discards`, "
+               "`port_xmit_constraint_errors`, `local_link_integrity_errors`, "
+               "`excessive_buffer_overrun_errors`, `VL15_dropped`, those present)"},
     MetricSpec{"nccl_triage_ib_expected_bytes_per_second", "gauge", "",
                "What one port of this node should carry: expect.rate_gbps, else the highest "
-               "port rate on the node."},
+               "port rate on the node.",
+               "what one port should carry: `expect.rate_gbps` when set, else the highest port "
+               "rate of the node (for bus-bandwidth alerts)"},
     MetricSpec{"nccl_triage_memlock_limit_bytes", "gauge", "",
-               "Soft RLIMIT_MEMLOCK of the agent's container in bytes (+Inf when unlimited)."},
-    MetricSpec{"nccl_triage_shm_size_bytes", "gauge", "", "Size of the /dev/shm tmpfs in bytes."},
+               "Soft RLIMIT_MEMLOCK of the agent's container in bytes (+Inf when unlimited).",
+               "the agent container's soft `RLIMIT_MEMLOCK`; `+Inf` when unlimited"},
+    MetricSpec{"nccl_triage_shm_size_bytes", "gauge", "", "Size of the /dev/shm tmpfs in bytes.",
+               "size of the `/dev/shm` tmpfs (half of RAM when mounted without `size=`)"},
     MetricSpec{"nccl_triage_probe_success", "gauge", "peer,mode",
-               "1 when the last probe with this peer and mode passed, else 0."},
+               "1 when the last probe with this peer and mode passed, else 0.",
+               "1 when the last probe with this peer and mode (`socket`, `ib`) passed, else 0; a "
+               "rail's IB probe never stands for the pair's `ib` (the agent keeps it apart: "
+               "`rail_probes` in its `/status`, with `rail` and `ib_hca`, and "
+               "`nccl_triage_rail_last_probe_*` below; the localised per-rail series are the "
+               "coordinator's `nccl_triage_rail_probe_*`)"},
     MetricSpec{"nccl_triage_probe_busbw_bytes_per_second", "gauge", "peer,mode",
-               "Bus bandwidth of the last probe with this peer and mode."},
+               "Bus bandwidth of the last probe with this peer and mode.",
+               "bus bandwidth of that probe"},
     MetricSpec{"nccl_triage_rail_last_probe_success", "gauge", "rail,device,port",
                "1 when the last per-rail IB probe on this rail of the node passed (with whichever "
-               "peer), else 0."},
+               "peer), else 0.",
+               "1 when the last per-rail IB probe on this rail of the node passed, whichever peer "
+               "it was with, else 0; one series per rail (8 on a DGX), present once the "
+               "coordinator's sweeps probe rails (`probe.rails`). The agent's raw view: which end "
+               "of a failed rail is at fault is the coordinator's localised "
+               "`nccl_triage_rail_probe_*`; every (peer, rail) result is in `/status` "
+               "`rail_probes`"},
     MetricSpec{"nccl_triage_rail_last_probe_busbw_bytes_per_second", "gauge", "rail,device,port",
-               "Bus bandwidth of the last per-rail IB probe on this rail of the node."},
+               "Bus bandwidth of the last per-rail IB probe on this rail of the node.",
+               "bus bandwidth of that probe (against the rail's port rate ÷ 8)"},
     MetricSpec{"nccl_triage_probe_duration_seconds", "histogram", "mode",
-               "Wall time of each probe, start of the child to its result."},
+               "Wall time of each probe, start of the child to its result.",
+               "wall time of every probe (buckets 0.5 s to 300 s)"},
     MetricSpec{"nccl_triage_pair_verdict", "gauge", "peer,class",
-               "Coordinator's verdict on the pair (this node, peer), one-hot over class."},
+               "Coordinator's verdict on the pair (this node, peer), one-hot over class.",
+               "the coordinator's verdict on the pair (this node, peer), one-hot over the four "
+               "classes"},
     MetricSpec{"nccl_triage_last_check_timestamp_seconds", "gauge", "",
-               "Unix time the last check cycle finished."},
+               "Unix time the last check cycle finished.",
+               "Unix time the last check cycle finished (absent before the first)"},
     MetricSpec{"nccl_triage_last_probe_timestamp_seconds", "gauge", "",
-               "Unix time the last probe result was recorded."},
-    MetricSpec{"nccl_triage_build_info", "gauge", "version", "Always 1; the agent's version."},
+               "Unix time the last probe result was recorded.",
+               "Unix time the last probe result was recorded (absent before the first)"},
+    MetricSpec{"nccl_triage_build_info", "gauge", "version", "Always 1; the agent's version.",
+               "always 1; the agent's version"},
     MetricSpec{"nccl_triage_nccl_info", "gauge", "version",
-               "Always 1; the NCCL version the last probe loaded."},
+               "Always 1; the NCCL version the last probe loaded.",
+               "always 1; the NCCL version the last probe loaded (absent before a probe)"},
     MetricSpec{"nccl_triage_probe_available", "gauge", "reason,pool",
                "1 when this node's probes can run (reason ok), else 0 with why: pending (not "
-               "checked yet), no_nccl, no_cuda, no_gpu, error."},
+               "checked yet), no_nccl, no_cuda, no_gpu, error.",
+               "1 when this node's probes can run (`reason=\"ok\"`), else 0 and `reason` says "
+               "why: `pending` (not checked yet), `no_nccl`, `no_cuda`, `no_gpu` (causes "
+               "`probe.no_nccl`, `probe.no_cuda`, `probe.no_gpu`), `error` (the check could not "
+               "start); one series. Set by the agent's start-up library check, then by every "
+               "probe"},
     MetricSpec{"nccl_triage_workload_check_status", "gauge", "namespace,pod,container,check,status",
                "Status of each workload check on each GPU container on this node, one-hot over "
-               "status."},
+               "status.",
+               "each workload check on each GPU container of the node, one-hot over `pass`, "
+               "`warn`, `fail`, `skip`"},
     MetricSpec{"nccl_triage_kernel_link_down_total", "counter", "device,port",
                "HCA port downs the kernel logged since the agent started (mlx5 `Link DOWN`); its "
-               "increase over an hour is the port's link flaps."},
+               "increase over an hour is the port's link flaps.",
+               "HCA port downs the kernel logged since the agent started (mlx5 `Link DOWN`); "
+               "`increase(...[1h])` is the port's link flaps (see \"Kernel log\")"},
     MetricSpec{"nccl_triage_kernel_xid_total", "counter", "code",
                "NVIDIA Xid errors the kernel logged since the agent started, by Xid code."},
 };
 
-// The declared spec of `name`. Every family is registered in AgentMetrics' constructor, so a
-// name missing from kSpecs stops the agent at start-up (and every metrics test) rather than
-// exporting another family's help text.
-const MetricSpec& Spec(std::string_view name) { return FindMetricSpec(kSpecs, name); }
+// The declared spec of `name`, found at compile time: a name missing from kSpecs does not build
+// (metric_spec.h), so no family is registered with another's help or left out at run time.
+consteval const MetricSpec& Spec(std::string_view name) { return DeclaredSpec(kSpecs, name); }
 
 // An empty counter family of the contract, named and described by its spec.
-prometheus::MetricFamily CounterFamily(std::string_view name) {
+prometheus::MetricFamily CounterFamily(const MetricSpec& spec) {
   prometheus::MetricFamily family;
-  family.name = std::string(Spec(name).name);
-  family.help = std::string(Spec(name).help);
+  family.name = std::string(spec.name);
+  family.help = std::string(spec.help);
   family.type = prometheus::MetricType::Counter;
   return family;
 }
 
-std::unique_ptr<GaugeSeries> NewGauge(prometheus::Registry& registry, std::string_view name) {
+std::unique_ptr<GaugeSeries> NewGauge(prometheus::Registry& registry, const MetricSpec& spec) {
   auto& family = prometheus::BuildGauge()
-                     .Name(std::string(name))
-                     .Help(std::string(Spec(name).help))
+                     .Name(std::string(spec.name))
+                     .Help(std::string(spec.help))
                      .Register(registry);
   return std::make_unique<GaugeSeries>(family);
 }
@@ -148,7 +199,7 @@ std::string SerializeMetrics(const std::vector<prometheus::MetricFamily>& famili
 class AgentMetrics::PortCounters final : public prometheus::Collectable {
  public:
   void Update(const SnapshotSummary* summary) {
-    prometheus::MetricFamily family = CounterFamily("nccl_triage_ib_port_errors_total");
+    prometheus::MetricFamily family = CounterFamily(Spec("nccl_triage_ib_port_errors_total"));
     if (summary) {
       for (const auto& port : summary->ports) {
         for (const auto& [counter, value] : port.error_counters) {
@@ -186,12 +237,12 @@ class AgentMetrics::KernelCounters final : public prometheus::Collectable {
       m.counter.value = static_cast<double>(value);
       f.metric.push_back(std::move(m));
     };
-    auto downs = CounterFamily("nccl_triage_kernel_link_down_total");
+    auto downs = CounterFamily(Spec("nccl_triage_kernel_link_down_total"));
     for (const auto& [key, n] : now.link_downs) {
       const size_t slash = key.rfind('/');
       add(downs, {{"device", key.substr(0, slash)}, {"port", key.substr(slash + 1)}}, n);
     }
-    auto xids = CounterFamily("nccl_triage_kernel_xid_total");
+    auto xids = CounterFamily(Spec("nccl_triage_kernel_xid_total"));
     for (const auto& [code, n] : now.xids) add(xids, {{"code", std::to_string(code)}}, n);
     return {std::move(downs), std::move(xids)};
   }
@@ -221,34 +272,35 @@ AgentMetrics::AgentMetrics(const AgentState& state, std::string version,
       registry_(std::make_shared<prometheus::Registry>()),
       port_counters_(std::make_shared<PortCounters>()) {
   auto& r = *registry_;
-  node_verdict_ = NewGauge(r, "nccl_triage_node_verdict");
-  check_status_ = NewGauge(r, "nccl_triage_check_status");
-  port_state_ = NewGauge(r, "nccl_triage_ib_port_state");
-  port_phys_state_ = NewGauge(r, "nccl_triage_ib_port_physical_state");
-  port_rate_ = NewGauge(r, "nccl_triage_ib_port_rate_bytes_per_second");
-  expected_bw_ = NewGauge(r, "nccl_triage_ib_expected_bytes_per_second");
-  memlock_ = NewGauge(r, "nccl_triage_memlock_limit_bytes");
-  shm_ = NewGauge(r, "nccl_triage_shm_size_bytes");
-  probe_success_ = NewGauge(r, "nccl_triage_probe_success");
-  probe_busbw_ = NewGauge(r, "nccl_triage_probe_busbw_bytes_per_second");
-  rail_success_ = NewGauge(r, "nccl_triage_rail_last_probe_success");
-  rail_busbw_ = NewGauge(r, "nccl_triage_rail_last_probe_busbw_bytes_per_second");
+  node_verdict_ = NewGauge(r, Spec("nccl_triage_node_verdict"));
+  check_status_ = NewGauge(r, Spec("nccl_triage_check_status"));
+  port_state_ = NewGauge(r, Spec("nccl_triage_ib_port_state"));
+  port_phys_state_ = NewGauge(r, Spec("nccl_triage_ib_port_physical_state"));
+  port_rate_ = NewGauge(r, Spec("nccl_triage_ib_port_rate_bytes_per_second"));
+  expected_bw_ = NewGauge(r, Spec("nccl_triage_ib_expected_bytes_per_second"));
+  memlock_ = NewGauge(r, Spec("nccl_triage_memlock_limit_bytes"));
+  shm_ = NewGauge(r, Spec("nccl_triage_shm_size_bytes"));
+  probe_success_ = NewGauge(r, Spec("nccl_triage_probe_success"));
+  probe_busbw_ = NewGauge(r, Spec("nccl_triage_probe_busbw_bytes_per_second"));
+  rail_success_ = NewGauge(r, Spec("nccl_triage_rail_last_probe_success"));
+  rail_busbw_ = NewGauge(r, Spec("nccl_triage_rail_last_probe_busbw_bytes_per_second"));
+  constexpr const MetricSpec& kDuration = Spec("nccl_triage_probe_duration_seconds");
   probe_duration_ = &prometheus::BuildHistogram()
-                         .Name("nccl_triage_probe_duration_seconds")
-                         .Help(std::string(Spec("nccl_triage_probe_duration_seconds").help))
+                         .Name(std::string(kDuration.name))
+                         .Help(std::string(kDuration.help))
                          .Register(r);
   const prometheus::Histogram::BucketBoundaries buckets = {0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300};
   for (ProbeMode mode : kProbeModes) {
     probe_duration_by_mode_[mode] =
         &probe_duration_->Add({{"mode", std::string(ToString(mode))}}, buckets);
   }
-  pair_verdict_ = NewGauge(r, "nccl_triage_pair_verdict");
-  last_check_ = NewGauge(r, "nccl_triage_last_check_timestamp_seconds");
-  last_probe_ = NewGauge(r, "nccl_triage_last_probe_timestamp_seconds");
-  build_info_ = NewGauge(r, "nccl_triage_build_info");
-  nccl_info_ = NewGauge(r, "nccl_triage_nccl_info");
-  workload_status_ = NewGauge(r, "nccl_triage_workload_check_status");
-  probe_available_ = NewGauge(r, "nccl_triage_probe_available");
+  pair_verdict_ = NewGauge(r, Spec("nccl_triage_pair_verdict"));
+  last_check_ = NewGauge(r, Spec("nccl_triage_last_check_timestamp_seconds"));
+  last_probe_ = NewGauge(r, Spec("nccl_triage_last_probe_timestamp_seconds"));
+  build_info_ = NewGauge(r, Spec("nccl_triage_build_info"));
+  nccl_info_ = NewGauge(r, Spec("nccl_triage_nccl_info"));
+  workload_status_ = NewGauge(r, Spec("nccl_triage_workload_check_status"));
+  probe_available_ = NewGauge(r, Spec("nccl_triage_probe_available"));
   build_info_->Set({{"version", std::move(version)}}, 1);
 }
 
@@ -305,7 +357,8 @@ void AgentMetrics::RefreshLocked(const AgentStateView& view) {
     if (summary->memlock_limit_bytes) memlock_->Set({}, *summary->memlock_limit_bytes);
     if (summary->shm_size_bytes) shm_->Set({}, *summary->shm_size_bytes);
   }
-  port_counters_->Update(Enabled("nccl_triage_ib_port_errors_total") ? summary : nullptr);
+  const bool port_errors = Enabled(Spec("nccl_triage_ib_port_errors_total").name);
+  port_counters_->Update(port_errors ? summary : nullptr);
   for (GaugeSeries* g : {port_state_.get(), port_phys_state_.get(), port_rate_.get(),
                          expected_bw_.get(), memlock_.get(), shm_.get()}) {
     g->Sweep();
@@ -384,7 +437,7 @@ std::vector<prometheus::MetricFamily> AgentMetrics::CollectLocked() const {
   for (auto& f : registry_->Collect()) {
     if (Enabled(f.name)) families.push_back(std::move(f));
   }
-  if (Enabled("nccl_triage_ib_port_errors_total")) {
+  if (Enabled(Spec("nccl_triage_ib_port_errors_total").name)) {
     for (auto& f : port_counters_->Collect()) families.push_back(std::move(f));
   }
   if (kernel_counters_) {

@@ -28,23 +28,16 @@
 #include <string_view>
 #include <vector>
 
+#include "exporter/metric_spec.h"
 #include "kernel/kernel_judge.h"
 #include "state/agent_state.h"
 
 namespace nccl_triage {
 
-// One metric of the contract: the README table is checked against this list and a live scrape.
-struct MetricSpec {
-  std::string_view name;
-  std::string_view type;    // gauge | counter | histogram
-  std::string_view labels;  // comma list, "" for none
-  std::string_view help;
-};
-
 std::span<const MetricSpec> AgentMetricSpecs();
 
-// The spec named `name` in `specs`; throws std::logic_error for a name that is not declared (a
-// programming error, found when the metrics are registered at start-up).
+// The spec named `name` in `specs`, for names read at run time; throws std::logic_error for a
+// name that is not declared. Names written in the code go through DeclaredSpec (metric_spec.h).
 const MetricSpec& FindMetricSpec(std::span<const MetricSpec> specs, std::string_view name);
 
 // The values each one-hot state label takes (others seen on a node are added as they appear).

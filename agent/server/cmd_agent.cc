@@ -38,6 +38,7 @@
 #include "host/gatherer.h"
 #include "kernel/kernel_monitor.h"
 #include "kube/kube_client.h"
+#include "kube/node_labels.h"
 #include "kubelet/pod_resources_client.h"
 #include "nccl_triage_version.h"
 #include "probe/runner.h"
@@ -131,17 +132,6 @@ class SignalBlock {
   sigset_t old_{};
 };
 
-// The node object, asked up to three times while the answer says a retry can help (the API
-// server restarting as the DaemonSet rolls out): its labels choose the node's pool once, at start.
-KubeResponse GetNodeWithRetries(KubeClient& kube, const std::string& node) {
-  KubeResponse r = kube.GetNode(node);
-  for (int attempt = 1; attempt < 3 && r.Retryable(); ++attempt) {
-    std::this_thread::sleep_for(std::chrono::seconds(2 * attempt));
-    r = kube.GetNode(node);
-  }
-  return r;
-}
-
 // The configuration file (or the defaults) and the log classifier's rules (the shipped file and
 // classify.rule_files).
 StatusOr<Config> LoadAgentConfig(const AgentFlags& flags) {
@@ -175,7 +165,7 @@ GatherFn MakeAgentGather(const AgentFlags& flags, const std::string& node, const
 }
 
 // The Kubernetes client, when running in a pod and something needs it (publication, or the
-// node's labels for config.pools); `error` says why there is none when one was wanted.
+// node's labels); `error` says why there is none when one was wanted.
 struct KubeAccess {
   std::unique_ptr<KubeClient> client;
   std::string error;
@@ -183,11 +173,11 @@ struct KubeAccess {
   bool publishes = false;    // annotations, the node condition or events are on
 };
 
-KubeAccess ConnectKube(const Config& config) {
+KubeAccess ConnectKube(const Config& config, bool needs_node_labels) {
   KubeAccess k;
   k.publishes = config.agent.annotate_pod || config.agent.node_condition || config.agent.events;
   k.host = Env("KUBERNETES_SERVICE_HOST");
-  if ((!k.publishes && config.pools.empty()) || k.host.empty()) return k;
+  if ((!k.publishes && !needs_node_labels) || k.host.empty()) return k;
   InClusterOptions kube_options;
   kube_options.host = k.host;
   std::string kube_port = Env("KUBERNETES_SERVICE_PORT");
@@ -205,31 +195,47 @@ KubeAccess ConnectKube(const Config& config) {
   return k;
 }
 
+// Whether anything needs the node's labels: config.pools, or the topology label reported to a
+// coordinator.
+bool NeedsNodeLabels(const Config& config, const AgentFlags& flags) {
+  const bool coordinator = !flags.standalone && (flags.coordinator || config.agent.coordinator);
+  return !config.pools.empty() || (coordinator && !config.coordinator.topology_label.empty());
+}
+
+// The node's labels, read once at start-up for both that need them (one GET of the Node, with
+// retries). An empty result with `error` set when they are needed and cannot be read.
+NodeLabelsRead ReadNodeLabelsOnce(bool needed, const std::string& node, const KubeAccess& kube) {
+  NodeLabelsRead read;
+  if (!needed) return read;
+  if (node.empty()) {
+    read.error = "no node name (NODE_NAME or --node)";
+  } else if (!kube.client) {
+    read.error = kube.host.empty() ? "not running in Kubernetes" : kube.error;
+  } else {
+    read = ReadNodeLabels(*kube.client, node,
+                          [](std::chrono::seconds s) { std::this_thread::sleep_for(s); });
+  }
+  return read;
+}
+
 // The node pool (config.pools): its expectations replace the top-level ones in `config`. A node
 // whose labels cannot be read is judged by the top-level expect, and says so. Returns the pool's
 // name, empty for none.
-std::string ApplyNodePool(Config& config, const std::string& node, const KubeAccess& kube,
+std::string ApplyNodePool(Config& config, const std::string& node, const NodeLabelsRead& labels,
                           Logger& log) {
   if (config.pools.empty()) return "";
-  std::string pool, why;
-  if (node.empty()) {
-    why = "no node name (NODE_NAME or --node)";
-  } else if (!kube.client) {
-    why = kube.host.empty() ? "not running in Kubernetes" : kube.error;
-  } else if (KubeResponse r = GetNodeWithRetries(*kube.client, node); !r.ok()) {
-    why = "GET node " + node + ": " + r.Describe();
-  } else if (const PoolConfig* chosen = SelectPool(config.pools, NodeLabelsFromJson(r.body))) {
-    pool = chosen->name;
-    config.expect = chosen->expect;
-    log.Info("agent", "node pool " + pool + ": its expect applies");
-  } else {
-    log.Info("agent", "node " + node + " is in no pool: the top-level expect applies");
-  }
-  if (!why.empty()) {
+  if (!labels.ok()) {
     log.Warn("agent", "node pools ignored, the top-level expect applies: cannot read the "
-                      "node's labels (" + why + ")");
+                      "node's labels (" + labels.error + ")");
+    return "";
   }
-  return pool;
+  if (const PoolConfig* chosen = SelectPool(config.pools, labels.labels)) {
+    config.expect = chosen->expect;
+    log.Info("agent", "node pool " + chosen->name + ": its expect applies");
+    return chosen->name;
+  }
+  log.Info("agent", "node " + node + " is in no pool: the top-level expect applies");
+  return "";
 }
 
 // The kernel log joins the checks: its findings are judged on the same snapshot each cycle.
@@ -322,17 +328,20 @@ std::unique_ptr<KubePublisher> StartPublisher(Agent& agent, const Config& config
   return publisher;
 }
 
-// The coordinator session (after the Kubernetes client: it reads the topology label).
+// The coordinator session, with the node's topology label (from the labels read at start-up).
 Status ConnectCoordinator(Agent& agent, const Config& config, const AgentFlags& flags,
-                          const std::string& node, const KubeAccess& kube, Logger& log) {
+                          const NodeLabelsRead& node_labels, Logger& log) {
   std::optional<std::string> coordinator = flags.coordinator;
   if (!coordinator) coordinator = config.agent.coordinator;
   if (!coordinator || flags.standalone) return Status::Ok();
   std::map<std::string, std::string> labels;
-  if (kube.client && !config.coordinator.topology_label.empty() && !node.empty()) {
-    for (auto& [k, v] : NodeLabelsFromJson(kube.client->GetNode(node).body)) {
-      if (k == config.coordinator.topology_label) labels[k] = v;
-    }
+  const std::string& topology = config.coordinator.topology_label;
+  if (!topology.empty() && !node_labels.ok()) {
+    log.Warn("agent", "topology label " + topology + " not reported: cannot read the node's "
+                      "labels (" + node_labels.error + ")");
+  } else if (!topology.empty()) {
+    auto it = node_labels.labels.find(topology);
+    if (it != node_labels.labels.end()) labels[it->first] = it->second;
   }
   auto link = MakeCoordinatorLink(*coordinator, config, Env("NCCL_TRIAGE_TOKEN"), labels,
                                   NCCL_TRIAGE_VERSION, log);
@@ -419,8 +428,10 @@ int RunAgentCommand(CliContext& ctx) {
   // The loop's parts: gather from the root, judge with the built-in checks (by the node's pool)
   // and the kernel log.
   GatherFn gather = MakeAgentGather(flags, node, config);
-  const KubeAccess kube = ConnectKube(config);
-  const std::string pool = ApplyNodePool(config, node, kube, log);
+  const bool needs_labels = NeedsNodeLabels(config, flags);
+  const KubeAccess kube = ConnectKube(config, needs_labels);
+  const NodeLabelsRead node_labels = ReadNodeLabelsOnce(needs_labels, node, kube);
+  const std::string pool = ApplyNodePool(config, node, node_labels, log);
   std::shared_ptr<kernel::KernelMonitor> kernel_monitor;
   JudgeFn judge =
       WithKernelLog(MakeBuiltinJudgeFn(config), config, flags.root, clock, kernel_monitor);
@@ -458,7 +469,7 @@ int RunAgentCommand(CliContext& ctx) {
   log.Info("agent", DescribeHttpAuth(config));
 
   std::unique_ptr<KubePublisher> publisher = StartPublisher(agent, config, node, kube, clock, log);
-  if (Status s = ConnectCoordinator(agent, config, flags, node, kube, log); !s.ok()) {
+  if (Status s = ConnectCoordinator(agent, config, flags, node_labels, log); !s.ok()) {
     return fail(s.message());
   }
   std::unique_ptr<workload::WorkloadMonitor> workloads =

@@ -21,6 +21,8 @@ int RunServerCli(const std::vector<std::string>& argv, std::ostream& out, std::o
 int RunAgentCommand(CliContext& ctx);
 int RunCoordinatorCommand(CliContext& ctx);
 int RunWorkloadLookupCommand(CliContext& ctx);
+// Every config key, metric family and catalogue row as JSON (the source of the generated docs).
+int RunDumpSchemaCommand(CliContext& ctx);
 // The internal children of `nccl-triage triage` (triage/frames.h): the API reads, streamed,
 // keeping the incident (annotations, the Event) and the coordinator's calls (probes, count).
 int RunTriageFetchCommand(CliContext& ctx);

@@ -92,7 +92,7 @@ TEST(ExecutablesSplit, BothReportTheSameBuild) {
 }
 
 TEST(ExecutablesSplit, ServerRunsTheServices) {
-  for (const char* cmd : {"agent", "coordinator"}) {
+  for (const char* cmd : {"agent", "coordinator", "dump-schema"}) {
     auto r = Exec(kServer, {cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
     EXPECT_NE(r.out.find(std::string("usage: nccl-triage-server ") + cmd), std::string::npos)

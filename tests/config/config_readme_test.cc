@@ -1,13 +1,12 @@
-// The README's configuration table documents every key with its type and default, and agrees
-// with what --dump-config prints for a default Config.
+// The schema of the keys (what `dump-schema` prints and the documentation's tables are generated
+// from) agrees with what --dump-config prints for a default Config, and the documentation's
+// example configuration loads.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
 #include <map>
-#include <sstream>
+#include <nlohmann/json.hpp>
 #include <string>
-#include <vector>
 
 #include "config/config_loader.h"
 #include "support/docs.h"
@@ -15,57 +14,21 @@
 namespace nccl_triage {
 namespace {
 
-std::string ReadmeSection(const std::string& name) {
-  return testing::DocSection(name);
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && s.front() == ' ') s.erase(s.begin());
-  while (!s.empty() && s.back() == ' ') s.pop_back();
-  if (s.size() >= 2 && s.front() == '`' && s.back() == '`') s = s.substr(1, s.size() - 2);
-  return s;
-}
-
-struct Row {
-  std::string type, default_value, meaning;
-};
-
-// Rows of the table whose first cell is a `key`.
-std::map<std::string, Row> KeyTable(const std::string& section) {
-  std::map<std::string, Row> rows;
-  std::istringstream in(section);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("| `", 0) != 0) continue;
-    std::vector<std::string> cells;
-    std::string cell;
-    for (size_t i = 1; i < line.size(); ++i) {
-      if (line[i] == '|') {
-        cells.push_back(Trim(cell));
-        cell.clear();
-      } else {
-        cell += line[i];
-      }
-    }
-    if (cells.size() >= 4) rows[cells[0]] = {cells[1], cells[2], cells[3]};
-  }
-  return rows;
-}
-
-// key -> the default as the README writes it: the dumped scalar, `unset` for ~, `[]`, `""`.
-std::map<std::string, std::string> DumpedDefaults() {
-  std::map<std::string, std::string> out;
+// key -> the default as --dump-config writes it, as JSON (null, a number, a string, a list).
+std::map<std::string, nlohmann::json> DumpedDefaults() {
+  std::map<std::string, nlohmann::json> out;
   YAML::Node root = YAML::Load(DumpConfig(Config{}));
   for (auto section = root.begin(); section != root.end(); ++section) {
+    if (!section->second.IsMap()) continue;  // pools: a list, not keys
     for (auto key = section->second.begin(); key != section->second.end(); ++key) {
       const std::string name = section->first.Scalar() + "." + key->first.Scalar();
       const YAML::Node v = key->second;
       if (v.IsNull()) {
-        out[name] = "unset";
+        out[name] = nullptr;
       } else if (v.IsSequence()) {
-        out[name] = v.size() == 0 ? "[]" : "(list)";
-      } else if (v.Scalar().empty()) {
-        out[name] = "\"\"";
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& item : v) list.push_back(item.Scalar());
+        out[name] = list;
       } else {
         out[name] = v.Scalar();
       }
@@ -74,29 +37,54 @@ std::map<std::string, std::string> DumpedDefaults() {
   return out;
 }
 
-TEST(ConfigReadme, TableListsEveryKeyWithItsTypeAndDefault) {
-  const auto table = KeyTable(ReadmeSection("config"));
-  const auto defaults = DumpedDefaults();
-  std::string expected_rows;
-  for (const auto& k : ConfigKeys()) {
-    const std::string key(k.key);
-    expected_rows += "| `" + key + "` | " + std::string(k.type) + " | `" + defaults.at(key) +
-                     "` | " + std::string(k.meaning) + " |\n";
+// A JSON default compared with the dumped text: numbers and booleans by their value.
+bool SameDefault(const nlohmann::json& schema, const nlohmann::json& dumped) {
+  if (schema.is_null() || dumped.is_null() || schema.is_array()) return schema == dumped;
+  const std::string text = dumped.get<std::string>();
+  if (schema.is_string()) return schema.get<std::string>() == text;
+  if (schema.is_boolean()) return (schema.get<bool>() ? "true" : "false") == text;
+  if (schema.is_number_float()) return schema.get<double>() == std::stod(text);
+  if (schema.is_number_unsigned()) return schema.get<uint64_t>() == std::stoull(text);
+  return schema.get<int64_t>() == std::stoll(text);
+}
+
+TEST(ConfigKeySchemas, ListEveryKeyWithTheDefaultDumpConfigPrints) {
+  const auto dumped = DumpedDefaults();
+  const auto keys = ConfigKeySchemas();
+  ASSERT_EQ(keys.size(), dumped.size());
+  ASSERT_EQ(keys.size(), ConfigKeys().size());
+  for (const auto& k : keys) {
+    const std::string name(k.info.key);
+    auto it = dumped.find(name);
+    ASSERT_NE(it, dumped.end()) << name << " is not in --dump-config";
+    const auto schema = nlohmann::json::parse(k.default_json);
+    EXPECT_TRUE(SameDefault(schema, it->second))
+        << name << ": schema " << schema.dump() << ", dumped " << it->second.dump();
+    EXPECT_FALSE(k.info.meaning.empty()) << name;
+    EXPECT_FALSE(k.kind.empty()) << name;
+    if (schema.is_null()) {
+      EXPECT_TRUE(k.optional) << name << " is unset by default";
+    }
+    if (k.min && k.max) {
+      EXPECT_LE(*k.min, *k.max) << name;
+    }
   }
-  SCOPED_TRACE("the README config table should hold these rows:\n" + expected_rows);
-  EXPECT_EQ(table.size(), ConfigKeys().size());
-  for (const auto& k : ConfigKeys()) {
-    const std::string key(k.key);
-    auto it = table.find(key);
-    ASSERT_NE(it, table.end()) << "README lacks " << key;
-    EXPECT_EQ(it->second.type, k.type) << key;
-    EXPECT_EQ(it->second.default_value, defaults.at(key)) << key;
-    EXPECT_FALSE(it->second.meaning.empty()) << key;
+}
+
+TEST(ConfigKeySchemas, RangesAreTheOnesTheLoaderEnforces) {
+  for (const auto& k : ConfigKeySchemas()) {
+    if (!k.max || (k.kind != "integer" && k.kind != "number")) continue;
+    const std::string name(k.info.key);
+    const size_t dot = name.find('.');
+    const std::string above = k.kind == "integer" ? std::to_string(static_cast<int64_t>(*k.max) + 1)
+                                                  : std::to_string(*k.max * 2 + 1);
+    const std::string yaml = name.substr(0, dot) + ":\n  " + name.substr(dot + 1) + ": " + above;
+    EXPECT_FALSE(LoadConfigFromString(yaml).ok()) << name << " accepted " << above;
   }
 }
 
 TEST(ConfigReadme, ExampleYamlLoads) {
-  const std::string section = ReadmeSection("config");
+  const std::string section = testing::DocSection("config");
   const size_t a = section.find("```yaml\n");
   ASSERT_NE(a, std::string::npos) << "the config section has no ```yaml example";
   const size_t b = section.find("```", a + 8);

@@ -973,15 +973,5 @@ TEST(CoordinatorIdentity, TheAgentPresentsTheTokenOfItsFileAtEveryConnect) {
   std::remove(file.c_str());
 }
 
-TEST(NodeLabelsFromJson, ReadsTheLabelsOfANodeObject) {
-  auto labels = NodeLabelsFromJson(
-      R"({"kind":"Node","metadata":{"name":"n1","labels":{"topology.kubernetes.io/rack":"r7",)"
-      R"("x":1}}})");
-  EXPECT_EQ(labels.size(), 1u);
-  EXPECT_EQ(labels["topology.kubernetes.io/rack"], "r7");
-  EXPECT_TRUE(NodeLabelsFromJson("not json").empty());
-  EXPECT_TRUE(NodeLabelsFromJson(R"({"metadata":[]})").empty());
-}
-
 }  // namespace
 }  // namespace nccl_triage

@@ -63,16 +63,40 @@ TEST(CauseId, GivesItsEntryAndText) {
   EXPECT_EQ(out.str(), "ib.gid");
 }
 
-// ids.h is the list code names ids from: one constant per entry, in catalogue order, named after
-// the id (ib.port_state: kIbPortState). The compiler checks each constant's id; this checks that
-// none is missing, so every id can be written as a symbol.
-TEST(CauseId, IdsHeaderHasOneConstantPerEntryInCatalogueOrder) {
+// The lines of ids.h with the host-check list the build collects (the NT_HOST_CHECK_ENTRY lines
+// of core/host_check_list.inc, each a constant k<Function>) spliced in where ids.h includes it.
+std::vector<std::string> IdsHeaderLines() {
+  std::vector<std::string> lines;
   std::ifstream in(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/agent/core/ids.h");
-  ASSERT_TRUE(in) << "agent/core/ids.h";
-  const std::regex constant(R"re(inline constexpr CauseId (k\w+)\{"([^"]+)"\};)re");
-  std::vector<std::string> listed;
+  const std::regex entry(R"re(^NT_HOST_CHECK_ENTRY\((\w+), "([^"]+)"\))re");
   std::string line;
   while (std::getline(in, line)) {
+    if (line != "#include \"core/host_check_list.inc\"") {
+      lines.push_back(line);
+      continue;
+    }
+    std::ifstream list(std::string(NCCL_TRIAGE_BINARY_DIR) + "/generated/core/host_check_list.inc");
+    EXPECT_TRUE(list) << "no generated core/host_check_list.inc";
+    for (std::string l; std::getline(list, l);) {
+      std::smatch m;
+      if (std::regex_search(l, m, entry)) {
+        lines.push_back("inline constexpr CauseId k" + m[1].str() + "{\"" + m[2].str() + "\"};");
+      }
+    }
+  }
+  return lines;
+}
+
+// ids.h is the list code names ids from: one constant per entry, in catalogue order, named after
+// the id (ib.port_state: kIbPortState; the host checks' constants come from their NT_HOST_CHECK
+// declarations). The compiler checks each constant's id; this checks that none is missing, so
+// every id can be written as a symbol.
+TEST(CauseId, IdsHeaderHasOneConstantPerEntryInCatalogueOrder) {
+  const std::vector<std::string> lines = IdsHeaderLines();
+  ASSERT_FALSE(lines.empty()) << "agent/core/ids.h";
+  const std::regex constant(R"re(inline constexpr CauseId (k\w+)\{"([^"]+)"\};)re");
+  std::vector<std::string> listed;
+  for (const std::string& line : lines) {
     std::smatch m;
     if (!std::regex_search(line, m, constant)) continue;
     std::string name = "k";

@@ -3,6 +3,9 @@
 # must fail with the message that names the mistake.
 #
 #   cmake -DCXX=<compiler> -DINCLUDE=<repo>/agent -DSOURCE=<this folder>/ids.cc -P expect_compile_error.cmake
+#
+# Another file passes its own cases and name: -DEXPECTATIONS="CASE_A|regex;CASE_B|regex"
+# -DNAME=<what the success line calls it> (plus -DEXTRA_FLAGS for more include directories).
 foreach(var CXX INCLUDE SOURCE)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "expect_compile_error.cmake: -D${var}=... is required")
@@ -10,7 +13,8 @@ foreach(var CXX INCLUDE SOURCE)
 endforeach()
 
 function(compile case result_var output_var)
-  execute_process(COMMAND ${CXX} -std=c++20 -fsyntax-only -D${case} -I${INCLUDE} ${SOURCE}
+  separate_arguments(extra UNIX_COMMAND "${EXTRA_FLAGS}")
+  execute_process(COMMAND ${CXX} -std=c++20 -fsyntax-only -D${case} -I${INCLUDE} ${extra} ${SOURCE}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   set(${result_var} ${rc} PARENT_SCOPE)
   set(${output_var} "${out}${err}" PARENT_SCOPE)
@@ -24,9 +28,13 @@ endif()
 
 # case, then a regex its compiler output must match (g++ and clang word the errors differently,
 # both name the function or say "deleted").
-foreach(expectation
-        "CASE_UNKNOWN_ID|ThisIdIsNotInTheCatalogue"
-        "CASE_LITERAL_COMPARISON|deleted")
+if(NOT DEFINED EXPECTATIONS)
+  set(EXPECTATIONS "CASE_UNKNOWN_ID|ThisIdIsNotInTheCatalogue" "CASE_LITERAL_COMPARISON|deleted")
+endif()
+if(NOT DEFINED NAME)
+  set(NAME ids)
+endif()
+foreach(expectation ${EXPECTATIONS})
   string(REPLACE "|" ";" parts "${expectation}")
   list(GET parts 0 case)
   list(GET parts 1 regex)
@@ -43,4 +51,4 @@ endforeach()
 if(failures)
   message(FATAL_ERROR "${failures}")
 endif()
-message(STATUS "ids: every case as expected")
+message(STATUS "${NAME}: every case as expected")

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,31 +12,33 @@ import (
 )
 
 // contractMetrics are the metric families of the runtime contract shared by the agent, the
-// coordinator and the deployables (README "Metrics, annotations and endpoints").
-var contractMetrics = map[string]string{
-	"nccl_triage_node_verdict": "gauge", "nccl_triage_check_status": "gauge",
-	"nccl_triage_ib_port_state": "gauge", "nccl_triage_ib_port_physical_state": "gauge",
-	"nccl_triage_ib_port_rate_bytes_per_second": "gauge", "nccl_triage_ib_port_errors_total": "counter",
-	"nccl_triage_ib_expected_bytes_per_second": "gauge", "nccl_triage_memlock_limit_bytes": "gauge",
-	"nccl_triage_shm_size_bytes": "gauge", "nccl_triage_probe_success": "gauge",
-	"nccl_triage_probe_busbw_bytes_per_second": "gauge", "nccl_triage_probe_duration_seconds": "histogram",
-	"nccl_triage_pair_verdict": "gauge", "nccl_triage_last_check_timestamp_seconds": "gauge",
-	"nccl_triage_last_probe_timestamp_seconds": "gauge", "nccl_triage_build_info": "gauge",
-	"nccl_triage_nccl_info": "gauge", "nccl_triage_workload_check_status": "gauge",
-	"nccl_triage_probe_available":              "gauge",
-	"nccl_triage_coordinator_agents_connected": "gauge", "nccl_triage_coordinator_sweeps_total": "counter",
-	"nccl_triage_coordinator_sweep_duration_seconds": "histogram", "nccl_triage_coordinator_probes_total": "counter",
-	"nccl_triage_coordinator_localised_faults": "gauge", "nccl_triage_coordinator_fault": "gauge",
-	"nccl_triage_coordinator_pairs_tested": "gauge", "nccl_triage_coordinator_pairs_total": "gauge",
-	"nccl_triage_coordinator_node_unprobed_sweeps":         "gauge",
-	"nccl_triage_coordinator_last_sweep_timestamp_seconds": "gauge",
-	"nccl_triage_incidents_total":                          "counter",
-	"nccl_triage_rail_probe_success":                       "gauge",
-	"nccl_triage_rail_probe_failures":                      "gauge",
-	"nccl_triage_rail_last_probe_success":                  "gauge",
-	"nccl_triage_rail_last_probe_busbw_bytes_per_second":   "gauge",
-	"nccl_triage_kernel_link_down_total":                   "counter",
-	"nccl_triage_kernel_xid_total":                         "counter",
+// coordinator and the deployables: name -> type, read from `nccl-triage-server dump-schema` (the
+// code's own MetricSpec tables), never a copy of them.
+var contractMetrics = map[string]string{}
+
+// loadContract fills contractMetrics from a dump-schema document.
+func loadContract(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var doc struct {
+		Schema  string `json:"schema"`
+		Metrics []struct {
+			Name string `json:"name"`
+			Type string `json:"type"`
+		} `json:"metrics"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	if doc.Schema != "nccl-triage/schema/v1" || len(doc.Metrics) == 0 {
+		return fmt.Errorf("%s: not a dump-schema document with metrics", path)
+	}
+	for _, m := range doc.Metrics {
+		contractMetrics[m.Name] = m.Type
+	}
+	return nil
 }
 
 // family maps a sample name to its family (histogram series carry _bucket/_sum/_count).
@@ -51,14 +55,19 @@ func family(name string) (string, bool) {
 	return "", false
 }
 
-// runMetricNames checks that the dashboard and the rules use only metrics of the contract, and
-// that the C++ sources export no nccl_triage_ metric outside it, so a typo on either side fails
-// here even before the live test can scrape a process that exports it.
+// runMetricNames checks that the dashboard and the rules use only metrics of the contract (every
+// one of them), and that the C++ sources name no nccl_triage_ metric outside it, so a typo on
+// either side fails here even before the live test can scrape a process that exports it.
 func runMetricNames(c *checker, args []string) {
 	fs := flag.NewFlagSet("metric-names", flag.ExitOnError)
 	files := fs.String("files", "", "comma-separated dashboard/rule files")
 	sources := fs.String("sources", "", "directory of C++ sources that export metrics")
+	schema := fs.String("schema", "", "the output of nccl-triage-server dump-schema")
 	fs.Parse(args)
+	if err := loadContract(*schema); err != nil {
+		c.fatal(err)
+		return
+	}
 	name := regexp.MustCompile(`nccl_triage_[a-z0-9_]+`)
 	used := map[string]bool{}
 	for _, f := range strings.Split(*files, ",") {
