@@ -463,6 +463,13 @@ class Loader {
         *static_cast<std::optional<std::string>*>(field) = v.Scalar();
         return Status::Ok();
       }
+      case KeyKind::kRemediationMode: {
+        constexpr std::string_view kModes = "off, dry-run, taint or cordon";
+        auto mode = v.IsScalar() ? ParseRemediationMode(v.Scalar()) : std::nullopt;
+        if (!mode) return TypeError(spec, v, kModes);
+        *static_cast<RemediationMode*>(field) = *mode;
+        return Status::Ok();
+      }
       case KeyKind::kStringList:
         return Strings(spec, v, *static_cast<std::vector<std::string>*>(field));
       case KeyKind::kNcclEnvNames:
@@ -704,6 +711,9 @@ void EmitValue(YAML::Emitter& out, const KeySpec& spec, Config& config) {
         out << YAML::Null;
       return;
     }
+    case KeyKind::kRemediationMode:
+      out << std::string(ToString(*static_cast<RemediationMode*>(field)));
+      return;
     case KeyKind::kOptPkey: {
       const auto& o = *static_cast<std::optional<uint16_t>*>(field);
       if (o)

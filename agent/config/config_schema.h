@@ -27,6 +27,7 @@ enum class KeyKind {
   kOptPkey,       // std::optional<uint16_t>, the membership bit stripped
   kOptVersion,    // std::optional<std::string> of dotted numbers "535.0"
   kOptRails,      // std::optional<std::string>: all, a count or a list (core/rail_selection.h)
+  kRemediationMode,  // RemediationMode: off, dry-run, taint or cordon (core/config.h)
 };
 
 struct KeySpec {

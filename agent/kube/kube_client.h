@@ -63,6 +63,8 @@ class InClusterKubeClient final : public KubeClient {
                             const LogChunkSink& sink) override;
   KubeResponse CreateTokenReview(const std::string& token,
                                  const std::vector<std::string>& audiences) override;
+  KubeResponse ListNodes(const NodeListQuery& query) override;
+  KubeResponse PatchNode(const std::string& node, const NodePatch& patch) override;
 
  private:
   struct Impl;

@@ -6,7 +6,8 @@
 // in chunks and generated line by line, so a 200,000-line log is never held whole), annotation
 // merge patches with the UID precondition, and events — and checks what a real one would: the
 // bearer token (or, when configured, a client certificate signed by its CA). Errors are
-// injected per pod, per log and per call kind. Thread-safe; binds 127.0.0.1 on a free port.
+// injected per pod, per log and per call kind. Nodes: list, get and merge patches with the
+// resourceVersion precondition, for remediation. Thread-safe; binds 127.0.0.1 on a free port.
 //
 // The calls themselves are tested against a real kube-apiserver (tests/k8s, the chart's RBAC
 // and tokens). This fake stays for what the real one cannot be made to do in a test: container
@@ -65,6 +66,17 @@ class FakeApiServer {
   // Every pod list in `ns` answers this status (RBAC on another namespace).
   void FailNamespace(const std::string& ns, int status, std::string message);
   void FailEvents(int status, std::string message);
+
+  // Nodes (remediation): a list (pages of `limit`), a get and JSON merge patches, which bump
+  // metadata.resourceVersion and answer 409 Conflict when the patch names another one.
+  void AddNode(nlohmann::json node);
+  nlohmann::json Node(const std::string& name) const;  // null when there is none
+  // The next `times` node patches answer this status (a v1 Status body) and change nothing.
+  void FailNodePatches(int status, std::string message, int times = 1);
+  // Runs on the node before the next patch of it is applied, as another writer would between
+  // our read and our patch (its resourceVersion is bumped after).
+  void ChangeNodeBeforeNextPatch(const std::string& name,
+                                 std::function<void(nlohmann::json& node)> change);
 
   struct Call {
     std::string method;

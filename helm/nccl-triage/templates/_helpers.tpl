@@ -147,3 +147,13 @@ checksum/token: {{ printf "%s/%s" .Release.Name $token | sha256sum }}
 */}}
 {{- define "nccl-triage.ncclDir" -}}/opt/nccl-triage/nccl{{- end }}
 {{- define "nccl-triage.cudaDir" -}}/opt/nccl-triage/cuda{{- end }}
+
+{{/* remediation.mode of the config ("off" when unset): off, dry-run, taint or cordon. */}}
+{{- define "nccl-triage.remediationMode" -}}
+{{- (.Values.config.remediation | default dict).mode | default "off" -}}
+{{- end }}
+
+{{/* "true" when the coordinator calls the API server: identity tokens or remediation. */}}
+{{- define "nccl-triage.coordinatorUsesApi" -}}
+{{- if or .Values.config.coordinator.verify_node_identity (ne (include "nccl-triage.remediationMode" .) "off") -}}true{{- end -}}
+{{- end }}

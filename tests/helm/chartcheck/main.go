@@ -325,10 +325,17 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	}
 	// With node identities checked (the default) the coordinator gets its own RBAC: a ClusterRole
 	// for tokenreviews (cluster-scoped) and a Role for the pods of its namespace.
+	// Remediation (config.remediation.mode) gives it the ClusterRole too, for nodes and events.
 	verifyIdentity, _ := get(values, "config.coordinator.verify_node_identity").(bool)
+	remediation, _ := get(values, "config.remediation.mode").(string)
+	if remediation == "" {
+		remediation = "off"
+	}
+	if verifyIdentity || remediation != "off" {
+		want = append(want, "ClusterRole/"+full+"-coordinator", "ClusterRoleBinding/"+full+"-coordinator")
+	}
 	if verifyIdentity {
-		want = append(want, "ClusterRole/"+full+"-coordinator", "ClusterRoleBinding/"+full+"-coordinator",
-			"Role/"+full+"-coordinator", "RoleBinding/"+full+"-coordinator")
+		want = append(want, "Role/"+full+"-coordinator", "RoleBinding/"+full+"-coordinator")
 	}
 	sort.Strings(want)
 	c.check(reflect.DeepEqual(s.inventory(), want), "objects\n got  %v\n want %v", s.inventory(), want)
@@ -481,10 +488,13 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	ctm := mount(co, tokenDir)
 	c.check(ctm != nil && str(volume(dep, str(ctm, "name")), "secret.secretName") == full+"-token", "coordinator token mount")
 	c.check(path.Dir(str(config, "coordinator.token_file")) == tokenDir, "coordinator token_file outside the token mount")
-	// The coordinator calls the API server only to check the agents' identity tokens.
+	// The coordinator calls the API server only to check the agents' identity tokens and, with
+	// remediation on, to read and taint nodes.
 	verify, _ := get(config, "coordinator.verify_node_identity").(bool)
-	c.check(get(dep, "spec.template.spec.automountServiceAccountToken") == verify,
-		"coordinator API token mounted: %v, node identities checked: %v", get(dep, "spec.template.spec.automountServiceAccountToken"), verify)
+	remediating := remediationMode(config) != "off"
+	c.check(get(dep, "spec.template.spec.automountServiceAccountToken") == (verify || remediating),
+		"coordinator API token mounted: %v, node identities checked: %v, remediation: %v",
+		get(dep, "spec.template.spec.automountServiceAccountToken"), verify, remediating)
 	if verify {
 		account := ""
 		for _, e := range list(co, "env") {
@@ -528,18 +538,37 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	ar := s.find("ClusterRole", full+"-agent")
 	c.check(reflect.DeepEqual(rbacRules(ar), wantAgent), "agent rules %v, want %v", rbacRules(ar), wantAgent)
 	// The coordinator: tokenreviews create and pods get in its own namespace, only when it checks
-	// the agents' identity tokens; nothing else.
+	// the agents' identity tokens; nodes get/list and events create with remediation (dry-run
+	// included), nodes patch only when it taints or cordons; nothing else.
+	wantCoordinator := []string{}
 	if verifyIdentity {
+		wantCoordinator = append(wantCoordinator, "authentication.k8s.io/tokenreviews:create")
+	}
+	if remediation != "off" {
+		wantCoordinator = append(wantCoordinator, "/events:create", "/nodes:get", "/nodes:list")
+	}
+	if remediation == "taint" || remediation == "cordon" {
+		wantCoordinator = append(wantCoordinator, "/nodes:patch")
+	}
+	sort.Strings(wantCoordinator)
+	if len(wantCoordinator) > 0 {
 		cr := s.find("ClusterRole", full+"-coordinator")
-		c.check(reflect.DeepEqual(rbacRules(cr), []string{"authentication.k8s.io/tokenreviews:create"}),
-			"coordinator cluster rules %v", rbacRules(cr))
+		c.check(reflect.DeepEqual(rbacRules(cr), wantCoordinator),
+			"coordinator cluster rules %v, want %v", rbacRules(cr), wantCoordinator)
+	}
+	if verifyIdentity {
 		r := s.find("Role", full+"-coordinator")
 		c.check(reflect.DeepEqual(rbacRules(r), []string{"/pods:get"}) && str(r, "metadata.namespace") == ns,
 			"coordinator namespace rules %v in %q", rbacRules(r), str(r, "metadata.namespace"))
-		c.check(len(s.byKind("ClusterRole")) == 2 && len(s.byKind("Role")) == 1, "RBAC beyond the agent's and the coordinator's")
+		c.check(len(s.byKind("Role")) == 1, "RBAC beyond the agent's and the coordinator's")
 	} else {
-		c.check(len(s.byKind("ClusterRole")) == 1 && len(s.byKind("Role")) == 0, "only the agent has RBAC")
+		c.check(len(s.byKind("Role")) == 0, "a Role without node identities checked")
 	}
+	wantRoles := 1
+	if len(wantCoordinator) > 0 {
+		wantRoles = 2
+	}
+	c.check(len(s.byKind("ClusterRole")) == wantRoles, "%d ClusterRoles, want %d", len(s.byKind("ClusterRole")), wantRoles)
 	coordinatorSA := str(dep, "spec.template.spec.serviceAccountName")
 	for _, kinds := range [][2]string{{"ClusterRoleBinding", "ClusterRole"}, {"RoleBinding", "Role"}} {
 		for _, b := range s.byKind(kinds[0]) {
@@ -670,6 +699,14 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	return nil
 }
 
+// remediationMode is config.remediation.mode of a rendered config ("off" when unset).
+func remediationMode(config interface{}) string {
+	if m, ok := get(config, "remediation.mode").(string); ok && m != "" {
+		return m
+	}
+	return "off"
+}
+
 // kubeCalls maps each KubeClient method (agent/kube/kube_api.h) to the permission it needs.
 var kubeCalls = map[string]string{
 	"PatchPodAnnotations":      "/pods:patch",
@@ -682,6 +719,8 @@ var kubeCalls = map[string]string{
 	"CreateEvent":              "/events:create",
 	"ListNamespacedPods":       "/pods:list",
 	"StreamPodLog":             "/pods/log:get",
+	"ListNodes":                "/nodes:list",
+	"PatchNode":                "/nodes:patch",
 }
 
 // runRbacCode derives the agent's permissions from the KubeClient calls in the sources and
