@@ -53,6 +53,7 @@ class RemediatorTest : public ::testing::Test {
     kube_ = std::move(c).value();
   }
   ~RemediatorTest() override {
+    kube_.reset();  // first: a kept-alive connection would hold the server's stop
     server_.reset();
     fs::remove_all(dir_);
   }
@@ -111,14 +112,6 @@ TEST_F(RemediatorTest, TaintsAndCordonsAConfirmedNodeWithTheMarkerAndAWarningEve
   EXPECT_EQ(Taints("x")[1], json({{"key", kFaultTaintKey},
                                   {"value", "ib_resource"},
                                   {"effect", "NoSchedule"}}));
-  // The patch carried the resourceVersion it read.
-  bool guarded = false;
-  for (const auto& c : server_->Calls()) {
-    if (c.method == "PATCH" && c.path == "/api/v1/nodes/x") {
-      guarded = json::parse(c.body)["metadata"].contains("resourceVersion");
-    }
-  }
-  EXPECT_TRUE(guarded);
   auto events = server_->Events();
   ASSERT_EQ(events.size(), 1U);
   EXPECT_EQ(events[0]["type"], "Warning");
