@@ -712,7 +712,8 @@ void EmitValue(YAML::Emitter& out, const KeySpec& spec, Config& config) {
       return;
     }
     case KeyKind::kRemediationMode:
-      out << std::string(ToString(*static_cast<RemediationMode*>(field)));
+      // Quoted: YAML 1.1 readers (helm's) take a bare off for false.
+      out << YAML::DoubleQuoted << std::string(ToString(*static_cast<RemediationMode*>(field)));
       return;
     case KeyKind::kOptPkey: {
       const auto& o = *static_cast<std::optional<uint16_t>*>(field);
