@@ -786,10 +786,17 @@ func runRbacCode(c *checker, manifests, sources string) error {
 	if err != nil {
 		return err
 	}
+	// The union over both accounts (the agent and the coordinator may both need one permission).
+	seen := map[string]bool{}
 	var got []string
 	for _, o := range objs {
 		if o["kind"] == "ClusterRole" || o["kind"] == "Role" {
-			got = append(got, rbacRules(o)...)
+			for _, r := range rbacRules(o) {
+				if !seen[r] {
+					seen[r] = true
+					got = append(got, r)
+				}
+			}
 		}
 	}
 	sort.Strings(got)
