@@ -37,7 +37,11 @@ std::string ActionName(const RemediationAction& a) {
 // The fix of the fault's first cause, from the catalogue; a generic one without a known cause.
 std::string Fix(const std::vector<std::string>& causes) {
   if (!causes.empty()) {
-    if (const CauseInfo* info = FindCause(causes.front())) return std::string(info->remedy);
+    if (const CauseInfo* info = FindCause(causes.front())) {
+      std::string remedy(info->remedy);
+      while (!remedy.empty() && (remedy.back() == '.' || remedy.back() == ' ')) remedy.pop_back();
+      return remedy;
+    }
   }
   return "see the node's nccl-triage report (kubectl describe pod of its agent, annotations "
          "nccl-triage.io/*) for the cause";
