@@ -210,10 +210,12 @@ bool Remediator::Apply(const RemediationAction& action, const NodeState& node,
   Succeeded(action.node);
   if (action.kind == RemediationActionKind::kApply) {
     auto f = confirmed.find(action.node);
-    const std::string fix = Fix(f == confirmed.end() ? std::vector<std::string>{} : f->second.causes);
+    const std::string fix =
+        Fix(f == confirmed.end() ? std::vector<std::string>{} : f->second.causes);
     log_.Info(kLogComponent, "node " + action.node + ": " + action.reason);
     PostEvent(action.node, "Warning", action.cordon ? "NcclTriageCordoned" : "NcclTriageTainted",
-              action.reason + ". Fix: " + fix + ". Undo by hand: " + Undo(action.node, action.cordon),
+              action.reason + ". Fix: " + fix +
+                  ". Undo by hand: " + Undo(action.node, action.cordon),
               now_ms, status);
   } else {
     log_.Info(kLogComponent, "node " + action.node + ": " + action.reason);

@@ -135,7 +135,8 @@ nlohmann::json NodePatchBody(const NodePatch& patch) {
     body["metadata"]["resourceVersion"] = patch.resource_version;
   }
   if (!patch.annotations.empty()) {
-    body["metadata"]["annotations"] = AnnotationPatchBody(patch.annotations)["metadata"]["annotations"];
+    body["metadata"]["annotations"] =
+        AnnotationPatchBody(patch.annotations)["metadata"]["annotations"];
   }
   if (patch.taints) body["spec"]["taints"] = *patch.taints;
   if (patch.unschedulable) body["spec"]["unschedulable"] = *patch.unschedulable;

@@ -31,7 +31,8 @@ class DemoRemediation : public ::testing::Test {
     api_ = std::make_unique<testing::FakeApiServer>(
         testing::FakeApiServer::Options{cert_.cert_path, cert_.key_path, "tok", "", 0});
     for (int i = 0; i < 4; ++i) {
-      api_->AddNode({{"metadata", {{"name", "node-" + std::to_string(i)}}}, {"spec", json::object()}});
+      api_->AddNode(
+          {{"metadata", {{"name", "node-" + std::to_string(i)}}}, {"spec", json::object()}});
     }
     ApiAccess a;
     a.host = "127.0.0.1";
@@ -53,7 +54,8 @@ class DemoRemediation : public ::testing::Test {
     auto f = ParseDemoFault("node:2:port_down", 4);
     EXPECT_TRUE(f.ok());
     o.faults.push_back(*f);
-    o.remediation.policy = {.mode = mode, .max_nodes = 2, .max_percent = 50, .healthy_ms = 3'600'000};
+    o.remediation.policy = {
+        .mode = mode, .max_nodes = 2, .max_percent = 50, .healthy_ms = 3'600'000};
     o.kube = kube_;
     return o;
   }
