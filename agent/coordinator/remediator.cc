@@ -70,7 +70,8 @@ Remediator::Remediator(KubeClient& kube, RemediatorOptions options, Logger& log)
     : kube_(kube), options_(std::move(options)), log_(log) {}
 
 bool Remediator::ListNodes(const std::map<std::string, ConfirmedNodeFault>& confirmed,
-                           int64_t now_ms, std::vector<NodeState>* nodes, std::string* error) {
+                           int64_t now_ms, const std::set<std::string>* watched,
+                           std::vector<NodeState>* nodes, std::string* error) {
   NodeListQuery query;
   query.limit = options_.list_page;
   // A bound on pages: a server that keeps answering a continue token must not hold the sweep.
@@ -84,7 +85,7 @@ bool Remediator::ListNodes(const std::map<std::string, ConfirmedNodeFault>& conf
       return false;
     }
     for (const json& item : list["items"]) {
-      if (item.is_object()) nodes->push_back(ReadNode(item, confirmed, now_ms));
+      if (item.is_object()) nodes->push_back(ReadNode(item, confirmed, now_ms, watched));
     }
     query.continue_token = Text(list.value("metadata", json::object()), "continue");
     if (query.continue_token.empty()) {
@@ -98,8 +99,8 @@ bool Remediator::ListNodes(const std::map<std::string, ConfirmedNodeFault>& conf
 }
 
 Remediator::NodeState Remediator::ReadNode(
-    const json& node, const std::map<std::string, ConfirmedNodeFault>& confirmed,
-    int64_t now_ms) {
+    const json& node, const std::map<std::string, ConfirmedNodeFault>& confirmed, int64_t now_ms,
+    const std::set<std::string>* watched) {
   NodeState s;
   const json meta = node.value("metadata", json::object());
   const json spec = node.value("spec", json::object());
@@ -123,6 +124,8 @@ Remediator::NodeState Remediator::ReadNode(
     s.plan.fault_class = f->second.fault_class;
     s.plan.causes = f->second.causes;
     healthy_since_.erase(s.plan.node);
+  } else if (watched != nullptr && watched->count(s.plan.node) == 0) {
+    healthy_since_.erase(s.plan.node);  // not probed now: no healthy time accrues
   } else {
     s.plan.healthy_since_ms = healthy_since_.emplace(s.plan.node, now_ms).first->second;
   }
@@ -239,13 +242,13 @@ void Remediator::AnnounceDryRun(const RemediationAction& action, int64_t now_ms,
 }
 
 RemediationStatus Remediator::Step(const std::map<std::string, ConfirmedNodeFault>& confirmed,
-                                   int64_t now_ms) {
+                                   int64_t now_ms, const std::set<std::string>* watched) {
   RemediationStatus status;
   status.mode = options_.policy.mode;
   status.at_unix_ms = now_ms;
   if (options_.policy.mode == RemediationMode::kOff) return status;
   std::vector<NodeState> nodes;
-  if (!ListNodes(confirmed, now_ms, &nodes, &status.list_error)) return status;
+  if (!ListNodes(confirmed, now_ms, watched, &nodes, &status.list_error)) return status;
   status.nodes_seen = static_cast<int>(nodes.size());
   std::set<std::string> listed;
   for (const NodeState& n : nodes) listed.insert(n.plan.node);

@@ -79,9 +79,12 @@ class Remediator {
   // `kube` and `log` must outlive the remediator.
   Remediator(KubeClient& kube, RemediatorOptions options, Logger& log);
 
-  // One step at `now_ms` (Unix ms) with the faults confirmed now, by node.
+  // One step at `now_ms` (Unix ms) with the faults confirmed now, by node. `watched`, when given,
+  // names the nodes whose agents are connected: a node outside it is not being probed, so its
+  // healthy time does not count (its clock starts again when its agent is back), and a node
+  // whose agent went away is never released for a fault nobody has seen clear.
   RemediationStatus Step(const std::map<std::string, ConfirmedNodeFault>& confirmed,
-                         int64_t now_ms);
+                         int64_t now_ms, const std::set<std::string>* watched = nullptr);
 
   const RemediatorOptions& options() const { return options_; }
 
@@ -95,9 +98,11 @@ class Remediator {
 
   // Every node, page by page, read with ReadNode; false (and `error`) when a page fails.
   bool ListNodes(const std::map<std::string, ConfirmedNodeFault>& confirmed, int64_t now_ms,
-                 std::vector<NodeState>* nodes, std::string* error);
+                 const std::set<std::string>* watched, std::vector<NodeState>* nodes,
+                 std::string* error);
   NodeState ReadNode(const nlohmann::json& node,
-                     const std::map<std::string, ConfirmedNodeFault>& confirmed, int64_t now_ms);
+                     const std::map<std::string, ConfirmedNodeFault>& confirmed, int64_t now_ms,
+                     const std::set<std::string>* watched);
   // Patches one node for `action`; on 409 reads it again and retries once.
   KubeResponse Patch(const RemediationAction& action, const NodeState& node);
   // False when the patch failed (the node keeps its state).

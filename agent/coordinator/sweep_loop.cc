@@ -193,9 +193,11 @@ void CoordinatorServer::Impl::RemediateLocked(std::unique_lock<std::mutex>& lock
     if (t.fault.kind != FaultKind::kNode || t.fault.nodes.empty()) continue;
     confirmed[t.fault.nodes[0]] = {t.fault.fault_class, t.fault.causes};
   }
+  std::set<std::string> watched;  // nodes with a connected agent: only they can prove healthy
+  for (const auto& [node, agent] : agents_) watched.insert(node);
   // The API calls take time (one patch per node that changes): agents' streams go on meanwhile.
   lock.unlock();
-  RemediationStatus status = remediator_->Step(confirmed, wall_clock_.NowUnixMs());
+  RemediationStatus status = remediator_->Step(confirmed, wall_clock_.NowUnixMs(), &watched);
   const std::string mode(ToString(status.mode));
   for (const RemediationOutcome& o : status.outcomes) {
     metrics_.CountRemediation(o.action, mode, o.result);

@@ -151,6 +151,24 @@ TEST_F(RemediatorTest, ReleasesOnlyWhatItPlacedAfterRecoverAfter) {
   EXPECT_EQ(server_->Events().back()["reason"], "NcclTriageReleased");
 }
 
+TEST_F(RemediatorTest, ANodeWhoseAgentIsGoneIsNotReleased) {
+  Remediator r = Make(RemediationMode::kTaint);
+  const std::set<std::string> all = {"n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9"};
+  std::set<std::string> without_n1 = all;
+  without_n1.erase("n1");
+  r.Step(Faulty({"n1"}), kHour, &all);
+  // Its agent goes away: the coordinator's hold-down forgets the fault, nobody probes the node.
+  r.Step({}, 2 * kHour, &without_n1);
+  r.Step({}, 4 * kHour, &without_n1);
+  EXPECT_TRUE(HasOurTaint("n1")) << "released without being probed healthy";
+  r.Step({}, 5 * kHour, &all);  // back: healthy from now on
+  EXPECT_TRUE(HasOurTaint("n1"));
+  RemediationStatus s = r.Step({}, 6 * kHour, &all);
+  EXPECT_FALSE(HasOurTaint("n1"));
+  ASSERT_EQ(s.actions.size(), 1U);
+  EXPECT_EQ(s.actions[0].kind, RemediationActionKind::kRelease);
+}
+
 TEST_F(RemediatorTest, KeepsACordonAnOperatorPlaced) {
   server_->AddNode(FakeNode("c", json::array(), /*unschedulable=*/true));
   Remediator r = Make(RemediationMode::kCordon);
