@@ -257,6 +257,36 @@ constexpr std::array kSpecs = {
              "/readyz are always open)"},
             KeyKind::kHttpAuth,
             NT_FIELD(server.auth)},
+    // remediation: what the coordinator does about a confirmed node fault
+    KeySpec{{"remediation.mode", "mode",
+             "off, dry-run (events, metrics and /status say what would be done), taint (the "
+             "NoSchedule taint nccl-triage.io/fault=<class> on each node with a confirmed fault) "
+             "or cordon (that taint and a cordon)"},
+            KeyKind::kRemediationMode,
+            NT_FIELD(remediation.mode)},
+    KeySpec{{"remediation.max_nodes", "integer",
+             "circuit breaker: at most this many nodes remediated at once"},
+            KeyKind::kInt,
+            NT_FIELD(remediation.max_nodes),
+            0,
+            100000},
+    KeySpec{{"remediation.max_percent", "number",
+             "circuit breaker: at most this percentage of the nodes of one pool, rounded down"},
+            KeyKind::kDouble,
+            NT_FIELD(remediation.max_percent),
+            0,
+            100},
+    KeySpec{{"remediation.recover_after_seconds", "integer",
+             "a remediated node without a confirmed fault for this long gets its taint (and "
+             "cordon) removed"},
+            KeyKind::kInt,
+            NT_FIELD(remediation.recover_after_seconds),
+            0,
+            1e8},
+    KeySpec{{"remediation.pool_label", "string",
+             "node label whose value names a node's pool for max_percent; empty: one pool"},
+            KeyKind::kString,
+            NT_FIELD(remediation.pool_label)},
     // classify
     KeySpec{{"classify.rule_files", "list of strings",
              "rule files for the NCCL log classifier, loaded at start-up on top of the shipped "
@@ -331,6 +361,8 @@ std::string_view KindName(KeyKind kind) {
       return "rails";
     case KeyKind::kHttpAuth:
       return "http_auth";
+    case KeyKind::kRemediationMode:
+      return "remediation_mode";
   }
   return "unknown";
 }
@@ -376,6 +408,8 @@ nlohmann::json DefaultValue(const KeySpec& spec) {
       return Opt(*static_cast<std::optional<std::string>*>(field));
     case KeyKind::kOptPkey:
       return Opt(*static_cast<std::optional<uint16_t>*>(field));
+    case KeyKind::kRemediationMode:
+      return std::string(ToString(*static_cast<RemediationMode*>(field)));
     case KeyKind::kStringList:
     case KeyKind::kNcclEnvNames:
     case KeyKind::kCheckIds:

@@ -469,6 +469,13 @@ class Loader {
         *static_cast<std::optional<std::string>*>(field) = v.Scalar();
         return Status::Ok();
       }
+      case KeyKind::kRemediationMode: {
+        constexpr std::string_view kModes = "off, dry-run, taint or cordon";
+        auto mode = v.IsScalar() ? ParseRemediationMode(v.Scalar()) : std::nullopt;
+        if (!mode) return TypeError(spec, v, kModes);
+        *static_cast<RemediationMode*>(field) = *mode;
+        return Status::Ok();
+      }
       case KeyKind::kStringList:
         return Strings(spec, v, *static_cast<std::vector<std::string>*>(field));
       case KeyKind::kNcclEnvNames:
@@ -711,6 +718,10 @@ void EmitValue(YAML::Emitter& out, const KeySpec& spec, Config& config) {
         out << YAML::Null;
       return;
     }
+    case KeyKind::kRemediationMode:
+      // Quoted: YAML 1.1 readers (helm's) take a bare off for false.
+      out << YAML::DoubleQuoted << std::string(ToString(*static_cast<RemediationMode*>(field)));
+      return;
     case KeyKind::kOptPkey: {
       const auto& o = *static_cast<std::optional<uint16_t>*>(field);
       if (o)

@@ -28,6 +28,7 @@ enum class KeyKind {
   kOptVersion,    // std::optional<std::string> of dotted numbers "535.0"
   kOptRails,      // std::optional<std::string>: all, a count or a list (core/rail_selection.h)
   kHttpAuth,      // std::string: kubernetes | none (core/config.h ServerConfig)
+  kRemediationMode,  // RemediationMode: off, dry-run, taint or cordon (core/config.h)
 };
 
 struct KeySpec {

@@ -30,6 +30,16 @@ constexpr std::array kSpecs = {
                "Sweeps in a row a connected node was left out of (its GPUs busy); 0 once probed."},
     MetricSpec{"nccl_triage_coordinator_last_sweep_timestamp_seconds", "gauge", "",
                "Unix time the last sweep finished."},
+    MetricSpec{"nccl_triage_remediation_actions_total", "counter", "action,mode,result",
+               "Remediation API calls on nodes, by action (taint, cordon, release, event), "
+               "remediation.mode and result (ok, dry_run, conflict, error)."},
+    MetricSpec{"nccl_triage_remediation_nodes", "gauge", "state",
+               "Nodes by remediation state after the last sweep: tainted (carrying "
+               "nccl-triage's taint), held_back (confirmed faulty, left alone by the circuit "
+               "breaker), would_taint (dry-run)."},
+    MetricSpec{"nccl_triage_remediation_breaker_open", "gauge", "",
+               "1 when the last sweep's remediation held confirmed faulty nodes back "
+               "(remediation.max_nodes or max_percent reached), else 0."},
     MetricSpec{"nccl_triage_incidents_total", "counter", "class,cause",
                "Incidents nccl-triage triage concluded, by class and cause (cause empty: none)."},
     MetricSpec{"nccl_triage_rail_probe_success", "gauge", "node,rail,device,port",
@@ -83,6 +93,13 @@ CoordinatorMetrics::CoordinatorMetrics() : registry_(std::make_shared<prometheus
       std::make_unique<GaugeSeries>(GaugeFamily(r, Spec("nccl_triage_rail_probe_success")));
   rail_failures_ =
       std::make_unique<GaugeSeries>(GaugeFamily(r, Spec("nccl_triage_rail_probe_failures")));
+  remediation_actions_ = &CounterFamily(r, Spec("nccl_triage_remediation_actions_total"));
+  auto& nodes = GaugeFamily(r, Spec("nccl_triage_remediation_nodes"));
+  remediation_tainted_ = &nodes.Add({{"state", "tainted"}});
+  remediation_held_back_ = &nodes.Add({{"state", "held_back"}});
+  remediation_would_taint_ = &nodes.Add({{"state", "would_taint"}});
+  remediation_breaker_ =
+      &GaugeFamily(r, Spec("nccl_triage_remediation_breaker_open")).Add({});
 }
 
 CoordinatorMetrics::~CoordinatorMetrics() = default;
@@ -171,6 +188,25 @@ void CoordinatorMetrics::SetRailProbes(const std::vector<PairOutcome>& pairs) {
   }
   rail_success_->Sweep();
   rail_failures_->Sweep();
+}
+
+void CoordinatorMetrics::CountRemediation(std::string_view action, std::string_view mode,
+                                          std::string_view result) {
+  std::lock_guard lock(mu_);
+  remediation_actions_
+      ->Add({{"action", std::string(action)},
+             {"mode", std::string(mode)},
+             {"result", std::string(result)}})
+      .Increment();
+}
+
+void CoordinatorMetrics::SetRemediation(size_t tainted, size_t held_back, size_t would_taint,
+                                        bool breaker_open) {
+  std::lock_guard lock(mu_);
+  remediation_tainted_->Set(static_cast<double>(tainted));
+  remediation_held_back_->Set(static_cast<double>(held_back));
+  remediation_would_taint_->Set(static_cast<double>(would_taint));
+  remediation_breaker_->Set(breaker_open ? 1 : 0);
 }
 
 std::string CoordinatorMetrics::Text() {

@@ -19,6 +19,9 @@
 //   rail_probe_success{node,rail,device,port}  gauge (last sweep: 1 the rail passed with a peer,
 //                                              0 it failed with every peer it met)
 //   rail_probe_failures{node,rail,device,port} gauge (last sweep: peers the rail failed with)
+//   remediation_actions_total{action,mode,result}  counter (remediation API calls on nodes)
+//   remediation_nodes{state}                 gauge (tainted | held_back | would_taint)
+//   remediation_breaker_open                 gauge (1: the circuit breaker held nodes back)
 // The rail series are those of the last sweep's conclusive per-rail probes: at most one per rail
 // of each node (8 on a DGX), none without probe.rails.
 //
@@ -67,6 +70,9 @@ class CoordinatorMetrics {
   void CountIncident(std::string_view fault_class, std::string_view cause);
   // The per-rail outcomes of a sweep's pairs; (node, rail)s it did not probe lose their series.
   void SetRailProbes(const std::vector<PairOutcome>& pairs);
+  // One remediation API call (coordinator/remediator.h) and the state after a step.
+  void CountRemediation(std::string_view action, std::string_view mode, std::string_view result);
+  void SetRemediation(size_t tainted, size_t held_back, size_t would_taint, bool breaker_open);
 
   std::string Text();
 
@@ -88,6 +94,11 @@ class CoordinatorMetrics {
   prometheus::Family<prometheus::Counter>* incidents_ = nullptr;
   std::unique_ptr<GaugeSeries> rail_success_;
   std::unique_ptr<GaugeSeries> rail_failures_;
+  prometheus::Family<prometheus::Counter>* remediation_actions_ = nullptr;
+  prometheus::Gauge* remediation_tainted_ = nullptr;
+  prometheus::Gauge* remediation_held_back_ = nullptr;
+  prometheus::Gauge* remediation_would_taint_ = nullptr;
+  prometheus::Gauge* remediation_breaker_ = nullptr;
 };
 
 }  // namespace nccl_triage

@@ -48,6 +48,12 @@ CoordinatorOptions CoordinatorOptionsFromConfig(const Config& config) {
     if (auto rails = ParseRailSelection(*config.probe.rails); rails.ok()) o.rails = *rails;
   }
   o.parallel_rails = config.probe.parallel_rails;
+  const RemediationConfig& r = config.remediation;
+  o.remediation.policy = {.mode = r.mode,
+                          .max_nodes = std::max(r.max_nodes, 0),
+                          .max_percent = r.max_percent,
+                          .healthy_ms = int64_t{std::max(r.recover_after_seconds, 0)} * 1000};
+  o.remediation.pool_label = r.pool_label;
   return o;
 }
 
@@ -175,7 +181,11 @@ CoordinatorServer::Impl::Impl(CoordinatorOptions options, Logger& log)
       log_(log),
       service_(this),
       schedule_(options_.seed),
-      verdicts_(options_.hold_down) {}
+      verdicts_(options_.hold_down) {
+  if (options_.kube && options_.remediation.policy.mode != RemediationMode::kOff) {
+    remediator_ = std::make_unique<Remediator>(*options_.kube, options_.remediation, log_);
+  }
+}
 
 CoordinatorServer::Impl::~Impl() { Stop(); }
 
@@ -668,7 +678,8 @@ CoordinatorView CoordinatorServer::Impl::View(bool with_pairs) const {
        .verdicts = verdicts_,
        .schedule = schedule_,
        .sweeps_done = sweeps_done_,
-       .last_sweep_rounds = last_sweep_rounds_},
+       .last_sweep_rounds = last_sweep_rounds_,
+       .remediation = remediator_ ? &last_remediation_ : nullptr},
       with_pairs);
 }
 

@@ -30,6 +30,7 @@
 
 #include "base/status.h"
 #include "coordinator/node_identity.h"
+#include "coordinator/remediator.h"
 #include "coordinator/status_view.h"
 #include "core/config.h"
 #include "core/rail_selection.h"
@@ -86,6 +87,10 @@ struct CoordinatorOptions {
   // of the two agents said in its hello).
   int parallel_rails = 8;
   int max_rounds = 3;
+  // Remediation of confirmed node faults (remediator.h, docs/remediation.md): after each sweep,
+  // when the mode is not off and `kube` is set (the caller makes the client; shared with it).
+  RemediatorOptions remediation;
+  std::shared_ptr<KubeClient> kube;
   uint64_t seed = 1;
   std::string version;
 };

@@ -152,6 +152,9 @@ class CoordinatorServer::Impl {
                                            const v1::IncidentRecord* req,
                                            v1::IncidentRecorded* answer);
   void RunTriageLocked(std::unique_lock<std::mutex>& lock, TriageJob job);
+
+  // sweep_loop.cc: remediation after a sweep, with mu_ released during the API calls.
+  void RemediateLocked(std::unique_lock<std::mutex>& lock);
   void FinishTriagesLocked(const std::string& why);
 
   CoordinatorOptions options_;
@@ -188,6 +191,8 @@ class CoordinatorServer::Impl {
   uint64_t triages_run_ = 0;
   CoverageSchedule schedule_;
   ClusterVerdicts verdicts_;
+  std::unique_ptr<Remediator> remediator_;  // null: remediation off
+  RemediationStatus last_remediation_;
   std::jthread sweep_thread_;
 };
 

@@ -65,6 +65,7 @@ CoordinatorView BuildCoordinatorView(const CoordinatorViewSource& source, bool w
   view.pairs_total = source.schedule.pairs_total();
   view.coverage_cycles = source.schedule.cycles_completed();
   view.hold_down = source.verdicts.hold_down().hold_down();
+  if (source.remediation) view.remediation = *source.remediation;
   return view;
 }
 
@@ -106,6 +107,7 @@ nlohmann::json ToJson(const CoordinatorView& view) {
                            {"seen_sweeps", t.seen},
                            {"reason", t.fault.reason}});
   }
+  if (view.remediation) j["remediation"] = ToJson(*view.remediation);
   j["predicted"] = nlohmann::json::array();
   for (const auto& [pair, v] : view.predicted) {
     j["predicted"].push_back({{"a", pair.a},

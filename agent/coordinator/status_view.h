@@ -12,12 +12,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "coordinator/remediator.h"
 #include "planner/cluster_verdicts.h"
 #include "planner/hold_down.h"
 #include "planner/node_info.h"
@@ -53,6 +55,8 @@ struct CoordinatorView {
   uint64_t pairs_total = 0;
   uint64_t coverage_cycles = 0;
   int hold_down = 2;
+  // The last sweep's remediation (remediation.mode not off): in dry-run, the plan.
+  std::optional<RemediationStatus> remediation;
 };
 
 // What a view is built from: the coordinator's parts, read under its lock.
@@ -64,6 +68,7 @@ struct CoordinatorViewSource {
   const CoverageSchedule& schedule;
   uint64_t sweeps_done = 0;
   int last_sweep_rounds = 0;
+  const RemediationStatus* remediation = nullptr;  // null: remediation off
 };
 
 // `with_pairs` false leaves out the pair records (a large cluster has many): the counters, nodes

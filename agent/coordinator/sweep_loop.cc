@@ -169,6 +169,8 @@ void CoordinatorServer::Impl::RunOneSweep() {
   verdicts_.Apply(std::move(result), known_);
   // Confirmed faults of nodes that were not in this sweep keep their verdict (held down).
   for (const auto& [node, a] : agents_) SendVerdictsLocked(node);
+  RemediateLocked(lock);
+  if (stopping_) return;
   last_sweep_rounds_ = rounds;
   sweeps_done_ = number;
   const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
@@ -182,6 +184,30 @@ void CoordinatorServer::Impl::RunOneSweep() {
                                " confirmed of " + std::to_string(hold_down.All().size()) +
                                " tracked");
   cv_.notify_all();
+}
+
+void CoordinatorServer::Impl::RemediateLocked(std::unique_lock<std::mutex>& lock) {
+  if (!remediator_) return;
+  std::map<std::string, ConfirmedNodeFault> confirmed;
+  for (const TrackedFault& t : verdicts_.hold_down().Confirmed()) {
+    if (t.fault.kind != FaultKind::kNode || t.fault.nodes.empty()) continue;
+    confirmed[t.fault.nodes[0]] = {t.fault.fault_class, t.fault.causes};
+  }
+  std::set<std::string> watched;  // nodes with a connected agent: only they can prove healthy
+  for (const auto& [node, agent] : agents_) watched.insert(node);
+  // The API calls take time (one patch per node that changes): agents' streams go on meanwhile.
+  lock.unlock();
+  RemediationStatus status = remediator_->Step(confirmed, wall_clock_.NowUnixMs(), &watched);
+  const std::string mode(ToString(status.mode));
+  for (const RemediationOutcome& o : status.outcomes) {
+    metrics_.CountRemediation(o.action, mode, o.result);
+  }
+  if (status.list_error.empty()) {
+    metrics_.SetRemediation(status.remediated.size(), status.held_back.size(),
+                            status.would_taint.size(), status.breaker_open);
+  }
+  lock.lock();
+  last_remediation_ = std::move(status);
 }
 
 }  // namespace nccl_triage

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace nccl_triage {
@@ -111,6 +112,24 @@ struct ServerConfig {
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 
+// What the coordinator does about a confirmed node fault (planner/remediation.h): nothing, say
+// what it would do (events, metrics, /status), taint the node NoSchedule, or taint and cordon it.
+enum class RemediationMode { kOff, kDryRun, kTaint, kCordon };
+std::optional<RemediationMode> ParseRemediationMode(std::string_view s);
+std::string_view ToString(RemediationMode m);
+
+// Remediation of confirmed node faults by the coordinator (docs/remediation.md). A fault is
+// confirmed over coordinator.hold_down sweeps before it is acted on.
+struct RemediationConfig {
+  RemediationMode mode = RemediationMode::kOff;
+  int max_nodes = 2;           // circuit breaker: nodes remediated at once, cluster-wide
+  double max_percent = 10.0;   // circuit breaker: % of the nodes of one pool (rounded down)
+  int recover_after_seconds = 3600;  // healthy this long before our taint/cordon is removed
+  std::string pool_label;      // node label whose value names the pool; empty: one pool
+
+  friend bool operator==(const RemediationConfig&, const RemediationConfig&) = default;
+};
+
 struct ClassifyConfig {
   // The user's rule files for the log classifier, on top of the shipped one (classify/rule_files.h).
   std::vector<std::string> rule_files;
@@ -151,6 +170,7 @@ struct Config {
   AgentConfig agent;
   CoordinatorConfig coordinator;
   ServerConfig server;
+  RemediationConfig remediation;
   ClassifyConfig classify;
   std::vector<PoolConfig> pools;  // in order: the first match wins
   KernelConfig kernel;

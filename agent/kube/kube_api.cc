@@ -127,6 +127,26 @@ KubeResponse KubeClient::CreateSubjectAccessReview(const AccessReviewRequest&) {
   return NotSupported("review access");
 }
 
+KubeResponse KubeClient::ListNodes(const NodeListQuery&) { return NotSupported("list nodes"); }
+
+KubeResponse KubeClient::PatchNode(const std::string&, const NodePatch&) {
+  return NotSupported("patch nodes");
+}
+
+nlohmann::json NodePatchBody(const NodePatch& patch) {
+  nlohmann::json body = nlohmann::json::object();
+  if (!patch.resource_version.empty()) {
+    body["metadata"]["resourceVersion"] = patch.resource_version;
+  }
+  if (!patch.annotations.empty()) {
+    body["metadata"]["annotations"] =
+        AnnotationPatchBody(patch.annotations)["metadata"]["annotations"];
+  }
+  if (patch.taints) body["spec"]["taints"] = *patch.taints;
+  if (patch.unschedulable) body["spec"]["unschedulable"] = *patch.unschedulable;
+  return body;
+}
+
 std::string PodListQueryString(const PodListQuery& q) {
   std::string out;
   if (!q.label_selector.empty()) AddParam(out, "labelSelector", q.label_selector);

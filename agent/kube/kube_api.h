@@ -98,6 +98,22 @@ struct PodListQuery {
   std::string continue_token;  // from the previous page's metadata.continue
 };
 
+// One page of the node list (GET /api/v1/nodes): the same selectors, page size and continue token
+// as a pod list.
+using NodeListQuery = PodListQuery;
+
+// A JSON merge patch of a node (remediation, coordinator/remediator.h). A merge patch replaces a
+// list whole, so `taints` is the node's full spec.taints as it should be (the taints read, plus or
+// minus nccl-triage's own); metadata.resourceVersion, when set, makes the API server refuse the
+// patch with 409 Conflict if the node changed since it was read, so a taint someone else added
+// meanwhile is never lost.
+struct NodePatch {
+  std::string resource_version;           // empty: no precondition
+  std::optional<nlohmann::json> taints;   // an array of taint objects; nullopt: left as it is
+  std::optional<bool> unschedulable;      // spec.unschedulable; nullopt: left as it is
+  AnnotationPatch annotations;            // nullopt values delete
+};
+
 // What part of a container's log to read (GET .../pods/<pod>/log). The API counts limit_bytes
 // from the first line it selects, so a tail is `tail_lines` (with `limit_bytes` as a safety net
 // that then cuts its end).
@@ -164,6 +180,12 @@ class KubeClient {
   // whether the bearer of a token may get /metrics or /status). A default that answers "not
   // supported", as above.
   virtual KubeResponse CreateSubjectAccessReview(const AccessReviewRequest& request);
+  // One page of the cluster's nodes (the coordinator's remediation reads taints, labels and
+  // annotations of every node). A default that answers "not supported", like the triage calls.
+  virtual KubeResponse ListNodes(const NodeListQuery& query);
+  // A JSON merge patch of nodes/<node> (spec.taints, spec.unschedulable, annotations), guarded by
+  // the patch's resourceVersion (409 Conflict when the node changed). Default: "not supported".
+  virtual KubeResponse PatchNode(const std::string& node, const NodePatch& patch);
 };
 
 // What a TokenReview answered. A bound service-account token carries the pod it was issued for
@@ -201,6 +223,7 @@ nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations);
 nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations, const std::string& uid);
 nlohmann::json NodeConditionPatchBody(const NodeCondition& condition);
 nlohmann::json EventBody(const KubeEvent& event);
+nlohmann::json NodePatchBody(const NodePatch& patch);
 // The query strings of the two reads above ("?labelSelector=...&limit=500").
 std::string PodListQueryString(const PodListQuery& query);
 std::string PodLogQueryString(const PodLogQuery& query);

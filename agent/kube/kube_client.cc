@@ -294,4 +294,13 @@ KubeResponse InClusterKubeClient::CreateSubjectAccessReview(const AccessReviewRe
               SubjectAccessReviewBody(request).dump());
 }
 
+KubeResponse InClusterKubeClient::ListNodes(const NodeListQuery& query) {
+  return Send("GET", "/api/v1/nodes" + PodListQueryString(query), "", "");
+}
+
+KubeResponse InClusterKubeClient::PatchNode(const std::string& node, const NodePatch& patch) {
+  return Send("PATCH", "/api/v1/nodes/" + UrlEncode(node), "application/merge-patch+json",
+              NodePatchBody(patch).dump());
+}
+
 }  // namespace nccl_triage

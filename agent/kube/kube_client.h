@@ -64,6 +64,8 @@ class InClusterKubeClient final : public KubeClient {
   KubeResponse CreateTokenReview(const std::string& token,
                                  const std::vector<std::string>& audiences) override;
   KubeResponse CreateSubjectAccessReview(const AccessReviewRequest& request) override;
+  KubeResponse ListNodes(const NodeListQuery& query) override;
+  KubeResponse PatchNode(const std::string& node, const NodePatch& patch) override;
 
  private:
   struct Impl;

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/config.h"
 #include "core/model.h"
 
 namespace nccl_triage {
@@ -30,9 +31,8 @@ namespace nccl_triage {
 inline constexpr std::string_view kFaultTaintKey = "nccl-triage.io/fault";
 inline constexpr std::string_view kRemediatedAnnotation = "nccl-triage.io/remediated";
 
-enum class RemediationMode { kOff, kDryRun, kTaint, kCordon };
-std::optional<RemediationMode> ParseRemediationMode(std::string_view s);
-std::string_view ToString(RemediationMode m);
+// RemediationMode and its names (off, dry-run, taint, cordon) are in core/config.h: the
+// configuration key remediation.mode holds one.
 
 struct RemediationPolicy {
   RemediationMode mode = RemediationMode::kOff;

@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "config/config_loader.h"
 #include "coordinator/server.h"
+#include "kube/kube_client.h"
 #include "nccl_triage_version.h"
 #include "server/http_auth_setup.h"
 #include "server/node_identity_setup.h"
@@ -118,6 +119,20 @@ int RunCoordinatorCommand(CliContext& ctx) {
     return 2;
   }
   options.http_authorizer = auth->authorizer;
+  if (options.remediation.policy.mode != RemediationMode::kOff) {
+    // Its own client: remediation's patches need not wait behind the agents' TokenReviews.
+    const std::string host = env("KUBERNETES_SERVICE_HOST");
+    const std::string port = env("KUBERNETES_SERVICE_PORT");
+    auto kube = InClusterKubeClient::Create(
+        {.host = host, .port = port.empty() ? 443 : std::atoi(port.c_str())});
+    if (!kube.ok()) {
+      ctx.err << "nccl-triage-server coordinator: remediation.mode "
+              << ToString(options.remediation.policy.mode)
+              << " needs the Kubernetes API: " << kube.status().message() << "\n";
+      return 2;
+    }
+    options.kube = std::shared_ptr<KubeClient>(std::move(kube).value());
+  }
 
   sigset_t set;
   sigemptyset(&set);

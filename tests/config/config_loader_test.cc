@@ -118,6 +118,23 @@ TEST(ConfigLoader, ServerAuthIsKubernetesOrNone) {
             "config:2: server.auth: expected kubernetes or none, got a list");
 }
 
+TEST(ConfigLoader, RemediationModeIsOneOfFourAndOffByDefault) {
+  EXPECT_EQ(Load("").remediation.mode, RemediationMode::kOff);
+  EXPECT_EQ(Load("remediation:\n  mode: dry-run\n").remediation.mode, RemediationMode::kDryRun);
+  EXPECT_EQ(Load("remediation:\n  mode: \"taint\"\n").remediation.mode, RemediationMode::kTaint);
+  EXPECT_EQ(Load("remediation:\n  mode: cordon\n").remediation.mode, RemediationMode::kCordon);
+  EXPECT_EQ(Load("remediation:\n  mode: off\n").remediation.mode, RemediationMode::kOff);
+  EXPECT_NE(ErrorOf("remediation:\n  mode: drain\n")
+                .find("config:2: remediation.mode: expected off, dry-run, taint or cordon, got "
+                      "'drain'"),
+            std::string::npos)
+      << ErrorOf("remediation:\n  mode: drain\n");
+  EXPECT_NE(ErrorOf("remediation:\n  max_percent: 101\n").find("remediation.max_percent"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("remediation:\n  max_nodes: -1\n").find("remediation.max_nodes"),
+            std::string::npos);
+}
+
 TEST(ConfigLoader, RejectsWrongTypesWithTheExpectedType) {
   EXPECT_EQ(ErrorOf("expect:\n  nofile_min: lots\n"),
             "config:2: expect.nofile_min: expected a non-negative integer, got 'lots'");
@@ -286,6 +303,11 @@ Config EverythingSet() {
   c.coordinator.cert_file = "/c";
   c.coordinator.key_file = "/k";
   c.coordinator.heartbeat_timeout_seconds = 9;
+  c.remediation.mode = RemediationMode::kDryRun;
+  c.remediation.max_nodes = 5;
+  c.remediation.max_percent = 12.5;
+  c.remediation.recover_after_seconds = 600;
+  c.remediation.pool_label = "nvidia.com/gpu.product";
   return c;
 }
 

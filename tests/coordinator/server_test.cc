@@ -551,6 +551,33 @@ TEST(CoordinatorBandwidth, SmallProbesAreNotJudgedOnBandwidth) {
   EXPECT_TRUE(CoordinatorOptionsFromConfig(config).judge.check_bandwidth);
 }
 
+TEST(CoordinatorRemediation, OptionsComeFromTheRemediationSection) {
+  Config config;
+  EXPECT_EQ(CoordinatorOptionsFromConfig(config).remediation.policy.mode, RemediationMode::kOff);
+  config.remediation.mode = RemediationMode::kCordon;
+  config.remediation.max_nodes = 4;
+  config.remediation.max_percent = 7.5;
+  config.remediation.recover_after_seconds = 90;
+  config.remediation.pool_label = "nvidia.com/gpu.product";
+  const RemediatorOptions r = CoordinatorOptionsFromConfig(config).remediation;
+  EXPECT_EQ(r.policy.mode, RemediationMode::kCordon);
+  EXPECT_EQ(r.policy.max_nodes, 4);
+  EXPECT_EQ(r.policy.max_percent, 7.5);
+  EXPECT_EQ(r.policy.healthy_ms, 90'000);
+  EXPECT_EQ(r.pool_label, "nvidia.com/gpu.product");
+}
+
+TEST(CoordinatorRemediation, WithoutAKubeClientNothingIsPlannedAndStatusSaysSo) {
+  CoordinatorOptions o;
+  o.listen = "127.0.0.1:0";
+  o.remediation.policy.mode = RemediationMode::kTaint;  // no client: remediation stays off
+  std::ostringstream out;
+  Logger log(out);
+  CoordinatorServer c(o, log);
+  EXPECT_FALSE(c.View(false).remediation.has_value());
+  EXPECT_FALSE(ToJson(c.View(false)).contains("remediation"));
+}
+
 TEST(CoordinatorMetrics, ANodeLeftOutBecauseItsGpusAreBusyCountsItsSweeps) {
   Coordinator c;
   auto a = c.Agent("node-a");

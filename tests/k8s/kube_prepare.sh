@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up the real API server of tests/k8s/cluster.sh for the kube client tests: the chart
 # installed by helm (release kt, namespace kt, values-kube.yaml: its ServiceAccounts, RBAC and
-# admission policy as a user gets them), two nodes, a job's pods on them, an agent pod per node,
+# admission policy as a user gets them), two nodes (and 64 more for remediation), a job's pods on them, an agent pod per node,
 # and the service-account tokens the kubelet would give those pods, written as service-account
 # directories (token, ca.crt, namespace) under WORK/kube/:
 #   agent-1/, agent-2/       the agent's API token, bound to agent pod on gpu-node-1 / gpu-node-2;
@@ -35,6 +35,10 @@ metadata:
   name: gpu-node-2
   labels: {nvidia.com/gpu.present: "true", node.kubernetes.io/instance-type: p5.48xlarge}
 YAML
+# The remediation test's pool: 64 plain Node objects (kwok-style, no kubelet), one label.
+for i in $(seq -w 0 63); do
+  printf -- '---\napiVersion: v1\nkind: Node\nmetadata:\n  name: remediation-%s\n  labels: {pool.example/name: remediation}\n' "$i"
+done | k apply -f - >/dev/null
 # Pods: no kubelet runs them, the API server stores them (and binds tokens to them).
 pod() {  # NAMESPACE NAME NODE SERVICEACCOUNT
   cat <<YAML

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Least privilege, asked of the real API server (SubjectAccessReview through `kubectl auth can-i`)
-# for the ServiceAccounts of the chart as kube_prepare.sh installed it (every option on):
+# for the ServiceAccounts of the chart as kube_prepare.sh installed it (every option on, the
+# coordinator's remediation in cordon mode):
 #   rbac_check.sh TOOLS WORK CHARTCHECK AGENT_SOURCES DOC
 # 1. What both accounts may do (`can-i --list`, less what every authenticated user may) is exactly
 #    what the KubeClient calls in the sources need (chartcheck --print-used): a Role granting more
@@ -52,6 +53,8 @@ table="$(
   row "get nodes" get nodes
   row "list nodes" list nodes
   row "patch nodes" patch nodes
+  row "update nodes" update nodes
+  row "delete nodes" delete nodes
   row "patch nodes --subresource status" patch nodes --subresource status
   row "create events -n default" create events -n default
   row "create tokenreviews" create tokenreviews.authentication.k8s.io

@@ -298,6 +298,8 @@ Status DemoCluster::Start() {
   co.peer_failed_grace = std::chrono::seconds(2);
   co.seed = options_.seed;
   co.version = "demo";
+  co.remediation = options_.remediation;
+  co.kube = options_.kube;
   const bool rail_faults = std::any_of(options_.faults.begin(), options_.faults.end(),
                                        [](const DemoFault& f) { return f.rail >= 0; });
   if (options_.rails || rail_faults) {

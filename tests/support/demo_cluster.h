@@ -95,6 +95,10 @@ struct DemoOptions {
   // machine but never a real port's 200 Gb/s.
   uint64_t probe_size_bytes = 0;
   std::function<void(const std::string&)> progress;  // one line per sweep; may be empty
+  // The coordinator's remediation after each sweep (coordinator/remediator.h): its options and
+  // the Kubernetes client it patches nodes with (tests: the real client of a fake API server).
+  RemediatorOptions remediation;
+  std::shared_ptr<KubeClient> kube;
 };
 
 struct DemoNode {

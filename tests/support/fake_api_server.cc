@@ -25,6 +25,8 @@ std::string Reason(int status) {
       return "NotFound";
     case 409:
       return "Conflict";
+    case 503:
+      return "ServiceUnavailable";
     default:
       return "InternalError";
   }
@@ -227,6 +229,93 @@ struct FakeApiServer::Impl {
                              : json{{"allowed", false}};
     res.status = 201;
     res.set_content(body.dump(), "application/json");
+}
+
+  std::vector<json> nodes;
+  int node_patch_failures = 0;
+  int node_patch_status = 0;
+  std::string node_patch_message;
+  std::map<std::string, std::function<void(json&)>> node_changes;
+  uint64_t resource_version = 100;
+
+  json* FindNode(const std::string& name) {
+    for (json& n : nodes) {
+      if (n["metadata"].value("name", "") == name) return &n;
+    }
+    return nullptr;
+  }
+
+  void ListNodes(const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    const std::string labels = req.get_param_value("labelSelector");
+    const size_t limit = req.has_param("limit") ? std::stoul(req.get_param_value("limit")) : 0;
+    const size_t from = req.has_param("continue") ? std::stoul(req.get_param_value("continue")) : 0;
+    std::vector<const json*> match;
+    for (const json& n : nodes) {
+      if (MatchesLabels(n, labels)) match.push_back(&n);
+    }
+    json items = json::array();
+    size_t i = from;
+    for (; i < match.size() && (limit == 0 || items.size() < limit); ++i)
+      items.push_back(*match[i]);
+    json meta = {{"resourceVersion", std::to_string(resource_version)}};
+    if (i < match.size()) meta["continue"] = std::to_string(i);
+    res.set_content(
+        json{{"kind", "NodeList"}, {"apiVersion", "v1"}, {"metadata", meta}, {"items", items}}
+            .dump(),
+        "application/json");
+  }
+
+  void GetNode(const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    const json* n = FindNode(req.matches[1]);
+    if (n == nullptr) {
+      Fail(res, 404, "nodes \"" + std::string(req.matches[1]) + "\" not found");
+      return;
+    }
+    res.set_content(n->dump(), "application/json");
+  }
+
+  void PatchNode(const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    const std::string name = req.matches[1];
+    json* n = FindNode(name);
+    if (n == nullptr) {
+      Fail(res, 404, "nodes \"" + name + "\" not found");
+      return;
+    }
+    if (node_patch_failures > 0) {
+      --node_patch_failures;
+      Fail(res, node_patch_status, node_patch_message);
+      return;
+    }
+    if (req.get_header_value("Content-Type") != "application/merge-patch+json") {
+      Fail(res, 415, "unsupported patch type");
+      return;
+    }
+    if (auto change = node_changes.find(name); change != node_changes.end()) {
+      change->second(*n);
+      (*n)["metadata"]["resourceVersion"] = std::to_string(++resource_version);
+      node_changes.erase(change);
+    }
+    json body = json::parse(req.body, nullptr, false);
+    if (!body.is_object()) {
+      Fail(res, 400, "not a JSON merge patch");
+      return;
+    }
+    const json meta = body.value("metadata", json::object());
+    if (meta.contains("resourceVersion") &&
+        meta["resourceVersion"] != (*n)["metadata"].value("resourceVersion", "")) {
+      Fail(res, 409,
+           "Operation cannot be fulfilled on nodes \"" + name +
+               "\": the object has been modified; please apply your changes to the latest "
+               "version and try again");
+      return;
+    }
+    body["metadata"].erase("resourceVersion");
+    n->merge_patch(body);
+    (*n)["metadata"]["resourceVersion"] = std::to_string(++resource_version);
+    res.set_content(n->dump(), "application/json");
   }
 
   static std::string LogKey(const std::string& ns, const std::string& pod, const std::string& c,
@@ -458,6 +547,12 @@ FakeApiServer::FakeApiServer(Options options) : impl_(std::make_unique<Impl>(opt
           [impl](const httplib::Request& q, httplib::Response& r) { impl->Get(q, r); });
   srv.Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
             [impl](const httplib::Request& q, httplib::Response& r) { impl->Patch(q, r); });
+  srv.Get(R"(/api/v1/nodes)",
+          [impl](const httplib::Request& q, httplib::Response& r) { impl->ListNodes(q, r); });
+  srv.Get(R"(/api/v1/nodes/([^/]+))",
+          [impl](const httplib::Request& q, httplib::Response& r) { impl->GetNode(q, r); });
+  srv.Patch(R"(/api/v1/nodes/([^/]+))",
+            [impl](const httplib::Request& q, httplib::Response& r) { impl->PatchNode(q, r); });
   srv.Post(R"(/api/v1/namespaces/([^/]+)/events)",
            [impl](const httplib::Request& q, httplib::Response& r) { impl->Event(q, r); });
   srv.Post("/apis/authentication.k8s.io/v1/tokenreviews",
@@ -531,6 +626,31 @@ void FakeApiServer::FailReviews(int status, std::string message) {
 void FakeApiServer::DelayReviews(std::chrono::milliseconds delay) {
   std::lock_guard lock(impl_->mu);
   impl_->review_delay = delay;
+}
+
+void FakeApiServer::AddNode(json node) {
+  std::lock_guard lock(impl_->mu);
+  node["metadata"]["resourceVersion"] = std::to_string(++impl_->resource_version);
+  impl_->nodes.push_back(std::move(node));
+}
+
+json FakeApiServer::Node(const std::string& name) const {
+  std::lock_guard lock(impl_->mu);
+  const json* n = impl_->FindNode(name);
+  return n ? *n : json();
+}
+
+void FakeApiServer::FailNodePatches(int status, std::string message, int times) {
+  std::lock_guard lock(impl_->mu);
+  impl_->node_patch_status = status;
+  impl_->node_patch_message = std::move(message);
+  impl_->node_patch_failures = times;
+}
+
+void FakeApiServer::ChangeNodeBeforeNextPatch(const std::string& name,
+                                              std::function<void(json& node)> change) {
+  std::lock_guard lock(impl_->mu);
+  impl_->node_changes[name] = std::move(change);
 }
 
 std::vector<FakeApiServer::Call> FakeApiServer::Calls() const {

@@ -8,7 +8,8 @@
 // non-resource URLs (the HTTP servers' authorizer) from a table of tokens and grants, with
 // injected failures and a delay (a stalled API server) — and checks what a real one would: the
 // bearer token (or, when configured, a client certificate signed by its CA). Errors are
-// injected per pod, per log and per call kind. Thread-safe; binds 127.0.0.1 on a free port.
+// injected per pod, per log and per call kind. Nodes: list, get and merge patches with the
+// resourceVersion precondition, for remediation. Thread-safe; binds 127.0.0.1 on a free port.
 //
 // The calls themselves are tested against a real kube-apiserver (tests/k8s, the chart's RBAC
 // and tokens). This fake stays for what the real one cannot be made to do in a test: container
@@ -80,6 +81,16 @@ class FakeApiServer {
   // Every review waits this long before it answers (a stalled API server; cut short when the
   // server stops).
   void DelayReviews(std::chrono::milliseconds delay);
+  // Nodes (remediation): a list (pages of `limit`), a get and JSON merge patches, which bump
+  // metadata.resourceVersion and answer 409 Conflict when the patch names another one.
+  void AddNode(nlohmann::json node);
+  nlohmann::json Node(const std::string& name) const;  // null when there is none
+  // The next `times` node patches answer this status (a v1 Status body) and change nothing.
+  void FailNodePatches(int status, std::string message, int times = 1);
+  // Runs on the node before the next patch of it is applied, as another writer would between
+  // our read and our patch (its resourceVersion is bumped after).
+  void ChangeNodeBeforeNextPatch(const std::string& name,
+                                 std::function<void(nlohmann::json& node)> change);
 
   struct Call {
     std::string method;

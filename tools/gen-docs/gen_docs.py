@@ -232,6 +232,10 @@ def key_schema(k, schema):
     elif kind == "http_auth":
         s["type"] = "string"
         s["enum"] = ["kubernetes", "none"]
+    elif kind == "remediation_mode":
+        # A string: YAML reads a bare off as false, which the schema must refuse.
+        s["type"] = "string"
+        s["enum"] = ["off", "dry-run", "taint", "cordon"]
     elif kind in ("string_list", "check_ids", "nccl_env_names"):
         s["type"] = "array"
         items = {"type": "string"}

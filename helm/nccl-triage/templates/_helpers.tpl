@@ -152,3 +152,14 @@ checksum/token: {{ printf "%s/%s" .Release.Name $token | sha256sum }}
 {{- define "nccl-triage.httpAuth" -}}
 {{- if eq (toString (dig "server" "auth" "none" .Values.config)) "kubernetes" }}true{{ end }}
 {{- end }}
+
+{{/* remediation.mode of the config ("off" when unset): off, dry-run, taint or cordon. */}}
+{{- define "nccl-triage.remediationMode" -}}
+{{- (.Values.config.remediation | default dict).mode | default "off" -}}
+{{- end }}
+
+{{/* "true" when the coordinator calls the API server: identity tokens, the tokens of /metrics and
+/status (config.server.auth kubernetes) or remediation. */}}
+{{- define "nccl-triage.coordinatorUsesApi" -}}
+{{- if or .Values.config.coordinator.verify_node_identity (include "nccl-triage.httpAuth" .) (ne (include "nccl-triage.remediationMode" .) "off") -}}true{{- end -}}
+{{- end }}

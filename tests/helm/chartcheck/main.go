@@ -331,11 +331,16 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	}
 	// With node identities checked (the default) the coordinator gets its own RBAC: a ClusterRole
 	// for tokenreviews (cluster-scoped) and a Role for the pods of its namespace.
+	// Remediation (config.remediation.mode) gives it the ClusterRole too, for nodes and events.
 	verifyIdentity, _ := get(values, "config.coordinator.verify_node_identity").(bool)
 	// server.auth kubernetes (the default): both review the tokens of /metrics and /status, and a
 	// metrics-reader ClusterRole says who may read them (bound to rbac.metricsReaders, if any).
 	httpAuth := get(values, "config.server.auth") == "kubernetes"
-	if verifyIdentity || httpAuth {
+	remediation, _ := get(values, "config.remediation.mode").(string)
+	if remediation == "" {
+		remediation = "off"
+	}
+	if verifyIdentity || httpAuth || remediation != "off" {
 		want = append(want, "ClusterRole/"+full+"-coordinator", "ClusterRoleBinding/"+full+"-coordinator")
 	}
 	if verifyIdentity {
@@ -498,13 +503,14 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	ctm := mount(co, tokenDir)
 	c.check(ctm != nil && str(volume(dep, str(ctm, "name")), "secret.secretName") == full+"-token", "coordinator token mount")
 	c.check(path.Dir(str(config, "coordinator.token_file")) == tokenDir, "coordinator token_file outside the token mount")
+	// The coordinator calls the API server to check the agents' identity tokens, with server.auth
+	// kubernetes the tokens of /metrics and /status, and with remediation on to read and taint nodes.
 	verify, _ := get(config, "coordinator.verify_node_identity").(bool)
-	// The coordinator calls the API server to check the agents' identity tokens and, with
-	// server.auth kubernetes, the tokens of /metrics and /status.
-	reviewsTokens := verify || get(config, "server.auth") == "kubernetes"
-	c.check(get(dep, "spec.template.spec.automountServiceAccountToken") == reviewsTokens,
-		"coordinator API token mounted: %v, node identities checked: %v, server.auth %v",
-		get(dep, "spec.template.spec.automountServiceAccountToken"), verify, get(config, "server.auth"))
+	remediating := remediationMode(config) != "off"
+	usesAPI := verify || get(config, "server.auth") == "kubernetes" || remediating
+	c.check(get(dep, "spec.template.spec.automountServiceAccountToken") == usesAPI,
+		"coordinator API token mounted: %v, node identities checked: %v, server.auth %v, remediation: %v",
+		get(dep, "spec.template.spec.automountServiceAccountToken"), verify, get(config, "server.auth"), remediating)
 	if verify {
 		account := ""
 		for _, e := range list(co, "env") {
@@ -553,13 +559,24 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	c.check(reflect.DeepEqual(rbacRules(ar), wantAgent), "agent rules %v, want %v", rbacRules(ar), wantAgent)
 	// The coordinator: tokenreviews create (identity tokens, and with server.auth the tokens of
 	// /metrics and /status, with subjectaccessreviews create), pods get in its own namespace only
-	// when it checks the agents' identity tokens; nothing else.
+	// when it checks the agents' identity tokens; nodes get/list and events create with remediation
+	// (dry-run included), nodes patch only when it taints or cordons; nothing else.
 	clusterRoles, roles := 1, 0
+	wantCoordinator := []string{}
 	if verifyIdentity || httpAuth {
-		wantCoordinator := []string{reviews[0]}
-		if httpAuth {
-			wantCoordinator = reviews
-		}
+		wantCoordinator = append(wantCoordinator, reviews[0])
+	}
+	if httpAuth {
+		wantCoordinator = append(wantCoordinator, reviews[1])
+	}
+	if remediation != "off" {
+		wantCoordinator = append(wantCoordinator, "/events:create", "/nodes:get", "/nodes:list")
+	}
+	if remediation == "taint" || remediation == "cordon" {
+		wantCoordinator = append(wantCoordinator, "/nodes:patch")
+	}
+	sort.Strings(wantCoordinator)
+	if len(wantCoordinator) > 0 {
 		cr := s.find("ClusterRole", full+"-coordinator")
 		c.check(reflect.DeepEqual(rbacRules(cr), wantCoordinator),
 			"coordinator cluster rules %v, want %v", rbacRules(cr), wantCoordinator)
@@ -733,6 +750,14 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	return nil
 }
 
+// remediationMode is config.remediation.mode of a rendered config ("off" when unset).
+func remediationMode(config interface{}) string {
+	if m, ok := get(config, "remediation.mode").(string); ok && m != "" {
+		return m
+	}
+	return "off"
+}
+
 // kubeCalls maps each KubeClient method (agent/kube/kube_api.h) to the permission it needs.
 var kubeCalls = map[string]string{
 	"PatchPodAnnotations":       "/pods:patch",
@@ -746,6 +771,8 @@ var kubeCalls = map[string]string{
 	"CreateEvent":               "/events:create",
 	"ListNamespacedPods":        "/pods:list",
 	"StreamPodLog":              "/pods/log:get",
+	"ListNodes":                 "/nodes:list",
+	"PatchNode":                 "/nodes:patch",
 }
 
 // runRbacCode derives the agent's permissions from the KubeClient calls in the sources and

@@ -1,0 +1,119 @@
+// Remediation wired into the coordinator's sweeps: the demo cluster (real gRPC, probe children
+// with the fake NCCL) finds and confirms a node fault, and the sweep that confirms it taints that
+// node through the real Kubernetes client on the fake API server; /status and /metrics say so.
+// Dry-run patches nothing and shows the plan.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cluster_test_util.h"
+#include "exporter/tls_test_cert.h"
+#include "kube/kube_client.h"
+#include "support/fake_api_server.h"
+#include "support/text_file.h"
+
+namespace nccl_triage {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing_util::TestCluster;
+using testing_util::TestOptions;
+
+class DemoRemediation : public ::testing::Test {
+ protected:
+  DemoRemediation() {
+    dir_ = fs::path(::testing::TempDir()) / ("demo_remediation_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    cert_ = testing::MakeSelfSignedCert(dir_.string());
+    api_ = std::make_unique<testing::FakeApiServer>(
+        testing::FakeApiServer::Options{cert_.cert_path, cert_.key_path, "tok", "", 0});
+    for (int i = 0; i < 4; ++i) {
+      api_->AddNode(
+          {{"metadata", {{"name", "node-" + std::to_string(i)}}}, {"spec", json::object()}});
+    }
+    ApiAccess a;
+    a.host = "127.0.0.1";
+    a.port = api_->port();
+    a.ca_pem = testing::ReadTextFile(cert_.cert_path);
+    a.token = "tok";
+    auto c = InClusterKubeClient::Connect(a, KubeTimeouts{});
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    kube_ = std::shared_ptr<KubeClient>(std::move(c).value());
+  }
+  ~DemoRemediation() override {
+    kube_.reset();
+    api_.reset();
+    fs::remove_all(dir_);
+  }
+
+  DemoOptions Options(RemediationMode mode) {
+    DemoOptions o = TestOptions(4, "remediation");
+    auto f = ParseDemoFault("node:2:port_down", 4);
+    EXPECT_TRUE(f.ok());
+    o.faults.push_back(*f);
+    o.remediation.policy = {
+        .mode = mode, .max_nodes = 2, .max_percent = 50, .healthy_ms = 3'600'000};
+    o.kube = kube_;
+    return o;
+  }
+
+  bool Tainted(const std::string& node) const {
+    for (const json& t : api_->Node(node)["spec"].value("taints", json::array())) {
+      if (t.value("key", "") == kFaultTaintKey) return true;
+    }
+    return false;
+  }
+
+  fs::path dir_;
+  testing::TestCert cert_;
+  std::unique_ptr<testing::FakeApiServer> api_;
+  std::shared_ptr<KubeClient> kube_;
+};
+
+TEST_F(DemoRemediation, TheSweepThatConfirmsANodeFaultTaintsThatNodeOnly) {
+  TestCluster t(Options(RemediationMode::kTaint));
+  ASSERT_TRUE(t.cluster.Start().ok()) << t.log_text.str();
+  auto report = t.cluster.Run();
+  ASSERT_TRUE(report.ok()) << report.status().message() << "\n" << t.log_text.str();
+  EXPECT_TRUE(Tainted("node-2")) << api_->Node("node-2").dump() << "\n" << t.log_text.str();
+  for (const char* healthy : {"node-0", "node-1", "node-3"}) EXPECT_FALSE(Tainted(healthy));
+  const CoordinatorView view = t.cluster.coordinator().View(false);
+  ASSERT_TRUE(view.remediation.has_value());
+  EXPECT_EQ(view.remediation->remediated, std::vector<std::string>{"node-2"});
+  const json status = ToJson(view);
+  EXPECT_EQ(status["remediation"]["mode"], "taint");
+  EXPECT_EQ(status["remediation"]["remediated"], json::array({"node-2"}));
+  const std::string metrics = t.cluster.coordinator().MetricsText();
+  EXPECT_NE(metrics.find("nccl_triage_remediation_nodes{state=\"tainted\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("nccl_triage_remediation_actions_total{action=\"taint\",mode=\"taint\","
+                         "result=\"ok\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("nccl_triage_remediation_breaker_open 0"), std::string::npos);
+  ASSERT_FALSE(api_->Events().empty());
+  EXPECT_EQ(api_->Events().back()["reason"], "NcclTriageTainted");
+}
+
+TEST_F(DemoRemediation, DryRunShowsThePlanAndPatchesNothing) {
+  TestCluster t(Options(RemediationMode::kDryRun));
+  ASSERT_TRUE(t.cluster.Start().ok()) << t.log_text.str();
+  auto report = t.cluster.Run();
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(api_->CountCalls("PATCH", "/api/v1/nodes"), 0U);
+  const json status = ToJson(t.cluster.coordinator().View(false));
+  EXPECT_EQ(status["remediation"]["would_taint"], json::array({"node-2"})) << status.dump(2);
+  EXPECT_EQ(status["remediation"]["applied"], false);
+  const std::string metrics = t.cluster.coordinator().MetricsText();
+  EXPECT_NE(metrics.find("nccl_triage_remediation_nodes{state=\"would_taint\"} 1"),
+            std::string::npos)
+      << metrics;
+  ASSERT_EQ(api_->Events().size(), 1U);  // once, however many sweeps ran
+  EXPECT_EQ(api_->Events()[0]["reason"], "NcclTriageWouldTaint");
+}
+
+}  // namespace
+}  // namespace nccl_triage

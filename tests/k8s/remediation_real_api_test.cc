@@ -1,0 +1,251 @@
+// The coordinator's remediation against a real kube-apiserver (tests/k8s/cluster.sh) with the
+// coordinator ServiceAccount's token and the RBAC the chart gives it in cordon mode
+// (kube_prepare.sh, values-kube.yaml): 64 plain Node objects (no kubelet: the API server stores
+// them) in the pool pool.example/name=remediation. Verdicts are synthetic (the step is driven
+// directly, as the sweep loop does); every write is read back with the cluster admin's
+// kubeconfig.
+//   3 confirmed faults      3 nodes tainted and cordoned, marked, events accepted;
+//   40 at once              the circuit breaker: never more than 10 % of the pool (6) tainted;
+//   recovery                our taints, marks and cordons removed after recover_after, an
+//                           operator's own taint and cordon left alone.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "base/files.h"
+#include "base/log.h"
+#include "coordinator/remediator.h"
+#include "kube/kube_client.h"
+#include "kube/kubeconfig.h"
+
+namespace nccl_triage {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kNodes = 64;
+constexpr int64_t kHour = 3'600'000;
+constexpr const char* kPoolLabel = "pool.example/name";
+
+std::string Work() {
+  const char* w = std::getenv("NCCL_TRIAGE_K8S_WORK");
+  return w ? w : NCCL_TRIAGE_K8S_WORK;
+}
+
+std::string Read(const std::string& path) {
+  auto text = ReadWholeFile(path, "test file");
+  return text.ok() ? *text : "";
+}
+
+int ApiPort() {
+  const std::string env = Read(Work() + "/env");
+  const size_t at = env.find("API_PORT=");
+  return at == std::string::npos ? 0 : std::atoi(env.c_str() + at + 9);
+}
+
+std::unique_ptr<InClusterKubeClient> As(const std::string& who) {
+  InClusterOptions o;
+  o.host = "127.0.0.1";
+  o.port = ApiPort();
+  o.service_account_dir = Work() + "/kube/" + who;
+  auto client = InClusterKubeClient::Create(o);
+  EXPECT_TRUE(client.ok()) << client.status().message();
+  return client.ok() ? std::move(client).value() : nullptr;
+}
+
+std::unique_ptr<InClusterKubeClient> Admin() {
+  const std::string path = Work() + "/kubeconfig";
+  auto access = ResolveKubeconfig({{path, Read(path)}}, "");
+  EXPECT_TRUE(access.ok()) << access.status().message();
+  if (!access.ok()) return nullptr;
+  auto client = InClusterKubeClient::Connect(*access, KubeTimeouts{});
+  EXPECT_TRUE(client.ok()) << client.status().message();
+  return client.ok() ? std::move(client).value() : nullptr;
+}
+
+std::string NodeName(int i) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "remediation-%02d", i);
+  return name;
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class RemediationRealApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_GT(ApiPort(), 0) << "no cluster in " << Work() << " (ctest fixture k8s_cluster)";
+    coordinator_ = As("coordinator");
+    agent_ = As("agent-1");
+    admin_ = Admin();
+    ASSERT_TRUE(coordinator_ && agent_ && admin_);
+    // A clean pool: what an earlier run left is undone by the admin.
+    for (int i = 0; i < kNodes; ++i) {
+      NodePatch p;
+      p.taints = json::array();
+      p.unschedulable = false;
+      p.annotations[std::string(kRemediatedAnnotation)] = std::nullopt;
+      KubeResponse r = admin_->PatchNode(NodeName(i), p);
+      ASSERT_TRUE(r.ok()) << NodeName(i) << ": " << r.Describe() << " (made by kube_prepare.sh)";
+    }
+  }
+
+  json Node(const std::string& name) {
+    KubeResponse r = admin_->GetNode(name);
+    EXPECT_TRUE(r.ok()) << r.Describe();
+    return json::parse(r.body, nullptr, false);
+  }
+  static bool HasTaint(const json& node, const std::string& key) {
+    for (const json& t : node["spec"].value("taints", json::array())) {
+      if (t.value("key", "") == key) return true;
+    }
+    return false;
+  }
+  static bool Unschedulable(const json& node) { return node["spec"].value("unschedulable", false); }
+  static bool Marked(const json& node) {
+    return node["metadata"].value("annotations", json::object()).contains(
+        std::string(kRemediatedAnnotation));
+  }
+  // The pool's nodes carrying our taint, as the admin reads them.
+  std::set<std::string> Tainted() {
+    std::set<std::string> out;
+    for (int i = 0; i < kNodes; ++i) {
+      if (HasTaint(Node(NodeName(i)), std::string(kFaultTaintKey))) out.insert(NodeName(i));
+    }
+    return out;
+  }
+
+  Remediator Make() {
+    RemediatorOptions o;
+    o.policy = {.mode = RemediationMode::kCordon,
+                .max_nodes = 10,
+                .max_percent = 10,  // 64 nodes: 6
+                .healthy_ms = kHour};
+    o.pool_label = kPoolLabel;
+    o.list_page = 25;  // the real API's chunking: 66 nodes in three pages
+    return Remediator(*coordinator_, o, log_);
+  }
+
+  static std::map<std::string, ConfirmedNodeFault> Faults(int from, int to) {
+    std::map<std::string, ConfirmedNodeFault> out;
+    for (int i = from; i < to; ++i) {
+      out[NodeName(i)] = {FaultClass::kIbResource, {"ib.port_state"}};
+    }
+    return out;
+  }
+
+  std::unique_ptr<InClusterKubeClient> coordinator_, agent_, admin_;
+  std::ostringstream out_;
+  Logger log_{out_};
+};
+
+TEST_F(RemediationRealApi, TaintsCordonsAndReleasesWithTheBreakerAndLeavesOperatorsAlone) {
+  // An operator's own taint and cordon on remediation-05, and a cordon on remediation-04, which
+  // is about to fail.
+  NodePatch op;
+  op.taints = json::array({{{"key", "ops.example/maintenance"}, {"effect", "NoSchedule"}}});
+  op.unschedulable = true;
+  ASSERT_TRUE(admin_->PatchNode(NodeName(5), op).ok());
+  NodePatch cordon;
+  cordon.unschedulable = true;
+  ASSERT_TRUE(admin_->PatchNode(NodeName(4), cordon).ok());
+
+  Remediator r = Make();
+  const int64_t t0 = NowMs();
+  std::map<std::string, ConfirmedNodeFault> three = Faults(3, 5);
+  three[NodeName(20)] = {FaultClass::kArchitecture, {"limits.memlock"}};
+  RemediationStatus s = r.Step(three, t0);
+  ASSERT_TRUE(s.list_error.empty()) << s.list_error;
+  EXPECT_GE(s.nodes_seen, kNodes);
+  EXPECT_TRUE(s.errors.empty()) << s.errors.begin()->second;
+  EXPECT_FALSE(s.breaker_open);
+  EXPECT_EQ(Tainted(), (std::set<std::string>{NodeName(3), NodeName(4), NodeName(20)}));
+  const json n3 = Node(NodeName(3));
+  EXPECT_TRUE(Unschedulable(n3));
+  EXPECT_EQ(n3["metadata"]["annotations"][std::string(kRemediatedAnnotation)],
+            "taint=ib_resource,cordon");
+  const json n20 = Node(NodeName(20));
+  for (const json& t : n20["spec"]["taints"]) {
+    if (t["key"] == kFaultTaintKey) {
+      EXPECT_EQ(t["value"], "architecture");
+      EXPECT_EQ(t["effect"], "NoSchedule");
+    }
+  }
+  // remediation-04 was cordoned by the operator: tainted, but the cordon is not ours.
+  EXPECT_EQ(Node(NodeName(4))["metadata"]["annotations"][std::string(kRemediatedAnnotation)],
+            "taint=ib_resource");
+  int events = 0;
+  for (const auto& o : s.outcomes) {
+    EXPECT_EQ(o.result, "ok") << o.action;
+    events += o.action == "event";
+  }
+  EXPECT_EQ(events, 3);  // a Warning event per node, created by the API server
+
+  // A fault on 40 nodes at once: the breaker lets 6 (10 % of 64) be remediated, no more.
+  s = r.Step(Faults(10, 50), t0 + 1000);
+  EXPECT_TRUE(s.breaker_open);
+  EXPECT_TRUE(s.errors.empty());
+  const std::set<std::string> tainted = Tainted();
+  EXPECT_EQ(tainted.size(), 6U);
+  EXPECT_EQ(s.remediated.size(), 6U);
+  // Of the 40, remediation-20 is tainted already and 3 more fit (3 + 3 = 6 with 3 and 4, not
+  // yet released): 36 held back.
+  EXPECT_EQ(s.held_back.size(), 36U);
+  EXPECT_FALSE(tainted.count(NodeName(49)));
+
+  // Recovery: healthy from now on; released only after recover_after.
+  s = r.Step({}, t0 + 2000);
+  EXPECT_EQ(Tainted().size(), 6U);
+  s = r.Step({}, t0 + 2000 + kHour);
+  EXPECT_TRUE(s.errors.empty());
+  EXPECT_EQ(s.actions.size(), 6U);
+  EXPECT_TRUE(Tainted().empty());
+  for (int i = 0; i < kNodes; ++i) {
+    const json n = Node(NodeName(i));
+    EXPECT_FALSE(Marked(n)) << NodeName(i);
+    const bool operator_cordon = i == 4 || i == 5;
+    EXPECT_EQ(Unschedulable(n), operator_cordon) << NodeName(i);
+  }
+  EXPECT_TRUE(HasTaint(Node(NodeName(5)), "ops.example/maintenance"));
+}
+
+TEST_F(RemediationRealApi, APatchOnAStaleResourceVersionIsAConflict) {
+  const json n = Node(NodeName(7));
+  const std::string rv = n["metadata"]["resourceVersion"];
+  NodePatch touch;
+  touch.annotations["example.com/touched"] = "yes";
+  ASSERT_TRUE(admin_->PatchNode(NodeName(7), touch).ok());
+  NodePatch p;
+  p.resource_version = rv;
+  p.taints = json::array({{{"key", std::string(kFaultTaintKey)}, {"value", "x"},
+                           {"effect", "NoSchedule"}}});
+  KubeResponse r = coordinator_->PatchNode(NodeName(7), p);
+  EXPECT_EQ(r.status, 409) << r.Describe();
+  EXPECT_FALSE(HasTaint(Node(NodeName(7)), std::string(kFaultTaintKey)));
+  touch.annotations["example.com/touched"] = std::nullopt;
+  ASSERT_TRUE(admin_->PatchNode(NodeName(7), touch).ok());
+}
+
+TEST_F(RemediationRealApi, OnlyTheCoordinatorMayPatchNodes) {
+  NodePatch p;
+  p.unschedulable = true;
+  KubeResponse r = agent_->PatchNode(NodeName(8), p);
+  EXPECT_EQ(r.status, 403) << r.Describe();
+  EXPECT_EQ(agent_->ListNodes({}).status, 403);
+  EXPECT_TRUE(coordinator_->ListNodes({}).ok());
+  EXPECT_FALSE(Unschedulable(Node(NodeName(8))));
+}
+
+}  // namespace
+}  // namespace nccl_triage
