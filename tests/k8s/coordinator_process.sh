@@ -82,7 +82,8 @@ NCCL_TRIAGE_SERVICE_ACCOUNT_DIR="$work/kube/coordinator" NCCL_TRIAGE_TOKEN="$sha
   --http-listen 127.0.0.1:0 >"$run/coordinator.log" 2>&1 &
 coordinator=$!; pids+=("$coordinator")
 grpc_port="" http_port=""
-for _ in $(seq 1 600); do   # generous: a loaded machine
+deadline=$((SECONDS + 60))   # generous: a loaded machine
+while [ "$SECONDS" -lt "$deadline" ]; do
   kill -0 "$coordinator" 2>/dev/null || fail "the coordinator exited"
   line="$(grep -m1 'listening for agents on port' "$run/coordinator.log" || true)"
   if [ -n "$line" ]; then
@@ -143,7 +144,8 @@ print(" ".join(sorted("%s:%s" % (a["node"], str(a["connected"]).lower()) for a i
 }
 want_agents="coord-node-1:true coord-node-2:true"
 agents="" missing=""
-for _ in $(seq 1 360); do   # up to 180 s: the refused agents retry with growing back-off
+deadline=$((SECONDS + 200))   # generous; the refused agents retry with growing back-off
+while [ "$SECONDS" -lt "$deadline" ]; do
   for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || fail "a process exited early (pid $p)"; done
   agents="$(status_agents)"
   missing=""

@@ -92,9 +92,10 @@ done
 
 # Each agent's HTTP port (from its log), then its first report.
 declare -A port
+deadline=$((SECONDS + 180))   # generous: a loaded machine
 for i in "${!names[@]}"; do
   n="${names[$i]}"
-  for _ in $(seq 1 600); do   # generous: a loaded machine
+  while [ "$SECONDS" -lt "$deadline" ]; do
     kill -0 "${pids[$i]}" 2>/dev/null || fail "agent $n exited"
     port[$n]="$(sed -nE 's/.*serving .* on 127\.0\.0\.1:([0-9]+) .*/\1/p' "$run/agent-$n.log" | head -1)"
     [ -n "${port[$n]}" ] && curl -sf --max-time 10 "http://127.0.0.1:${port[$n]}/readyz" >/dev/null 2>&1 && break
