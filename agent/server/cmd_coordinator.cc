@@ -33,7 +33,8 @@ constexpr const char* kUsage =
     "  or a link. gRPC for agents on --listen (default 0.0.0.0:9501); /metrics /livez /readyz\n"
     "  /status and POST /sweep on --http-listen (default 0.0.0.0:9502).\n"
     "  Token: coordinator.token_file, else $NCCL_TRIAGE_TOKEN. TLS: coordinator.cert_file and\n"
-    "  coordinator.key_file.\n"
+    "  coordinator.key_file. coordinator.verify_node_identity asks the API server with the pod's\n"
+    "  service account (or $NCCL_TRIAGE_SERVICE_ACCOUNT_DIR laid out so).\n"
     "  --log-format text (default) or json: one JSON object per line on stderr\n";
 
 }  // namespace
@@ -105,7 +106,8 @@ int RunCoordinatorCommand(CliContext& ctx) {
   auto identity = SetUpNodeIdentity(
       config, {.kube_host = env("KUBERNETES_SERVICE_HOST"),
                .kube_port = env("KUBERNETES_SERVICE_PORT"),
-               .agent_service_account = env("NCCL_TRIAGE_AGENT_SERVICE_ACCOUNT")});
+               .agent_service_account = env("NCCL_TRIAGE_AGENT_SERVICE_ACCOUNT"),
+               .service_account_dir = env("NCCL_TRIAGE_SERVICE_ACCOUNT_DIR")});
   if (!identity.ok()) {
     ctx.err << "nccl-triage-server coordinator: " << identity.status().message() << "\n";
     return 2;

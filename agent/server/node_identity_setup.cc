@@ -25,6 +25,7 @@ StatusOr<NodeIdentitySetup> SetUpNodeIdentity(const Config& config, const NodeId
   InClusterOptions options;
   options.host = env.kube_host;
   options.port = env.kube_port.empty() ? 443 : std::atoi(env.kube_port.c_str());
+  if (!env.service_account_dir.empty()) options.service_account_dir = env.service_account_dir;
   auto client = InClusterKubeClient::Create(options);
   if (!client.ok()) return client.status();
   setup.kube = std::move(client).value();

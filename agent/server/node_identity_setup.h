@@ -20,11 +20,14 @@ struct NodeIdentitySetup {
 
 // The environment it reads, passed in: the API server ($KUBERNETES_SERVICE_HOST and _PORT) and
 // $NCCL_TRIAGE_AGENT_SERVICE_ACCOUNT, the agents' service account when the configuration leaves
-// coordinator.agent_service_account empty (the chart knows its name, the config file does not).
+// coordinator.agent_service_account empty (the chart knows its name, the config file does not),
+// and $NCCL_TRIAGE_SERVICE_ACCOUNT_DIR, the coordinator's own credentials outside a pod (a
+// directory laid out as the pod's service-account mount; empty: the pod's mount).
 struct NodeIdentityEnv {
   std::string kube_host;
   std::string kube_port;
   std::string agent_service_account;
+  std::string service_account_dir;
 };
 
 // Errors: the check is on but the service account is not "namespace:name", or there is no API

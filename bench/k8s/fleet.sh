@@ -1,25 +1,35 @@
 #!/usr/bin/env bash
 # API load of nccl-triage on a simulated GPU fleet: the real kube-apiserver and etcd of
 # tests/k8s/cluster.sh, N kwok nodes in two node pools (p5.48xlarge and p4d.24xlarge, 8
-# nvidia.com/gpu each) with one 8-GPU job pod per node, the chart installed by helm, and a sample
-# of real agents (nccl-triage-server agent, each told it is one kwok node and given a token bound
-# to an agent pod on that node, as the DaemonSet's pods are). kwok makes the nodes Ready and the
-# pods Running and is stopped before the measurement, so the API server's own
-# apiserver_request_total counts the agents' requests alone (less the bench's metric scrapes).
-#   bench/k8s/fleet.sh [--nodes 512,4096] [--agents 16] [--seconds 320] [--build build]
-# Prints, per fleet size: requests by verb and resource in the window, requests/s per agent, and
-# the fleet-wide rate extrapolated to N agents (per 100 nodes). The agents run with the chart's
-# defaults plus the node condition and events (agent.interval_seconds 60, heartbeat 5 min): a
-# window of 320 s holds one heartbeat per agent.
+# nvidia.com/gpu each) with one 8-GPU job pod per node, the chart installed by helm, the real
+# coordinator (nccl-triage-server coordinator with verify_node_identity, holding a token of the
+# chart's coordinator ServiceAccount) and a sample of real agents (nccl-triage-server agent, each
+# told it is one kwok node and given API and identity tokens bound to an agent pod on that node,
+# as the DaemonSet's pods are), each in a session with the coordinator. kwok makes the nodes
+# Ready and the pods Running and is stopped before the measurement, so the API server's own
+# apiserver_request_total counts the agents' and the coordinator's requests alone (less the
+# bench's metric scrapes).
+#   bench/k8s/fleet.sh [--nodes 512,4096] [--agents 16] [--seconds 320] [--restart-seconds 120]
+#                      [--build build]
+# Three windows per fleet size: the steady state (--seconds), the first --restart-seconds after
+# the coordinator is killed (SIGKILL) and started again (every agent reconnects, every identity
+# token is reviewed again), and the steady state after that (--seconds). Prints, per window:
+# requests by verb and resource, requests/s per agent, and the fleet-wide rate extrapolated to N
+# agents (per 100 nodes). The agents run with the chart's defaults plus the node condition and
+# events (agent.interval_seconds 60, heartbeat 5 min): a window of 320 s holds one heartbeat per
+# agent. The coordinator's sweeps are pushed out of the windows (they run probes and call no API).
+# Everything runs under nice; run the whole script niced on a shared machine.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-sizes=512,4096 agents=16 seconds=320 build="$root/build"
+sizes=512,4096 agents=16 seconds=320 restart_seconds=120 build="$root/build"
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) sizes="$2"; shift 2 ;; --agents) agents="$2"; shift 2 ;;
-    --seconds) seconds="$2"; shift 2 ;; --build) build="$2"; shift 2 ;;
-    *) echo "usage: fleet.sh [--nodes N,...] [--agents A] [--seconds S] [--build DIR]" >&2; exit 2 ;;
+    --seconds) seconds="$2"; shift 2 ;; --restart-seconds) restart_seconds="$2"; shift 2 ;;
+    --build) build="$2"; shift 2 ;;
+    *) echo "usage: fleet.sh [--nodes N,...] [--agents A] [--seconds S] [--restart-seconds S] [--build DIR]" >&2
+       exit 2 ;;
   esac
 done
 server="$build/nccl-triage-server"
@@ -44,6 +54,44 @@ counters() {
       if (r == "") next
       key = v " " r (s != "" ? "/" s : ""); n[key] += $NF }
     END { for (key in n) print key, n[key] }' | sort
+}
+
+# A free port below the ephemeral range (a listener the agents reach again after a restart).
+free_port() {
+  python3 -c 'import random, socket
+for _ in range(200):
+    p = random.randrange(20000, 32000); s = socket.socket()
+    try: s.bind(("127.0.0.1", p)); print(p); break
+    except OSError: pass
+    finally: s.close()'
+}
+
+# One window's figures from two readings of counters(): the requests of the agents (pods, nodes,
+# nodes/status, events) and the coordinator (tokenreviews; GET pods only before Kubernetes 1.30);
+# nothing else touches those resources once kwok is stopped (no kubelet, no controllers), except
+# the API server's own informers, which re-open WATCHes (neither client ever watches). Other rows
+# are the API server's own loops.
+window() {  # LABEL BEFORE AFTER SECONDS
+  local total=0 lists=0 reviews=0 verb res count was d
+  echo "  -- $1"
+  while read -r verb res count; do
+    was="$(awk -v k="$verb $res" '$1 " " $2 == k { print $3 }' <<<"$2")"
+    d=$((${count%.*} - ${was:-0}))
+    [ "$d" -gt 0 ] || continue
+    case "$verb $res" in
+      "WATCH "*) echo "  ($verb $res: $d, the API server's own)" ;;
+      *" pods"|*" pods/"*|*" nodes"|*" nodes/"*|*" events"|*" tokenreviews")
+        echo "  $verb $res: $d"; total=$((total + d))
+        [ "$verb $res" = "LIST pods" ] && lists=$d
+        [ "$res" = tokenreviews ] && reviews=$d ;;
+      *) echo "  ($verb $res: $d, the API server's own)" ;;
+    esac
+  done <<<"$3"
+  echo "  LIST pods in the window: $lists; TokenReviews: $reviews"
+  awk -v t="$total" -v s="$4" -v a="$agents" -v n="$n" 'BEGIN {
+    per = t / s / a
+    printf "  %d requests in %d s for %d agents: %.5f req/s per agent; fleet of %d: %.3f req/s (%.4f per 100 nodes)\n",
+           t, s, a, per, n, per * n, per * 100 }'
 }
 
 for n in ${sizes//,/ }; do
@@ -110,52 +158,88 @@ YAML
   echo "fleet up in $((SECONDS - start)) s: $ready of $n nodes Ready, $running of $n job pods Running (kwok)"
   kill "$kwok_pid"; wait "$kwok_pid" 2>/dev/null || true
 
+  # The coordinator, at fixed ports (the agents reconnect to the same address after its restart):
+  # the chart's coordinator ServiceAccount token, node identities checked.
+  cport="$(free_port)"; hport="$(free_port)"; shared="fleet-$$-$RANDOM"
+  csa="$work/sa-coordinator"; mkdir -p "$csa"; cp "$work/ca.crt" "$csa/"; echo nccl-triage >"$csa/namespace"
+  k create token nccl-triage-coordinator -n nccl-triage --duration 2h >"$csa/token"
+  cat >"$work/coordinator.yaml" <<YAML
+coordinator:
+  sweep_interval_seconds: 1000000
+  verify_node_identity: true
+  agent_service_account: nccl-triage:nccl-triage-agent
+YAML
+  start_coordinator() {
+    KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$API_PORT" NCCL_TRIAGE_SERVICE_ACCOUNT_DIR="$csa" \
+    NCCL_TRIAGE_TOKEN="$shared" nice "$server" coordinator --config "$work/coordinator.yaml" \
+      --listen "127.0.0.1:$cport" --http-listen "127.0.0.1:$hport" >>"$work/coordinator.log" 2>&1 &
+    coordinator_pid=$!; pids+=("$coordinator_pid")
+    for _ in $(seq 1 300); do
+      curl -sf --max-time 5 "http://127.0.0.1:$hport/readyz" >/dev/null 2>&1 && return 0
+      kill -0 "$coordinator_pid" 2>/dev/null || break; sleep 0.2
+    done
+    echo "fleet: the coordinator did not start:" >&2; tail -5 "$work/coordinator.log" >&2; exit 1
+  }
+  connected() {  # agents in a session with the coordinator now
+    curl -sf --max-time 10 "http://127.0.0.1:$hport/status" |
+      python3 -c 'import json,sys; print(sum(1 for a in json.load(sys.stdin)["agents"] if a["connected"]))' 2>/dev/null ||
+      echo 0
+  }
+  : >"$work/coordinator.log"
+  start_coordinator
+
   cat >"$work/agent.yaml" <<YAML
 agent:
   listen: 127.0.0.1:0
   node_condition: true
   events: true
+  coordinator: 127.0.0.1:$cport
+  identity_token_file: identity-token
 YAML
   agent_pids=()
   for ((i = 0; i < agents; i++)); do
     sa="$work/sa-$i"; mkdir -p "$sa"; cp "$work/ca.crt" "$sa/"; echo nccl-triage >"$sa/namespace"
-    k create token nccl-triage-agent -n nccl-triage --bound-object-kind Pod --bound-object-name "agent-$i" \
-      --duration 2h >"$sa/token"
+    for aud in "" nccl-triage; do
+      k create token nccl-triage-agent -n nccl-triage --bound-object-kind Pod --bound-object-name "agent-$i" \
+        --duration 2h ${aud:+--audience "$aud"} >"$sa/${aud:+identity-}token"
+    done
+    sed "s|identity_token_file: identity-token|identity_token_file: $sa/identity-token|" "$work/agent.yaml" >"$sa/agent.yaml"
     KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$API_PORT" NCCL_TRIAGE_SERVICE_ACCOUNT_DIR="$sa" \
-    NODE_NAME="gpu-$i" POD_NAME="agent-$i" POD_NAMESPACE=nccl-triage \
-      nice "$server" agent --standalone --config "$work/agent.yaml" --root "$build/fixtures/dgx-h100" \
+    NODE_NAME="gpu-$i" POD_NAME="agent-$i" POD_NAMESPACE=nccl-triage NCCL_TRIAGE_TOKEN="$shared" \
+      nice "$server" agent --config "$sa/agent.yaml" --root "$build/fixtures/dgx-h100" \
       >"$work/agent-$i.log" 2>&1 &
     agent_pids+=($!); pids+=($!)
   done
-  sleep 90   # start-up: first cycle, annotations, node conditions
-  before="$(counters)"
-  sleep "$seconds"
+  sleep 90   # start-up: first cycle, annotations, node conditions, sessions
+  echo "  agents in a session with the coordinator: $(connected) of $agents"
+
+  # Window 1: the steady state.
+  before="$(counters)"; sleep "$seconds"; after="$(counters)"
+  window "steady state, $seconds s" "$before" "$after" "$seconds"
+  # Window 2: the coordinator killed and started again; the first minutes.
+  kill -9 "$coordinator_pid"; wait "$coordinator_pid" 2>/dev/null || true
+  before="$(counters)"; restarted=$SECONDS
+  start_coordinator
+  back=""
+  while [ $((SECONDS - restarted)) -lt "$restart_seconds" ]; do
+    if [ -z "$back" ] && [ "$(connected)" -ge "$agents" ]; then back=$((SECONDS - restarted)); fi
+    sleep 1
+  done
   after="$(counters)"
-  for p in "${agent_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  echo "  coordinator restarted (SIGKILL, then started again): all $agents agents back in ${back:-more than $restart_seconds} s"
+  window "first $restart_seconds s after the coordinator's restart" "$before" "$after" "$restart_seconds"
+  # Window 3: the steady state again.
+  before="$(counters)"; sleep "$seconds"; after="$(counters)"
+  window "steady state after the restart, $seconds s" "$before" "$after" "$seconds"
+  echo "  agents in a session with the coordinator: $(connected) of $agents"
+
+  for p in "${agent_pids[@]}" "$coordinator_pid"; do kill "$p" 2>/dev/null || true; done
   # The agents were live: their nodes carry the condition, and the API refused them nothing.
   published="$(k get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="NcclFabricReady")].type}{"\n"}{end}' | grep -c NcclFabricReady || true)"
-  refused="$(cat "$work"/agent-*.log | grep -c 'HTTP 4[0-9][0-9]' || true)"
-  echo "  agents live: $published of $agents nodes carry NcclFabricReady; $refused refusals in their logs"
-  # The agents' resources: pods, nodes (and nodes/status), events; nothing else touches them once
-  # kwok is stopped (no kubelet, no controllers), except the API server's own informers, which
-  # re-open WATCHes (the agents' client never watches). Other rows are the API server's own loops.
-  total=0 lists=0
-  while read -r verb res count; do
-    was="$(awk -v k="$verb $res" '$1 " " $2 == k { print $3 }' <<<"$before")"
-    d=$((${count%.*} - ${was:-0}))
-    [ "$d" -gt 0 ] || continue
-    case "$verb $res" in
-      "WATCH "*) echo "  ($verb $res: $d, the API server's own)" ;;
-      *" pods"|*" pods/"*|*" nodes"|*" nodes/"*|*" events") echo "  $verb $res: $d"; total=$((total + d))
-                                        [ "$verb $res" = "LIST pods" ] && lists=$d ;;
-      *) echo "  ($verb $res: $d, the API server's own)" ;;
-    esac
-  done <<<"$after"
-  echo "  LIST pods in the window: $lists"
-  awk -v t="$total" -v s="$seconds" -v a="$agents" -v n="$n" 'BEGIN {
-    per = t / s / a
-    printf "  %d requests in %d s from %d agents: %.5f req/s per agent; fleet of %d: %.3f req/s (%.4f per 100 nodes)\n",
-           t, s, a, per, n, per * n, per * 100 }'
+  refused="$(cat "$work"/agent-*.log "$work/coordinator.log" | grep -c 'HTTP 4[0-9][0-9]' || true)"
+  rejected="$(grep -c 'rejected agent session' "$work/coordinator.log" || true)"
+  echo "  agents live: $published of $agents nodes carry NcclFabricReady; $refused API refusals in the logs;" \
+       "$rejected sessions rejected by the coordinator"
   "$root/tests/k8s/cluster.sh" stop "$work" >/dev/null
   rm -rf "$work"/etcd-data
 done
