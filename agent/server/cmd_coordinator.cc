@@ -125,8 +125,11 @@ int RunCoordinatorCommand(CliContext& ctx) {
     // Its own client: remediation's patches need not wait behind the agents' TokenReviews.
     const std::string host = env("KUBERNETES_SERVICE_HOST");
     const std::string port = env("KUBERNETES_SERVICE_PORT");
-    auto kube = InClusterKubeClient::Create(
-        {.host = host, .port = port.empty() ? 443 : std::atoi(port.c_str())});
+    InClusterOptions in_cluster{.host = host, .port = port.empty() ? 443 : std::atoi(port.c_str())};
+    if (const std::string dir = env("NCCL_TRIAGE_SERVICE_ACCOUNT_DIR"); !dir.empty()) {
+      in_cluster.service_account_dir = dir;  // as for the identity and HTTP reviews above
+    }
+    auto kube = InClusterKubeClient::Create(in_cluster);
     if (!kube.ok()) {
       ctx.err << "nccl-triage-server coordinator: remediation.mode "
               << ToString(options.remediation.policy.mode)
