@@ -24,7 +24,11 @@
 # libnccl.so.2 and the wheel's licence, in /opt/nccl-triage/nccl. That directory is on the
 # image's LD_LIBRARY_PATH, so the probe child finds it first; the helm chart mounts the NCCL of
 # probe.nccl.fromImage or probe.nccl.hostPath over it, and a driver directory (probe.cuda.hostPath)
-# at /opt/nccl-triage/cuda.
+# at /opt/nccl-triage/cuda. Behind a proxy that inspects TLS, give pip the CA bundle the host
+# trusts as the build secret `ca-bundle` (it is not kept in any layer):
+#
+#   docker build --secret id=ca-bundle,src=/etc/ssl/certs/ca-certificates.crt \
+#     --build-arg NCCL_WHEEL=nvidia-nccl-cu12==2.28.9 -t nccl-triage:0.1.0-nccl .
 
 # The base of both stages: debian:12-slim pinned by digest (the multi-arch index), so a rebuild
 # gets the same base until someone moves the pin on purpose. To move it:
@@ -57,13 +61,14 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr 
 FROM ${BASE_IMAGE} AS nccl
 ARG NCCL_WHEEL=""
 COPY scripts/install-deps.sh scripts/packages-nccl.txt /tmp/deps/
-RUN set -eu; mkdir -p /out; \
+RUN --mount=type=secret,id=ca-bundle set -eu; mkdir -p /out; \
     if [ -z "$NCCL_WHEEL" ]; then exit 0; fi; \
     case "$NCCL_WHEEL" in \
       nvidia-nccl-cu1[23]==[0-9]*) ;; \
       *) echo "NCCL_WHEEL must be nvidia-nccl-cu12==X.Y.Z or nvidia-nccl-cu13==X.Y.Z, not '$NCCL_WHEEL'"; exit 1 ;; \
     esac; \
     /tmp/deps/install-deps.sh /tmp/deps/packages-nccl.txt >/dev/null; \
+    if [ -s /run/secrets/ca-bundle ]; then export PIP_CERT=/run/secrets/ca-bundle; fi; \
     python3 -m pip download --quiet --no-deps --only-binary=:all: --dest /tmp/wheel "$NCCL_WHEEL"; \
     unzip -q /tmp/wheel/*.whl -d /tmp/unpacked; \
     cp -L /tmp/unpacked/nvidia/nccl/lib/libnccl.so.2 /out/; \

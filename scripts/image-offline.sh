@@ -61,8 +61,13 @@ fi
 echo "image-offline: building $tag"
 start=$(date +%s)
 revision="$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)"
+# pip in the build trusts what this host's pip trusts (a TLS-inspecting proxy's CA): the bundle
+# goes in as a build secret, never into a layer.
+secret=()
+ca="${PIP_CERT:-${REQUESTS_CA_BUNDLE:-${SSL_CERT_FILE:-}}}"
+if [ -n "$nccl_wheel" ] && [ -s "$ca" ]; then secret=(--secret "id=ca-bundle,src=$ca"); fi
 "${bah[@]}" bud --isolation chroot --pull=false --build-arg BASE_IMAGE="$base" \
-  --build-arg VERSION="$version" --build-arg REVISION="$revision" \
+  --build-arg VERSION="$version" --build-arg REVISION="$revision" "${secret[@]}" \
   --build-arg NCCL_WHEEL="$nccl_wheel" -t "$tag" "$src"
 echo "image-offline: built $tag in $(( $(date +%s) - start )) s"
 
