@@ -10,6 +10,9 @@
 #                          nothing is left
 #   helm_test.sh upgrade   TOOLS CHART WORK OUT CHARTCHECK   helm upgrade of the default release
 #   helm_test.sh uninstall TOOLS WORK                   helm uninstall of the default release
+#   helm_test.sh umbrella  TOOLS CHART UMBRELLA OUT     the chart as a subchart of the umbrella
+#                          chart UMBRELLA (copied to OUT): dependency build, lint, template; the
+#                          umbrella's global registry and the pull secrets reach the pods
 set -euo pipefail
 die() { echo "FAIL: $*"; exit 1; }
 cmd="$1"; tools="$2"; shift 2
@@ -42,6 +45,28 @@ leftovers() {
 }
 
 case "$cmd" in
+umbrella)
+  chart="$(cd "$1" && pwd)"; umbrella="$2"; out="$3"
+  rm -rf "$out/umbrella"; mkdir -p "$out"; cp -r "$umbrella" "$out/umbrella"
+  sed -i "s|file://CHART_DIR|file://$chart|" "$out/umbrella/Chart.yaml"
+  helm dependency build "$out/umbrella" >/dev/null || die "helm dependency build of the umbrella chart"
+  [ -f "$out/umbrella/charts/nccl-triage-0.1.0.tgz" ] || die "the subchart was not packaged into charts/"
+  helm lint --strict "$out/umbrella" || die "helm lint --strict of the umbrella chart"
+  rendered="$(helm template platform "$out/umbrella" -n gpu)" || die "helm template of the umbrella chart"
+  # Every image of the subchart's pods comes from the umbrella's global registry, and each pod
+  # template names the pull secret.
+  images="$(grep -E '^ +image: ' <<<"$rendered" | sed 's/.*image: *//; s/"//g' | sort -u)"
+  [ -n "$images" ] || die "no image in the umbrella's render"
+  while read -r image; do
+    [[ "$image" == registry.example/mirror/* ]] || die "image $image is not from global.imageRegistry"
+  done <<<"$images"
+  pods="$(grep -c -E '^kind: (DaemonSet|Deployment)$' <<<"$rendered")"
+  secrets="$(grep -c -E '^ +- name: mirror-credentials$' <<<"$rendered")"
+  [ "$pods" -ge 2 ] && [ "$secrets" -eq "$pods" ] ||
+    die "$pods workloads, $secrets name the pull secret mirror-credentials"
+  grep -q 'path: /opt/nccl-2.28/lib' <<<"$rendered" || die "the probes' NCCL hostPath did not reach the DaemonSet"
+  echo "umbrella chart: subchart rendered, $pods workloads from registry.example/mirror with the pull secret"
+  ;;
 lint)
   chart="$1"; shift
   helm lint --strict "$chart"
