@@ -17,51 +17,18 @@
 #include "exporter/http_auth.h"
 #include "kube/kube_client.h"
 #include "kube/kubeconfig.h"
+#include "real_api.h"
 
 namespace nccl_triage {
 namespace {
 
 using nlohmann::json;
 
-// The cluster's directory (cmake/k8s_tools.cmake); the environment may name another.
-std::string Work() {
-  const char* w = std::getenv("NCCL_TRIAGE_K8S_WORK");
-  return w ? w : NCCL_TRIAGE_K8S_WORK;
-}
-
-std::string Read(const std::string& path) {
-  auto text = ReadWholeFile(path, "test file");
-  return text.ok() ? *text : "";
-}
-
-int ApiPort() {
-  const std::string env = Read(Work() + "/env");  // API_PORT=...
-  const size_t at = env.find("API_PORT=");
-  return at == std::string::npos ? 0 : std::atoi(env.c_str() + at + 9);
-}
-
-// A client as the pod of `who` (agent-1, agent-2, coordinator) makes it: the service-account
-// directory with its token, ca.crt and namespace.
-std::unique_ptr<InClusterKubeClient> As(const std::string& who) {
-  InClusterOptions o;
-  o.host = "127.0.0.1";
-  o.port = ApiPort();
-  o.service_account_dir = Work() + "/kube/" + who;
-  auto client = InClusterKubeClient::Create(o);
-  EXPECT_TRUE(client.ok()) << client.status().message();
-  return client.ok() ? std::move(client).value() : nullptr;
-}
-
-// The cluster admin, through the kubeconfig the way `nccl-triage triage` reads one.
-std::unique_ptr<InClusterKubeClient> Admin() {
-  const std::string path = Work() + "/kubeconfig";
-  auto access = ResolveKubeconfig({{path, Read(path)}}, "");
-  EXPECT_TRUE(access.ok()) << access.status().message();
-  if (!access.ok()) return nullptr;
-  auto client = InClusterKubeClient::Connect(*access, KubeTimeouts{});
-  EXPECT_TRUE(client.ok()) << client.status().message();
-  return client.ok() ? std::move(client).value() : nullptr;
-}
+using real_api::Admin;
+using real_api::ApiPort;
+using real_api::As;
+using real_api::Read;
+using real_api::Work;
 
 json Body(const KubeResponse& r) { return json::parse(r.body, nullptr, false); }
 

@@ -24,6 +24,7 @@
 #include "coordinator/remediator.h"
 #include "kube/kube_client.h"
 #include "kube/kubeconfig.h"
+#include "real_api.h"
 
 namespace nccl_triage {
 namespace {
@@ -34,41 +35,10 @@ constexpr int kNodes = 64;
 constexpr int64_t kHour = 3'600'000;
 constexpr const char* kPoolLabel = "pool.example/name";
 
-std::string Work() {
-  const char* w = std::getenv("NCCL_TRIAGE_K8S_WORK");
-  return w ? w : NCCL_TRIAGE_K8S_WORK;
-}
-
-std::string Read(const std::string& path) {
-  auto text = ReadWholeFile(path, "test file");
-  return text.ok() ? *text : "";
-}
-
-int ApiPort() {
-  const std::string env = Read(Work() + "/env");
-  const size_t at = env.find("API_PORT=");
-  return at == std::string::npos ? 0 : std::atoi(env.c_str() + at + 9);
-}
-
-std::unique_ptr<InClusterKubeClient> As(const std::string& who) {
-  InClusterOptions o;
-  o.host = "127.0.0.1";
-  o.port = ApiPort();
-  o.service_account_dir = Work() + "/kube/" + who;
-  auto client = InClusterKubeClient::Create(o);
-  EXPECT_TRUE(client.ok()) << client.status().message();
-  return client.ok() ? std::move(client).value() : nullptr;
-}
-
-std::unique_ptr<InClusterKubeClient> Admin() {
-  const std::string path = Work() + "/kubeconfig";
-  auto access = ResolveKubeconfig({{path, Read(path)}}, "");
-  EXPECT_TRUE(access.ok()) << access.status().message();
-  if (!access.ok()) return nullptr;
-  auto client = InClusterKubeClient::Connect(*access, KubeTimeouts{});
-  EXPECT_TRUE(client.ok()) << client.status().message();
-  return client.ok() ? std::move(client).value() : nullptr;
-}
+using real_api::Admin;
+using real_api::ApiPort;
+using real_api::As;
+using real_api::Work;
 
 std::string NodeName(int i) {
   char name[32];
