@@ -285,8 +285,9 @@ TEST(Incident, BlamesAnXidInsideTheJobsWindowButNotOneThreeHoursBefore) {
             "gpu-00: kernel.xid (NVIDIA Xid error), last event at 2025-02-11T09:13:30Z");
   ASSERT_EQ(inc.kernel_outside.size(), 1U);
   EXPECT_EQ(inc.kernel_outside[0].rfind("gpu-01: kernel.xid", 0), 0U) << inc.kernel_outside[0];
-  EXPECT_NE(inc.kernel_outside[0].find("before the job: 3 h 0 min before the first failure, not blamed"),
-            std::string::npos)
+  EXPECT_NE(
+      inc.kernel_outside[0].find("before the job: 3 h 0 min before the first failure, not blamed"),
+      std::string::npos)
       << inc.kernel_outside[0];
   const nlohmann::json j = ToJson(inc);
   EXPECT_EQ(j["kernel"].size(), 1U);
@@ -314,9 +315,11 @@ TEST(Incident, TheKernelWindowStartsAtTheJobsFirstPodStartAndEndsAfterAGrace) {
   ASSERT_EQ(inc.kernel.size(), 1U);
   EXPECT_EQ(inc.kernel[0].rfind("gpu-01: kernel.gpu_off_bus", 0), 0U) << inc.kernel[0];
   ASSERT_EQ(inc.kernel_outside.size(), 2U);
-  EXPECT_NE(inc.kernel_outside[0].find("before the job: 44 min before the first failure"), std::string::npos)
+  EXPECT_NE(inc.kernel_outside[0].find("before the job: 44 min before the first failure"),
+            std::string::npos)
       << inc.kernel_outside[0];
-  EXPECT_NE(inc.kernel_outside[1].find("after the job failed: 1 h 45 min after the last"), std::string::npos)
+  EXPECT_NE(inc.kernel_outside[1].find("after the job failed: 1 h 45 min after the last"),
+            std::string::npos)
       << inc.kernel_outside[1];
   EXPECT_EQ(ToJson(inc)["kernel_window"]["from"], "2025-02-11T09:00:00Z");
 }
