@@ -36,6 +36,10 @@ struct Evidence {
   friend bool operator==(const Evidence&, const Evidence&) = default;
 };
 
+// The evidence key under which a kernel-log finding carries the wall time of its last event
+// (RFC 3339, UTC): what lets `nccl-triage triage` tell an event during a job from one before it.
+inline constexpr std::string_view kLastEventAtKey = "last event at";
+
 // The result of one check (or one workload check) on one node.
 struct Finding {
   std::string check;  // stable id from the catalogue, e.g. "ib.port_state"

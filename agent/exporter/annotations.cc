@@ -59,6 +59,21 @@ std::string CompactReportJson(const AgentStateView& view, size_t max_bytes) {
   if (view.report) base["checks_class"] = ToString(view.report->fault_class);
   const std::vector<Finding> none;
   const std::vector<Finding>& findings = view.report ? view.report->findings : none;
+  // The last kernel-log event of each failing or warning kernel check, kept at every level: the
+  // triage needs it to tell an event during a job from one hours before.
+  nlohmann::json kernel_last = nlohmann::json::object();
+  for (const auto& f : findings) {
+    if (!Problem(f)) continue;
+    for (const auto& e : f.evidence) {
+      if (e.key != kLastEventAtKey) continue;
+      auto it = kernel_last.find(f.check);
+      // RFC 3339 in UTC, one format: the later time sorts last.
+      if (it == kernel_last.end() || it->get<std::string>() < e.value) {
+        kernel_last[f.check] = e.value;
+      }
+    }
+  }
+  if (!kernel_last.empty()) base["kernel_last_event"] = std::move(kernel_last);
 
   // Level 0: everything; 1: passing and skipped checks as ids; 2: no evidence; 3: short messages;
   // 4: problems as ids only; 5: the verdict alone.

@@ -6,7 +6,8 @@
 //   nccl-triage.io/causes   comma list of catalogue ids, most likely first ("" when none)
 //   nccl-triage.io/basis    checks | probes
 //   nccl-triage.io/updated  RFC 3339 time of the last change of the above (added when sending)
-//   nccl-triage.io/report   compact JSON of the report, at most 16 KiB (agent pod only)
+//   nccl-triage.io/report   compact JSON of the report, at most 16 KiB (agent pod only); its
+//                           "kernel_last_event" ({check id: RFC 3339}) is never cut
 #pragma once
 
 #include <cstddef>

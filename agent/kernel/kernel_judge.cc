@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "base/log.h"
 #include "core/ids.h"
 #include "kernel/xid_table.h"
 
@@ -30,6 +31,12 @@ void AddLines(Finding* f, const std::vector<const KernelEvent*>& events,
   if (n > kMaxEvidenceLines) {
     f->evidence.push_back({"kernel log lines", std::to_string(n), source});
   }
+  // The wall time of the latest event that has one (lines without a time carry none).
+  std::optional<int64_t> last;
+  for (const KernelEvent* e : events) {
+    if (e->wall_ms && (!last || *e->wall_ms > *last)) last = e->wall_ms;
+  }
+  if (last) f->evidence.push_back({std::string(kLastEventAtKey), FormatRfc3339(*last), source});
 }
 
 // Bus ids compare on their common prefix: an Xid names "0000:44:00", a device "0000:44:00.0".

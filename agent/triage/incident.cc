@@ -557,19 +557,84 @@ class IncidentJudge {
     }
   }
 
+  // The window kernel-log events must fall in (incident.h): bounded by the logs' failure times
+  // and the pods' start; none when no log gives a failure a time.
+  void KernelWindow() {
+    std::optional<int64_t> first_ns, last_ns;
+    for (const LogResult& l : in_.logs) {
+      if (!l.read || !l.summary.root_ns) continue;
+      const int64_t t = *l.summary.root_ns;
+      if (!first_ns || t < *first_ns) first_ns = t;
+      if (!last_ns || t > *last_ns) last_ns = t;
+    }
+    if (!first_ns) {
+      out_.kernel_window = "no log gives the failure a time: kernel events are not placed";
+      return;
+    }
+    const int64_t first_ms = *first_ns / 1'000'000;
+    first_failure_ms_ = first_ms;
+    last_failure_ms_ = *last_ns / 1'000'000;
+    int64_t from = first_ms - kKernelLookBackMs;
+    std::string from_text = "2 h before the first failure";
+    std::optional<int64_t> start_ms;
+    for (const JobPod& p : in_.pods) {
+      const auto ns = ParseRfc3339Nanos(p.start_time);
+      if (ns && (!start_ms || *ns / 1'000'000 < *start_ms)) start_ms = *ns / 1'000'000;
+    }
+    if (start_ms && *start_ms > from && *start_ms <= first_ms) {
+      from = *start_ms;
+      from_text = "the job's first pod start";
+    }
+    out_.kernel_from_ms = from;
+    out_.kernel_to_ms = *last_ns / 1'000'000 + kKernelGraceMs;
+    out_.kernel_window = "from " + from_text + " (" + FormatRfc3339(from) +
+                         ") to 10 min after the last failure (" +
+                         FormatRfc3339(*out_.kernel_to_ms) + ")";
+  }
+
   // The kernel-log causes the agents report on the job's nodes: an Xid or a GPU off the bus is
-  // never a network fault, but a job that died beside one died of it.
+  // never a network fault, but a job that died beside one died of it. One whose last event lies
+  // outside the job's window is shown apart and not blamed.
   void KernelCauses() {
+    KernelWindow();
     for (const AgentVerdict& a : in_.agents) {
       if (!nodes_.count(a.node)) continue;
       for (const std::string& c : a.causes) {
         const CauseInfo* info = FindCause(c);
         if (info == nullptr || info->kind != CauseKind::kKernelLog) continue;
-        out_.kernel.push_back(a.node + ": " + c + " (" + std::string(info->title) +
-                              "), reported by its agent" +
-                              (a.updated.empty() ? "" : " at " + a.updated));
+        std::string line = a.node + ": " + c + " (" + std::string(info->title) + ")";
+        auto at = a.kernel_last_event.find(c);
+        const auto at_ns =
+            at == a.kernel_last_event.end() ? std::nullopt : ParseRfc3339Nanos(at->second);
+        if (!at_ns) {
+          out_.kernel.push_back(line + ", reported by its agent" +
+                                (a.updated.empty() ? "" : " at " + a.updated) +
+                                " (the time of its events is not known)");
+          continue;
+        }
+        const int64_t at_ms = *at_ns / 1'000'000;
+        line += ", last event at " + FormatRfc3339(at_ms);
+        if (!out_.kernel_from_ms) {
+          out_.kernel.push_back(line);
+        } else if (at_ms < *out_.kernel_from_ms) {
+          out_.kernel_outside.push_back(line + ", before the job: " +
+                                        Ago(first_failure_ms_ - at_ms) +
+                                        " before the first failure, not blamed");
+        } else if (at_ms > *out_.kernel_to_ms) {
+          out_.kernel_outside.push_back(line + ", after the job failed: " +
+                                        Ago(at_ms - last_failure_ms_) +
+                                        " after the last failure, not blamed");
+        } else {
+          out_.kernel.push_back(line);
+        }
       }
     }
+  }
+
+  static std::string Ago(int64_t ms) {
+    const int64_t min = ms / 60'000;
+    if (min < 60) return std::to_string(min) + " min";
+    return std::to_string(min / 60) + " h " + std::to_string(min % 60) + " min";
   }
 
   void ExplainFirstFailure() {
@@ -686,6 +751,8 @@ class IncidentJudge {
   const IncidentInput& in_;
   Incident out_;
   std::set<std::string> nodes_;
+  int64_t first_failure_ms_ = 0;  // the kernel window's failure times (KernelWindow)
+  int64_t last_failure_ms_ = 0;
   std::map<std::string, const JobPod*> by_name_;
   std::vector<LogView> faults_, side_effects_;
   int read_ = 0, healthy_ = 0, unreadable_ = 0;
@@ -833,6 +900,11 @@ nlohmann::json ToJson(const Incident& in) {
   j["logs"] = rows;
   j["rails"] = in.rails;
   j["kernel"] = in.kernel;
+  j["kernel_outside_window"] = in.kernel_outside;
+  j["kernel_window"] = {
+      {"from", in.kernel_from_ms ? json(FormatRfc3339(*in.kernel_from_ms)) : json(nullptr)},
+      {"to", in.kernel_to_ms ? json(FormatRfc3339(*in.kernel_to_ms)) : json(nullptr)},
+      {"bounds", in.kernel_window}};
   j["event_object"] = {{"api_version", in.event_object.api_version},
                        {"kind", in.event_object.kind},
                        {"name", in.event_object.name}};

@@ -29,6 +29,13 @@ namespace nccl_triage::triage {
 
 inline constexpr const char* kIncidentSchema = "nccl-triage/incident/v1";
 
+// The window a kernel-log event must fall in to be blamed for the job's failure: from the job's
+// first pod start, but at most kKernelLookBackMs before the first failure, to kKernelGraceMs
+// after the last failure (a GPU that falls off the bus is logged by the kernel a little after
+// the collective that hung on it failed). Failure times are the logs' first failing lines.
+inline constexpr int64_t kKernelLookBackMs = 2 * 3600 * 1000;
+inline constexpr int64_t kKernelGraceMs = 10 * 60 * 1000;
+
 // One log the triage asked for, and what came of it.
 struct LogResult {
   std::string pod;
@@ -176,8 +183,16 @@ struct Incident {
   std::vector<std::string> rails;
   // The kernel-log causes the agents report on the job's nodes ("node-2: kernel.gpu_off_bus (GPU
   // fallen off the bus), reported by its agent at <time>"): an Xid is never a network fault, but
-  // a job that died beside one died of it. The agents judge the kernel lines of the last 24 h.
+  // a job that died beside one died of it. The agents judge the kernel lines of the last 24 h,
+  // so only a cause whose last event falls in the job's window (kernel_window) is listed here;
+  // one whose last event came earlier (or later) goes to kernel_outside, shown but not blamed.
+  // A cause without an event time (an older agent) is kept here, saying so.
   std::vector<std::string> kernel;
+  std::vector<std::string> kernel_outside;
+  // The window, Unix ms; none when no log gives the failure a time (then nothing is set aside).
+  std::optional<int64_t> kernel_from_ms;
+  std::optional<int64_t> kernel_to_ms;
+  std::string kernel_window;  // how it was bounded, one line
   std::vector<PodRow> rows;  // the failing first, then by time, then by name
   OwnerRef event_object;     // where the incident's Event goes (the job, else a pod)
   int exit_code = 3;

@@ -7,9 +7,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ContainerState, name, restart_co
                                                 exit_code, last_reason, last_exit_code)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobPod, name, ns, uid, node, hostname, phase,
                                                 pod_ip, pod_ips, host_ip, host_network, index,
-                                                owner, containers)
+                                                owner, start_time, containers)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AgentVerdict, node, pod, verdict, basis, causes,
-                                                updated)
+                                                updated, kernel_last_event)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LogStreamBegin, id, pod, container, previous)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LogStreamEnd, id, status, error, head_bytes,
                                                 tail_bytes, tail, tail_cut)
@@ -76,6 +76,7 @@ JobPod PodFromApi(const json& pod) {
   p.phase = At(pod, {"status", "phase"});
   p.pod_ip = At(pod, {"status", "podIP"});
   p.host_ip = At(pod, {"status", "hostIP"});
+  p.start_time = At(pod, {"status", "startTime"});
   p.host_network = Child(Child(pod, "spec"), "hostNetwork") == true;
   for (const json& ip : Child(Child(pod, "status"), "podIPs")) {
     std::string v = At(ip, {"ip"});
@@ -127,6 +128,11 @@ std::optional<AgentVerdict> AgentVerdictFromApi(const json& pod) {
     if (comma == std::string::npos) comma = causes.size();
     if (comma > start) v.causes.push_back(causes.substr(start, comma - start));
     start = comma + 1;
+  }
+  // The report annotation is the agent's JSON; one that does not parse gives no times.
+  const json report = json::parse(At(a, {"nccl-triage.io/report"}), nullptr, false);
+  for (const auto& [cause, at] : Child(report, "kernel_last_event").items()) {
+    if (at.is_string()) v.kernel_last_event[cause] = at.get<std::string>();
   }
   return v;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -50,6 +51,7 @@ struct JobPod {
   bool host_network = false;
   std::string index;  // the job's completion or replica index, when a label gives it
   OwnerRef owner;     // empty kind: none
+  std::string start_time;  // status.startTime (RFC 3339): when the kubelet took the pod
   std::vector<ContainerState> containers;
 };
 
@@ -65,6 +67,10 @@ struct AgentVerdict {
   std::string basis;    // checks | probes
   std::vector<std::string> causes;
   std::string updated;  // RFC 3339
+  // The wall time (RFC 3339) of the last kernel-log event of each kernel cause, from the report
+  // annotation's "kernel_last_event"; a cause missing here has no time (an older agent, or lines
+  // without one).
+  std::map<std::string, std::string> kernel_last_event;
 };
 
 // The agent pod's annotations as an AgentVerdict; nullopt when it has published none.

@@ -115,6 +115,7 @@ std::string RenderIncidentTable(const Incident& in, const KeepOutcome& kept, siz
   o += "where:    " + WhereText(in.where) + "\n";
   for (const auto& r : in.rails) o += "rail:     " + Printable(r) + "\n";
   for (const auto& k : in.kernel) o += "kernel:   " + Printable(k) + "\n";
+  for (const auto& k : in.kernel_outside) o += "kernel:   not blamed: " + Printable(k) + "\n";
   if (!in.remedy.empty()) o += "fix:      " + Printable(in.remedy) + "\n";
 
   o += "\n" + Pad("basis", 8) + Pad("class", 14) + Pad("cause", 24) + "says\n";

@@ -85,6 +85,24 @@ TEST(CompactReportJson, DropsPassingDetailFirst) {
   EXPECT_FALSE(small.contains("truncated"));  // nothing about the failing check was cut
 }
 
+TEST(CompactReportJson, KeepsTheLastKernelEventTimeAtEveryLevel) {
+  AgentState state("n1", "v", 0);
+  std::vector<Finding> findings;
+  for (const char* at : {"2025-02-11T09:14:00Z", "2025-02-11T11:00:00Z"}) {
+    findings.push_back(TestFinding("kernel.xid", FaultClass::kUnknown, CheckStatus::kFail));
+    findings.back().evidence.push_back({std::string(kLastEventAtKey), at, "dev/kmsg"});
+  }
+  findings.push_back(TestFinding("kernel.link_flap", FaultClass::kIbResource, CheckStatus::kPass));
+  findings.back().evidence.push_back(
+      {std::string(kLastEventAtKey), "2025-02-11T12:00:00Z", "dev/kmsg"});
+  FillCycle(state, TestSnapshot(1), findings, 1000);
+  for (size_t max : {size_t{1} << 20, size_t{10}}) {  // 10 bytes: only the verdict is left
+    auto j = nlohmann::json::parse(CompactReportJson(state.View(), max));
+    EXPECT_EQ(j["kernel_last_event"],
+              nlohmann::json({{"kernel.xid", "2025-02-11T11:00:00Z"}}));  // a pass gives none
+  }
+}
+
 TEST(ConditionFor, MapsClassesToStatusAndPascalCaseReason) {
   AgentState state("n1", "v", 0);
   FillCycle(state, TestSnapshot(1),

@@ -78,6 +78,26 @@ TEST(KernelJudge, ClassifiesXidAsAGpuFaultNotANetworkOne) {
   EXPECT_EQ(off[0].status, CheckStatus::kFail);
 }
 
+TEST(KernelJudge, CarriesTheWallTimeOfAFindingsLastEvent) {
+  auto events = Events("[ 5.0] NVRM: Xid (PCI:0000:44:00): 48, pid=1, DBE\n"
+                       "[ 6.0] NVRM: Xid (PCI:0000:44:00): 48, pid=1, DBE\n");
+  ASSERT_EQ(events.size(), 2u);
+  events[0].wall_ms = 1'739'265'240'000;  // 2025-02-11T09:14:00Z
+  events[1].wall_ms = 1'739'265'300'000;  // a minute later
+  auto xid = Of(JudgeKernelEvents(events, Devices(), {}), ids::kKernelXid);
+  ASSERT_EQ(xid.size(), 1u);
+  auto at = std::find_if(xid[0].evidence.begin(), xid[0].evidence.end(),
+                         [](const Evidence& e) { return e.key == kLastEventAtKey; });
+  ASSERT_NE(at, xid[0].evidence.end());
+  EXPECT_EQ(at->value, "2025-02-11T09:15:00Z");
+  // Lines without a wall time give no time at all, not a wrong one.
+  auto untimed = Of(JudgeKernelEvents(Events("[ 5.0] NVRM: Xid (PCI:0000:44:00): 48, DBE\n"),
+                                      Devices(), {}),
+                    ids::kKernelXid);
+  ASSERT_EQ(untimed.size(), 1u);
+  for (const auto& e : untimed[0].evidence) EXPECT_NE(e.key, kLastEventAtKey);
+}
+
 TEST(KernelJudge, JoinsAerWithTheSnapshotsHcasAndGpus) {
   auto all = JudgeKernelEvents(
       Events("[ 1.0] mlx5_core 0000:17:00.0: AER: PCIe Bus Error: severity=Corrected, type=x\n"

@@ -263,10 +263,77 @@ TEST(Incident, ListsTheKernelCausesTheAgentsReportOnTheJobsNodesOnly) {
   ASSERT_EQ(inc.kernel.size(), 2U);  // gpu-99 runs no pod of the job
   EXPECT_EQ(inc.kernel[1],
             "gpu-00: kernel.gpu_off_bus (GPU fallen off the bus), reported by its agent at "
-            "2026-01-01T12:03:00Z");
+            "2026-01-01T12:03:00Z (the time of its events is not known)");
   EXPECT_EQ(ToJson(inc)["kernel"].size(), 2U);
   EXPECT_NE(RenderIncidentTable(inc, KeepOutcome{}).find("kernel:   gpu-00: kernel.xid"),
             std::string::npos);
+}
+
+// The logs' lines are written at 2025-02-11T09:14:00Z on: the job failed then.
+TEST(Incident, BlamesAnXidInsideTheJobsWindowButNotOneThreeHoursBefore) {
+  IncidentInput in = Job(2);
+  in.logs.push_back(Log("w1", kMemlock, 0));
+  ASSERT_TRUE(in.logs[0].summary.root_ns.has_value());
+  AgentVerdict now{"gpu-00", "agent-a", "unknown", "checks", {"kernel.xid"}, ""};
+  now.kernel_last_event["kernel.xid"] = "2025-02-11T09:13:30Z";
+  AgentVerdict before{"gpu-01", "agent-b", "unknown", "checks", {"kernel.xid"}, ""};
+  before.kernel_last_event["kernel.xid"] = "2025-02-11T06:14:00Z";
+  in.agents = {now, before};
+  Incident inc = JudgeIncident(in);
+  ASSERT_EQ(inc.kernel.size(), 1U);
+  EXPECT_EQ(inc.kernel[0],
+            "gpu-00: kernel.xid (NVIDIA Xid error), last event at 2025-02-11T09:13:30Z");
+  ASSERT_EQ(inc.kernel_outside.size(), 1U);
+  EXPECT_EQ(inc.kernel_outside[0].rfind("gpu-01: kernel.xid", 0), 0U) << inc.kernel_outside[0];
+  EXPECT_NE(
+      inc.kernel_outside[0].find("before the job: 3 h 0 min before the first failure, not blamed"),
+      std::string::npos)
+      << inc.kernel_outside[0];
+  const nlohmann::json j = ToJson(inc);
+  EXPECT_EQ(j["kernel"].size(), 1U);
+  EXPECT_EQ(j["kernel_outside_window"].size(), 1U);
+  EXPECT_EQ(j["kernel_window"]["from"], "2025-02-11T07:14:00Z");  // 2 h before the failure
+  EXPECT_EQ(j["kernel_window"]["to"], "2025-02-11T09:24:00Z");    // 10 min after it
+  const std::string table = RenderIncidentTable(inc, KeepOutcome{});
+  EXPECT_NE(table.find("kernel:   gpu-00: kernel.xid"), std::string::npos);
+  EXPECT_NE(table.find("kernel:   not blamed: gpu-01: kernel.xid"), std::string::npos);
+}
+
+TEST(Incident, TheKernelWindowStartsAtTheJobsFirstPodStartAndEndsAfterAGrace) {
+  IncidentInput in = Job(2);
+  in.pods[0].start_time = "2025-02-11T09:00:00Z";
+  in.pods[1].start_time = "2025-02-11T09:05:00Z";
+  in.logs.push_back(Log("w1", kMemlock, 0));
+  AgentVerdict early{"gpu-00", "agent-a", "unknown", "checks", {"kernel.xid"}, ""};
+  early.kernel_last_event["kernel.xid"] = "2025-02-11T08:30:00Z";  // before the pods started
+  AgentVerdict late{"gpu-01", "agent-b", "unknown", "checks",
+                    {"kernel.gpu_off_bus", "kernel.link_flap"}, ""};
+  late.kernel_last_event["kernel.gpu_off_bus"] = "2025-02-11T09:20:00Z";  // within the grace
+  late.kernel_last_event["kernel.link_flap"] = "2025-02-11T11:00:00Z";    // long after
+  in.agents = {early, late};
+  Incident inc = JudgeIncident(in);
+  ASSERT_EQ(inc.kernel.size(), 1U);
+  EXPECT_EQ(inc.kernel[0].rfind("gpu-01: kernel.gpu_off_bus", 0), 0U) << inc.kernel[0];
+  ASSERT_EQ(inc.kernel_outside.size(), 2U);
+  EXPECT_NE(inc.kernel_outside[0].find("before the job: 44 min before the first failure"),
+            std::string::npos)
+      << inc.kernel_outside[0];
+  EXPECT_NE(inc.kernel_outside[1].find("after the job failed: 1 h 45 min after the last"),
+            std::string::npos)
+      << inc.kernel_outside[1];
+  EXPECT_EQ(ToJson(inc)["kernel_window"]["from"], "2025-02-11T09:00:00Z");
+}
+
+TEST(Incident, KernelCausesAreNotSetApartWhenNoLogGivesTheFailureATime) {
+  IncidentInput in = Job(2);
+  in.logs.push_back(Log("w1", kMemlock, 0, /*time=*/false));
+  AgentVerdict old{"gpu-00", "agent-a", "unknown", "checks", {"kernel.xid"}, ""};
+  old.kernel_last_event["kernel.xid"] = "2025-02-11T06:14:00Z";
+  in.agents = {old};
+  Incident inc = JudgeIncident(in);
+  ASSERT_EQ(inc.kernel.size(), 1U);
+  EXPECT_TRUE(inc.kernel_outside.empty());
+  EXPECT_TRUE(ToJson(inc)["kernel_window"]["from"].is_null());
 }
 
 TEST(Incident, ProbesThatPassNowDisagreeWithAFailingLog) {

@@ -179,6 +179,7 @@ TEST(Records, APodFromTheApiKeepsWhereItRanAndHowItsContainersEnded) {
     "spec": {"nodeName": "gpu-03", "hostNetwork": true,
              "containers": [{"name": "trainer"}, {"name": "sidecar"}]},
     "status": {"phase": "Failed", "podIP": "10.0.0.3", "hostIP": "10.0.0.3",
+               "startTime": "2025-02-11T09:00:00Z",
       "podIPs": [{"ip": "10.0.0.3"}, {"ip": "fd00::3"}],
       "containerStatuses": [
         {"name": "trainer", "restartCount": 2,
@@ -190,6 +191,7 @@ TEST(Records, APodFromTheApiKeepsWhereItRanAndHowItsContainersEnded) {
   EXPECT_EQ(p.node, "gpu-03");
   EXPECT_TRUE(p.host_network);
   EXPECT_EQ(p.index, "3");
+  EXPECT_EQ(p.start_time, "2025-02-11T09:00:00Z");
   EXPECT_EQ(p.owner.kind, "Job");
   EXPECT_EQ(p.owner.uid, "j-1");
   ASSERT_EQ(p.pod_ips.size(), 2U);
@@ -217,14 +219,23 @@ TEST(Records, TheAgentsAnnotationsAreItsNodeVerdict) {
   const json api = json::parse(R"({"metadata": {"name": "agent-x", "annotations": {
       "nccl-triage.io/verdict": "ib_resource", "nccl-triage.io/basis": "checks",
       "nccl-triage.io/causes": "ib.port_state,ib.port_errors",
-      "nccl-triage.io/updated": "2025-01-02T03:04:05Z"}},
+      "nccl-triage.io/updated": "2025-01-02T03:04:05Z",
+      "nccl-triage.io/report":
+        "{\"kernel_last_event\": {\"kernel.xid\": \"2025-01-02T01:00:00Z\"}}"}},
     "spec": {"nodeName": "gpu-05"}})");
   auto v = AgentVerdictFromApi(api);
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->node, "gpu-05");
   EXPECT_EQ(v->verdict, "ib_resource");
   EXPECT_EQ(v->causes, (std::vector<std::string>{"ib.port_state", "ib.port_errors"}));
+  EXPECT_EQ(v->kernel_last_event.at("kernel.xid"), "2025-01-02T01:00:00Z");
+  EXPECT_EQ(AgentVerdictFromJson(ToJson(*v))->kernel_last_event, v->kernel_last_event);
   EXPECT_FALSE(AgentVerdictFromApi(json::parse(R"({"metadata": {"name": "a"}})")).has_value());
+  // A report that is not JSON gives no times, not an error.
+  const json bad = json::parse(R"({"metadata": {"name": "a", "annotations": {
+      "nccl-triage.io/verdict": "unknown", "nccl-triage.io/report": "{not json"}}})");
+  ASSERT_TRUE(AgentVerdictFromApi(bad).has_value());
+  EXPECT_TRUE(AgentVerdictFromApi(bad)->kernel_last_event.empty());
 }
 
 }  // namespace
