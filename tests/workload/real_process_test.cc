@@ -70,11 +70,20 @@ class TrainingProcess {
       execve("/bin/sleep", argv, envp.data());
       _exit(14);
     }
-    // Wait until the exec happened (the environment and limits are then the new image's).
-    for (int i = 0; i < 400; ++i) {
+    // Wait until the exec is complete: the kernel switches /proc/<pid>/exe before it lays out
+    // the new image's environment, so the environment, not the link, says the image is ready.
+    // Up to 20 s: a loaded machine can take long to schedule the child.
+    const std::string first = env.empty() ? "" : env.front();
+    for (int i = 0; i < 4000; ++i) {
       std::error_code ec;
-      auto exe = fs::read_symlink("/proc/" + std::to_string(pid_) + "/exe", ec);
-      if (!ec && exe.filename() == "sleep") return;
+      const std::string proc = "/proc/" + std::to_string(pid_);
+      auto exe = fs::read_symlink(proc + "/exe", ec);
+      if (!ec && exe.filename() == "sleep") {
+        std::ifstream environ(proc + "/environ", std::ios::binary);
+        std::string head(first.size(), '\0');
+        environ.read(head.data(), static_cast<std::streamsize>(head.size()));
+        if (environ && head == first) return;
+      }
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -83,6 +92,8 @@ class TrainingProcess {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
+    Kill();
+    exit_code_ = 15;  // the exec did not complete within 20 s
   }
   ~TrainingProcess() { Kill(); }
   void Kill() {

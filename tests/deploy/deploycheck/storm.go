@@ -258,41 +258,46 @@ func alertmanagerInhibition(bin, inhibitFile, work string, alerts []stormAlert, 
 	if err != nil {
 		return nil, 0, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, 0, err
-	}
-	addr := l.Addr().String()
-	l.Close()
-	logFile, err := os.Create(filepath.Join(work, "alertmanager.log"))
-	if err != nil {
-		return nil, 0, err
-	}
-	defer logFile.Close()
-	cmd := exec.Command(bin, "--config.file="+cfgFile, "--storage.path="+filepath.Join(work, "am-data"),
-		"--web.listen-address="+addr, "--cluster.listen-address=")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return nil, 0, err
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
-	base := "http://" + addr + "/api/v2"
-	client := http.Client{Timeout: 10 * time.Second}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if r, err := client.Get(base + "/status"); err == nil {
-			r.Body.Close()
-			if r.StatusCode == 200 {
-				break
-			}
+	// Alertmanager binds after it has loaded its configuration; the port can be taken by then.
+	// A port below the ephemeral range (lowPort) makes that rare, a second try makes it harmless.
+	var addr string
+	var logFile *os.File
+	for attempt := 1; ; attempt++ {
+		addr, err = lowPort()
+		if err != nil {
+			return nil, 0, err
 		}
-		if time.Now().After(deadline) {
+		logFile, err = os.Create(filepath.Join(work, "alertmanager.log"))
+		if err != nil {
+			return nil, 0, err
+		}
+		cmd := exec.Command(bin, "--config.file="+cfgFile, "--storage.path="+filepath.Join(work, "am-data"),
+			"--web.listen-address="+addr, "--cluster.listen-address=")
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		if err := cmd.Start(); err != nil {
+			logFile.Close()
+			return nil, 0, err
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		answered := waitAnswer("http://"+addr+"/api/v2/status", exited, 30*time.Second)
+		if answered {
+			defer func() {
+				cmd.Process.Kill()
+				<-exited
+				logFile.Close()
+			}()
+			break
+		}
+		cmd.Process.Kill()
+		<-exited
+		logFile.Close()
+		if attempt == 3 {
 			return nil, 0, fmt.Errorf("Alertmanager did not answer on %s (log: %s)", addr, logFile.Name())
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
+	base := "http://" + addr + "/api/v2"
+	client := http.Client{Timeout: 10 * time.Second}
 	type postable struct {
 		Labels      map[string]string `json:"labels"`
 		Annotations map[string]string `json:"annotations"`
@@ -345,4 +350,47 @@ func alertmanagerInhibition(bin, inhibitFile, work string, alerts []stormAlert, 
 		}
 	}
 	return left, inhibited, nil
+}
+
+// lowPort returns a free loopback address whose port lies below the kernel's ephemeral range: a
+// port inside it can be the local end of an outgoing connection of the machine's other tests by
+// the time a server binds it.
+func lowPort() (string, error) {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		fmt.Sscan(string(b), &low)
+	}
+	floor := 10000
+	if low <= floor+2000 {
+		floor = 1024
+	}
+	span := low - floor - 1000
+	start := floor + (os.Getpid()*7919+int(time.Now().UnixNano()/1000))%span
+	for i := 0; i < span; i++ {
+		addr := fmt.Sprintf("127.0.0.1:%d", floor+(start-floor+i)%span)
+		if l, err := net.Listen("tcp", addr); err == nil {
+			l.Close()
+			return addr, nil
+		}
+	}
+	return "", fmt.Errorf("no free loopback port between %d and %d", floor, floor+span)
+}
+
+// waitAnswer polls url until it answers 200 (true), the process behind it exits or limit passes.
+func waitAnswer(url string, exited <-chan struct{}, limit time.Duration) bool {
+	client := http.Client{Timeout: 10 * time.Second}
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); {
+		if r, err := client.Get(url); err == nil {
+			r.Body.Close()
+			if r.StatusCode == 200 {
+				return true
+			}
+		}
+		select {
+		case <-exited:
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return false
 }
