@@ -10,6 +10,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include <re2/re2.h>
+
+#include "classify/knowledge.h"
 #include "classify/log_line.h"
 #include "classify/rules.h"
 #include "core/catalogue.h"
@@ -90,6 +93,26 @@ std::string Sanitize(std::string_view s) {
 
 std::string_view Cap(std::string_view s, size_t n) { return s.size() > n ? s.substr(0, n) : s; }
 
+// A result row of nccl-tests (`  8388608  2097152  float  sum  -1  123.4  68.00  127.50  0 ...`):
+// size, count, type, [redop,] root, time, algbw, busbw and #wrong, here 0 or N/A.
+bool IsTestsResultRow(std::string_view text) {
+  if (text.size() > 512 || text.find_first_of("0123456789") == std::string_view::npos) return false;
+  static const RE2 kRow(
+      R"(\b\d+\s+\d+\s+(?:float|double|half|bfloat16|u?int(?:8|32|64)|fp8_e4m3|fp8_e5m2)\s+)"
+      R"((?:[a-z]+\s+)?-?\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(?:0|N/A)(?:\s|$))");
+  return RE2::PartialMatch(text, kRow);
+}
+
+// A program's own word that its NCCL collectives worked (`vLLM NCCL is successful!`, `all_reduce
+// test passed`): positive evidence, as nccl-tests' rows are.
+bool IsProgramSuccessLine(std::string_view text) {
+  if (text.size() > 512) return false;
+  static const RE2 kSuccess(
+      R"((?i)\b(?:nccl|all[-_ ]?reduce|all[-_ ]?gather|collectives?)\b[^\n]{0,60}\b)"
+      R"((?:is successful|succeeded|passed)\b)");
+  return RE2::PartialMatch(text, kSuccess);
+}
+
 // "2.28.9" from "NCCL version 2.28.9+cuda13.0", or empty.
 std::string ParseVersion(std::string_view text) {
   size_t pos = text.find("NCCL version ");
@@ -139,6 +162,13 @@ struct CauseAcc {
 
 struct RankState {
   bool has_warn = false;
+  bool init_complete = false;  // `... - Init COMPLETE`
+  bool torn_down = false;      // `... - Destroy COMPLETE`: the rank finished its communicator
+  // Its channels: through an IB port with GPUDirect RDMA, through one without, through sockets.
+  bool ib_gdr = false;
+  bool ib_plain = false;
+  bool net_socket = false;
+  bool net_ib = false;
   bool has_code = false;  // a failing `-> N` seen on this rank (before or after its WARN)
   int code_after_warn = -1;
 };
@@ -184,8 +214,12 @@ struct LogClassifier::State {
   std::vector<RootCandidate> text_roots;
 
   bool init_complete = false;
+  size_t ranks_initialised = 0;  // ranks that printed Init COMPLETE
+  size_t ranks_torn_down = 0;    // of those, ranks that also printed Destroy COMPLETE
+  size_t last_init_line = 0;
   bool channels = false;
   bool tests_passed = false;     // nccl-tests printed its summary (`# Out of bounds values : 0 OK`)
+  bool teardown = false;         // some rank printed `Destroy COMPLETE`
   bool setup_seen = false;       // NCCL chose interfaces or a network, or counted its ranks
   bool ib_devices_used = false;  // `NET/IB : Using [0]mlx5_1:1/RoCE ...`: some HCA opened
   std::optional<TraceRoot> trace_root;
@@ -202,6 +236,16 @@ struct LogClassifier::State {
   std::vector<std::string> env_seen;  // NCCL_* variables named by rules' boost_env, when set
   std::vector<std::string> env_set;   // NCCL_* variables seen set (bounded)
   std::vector<LogLine> env_lines;     // their lines, for causes that need them (after_env)
+  std::vector<std::string> env_values;  // the values of env_set, in the same order
+  // Channel lines that tell ranks apart (first of each kind): GDRDMA or not, IB or sockets.
+  std::optional<LogLine> gdr_line, plain_ib_line, socket_channel_line, ib_channel_line;
+  int nccl_cuda_major = -1;    // `NCCL version 2.21.5+cuda12.4`
+  int driver_cuda_major = -1;  // `cudaDriverVersion 12020`
+  LogLine nccl_cuda_line, driver_cuda_line;
+  const GpuArchitecture* gpu_arch = nullptr;  // the first GPU generation a line names
+  LogLine gpu_line;
+  // Causes derived from several lines that stay unless the run completed (not only set up).
+  std::set<std::string, std::less<>> keep_unless_completed;
   // Positive evidence of a completed run, and WARNs after it.
   size_t last_success_line = 0;
   size_t last_warn_line = 0;
@@ -302,6 +346,10 @@ struct LogClassifier::State {
   // The first version names the log's; a second one (another node's rank 0) is a skew.
   void OnVersion(std::string v, std::string_view line) {
     if (v.empty()) return;
+    if (nccl_cuda_major < 0) {
+      nccl_cuda_major = NcclCudaMajor(line);
+      if (nccl_cuda_major >= 0) nccl_cuda_line = {line_no, Sanitize(Cap(line, 512))};
+    }
     if (version.empty()) {
       version = v;
       version_numbers = ParseNcclVersion(version);
@@ -404,6 +452,7 @@ struct LogClassifier::State {
     if (name == "NCCL_NET") env_net = std::string(Cap(value, kMaxFieldBytes));
     if (env_set.size() < 64 && std::find(env_set.begin(), env_set.end(), name) == env_set.end()) {
       env_set.emplace_back(name);
+      env_values.emplace_back(Cap(value, kMaxFieldBytes));
       env_lines.push_back({line_no, Sanitize(Cap(current_line, 512))});
     }
     for (const auto& r : compiled.rules()) {
@@ -414,7 +463,7 @@ struct LogClassifier::State {
     }
   }
 
-  void OnTransport(std::string_view msg) {
+  void OnTransport(std::string_view rank, std::string_view msg) {
     size_t via = msg.find(" via ");
     if (via == std::string_view::npos) return;
     channels = true;
@@ -430,6 +479,7 @@ struct LogClassifier::State {
     }
     name = Sanitize(Cap(name, 32));
     if (name == "NET/IB") OnIbChannel(t, msg);
+    if (name == "NET/IB" || name == "NET/Socket") OnNetChannel(rank, name, t);
     if (name == "P2P" || name == "SHM") {
       // The rest of the line names the kind in full ("P2P/direct pointer/read" has a space).
       std::string_view full = msg.substr(via + 5);
@@ -445,6 +495,39 @@ struct LogClassifier::State {
         std::find(transports.begin(), transports.end(), name) == transports.end()) {
       transports.push_back(std::move(name));
     }
+  }
+
+  // Which network each rank's channels took, and whether its IB channels used GPUDirect RDMA.
+  void OnNetChannel(std::string_view rank, std::string_view name, std::string_view via) {
+    RankState* rs = Rank(rank);
+    if (rs == nullptr) return;
+    const LogLine here{line_no, Sanitize(Cap(current_line, 512))};
+    if (name == "NET/Socket") {
+      rs->net_socket = true;
+      if (!socket_channel_line) socket_channel_line = here;
+      return;
+    }
+    rs->net_ib = true;
+    if (!ib_channel_line) ib_channel_line = here;
+    if (via.find("/GDRDMA") != std::string_view::npos) {
+      rs->ib_gdr = true;
+      if (!gdr_line) gdr_line = here;
+    } else {
+      rs->ib_plain = true;
+      if (!plain_ib_line) plain_ib_line = here;
+    }
+  }
+
+  void OnDriverVersion(std::string_view digits, std::string_view line) {
+    long v = 0;
+    size_t n = 0;
+    while (n < digits.size() && n < 6 && digits[n] >= '0' && digits[n] <= '9') {
+      v = v * 10 + (digits[n] - '0');
+      ++n;
+    }
+    if (n == 0 || driver_cuda_major >= 0) return;
+    driver_cuda_major = DriverCudaMajor(v);
+    driver_cuda_line = {line_no, Sanitize(Cap(line, 512))};
   }
 
   void KeepIbLine(std::string_view line) {
@@ -507,6 +590,22 @@ struct LogClassifier::State {
     }
     if (EndsWith(msg, "Init COMPLETE")) {
       init_complete = true;
+      last_init_line = line_no;
+      RankState* rs = Rank(p.rank);
+      if (rs != nullptr && !rs->init_complete) {
+        rs->init_complete = true;
+        ++ranks_initialised;
+      }
+    }
+    // A clean teardown: the rank's communicator was destroyed after its collectives finished.
+    // `Abort COMPLETE` is the opposite and does not count.
+    if (EndsWith(msg, "Destroy COMPLETE")) {
+      RankState* rs = Rank(p.rank);
+      if (rs != nullptr && !rs->torn_down) {
+        rs->torn_down = true;
+        if (rs->init_complete) ++ranks_torn_down;
+      }
+      teardown = true;
       last_success_line = line_no;
     }
     if (StartsWith(msg, "NET/IB") && msg.find("GPU Direct RDMA Enabled") != std::string_view::npos) {
@@ -514,7 +613,8 @@ struct LogClassifier::State {
     }
     if (StartsWith(msg, "NET/IB")) OnMtu(msg, line);
     // `Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0` (2.5+); `Ring 00 : ...` (2.4).
-    if (StartsWith(msg, "Channel ") || StartsWith(msg, "Ring ")) OnTransport(msg);
+    if (StartsWith(msg, "Channel ") || StartsWith(msg, "Ring ")) OnTransport(p.rank, msg);
+    if (StartsWith(msg, "cudaDriverVersion ")) OnDriverVersion(msg.substr(18), line);
     if (StartsWith(msg, "Using network ") && network.empty()) {
       network = Sanitize(Cap(msg.substr(14), kMaxFieldBytes));
     }
@@ -538,12 +638,18 @@ struct LogClassifier::State {
   void OnText(const ParsedLine& p, std::string_view line) {
     if (p.message.empty()) return;
     ++nonempty_text_lines;
+    if (gpu_arch == nullptr && nonempty_text_lines <= 4096) {
+      gpu_arch = FindGpuArchitecture(p.message);
+      if (gpu_arch != nullptr) gpu_line = {line_no, Sanitize(Cap(line, 512))};
+    }
     if (p.message.find("NCCL version ") != std::string_view::npos) {
       OnVersion(ParseVersion(p.message), line);
     }
-    // nccl-tests' summary: the collectives ran and returned correct data.
+    // nccl-tests' summary, or one of its result rows with no wrong element: collectives ran and
+    // returned correct data.
     if (p.message.find("Out of bounds values : 0 OK") != std::string_view::npos ||
-        p.message.find("# Avg bus bandwidth") != std::string_view::npos) {
+        p.message.find("# Avg bus bandwidth") != std::string_view::npos ||
+        IsTestsResultRow(p.message) || IsProgramSuccessLine(p.message)) {
       tests_passed = true;
       last_success_line = line_no;
     }
@@ -593,8 +699,11 @@ struct LogClassifier::State {
   }
 
   Classification Finish();
-  void AddMultiLineFindings();
-  KeptMap KeepCauses(bool success, bool completed, bool socket_network, bool ib_in_use);
+  void AddMultiLineFindings(bool completed);
+  void AddDerived(CauseId cause, FaultClass verdict, int tier, double confidence,
+                  std::vector<LogLine> evidence, bool keep_until_completed = false);
+  KeptMap KeepCauses(bool success, bool set_up, bool completed, bool socket_network,
+                     bool ib_in_use);
   void FillRoots(Classification& out, bool success);
   void Explain(Classification& out, const KeptMap& kept, bool completed);
 };
@@ -656,10 +765,21 @@ Classification LogClassifier::State::Finish() {
   out.nccl_version = version;
   out.init_complete = init_complete;
   const bool success = init_complete || channels || tests_passed;
-  // Positive evidence that the run worked: Init COMPLETE or a finished nccl-tests run, and no
-  // WARN after it. Channel lines alone are not: ranks connect channels before one fails.
-  const bool completed =
-      (init_complete || tests_passed) && last_success_line > 0 && last_warn_line <= last_success_line;
+  // Positive evidence that the run worked, and no WARN after it: a finished nccl-tests run, or a
+  // clean teardown (Destroy COMPLETE) of every rank that completed its init. Init COMPLETE and
+  // channel lines alone are not: ranks connect before one of them fails, and the log of a rank
+  // whose peer was killed, or of a job that hung, ends right after them.
+  const bool every_rank_torn_down = teardown && ranks_torn_down >= ranks_initialised;
+  // A WARN after init means the run went on to fail, even when a teardown follows it.
+  const size_t clean_until = init_complete ? std::min(last_init_line, last_success_line)
+                                           : last_success_line;
+  const bool completed = (every_rank_torn_down || tests_passed) && last_success_line > 0 &&
+                         last_warn_line <= clean_until;
+  // Set up without a failure after it (the old, weaker test): INFO suspects (a bridge interface,
+  // GDR off) explain failures to set up, so they are dropped once init completed cleanly.
+  const size_t last_setup_line = std::max(last_init_line, last_success_line);
+  const bool set_up = (init_complete || teardown || tests_passed) && last_setup_line > 0 &&
+                      last_warn_line <= last_setup_line;
   const bool socket_network =
       IEqualsPrefix(network, "SOCKET") ||
       (network.empty() && std::find(transports.begin(), transports.end(), "NET/Socket") !=
@@ -667,8 +787,8 @@ Classification LogClassifier::State::Finish() {
   const bool ib_used = ib_devices_used || std::find(transports.begin(), transports.end(),
                                                     "NET/IB") != transports.end();
 
-  AddMultiLineFindings();
-  const KeptMap kept = KeepCauses(success, completed, socket_network, ib_used);
+  AddMultiLineFindings(completed);
+  const KeptMap kept = KeepCauses(success, set_up, completed, socket_network, ib_used);
   std::vector<Ranked> ranked;
   for (const auto& [id, acc] : kept) ranked.push_back({id, &acc});
   SortByTierAndTime(
@@ -703,7 +823,27 @@ Classification LogClassifier::State::Finish() {
 }
 
 // Findings from more than one line: two NCCL versions in one job, two MTUs on its connections.
-void LogClassifier::State::AddMultiLineFindings() {
+void LogClassifier::State::AddDerived(CauseId cause, FaultClass verdict, int tier,
+                                      double confidence, std::vector<LogLine> evidence,
+                                      bool keep_until_completed) {
+  CauseAcc& acc = causes[std::string(cause.str())];
+  if (tier < acc.tier) {
+    acc.tier = tier;
+    acc.rule = nullptr;
+    acc.code_verdict = verdict;
+    acc.confidence = confidence;
+    acc.order_line = evidence.empty() ? line_no : evidence.front().number;
+    acc.order_ts.clear();
+  }
+  for (const auto& line : evidence) AddEvidence(acc, line.number, line.text);
+  if (keep_until_completed) keep_unless_completed.insert(std::string(cause.str()));
+}
+
+// Findings from more than one line: two NCCL versions in one job, two MTUs on its connections;
+// and, for a run that did not complete, what an expert reads across lines and ranks: a setting
+// NCCL cannot honour, ranks on different networks or with and without GPUDirect RDMA, an NCCL
+// build for a CUDA the driver does not offer, an NCCL older than the GPU generation.
+void LogClassifier::State::AddMultiLineFindings(bool completed) {
   if (versions_seen.size() >= 2) {
     CauseAcc& acc = causes[std::string(kVersionSkew.cause)];
     if (acc.tier > kTierSecondary) {
@@ -723,13 +863,71 @@ void LogClassifier::State::AddMultiLineFindings() {
     acc.order_line = mtus_seen[1].second.number;
     for (const auto& [m, line] : mtus_seen) AddEvidence(acc, line.number, line.text);
   }
+  if (completed) return;
+
+  // Settings: each value against what NCCL accepts, then the pairs that contradict.
+  for (size_t i = 0; i < env_set.size(); ++i) {
+    if (CheckEnvValue(env_set[i], env_values[i])) {
+      AddDerived(ids::kNcclEnvValue, FaultClass::kArchitecture, kTierSecondary, 0.8,
+                 {env_lines[i]});
+    }
+  }
+  struct View : EnvView {
+    const State* s;
+    explicit View(const State* st) : s(st) {}
+    std::optional<std::string_view> Get(std::string_view name) const override {
+      for (size_t i = 0; i < s->env_set.size(); ++i) {
+        if (s->env_set[i] == name) return s->env_values[i];
+      }
+      return std::nullopt;
+    }
+  } view(this);
+  if (CheckEnvCombination(view)) {
+    std::vector<LogLine> lines;
+    for (size_t i = 0; i < env_set.size(); ++i) {
+      if (env_set[i] == "NCCL_NET" || env_set[i] == "NCCL_IB_DISABLE") lines.push_back(env_lines[i]);
+    }
+    AddDerived(ids::kNcclEnvValue, FaultClass::kArchitecture, kTierRoot, 0.9, std::move(lines));
+  }
+
+  // Ranks on different networks: the ranks on sockets found no usable HCA (or were told not to
+  // use one) while their peers run IB; the job cannot connect them.
+  bool some_ib = false, some_socket_only = false, some_gdr = false, some_plain_only = false;
+  for (const auto& [key, rs] : ranks) {
+    some_ib = some_ib || rs.net_ib;
+    some_socket_only = some_socket_only || (rs.net_socket && !rs.net_ib);
+    some_gdr = some_gdr || rs.ib_gdr;
+    some_plain_only = some_plain_only || (rs.ib_plain && !rs.ib_gdr);
+  }
+  if (some_ib && some_socket_only && ib_channel_line && socket_channel_line) {
+    AddDerived(ids::kIbHcaPresent, FaultClass::kIbResource, kTierSecondary, 0.75,
+               {*socket_channel_line, *ib_channel_line});
+  }
+  // One rank with GPUDirect RDMA and another without: that rank's node lacks the peer-memory
+  // module (or its PCIe path forbids GDR).
+  if (some_gdr && some_plain_only && gdr_line && plain_ib_line) {
+    AddDerived(ids::kIbPeermem, FaultClass::kIbResource, kTierSuspect, 0.55,
+               {*plain_ib_line, *gdr_line}, /*keep_until_completed=*/true);
+  }
+  // An NCCL built for a newer CUDA major than the driver offers.
+  if (nccl_cuda_major > 0 && driver_cuda_major > 0 && nccl_cuda_major > driver_cuda_major) {
+    AddDerived(ids::kVersionsCudaDriver, FaultClass::kArchitecture, kTierSecondary, 0.8,
+               {nccl_cuda_line, driver_cuda_line});
+  }
+  // An NCCL older than the GPU generation the log names.
+  if (gpu_arch != nullptr && !version_numbers.empty() &&
+      version_numbers < ParseNcclVersion(gpu_arch->min_nccl)) {
+    std::vector<LogLine> lines = {gpu_line};
+    if (!versions_seen.empty()) lines.push_back(versions_seen.front().second);
+    AddDerived(ids::kVersionsNccl, FaultClass::kArchitecture, kTierRoot, 0.8, std::move(lines));
+  }
 }
 
 // The causes that stay, with the evidence they show: context only when the run failed and IB
 // was wanted, suspects only when it did not complete, wrappers only without a real cause, an
 // orphan result code or a back-trace only when nothing else explains a failed run.
-KeptMap LogClassifier::State::KeepCauses(bool success, bool completed, bool socket_network,
-                                         bool ib_in_use) {
+KeptMap LogClassifier::State::KeepCauses(bool success, bool set_up, bool completed,
+                                         bool socket_network, bool ib_in_use) {
   // An HCA NCCL could not open is skipped; it is the fault only when NCCL then used no HCA at
   // all (it fell back to sockets, or IB was missing), not when it went on with other HCAs.
   if (!ib_devices_used) {
@@ -750,8 +948,19 @@ KeptMap LogClassifier::State::KeepCauses(bool success, bool completed, bool sock
       if (acc.rule != nullptr && acc.rule->verdict == FaultClass::kIbResource) strong_ib = true;
     }
   }
-  const bool ib_wanted = strong_ib || IEqualsPrefix(env_net, "IB");
-  const bool keep_context = ib_wanted && (!success || any_strong);
+  // IB is wanted when it is forced (NCCL_NET=IB), when an IB call failed, or when the job's
+  // settings ask for it (NCCL_IB_HCA names HCAs, NCCL_IB_DISABLE set to 0 on purpose).
+  bool ib_asked = false;
+  for (size_t i = 0; i < env_set.size(); ++i) {
+    if (env_set[i] == "NCCL_IB_HCA" ||
+        (env_set[i] == "NCCL_IB_DISABLE" && (env_values[i] == "0" || env_values[i] == "0."))) {
+      ib_asked = true;
+    }
+  }
+  const bool ib_wanted = strong_ib || IEqualsPrefix(env_net, "IB") || ib_asked;
+  // Asked for IB and ran on sockets anyway: the context says why, even on a run that set up.
+  const bool fell_back = ib_asked && socket_network && !ib_in_use;
+  const bool keep_context = ib_wanted && (!success || any_strong || fell_back);
 
   KeptMap kept;
   for (const auto& [id, acc] : causes) {
@@ -759,13 +968,15 @@ KeptMap LogClassifier::State::KeepCauses(bool success, bool completed, bool sock
     if (acc.tier == kTierNone) continue;
     // INFO that names a likely cause: only for a run that did not complete, and only where its
     // condition holds (the network it needs; GDR off on every HCA while IB was used).
-    if (acc.tier == kTierSuspect && completed) continue;
+    const bool derived = keep_unless_completed.count(id) > 0;
+    if (acc.tier == kTierSuspect && (derived ? completed : set_up)) continue;
     if (acc.rule != nullptr && !acc.rule->network.empty() &&
         !(socket_network ? IEqualsPrefix(acc.rule->network, "SOCKET")
                          : IEqualsPrefix(network, ToUpper(acc.rule->network)))) {
       continue;
     }
-    if (id == ids::kIbPeermem && acc.tier == kTierSuspect && (gdr_enabled || gdrdma || !ib_in_use)) {
+    if (id == ids::kIbPeermem && acc.tier == kTierSuspect && !derived &&
+        (gdr_enabled || gdrdma || !ib_in_use)) {
       continue;
     }
     // Wrappers (`[Proxy Service] Failed to execute operation`) only repeat a failure that a
@@ -921,7 +1132,9 @@ void LogClassifier::State::Explain(Classification& out, const KeptMap& kept, boo
     // the WARN, or NCCL printed none): the INFO names the missing piece.
     const ClassifiedCause& top = out.causes.front();
     out.fault_class = top.fault_class;
-    out.reason = "IB was wanted (NCCL_NET=" + Sanitize(env_net) + ") and line " +
+    const std::string asked = env_net.empty() ? std::string("by the job's NCCL_IB_* settings")
+                                              : "NCCL_NET=" + Sanitize(env_net);
+    out.reason = "IB was wanted (" + asked + ") and line " +
                  std::to_string(top.evidence.empty() ? 0 : top.evidence.front().number) +
                  " says why it is missing: " + top.cause + "; no WARN named the failing call";
   } else if (has_follow) {
@@ -934,7 +1147,9 @@ void LogClassifier::State::Explain(Classification& out, const KeptMap& kept, boo
     std::string via;
     for (const auto& t : transports) via += (via.empty() ? "" : ", ") + t;
     out.reason = std::string("run completed (") +
-                 (init_complete ? "Init COMPLETE" : "no Init line") +
+                 (tests_passed ? "nccl-tests summary"
+                               : init_complete ? "Init COMPLETE and Destroy COMPLETE"
+                                               : "Destroy COMPLETE") +
                  (via.empty() ? "" : ", channels via " + via) + ")";
     if (unmatched_warns > 0) {
       out.reason += "; " + std::to_string(unmatched_warns) +
@@ -966,11 +1181,23 @@ void LogClassifier::State::Explain(Classification& out, const KeptMap& kept, boo
     std::string via;
     for (const auto& t : transports) via += (via.empty() ? "" : ", ") + t;
     if (!via.empty()) seen += ", channels via " + via;
-    if (init_complete) seen += ", Init COMPLETE at line " + std::to_string(last_success_line);
+    if (init_complete) seen += ", Init COMPLETE at line " + std::to_string(last_init_line);
+    if (teardown) seen += ", Destroy COMPLETE at line " + std::to_string(last_success_line);
     if (last_warn_line > 0) seen += ", last WARN at line " + std::to_string(last_warn_line);
-    out.reason = "no failure named and no proof that the run worked (" + seen + "): " +
-                 (init_complete ? "a WARN came after the last Init COMPLETE"
-                                : "no Init COMPLETE and no finished collective") +
+    std::string why;
+    if (teardown && last_warn_line > last_success_line) {
+      why = "a WARN came after the last teardown";
+    } else if (teardown) {
+      why = std::to_string(ranks_initialised - ranks_torn_down) + " of " +
+            std::to_string(ranks_initialised) +
+            " initialised rank(s) never tore down: the log ends before the job did";
+    } else if (init_complete) {
+      why = "the log ends after Init COMPLETE without a finished collective or a teardown "
+            "(Destroy COMPLETE): it ends before the job did (a hang, a killed peer, a cut log)";
+    } else {
+      why = "no Init COMPLETE and no finished collective";
+    }
+    out.reason = "no failure named and no proof that the run worked (" + seen + "): " + why +
                  "; if the job hung or failed later, classify the rest of the log";
   } else if (nccl_lines > 0) {
     out.fault_class = FaultClass::kUnknown;

@@ -188,6 +188,15 @@ inline constexpr std::array kEntries = {
               "NCCL rejected its arguments or configuration (invalid argument/usage, config "
               "struct not initialised): a bug in the caller, not in the node.",
               "Fix the calling program; for nccl-triage itself, report the log."},
+    CauseInfo{"nccl.env_value", kArch, kLog, kNone, "NCCL setting NCCL cannot honour",
+              "An NCCL_* variable (environment, /etc/nccl.conf or ~/.nccl.conf) holds a value NCCL "
+              "does not accept or cannot honour: an algorithm or protocol that does not exist, "
+              "IB forced while IB is disabled, a buffer size outside what NCCL can use. NCCL "
+              "fails at init or runs a path nobody chose.",
+              "Fix or unset the variable: NCCL_ALGO and NCCL_PROTO take only NCCL's names "
+              "(Ring, Tree, NVLS, ...; LL, LL128, Simple), NCCL_NET=IB needs NCCL_IB_DISABLE "
+              "unset or 0, and NCCL_BUFFSIZE is best left at its default; check the job's spec, "
+              "its image's /etc/nccl.conf and ~/.nccl.conf."},
     CauseInfo{"efa.fabric", kIb, kLog, kNone, "EFA/libfabric RDMA path (AWS OFI plugin)",
               "A request of the aws-ofi-nccl plugin completed with an error: the EFA path "
               "(libfabric, the EFA devices, the security group or the peer) failed. It is not "

@@ -150,7 +150,8 @@ TEST(LogClassifier, SuccessfulRunIsHealthyAndReportsTransports) {
       "vm:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n"
       "vm:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 2[2] via SHM/direct/direct\n"
       "vm:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId "
-      "60 commId 0x9 - Init COMPLETE\n");
+      "60 commId 0x9 - Init COMPLETE\n"
+      "vm:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Destroy COMPLETE\n");
   EXPECT_EQ(c.fault_class, FaultClass::kHealthy);
   EXPECT_TRUE(c.causes.empty());
   EXPECT_TRUE(c.init_complete);
@@ -314,7 +315,8 @@ TEST(LogClassifierBadInput, ReasonCutInsideAReplacedByteStaysValidUtf8) {
 TEST(LogClassifierBadInput, CrlfLineEndsAreIgnored) {
   Classification c = ClassifyLogText(
       "vm:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0\r\n"
-      "vm:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Init COMPLETE\r\n");
+      "vm:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Init COMPLETE\r\n"
+      "vm:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Destroy COMPLETE\r\n");
   EXPECT_EQ(c.fault_class, FaultClass::kHealthy);
   EXPECT_EQ(c.transports, (std::vector<std::string>{"NET/IB"}));
 }
@@ -424,7 +426,9 @@ TEST(LogClassifier, AnHcaThatCannotBeOpenedIsBenignWhenNcclUsesOthers) {
       "pod:80744:80744 [1] NCCL INFO NET/IB : Using [0]mlx5_1:1/RoCE [1]mlx5_18:1/RoCE ; OOB "
       "eth0:33.117.221.247<0>\npod:80744:80744 [1] NCCL INFO Using network IB\n"
       "pod:80744:80744 [1] NCCL INFO ncclCommInitRank comm 0x55b9 rank 1 nranks 2 cudaDev 1 "
-      "busId 2a000 commId 0x90 - Init COMPLETE\n");
+      "busId 2a000 commId 0x90 - Init COMPLETE\n"
+      "pod:80744:80744 [1] NCCL INFO comm 0x55b9 rank 1 nranks 2 cudaDev 1 busId 2a000 - Destroy "
+      "COMPLETE\n");
   EXPECT_EQ(others.fault_class, FaultClass::kHealthy) << others.reason;
   Classification none = ClassifyLogText(open_failed +
                                         "pod:80744:80744 [1] NCCL INFO NET/IB : No device found.\n"
@@ -483,6 +487,9 @@ const std::string kCleanStart =
 const std::string kInitComplete =
     "gpu-a:100:120 [0] NCCL INFO ncclCommInitRank comm 0x55 rank 0 nranks 16 cudaDev 0 busId "
     "1b000 commId 0x4e - Init COMPLETE\n";
+const std::string kDestroyComplete =
+    "gpu-a:100:120 [0] NCCL INFO comm 0x55 rank 0 nranks 16 cudaDev 0 busId 1b000 - Destroy "
+    "COMPLETE\n";
 
 TEST(LogClassifier, IsNeverHealthyWithoutACompletedRun) {
   // A clean start with connected channels and no failure line: a hang or a cut log looks like
@@ -492,15 +499,41 @@ TEST(LogClassifier, IsNeverHealthyWithoutACompletedRun) {
   EXPECT_NE(c.reason.find("no proof that the run worked"), std::string::npos) << c.reason;
   EXPECT_NE(c.reason.find("NCCL 2.21.5"), std::string::npos) << c.reason;
   EXPECT_NE(c.reason.find("channels via NET/IB"), std::string::npos) << c.reason;
-  EXPECT_EQ(ClassifyLogText(kCleanStart + kInitComplete).fault_class, FaultClass::kHealthy);
+  EXPECT_EQ(ClassifyLogText(kCleanStart + kInitComplete + kDestroyComplete).fault_class,
+            FaultClass::kHealthy);
+}
+
+TEST(LogClassifier, ALogThatEndsAfterInitCompleteIsUnknownNotHealthy) {
+  // The surviving rank of a job whose peer was SIGKILLed, or of a job that hung: its log ends
+  // after a clean init. That is no proof that a collective ever finished.
+  Classification c = ClassifyLogText(kCleanStart + kInitComplete);
+  EXPECT_EQ(c.fault_class, FaultClass::kUnknown) << c.reason;
+  EXPECT_NE(c.reason.find("ends before the job did"), std::string::npos) << c.reason;
+}
+
+TEST(LogClassifier, OneRankThatNeverToreDownKeepsTheJobUnknown) {
+  const std::string other_init =
+      "gpu-b:200:220 [0] NCCL INFO comm 0x66 rank 1 nranks 16 cudaDev 0 busId 1b000 - Init "
+      "COMPLETE\n";
+  Classification c = ClassifyLogText(kCleanStart + kInitComplete + other_init + kDestroyComplete);
+  EXPECT_EQ(c.fault_class, FaultClass::kUnknown) << c.reason;
+  EXPECT_NE(c.reason.find("1 of 2 initialised rank(s) never tore down"), std::string::npos)
+      << c.reason;
+  // An abort is no teardown.
+  Classification aborted = ClassifyLogText(
+      kCleanStart + kInitComplete +
+      "gpu-a:100:120 [0] NCCL INFO comm 0x55 rank 0 nranks 16 cudaDev 0 busId 1b000 - Abort "
+      "COMPLETE\n");
+  EXPECT_NE(aborted.fault_class, FaultClass::kHealthy) << aborted.reason;
 }
 
 TEST(LogClassifier, AWarnAfterInitCompleteIsNotHealthy) {
   // The same WARN before Init COMPLETE is set-up noise; after it, the run went on to fail.
   const std::string warn =
       "gpu-a:100:130 [0] transport/net.cc:1000 NCCL WARN proxy progress stalled on channel 3\n";
-  EXPECT_EQ(ClassifyLogText(kCleanStart + warn + kInitComplete).fault_class, FaultClass::kHealthy);
-  Classification after = ClassifyLogText(kCleanStart + kInitComplete + warn);
+  EXPECT_EQ(ClassifyLogText(kCleanStart + warn + kInitComplete + kDestroyComplete).fault_class,
+            FaultClass::kHealthy);
+  Classification after = ClassifyLogText(kCleanStart + kInitComplete + warn + kDestroyComplete);
   EXPECT_EQ(after.fault_class, FaultClass::kUnknown) << after.reason;
 }
 
@@ -518,7 +551,10 @@ TEST(LogClassifier, ABridgeInterfaceOnARunThatNeverCompletedIsSocketIfname) {
   EXPECT_EQ(c.causes[0].evidence.front().number, 1u);
   // The same interface on a run that completed is not a fault.
   Classification done = ClassifyLogText(log + "trainer-1:52:140 [0] NCCL INFO comm 0x55 rank 0 "
-                                              "nranks 16 cudaDev 0 busId 1b000 - Init COMPLETE\n");
+                                              "nranks 16 cudaDev 0 busId 1b000 - Init COMPLETE\n"
+                                              "trainer-1:52:140 [0] NCCL INFO comm 0x55 rank 0 "
+                                              "nranks 16 cudaDev 0 busId 1b000 - Destroy "
+                                              "COMPLETE\n");
   EXPECT_EQ(done.fault_class, FaultClass::kHealthy) << done.reason;
   EXPECT_TRUE(done.causes.empty());
 }
@@ -629,6 +665,134 @@ TEST(LogClassifier, TwoMtusOnTheConnectionsAreAMismatch) {
   ASSERT_FALSE(c.causes.empty());
   EXPECT_EQ(c.causes[0].cause, "ib.mtu_mismatch");
   EXPECT_TRUE(ClassifyLogText(mtu5 + mtu5).causes.empty());
+}
+
+}  // namespace
+}  // namespace nccl_triage
+
+namespace nccl_triage {
+namespace {
+
+// ----------------------------------------------------------------- reading across lines and ranks
+std::string Cause0(const Classification& c) {
+  return c.causes.empty() ? std::string("-") : c.causes.front().cause;
+}
+
+TEST(LogClassifierInference, ASettingNcclDoesNotAcceptIsNamed) {
+  const std::string start =
+      "n1:5:5 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
+      "n1:5:5 [0] NCCL INFO NCCL_ALGO set by environment to Nonsense\n"
+      "n1:5:5 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Init START\n";
+  Classification c = ClassifyLogText(start);
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture) << c.reason;
+  EXPECT_EQ(Cause0(c), "nccl.env_value");
+  ASSERT_FALSE(c.causes.front().evidence.empty());
+  EXPECT_EQ(c.causes.front().evidence.front().number, 2u);
+  // NCCL's own names in any case, negation and the per-collective form are fine.
+  for (const char* ok : {"ring", "^NVLS,CollNetDirect", "allreduce:tree,ring;broadcast:ring"}) {
+    Classification v = ClassifyLogText("n1:5:5 [0] NCCL INFO NCCL_ALGO set by environment to " +
+                                       std::string(ok) + "\n");
+    for (const auto& cause : v.causes) EXPECT_NE(cause.cause, "nccl.env_value") << ok;
+  }
+  Classification proto = ClassifyLogText(
+      "n1:5:5 [0] NCCL INFO NCCL_PROTO set by environment to LL,Bogus\n"
+      "n1:5:5 [0] NCCL INFO Using network Socket\n");
+  EXPECT_EQ(Cause0(proto), "nccl.env_value") << proto.reason;
+}
+
+TEST(LogClassifierInference, IbForcedWhileDisabledIsAContradiction) {
+  Classification c = ClassifyLogText(
+      "n1:5:5 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n"
+      "n1:5:5 [0] NCCL INFO NCCL_NET set by environment to IB\n"
+      "n1:5:5 [0] plugin/net.cc:379 NCCL WARN Failed to initialize any NET plugin\n"
+      "n1:5:5 [0] NCCL INFO init.cc:421 -> 5\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture) << c.reason;
+  EXPECT_EQ(Cause0(c), "nccl.env_value") << c.reason;
+  EXPECT_EQ(c.causes.front().evidence.size(), 2u);
+}
+
+TEST(LogClassifierInference, RanksOnDifferentNetworksNameTheMissingHca) {
+  Classification c = ClassifyLogText(
+      "a:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n"
+      "b:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/Socket/0\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kIbResource) << c.reason;
+  EXPECT_EQ(Cause0(c), "ib.hca_present");
+}
+
+TEST(LogClassifierInference, OneRankWithoutGpuDirectRdmaNamesPeermem) {
+  const std::string log =
+      "a:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n"
+      "b:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/1\n"
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Init COMPLETE\n"
+      "b:2:2 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 busId 60 - Init COMPLETE\n";
+  Classification c = ClassifyLogText(log);
+  EXPECT_EQ(c.fault_class, FaultClass::kIbResource) << c.reason;
+  EXPECT_EQ(Cause0(c), "ib.peermem");
+  EXPECT_EQ(c.causes.front().evidence.front().number, 2u);  // the rank without GDRDMA
+  // Both with GDRDMA: nothing to say.
+  Classification same = ClassifyLogText(
+      "a:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n"
+      "b:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/1/GDRDMA\n");
+  for (const auto& cause : same.causes) EXPECT_NE(cause.cause, "ib.peermem");
+}
+
+TEST(LogClassifierInference, AnNcclBuiltForANewerCudaThanTheDriverOffers) {
+  Classification c = ClassifyLogText(
+      "n1:5:5 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
+      "n1:5:5 [0] NCCL INFO cudaDriverVersion 12040\n"
+      "n1:5:5 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Init START\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture) << c.reason;
+  EXPECT_EQ(Cause0(c), "versions.cuda_driver");
+  Classification fine = ClassifyLogText(
+      "n1:5:5 [0] NCCL INFO NCCL version 2.28.9+cuda12.9\n"
+      "n1:5:5 [0] NCCL INFO cudaDriverVersion 13000\n");
+  for (const auto& cause : fine.causes) EXPECT_NE(cause.cause, "versions.cuda_driver");
+}
+
+TEST(LogClassifierInference, AnNcclOlderThanTheGpuGenerationIsTheRootCause) {
+  Classification c = ClassifyLogText(
+      "#  Rank  0 Group  0 Pid  10 on node-1 device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+      "node-1:10:10 [0] NCCL INFO NCCL version 2.14.3+cuda11.7\n"
+      "node-1:10:10 [0] graph/paths.cc:318 NCCL WARN Failed to find reverse path from remNode "
+      "0/1a000 nlinks 1 to node 0/18000\n"
+      "node-1:10:10 [0] NCCL INFO graph/paths.cc:413 -> 3\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture) << c.reason;
+  EXPECT_EQ(Cause0(c), "versions.nccl") << c.reason;
+  Classification recent = ClassifyLogText(
+      "#  Rank  0 Group  0 Pid  10 on node-1 device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+      "node-1:10:10 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n");
+  for (const auto& cause : recent.causes) EXPECT_NE(cause.cause, "versions.nccl");
+}
+
+TEST(LogClassifierInference, IbAskedForAndRunOnSocketsSaysWhy) {
+  // The pod was given no /dev/infiniband: NCCL finds no HCA and silently runs on sockets.
+  Classification c = ClassifyLogText(
+      "p:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0.\n"
+      "p:1:1 [0] NCCL INFO NET/IB : No device found.\n"
+      "p:1:1 [0] NCCL INFO Using network Socket\n"
+      "p:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0\n"
+      "p:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Init COMPLETE\n"
+      "p:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Destroy COMPLETE\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kIbResource) << c.reason;
+  EXPECT_EQ(Cause0(c), "ib.hca_present") << c.reason;
+  // Not asked for: the fallback is what the job wanted.
+  Classification plain = ClassifyLogText(
+      "p:1:1 [0] NCCL INFO NET/IB : No device found.\n"
+      "p:1:1 [0] NCCL INFO Using network Socket\n"
+      "p:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Init COMPLETE\n"
+      "p:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Destroy COMPLETE\n");
+  EXPECT_EQ(plain.fault_class, FaultClass::kHealthy) << plain.reason;
+}
+
+TEST(LogClassifierInference, AMissingVerbsProviderExplainsNoDevice) {
+  Classification c = ClassifyLogText(
+      "libibverbs: Warning: no userspace device-specific driver found for "
+      "/sys/class/infiniband_verbs/uverbs0\n"
+      "p:1:1 [0] NCCL INFO NCCL_NET set by environment to IB\n"
+      "p:1:1 [0] NCCL INFO NET/IB : No device found.\n"
+      "p:1:1 [0] plugin/net.cc:379 NCCL WARN Failed to initialize any NET plugin\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kIbResource) << c.reason;
+  EXPECT_EQ(Cause0(c), "ib.rdma_core_missing") << c.reason;
 }
 
 }  // namespace

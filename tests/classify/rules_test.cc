@@ -410,6 +410,18 @@ const std::multimap<std::string, std::string>& Samples() {
        "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so: undefined symbol: ncclGetVersion"},
       {"net.plugin_load_failed", "n1:77:77 [0] NCCL INFO NET/Plugin: Failed to find "
                                  "ncclNetPlugin_v4 symbol."},
+      {"ibv.reg_dmabuf_unsupported",
+       "gpu-3:4410:4470 [2] misc/ibvwrap.cc:142 NCCL WARN Call to ibv_reg_dmabuf_mr failed "
+       "with error Operation not supported"},
+      {"ibv.reg_dmabuf_unsupported",
+       "gpu-3:4410:4470 [2] NCCL WARN Call to ibv_reg_dmabuf_mr_iova2 failed errno 95 "
+       "Operation not supported"},
+      {"ibverbs.no_provider",
+       "libibverbs: Warning: no userspace device-specific driver found for "
+       "/sys/class/infiniband_verbs/uverbs0"},
+      {"ibverbs.no_provider",
+       "libibverbs: Warning: couldn't load driver 'libmlx5-rdmav34.so': libmlx5-rdmav34.so: "
+       "cannot open shared object file: No such file or directory"},
       {"net.plugin_wanted",
        "node-a:311:311 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : "
        "/opt/plugins/libnccl-net-site.so: cannot open shared object file: No such file or "
