@@ -14,6 +14,7 @@
 
 #include "classify/knowledge.h"
 #include "classify/log_line.h"
+#include "classify/message_catalogue.h"
 #include "classify/rules.h"
 #include "core/catalogue.h"
 #include "core/ids.h"
@@ -195,11 +196,15 @@ struct RootCandidate {
 using KeptMap = std::map<std::string, CauseAcc, std::less<>>;
 
 struct LogClassifier::State {
-  explicit State(std::shared_ptr<const CompiledRules> rules)
-      : rules_owner(std::move(rules)), compiled(*rules_owner) {}
+  State(std::shared_ptr<const CompiledRules> rules, std::shared_ptr<const MessageCatalogue> cat)
+      : rules_owner(std::move(rules)), compiled(*rules_owner), catalogue(std::move(cat)) {}
 
   std::shared_ptr<const CompiledRules> rules_owner;
   const CompiledRules& compiled;
+  std::shared_ptr<const MessageCatalogue> catalogue;
+  // Causes named only by the catalogue's path of a WARN (no rule): dropped when the run set up
+  // cleanly after them, as an unmatched WARN before Init COMPLETE is set-up noise.
+  std::set<std::string, std::less<>> path_only;
 
   size_t line_no = 0;
   size_t nccl_lines = 0;
@@ -301,6 +306,7 @@ struct LogClassifier::State {
     auto found = causes.find(r.cause);
     CauseAcc& acc = found != causes.end() ? found->second
                                           : causes.emplace(r.cause, CauseAcc{}).first->second;
+    if (!path_only.empty()) path_only.erase(std::string(r.cause));
     AddEvidence(acc, line_no, line);
     if (tier < acc.tier) {
       acc.tier = tier;
@@ -318,6 +324,31 @@ struct LogClassifier::State {
         acc.order_ts = std::string(Cap(ts, kMaxFieldBytes));
         acc.order_line = line_no;
       }
+    }
+  }
+
+  // The path of a WARN no rule names: its message against NCCL's format strings, else the
+  // source file NCCL printed before WARN.
+  const MessagePath* CataloguePath(const ParsedLine& p) const {
+    if (const CatalogueMessage* m = catalogue->MatchWarn(Cap(p.message, 1024))) {
+      return FindMessagePath(m->path);
+    }
+    return p.file.empty() ? nullptr : catalogue->PathOfFile(p.file);
+  }
+
+  void AddPathCause(const MessagePath& path, int tier, std::string_view line,
+                    std::string_view ts) {
+    auto [it, inserted] = causes.try_emplace(std::string(path.cause.str()));
+    CauseAcc& acc = it->second;
+    if (inserted) path_only.insert(it->first);
+    AddEvidence(acc, line_no, line);
+    if (tier < acc.tier) {
+      acc.tier = tier;
+      acc.rule = nullptr;
+      acc.code_verdict = path.verdict;
+      acc.confidence = 0.5;
+      acc.order_line = line_no;
+      acc.order_ts = std::string(Cap(ts, kMaxFieldBytes));
     }
   }
 
@@ -395,13 +426,25 @@ struct LogClassifier::State {
       root_tier = std::min(root_tier, tier);
       AddCause(r, tier, Boost(r, r.confidence), line, p.timestamp);
     }
-    if (matches.empty()) ++unmatched_warns;
+    bool named = !matches.empty();
+    if (!named) {
+      // No rule names it: NCCL's own catalogue still knows which path printed it.
+      if (const MessagePath* path = CataloguePath(p)) {
+        int tier = path->verdict == FaultClass::kUnknown
+                       ? static_cast<int>(kTierFollow)
+                       : TierFor(Strength::kGeneric, first_warn, true);
+        root_tier = std::min(root_tier, tier);
+        AddPathCause(*path, tier, line, p.timestamp);
+        named = path->verdict != FaultClass::kUnknown;
+      }
+    }
+    if (!named) ++unmatched_warns;
     if (first_warn) {
       roots.push_back({std::string(Cap(p.rank, kMaxFieldBytes)),
                        {line_no, Sanitize(line)},
                        std::string(Cap(p.timestamp, kMaxFieldBytes)),
-                       matches.empty() ? static_cast<int>(kTierContext) : root_tier,
-                       !matches.empty()});
+                       named ? root_tier : static_cast<int>(kTierContext),
+                       named});
     }
   }
 
@@ -885,7 +928,9 @@ void LogClassifier::State::AddMultiLineFindings(bool completed) {
   if (CheckEnvCombination(view)) {
     std::vector<LogLine> lines;
     for (size_t i = 0; i < env_set.size(); ++i) {
-      if (env_set[i] == "NCCL_NET" || env_set[i] == "NCCL_IB_DISABLE") lines.push_back(env_lines[i]);
+      if (env_set[i] == "NCCL_NET" || env_set[i] == "NCCL_IB_DISABLE") {
+        lines.push_back(env_lines[i]);
+      }
     }
     AddDerived(ids::kNcclEnvValue, FaultClass::kArchitecture, kTierRoot, 0.9, std::move(lines));
   }
@@ -969,6 +1014,7 @@ KeptMap LogClassifier::State::KeepCauses(bool success, bool set_up, bool complet
     // INFO that names a likely cause: only for a run that did not complete, and only where its
     // condition holds (the network it needs; GDR off on every HCA while IB was used).
     const bool derived = keep_unless_completed.count(id) > 0;
+    if (set_up && path_only.count(id) > 0) continue;
     if (acc.tier == kTierSuspect && (derived ? completed : set_up)) continue;
     if (acc.rule != nullptr && !acc.rule->network.empty() &&
         !(socket_network ? IEqualsPrefix(acc.rule->network, "SOCKET")
@@ -1213,7 +1259,10 @@ void LogClassifier::State::Explain(Classification& out, const KeptMap& kept, boo
 
 LogClassifier::LogClassifier() : LogClassifier(ActiveRules()) {}
 LogClassifier::LogClassifier(std::shared_ptr<const CompiledRules> rules)
-    : state_(std::make_unique<State>(std::move(rules))) {}
+    : LogClassifier(std::move(rules), MessageCatalogue::Builtin()) {}
+LogClassifier::LogClassifier(std::shared_ptr<const CompiledRules> rules,
+                             std::shared_ptr<const MessageCatalogue> catalogue)
+    : state_(std::make_unique<State>(std::move(rules), std::move(catalogue))) {}
 LogClassifier::~LogClassifier() = default;
 
 void LogClassifier::Feed(std::string_view line) { state_->Feed(line); }

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "classify/message_catalogue.h"
 #include "classify/rules.h"
 #include "core/classification.h"
 
@@ -19,7 +20,9 @@ namespace nccl_triage {
 class LogClassifier {
  public:
   LogClassifier();  // with ActiveRules()
-  explicit LogClassifier(std::shared_ptr<const CompiledRules> rules);
+  explicit LogClassifier(std::shared_ptr<const CompiledRules> rules);  // the built-in catalogue
+  LogClassifier(std::shared_ptr<const CompiledRules> rules,
+                std::shared_ptr<const MessageCatalogue> catalogue);
   ~LogClassifier();
   LogClassifier(const LogClassifier&) = delete;
   LogClassifier& operator=(const LogClassifier&) = delete;

@@ -3,7 +3,7 @@
 // driver must offer for an NCCL build. The classifier checks what a log shows (`NCCL_X set by
 // environment to V`, `NCCL version 2.14.3+cuda11.7`, `cudaDriverVersion 12020`, a GPU's name)
 // against these tables. Pure and immutable; the tables are the only place these facts live (the
-// docs' tables are checked against them by tests/classify/knowledge_test.cc).
+// docs name them from here).
 #pragma once
 
 #include <optional>

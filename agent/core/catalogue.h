@@ -188,6 +188,13 @@ inline constexpr std::array kEntries = {
               "NCCL rejected its arguments or configuration (invalid argument/usage, config "
               "struct not initialised): a bug in the caller, not in the node.",
               "Fix the calling program; for nccl-triage itself, report the log."},
+    CauseInfo{"nccl.topology", kArch, kLog, kNone, "NCCL could not map GPUs and NICs",
+              "NCCL's topology detection failed: the PCI tree under /sys is hidden or partial (a "
+              "VM, a container without /sys), a topology file does not fit the machine, or the "
+              "NCCL release does not know the hardware.",
+              "Run NCCL where it sees the host's /sys (or give it the VM's NCCL_TOPO_FILE), and "
+              "use an NCCL release that supports the GPUs and NICs (versions.nccl); rerun with "
+              "NCCL_DEBUG_SUBSYS=INIT,GRAPH to see the node it stopped at."},
     CauseInfo{"nccl.env_value", kArch, kLog, kNone, "NCCL setting NCCL cannot honour",
               "An NCCL_* variable (environment, /etc/nccl.conf or ~/.nccl.conf) holds a value NCCL "
               "does not accept or cannot honour: an algorithm or protocol that does not exist, "

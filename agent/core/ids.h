@@ -35,6 +35,7 @@ inline constexpr CauseId kGpuVisibility{"gpu.visibility"};
 inline constexpr CauseId kVersionsMismatch{"versions.mismatch"};
 inline constexpr CauseId kCudaDriver{"cuda.driver"};
 inline constexpr CauseId kNcclApiUsage{"nccl.api_usage"};
+inline constexpr CauseId kNcclTopology{"nccl.topology"};
 inline constexpr CauseId kNcclEnvValue{"nccl.env_value"};
 inline constexpr CauseId kEfaFabric{"efa.fabric"};
 inline constexpr CauseId kHostMemoryPressure{"host.memory_pressure"};

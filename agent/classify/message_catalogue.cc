@@ -1,0 +1,308 @@
+#include "classify/message_catalogue.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstring>
+
+#include "core/ids.h"
+
+namespace nccl_triage {
+
+// The text of agent/classify/catalogue/*.tsv at build time (catalogue_text.cc, generated).
+std::string BuiltinMessageCatalogueText();
+
+namespace {
+
+using FC = FaultClass;
+
+// The path of each part of NCCL, and the cause a failure there names when no rule is more
+// precise. A path is where the failing call is, as the log classifier judges (DESIGN).
+constexpr std::array kPaths = {
+    MessagePath{"ib_verbs", FC::kIbResource, ids::kIbVerbsCall, "the IB verbs layer"},
+    MessagePath{"net_ib", FC::kIbResource, ids::kIbVerbsCall, "NCCL's IB transport"},
+    MessagePath{"net_ofi", FC::kIbResource, ids::kEfaFabric, "the AWS OFI (EFA) plugin"},
+    MessagePath{"collnet", FC::kIbResource, ids::kIbVerbsCall, "CollNet (in-network reduction)"},
+    MessagePath{"socket", FC::kArchitecture, ids::kNetConnect, "NCCL's TCP sockets"},
+    MessagePath{"bootstrap", FC::kArchitecture, ids::kNetConnect, "the bootstrap network"},
+    MessagePath{"cuda", FC::kArchitecture, ids::kCudaDriver, "a CUDA call"},
+    MessagePath{"topology", FC::kArchitecture, ids::kNcclTopology, "NCCL's topology detection"},
+    MessagePath{"shm", FC::kArchitecture, ids::kShmSize, "shared memory"},
+    MessagePath{"p2p", FC::kArchitecture, ids::kCudaDriver, "GPU peer-to-peer (CUDA IPC)"},
+    MessagePath{"nvls", FC::kArchitecture, ids::kCudaDriver, "NVLink SHARP (CUDA multicast)"},
+    MessagePath{"net_plugin", FC::kArchitecture, ids::kNetPlugin, "the network plugin loader"},
+    MessagePath{"api_usage", FC::kArchitecture, ids::kNcclApiUsage, "the calling program"},
+    MessagePath{"env", FC::kArchitecture, ids::kNcclEnvValue, "NCCL's settings"},
+    MessagePath{"alloc", FC::kArchitecture, ids::kHostSyscall, "host memory allocation"},
+    MessagePath{"proxy", FC::kUnknown, ids::kNcclInternal, "NCCL's proxy thread"},
+    MessagePath{"transport", FC::kUnknown, ids::kNcclInternal, "NCCL's transport setup"},
+    MessagePath{"ras", FC::kUnknown, ids::kNcclInternal, "NCCL's RAS thread"},
+    MessagePath{"misc", FC::kUnknown, ids::kNcclInternal, "NCCL's core"},
+};
+
+constexpr size_t kMaxKey = 24;         // leading literal bytes used as the lookup key
+constexpr size_t kMaxMatchSteps = 4096;  // work bound of one FormatMatches call
+
+struct Conversion {
+  char conv = 0;  // d i u x X o p s c f g e %
+};
+
+// The length of a conversion spec at `f` (after '%'), and its conversion character.
+size_t ParseSpec(std::string_view f, Conversion& c) {
+  size_t i = 0;
+  while (i < f.size() && std::strchr("-+ #0'", f[i]) != nullptr) ++i;
+  while (i < f.size() && (std::isdigit(static_cast<unsigned char>(f[i])) || f[i] == '*')) ++i;
+  if (i < f.size() && f[i] == '.') {
+    ++i;
+    while (i < f.size() && (std::isdigit(static_cast<unsigned char>(f[i])) || f[i] == '*')) ++i;
+  }
+  while (i < f.size() && std::strchr("hlLqjzt", f[i]) != nullptr) ++i;
+  c.conv = i < f.size() ? f[i] : 's';
+  return std::min(i + 1, f.size());
+}
+
+// How many bytes of `t` a typed hole takes at most greedily (%s is handled by the caller).
+size_t TakeTyped(char conv, std::string_view t) {
+  size_t i = 0;
+  auto digits = [&](bool hex) {
+    while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) ||
+                            (hex && std::isxdigit(static_cast<unsigned char>(t[i]))))) {
+      ++i;
+    }
+  };
+  switch (conv) {
+    case 'd':
+    case 'i':
+      if (i < t.size() && (t[i] == '-' || t[i] == '+')) ++i;
+      digits(false);
+      return i == 0 || (i == 1 && (t[0] == '-' || t[0] == '+')) ? std::string_view::npos : i;
+    case 'u':
+    case 'o':
+      digits(false);
+      return i == 0 ? std::string_view::npos : i;
+    case 'x':
+    case 'X':
+      if (t.substr(0, 2) == "0x") i = 2;
+      digits(true);
+      return i == 0 ? std::string_view::npos : i;
+    case 'p':
+      if (t.substr(0, 5) == "(nil)") return 5;
+      if (t.substr(0, 2) == "0x") i = 2;
+      digits(true);
+      return i == 0 ? std::string_view::npos : i;
+    case 'c':
+      return t.empty() ? std::string_view::npos : 1;
+    case 'f':
+    case 'g':
+    case 'e':
+      while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) ||
+                              std::strchr("+-.eEinfa", t[i]) != nullptr)) {
+        ++i;
+      }
+      return i == 0 ? std::string_view::npos : i;
+    default:
+      return std::string_view::npos;
+  }
+}
+
+// Backtracking match of a format against text, bounded in steps.
+bool Match(std::string_view f, std::string_view t, size_t& steps) {
+  while (true) {
+    if (++steps > kMaxMatchSteps) return false;
+    if (f.empty()) return t.empty();
+    if (f[0] != '%') {
+      if (t.empty() || t[0] != f[0]) return false;
+      f.remove_prefix(1);
+      t.remove_prefix(1);
+      continue;
+    }
+    Conversion c;
+    size_t spec = ParseSpec(f.substr(1), c);
+    std::string_view rest = f.substr(1 + spec);
+    if (c.conv == '%') {
+      if (t.empty() || t[0] != '%') return false;
+      f = rest;
+      t.remove_prefix(1);
+      continue;
+    }
+    if (c.conv == 's') {
+      // Any text, shortest first; the next literal byte bounds the candidates.
+      const char next = rest.empty() ? 0 : rest[0];
+      if (rest.empty()) return true;
+      for (size_t k = 0; k <= t.size(); ++k) {
+        if (next != '%' && (k == t.size() || t[k] != next)) continue;
+        if (Match(rest, t.substr(k), steps)) return true;
+        if (steps > kMaxMatchSteps) return false;
+      }
+      return false;
+    }
+    size_t n = TakeTyped(c.conv, t);
+    if (n == std::string_view::npos) return false;
+    f = rest;
+    t.remove_prefix(n);
+  }
+}
+
+std::string_view LeadingLiteral(std::string_view format) {
+  size_t pct = format.find('%');
+  return format.substr(0, pct);
+}
+
+// "transport/net_ib.cc:1206" -> "net_ib.cc"
+std::string_view Basename(std::string_view file) {
+  if (size_t colon = file.rfind(':'); colon != std::string_view::npos) {
+    file = file.substr(0, colon);
+  }
+  if (size_t paren = file.find(' '); paren != std::string_view::npos) file = file.substr(0, paren);
+  if (size_t slash = file.rfind('/'); slash != std::string_view::npos) {
+    file = file.substr(slash + 1);
+  }
+  return file;
+}
+
+std::vector<std::string_view> SplitTabs(std::string_view line) {
+  std::vector<std::string_view> out;
+  while (true) {
+    size_t tab = line.find('\t');
+    out.push_back(line.substr(0, tab));
+    if (tab == std::string_view::npos) break;
+    line.remove_prefix(tab + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::span<const MessagePath> MessagePaths() { return kPaths; }
+
+const MessagePath* FindMessagePath(std::string_view name) {
+  for (const auto& p : kPaths) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+bool FormatMatches(std::string_view format, std::string_view text) {
+  size_t steps = 0;
+  return Match(format, text, steps);
+}
+
+StatusOr<std::shared_ptr<const MessageCatalogue>> MessageCatalogue::Parse(std::string_view tsv) {
+  std::shared_ptr<MessageCatalogue> cat(new MessageCatalogue());
+  std::vector<std::string_view> header;
+  int col_level = -1, col_format = -1, col_file = -1, col_path = -1, col_first = -1,
+      col_last = -1;
+  size_t line_no = 0;
+  while (!tsv.empty()) {
+    size_t nl = tsv.find('\n');
+    std::string_view line = tsv.substr(0, nl);
+    tsv.remove_prefix(nl == std::string_view::npos ? tsv.size() : nl + 1);
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string_view> cols = SplitTabs(line);
+    // Each file of the catalogue starts with its header; the built-in text is their
+    // concatenation.
+    if (header.empty() || cols[0] == "level") {
+      header = cols;
+      for (size_t i = 0; i < cols.size(); ++i) {
+        const std::string_view h = cols[i];
+        const int at = static_cast<int>(i);
+        if (h == "level") col_level = at;
+        if (h == "format") col_format = at;
+        if (h == "file") col_file = at;
+        if (h == "path") col_path = at;
+        if (h == "first" || h == "first_version") col_first = at;
+        if (h == "last" || h == "last_version") col_last = at;
+      }
+      if (col_level < 0 || col_format < 0 || col_file < 0 || col_path < 0) {
+        return InvalidArgument("catalogue line " + std::to_string(line_no) +
+                               ": the header must name level, format, file and path");
+      }
+      continue;
+    }
+    if (cols.size() < header.size()) {
+      return InvalidArgument("catalogue line " + std::to_string(line_no) + ": " +
+                             std::to_string(cols.size()) + " columns, the header has " +
+                             std::to_string(header.size()));
+    }
+    CatalogueMessage m;
+    m.level = std::string(cols[col_level]);
+    m.format = std::string(cols[col_format]);
+    m.file = std::string(cols[col_file]);
+    m.path = std::string(cols[col_path]);
+    if (col_first >= 0) m.first = std::string(cols[col_first]);
+    if (col_last >= 0) m.last = std::string(cols[col_last]);
+    if (FindMessagePath(m.path) == nullptr) {
+      return InvalidArgument("catalogue line " + std::to_string(line_no) + ": unknown path '" +
+                             m.path + "'");
+    }
+    cat->messages_.push_back(std::move(m));
+  }
+  for (size_t i = 0; i < cat->messages_.size(); ++i) {
+    const CatalogueMessage& m = cat->messages_[i];
+    if (!m.file.empty()) {
+      cat->file_paths_.emplace(std::string(Basename(m.file)), FindMessagePath(m.path));
+    }
+    if (m.level != "WARN") continue;
+    std::string_view lead = LeadingLiteral(m.format);
+    if (lead.empty()) {
+      cat->open_start_.push_back(i);
+      continue;
+    }
+    std::string key(lead.substr(0, kMaxKey));
+    cat->by_prefix_[key].push_back(i);
+    if (std::find(cat->prefix_lengths_.begin(), cat->prefix_lengths_.end(), key.size()) ==
+        cat->prefix_lengths_.end()) {
+      cat->prefix_lengths_.push_back(key.size());
+    }
+  }
+  std::sort(cat->prefix_lengths_.rbegin(), cat->prefix_lengths_.rend());
+  return std::shared_ptr<const MessageCatalogue>(std::move(cat));
+}
+
+std::shared_ptr<const MessageCatalogue> MessageCatalogue::Builtin() {
+  static const std::shared_ptr<const MessageCatalogue> builtin = [] {
+    auto parsed = Parse(BuiltinMessageCatalogueText());
+    // The build's own data is checked by the tests; a broken one must not take the program down.
+    return parsed.ok() ? *parsed : std::shared_ptr<const MessageCatalogue>(new MessageCatalogue());
+  }();
+  return builtin;
+}
+
+const CatalogueMessage* MessageCatalogue::MatchWarn(std::string_view message) const {
+  while (!message.empty() && (message.back() == ' ' || message.back() == '\r')) {
+    message.remove_suffix(1);
+  }
+  const CatalogueMessage* best = nullptr;
+  size_t best_literal = 0;
+  auto consider = [&](size_t i) {
+    const CatalogueMessage& m = messages_[i];
+    std::string_view f = m.format;
+    while (!f.empty() && (f.back() == '\n' || f.back() == ' ')) f.remove_suffix(1);
+    if (!FormatMatches(f, message)) return;
+    size_t literal = 0;
+    for (size_t k = 0; k < f.size(); ++k) literal += f[k] != '%' ? 1 : 0;
+    if (best == nullptr || literal > best_literal) {
+      best = &m;
+      best_literal = literal;
+    }
+  };
+  for (size_t len : prefix_lengths_) {
+    if (len > message.size()) continue;
+    auto it = by_prefix_.find(std::string(message.substr(0, len)));
+    if (it == by_prefix_.end()) continue;
+    for (size_t i : it->second) consider(i);
+  }
+  if (best == nullptr) {
+    for (size_t i : open_start_) consider(i);
+  }
+  return best;
+}
+
+const MessagePath* MessageCatalogue::PathOfFile(std::string_view file_and_line) const {
+  auto it = file_paths_.find(std::string(Basename(file_and_line)));
+  return it == file_paths_.end() ? nullptr : it->second;
+}
+
+}  // namespace nccl_triage

@@ -1,0 +1,73 @@
+// What NCCL itself can print: every WARN format string of its sources, with the source file and
+// the *path* that file is on (IB verbs, sockets, bootstrap, CUDA, topology, shared memory, ...),
+// generated from NCCL's release tags by tools/nccl-catalogue into agent/classify/catalogue/ and
+// built into the binary. A WARN line that no rule names still has a path, and so a class and a
+// generic cause, when it matches an entry: by the `file.cc:LINE` NCCL prints before WARN, or, for
+// the releases that print none, by its message against the format strings.
+//
+// Matching a message against a printf format is literal text with typed holes (%d digits, %s any
+// text, %p a pointer, ...), tried only on the entries whose leading literal the message starts
+// with. Immutable after construction; safe to share between threads.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "core/catalogue.h"
+#include "core/model.h"
+
+namespace nccl_triage {
+
+// A path of NCCL's code and what a failure there means when no rule names it.
+struct MessagePath {
+  std::string_view name;  // ib_verbs, net_ib, socket, ...
+  FaultClass verdict;     // which path failed (DESIGN "two meanings of class")
+  CauseId cause;          // the generic cause of a failure on this path
+  std::string_view what;  // "the IB verbs layer", for reasons
+};
+std::span<const MessagePath> MessagePaths();
+const MessagePath* FindMessagePath(std::string_view name);
+
+struct CatalogueMessage {
+  std::string level;   // WARN | INFO
+  std::string format;  // printf form, as in the source
+  std::string file;    // relative to NCCL's src/
+  std::string path;    // a MessagePath name
+  std::string first;   // first and last NCCL version that print it ("2.12.12")
+  std::string last;
+};
+
+// Whether `text` is what `format` prints for some arguments.
+bool FormatMatches(std::string_view format, std::string_view text);
+
+class MessageCatalogue {
+ public:
+  // The TSV of tools/nccl-catalogue (a header row names the columns; `#` lines are comments).
+  // InvalidArgument naming the line when a row is malformed or names an unknown path.
+  static StatusOr<std::shared_ptr<const MessageCatalogue>> Parse(std::string_view tsv);
+  // The catalogue built into the binary; empty when the build had none.
+  static std::shared_ptr<const MessageCatalogue> Builtin();
+
+  std::span<const CatalogueMessage> messages() const { return messages_; }
+  // The WARN entry a message is (the one with the longest literal text when several match), or
+  // nullptr.
+  const CatalogueMessage* MatchWarn(std::string_view message) const;
+  // The path of a source file as NCCL prints it before WARN ("transport/net_ib.cc:1206",
+  // "net_ib.cc:1206"), or nullptr when the catalogue has no message from that file.
+  const MessagePath* PathOfFile(std::string_view file_and_line) const;
+
+ private:
+  MessageCatalogue() = default;
+  std::vector<CatalogueMessage> messages_;
+  std::unordered_map<std::string, std::vector<size_t>> by_prefix_;  // leading literal, capped
+  std::vector<size_t> prefix_lengths_;                              // distinct key lengths
+  std::vector<size_t> open_start_;  // formats that start with a conversion
+  std::unordered_map<std::string, const MessagePath*> file_paths_;  // basename -> path
+};
+
+}  // namespace nccl_triage
