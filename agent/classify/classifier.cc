@@ -896,6 +896,8 @@ void LogClassifier::State::AddMultiLineFindings(bool completed) {
       acc.confidence = 0.8;
       acc.order_line = versions_seen[1].second.number;
     }
+    // Two versions seen outrank any one-line reading of the same symptom (a known bug).
+    acc.confidence = std::max(acc.confidence, 0.8);
     for (const auto& [v, line] : versions_seen) AddEvidence(acc, line.number, line.text);
   }
   if (mtus_seen.size() >= 2) {

@@ -219,6 +219,13 @@ class RuleReader {
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string key = it->first.as<std::string>("");
       const std::string value = it->second.IsScalar() ? it->second.Scalar() : "";
+      if (key == "known") {
+        if (value != "true" && value != "false") {
+          return Error(it->second, "nccl.known is true or false, not `" + value + "`");
+        }
+        r.nccl_known = value == "true";
+        continue;
+      }
       NcclVersion parsed = ParseNcclVersion(value);
       if (parsed.empty()) return Error(it->second, "`" + value + "` is not a dotted version");
       if (key == "from") {
@@ -226,7 +233,7 @@ class RuleReader {
       } else if (key == "before") {
         r.nccl_before = std::move(parsed);
       } else {
-        return Error(it->first, "nccl takes `from` and `before`, not `" + key + "`");
+        return Error(it->first, "nccl takes `from`, `before` and `known`, not `" + key + "`");
       }
     }
     return Status::Ok();
@@ -267,7 +274,7 @@ NcclVersion ParseNcclVersion(std::string_view text) {
 }
 
 bool Rule::AppliesTo(const NcclVersion& version) const {
-  if (version.empty()) return true;
+  if (version.empty()) return !nccl_known;
   if (!nccl_from.empty() && CompareVersions(version, nccl_from) < 0) return false;
   if (!nccl_before.empty() && CompareVersions(version, nccl_before) >= 0) return false;
   return true;

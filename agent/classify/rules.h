@@ -91,6 +91,7 @@ struct Rule {
   std::string network;
   NcclVersion nccl_from;    // empty: no lower bound (inclusive)
   NcclVersion nccl_before;  // empty: no upper bound (exclusive)
+  bool nccl_known = false;  // the rule holds only when the log names its NCCL version
   std::string origin;       // "file:line" of the rule, for messages
 
   // Whether the rule holds for a log of this NCCL version (empty: unknown, always holds).
