@@ -743,7 +743,7 @@ struct LogClassifier::State {
 
   Classification Finish();
   void AddMultiLineFindings(bool completed);
-  void AddDerived(CauseId cause, FaultClass verdict, int tier, double confidence,
+  void AddDerived(const DerivedCause& derived, int tier, double confidence,
                   std::vector<LogLine> evidence, bool keep_until_completed = false);
   KeptMap KeepCauses(bool success, bool set_up, bool completed, bool socket_network,
                      bool ib_in_use);
@@ -866,9 +866,10 @@ Classification LogClassifier::State::Finish() {
 }
 
 // Findings from more than one line: two NCCL versions in one job, two MTUs on its connections.
-void LogClassifier::State::AddDerived(CauseId cause, FaultClass verdict, int tier,
-                                      double confidence, std::vector<LogLine> evidence,
-                                      bool keep_until_completed) {
+void LogClassifier::State::AddDerived(const DerivedCause& derived, int tier, double confidence,
+                                      std::vector<LogLine> evidence, bool keep_until_completed) {
+  const CauseId cause = derived.cause;
+  const FaultClass verdict = derived.verdict;
   CauseAcc& acc = causes[std::string(cause.str())];
   if (tier < acc.tier) {
     acc.tier = tier;
@@ -913,7 +914,7 @@ void LogClassifier::State::AddMultiLineFindings(bool completed) {
   // Settings: each value against what NCCL accepts, then the pairs that contradict.
   for (size_t i = 0; i < env_set.size(); ++i) {
     if (CheckEnvValue(env_set[i], env_values[i])) {
-      AddDerived(ids::kNcclEnvValue, FaultClass::kArchitecture, kTierSecondary, 0.8,
+      AddDerived(kBadSetting, kTierSecondary, 0.8,
                  {env_lines[i]});
     }
   }
@@ -934,7 +935,7 @@ void LogClassifier::State::AddMultiLineFindings(bool completed) {
         lines.push_back(env_lines[i]);
       }
     }
-    AddDerived(ids::kNcclEnvValue, FaultClass::kArchitecture, kTierRoot, 0.9, std::move(lines));
+    AddDerived(kBadSetting, kTierRoot, 0.9, std::move(lines));
   }
 
   // Ranks on different networks: the ranks on sockets found no usable HCA (or were told not to
@@ -947,18 +948,18 @@ void LogClassifier::State::AddMultiLineFindings(bool completed) {
     some_plain_only = some_plain_only || (rs.ib_plain && !rs.ib_gdr);
   }
   if (some_ib && some_socket_only && ib_channel_line && socket_channel_line) {
-    AddDerived(ids::kIbHcaPresent, FaultClass::kIbResource, kTierSecondary, 0.75,
+    AddDerived(kNetworkSkew, kTierSecondary, 0.75,
                {*socket_channel_line, *ib_channel_line});
   }
   // One rank with GPUDirect RDMA and another without: that rank's node lacks the peer-memory
   // module (or its PCIe path forbids GDR).
   if (some_gdr && some_plain_only && gdr_line && plain_ib_line) {
-    AddDerived(ids::kIbPeermem, FaultClass::kIbResource, kTierSuspect, 0.55,
+    AddDerived(kGdrSkew, kTierSuspect, 0.55,
                {*plain_ib_line, *gdr_line}, /*keep_until_completed=*/true);
   }
   // An NCCL built for a newer CUDA major than the driver offers.
   if (nccl_cuda_major > 0 && driver_cuda_major > 0 && nccl_cuda_major > driver_cuda_major) {
-    AddDerived(ids::kVersionsCudaDriver, FaultClass::kArchitecture, kTierSecondary, 0.8,
+    AddDerived(kCudaMajorSkew, kTierSecondary, 0.8,
                {nccl_cuda_line, driver_cuda_line});
   }
   // An NCCL older than the GPU generation the log names.
@@ -966,7 +967,7 @@ void LogClassifier::State::AddMultiLineFindings(bool completed) {
       version_numbers < ParseNcclVersion(gpu_arch->min_nccl)) {
     std::vector<LogLine> lines = {gpu_line};
     if (!versions_seen.empty()) lines.push_back(versions_seen.front().second);
-    AddDerived(ids::kVersionsNccl, FaultClass::kArchitecture, kTierRoot, 0.8, std::move(lines));
+    AddDerived(kNcclTooOld, kTierRoot, 0.8, std::move(lines));
   }
 }
 

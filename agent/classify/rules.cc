@@ -328,7 +328,8 @@ std::vector<Rule> MergeRules(std::vector<Rule> base, std::vector<Rule> overrides
 }
 
 std::span<const DerivedCause> DerivedCauses() {
-  static constexpr std::array kDerived = {kVersionSkew, kMtuSkew};
+  static constexpr std::array kDerived = {kVersionSkew, kMtuSkew,       kBadSetting, kNetworkSkew,
+                                          kGdrSkew,     kCudaMajorSkew, kNcclTooOld};
   return kDerived;
 }
 

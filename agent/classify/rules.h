@@ -123,13 +123,19 @@ struct ResultCodeCause {
 };
 
 // Causes the classifier names from several lines together rather than from one rule: two NCCL
-// versions in one job, two MTUs on its connections.
+// versions in one job, two MTUs on its connections, and the inference of knowledge.h.
 struct DerivedCause {
   CauseId cause;
   FaultClass verdict;
 };
 inline constexpr DerivedCause kVersionSkew{ids::kVersionsMismatch, FaultClass::kArchitecture};
 inline constexpr DerivedCause kMtuSkew{ids::kIbMtuMismatch, FaultClass::kIbResource};
+// Read across lines and ranks of a run that did not complete (classify/knowledge.h).
+inline constexpr DerivedCause kBadSetting{ids::kNcclEnvValue, FaultClass::kArchitecture};
+inline constexpr DerivedCause kNetworkSkew{ids::kIbHcaPresent, FaultClass::kIbResource};
+inline constexpr DerivedCause kGdrSkew{ids::kIbPeermem, FaultClass::kIbResource};
+inline constexpr DerivedCause kCudaMajorSkew{ids::kVersionsCudaDriver, FaultClass::kArchitecture};
+inline constexpr DerivedCause kNcclTooOld{ids::kVersionsNccl, FaultClass::kArchitecture};
 std::span<const DerivedCause> DerivedCauses();
 
 std::span<const Refinement> Refinements();
