@@ -30,7 +30,7 @@ constexpr const char* kUsage =
     "usage: nccl-triage triage (--job NAME | --selector LABELS | --pods P1,P2 | --nodes N1,N2)\n"
     "                          [-n NAMESPACE] [--since DURATION] [--format table|json]\n"
     "                          [--no-probe] [--coordinator HOST:PORT] [--token-file FILE]\n"
-    "                          [--coordinator-ca FILE] [--no-keep]\n"
+    "                          [--coordinator-ca FILE] [--keep]\n"
     "                          [--kubeconfig FILE] [--context NAME] [--max-log-bytes SIZE]\n"
     "                          [--head-bytes SIZE] [--tail-lines N] [--agent-namespace NS]\n"
     "                          [--timeout DURATION]\n"
@@ -43,8 +43,9 @@ constexpr const char* kUsage =
     "  The probes: the coordinator (--coordinator or NCCL_TRIAGE_COORDINATOR, its gRPC port;\n"
     "  the agents' token from --token-file or NCCL_TRIAGE_TOKEN) runs the socket and IB probes\n"
     "  between the job's nodes and against known-good nodes, now (--no-probe: none).\n"
-    "  The incident is kept as the annotation nccl-triage.io/incident on every pod and an\n"
-    "  Event on the job (--no-keep: neither). Credentials: --kubeconfig, KUBECONFIG,\n"
+    "  Read-only unless --keep: then the incident is kept as the annotation\n"
+    "  nccl-triage.io/incident on every pod, an Event on the job, and a count at the\n"
+    "  coordinator (--no-keep, the default, says so). Credentials: --kubeconfig, KUBECONFIG,\n"
     "  ~/.kube/config, else the pod's service account.\n"
     "  Exit 0 healthy, 1 a fault found, 2 usage or API error, 3 nothing to conclude.\n";
 
@@ -58,7 +59,8 @@ struct Args {
   std::string coordinator;
   std::string token_file;
   std::string coordinator_ca;
-  bool no_keep = false;
+  bool keep = false;     // --keep: annotate, post an Event, count at the coordinator
+  bool no_keep = false;  // --no-keep: read-only, the default, said explicitly
   std::string kubeconfig;
   std::string context;
   uint64_t max_log_bytes = 8 << 20;
@@ -134,6 +136,7 @@ std::string Parse(const std::vector<std::string>& argv, Args& a, bool* help) {
                       .String({"--coordinator"}, &a.coordinator)
                       .String({"--token-file"}, &a.token_file)
                       .String({"--coordinator-ca"}, &a.coordinator_ca)
+                      .Switch({"--keep"}, &a.keep)
                       .Switch({"--no-keep"}, &a.no_keep)
                       .String({"--kubeconfig"}, &a.kubeconfig)
                       .String({"--context"}, &a.context)
@@ -143,6 +146,7 @@ std::string Parse(const std::vector<std::string>& argv, Args& a, bool* help) {
                       .Int({"--tail-lines"}, &tail_lines, 0, 10'000'000)
                       .Parse(argv);
   if (!parsed.ok()) return parsed.message();
+  if (a.keep && a.no_keep) return "--keep and --no-keep contradict each other";
   a.tail_lines = tail_lines;
   if (*help) return "";
   if (a.targets != 1) return "give exactly one of --job, --selector, --pods, --nodes (try --help)";
@@ -306,13 +310,15 @@ int RunTriageCommand(CliContext& ctx) {
   const triage::Incident incident = triage::JudgeIncident(in);
 
   triage::KeepOutcome kept;
-  if (!a.no_keep) {
+  // Read-only unless asked: a person looking at an incident changes nothing on the cluster.
+  const std::string read_only = a.no_keep ? "--no-keep" : "read-only; --keep writes it";
+  if (a.keep) {
     kept = RunKeep(server, ApiArgs(a), incident, *fetched);
   } else {
-    kept.not_attempted = "--no-keep";
+    kept.not_attempted = read_only;
   }
-  if (a.no_keep) {
-    kept.count_error = "--no-keep";
+  if (!a.keep) {
+    kept.count_error = read_only;
   } else if (a.coordinator.empty()) {
     kept.count_error = "no coordinator given";
   } else if (in.probes.asked && !in.probes.error.empty()) {

@@ -16,7 +16,7 @@ inline constexpr size_t kMaxEventMessageBytes = 1024;
 // What became of keeping the incident, for the report's last lines.
 struct KeepOutcome {
   bool attempted = false;
-  std::string not_attempted;  // "--no-keep"
+  std::string not_attempted;  // why not: "read-only; --keep writes it", "--no-keep"
   int annotated = 0;
   int annotate_failed = 0;
   std::string annotate_error;  // the first failure, one line

@@ -40,7 +40,7 @@ class TriageCli : public TriageEnv {
 TEST_F(TriageCli, NamesTheRankThatFailedFirstItsNodeAndTheCause) {
   auto& s = Server();
   SixteenRankJob(s);
-  auto r = Triage({"--job", "train-7", "--no-probe", "--format", "json"});
+  auto r = Triage({"--job", "train-7", "--no-probe", "--format", "json", "--keep"});
   ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
   json j = json::parse(r.out);
   EXPECT_EQ(j["schema"], "nccl-triage/incident/v1");
@@ -60,7 +60,7 @@ TEST_F(TriageCli, NamesTheRankThatFailedFirstItsNodeAndTheCause) {
   EXPECT_EQ(j["bases"][2]["summary"], "not run: --no-probe");
   EXPECT_EQ(j["found_by"], "labelSelector batch.kubernetes.io/job-name=train-7");
 
-  // Kept: the bounded annotation on all 16 pods, the event on the Job.
+  // Kept (--keep): the bounded annotation on all 16 pods, the event on the Job.
   EXPECT_EQ(j["kept"]["annotated"], 16);
   for (int i = 0; i < 16; ++i) {
     auto a = s.Annotations("ml", Name(i));
@@ -109,6 +109,25 @@ TEST_F(TriageCli, TheTableSaysTheSameForAPerson) {
   EXPECT_NE(r.out.find("kept:     nothing (--no-keep)"), std::string::npos) << r.out;
   EXPECT_EQ(s.Events().size(), 0U);
   EXPECT_EQ(r.err, "");  // no progress line when stderr is not a terminal
+}
+
+TEST_F(TriageCli, IsReadOnlyUnlessToldToKeep) {
+  auto& s = Server();
+  SixteenRankJob(s);
+  auto r = Triage({"--job", "train-7", "--no-probe", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["kept"]["annotated"], 0) << j["kept"].dump();
+  EXPECT_EQ(s.Events().size(), 0U);
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(s.Annotations("ml", Name(i)).count("nccl-triage.io/incident"), 0U) << Name(i);
+  }
+  for (const auto& c : s.Calls()) {
+    EXPECT_TRUE(c.method == "GET") << c.method << " " << c.path;
+  }
+  auto both = Triage({"--job", "train-7", "--no-probe", "--keep", "--no-keep"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("--keep and --no-keep"), std::string::npos) << both.err;
 }
 
 TEST_F(TriageCli, OnATerminalTheLogsProgressIsShownThenErased) {

@@ -76,8 +76,9 @@ TEST_F(TriageProbes, ANodeFaultIsNamedWithItsCauseAndTheIncidentIsCounted) {
   StartCluster("node:2:memlock");
   auto& s = Server();
   Job(s, 2);
-  auto r = Triage({"--job", "train-7", "--coordinator", Coordinator(), "--format", "json"},
-                  {TokenEnv()});
+  auto r = Triage(
+      {"--job", "train-7", "--coordinator", Coordinator(), "--format", "json", "--keep"},
+      {TokenEnv()});
   ASSERT_EQ(r.exit_code, 1) << r.err << r.out << cluster_->log_text.str();
   json j = json::parse(r.out);
   EXPECT_EQ(j["class"], "ib_resource");
@@ -240,7 +241,7 @@ TEST_F(TriageProbes, ACoordinatorThatAcceptsButNeverAnswersIsCutAtTheTimeout) {
   auto& s = Server();
   Job(s, 3);
   const auto start = std::chrono::steady_clock::now();
-  auto r = Triage({"--job", "train-7", "--coordinator", silent, "--timeout", "3s"},
+  auto r = Triage({"--job", "train-7", "--coordinator", silent, "--timeout", "3s", "--keep"},
                   {"NCCL_TRIAGE_TOKEN=x"});
   const auto took = std::chrono::steady_clock::now() - start;
   ::close(fd);
