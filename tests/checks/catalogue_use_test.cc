@@ -11,6 +11,7 @@
 #include <string>
 
 #include "checks/check.h"
+#include "classify/message_catalogue.h"
 #include "classify/rules.h"
 #include "core/catalogue.h"
 #include "kernel/kernel_judge.h"
@@ -48,6 +49,8 @@ std::set<std::string> ClassifierIds() {
   for (const Rule& r : Rules()) ids.emplace(r.cause);
   for (const ResultCodeCause& c : ResultCodeCauses()) ids.emplace(c.cause.str());
   for (const DerivedCause& c : DerivedCauses()) ids.emplace(c.cause.str());
+  // A WARN no rule names is classified by its path in NCCL's message catalogue.
+  for (const MessagePath& p : MessagePaths()) ids.emplace(p.cause.str());
   return ids;
 }
 

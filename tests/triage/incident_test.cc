@@ -67,7 +67,8 @@ const std::string kHealthy =
     "h:1:1 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n"
     "h:1:1 [0] NCCL INFO Using network IB\n"
     "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n"
-    "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1b000 - Init COMPLETE\n";
+    "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1b000 - Init COMPLETE\n"
+    "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1b000 - Destroy COMPLETE\n";
 
 const std::string kMemlock =
     "w1:4121:4121 [0] NCCL INFO Using network IB\n"
