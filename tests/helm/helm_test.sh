@@ -10,6 +10,15 @@
 #                          nothing is left
 #   helm_test.sh upgrade   TOOLS CHART WORK OUT CHARTCHECK   helm upgrade of the default release
 #   helm_test.sh uninstall TOOLS WORK                   helm uninstall of the default release
+#   helm_test.sh offline   TOOLS CHART WORK             lint, template and a client dry run need no
+#                          cluster objects: no failure, the same render twice, no token Secret
+#   helm_test.sh monitors  TOOLS CHART                  prometheus-operator objects only where
+#                          their kinds are served (or monitoring.assumeCRDs)
+#   helm_test.sh podsecurity TOOLS CHART WORK           a namespace enforcing baseline: the NOTES
+#                          warn, the API server refuses the agent's pod; namespace.create admits it
+#   helm_test.sh scraper   TOOLS CHART WORK             the scraper account may read /status; the
+#                          NOTES name a PodMonitor Secret that does not exist
+#   helm_test.sh remediation TOOLS CHART WORK           the NOTES of an upgrade to each mode say it
 #   helm_test.sh umbrella  TOOLS CHART UMBRELLA OUT     the chart as a subchart of the umbrella
 #                          chart UMBRELLA (copied to OUT): dependency build, lint, template; the
 #                          umbrella's global registry and the pull secrets reach the pods
@@ -45,6 +54,148 @@ leftovers() {
 }
 
 case "$cmd" in
+offline)
+  chart="$1"; export KUBECONFIG="$2/kubeconfig"
+  # Lint renders without a cluster: nothing may fail, not even as an [INFO] line.
+  out="$(helm lint --strict "$chart" 2>&1)" || die "helm lint --strict: $out"
+  if grep -q -i -E 'fail:|\[error\]|\[warning\]' <<<"$out"; then die "helm lint reported: $out"; fi
+  grep -q '0 chart(s) failed' <<<"$out" || die "helm lint: $out"
+  one="$(helm template nccl-triage "$chart" -n nccl-triage)" || die "helm template of the default values"
+  two="$(helm template nccl-triage "$chart" -n nccl-triage)" || die "helm template, again"
+  # GitOps tools render again and again: a render must not change by itself (no random token).
+  [ "$one" = "$two" ] || die "two offline renders differ: $(diff <(echo "$one") <(echo "$two") | head -5)"
+  if grep -A3 '^kind: Secret$' <<<"$one" | grep -q 'name: nccl-triage-token$'; then
+    die "an offline render holds a token Secret"
+  fi
+  grep -q '^# The Secret nccl-triage-token is not in this render' <<<"$one" ||
+    die "the offline render does not say why the token Secret is missing"
+  # A client-side dry run (the API server's version, none of its objects) succeeds and says so.
+  notes="$(helm install nccl-triage "$chart" -n offline-render --dry-run=client 2>&1)" ||
+    die "helm install --dry-run=client: $notes"
+  grep -q 'This render could not see the cluster, so it holds no token Secret' <<<"$notes" ||
+    die "the client dry run's NOTES do not say the token Secret is missing: $notes"
+  # With token.value the Secret is rendered, offline too.
+  helm template nccl-triage "$chart" -n nccl-triage "${offline_token[@]}" | grep -A3 '^kind: Secret$' |
+    grep -q 'name: nccl-triage-token$' || die "token.value did not render the token Secret"
+  echo "lint clean, offline renders stable without a token Secret, client dry run explains it"
+  ;;
+monitors)
+  chart="$1"
+  on=(--set monitoring.podMonitor.enabled=true --set monitoring.serviceMonitor.enabled=true
+      --set prometheusRule.enabled=true --set alertmanagerConfig.enabled=true)
+  count() { grep -c -E '^kind: (PodMonitor|ServiceMonitor|PrometheusRule|AlertmanagerConfig)$' || true; }
+  n="$(helm template t "$chart" -n t "${on[@]}" | count)"
+  [ "$n" = 0 ] || die "$n prometheus-operator objects rendered where helm sees none of their kinds"
+  n="$(helm template t "$chart" -n t "${on[@]}" --api-versions monitoring.coreos.com/v1/PodMonitor \
+       --api-versions monitoring.coreos.com/v1/ServiceMonitor --api-versions monitoring.coreos.com/v1/PrometheusRule \
+       --api-versions monitoring.coreos.com/v1alpha1/AlertmanagerConfig | count)"
+  [ "$n" = 6 ] || die "$n prometheus-operator objects where their kinds are served, want 6"
+  n="$(helm template t "$chart" -n t "${on[@]}" --api-versions monitoring.coreos.com/v1/PodMonitor | count)"
+  [ "$n" = 2 ] || die "$n objects where only PodMonitor is served, want the 2 PodMonitors"
+  n="$(helm template t "$chart" -n t "${on[@]}" --set monitoring.assumeCRDs=true | count)"
+  [ "$n" = 6 ] || die "$n prometheus-operator objects with monitoring.assumeCRDs, want 6"
+  echo "prometheus-operator objects: 0 without their CRDs, 6 with them or with monitoring.assumeCRDs"
+  ;;
+podsecurity)
+  chart="$1"; export KUBECONFIG="$2/kubeconfig"
+  # The agent's pod as the DaemonSet controller would make it, sent as a server-side dry run: the
+  # API server's Pod Security admission answers as it would the controller.
+  agent_pod() { # NAMESPACE DAEMONSET -> the API server's answer
+    kubectl get ds "$2" -n "$1" -o json | python3 -c '
+import json, sys
+ds = json.load(sys.stdin)
+print(json.dumps({"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": "agent-admission", "namespace": ds["metadata"]["namespace"]},
+                  "spec": ds["spec"]["template"]["spec"]}))' |
+      kubectl create --dry-run=server -f - 2>&1
+  }
+  # Releases left by an earlier, interrupted run go first.
+  helm list -A --filter '^psa' | awk 'NR > 1 {print $1, $2}' | while read -r r n; do
+    helm uninstall "$r" -n "$n" >/dev/null 2>&1 || true
+  done
+  kubectl get ns psa-baseline >/dev/null 2>&1 || kubectl create ns psa-baseline >/dev/null
+  kubectl label --overwrite ns psa-baseline pod-security.kubernetes.io/enforce=baseline >/dev/null
+  notes="$(helm install psa "$chart" -n psa-baseline)" || die "helm install into a baseline namespace"
+  grep -q 'WARNING: namespace psa-baseline enforces the Pod Security level "baseline"' <<<"$notes" ||
+    die "the NOTES do not warn about the baseline namespace: $notes"
+  grep -q 'kubectl label --overwrite namespace psa-baseline pod-security.kubernetes.io/enforce=privileged' <<<"$notes" ||
+    die "the NOTES do not give the label command"
+  if answer="$(agent_pod psa-baseline psa-nccl-triage-agent)"; then die "baseline admitted the agent: $answer"; fi
+  for want in 'violates PodSecurity "baseline:latest"' 'host namespaces' 'privileged' 'hostPath volumes'; do
+    grep -q -F "$want" <<<"$answer" || die "the API server's refusal lacks '$want': $answer"
+  done
+  echo "baseline namespace: NOTES warn; the API server refuses the agent: $(head -c 160 <<<"$answer")..."
+  # namespace.create: the release record stays in psa-baseline, the agents go to a namespace the
+  # chart makes, labelled privileged, where the same pod is admitted.
+  # (a unique name: without a namespace controller, a deleted namespace stays Terminating)
+  created="psa-privileged-$$"
+  notes="$(helm install psa-created "$chart" -n psa-baseline --set namespace.create=true \
+           --set namespace.name="$created")" || die "helm install with namespace.create"
+  [ "$(kubectl get ns "$created" -o jsonpath='{.metadata.labels.pod-security\.kubernetes\.io/enforce}')" = privileged ] ||
+    die "namespace.create did not label $created privileged"
+  if grep -q 'Pod Security' <<<"$notes"; then die "NOTES warn about a namespace the chart labelled: $notes"; fi
+  answer="$(agent_pod "$created" psa-created-nccl-triage-agent)" || die "the agent's pod refused in the chart's namespace: $answer"
+  echo "namespace.create: $created labelled privileged, the agent's pod admitted"
+  # --create-namespace makes an unlabelled namespace, unknown to the chart when it renders.
+  fresh="psa-new-$$"
+  notes="$(helm install psa-new "$chart" -n "$fresh" --create-namespace)" || die "helm install --create-namespace"
+  grep -q "Namespace $fresh is new (--create-namespace), without a pod-security.kubernetes.io/enforce label" <<<"$notes" ||
+    die "the NOTES say nothing of the unlabelled new namespace: $notes"
+  echo "--create-namespace: the NOTES say the new namespace has no Pod Security label"
+  for r in psa:psa-baseline psa-created:psa-baseline "psa-new:$fresh"; do
+    helm uninstall "${r%%:*}" -n "${r#*:}" >/dev/null || die "helm uninstall ${r%%:*}"
+  done
+  ;;
+scraper)
+  chart="$1"; export KUBECONFIG="$2/kubeconfig"; ns=scrape
+  helm uninstall scrape -n "$ns" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl get ns "$ns" >/dev/null 2>&1 || kubectl create ns "$ns" >/dev/null
+  notes="$(helm install scrape "$chart" -n "$ns")" || die "helm install"
+  sa="system:serviceaccount:$ns:scrape-nccl-triage-scraper"
+  for path in /status /metrics; do
+    [ "$(kubectl auth can-i get "$path" --as "$sa")" = yes ] || die "the scraper may not get $path"
+  done
+  [ "$(kubectl auth can-i get /sweep --as "$sa")" = no ] || die "the scraper may get /sweep"
+  [ "$(kubectl get secret scrape-nccl-triage-scraper-token -n "$ns" -o jsonpath='{.type}')" = kubernetes.io/service-account-token ] ||
+    die "no service-account-token Secret for the scraper"
+  # The NOTES' first command: its token comes from kubectl create token.
+  cmd="$(grep -o 'kubectl -n scrape create token scrape-nccl-triage-scraper' <<<"$notes")" ||
+    die "the NOTES do not say how to get a token: $notes"
+  token="$(kubectl -n "$ns" create token scrape-nccl-triage-scraper)" || die "$cmd"
+  [ -n "$token" ] || die "$cmd gave no token"
+  grep -q 'curl -s -H "Authorization: Bearer $TOKEN" localhost:9502/status' <<<"$notes" || die "no curl with the token in the NOTES"
+  echo "scraper: may get /status and /metrics, not /sweep; its token Secret exists; the NOTES' kubectl create token works"
+  # A PodMonitor naming a Secret that does not exist: the NOTES say so.
+  notes="$(helm upgrade scrape "$chart" -n "$ns" --dry-run=server --set monitoring.podMonitor.enabled=true \
+           --set monitoring.podMonitor.tokenSecret.name=absent-token)" || die "helm upgrade --dry-run=server"
+  grep -q 'WARNING: the PodMonitors send the token of Secret scrape/absent-token, which does not exist' <<<"$notes" ||
+    die "the NOTES do not name the missing Secret: $notes"
+  helm uninstall scrape -n "$ns" >/dev/null || die "helm uninstall"
+  echo "a PodMonitor's missing token Secret is named in the NOTES"
+  ;;
+remediation)
+  chart="$1"; export KUBECONFIG="$2/kubeconfig"; ns=remedy
+  helm uninstall remedy -n "$ns" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl get ns "$ns" >/dev/null 2>&1 || kubectl create ns "$ns" >/dev/null
+  notes="$(helm install remedy "$chart" -n "$ns")" || die "helm install"
+  grep -q 'changes no node' <<<"$notes" || die "install NOTES do not say remediation is off: $notes"
+  # As an SRE turns it on: helm upgrade --set, each mode in turn.
+  for mode in dry-run taint cordon off; do
+    notes="$(helm upgrade remedy "$chart" -n "$ns" --reuse-values --set config.remediation.mode=$mode)" ||
+      die "helm upgrade to $mode"
+    grep -q "^Remediation: config.remediation.mode=$mode\.$" <<<"$notes" || die "$mode: the NOTES do not state the mode: $notes"
+    case "$mode" in
+      off) want='changes no node' ;;
+      dry-run) want='No node is changed' ;;
+      taint) want='NoSchedule taint nccl-triage.io/fault=<class> (new pods' ;;
+      cordon) want='NoSchedule taint nccl-triage.io/fault=<class> and is cordoned' ;;
+    esac
+    grep -q -F "$want" <<<"$notes" || die "$mode: the NOTES lack '$want': $notes"
+    case "$mode" in taint|cordon) grep -q 'WARNING: the coordinator now CHANGES NODES' <<<"$notes" || die "$mode: no warning" ;; esac
+    echo "upgrade to $mode: the NOTES say '$want'"
+  done
+  helm uninstall remedy -n "$ns" >/dev/null || die "helm uninstall"
+  ;;
 umbrella)
   chart="$(cd "$1" && pwd)"; umbrella="$2"; out="$3"
   rm -rf "$out/umbrella"; mkdir -p "$out"; cp -r "$umbrella" "$out/umbrella"

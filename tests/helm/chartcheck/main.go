@@ -352,8 +352,30 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 			want = append(want, "ClusterRoleBinding/"+full+"-metrics-reader")
 		}
 	}
+	// The scraper (monitoring.scraper.create, or a PodMonitor without a Secret of its own): a
+	// ServiceAccount, its token Secret and a binding to the metrics reader.
+	scraperCreate, _ := get(values, "monitoring.scraper.create").(bool)
+	podMonitorOn, _ := get(values, "monitoring.podMonitor.enabled").(bool)
+	rbacCreate, _ := get(values, "rbac.create").(bool)
+	scraper := full + "-scraper"
+	wantScraper := httpAuth && rbacCreate &&
+		(scraperCreate || (podMonitorOn && str(values, "monitoring.podMonitor.tokenSecret.name") == ""))
+	if wantScraper {
+		want = append(want, "ServiceAccount/"+scraper, "Secret/"+scraper+"-token", "ClusterRoleBinding/"+scraper)
+	}
 	sort.Strings(want)
 	c.check(reflect.DeepEqual(s.inventory(), want), "objects\n got  %v\n want %v", s.inventory(), want)
+	if wantScraper {
+		b := s.find("ClusterRoleBinding", scraper)
+		c.check(str(b, "roleRef.name") == full+"-metrics-reader" && len(list(b, "subjects")) == 1 &&
+			str(b, "subjects.0.name") == scraper && str(b, "subjects.0.namespace") == ns,
+			"scraper binding %v -> %v", get(b, "subjects"), get(b, "roleRef"))
+		sec := s.find("Secret", scraper+"-token")
+		ann, _ := get(sec, "metadata.annotations").(obj)
+		c.check(str(sec, "type") == "kubernetes.io/service-account-token" &&
+			ann["kubernetes.io/service-account.name"] == scraper,
+			"scraper token Secret type %q annotations %v", str(sec, "type"), ann)
+	}
 	for _, o := range objs {
 		kind, _ := o["kind"].(string)
 		if kind != "ClusterRole" && kind != "ClusterRoleBinding" &&
