@@ -14,6 +14,8 @@
 #                          cluster objects: no failure, the same render twice, no token Secret
 #   helm_test.sh monitors  TOOLS CHART                  prometheus-operator objects only where
 #                          their kinds are served (or monitoring.assumeCRDs)
+#   helm_test.sh dashboard TOOLS CHART                 runbookBaseUrl reaches every docs link of
+#                          the dashboard, alerts.md and the pages beside it
 #   helm_test.sh podsecurity TOOLS CHART WORK           a namespace enforcing baseline: the NOTES
 #                          warn, the API server refuses the agent's pod; namespace.create admits it
 #   helm_test.sh scraper   TOOLS CHART WORK             the scraper account may read /status; the
@@ -95,6 +97,17 @@ monitors)
   n="$(helm template t "$chart" -n t "${on[@]}" --set monitoring.assumeCRDs=true | count)"
   [ "$n" = 6 ] || die "$n prometheus-operator objects with monitoring.assumeCRDs, want 6"
   echo "prometheus-operator objects: 0 without their CRDs, 6 with them or with monitoring.assumeCRDs"
+  ;;
+dashboard)
+  chart="$1"; base=https://git.example.com/infra/nccl-triage/-/blob/main/docs/
+  urls="$(helm template t "$chart" "${offline_token[@]}" --set runbookBaseUrl="${base}alerts.md" \
+          --show-only templates/grafana-dashboard.yaml | sed -n 's/^ *"url": "\(.*\)",*$/\1/p')"
+  [ "$(wc -l <<<"$urls")" -ge 5 ] || die "only $(wc -l <<<"$urls") links in the dashboard: $urls"
+  while read -r u; do
+    [[ "$u" == "$base"* ]] || die "dashboard link $u does not follow runbookBaseUrl"
+  done <<<"$urls"
+  grep -q "^${base}checks.md#" <<<"$urls" || die "no Fix link to checks.md beside the runbook"
+  echo "runbookBaseUrl reaches all $(wc -l <<<"$urls") dashboard links, checks.md and install.md beside alerts.md"
   ;;
 podsecurity)
   chart="$1"; export KUBECONFIG="$2/kubeconfig"
