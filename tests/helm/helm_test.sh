@@ -16,6 +16,8 @@
 #                          their kinds are served (or monitoring.assumeCRDs)
 #   helm_test.sh dashboard TOOLS CHART                 runbookBaseUrl reaches every docs link of
 #                          the dashboard, alerts.md and the pages beside it
+#   helm_test.sh cleanup   TOOLS WORK INSTALL_MD        the uninstall clean-up block of INSTALL_MD
+#                          removes the node condition and the pods' annotations, nothing else
 #   helm_test.sh podsecurity TOOLS CHART WORK           a namespace enforcing baseline: the NOTES
 #                          warn, the API server refuses the agent's pod; namespace.create admits it
 #   helm_test.sh scraper   TOOLS CHART WORK             the scraper account may read /status; the
@@ -97,6 +99,48 @@ monitors)
   n="$(helm template t "$chart" -n t "${on[@]}" --set monitoring.assumeCRDs=true | count)"
   [ "$n" = 6 ] || die "$n prometheus-operator objects with monitoring.assumeCRDs, want 6"
   echo "prometheus-operator objects: 0 without their CRDs, 6 with them or with monitoring.assumeCRDs"
+  ;;
+cleanup)
+  export KUBECONFIG="$1/kubeconfig"; doc="$2"
+  command -v jq >/dev/null || { echo "SKIP: the documented commands need jq"; exit 77; }
+  block="$(sed -n '/^<!-- uninstall-cleanup -->$/,/^<!-- \/uninstall-cleanup -->$/p' "$doc" | sed '1,2d;$d' | sed '$d')"
+  [ -n "$block" ] || die "no uninstall-cleanup block in $doc"
+  # What the agents leave: two nodes with NcclFabricReady among other conditions, one without;
+  # workload pods with nccl-triage.io/* annotations beside their own.
+  kubectl get ns cleanup-jobs >/dev/null 2>&1 || kubectl create ns cleanup-jobs >/dev/null
+  kubectl create serviceaccount default -n cleanup-jobs >/dev/null 2>&1 || true
+  for n in cleanup-gpu-1 cleanup-gpu-2 cleanup-cpu-1; do
+    kubectl delete node "$n" --ignore-not-found >/dev/null
+    kubectl create -f - >/dev/null <<NODE || die "node $n"
+apiVersion: v1
+kind: Node
+metadata: {name: $n}
+NODE
+    conds='{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}'
+    case "$n" in cleanup-gpu-*) conds='{"type": "MemoryPressure", "status": "False", "reason": "Fine", "message": "ok"},
+      {"type": "NcclFabricReady", "status": "False", "reason": "IbResource", "message": "ib.port_state"}, '"$conds" ;; esac
+    kubectl patch node "$n" --subresource=status --type=merge -p "{\"status\": {\"conditions\": [$conds]}}" >/dev/null ||
+      die "conditions of $n"
+  done
+  for p in train-0 train-1 web-0; do
+    kubectl delete pod "$p" -n cleanup-jobs --ignore-not-found --grace-period=0 --force >/dev/null 2>&1 || true
+    kubectl run "$p" -n cleanup-jobs --image=registry.example/x --restart=Never \
+      --overrides='{"spec": {"nodeName": "cleanup-gpu-1"}}' >/dev/null || die "pod $p"
+  done
+  kubectl annotate pod -n cleanup-jobs train-0 train-1 nccl-triage.io/node-verdict=ib_resource \
+    nccl-triage.io/causes=ib.port_state team.example/owner=ml >/dev/null || die "annotate"
+  kubectl annotate pod -n cleanup-jobs web-0 team.example/owner=web >/dev/null || die "annotate"
+  bash -euo pipefail -c "$block" || die "the documented clean-up failed"
+  conds="$(kubectl get nodes cleanup-gpu-1 cleanup-gpu-2 cleanup-cpu-1 -o jsonpath='{range .items[*]}{.metadata.name}:{.status.conditions[*].type}{"\n"}{end}')"
+  grep -q NcclFabricReady <<<"$conds" && die "NcclFabricReady left: $conds"
+  [ "$(grep -c 'MemoryPressure Ready$' <<<"$conds")" = 2 ] && grep -q '^cleanup-cpu-1:Ready$' <<<"$conds" ||
+    die "other conditions changed: $conds"
+  ann="$(kubectl get pods -n cleanup-jobs -o jsonpath='{range .items[*]}{.metadata.name}:{.metadata.annotations}{"\n"}{end}')"
+  grep -q 'nccl-triage.io/' <<<"$ann" && die "nccl-triage.io/ annotations left: $ann"
+  [ "$(grep -c 'team.example/owner' <<<"$ann")" = 3 ] || die "other annotations changed: $ann"
+  kubectl delete node cleanup-gpu-1 cleanup-gpu-2 cleanup-cpu-1 >/dev/null
+  kubectl delete pods --all -n cleanup-jobs --grace-period=0 --force >/dev/null 2>&1 || true
+  echo "the documented clean-up removed NcclFabricReady from 2 nodes and the annotations of 2 pods, nothing else"
   ;;
 dashboard)
   chart="$1"; base=https://git.example.com/infra/nccl-triage/-/blob/main/docs/
