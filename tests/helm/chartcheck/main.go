@@ -685,8 +685,16 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 		return err
 	}
 	data, _ := get(dash, "data").(obj)
-	// The file's links are relative (docs/alerts.md#...); the chart puts runbookBaseUrl in front.
-	wantDash := strings.ReplaceAll(string(file), `"url": "docs/alerts.md`, `"url": "`+str(values, "runbookBaseUrl"))
+	// The file's links are relative (docs/alerts.md#..., docs/checks.md#...); the chart puts
+	// runbookBaseUrl in place of docs/alerts.md, and its directory before the other pages when it
+	// ends in alerts.md.
+	runbook := str(values, "runbookBaseUrl")
+	docsDir := "docs/"
+	if strings.HasSuffix(runbook, "alerts.md") {
+		docsDir = strings.TrimSuffix(runbook, "alerts.md")
+	}
+	wantDash := strings.ReplaceAll(string(file), `"url": "docs/alerts.md`, `"url": "`+runbook)
+	wantDash = strings.ReplaceAll(wantDash, `"url": "docs/`, `"url": "`+docsDir)
 	c.check(data["nccl-triage-dashboard.json"] == wantDash, "dashboard ConfigMap differs from files/nccl-triage-dashboard.json with runbookBaseUrl")
 	if allOn {
 		c.check(str(dash, "metadata.namespace") == "monitoring", "dashboard namespace %q", str(dash, "metadata.namespace"))
