@@ -18,6 +18,8 @@
 #                          the dashboard, alerts.md and the pages beside it
 #   helm_test.sh cleanup   TOOLS WORK INSTALL_MD        the uninstall clean-up block of INSTALL_MD
 #                          removes the node condition and the pods' annotations, nothing else
+#   helm_test.sh report    TOOLS WORK INSTALL_MD        the kubectl command of "A node's report"
+#                          (where the dashboard's node links lead) prints that node's report
 #   helm_test.sh podsecurity TOOLS CHART WORK           a namespace enforcing baseline: the NOTES
 #                          warn, the API server refuses the agent's pod; namespace.create admits it
 #   helm_test.sh scraper   TOOLS CHART WORK             the scraper account may read /status; the
@@ -141,6 +143,28 @@ NODE
   kubectl delete node cleanup-gpu-1 cleanup-gpu-2 cleanup-cpu-1 >/dev/null
   kubectl delete pods --all -n cleanup-jobs --grace-period=0 --force >/dev/null 2>&1 || true
   echo "the documented clean-up removed NcclFabricReady from 2 nodes and the annotations of 2 pods, nothing else"
+  ;;
+report)
+  export KUBECONFIG="$1/kubeconfig"; doc="$2"
+  command -v jq >/dev/null || { echo "SKIP: the documented command needs jq"; exit 77; }
+  cmd="$(sed -n "/^### A node's report$/,/^### /p" "$doc" | sed -n '/^```sh$/,/^```$/p' | sed '1d;$d')"
+  [ -n "$cmd" ] || die "no command under \"A node's report\" in $doc"
+  kubectl get ns report-agents >/dev/null 2>&1 || kubectl create ns report-agents >/dev/null
+  kubectl create serviceaccount default -n report-agents >/dev/null 2>&1 || true
+  for n in 1 2; do
+    kubectl delete pod "agent-$n" -n report-agents --ignore-not-found --grace-period=0 --force >/dev/null 2>&1 || true
+    kubectl run "agent-$n" -n report-agents --image=registry.example/x --restart=Never \
+      --labels=app.kubernetes.io/component=agent --overrides="{\"spec\": {\"nodeName\": \"report-gpu-$n\"}}" >/dev/null ||
+      die "pod agent-$n"
+    kubectl annotate pod "agent-$n" -n report-agents \
+      "nccl-triage.io/report={\"node\":\"report-gpu-$n\",\"class\":\"ib_resource\",\"causes\":[\"ib.port_state\"]}" >/dev/null ||
+      die "annotate agent-$n"
+  done
+  out="$(bash -euo pipefail -c "${cmd//<node>/report-gpu-2}")" || die "the documented command failed: $cmd"
+  [ "$(jq -r .node <<<"$out")" = report-gpu-2 ] && [ "$(jq -r '.causes[0]' <<<"$out")" = ib.port_state ] ||
+    die "the documented command printed: $out"
+  kubectl delete pods --all -n report-agents --grace-period=0 --force >/dev/null 2>&1 || true
+  echo "the documented kubectl command printed report-gpu-2's report, not another node's"
   ;;
 dashboard)
   chart="$1"; base=https://git.example.com/infra/nccl-triage/-/blob/main/docs/
