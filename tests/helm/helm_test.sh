@@ -251,8 +251,13 @@ scraper)
            --set monitoring.podMonitor.tokenSecret.name=absent-token)" || die "helm upgrade --dry-run=server"
   grep -q 'WARNING: the PodMonitors send the token of Secret scrape/absent-token, which does not exist' <<<"$notes" ||
     die "the NOTES do not name the missing Secret: $notes"
+  # A ServiceMonitor sends Prometheus' own token: unbound, the NOTES say every scrape is 403.
+  notes="$(helm upgrade scrape "$chart" -n "$ns" --dry-run=server --set monitoring.serviceMonitor.enabled=true)" ||
+    die "helm upgrade --dry-run=server (ServiceMonitor)"
+  grep -q "WARNING: the ServiceMonitors send Prometheus' own service-account token" <<<"$notes" ||
+    die "the NOTES do not say the ServiceMonitors' account is unbound: $notes"
   helm uninstall scrape -n "$ns" >/dev/null || die "helm uninstall"
-  echo "a PodMonitor's missing token Secret is named in the NOTES"
+  echo "a PodMonitor's missing token Secret and a ServiceMonitor's unbound account are named in the NOTES"
   ;;
 remediation)
   chart="$1"; export KUBECONFIG="$2/kubeconfig"; ns=remedy
