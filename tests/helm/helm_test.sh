@@ -10,6 +10,21 @@
 #                          nothing is left
 #   helm_test.sh upgrade   TOOLS CHART WORK OUT CHARTCHECK   helm upgrade of the default release
 #   helm_test.sh uninstall TOOLS WORK                   helm uninstall of the default release
+#   helm_test.sh offline   TOOLS CHART WORK             lint, template and a client dry run need no
+#                          cluster objects: no failure, the same render twice, no token Secret
+#   helm_test.sh monitors  TOOLS CHART                  prometheus-operator objects only where
+#                          their kinds are served (or monitoring.assumeCRDs)
+#   helm_test.sh dashboard TOOLS CHART                 runbookBaseUrl reaches every docs link of
+#                          the dashboard, alerts.md and the pages beside it
+#   helm_test.sh cleanup   TOOLS WORK INSTALL_MD        the uninstall clean-up block of INSTALL_MD
+#                          removes the node condition and the pods' annotations, nothing else
+#   helm_test.sh report    TOOLS WORK INSTALL_MD        the kubectl command of "A node's report"
+#                          (where the dashboard's node links lead) prints that node's report
+#   helm_test.sh podsecurity TOOLS CHART WORK           a namespace enforcing baseline: the NOTES
+#                          warn, the API server refuses the agent's pod; namespace.create admits it
+#   helm_test.sh scraper   TOOLS CHART WORK             the scraper account may read /status; the
+#                          NOTES name a PodMonitor Secret that does not exist
+#   helm_test.sh remediation TOOLS CHART WORK           the NOTES of an upgrade to each mode say it
 #   helm_test.sh umbrella  TOOLS CHART UMBRELLA OUT     the chart as a subchart of the umbrella
 #                          chart UMBRELLA (copied to OUT): dependency build, lint, template; the
 #                          umbrella's global registry and the pull secrets reach the pods
@@ -45,6 +60,228 @@ leftovers() {
 }
 
 case "$cmd" in
+offline)
+  chart="$1"; export KUBECONFIG="$2/kubeconfig"
+  # Lint renders without a cluster: nothing may fail, not even as an [INFO] line.
+  out="$(helm lint --strict "$chart" 2>&1)" || die "helm lint --strict: $out"
+  if grep -q -i -E 'fail:|\[error\]|\[warning\]' <<<"$out"; then die "helm lint reported: $out"; fi
+  grep -q '0 chart(s) failed' <<<"$out" || die "helm lint: $out"
+  one="$(helm template nccl-triage "$chart" -n nccl-triage)" || die "helm template of the default values"
+  two="$(helm template nccl-triage "$chart" -n nccl-triage)" || die "helm template, again"
+  # GitOps tools render again and again: a render must not change by itself (no random token).
+  [ "$one" = "$two" ] || die "two offline renders differ: $(diff <(echo "$one") <(echo "$two") | head -5)"
+  if grep -A3 '^kind: Secret$' <<<"$one" | grep -q 'name: nccl-triage-token$'; then
+    die "an offline render holds a token Secret"
+  fi
+  grep -q '^# The Secret nccl-triage-token is not in this render' <<<"$one" ||
+    die "the offline render does not say why the token Secret is missing"
+  # A client-side dry run (the API server's version, none of its objects) succeeds and says so.
+  notes="$(helm install nccl-triage "$chart" -n offline-render --dry-run=client 2>&1)" ||
+    die "helm install --dry-run=client: $notes"
+  grep -q 'This render could not see the cluster, so it holds no token Secret' <<<"$notes" ||
+    die "the client dry run's NOTES do not say the token Secret is missing: $notes"
+  # With token.value the Secret is rendered, offline too.
+  helm template nccl-triage "$chart" -n nccl-triage "${offline_token[@]}" | grep -A3 '^kind: Secret$' |
+    grep -q 'name: nccl-triage-token$' || die "token.value did not render the token Secret"
+  echo "lint clean, offline renders stable without a token Secret, client dry run explains it"
+  ;;
+monitors)
+  chart="$1"
+  on=(--set monitoring.podMonitor.enabled=true --set monitoring.serviceMonitor.enabled=true
+      --set prometheusRule.enabled=true --set alertmanagerConfig.enabled=true)
+  count() { grep -c -E '^kind: (PodMonitor|ServiceMonitor|PrometheusRule|AlertmanagerConfig)$' || true; }
+  n="$(helm template t "$chart" -n t "${on[@]}" | count)"
+  [ "$n" = 0 ] || die "$n prometheus-operator objects rendered where helm sees none of their kinds"
+  n="$(helm template t "$chart" -n t "${on[@]}" --api-versions monitoring.coreos.com/v1/PodMonitor \
+       --api-versions monitoring.coreos.com/v1/ServiceMonitor --api-versions monitoring.coreos.com/v1/PrometheusRule \
+       --api-versions monitoring.coreos.com/v1alpha1/AlertmanagerConfig | count)"
+  [ "$n" = 6 ] || die "$n prometheus-operator objects where their kinds are served, want 6"
+  n="$(helm template t "$chart" -n t "${on[@]}" --api-versions monitoring.coreos.com/v1/PodMonitor | count)"
+  [ "$n" = 2 ] || die "$n objects where only PodMonitor is served, want the 2 PodMonitors"
+  n="$(helm template t "$chart" -n t "${on[@]}" --set monitoring.assumeCRDs=true | count)"
+  [ "$n" = 6 ] || die "$n prometheus-operator objects with monitoring.assumeCRDs, want 6"
+  echo "prometheus-operator objects: 0 without their CRDs, 6 with them or with monitoring.assumeCRDs"
+  ;;
+cleanup)
+  export KUBECONFIG="$1/kubeconfig"; doc="$2"
+  command -v jq >/dev/null || { echo "SKIP: the documented commands need jq"; exit 77; }
+  block="$(sed -n '/^<!-- uninstall-cleanup -->$/,/^<!-- \/uninstall-cleanup -->$/p' "$doc" | sed '1,2d;$d' | sed '$d')"
+  [ -n "$block" ] || die "no uninstall-cleanup block in $doc"
+  # What the agents leave: two nodes with NcclFabricReady among other conditions, one without;
+  # workload pods with nccl-triage.io/* annotations beside their own.
+  kubectl get ns cleanup-jobs >/dev/null 2>&1 || kubectl create ns cleanup-jobs >/dev/null
+  kubectl create serviceaccount default -n cleanup-jobs >/dev/null 2>&1 || true
+  for n in cleanup-gpu-1 cleanup-gpu-2 cleanup-cpu-1; do
+    kubectl delete node "$n" --ignore-not-found >/dev/null
+    kubectl create -f - >/dev/null <<NODE || die "node $n"
+apiVersion: v1
+kind: Node
+metadata: {name: $n}
+NODE
+    conds='{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}'
+    case "$n" in cleanup-gpu-*) conds='{"type": "MemoryPressure", "status": "False", "reason": "Fine", "message": "ok"},
+      {"type": "NcclFabricReady", "status": "False", "reason": "IbResource", "message": "ib.port_state"}, '"$conds" ;; esac
+    kubectl patch node "$n" --subresource=status --type=merge -p "{\"status\": {\"conditions\": [$conds]}}" >/dev/null ||
+      die "conditions of $n"
+  done
+  for p in train-0 train-1 web-0; do
+    kubectl delete pod "$p" -n cleanup-jobs --ignore-not-found --grace-period=0 --force >/dev/null 2>&1 || true
+    kubectl run "$p" -n cleanup-jobs --image=registry.example/x --restart=Never \
+      --overrides='{"spec": {"nodeName": "cleanup-gpu-1"}}' >/dev/null || die "pod $p"
+  done
+  kubectl annotate pod -n cleanup-jobs train-0 train-1 nccl-triage.io/node-verdict=ib_resource \
+    nccl-triage.io/causes=ib.port_state team.example/owner=ml >/dev/null || die "annotate"
+  kubectl annotate pod -n cleanup-jobs web-0 team.example/owner=web >/dev/null || die "annotate"
+  bash -euo pipefail -c "$block" || die "the documented clean-up failed"
+  conds="$(kubectl get nodes cleanup-gpu-1 cleanup-gpu-2 cleanup-cpu-1 -o jsonpath='{range .items[*]}{.metadata.name}:{.status.conditions[*].type}{"\n"}{end}')"
+  grep -q NcclFabricReady <<<"$conds" && die "NcclFabricReady left: $conds"
+  [ "$(grep -c 'MemoryPressure Ready$' <<<"$conds")" = 2 ] && grep -q '^cleanup-cpu-1:Ready$' <<<"$conds" ||
+    die "other conditions changed: $conds"
+  ann="$(kubectl get pods -n cleanup-jobs -o jsonpath='{range .items[*]}{.metadata.name}:{.metadata.annotations}{"\n"}{end}')"
+  grep -q 'nccl-triage.io/' <<<"$ann" && die "nccl-triage.io/ annotations left: $ann"
+  [ "$(grep -c 'team.example/owner' <<<"$ann")" = 3 ] || die "other annotations changed: $ann"
+  kubectl delete node cleanup-gpu-1 cleanup-gpu-2 cleanup-cpu-1 >/dev/null
+  kubectl delete pods --all -n cleanup-jobs --grace-period=0 --force >/dev/null 2>&1 || true
+  echo "the documented clean-up removed NcclFabricReady from 2 nodes and the annotations of 2 pods, nothing else"
+  ;;
+report)
+  export KUBECONFIG="$1/kubeconfig"; doc="$2"
+  command -v jq >/dev/null || { echo "SKIP: the documented command needs jq"; exit 77; }
+  cmd="$(sed -n "/^### A node's report$/,/^### /p" "$doc" | sed -n '/^```sh$/,/^```$/p' | sed '1d;$d')"
+  [ -n "$cmd" ] || die "no command under \"A node's report\" in $doc"
+  kubectl get ns report-agents >/dev/null 2>&1 || kubectl create ns report-agents >/dev/null
+  kubectl create serviceaccount default -n report-agents >/dev/null 2>&1 || true
+  for n in 1 2; do
+    kubectl delete pod "agent-$n" -n report-agents --ignore-not-found --grace-period=0 --force >/dev/null 2>&1 || true
+    kubectl run "agent-$n" -n report-agents --image=registry.example/x --restart=Never \
+      --labels=app.kubernetes.io/component=agent --overrides="{\"spec\": {\"nodeName\": \"report-gpu-$n\"}}" >/dev/null ||
+      die "pod agent-$n"
+    kubectl annotate pod "agent-$n" -n report-agents \
+      "nccl-triage.io/report={\"node\":\"report-gpu-$n\",\"class\":\"ib_resource\",\"causes\":[\"ib.port_state\"]}" >/dev/null ||
+      die "annotate agent-$n"
+  done
+  out="$(bash -euo pipefail -c "${cmd//<node>/report-gpu-2}")" || die "the documented command failed: $cmd"
+  [ "$(jq -r .node <<<"$out")" = report-gpu-2 ] && [ "$(jq -r '.causes[0]' <<<"$out")" = ib.port_state ] ||
+    die "the documented command printed: $out"
+  kubectl delete pods --all -n report-agents --grace-period=0 --force >/dev/null 2>&1 || true
+  echo "the documented kubectl command printed report-gpu-2's report, not another node's"
+  ;;
+dashboard)
+  chart="$1"; base=https://git.example.com/infra/nccl-triage/-/blob/main/docs/
+  urls="$(helm template t "$chart" "${offline_token[@]}" --set runbookBaseUrl="${base}alerts.md" \
+          --show-only templates/grafana-dashboard.yaml | sed -n 's/^ *"url": "\(.*\)",*$/\1/p')"
+  [ "$(wc -l <<<"$urls")" -ge 5 ] || die "only $(wc -l <<<"$urls") links in the dashboard: $urls"
+  while read -r u; do
+    [[ "$u" == "$base"* ]] || die "dashboard link $u does not follow runbookBaseUrl"
+  done <<<"$urls"
+  grep -q "^${base}checks.md#" <<<"$urls" || die "no Fix link to checks.md beside the runbook"
+  echo "runbookBaseUrl reaches all $(wc -l <<<"$urls") dashboard links, checks.md and install.md beside alerts.md"
+  ;;
+podsecurity)
+  chart="$1"; export KUBECONFIG="$2/kubeconfig"
+  # The agent's pod as the DaemonSet controller would make it, sent as a server-side dry run: the
+  # API server's Pod Security admission answers as it would the controller.
+  agent_pod() { # NAMESPACE DAEMONSET -> the API server's answer
+    kubectl get ds "$2" -n "$1" -o json | python3 -c '
+import json, sys
+ds = json.load(sys.stdin)
+print(json.dumps({"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": "agent-admission", "namespace": ds["metadata"]["namespace"]},
+                  "spec": ds["spec"]["template"]["spec"]}))' |
+      kubectl create --dry-run=server -f - 2>&1
+  }
+  # Releases left by an earlier, interrupted run go first.
+  helm list -A --filter '^psa' | awk 'NR > 1 {print $1, $2}' | while read -r r n; do
+    helm uninstall "$r" -n "$n" >/dev/null 2>&1 || true
+  done
+  kubectl get ns psa-baseline >/dev/null 2>&1 || kubectl create ns psa-baseline >/dev/null
+  kubectl label --overwrite ns psa-baseline pod-security.kubernetes.io/enforce=baseline >/dev/null
+  notes="$(helm install psa "$chart" -n psa-baseline)" || die "helm install into a baseline namespace"
+  grep -q 'WARNING: namespace psa-baseline enforces the Pod Security level "baseline"' <<<"$notes" ||
+    die "the NOTES do not warn about the baseline namespace: $notes"
+  grep -q 'kubectl label --overwrite namespace psa-baseline pod-security.kubernetes.io/enforce=privileged' <<<"$notes" ||
+    die "the NOTES do not give the label command"
+  if answer="$(agent_pod psa-baseline psa-nccl-triage-agent)"; then die "baseline admitted the agent: $answer"; fi
+  for want in 'violates PodSecurity "baseline:latest"' 'host namespaces' 'privileged' 'hostPath volumes'; do
+    grep -q -F "$want" <<<"$answer" || die "the API server's refusal lacks '$want': $answer"
+  done
+  echo "baseline namespace: NOTES warn; the API server refuses the agent: $(head -c 160 <<<"$answer")..."
+  # namespace.create: the release record stays in psa-baseline, the agents go to a namespace the
+  # chart makes, labelled privileged, where the same pod is admitted.
+  # (a unique name: without a namespace controller, a deleted namespace stays Terminating)
+  created="psa-privileged-$$"
+  notes="$(helm install psa-created "$chart" -n psa-baseline --set namespace.create=true \
+           --set namespace.name="$created")" || die "helm install with namespace.create"
+  [ "$(kubectl get ns "$created" -o jsonpath='{.metadata.labels.pod-security\.kubernetes\.io/enforce}')" = privileged ] ||
+    die "namespace.create did not label $created privileged"
+  if grep -q 'Pod Security' <<<"$notes"; then die "NOTES warn about a namespace the chart labelled: $notes"; fi
+  answer="$(agent_pod "$created" psa-created-nccl-triage-agent)" || die "the agent's pod refused in the chart's namespace: $answer"
+  echo "namespace.create: $created labelled privileged, the agent's pod admitted"
+  # --create-namespace makes an unlabelled namespace, unknown to the chart when it renders.
+  fresh="psa-new-$$"
+  notes="$(helm install psa-new "$chart" -n "$fresh" --create-namespace)" || die "helm install --create-namespace"
+  grep -q "Namespace $fresh is new (--create-namespace), without a pod-security.kubernetes.io/enforce label" <<<"$notes" ||
+    die "the NOTES say nothing of the unlabelled new namespace: $notes"
+  echo "--create-namespace: the NOTES say the new namespace has no Pod Security label"
+  for r in psa:psa-baseline psa-created:psa-baseline "psa-new:$fresh"; do
+    helm uninstall "${r%%:*}" -n "${r#*:}" >/dev/null || die "helm uninstall ${r%%:*}"
+  done
+  ;;
+scraper)
+  chart="$1"; export KUBECONFIG="$2/kubeconfig"; ns=scrape
+  helm uninstall scrape -n "$ns" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl get ns "$ns" >/dev/null 2>&1 || kubectl create ns "$ns" >/dev/null
+  notes="$(helm install scrape "$chart" -n "$ns")" || die "helm install"
+  sa="system:serviceaccount:$ns:scrape-nccl-triage-scraper"
+  for path in /status /metrics; do
+    [ "$(kubectl auth can-i get "$path" --as "$sa")" = yes ] || die "the scraper may not get $path"
+  done
+  [ "$(kubectl auth can-i get /sweep --as "$sa")" = no ] || die "the scraper may get /sweep"
+  [ "$(kubectl get secret scrape-nccl-triage-scraper-token -n "$ns" -o jsonpath='{.type}')" = kubernetes.io/service-account-token ] ||
+    die "no service-account-token Secret for the scraper"
+  # The NOTES' first command: its token comes from kubectl create token.
+  cmd="$(grep -o 'kubectl -n scrape create token scrape-nccl-triage-scraper' <<<"$notes")" ||
+    die "the NOTES do not say how to get a token: $notes"
+  token="$(kubectl -n "$ns" create token scrape-nccl-triage-scraper)" || die "$cmd"
+  [ -n "$token" ] || die "$cmd gave no token"
+  grep -q 'curl -s -H "Authorization: Bearer $TOKEN" localhost:9502/status' <<<"$notes" || die "no curl with the token in the NOTES"
+  echo "scraper: may get /status and /metrics, not /sweep; its token Secret exists; the NOTES' kubectl create token works"
+  # A PodMonitor naming a Secret that does not exist: the NOTES say so.
+  notes="$(helm upgrade scrape "$chart" -n "$ns" --dry-run=server --set monitoring.podMonitor.enabled=true \
+           --set monitoring.podMonitor.tokenSecret.name=absent-token)" || die "helm upgrade --dry-run=server"
+  grep -q 'WARNING: the PodMonitors send the token of Secret scrape/absent-token, which does not exist' <<<"$notes" ||
+    die "the NOTES do not name the missing Secret: $notes"
+  # A ServiceMonitor sends Prometheus' own token: unbound, the NOTES say every scrape is 403.
+  notes="$(helm upgrade scrape "$chart" -n "$ns" --dry-run=server --set monitoring.serviceMonitor.enabled=true)" ||
+    die "helm upgrade --dry-run=server (ServiceMonitor)"
+  grep -q "WARNING: the ServiceMonitors send Prometheus' own service-account token" <<<"$notes" ||
+    die "the NOTES do not say the ServiceMonitors' account is unbound: $notes"
+  helm uninstall scrape -n "$ns" >/dev/null || die "helm uninstall"
+  echo "a PodMonitor's missing token Secret and a ServiceMonitor's unbound account are named in the NOTES"
+  ;;
+remediation)
+  chart="$1"; export KUBECONFIG="$2/kubeconfig"; ns=remedy
+  helm uninstall remedy -n "$ns" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl get ns "$ns" >/dev/null 2>&1 || kubectl create ns "$ns" >/dev/null
+  notes="$(helm install remedy "$chart" -n "$ns")" || die "helm install"
+  grep -q 'changes no node' <<<"$notes" || die "install NOTES do not say remediation is off: $notes"
+  # As an SRE turns it on: helm upgrade --set, each mode in turn.
+  for mode in dry-run taint cordon off; do
+    notes="$(helm upgrade remedy "$chart" -n "$ns" --reuse-values --set config.remediation.mode=$mode)" ||
+      die "helm upgrade to $mode"
+    grep -q "^Remediation: config.remediation.mode=$mode\.$" <<<"$notes" || die "$mode: the NOTES do not state the mode: $notes"
+    case "$mode" in
+      off) want='changes no node' ;;
+      dry-run) want='No node is changed' ;;
+      taint) want='NoSchedule taint nccl-triage.io/fault=<class> (new pods' ;;
+      cordon) want='NoSchedule taint nccl-triage.io/fault=<class> and is cordoned' ;;
+    esac
+    grep -q -F "$want" <<<"$notes" || die "$mode: the NOTES lack '$want': $notes"
+    case "$mode" in taint|cordon) grep -q 'WARNING: the coordinator now CHANGES NODES' <<<"$notes" || die "$mode: no warning" ;; esac
+    echo "upgrade to $mode: the NOTES say '$want'"
+  done
+  helm uninstall remedy -n "$ns" >/dev/null || die "helm uninstall"
+  ;;
 umbrella)
   chart="$(cd "$1" && pwd)"; umbrella="$2"; out="$3"
   rm -rf "$out/umbrella"; mkdir -p "$out"; cp -r "$umbrella" "$out/umbrella"

@@ -91,7 +91,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- if .Values.config.agent.coordinator }}
 {{- .Values.config.agent.coordinator }}
 {{- else }}
-{{- printf "%s-coordinator.%s.svc.%s:%s" (include "nccl-triage.fullname" .) .Release.Namespace .Values.clusterDomain (include "nccl-triage.grpcPort" .) }}
+{{- printf "%s-coordinator.%s.svc.%s:%s" (include "nccl-triage.fullname" .) (include "nccl-triage.namespace" .) .Values.clusterDomain (include "nccl-triage.grpcPort" .) }}
 {{- end }}
 {{- end }}
 
@@ -101,30 +101,47 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{/*
+  The namespace of every namespaced object: namespace.name, else the release's. They differ only
+  with namespace.create, where the chart makes the namespace: helm stores its release record in
+  the release namespace before it creates any object, so that one must exist already.
+*/}}
+{{- define "nccl-triage.namespace" -}}
+{{- (.Values.namespace | default dict).name | default .Release.Namespace -}}
+{{- end }}
+
+{{/*
+  "true" when `lookup` reaches an API server (helm install/upgrade, --dry-run=server). A list
+  answers with a List object even when empty; without a cluster (helm template, lint, a client
+  dry run, GitOps tools that render offline) every lookup answers an empty map.
+*/}}
+{{- define "nccl-triage.clusterVisible" -}}
+{{- if (lookup "v1" "ConfigMap" (include "nccl-triage.namespace" .) "") }}true{{ end -}}
+{{- end }}
+
+{{/*
   The shared token, resolved once per render (the Secret and the pods' checksum/token annotation
   must agree, and a generated token is random): token.value; else the token of the chart's Secret
   from an earlier install (a new random one would cut every agent off); else a new random one,
-  but only when `lookup` can see the cluster. `helm template` and GitOps tools that render offline
-  get empty lookups, so every render would make a new token: the render fails instead and asks for
-  token.value or token.existingSecret. With token.existingSecret it is that Secret's token when
-  lookup can read it, else empty (no checksum: the chart cannot see it).
+  but only when `lookup` can see the cluster. Offline renders (helm template, lint, a client dry
+  run, GitOps tools) get empty lookups, and a token made there would change at every render: the
+  token is then empty and secret.yaml leaves the Secret out (it says so in the rendered stream).
+  With token.existingSecret it is that Secret's token when lookup can read it, else empty (no
+  checksum: the chart cannot see it).
 */}}
 {{- define "nccl-triage.token" -}}
 {{- if not (hasKey .Values.token "_resolved") }}
 {{- $token := .Values.token.value }}
 {{- if .Values.token.existingSecret }}
-{{- $existing := lookup "v1" "Secret" .Release.Namespace .Values.token.existingSecret }}
+{{- $existing := lookup "v1" "Secret" (include "nccl-triage.namespace" .) .Values.token.existingSecret }}
 {{- if and $existing $existing.data (hasKey $existing.data "token") }}
 {{- $token = index $existing.data "token" | b64dec }}
 {{- end }}
 {{- else if and .Values.token.create (not $token) }}
-{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "nccl-triage.tokenSecretName" .) }}
+{{- $existing := lookup "v1" "Secret" (include "nccl-triage.namespace" .) (include "nccl-triage.tokenSecretName" .) }}
 {{- if and $existing $existing.data (hasKey $existing.data "token") }}
 {{- $token = index $existing.data "token" | b64dec }}
-{{- else if (lookup "v1" "ConfigMap" .Release.Namespace "") }}
+{{- else if include "nccl-triage.clusterVisible" . }}
 {{- $token = randAlphaNum 48 }}
-{{- else }}
-{{- fail "token: helm cannot see the cluster (helm template, or a GitOps tool that renders offline), so a generated token would change at every render and cut the agents off the coordinator: set token.value (e.g. --set token.value=$(openssl rand -hex 24)) or token.existingSecret" }}
 {{- end }}
 {{- end }}
 {{- $_ := set .Values.token "_resolved" $token }}
@@ -162,4 +179,27 @@ checksum/token: {{ printf "%s/%s" .Release.Name $token | sha256sum }}
 /status (config.server.auth kubernetes) or remediation. */}}
 {{- define "nccl-triage.coordinatorUsesApi" -}}
 {{- if or .Values.config.coordinator.verify_node_identity (include "nccl-triage.httpAuth" .) (ne (include "nccl-triage.remediationMode" .) "off") -}}true{{- end -}}
+{{- end }}
+
+{{/*
+  "true" when the prometheus-operator kind (dict "root" . "kind" "monitoring.coreos.com/v1/PodMonitor")
+  may be rendered: the API server serves it, or monitoring.assumeCRDs says it will.
+*/}}
+{{- define "nccl-triage.servesKind" -}}
+{{- if or .root.Values.monitoring.assumeCRDs (.root.Capabilities.APIVersions.Has .kind) }}true{{ end -}}
+{{- end }}
+
+{{/* "true" when the chart makes the scraper's ServiceAccount, token Secret and binding. */}}
+{{- define "nccl-triage.scraper" -}}
+{{- $m := .Values.monitoring }}
+{{- if and .Values.rbac.create (include "nccl-triage.httpAuth" .) (or $m.scraper.create (and $m.podMonitor.enabled (not $m.podMonitor.tokenSecret.name))) }}true{{ end -}}
+{{- end }}
+
+{{- define "nccl-triage.scraperName" -}}
+{{- printf "%s-scraper" (include "nccl-triage.fullname" .) }}
+{{- end }}
+
+{{/* The Secret whose token the PodMonitors send: the one named, else the scraper's. */}}
+{{- define "nccl-triage.podMonitorSecret" -}}
+{{- .Values.monitoring.podMonitor.tokenSecret.name | default (printf "%s-token" (include "nccl-triage.scraperName" .)) }}
 {{- end }}

@@ -282,7 +282,7 @@ var timeUnits = map[string]bool{"s": true, "ms": true, "m": true, "h": true, "d"
 
 // lintDashboard holds the dashboard to what a 4,096-node fleet needs: the top row answers "how
 // many, and which confirmed" (counts by verdict, confirmed faults, a faults table with links to
-// the node's /status and the runbook); no graph draws one line per pair, port or pod unless
+// the runbook, and the kubectl command of a node's report); no graph draws one line per pair, port or pod unless
 // the query keeps only a top/bottom k; no count is plotted under a unit of time; panel ids are
 // unique; the rail × node map is there and bounded (lintRailMap).
 func lintDashboard(c *checker, d map[string]interface{}) {
@@ -320,7 +320,10 @@ func lintDashboard(c *checker, d map[string]interface{}) {
 		}
 		if kind == "table" && strings.Contains(toJSONString(p["targets"]), "nccl_triage_coordinator_fault") && y <= 7 {
 			links := toJSONString(fc["overrides"])
-			faultTable = strings.Contains(links, "/status") && strings.Contains(links, "docs/alerts.md#") &&
+			// A browser cannot open an agent's address (host network, and a bearer token is
+			// needed): the node's report is a kubectl command in the description.
+			desc, _ := p["description"].(string)
+			faultTable = strings.Contains(desc, "nccl-triage\\.io/report") && strings.Contains(links, "docs/alerts.md#") &&
 				strings.Contains(links, "mappings")
 		}
 	}
@@ -334,7 +337,7 @@ func lintDashboard(c *checker, d map[string]interface{}) {
 	lintRailMap(c, panels)
 	c.check(topCountsByClass, "the top row has no stat of nodes counted by verdict class")
 	c.check(topConfirmed, "the top row has no stat of confirmed faults")
-	c.check(faultTable, "no confirmed-faults table near the top with value mappings and links to /status and the runbook")
+	c.check(faultTable, "no confirmed-faults table near the top with value mappings, the runbook's links and the kubectl command of a node's report")
 }
 
 // allPanels lists every panel, those inside collapsed rows too.

@@ -11,6 +11,7 @@
 //	deploycheck metric-names --files D.json,R.yaml --sources agent
 //	deploycheck drift --rendered R.yaml --deploy deploy --chart helm/nccl-triage
 //	deploycheck storm --rules R.yaml --inhibit I.yaml --promtool P [--alertmanager A] --work DIR
+//	deploycheck links --dashboard D.json --docs-root REPO
 //	deploycheck rails --dashboard D.json --rules R.yaml --inhibit I.yaml --promtool P [--alertmanager A] [--amtool T] --work DIR
 //
 // Each subcommand prints one line per failed assertion and ends with "N passed, M failed".
@@ -70,6 +71,8 @@ func main() {
 		runStorm(c, args)
 	case "rails":
 		runRails(c, args)
+	case "links":
+		runLinks(c, args)
 	default:
 		fmt.Fprintf(os.Stderr, "deploycheck: unknown subcommand %q\n", os.Args[1])
 		os.Exit(2)

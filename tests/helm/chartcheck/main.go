@@ -352,8 +352,30 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 			want = append(want, "ClusterRoleBinding/"+full+"-metrics-reader")
 		}
 	}
+	// The scraper (monitoring.scraper.create, or a PodMonitor without a Secret of its own): a
+	// ServiceAccount, its token Secret and a binding to the metrics reader.
+	scraperCreate, _ := get(values, "monitoring.scraper.create").(bool)
+	podMonitorOn, _ := get(values, "monitoring.podMonitor.enabled").(bool)
+	rbacCreate, _ := get(values, "rbac.create").(bool)
+	scraper := full + "-scraper"
+	wantScraper := httpAuth && rbacCreate &&
+		(scraperCreate || (podMonitorOn && str(values, "monitoring.podMonitor.tokenSecret.name") == ""))
+	if wantScraper {
+		want = append(want, "ServiceAccount/"+scraper, "Secret/"+scraper+"-token", "ClusterRoleBinding/"+scraper)
+	}
 	sort.Strings(want)
 	c.check(reflect.DeepEqual(s.inventory(), want), "objects\n got  %v\n want %v", s.inventory(), want)
+	if wantScraper {
+		b := s.find("ClusterRoleBinding", scraper)
+		c.check(str(b, "roleRef.name") == full+"-metrics-reader" && len(list(b, "subjects")) == 1 &&
+			str(b, "subjects.0.name") == scraper && str(b, "subjects.0.namespace") == ns,
+			"scraper binding %v -> %v", get(b, "subjects"), get(b, "roleRef"))
+		sec := s.find("Secret", scraper+"-token")
+		ann, _ := get(sec, "metadata.annotations").(obj)
+		c.check(str(sec, "type") == "kubernetes.io/service-account-token" &&
+			ann["kubernetes.io/service-account.name"] == scraper,
+			"scraper token Secret type %q annotations %v", str(sec, "type"), ann)
+	}
 	for _, o := range objs {
 		kind, _ := o["kind"].(string)
 		if kind != "ClusterRole" && kind != "ClusterRoleBinding" &&
@@ -663,8 +685,16 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 		return err
 	}
 	data, _ := get(dash, "data").(obj)
-	// The file's links are relative (docs/alerts.md#...); the chart puts runbookBaseUrl in front.
-	wantDash := strings.ReplaceAll(string(file), `"url": "docs/alerts.md`, `"url": "`+str(values, "runbookBaseUrl"))
+	// The file's links are relative (docs/alerts.md#..., docs/checks.md#...); the chart puts
+	// runbookBaseUrl in place of docs/alerts.md, and its directory before the other pages when it
+	// ends in alerts.md.
+	runbook := str(values, "runbookBaseUrl")
+	docsDir := "docs/"
+	if strings.HasSuffix(runbook, "alerts.md") {
+		docsDir = strings.TrimSuffix(runbook, "alerts.md")
+	}
+	wantDash := strings.ReplaceAll(string(file), `"url": "docs/alerts.md`, `"url": "`+runbook)
+	wantDash = strings.ReplaceAll(wantDash, `"url": "docs/`, `"url": "`+docsDir)
 	c.check(data["nccl-triage-dashboard.json"] == wantDash, "dashboard ConfigMap differs from files/nccl-triage-dashboard.json with runbookBaseUrl")
 	if allOn {
 		c.check(str(dash, "metadata.namespace") == "monitoring", "dashboard namespace %q", str(dash, "metadata.namespace"))
