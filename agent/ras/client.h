@@ -13,7 +13,7 @@
 // deadline for the whole exchange, every read is bounded (max_reply_bytes), and every failure is
 // one line of text in a Status (refused, timed out, not a RAS server, too long). Never throws.
 //
-// This file uses only libc and the standard library (and base/status.h), so that it also builds
+// This file uses only libc and the standard library (and base/status.h, ras/protocol.h), so that it also builds
 // alone on a machine without the project's dependencies (tests/gpu). Thread-safe: no state.
 #pragma once
 
@@ -24,12 +24,9 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "ras/protocol.h"
 
 namespace nccl_triage::ras {
-
-inline constexpr int kClientProtocol = 2;
-inline constexpr const char* kDefaultHost = "localhost";
-inline constexpr const char* kDefaultPort = "28028";
 
 enum class ReplyFormat { kAuto, kText, kJson };
 
