@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "ras/report.h"
@@ -63,10 +65,15 @@ class TextParser {
     const std::string_view line = Trim(raw);
     const bool indented = !raw.empty() && raw.front() == ' ';
     if (line.empty()) {
-      if (!indented) block_ = Block::kNone;
+      // A blank line ends a block of the Errors and Warnings sections; the summary's tables are
+      // separated by blank lines and end at the next header.
+      if (block_ != Block::kSummary && block_ != Block::kGroups) block_ = Block::kNone;
       return;
     }
     if (!indented && Header(line)) return;
+    // The summary's and the group table's rows are indented, some of their header lines not.
+    if (block_ == Block::kSummary && Summary(line)) return;
+    if (block_ == Block::kGroups && GroupRow(line)) return;
     if (Body(line)) return;
     if (line.find_first_not_of("=") == std::string_view::npos) return;  // underlines
     r_.notes.push_back("line not understood: " + std::string(line.substr(0, 120)));
@@ -74,7 +81,7 @@ class TextParser {
 
   bool recognised() const { return recognised_ > 0; }
 
- private:
+  // Internal to this file: everything below is the parser's state and steps.
   enum class Block {
     kNone, kSummary, kGroups, kIncomplete, kDead, kTimeout, kCommIncomplete, kCommError,
     kCommMismatch
@@ -115,10 +122,7 @@ class TextParser {
     if (line == "INCOMPLETE") return Enter(Block::kIncomplete);
     if (line == "DEAD") return Enter(Block::kDead);
     if (line == "TIMEOUT") return Enter(Block::kTimeout);
-    if (line.front() == '#') return CommHeader(line);
-    // The summary's tables have unindented header lines ("(total)   per node ...").
-    if (block_ == Block::kSummary) return Summary(line);
-    if (block_ == Block::kGroups) return GroupRow(line);
+    if (line.front() == '#' && line.find(" (") != std::string_view::npos) return CommHeader(line);
     return false;
   }
 
@@ -172,7 +176,10 @@ class TextParser {
     Communicator c;
     c.hash = hash;
     for (const auto& g : r_.groups) {
-      if (g.group == group) c.size = g.ranks_per_comm;
+      if (g.group == group) {
+        c.size = g.ranks_per_comm;
+        group_status_[hash] = g.status;
+      }
     }
     r_.communicators.push_back(std::move(c));
     return static_cast<int>(r_.communicators.size()) - 1;
@@ -355,6 +362,7 @@ class TextParser {
   bool CommMismatch(std::string_view line) {
     std::string_view rest;
     if (line == "Communicator ranks have different status") {
+      status_differs_.insert(Comm().hash);
       op_.clear();
       group_index_ = -1;
       return true;
@@ -429,6 +437,11 @@ class TextParser {
     return true;
   }
 
+  // What the parse leaves for the end: the group status of each detailed communicator, and
+  // which of them print a status per rank (the others' ranks all have the group's status).
+  std::map<std::string, std::string> group_status_;
+  std::set<std::string> status_differs_;
+
   Report& r_;
   Block block_ = Block::kNone;
   int recognised_ = 0;
@@ -463,7 +476,12 @@ StatusOr<Report> ParseTextReport(std::string_view body) {
   // A rank missing from a communicator whose process is considered dead is dead; its
   // communicator's answering ranks are the others.
   for (auto& c : r.communicators) {
+    const auto gs = p.group_status_.find(c.hash);
     for (auto& ri : c.ranks) {
+      if (ri.state == RankState::kUnknown && gs != p.group_status_.end() &&
+          p.status_differs_.count(c.hash) == 0) {
+        ri.state = TextParser::StateFromWord(gs->second);
+      }
       if (ri.state != RankState::kUnresponsive) continue;
       for (const auto& d : r.dead) {
         if (d.pid == ri.ref.pid && d.host == ri.ref.host) ri.state = RankState::kDead;
