@@ -1,0 +1,138 @@
+// `nccl-triage ras` end to end against the fake RAS port: what it prints, its JSON, exit codes.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "app/cli.h"
+#include "app/ras_target.h"
+#include "ras/fake_ras_server.h"
+
+namespace nccl_triage {
+namespace {
+
+using ras::testing::FakeMode;
+using ras::testing::FakeRasServer;
+using ras::testing::ReadTranscriptFile;
+
+struct Outcome {
+  int code;
+  std::string out, err;
+};
+
+Outcome Ras(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  CliContext ctx{std::move(args), out, err, "/nonexistent/nccl-triage"};
+  const int code = RunRasCommand(ctx);
+  return {code, out.str(), err.str()};
+}
+
+TEST(RasCommand, NamesTheStoppedRank) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-3-stopped-5s-json.txt"));
+  const Outcome r = Ras({"--addr", s.addr()});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("state:    stuck: rank 1 of communicator b7bb7673efec257b (pid 614 on "
+                       "192.0.2.2, GPU 0) does not answer"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("nccl:     2.28.9, RAS protocol 2, json report"), std::string::npos);
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST(RasCommand, JsonNamesTheLaggingRank) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-2-lagging-json.txt"));
+  const Outcome r = Ras({"--addr", s.addr(), "--format", "json"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "nccl-triage/ras/v1");
+  EXPECT_EQ(j["state"], "stuck");
+  ASSERT_EQ(j["findings"].size(), 1u);
+  EXPECT_EQ(j["findings"][0]["kind"], "lagging");
+  EXPECT_EQ(j["findings"][0]["rank"], 1);
+  EXPECT_EQ(j["findings"][0]["pid"], 614);
+  EXPECT_EQ(j["communicators"][0]["ranks"][1]["op_counts"]["AllReduce"], 484);
+  EXPECT_EQ(j["protocol"]["known"], true);
+}
+
+TEST(RasCommand, HealthyJobExitsZero) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-1-healthy-text.txt"));
+  const Outcome r = Ras({"--addr", s.addr(), "--reply", "text"});
+  EXPECT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("state:    ok: every rank answered"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("job:      1 node, 2 processes, 2 GPUs"), std::string::npos) << r.out;
+}
+
+TEST(RasCommand, UnknownProtocolIsSaidOnStderr) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-1-healthy-json.txt"), FakeMode::kReplay, "7");
+  const Outcome r = Ras({"--addr", s.addr()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "nccl-triage ras: warning: the server speaks RAS protocol 7, this client knows "
+            "protocol 2; its report is read as protocol 2\n");
+  EXPECT_NE(r.out.find("RAS protocol 7 (unknown: this client speaks 2"), std::string::npos);
+}
+
+TEST(RasCommand, NoReportIsOneLineAndExitTwo) {
+  FakeRasServer garbage("", FakeMode::kGarbage);
+  Outcome r = Ras({"--addr", garbage.addr()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("not an NCCL RAS server"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+
+  FakeRasServer silent("", FakeMode::kSilent);
+  r = Ras({"--addr", silent.addr(), "--timeout", "1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("timed out"), std::string::npos) << r.err;
+}
+
+TEST(RasCommand, UsageErrors) {
+  EXPECT_EQ(Ras({"--pod", "a/b", "--pid", "1"}).code, 2);
+  EXPECT_EQ(Ras({"--addr", "host:port"}).code, 2);
+  EXPECT_EQ(Ras({"--pod", "no-slash"}).code, 2);
+  const Outcome gone = Ras({"--pid", "999999999"});
+  EXPECT_EQ(gone.code, 2);
+  EXPECT_NE(gone.err.find("pid 999999999"), std::string::npos) << gone.err;
+  EXPECT_EQ(Ras({"--help"}).code, 0);
+}
+
+TEST(RasCommand, PidInThisNamespaceIsAskedFromHere) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-1-healthy-text.txt"));
+  const Outcome r = Ras({"--pid", std::to_string(::getpid()), "--addr", s.addr()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(network namespace host)"), std::string::npos) << r.out;
+}
+
+TEST(RasTarget, PicksTheFirstGpuProcessOfThePod) {
+  workload::ScanResult scan;
+  workload::ContainerFacts other;
+  other.ref.pod_uid = "11111111-1111-1111-1111-111111111111";
+  other.ref.container_id = std::string(64, 'a');
+  other.processes.resize(1);
+  other.processes[0].pid = 10;
+  workload::ContainerFacts mine;
+  mine.ref.pod_uid = "22222222-2222-2222-2222-222222222222";
+  mine.ref.container_id = std::string(64, 'b');
+  mine.processes.resize(2);
+  mine.processes[0].pid = 20;
+  mine.processes[1].pid = 21;
+  scan.containers = {other, mine};
+  workload::ApiPod pod;
+  pod.uid = mine.ref.pod_uid;
+  pod.namespace_name = "ml";
+  pod.name = "train-0";
+  pod.containers.push_back({"trainer", std::string(64, 'b'), {}});
+  auto t = PickPodProcess(scan, pod);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->pid, 20);
+  EXPECT_EQ(t->what, "pod ml/train-0 container trainer pid 20");
+  pod.uid = "33333333-3333-3333-3333-333333333333";
+  auto none = PickPodProcess(scan, pod);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no process of it holds a GPU"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nccl_triage
