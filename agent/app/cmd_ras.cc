@@ -8,10 +8,14 @@
 // (refused, timed out, not a RAS server: one line on stderr).
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "app/cli.h"
 #include "app/ras_target.h"
@@ -27,7 +31,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: nccl-triage ras [--addr HOST:PORT | --pod NAMESPACE/NAME | --pid PID]\n"
     "                       [--format table|json] [--timeout SECONDS] [--reply auto|text|json]\n"
-    "                       [--verbose] [--raw] [--node NAME]\n"
+    "                       [--again SECONDS] [--verbose] [--raw] [--node NAME]\n"
     "  Asks a running NCCL job (NCCL 2.24+) through the RAS port of one of its processes\n"
     "  which ranks hold it up: dead ranks, ranks that do not answer, and ranks that launched\n"
     "  fewer collectives than the others (the lagging rank of a hung job).\n"
@@ -40,6 +44,8 @@ constexpr const char* kUsage =
     "             its first process holding a GPU, as --pid; hostNetwork pods are asked here\n"
     "  --timeout  the whole query, default 30 s (NCCL itself waits up to 10 s for silent peers)\n"
     "  --reply    the report NCCL sends: json (2.28.7+) or text; auto asks for json first\n"
+    "  --again    when a rank lags, ask again this many seconds later (default 2, 0: never):\n"
+    "             a running job's counts move on, a hung job's do not\n"
     "  --verbose  NCCL's VERBOSE STATUS: the text report names more ranks\n"
     "  --raw      print the report as NCCL sent it, not parsed\n"
     "  Exit 0: every rank answered and agrees; 1: a rank is dead, silent, lagging, in error or\n"
@@ -60,6 +66,7 @@ int RunRasCommand(CliContext& ctx) {
   std::string format = "table";
   std::string reply_format = "auto";
   int timeout_s = 30;
+  int again_s = 2;
   bool verbose = false, raw = false, help = false;
   Status parsed = FlagParser()
                       .Switch({"--help", "-h"}, &help)
@@ -70,6 +77,7 @@ int RunRasCommand(CliContext& ctx) {
                       .Choice({"--format"}, &format, {"table", "json"})
                       .Choice({"--reply"}, &reply_format, {"auto", "text", "json"})
                       .Int({"--timeout"}, &timeout_s, 1, 3600)
+                      .Int({"--again"}, &again_s, 0, 600)
                       .Switch({"--verbose"}, &verbose)
                       .Switch({"--raw"}, &raw)
                       .Parse(ctx.args);
@@ -93,11 +101,13 @@ int RunRasCommand(CliContext& ctx) {
                                     node.value_or(DefaultNode()), *pod);
     if (!t.ok()) return usage_error(t.status().message());
     target = std::move(t).value();
-    source.target = pid ? "--pid " + std::to_string(*pid) : "--pod " + *pod + " (" + target.what + ")";
+    source.target =
+        pid ? "--pid " + std::to_string(*pid) : "--pod " + *pod + " (" + target.what + ")";
     source.netns = target.enter_netns ? "of pid " + std::to_string(target.pid) : "host";
   }
-  const std::string where = addr ? *addr : !target.ras_addr.empty() ? target.ras_addr
-                                                                     : std::string("localhost:28028");
+  const std::string where = addr                       ? *addr
+                            : !target.ras_addr.empty() ? target.ras_addr
+                                                       : std::string("localhost:28028");
   auto hp = ras::SplitHostPort(where);
   if (!hp.ok()) return usage_error("--addr: " + hp.status().message());
   if (source.target.empty()) source.target = "--addr " + where;
@@ -110,16 +120,35 @@ int RunRasCommand(CliContext& ctx) {
   q.format = reply_format == "text"   ? ras::ReplyFormat::kText
              : reply_format == "json" ? ras::ReplyFormat::kJson
                                       : ras::ReplyFormat::kAuto;
-  std::optional<StatusOr<ras::RawReply>> reply;
-  if (target.enter_netns) {
-    Status entered = ras::RunInNetworkNamespace(target.netns_path,
-                                                [&] { reply.emplace(ras::QueryRas(q)); });
-    if (!entered.ok()) return usage_error(entered.message());
-  } else {
-    reply.emplace(ras::QueryRas(q));
-  }
-  if (!reply->ok()) return usage_error(reply->status().message());
-  const ras::RawReply& r = reply->value();
+  // One query and its parse; an error is the command's one line.
+  auto ask = [&]() -> StatusOr<std::pair<ras::RawReply, ras::Report>> {
+    std::optional<StatusOr<ras::RawReply>> reply;
+    if (target.enter_netns) {
+      Status entered = ras::RunInNetworkNamespace(target.netns_path,
+                                                  [&] { reply.emplace(ras::QueryRas(q)); });
+      if (!entered.ok()) return entered;
+    } else {
+      reply.emplace(ras::QueryRas(q));
+    }
+    if (!reply->ok()) return reply->status();
+    ras::RawReply r = std::move(*reply).value();
+    if (raw) return std::make_pair(std::move(r), ras::Report{});
+    auto report = r.format == ras::ReplyFormat::kJson ? ras::ParseJsonReport(r.body)
+                                                      : ras::ParseTextReport(r.body);
+    if (!report.ok()) {
+      std::string m = r.address + ": " + report.status().message();
+      if (!r.protocol_known) {
+        m += " (the server speaks RAS protocol " + r.server_protocol +
+             ", unknown to this client)";
+      }
+      return InvalidArgument(m);
+    }
+    return std::make_pair(std::move(r), std::move(report).value());
+  };
+
+  auto first = ask();
+  if (!first.ok()) return usage_error(first.status().message());
+  const ras::RawReply& r = first->first;
   source.address = r.address;
   source.protocol = r.server_protocol;
   source.protocol_known = r.protocol_known;
@@ -133,17 +162,21 @@ int RunRasCommand(CliContext& ctx) {
     ctx.out << r.body;
     return 0;
   }
-
-  auto report = r.format == ras::ReplyFormat::kJson ? ras::ParseJsonReport(r.body)
-                                                    : ras::ParseTextReport(r.body);
-  if (!report.ok()) {
-    std::string m = r.address + ": " + report.status().message();
-    if (!r.protocol_known) {
-      m += " (the server speaks RAS protocol " + r.server_protocol + ", unknown to this client)";
-    }
-    return usage_error(m);
+  const ras::Report* report = &first->second;
+  ras::Judgement j = ras::Judge(*report);
+  std::optional<std::pair<ras::RawReply, ras::Report>> second;
+  const bool lags = std::any_of(j.findings.begin(), j.findings.end(), [](const ras::Finding& f) {
+    return f.kind == ras::FindingKind::kLagging;
+  });
+  if (lags && again_s > 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(again_s));
+    auto next = ask();
+    if (!next.ok()) return usage_error("asking again: " + next.status().message());
+    second = std::move(next).value();
+    j = ras::JudgeTwice(first->second, second->second);
+    report = &second->second;
+    source.asked_again_s = again_s;
   }
-  const ras::Judgement j = ras::Judge(*report);
   if (format == "json") {
     ctx.out << ras::ToJson(source, *report, j).dump(2) << "\n";
   } else {

@@ -289,7 +289,9 @@ StatusOr<std::pair<std::string, std::string>> SplitHostPort(std::string_view add
   if (host.empty()) host = kDefaultHost;
   if (port.empty()) port = kDefaultPort;
   for (char c : port) {
-    if (c < '0' || c > '9') return InvalidArgument("port '" + Printable(port) + "' is not a number");
+    if (c < '0' || c > '9') {
+      return InvalidArgument("port '" + Printable(port) + "' is not a number");
+    }
   }
   if (port.size() > 5 || std::stoi(port) == 0 || std::stoi(port) > 65535) {
     return InvalidArgument("port " + port + " is out of range");

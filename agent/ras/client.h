@@ -13,8 +13,8 @@
 // deadline for the whole exchange, every read is bounded (max_reply_bytes), and every failure is
 // one line of text in a Status (refused, timed out, not a RAS server, too long). Never throws.
 //
-// This file uses only libc and the standard library (and base/status.h, ras/protocol.h), so that it also builds
-// alone on a machine without the project's dependencies (tests/gpu). Thread-safe: no state.
+// This file uses only libc and the standard library (and base/status.h, ras/protocol.h), so
+// that it also builds alone on a machine without the project's dependencies (tests/gpu). Thread-safe: no state.
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -76,6 +77,69 @@ void Lagging(const Communicator& c, std::vector<Finding>& out) {
       out.push_back(Finding{FindingKind::kLagging, c.hash, RankRef{}, unnamed,
                             detail + " (the report does not name them; try --verbose)"});
     }
+  }
+}
+
+// The lowest count of `op` in communicator `hash`, over the ranks that answered and the text's
+// groups; nullopt when the report has none.
+std::optional<uint64_t> LowestCount(const Report& r, const std::string& hash,
+                                    const std::string& op) {
+  std::optional<uint64_t> low;
+  for (const auto& c : r.communicators) {
+    if (c.hash != hash) continue;
+    for (const auto& ri : c.ranks) {
+      const auto it = ri.op_counts.find(op);
+      if (Answered(ri.state) && it != ri.op_counts.end() && (!low || it->second < *low)) {
+        low = it->second;
+      }
+    }
+    for (const auto& g : c.count_groups) {
+      if (g.op == op && (!low || g.count < *low)) low = g.count;
+    }
+  }
+  return low;
+}
+
+std::string OpOf(const Finding& f) { return f.detail.substr(0, f.detail.find(':')); }
+
+// State and summary from the findings (in their order: dead, silent, lagging, errors, status).
+void Finish(const Report& r, Judgement& j) {
+  bool stuck = false;
+  bool error = false;
+  for (const auto& f : j.findings) {
+    const bool s = f.kind == FindingKind::kDead || f.kind == FindingKind::kUnresponsive ||
+                   f.kind == FindingKind::kLagging;
+    stuck = stuck || s;
+    error = error || !s;
+  }
+  j.state = stuck ? "stuck" : error ? "error" : "ok";
+  j.summary.clear();
+  if (j.findings.empty()) {
+    j.summary = "every rank answered";
+    if (!r.communicators.empty() || !r.groups.empty()) {
+      j.summary += "; status and collective counts agree";
+    } else {
+      j.summary = "no communicator reported";
+    }
+    return;
+  }
+  int shown = 0;
+  for (const auto& f : j.findings) {
+    if (shown == 3) {
+      j.summary += "; and " + std::to_string(j.findings.size() - 3) + " more";
+      break;
+    }
+    std::string what;
+    switch (f.kind) {
+      case FindingKind::kDead: what = "is dead"; break;
+      case FindingKind::kUnresponsive: what = "does not answer"; break;
+      case FindingKind::kLagging: what = "lags (" + f.detail + ")"; break;
+      case FindingKind::kError: what = "reports " + f.detail; break;
+      case FindingKind::kStatus: what = "differs (" + f.detail + ")"; break;
+    }
+    if (f.ranks > 1 && f.kind != FindingKind::kLagging) what = f.detail;
+    j.summary += (shown == 0 ? "" : "; ") + Who(f) + " " + what;
+    ++shown;
   }
 }
 
@@ -170,33 +234,36 @@ Judgement Judge(const Report& r) {
   for (auto* v : {&dead, &silent, &lagging, &errors, &status}) {
     j.findings.insert(j.findings.end(), v->begin(), v->end());
   }
-  const bool stuck = !dead.empty() || !silent.empty() || !lagging.empty();
-  j.state = stuck ? "stuck" : (!errors.empty() || !status.empty()) ? "error" : "ok";
-  if (j.findings.empty()) {
-    j.summary = "every rank answered";
-    if (!r.communicators.empty() || !r.groups.empty()) {
-      j.summary += "; status and collective counts agree";
-    }
-    if (r.communicators.empty() && r.groups.empty()) j.summary = "no communicator reported";
-    return j;
-  }
-  int shown = 0;
+  Finish(r, j);
+  return j;
+}
+
+Judgement JudgeTwice(const Report& first, const Report& second) {
+  Judgement j = Judge(second);
+  std::vector<Finding> kept;
+  int advanced = 0;
   for (const auto& f : j.findings) {
-    if (shown == 3) {
-      j.summary += "; and " + std::to_string(j.findings.size() - 3) + " more";
-      break;
+    if (f.kind == FindingKind::kLagging) {
+      const auto before = LowestCount(first, f.comm, OpOf(f));
+      const auto now = LowestCount(second, f.comm, OpOf(f));
+      if (before && now && *now > *before) {
+        ++advanced;
+        continue;
+      }
     }
-    std::string what;
-    switch (f.kind) {
-      case FindingKind::kDead: what = "is dead"; break;
-      case FindingKind::kUnresponsive: what = "does not answer"; break;
-      case FindingKind::kLagging: what = "lags (" + f.detail + ")"; break;
-      case FindingKind::kError: what = "reports " + f.detail; break;
-      case FindingKind::kStatus: what = "differs (" + f.detail + ")"; break;
+    kept.push_back(f);
+  }
+  j.findings = std::move(kept);
+  Finish(second, j);
+  if (advanced > 0) {
+    j.summary += "; counts that differed advanced between the two queries (a running job)";
+  } else if (j.state == "stuck") {
+    for (const auto& f : j.findings) {
+      if (f.kind == FindingKind::kLagging) {
+        j.summary += "; the counts did not move between the two queries";
+        break;
+      }
     }
-    if (f.ranks > 1 && f.kind != FindingKind::kLagging) what = f.detail;
-    j.summary += (shown == 0 ? "" : "; ") + Who(f) + " " + what;
-    ++shown;
   }
   return j;
 }

@@ -64,7 +64,8 @@ json ProcessJson(const Process& p) {
 
 std::string RenderTable(const Source& s, const Report& r, const Judgement& j) {
   std::ostringstream os;
-  os << "target:   " << s.target << ": " << s.address;
+  os << "target:   " << s.target;
+  if (s.target != "--addr " + s.address) os << ": " << s.address;
   if (!s.netns.empty()) os << " (network namespace " << s.netns << ")";
   os << "\n";
   os << "nccl:     " << OrDash(r.nccl_version) << ", RAS protocol " << s.protocol;
@@ -78,7 +79,9 @@ std::string RenderTable(const Source& s, const Report& r, const Judgement& j) {
     t << std::fixed << r.collection_s;
     os << ", gathered by NCCL in " << t.str() << " s";
   }
-  os << ", answered in " << s.elapsed_ms << " ms\n";
+  os << ", answered in " << s.elapsed_ms << " ms";
+  if (s.asked_again_s > 0) os << "; asked again " << s.asked_again_s << " s later";
+  os << "\n";
   if (r.nodes >= 0) {
     os << "job:      " << Plural(r.nodes, "node", "nodes") << ", "
        << Plural(r.processes, "process", "processes") << ", " << Plural(r.gpus, "GPU", "GPUs")
@@ -181,6 +184,7 @@ json ToJson(const Source& s, const Report& r, const Judgement& j) {
   out["format"] = r.format;
   out["nccl_version"] = r.nccl_version.empty() ? json(nullptr) : json(r.nccl_version);
   out["elapsed_ms"] = s.elapsed_ms;
+  out["asked_again_s"] = s.asked_again_s > 0 ? json(s.asked_again_s) : json(nullptr);
   out["collection_s"] = r.collection_s >= 0 ? json(r.collection_s) : json(nullptr);
   out["timeouts"] = r.timeouts;
   out["state"] = j.state;

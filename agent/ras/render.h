@@ -19,6 +19,7 @@ struct Source {
   std::string protocol;  // the server's RAS protocol version as sent
   bool protocol_known = true;
   long long elapsed_ms = 0;
+  int asked_again_s = 0;  // > 0: the report is the second of two, this many seconds apart
 };
 
 std::string RenderTable(const Source& source, const Report& report, const Judgement& judgement);

@@ -145,4 +145,11 @@ struct Judgement {
 
 Judgement Judge(const Report& report);
 
+// Two reports of the same job some seconds apart. Collective counts are gathered from each
+// process at slightly different moments, so a running job can show a rank one or two operations
+// behind; a hung one shows the same counts again. A lagging finding whose communicator's lowest
+// count for that operation moved between the two is dropped (the job advances), and the
+// judgement says so.
+Judgement JudgeTwice(const Report& first, const Report& second);
+
 }  // namespace nccl_triage::ras

@@ -11,11 +11,15 @@ namespace nccl_triage::ras::detail {
 
 inline std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
   return s;
 }
 
-inline bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+inline bool StartsWith(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 
 // True when s starts with p; `rest` is what follows.
 inline bool AfterPrefix(std::string_view s, std::string_view p, std::string_view& rest) {

@@ -28,7 +28,9 @@ int main(int argc, char** argv) {
   o.host = hp->first;
   o.port = hp->second;
   const std::string f = argv[2];
-  o.format = f == "text" ? ReplyFormat::kText : f == "json" ? ReplyFormat::kJson : ReplyFormat::kAuto;
+  o.format = f == "text"   ? ReplyFormat::kText
+             : f == "json" ? ReplyFormat::kJson
+                           : ReplyFormat::kAuto;
   auto r = nccl_triage::ras::QueryRas(o);
   if (!r.ok()) {
     std::printf("error: %s\n", r.status().message().c_str());

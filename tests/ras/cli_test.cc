@@ -43,8 +43,9 @@ TEST(RasCommand, NamesTheStoppedRank) {
 
 TEST(RasCommand, JsonNamesTheLaggingRank) {
   FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-2-lagging-json.txt"));
-  const Outcome r = Ras({"--addr", s.addr(), "--format", "json"});
+  const Outcome r = Ras({"--addr", s.addr(), "--format", "json", "--again", "0"});
   EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(s.connections(), 1);
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["schema"], "nccl-triage/ras/v1");
   EXPECT_EQ(j["state"], "stuck");
@@ -54,6 +55,18 @@ TEST(RasCommand, JsonNamesTheLaggingRank) {
   EXPECT_EQ(j["findings"][0]["pid"], 614);
   EXPECT_EQ(j["communicators"][0]["ranks"][1]["op_counts"]["AllReduce"], 484);
   EXPECT_EQ(j["protocol"]["known"], true);
+}
+
+TEST(RasCommand, AsksAgainWhenARankLagsAndSaysTheCountsDidNotMove) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-2-lagging-text.txt"));
+  const Outcome r = Ras({"--addr", s.addr(), "--again", "1"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(s.connections(), 2);
+  EXPECT_NE(r.out.find("; asked again 1 s later"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lags (AllReduce: launched 484, others up to 485); the counts did not "
+                       "move between the two queries"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(RasCommand, HealthyJobExitsZero) {

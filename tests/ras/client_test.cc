@@ -165,7 +165,8 @@ TEST(RasNetns, RunsInAnotherThreadOfTheSameNamespace) {
   ASSERT_TRUE(same.ok() || same.status().code() == StatusCode::kNotFound);
   FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-1-healthy-text.txt"));
   std::optional<StatusOr<RawReply>> reply;
-  Status entered = RunInNetworkNamespace("/proc/self/ns/net", [&] { reply.emplace(QueryRas(To(s))); });
+  Status entered =
+      RunInNetworkNamespace("/proc/self/ns/net", [&] { reply.emplace(QueryRas(To(s))); });
   if (!entered.ok() && entered.message().find("Operation not permitted") != std::string::npos) {
     GTEST_SKIP() << "setns needs CAP_SYS_ADMIN: " << entered.message();
   }

@@ -71,7 +71,8 @@ TEST(RasTextReport, NamesTheRankThatLaunchedFewerCollectives) {
 }
 
 TEST(RasTextReport, StoppedRankIsUnresponsive) {
-  for (const char* f : {"nccl-2.28.9-3-stopped-5s-text.txt", "nccl-2.28.9-3-stopped-20s-text.txt"}) {
+  for (const char* f :
+       {"nccl-2.28.9-3-stopped-5s-text.txt", "nccl-2.28.9-3-stopped-20s-text.txt"}) {
     const Report r = Parse(f);
     EXPECT_EQ(r.missing_processes, 1) << f;
     ASSERT_EQ(r.missing.size(), 1u) << f;
@@ -183,6 +184,23 @@ TEST(RasJsonReport, StatusErrorsNvmlNumbersAndLaggingOperation) {
   EXPECT_EQ(j.findings[0].rank.rank, 1);
   EXPECT_EQ(j.findings[0].detail, "AllGather: launched 10, others up to 12");
   EXPECT_EQ(j.findings[1].kind, FindingKind::kError);
+}
+
+TEST(RasJudgeTwice, CountsThatMoveAreARunningJob) {
+  std::string body = Body("nccl-2.28.9-2-lagging-json.txt");
+  const Report first = *ParseJsonReport(body);
+  // The same job a moment later: both ranks moved on, rank 1 still one behind.
+  body.replace(body.find("\"AllReduce\": 485"), 17, "\"AllReduce\": 590");
+  body.replace(body.find("\"AllReduce\": 484"), 17, "\"AllReduce\": 589");
+  const Report later = *ParseJsonReport(body);
+  EXPECT_EQ(Judge(later).state, "stuck");
+  const Judgement j = JudgeTwice(first, later);
+  EXPECT_EQ(j.state, "ok");
+  EXPECT_TRUE(j.findings.empty());
+  EXPECT_NE(j.summary.find("advanced between the two queries"), std::string::npos) << j.summary;
+  const Judgement same = JudgeTwice(first, first);
+  EXPECT_EQ(same.state, "stuck");
+  EXPECT_NE(same.summary.find("did not move"), std::string::npos) << same.summary;
 }
 
 TEST(RasReport, GarbageIsRefusedWithOneLine) {
