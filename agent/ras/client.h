@@ -14,7 +14,8 @@
 // one line of text in a Status (refused, timed out, not a RAS server, too long). Never throws.
 //
 // This file uses only libc and the standard library (and base/status.h, ras/protocol.h), so
-// that it also builds alone on a machine without the project's dependencies (tests/gpu). Thread-safe: no state.
+// that it also builds alone on a machine without the project's dependencies (tests/gpu).
+// Thread-safe: no state.
 #pragma once
 
 #include <chrono>
