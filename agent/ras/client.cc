@@ -140,8 +140,11 @@ class Connection {
   StatusOr<std::string> ReadToEnd(std::string_view what) {
     for (;;) {
       if (buffer_.size() > cap_) {
-        return InvalidArgument("the " + std::string(what) + " exceeds " +
-                               std::to_string(cap_ >> 10) + " KiB; stopped reading");
+        const std::string size = cap_ % (size_t{1} << 20) == 0
+                                     ? std::to_string(cap_ >> 20) + " MiB"
+                                     : std::to_string(cap_ >> 10) + " KiB";
+        return InvalidArgument("the " + std::string(what) + " exceeds " + size +
+                               "; stopped reading");
       }
       auto more = Fill(what);
       if (!more.ok()) return more.status();
