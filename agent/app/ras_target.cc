@@ -21,7 +21,13 @@ constexpr const char* kSelfNetns = "/proc/self/ns/net";
 Status Complete(RasTarget& t) {
   t.netns_path = "/proc/" + std::to_string(t.pid) + "/ns/net";
   auto same = ras::SameNamespace(t.netns_path, kSelfNetns);
-  if (!same.ok()) return NotFound("pid " + std::to_string(t.pid) + ": " + same.status().message());
+  if (!same.ok()) {
+    std::string m = "pid " + std::to_string(t.pid) + ": " + same.status().message();
+    if (m.find("Permission denied") != std::string::npos) {
+      m += " (another user's process: run as root, or in the agent's pod)";
+    }
+    return NotFound(m);
+  }
   t.enter_netns = t.enter_netns || !*same;
   auto environ =
       ReadWholeFile("/proc/" + std::to_string(t.pid) + "/environ", "environment", 1 << 20);
