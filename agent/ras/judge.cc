@@ -170,6 +170,19 @@ std::string_view ToString(FindingKind k) {
   return "unknown";
 }
 
+void TallyRanks(Communicator& c) {
+  c.dead = 0;
+  int named_missing = 0;
+  for (const auto& ri : c.ranks) {
+    c.dead += ri.state == RankState::kDead ? 1 : 0;
+    named_missing += Answered(ri.state) ? 0 : 1;
+  }
+  int unresponsive = 0;
+  for (const auto& ri : c.ranks) unresponsive += ri.state == RankState::kUnresponsive ? 1 : 0;
+  // Missing ranks the text counts but does not name: their processes did not answer.
+  c.unresponsive = unresponsive + std::max(0, c.missing - named_missing);
+}
+
 Judgement Judge(const Report& r) {
   Judgement j;
   std::vector<Finding> dead, silent, lagging, errors, status;

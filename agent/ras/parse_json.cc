@@ -197,6 +197,7 @@ StatusOr<Report> ParseJsonReport(std::string_view body) {
     if (incomplete) c.problems.emplace_back("INCOMPLETE");
     if (error) c.problems.emplace_back("ERROR");
     if (status_differs || counts_differ || nocomm) c.problems.emplace_back("MISMATCH");
+    TallyRanks(c);
     r.communicators.push_back(std::move(c));
   }
   // Processes: the missing ranks' processes, by their state.

@@ -488,6 +488,7 @@ StatusOr<Report> ParseTextReport(std::string_view body) {
       }
     }
     if (c.size >= 0) c.responding = c.size - c.missing;
+    TallyRanks(c);
   }
   return r;
 }

@@ -121,9 +121,10 @@ std::string RenderTable(const Source& s, const Report& r, const Judgement& j) {
     os << "\ncommunicators" << (r.format == "text" ? " the report details" : "") << " ("
        << r.communicators.size() << "):\n";
     std::vector<std::vector<std::string>> rows{
-        {"COMMUNICATOR", "RANKS", "ANSWERED", "MISSING", "PROBLEMS"}};
+        {"COMMUNICATOR", "RANKS", "ANSWERED", "MISSING", "DEAD", "SILENT", "PROBLEMS"}};
     for (const auto& c : r.communicators) {
       rows.push_back({c.hash, IntText(c.size), IntText(c.responding), std::to_string(c.missing),
+                      std::to_string(c.dead), std::to_string(c.unresponsive),
                       c.problems.empty() ? "-" : Join(c.problems, ",")});
     }
     os << Columns(rows, "  ");
@@ -225,6 +226,8 @@ json ToJson(const Source& s, const Report& r, const Judgement& j) {
     cj["size"] = c.size >= 0 ? json(c.size) : json(nullptr);
     cj["responding"] = c.responding >= 0 ? json(c.responding) : json(nullptr);
     cj["missing"] = c.missing;
+    cj["dead"] = c.dead;
+    cj["unresponsive"] = c.unresponsive;
     cj["problems"] = c.problems;
     json ranks = json::array();
     for (const auto& ri : c.ranks) {

@@ -68,6 +68,9 @@ struct Communicator {
   int size = -1;        // ranks in the communicator; -1 when not printed
   int responding = -1;  // ranks whose process answered with this communicator
   int missing = 0;      // ranks without an answer (unresponsive, dead or no longer in it)
+  int dead = 0;          // of the missing: ranks whose process is considered dead
+  int unresponsive = 0;  // of the missing: ranks whose process did not answer (text: also
+                         // those counted missing but not named)
   std::vector<std::string> problems;  // NCCL's words: INCOMPLETE, ERROR, MISMATCH
   std::vector<RankInfo> ranks;        // json: every rank; text: the ranks the report names
   std::vector<CountGroup> count_groups;  // text only
@@ -108,6 +111,9 @@ struct Report {
   std::vector<Process> dead;                // the ones named
   std::vector<std::string> notes;  // what the parser repaired or could not place, one line each
 };
+
+// Sets each communicator's dead and unresponsive counts from its ranks (both parsers call it).
+void TallyRanks(Communicator& c);
 
 // The text report (the bytes after STATUS). Error: nothing in it looks like a RAS report.
 StatusOr<Report> ParseTextReport(std::string_view body);

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -39,6 +41,29 @@ TEST(RasCommand, NamesTheStoppedRank) {
       << r.out;
   EXPECT_NE(r.out.find("nccl:     2.28.9, RAS protocol 2, json report"), std::string::npos);
   EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+// The example of docs/ras.md is the command's output for the recorded report.
+TEST(RasCommand, DocsExampleIsTheOutput) {
+  std::ifstream in(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/docs/ras.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  const std::string text = doc.str();
+  const std::string begin = "<!-- example:ras-stopped -->\n```text\n$ nccl-triage ras\n";
+  const auto from = text.find(begin);
+  const auto to = text.find("```\n<!-- /example:ras-stopped -->");
+  ASSERT_NE(from, std::string::npos);
+  ASSERT_NE(to, std::string::npos);
+  const std::string example = text.substr(from + begin.size(), to - from - begin.size());
+
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-3-stopped-5s-json.txt"));
+  const Outcome r = Ras({"--addr", s.addr()});
+  // What differs between runs: the address line and the milliseconds.
+  auto normal = [](std::string t) {
+    t = t.substr(t.find('\n') + 1);
+    return std::regex_replace(t, std::regex("answered in [0-9]+ ms"), "answered in N ms");
+  };
+  EXPECT_EQ(normal(r.out), normal(example));
 }
 
 TEST(RasCommand, JsonNamesTheLaggingRank) {

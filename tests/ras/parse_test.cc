@@ -129,6 +129,8 @@ TEST(RasTextReport, DeadAndSilentProcessesOfAWholeJob) {
   EXPECT_EQ(r.communicators[0].hash, "00a1b2c3d4e5f607");
   EXPECT_EQ(r.communicators[0].size, 8);
   EXPECT_EQ(r.communicators[0].responding, 6);
+  EXPECT_EQ(r.communicators[0].dead, 1);
+  EXPECT_EQ(r.communicators[0].unresponsive, 1);
   EXPECT_EQ(FindRank(r.communicators[0], 7)->state, RankState::kDead);
   EXPECT_EQ(FindRank(r.communicators[0], 6)->state, RankState::kUnresponsive);
   const Judgement j = Judge(r);
@@ -166,6 +168,9 @@ TEST(RasJsonReport, RepairsTheMissingCommaOfNccl2289) {
   EXPECT_EQ(Judge(r).findings[0].kind, FindingKind::kUnresponsive);
   const Report dead = Parse("nccl-2.28.9-4-killed-65s-json.txt");
   EXPECT_EQ(FindRank(dead.communicators[0], 1)->state, RankState::kDead);
+  EXPECT_EQ(dead.communicators[0].dead, 1);
+  EXPECT_EQ(dead.communicators[0].unresponsive, 0);
+  EXPECT_EQ(r.communicators[0].unresponsive, 1);
   EXPECT_EQ(dead.dead, (std::vector<Process>{{614, "192.0.2.2", "0"}}));
 }
 
