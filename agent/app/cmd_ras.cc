@@ -178,7 +178,9 @@ int RunRasCommand(CliContext& ctx) {
     source.asked_again_s = again_s;
   }
   if (format == "json") {
-    ctx.out << ras::ToJson(source, *report, j).dump(2) << "\n";
+    ctx.out << ras::ToJson(source, *report, j)
+                   .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+            << "\n";
   } else {
     ctx.out << ras::RenderTable(source, *report, j);
   }

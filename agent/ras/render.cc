@@ -170,7 +170,13 @@ std::string RenderTable(const Source& s, const Report& r, const Judgement& j) {
     os << "\nnotes:\n";
     for (const auto& n : r.notes) os << "  " << n << "\n";
   }
-  return os.str();
+  // Everything above may quote the peer: no control character reaches the terminal.
+  std::string out = os.str();
+  for (char& c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\n') || u == 0x7f) c = '?';
+  }
+  return out;
 }
 
 json ToJson(const Source& s, const Report& r, const Judgement& j) {

@@ -22,7 +22,9 @@ struct Source {
   int asked_again_s = 0;  // > 0: the report is the second of two, this many seconds apart
 };
 
+// Control characters from the peer's strings are printed as '?'.
 std::string RenderTable(const Source& source, const Report& report, const Judgement& judgement);
+// Strings are the peer's bytes: dump with error_handler_t::replace (invalid UTF-8 would throw).
 nlohmann::json ToJson(const Source& source, const Report& report, const Judgement& judgement);
 
 }  // namespace nccl_triage::ras

@@ -2,9 +2,14 @@
 // modelled from NCCL 2.24, 2.26 and 2.30's print formats (fake_ras_server.h says which is which).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "ras/fake_ras_server.h"
+#include "ras/render.h"
 #include "ras/report.h"
 
 namespace nccl_triage::ras {
@@ -225,6 +230,50 @@ TEST(RasReport, LinesOfANewerNcclAreKeptAsNotes) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->nccl_version, "2.99.0");
   EXPECT_EQ(r->notes.size(), 2u);
+}
+
+// Mutated reports (bytes flipped, lines cut, duplicated or dropped, numbers made huge) never
+// crash the parsers, the judgement or the rendering; a deterministic stand-in for the fuzzers.
+TEST(RasReport, MutatedReportsNeverCrash) {
+  std::mt19937 rng(20261206);
+  const std::vector<std::string> files = {
+      "nccl-2.28.9-2-lagging-text.txt", "nccl-2.28.9-4-killed-65s-json.txt",
+      "nccl-2.26.2-modelled-dead-text.txt", "nccl-2.30.7-modelled-status-json.txt",
+      "nccl-2.24.3-modelled-lagging-text.txt"};
+  int parsed = 0;
+  for (const auto& f : files) {
+    const std::string body = Body(f);
+    for (int i = 0; i < 400; ++i) {
+      std::string m = body;
+      const int edits = 1 + static_cast<int>(rng() % 8);
+      for (int e = 0; e < edits && !m.empty(); ++e) {
+        const size_t at = rng() % m.size();
+        switch (rng() % 5) {
+          case 0: m[at] = static_cast<char>(rng() % 256); break;
+          case 1: m.erase(at, rng() % 40); break;
+          case 2: m.insert(at, m.substr(at, rng() % 200)); break;
+          case 3: m.insert(at, "99999999999999999999999"); break;
+          default: m.insert(at, "\n  Rank -1 -- GPU  managed by process  on node \n"); break;
+        }
+      }
+      for (bool json : {false, true}) {
+        auto r = json ? ParseJsonReport(m) : ParseTextReport(m);
+        if (!r.ok()) continue;
+        ++parsed;
+        const Judgement j = Judge(*r);
+        const Judgement twice = JudgeTwice(*r, *r);
+        EXPECT_FALSE(j.state.empty());
+        EXPECT_FALSE(twice.state.empty());
+        const std::string table = RenderTable(Source{}, *r, j);
+        const auto control = [](char c) {
+          return c != '\n' && static_cast<unsigned char>(c) < 0x20;
+        };
+        EXPECT_EQ(std::count_if(table.begin(), table.end(), control), 0);
+        (void)ToJson(Source{}, *r, j).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+      }
+    }
+  }
+  EXPECT_GT(parsed, 1000);
 }
 
 }  // namespace
