@@ -189,9 +189,11 @@ Judgement Judge(const Report& r) {
   std::set<std::pair<int, std::string>> named;  // processes named by a rank finding
   for (const auto& c : r.communicators) {
     // The state most answering ranks have: a rank in another one is a status finding.
-    std::map<RankState, int> states;
-    for (const auto& ri : c.ranks) {
-      if (Answered(ri.state) && ri.state != RankState::kUnknown) ++states[ri.state];
+    std::map<RankState, int> states = c.status_counts;
+    if (states.empty()) {
+      for (const auto& ri : c.ranks) {
+        if (Answered(ri.state) && ri.state != RankState::kUnknown) ++states[ri.state];
+      }
     }
     RankState usual = RankState::kRunning;
     int best = 0;

@@ -383,6 +383,7 @@ class TextParser {
       const std::string_view what = line.substr(have + 12);
       if (AfterPrefix(what, "status ", rest)) {
         list_state_ = StateFromWord(Trim(rest));
+        Comm().status_counts[list_state_] += n;
         group_index_ = -1;
         return true;
       }
@@ -402,7 +403,10 @@ class TextParser {
       const RankState st = StateFromWord(Trim(rest.substr(hs + 12)));
       for (auto t : detail::SplitOn(rest.substr(0, hs), ',')) {
         int rank = -1;
-        if (ParseInt(Trim(t), rank)) RankFor(rank).state = st;
+        if (ParseInt(Trim(t), rank)) {
+          RankFor(rank).state = st;
+          ++Comm().status_counts[st];
+        }
       }
       return true;
     }
@@ -415,6 +419,7 @@ class TextParser {
     const std::string op = op_.empty() ? "collective" : op_;
     if (AfterPrefix(middle, "has status ", rest)) {
       ri.state = StateFromWord(rest);
+      ++Comm().status_counts[ri.state];
     } else if (AfterPrefix(middle, "has launched up to operation ", rest)) {
       uint64_t count = 0;
       if (!detail::ParseU64(rest, count)) return false;

@@ -74,6 +74,9 @@ struct Communicator {
   std::vector<std::string> problems;  // NCCL's words: INCOMPLETE, ERROR, MISMATCH
   std::vector<RankInfo> ranks;        // json: every rank; text: the ranks the report names
   std::vector<CountGroup> count_groups;  // text only
+  // Text only: how many ranks the report counts in each status when they differ ("7 ranks have
+  // status RUNNING", "Rank 3 has status INIT"); the judgement takes the most common as usual.
+  std::map<RankState, int> status_counts;
 };
 
 // One row of the text report's group table (communicators of the same shape and state).

@@ -213,6 +213,27 @@ TEST(RasJudgeTwice, CountsThatMoveAreARunningJob) {
   EXPECT_NE(same.summary.find("did not move"), std::string::npos) << same.summary;
 }
 
+TEST(RasTextReport, ARankInAnotherStatusThanTheCountedMajority) {
+  auto r = ParseTextReport(
+      "NCCL version 2.27.3 compiled with CUDA 12.9\n\nErrors\n======\n\nWarnings\n========\n\n"
+      "#0-0 (00000000000000aa) MISMATCH\n"
+      "  Communicator ranks have different status\n"
+      "  7 ranks have status RUNNING\n"
+      "  Rank 3 has status INIT -- GPU 3 managed by process 33 on node 10.0.0.3\n"
+      "  Communicator ranks have different AllReduce operation counts\n"
+      "  7 ranks have launched up to operation 12\n"
+      "  Rank 3 has not launched any operations -- GPU 3 managed by process 33 on node 10.0.0.3\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->notes.empty()) << r->notes.front();
+  const Judgement j = Judge(*r);
+  ASSERT_EQ(j.findings.size(), 2u) << j.summary;
+  EXPECT_EQ(j.findings[0].kind, FindingKind::kLagging);
+  EXPECT_EQ(j.findings[0].detail, "AllReduce: launched 0, others up to 12");
+  EXPECT_EQ(j.findings[1].kind, FindingKind::kStatus);
+  EXPECT_EQ(j.findings[1].rank, (RankRef{3, "10.0.0.3", 33, "3"}));
+  EXPECT_EQ(j.findings[1].detail, "status init, the others running");
+}
+
 TEST(RasReport, GarbageIsRefusedWithOneLine) {
   auto t = ParseTextReport("HTTP/1.1 400 Bad Request\r\n\r\n<html>");
   ASSERT_FALSE(t.ok());
