@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -10,6 +11,7 @@
 
 #include "app/cli.h"
 #include "app/ras_target.h"
+#include "workload/lookup.h"
 #include "ras/fake_ras_server.h"
 
 namespace nccl_triage {
@@ -170,6 +172,41 @@ TEST(RasTarget, PicksTheFirstGpuProcessOfThePod) {
   auto none = PickPodProcess(scan, pod);
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("no process of it holds a GPU"), std::string::npos);
+}
+
+// --pod through a stand-in for `nccl-triage-server workload-lookup` (a script printing the
+// lookup document): the pod is found by namespace and name, then its GPU processes are looked
+// for on this machine, where there are none.
+TEST(RasTarget, PodIsLookedUpThroughTheServerExecutable) {
+  const std::string dir = ::testing::TempDir() + "ras-lookup-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  workload::WorkloadLookup lookup;
+  KubeResponse pods;
+  pods.status = 200;
+  pods.body = R"({"items": [{"metadata": {"uid": "22222222-2222-2222-2222-222222222222",
+                  "namespace": "ml", "name": "train-0"},
+                  "spec": {"nodeName": "node-1", "hostNetwork": true}}]})";
+  lookup.pods = pods;
+  std::ofstream(dir + "/lookup.json") << workload::ToJson(lookup).dump();
+  const std::string exe = dir + "/nccl-triage-server";
+  std::ofstream(exe) << "#!/bin/sh\n/bin/cat '" << dir << "/lookup.json'\n";
+  std::filesystem::permissions(exe, std::filesystem::perms::owner_all);
+
+  auto pod = LookupPod(exe, "node-1", "ml", "train-0");
+  ASSERT_TRUE(pod.ok()) << pod.status().message();
+  EXPECT_EQ(pod->uid, "22222222-2222-2222-2222-222222222222");
+  EXPECT_TRUE(pod->host_network);
+  auto other = LookupPod(exe, "node-1", "ml", "train-9");
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().message(), "pod ml/train-9 is not on node node-1");
+  auto resolved = ResolvePodTarget(exe, "node-1", "ml/train-0");
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_NE(resolved.status().message().find("pod ml/train-0 (uid 22222222-"), std::string::npos)
+      << resolved.status().message();
+  auto missing = LookupPod(dir + "/absent", "node-1", "ml", "train-0");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("or use --pid"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
