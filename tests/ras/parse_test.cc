@@ -242,6 +242,14 @@ TEST(RasReport, GarbageIsRefusedWithOneLine) {
   EXPECT_FALSE(ParseJsonReport("[1, 2]").ok());
   EXPECT_FALSE(ParseJsonReport("{\"other\": 1}").ok());
   EXPECT_FALSE(ParseTextReport(std::string(1 << 16, '\0')).ok());
+  // Deep nesting from a hostile port: refused, not a stack overflow.
+  EXPECT_FALSE(ParseJsonReport(std::string(1 << 20, '[')).ok());
+  const std::string deep = std::string(1 << 20, '[') + std::string(1 << 20, ']');
+  EXPECT_FALSE(ParseJsonReport(deep).ok());
+  // Valid but deep: parsed, and nothing in it is a communicator.
+  auto odd = ParseJsonReport("{\"communicators\": " + deep + "}");
+  ASSERT_TRUE(odd.ok());
+  EXPECT_TRUE(odd->communicators.empty());
 }
 
 TEST(RasReport, LinesOfANewerNcclAreKeptAsNotes) {
