@@ -15,6 +15,8 @@ constexpr std::array kSubcommands = {
     Subcommand{"classify-log", "explain an NCCL log: class, cause, fix", &RunClassifyLogCommand},
     Subcommand{"probe", "NCCL all-reduce over sockets and over IB, then the verdict",
                &RunProbeCommand},
+    Subcommand{"ras", "a hung NCCL job: ask its RAS port which ranks are dead, silent or behind",
+               &RunRasCommand},
     Subcommand{"triage",
                "a job died: the rank that failed first, its node, the peer, the class and the fix",
                &RunTriageCommand},

@@ -20,6 +20,7 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
 int RunCheckCommand(CliContext& ctx);
 int RunClassifyLogCommand(CliContext& ctx);
 int RunProbeCommand(CliContext& ctx);
+int RunRasCommand(CliContext& ctx);
 int RunTriageCommand(CliContext& ctx);
 
 }  // namespace nccl_triage

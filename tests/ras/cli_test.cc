@@ -1,0 +1,213 @@
+// `nccl-triage ras` end to end against the fake RAS port: what it prints, its JSON, exit codes.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "app/cli.h"
+#include "app/ras_target.h"
+#include "workload/lookup.h"
+#include "ras/fake_ras_server.h"
+
+namespace nccl_triage {
+namespace {
+
+using ras::testing::FakeMode;
+using ras::testing::FakeRasServer;
+using ras::testing::ReadTranscriptFile;
+
+struct Outcome {
+  int code;
+  std::string out, err;
+};
+
+Outcome Ras(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  CliContext ctx{std::move(args), out, err, "/nonexistent/nccl-triage"};
+  const int code = RunRasCommand(ctx);
+  return {code, out.str(), err.str()};
+}
+
+TEST(RasCommand, NamesTheStoppedRank) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-3-stopped-5s-json.txt"));
+  const Outcome r = Ras({"--addr", s.addr()});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("state:    stuck: rank 1 of communicator b7bb7673efec257b (pid 614 on "
+                       "192.0.2.2, GPU 0) does not answer"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("nccl:     2.28.9, RAS protocol 2, json report"), std::string::npos);
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+// The example of docs/ras.md is the command's output for the recorded report.
+TEST(RasCommand, DocsExampleIsTheOutput) {
+  std::ifstream in(std::string(NCCL_TRIAGE_SOURCE_DIR) + "/docs/ras.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  const std::string text = doc.str();
+  const std::string begin = "<!-- example:ras-stopped -->\n```text\n$ nccl-triage ras\n";
+  const auto from = text.find(begin);
+  const auto to = text.find("```\n<!-- /example:ras-stopped -->");
+  ASSERT_NE(from, std::string::npos);
+  ASSERT_NE(to, std::string::npos);
+  const std::string example = text.substr(from + begin.size(), to - from - begin.size());
+
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-3-stopped-5s-json.txt"));
+  const Outcome r = Ras({"--addr", s.addr()});
+  // What differs between runs: the address line and the milliseconds.
+  auto normal = [](std::string t) {
+    t = t.substr(t.find('\n') + 1);
+    return std::regex_replace(t, std::regex("answered in [0-9]+ ms"), "answered in N ms");
+  };
+  EXPECT_EQ(normal(r.out), normal(example));
+}
+
+TEST(RasCommand, JsonNamesTheLaggingRank) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-2-lagging-json.txt"));
+  const Outcome r = Ras({"--addr", s.addr(), "--format", "json", "--again", "0"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(s.connections(), 1);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "nccl-triage/ras/v1");
+  EXPECT_EQ(j["state"], "stuck");
+  ASSERT_EQ(j["findings"].size(), 1u);
+  EXPECT_EQ(j["findings"][0]["kind"], "lagging");
+  EXPECT_EQ(j["findings"][0]["rank"], 1);
+  EXPECT_EQ(j["findings"][0]["pid"], 614);
+  EXPECT_EQ(j["communicators"][0]["ranks"][1]["op_counts"]["AllReduce"], 484);
+  EXPECT_EQ(j["protocol"]["known"], true);
+}
+
+TEST(RasCommand, AsksAgainWhenARankLagsAndSaysTheCountsDidNotMove) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-2-lagging-text.txt"));
+  const Outcome r = Ras({"--addr", s.addr(), "--again", "1"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(s.connections(), 2);
+  EXPECT_NE(r.out.find("; asked again 1 s later"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lags (AllReduce: launched 484, others up to 485); the counts did not "
+                       "move between the two queries"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(RasCommand, HealthyJobExitsZero) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-1-healthy-text.txt"));
+  const Outcome r = Ras({"--addr", s.addr(), "--reply", "text"});
+  EXPECT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("state:    ok: every rank answered"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("job:      1 node, 2 processes, 2 GPUs"), std::string::npos) << r.out;
+}
+
+TEST(RasCommand, UnknownProtocolIsSaidOnStderr) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-1-healthy-json.txt"), FakeMode::kReplay, "7");
+  const Outcome r = Ras({"--addr", s.addr()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "nccl-triage ras: warning: the server speaks RAS protocol 7, this client knows "
+            "protocol 2; its report is read as protocol 2\n");
+  EXPECT_NE(r.out.find("RAS protocol 7 (unknown: this client speaks 2"), std::string::npos);
+}
+
+TEST(RasCommand, NoReportIsOneLineAndExitTwo) {
+  FakeRasServer garbage("", FakeMode::kGarbage);
+  Outcome r = Ras({"--addr", garbage.addr()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("not an NCCL RAS server"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+
+  FakeRasServer silent("", FakeMode::kSilent);
+  r = Ras({"--addr", silent.addr(), "--timeout", "1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("timed out"), std::string::npos) << r.err;
+}
+
+TEST(RasCommand, UsageErrors) {
+  EXPECT_EQ(Ras({"--pod", "a/b", "--pid", "1"}).code, 2);
+  EXPECT_EQ(Ras({"--addr", "host:port"}).code, 2);
+  EXPECT_EQ(Ras({"--pod", "no-slash"}).code, 2);
+  const Outcome gone = Ras({"--pid", "999999999"});
+  EXPECT_EQ(gone.code, 2);
+  EXPECT_NE(gone.err.find("pid 999999999"), std::string::npos) << gone.err;
+  EXPECT_EQ(Ras({"--help"}).code, 0);
+}
+
+TEST(RasCommand, PidInThisNamespaceIsAskedFromHere) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-1-healthy-text.txt"));
+  const Outcome r = Ras({"--pid", std::to_string(::getpid()), "--addr", s.addr()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(network namespace host)"), std::string::npos) << r.out;
+}
+
+TEST(RasTarget, PicksTheFirstGpuProcessOfThePod) {
+  workload::ScanResult scan;
+  workload::ContainerFacts other;
+  other.ref.pod_uid = "11111111-1111-1111-1111-111111111111";
+  other.ref.container_id = std::string(64, 'a');
+  other.processes.resize(1);
+  other.processes[0].pid = 10;
+  workload::ContainerFacts mine;
+  mine.ref.pod_uid = "22222222-2222-2222-2222-222222222222";
+  mine.ref.container_id = std::string(64, 'b');
+  mine.processes.resize(2);
+  mine.processes[0].pid = 20;
+  mine.processes[1].pid = 21;
+  scan.containers = {other, mine};
+  workload::ApiPod pod;
+  pod.uid = mine.ref.pod_uid;
+  pod.namespace_name = "ml";
+  pod.name = "train-0";
+  pod.containers.push_back({"trainer", std::string(64, 'b'), {}});
+  auto t = PickPodProcess(scan, pod);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->pid, 20);
+  EXPECT_EQ(t->what, "pod ml/train-0 container trainer pid 20");
+  pod.uid = "33333333-3333-3333-3333-333333333333";
+  auto none = PickPodProcess(scan, pod);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no process of it holds a GPU"), std::string::npos);
+}
+
+// --pod through a stand-in for `nccl-triage-server workload-lookup` (a script printing the
+// lookup document): the pod is found by namespace and name, then its GPU processes are looked
+// for on this machine, where there are none.
+TEST(RasTarget, PodIsLookedUpThroughTheServerExecutable) {
+  const std::string dir = ::testing::TempDir() + "ras-lookup-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  workload::WorkloadLookup lookup;
+  KubeResponse pods;
+  pods.status = 200;
+  pods.body = R"({"items": [{"metadata": {"uid": "22222222-2222-2222-2222-222222222222",
+                  "namespace": "ml", "name": "train-0"},
+                  "spec": {"nodeName": "node-1", "hostNetwork": true}}]})";
+  lookup.pods = pods;
+  std::ofstream(dir + "/lookup.json") << workload::ToJson(lookup).dump();
+  const std::string exe = dir + "/nccl-triage-server";
+  std::ofstream(exe) << "#!/bin/sh\n/bin/cat '" << dir << "/lookup.json'\n";
+  std::filesystem::permissions(exe, std::filesystem::perms::owner_all);
+
+  auto pod = LookupPod(exe, "node-1", "ml", "train-0");
+  ASSERT_TRUE(pod.ok()) << pod.status().message();
+  EXPECT_EQ(pod->uid, "22222222-2222-2222-2222-222222222222");
+  EXPECT_TRUE(pod->host_network);
+  auto other = LookupPod(exe, "node-1", "ml", "train-9");
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().message(), "pod ml/train-9 is not on node node-1");
+  auto resolved = ResolvePodTarget(exe, "node-1", "ml/train-0");
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_NE(resolved.status().message().find("pod ml/train-0 (uid 22222222-"), std::string::npos)
+      << resolved.status().message();
+  auto missing = LookupPod(dir + "/absent", "node-1", "ml", "train-0");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("or use --pid"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace nccl_triage
