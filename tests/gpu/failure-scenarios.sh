@@ -15,7 +15,9 @@
 #
 # For every scenario it writes <scenario>/{r0.log,r1.log,r0.cmd,r1.cmd,rc.txt} (each log holds the
 # rank's stdout and stderr with NCCL_DEBUG=INFO; rc 124 = killed by the timeout) and packs the
-# whole result folder into failures.tar.gz (the device tool returns few files).
+# whole result folder into failures.tar.gz (the device tool returns few files). NCCL writes its INFO
+# lines to stdout with stdio buffering, so a rank that is killed would lose them: every rank runs
+# under `stdbuf -oL -eL`.
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -91,8 +93,8 @@ scenario() {
   mkdir -p "$d" "$w"
   local h0="${H0:-$name-r0}" h1="${H1:-$name-r1}"
   local base="NCCL_DEBUG=INFO NCCL_NVLS_ENABLE=0"
-  local c0="$W0 env $base NCCL_HOSTID=$h0 $E0 $ref 0 $N0 $w/id $BYTES 2 $ITERS"
-  local c1="$W1 env $base NCCL_HOSTID=$h1 $E1 $ref 1 $N1 $w/id $BYTES 2 $ITERS"
+  local c0="$W0 env $base NCCL_HOSTID=$h0 $E0 stdbuf -oL -eL $ref 0 $N0 $w/id $BYTES 2 $ITERS"
+  local c1="$W1 env $base NCCL_HOSTID=$h1 $E1 stdbuf -oL -eL $ref 1 $N1 $w/id $BYTES 2 $ITERS"
   echo "$c0" >"$d/r0.cmd"
   echo "$c1" >"$d/r1.cmd"
   (
