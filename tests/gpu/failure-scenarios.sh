@@ -15,7 +15,7 @@
 #
 # For every scenario it writes <scenario>/{r0.log,r1.log,r0.cmd,r1.cmd,rc.txt} (each log holds the
 # rank's stdout and stderr with NCCL_DEBUG=INFO; rc 124 = killed by the timeout) and packs the
-# whole result folder into failures.tar.gz (the device tool returns few files). NCCL writes its INFO
+# whole result folder into failures.tar.gz, one file to copy off the GPU machine. NCCL writes its INFO
 # lines to stdout with stdio buffering, so a rank that is killed would lose them: every rank runs
 # under `stdbuf -oL -eL`.
 set -uo pipefail
