@@ -247,6 +247,12 @@ struct LogClassifier::State {
   int nccl_cuda_major = -1;    // `NCCL version 2.21.5+cuda12.4`
   int driver_cuda_major = -1;  // `cudaDriverVersion 12020`
   LogLine nccl_cuda_line, driver_cuda_line;
+  // NET plugin selection (2.27+): the plugins NCCL tried and failed (`Failed to initialize NET
+  // plugin IB`), and the WARN that none could be used. NCCL tries only the plugins whose name
+  // NCCL_NET matches (plugin/net.cc), so a WARN with no plugin tried means NCCL_NET named none.
+  std::vector<std::string> net_plugins_failed;
+  std::optional<LogLine> no_net_plugin_line;
+  size_t info_lines_before_no_net = 0;
   const GpuArchitecture* gpu_arch = nullptr;  // the first GPU generation a line names
   LogLine gpu_line;
   // Causes derived from several lines that stay unless the run completed (not only set up).
@@ -416,6 +422,10 @@ struct LogClassifier::State {
     const auto rules = compiled.rules();
     if (!matches.empty() && rules[matches.front().rule].strength == Strength::kIgnore) return;
     last_warn_line = line_no;
+    if (!no_net_plugin_line && p.message.find("Failed to initialize any NET plugin") == 0) {
+      no_net_plugin_line = LogLine{line_no, Sanitize(Cap(line, 512))};
+      info_lines_before_no_net = nccl_lines - warn_lines;
+    }
     RankState* rs = Rank(p.rank);
     bool first_warn = rs != nullptr && !rs->has_warn;
     if (rs != nullptr) rs->has_warn = true;
@@ -658,6 +668,9 @@ struct LogClassifier::State {
     // `Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0` (2.5+); `Ring 00 : ...` (2.4).
     if (StartsWith(msg, "Channel ") || StartsWith(msg, "Ring ")) OnTransport(p.rank, msg);
     if (StartsWith(msg, "cudaDriverVersion ")) OnDriverVersion(msg.substr(18), line);
+    if (StartsWith(msg, "Failed to initialize NET plugin ") && net_plugins_failed.size() < 8) {
+      net_plugins_failed.emplace_back(Cap(msg.substr(32), 32));
+    }
     if (StartsWith(msg, "Using network ") && network.empty()) {
       network = Sanitize(Cap(msg.substr(14), kMaxFieldBytes));
     }
@@ -936,6 +949,26 @@ void LogClassifier::State::AddMultiLineFindings(bool completed) {
       }
     }
     AddDerived(kBadSetting, kTierRoot, 0.9, std::move(lines));
+  }
+
+  // No NET plugin could be used. With INFO on, NCCL says which plugins it tried; none tried means
+  // NCCL_NET names a network no plugin provides (NCCL does not print NCCL_NET). Only IB tried
+  // while NCCL_IB_DISABLE=1: NCCL_NET forced the network that the other setting turned off.
+  if (no_net_plugin_line && info_lines_before_no_net >= 3) {
+    std::optional<LogLine> disabled;
+    for (size_t i = 0; i < env_set.size(); ++i) {
+      if (env_set[i] == "NCCL_IB_DISABLE" && !env_values[i].empty() && env_values[i][0] != '0') {
+        disabled = env_lines[i];
+      }
+    }
+    const bool only_ib = !net_plugins_failed.empty() &&
+                         std::all_of(net_plugins_failed.begin(), net_plugins_failed.end(),
+                                     [](const std::string& n) { return n.rfind("IB", 0) == 0; });
+    if (net_plugins_failed.empty()) {
+      AddDerived(kBadSetting, kTierRoot, 0.9, {*no_net_plugin_line});
+    } else if (only_ib && disabled) {
+      AddDerived(kBadSetting, kTierRoot, 0.9, {*disabled, *no_net_plugin_line});
+    }
   }
 
   // Ranks on different networks: the ranks on sockets found no usable HCA (or were told not to

@@ -24,6 +24,9 @@ constexpr std::array kRefinements = {
     Refinement{ids::kIbHcaPresent, ids::kIbRdmaCoreMissing},
     Refinement{ids::kIbHcaPresent, ids::kContainerRdmaDevices},
     Refinement{ids::kIbHcaPresent, ids::kIbDriver},
+    // `Failed to initialize any NET plugin` because NCCL_NET named no network, or forced IB
+    // while NCCL_IB_DISABLE turned it off: the setting, not the HCA.
+    Refinement{ids::kIbHcaPresent, ids::kNcclEnvValue},
 };
 
 // NCCL_FACTS A2. ncclSuccess and ncclInProgress are not failures.

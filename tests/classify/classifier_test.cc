@@ -711,6 +711,36 @@ TEST(LogClassifierInference, IbForcedWhileDisabledIsAContradiction) {
   EXPECT_EQ(c.causes.front().evidence.size(), 2u);
 }
 
+// NCCL >= 2.27 initialises only the NET plugins whose name NCCL_NET matches (plugin/net.cc) and
+// never prints NCCL_NET: the INFO lines around `Failed to initialize any NET plugin` say why.
+TEST(LogClassifierInference, NoNetPluginTriedMeansNcclNetNamesNone) {
+  const std::string head =
+      "n1:5:5 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
+      "n1:5:5 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>\n"
+      "n1:5:5 [0] NCCL INFO cudaDriverVersion 13000\n";
+  const std::string none =
+      "n1:5:5 [0] plugin/net.cc:379 NCCL WARN Failed to initialize any NET plugin\n"
+      "n1:5:5 [0] NCCL INFO init.cc:421 -> 5\n";
+  Classification c = ClassifyLogText(head + none);
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture) << c.reason;
+  EXPECT_EQ(Cause0(c), "nccl.env_value") << c.reason;
+  // IB tried and found nothing: the HCA, as before.
+  Classification ib = ClassifyLogText(head + "n1:5:5 [0] NCCL INFO NET/IB : No device found.\n"
+                                             "n1:5:5 [0] NCCL INFO Failed to initialize NET "
+                                             "plugin IB\n" + none);
+  EXPECT_EQ(ib.fault_class, FaultClass::kIbResource) << ib.reason;
+  EXPECT_EQ(Cause0(ib), "ib.hca_present") << ib.reason;
+  // Only IB tried while NCCL_IB_DISABLE=1: NCCL_NET forced what the other setting turned off.
+  Classification off = ClassifyLogText(
+      head + "n1:5:5 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n"
+             "n1:5:5 [0] NCCL INFO Failed to initialize NET plugin IB\n" + none);
+  EXPECT_EQ(off.fault_class, FaultClass::kArchitecture) << off.reason;
+  EXPECT_EQ(Cause0(off), "nccl.env_value") << off.reason;
+  // A WARN-only log cannot tell which plugins were tried: the rule's reading stands.
+  Classification bare = ClassifyLogText(none);
+  EXPECT_EQ(Cause0(bare), "ib.hca_present") << bare.reason;
+}
+
 TEST(LogClassifierInference, RanksOnDifferentNetworksNameTheMissingHca) {
   Classification c = ClassifyLogText(
       "a:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n"
