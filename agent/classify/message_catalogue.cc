@@ -160,6 +160,24 @@ std::string_view Basename(std::string_view file) {
   return file;
 }
 
+// The catalogue writes a tab in a format as \t, a newline as \n and a backslash as \\.
+std::string Unescape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 1 < s.size()) {
+      const char n = s[i + 1];
+      if (n == 't' || n == 'n' || n == '\\') {
+        out.push_back(n == 't' ? '\t' : n == 'n' ? '\n' : '\\');
+        ++i;
+        continue;
+      }
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
 std::vector<std::string_view> SplitTabs(std::string_view line) {
   std::vector<std::string_view> out;
   while (true) {
@@ -228,7 +246,7 @@ StatusOr<std::shared_ptr<const MessageCatalogue>> MessageCatalogue::Parse(std::s
     }
     CatalogueMessage m;
     m.level = std::string(cols[col_level]);
-    m.format = std::string(cols[col_format]);
+    m.format = Unescape(cols[col_format]);
     m.file = std::string(cols[col_file]);
     m.path = std::string(cols[col_path]);
     if (col_first >= 0) m.first = std::string(cols[col_first]);
