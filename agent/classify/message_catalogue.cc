@@ -42,6 +42,7 @@ constexpr std::array kPaths = {
 
 constexpr size_t kMaxKey = 24;         // leading literal bytes used as the lookup key
 constexpr size_t kMaxMatchSteps = 4096;  // work bound of one FormatMatches call
+constexpr size_t kMinLiteralLetters = 8;  // letters a format needs to name a message by itself
 
 struct Conversion {
   char conv = 0;  // d i u x X o p s c f g e %
@@ -148,16 +149,27 @@ std::string_view LeadingLiteral(std::string_view format) {
   return format.substr(0, pct);
 }
 
-// "transport/net_ib.cc:1206" -> "net_ib.cc"
-std::string_view Basename(std::string_view file) {
+// "transport/net_ib.cc:1206 (func)" -> "transport/net_ib.cc"
+std::string_view FileOnly(std::string_view file) {
+  if (size_t paren = file.find(' '); paren != std::string_view::npos) file = file.substr(0, paren);
   if (size_t colon = file.rfind(':'); colon != std::string_view::npos) {
     file = file.substr(0, colon);
   }
-  if (size_t paren = file.find(' '); paren != std::string_view::npos) file = file.substr(0, paren);
+  return file;
+}
+
+std::string_view Basename(std::string_view file) {
   if (size_t slash = file.rfind('/'); slash != std::string_view::npos) {
     file = file.substr(slash + 1);
   }
   return file;
+}
+
+// One path per key; a key whose messages sit on different paths says nothing (nullptr).
+void Note(std::unordered_map<std::string, const MessagePath*>& map, std::string key,
+          const MessagePath* path) {
+  auto [it, inserted] = map.emplace(std::move(key), path);
+  if (!inserted && it->second != path) it->second = nullptr;
 }
 
 // The catalogue writes a tab in a format as \t, a newline as \n and a backslash as \\.
@@ -259,10 +271,26 @@ StatusOr<std::shared_ptr<const MessageCatalogue>> MessageCatalogue::Parse(std::s
   }
   for (size_t i = 0; i < cat->messages_.size(); ++i) {
     const CatalogueMessage& m = cat->messages_[i];
-    if (!m.file.empty()) {
-      cat->file_paths_.emplace(std::string(Basename(m.file)), FindMessagePath(m.path));
+    // The path of a file: only when all of its messages are on one path (init.cc, enqueue.cc
+    // and others mix several), by the path NCCL prints, else by a base name no other file has.
+    if (!m.file.empty() && m.level == "WARN") {
+      Note(cat->file_paths_, m.file, FindMessagePath(m.path));
+      Note(cat->base_paths_, std::string(Basename(m.file)), FindMessagePath(m.path));
+      auto [it, inserted] = cat->base_files_.emplace(std::string(Basename(m.file)), m.file);
+      if (!inserted && it->second != m.file) cat->base_paths_[it->first] = nullptr;
     }
     if (m.level != "WARN") continue;
+    // A format that is mostly holes (`%s`, `%s: %s`) would match any message: it names nothing.
+    size_t literal = 0;
+    for (size_t k = 0; k < m.format.size(); ++k) {
+      if (m.format[k] == '%') {
+        Conversion c;
+        k += ParseSpec(std::string_view(m.format).substr(k + 1), c);
+        continue;
+      }
+      literal += std::isalpha(static_cast<unsigned char>(m.format[k])) ? 1 : 0;
+    }
+    if (literal < kMinLiteralLetters) continue;
     std::string_view lead = LeadingLiteral(m.format);
     if (lead.empty()) {
       cat->open_start_.push_back(i);
@@ -286,6 +314,11 @@ std::shared_ptr<const MessageCatalogue> MessageCatalogue::Builtin() {
     return parsed.ok() ? *parsed : std::shared_ptr<const MessageCatalogue>(new MessageCatalogue());
   }();
   return builtin;
+}
+
+Status MessageCatalogue::BuiltinStatus() {
+  auto parsed = Parse(BuiltinMessageCatalogueText());
+  return parsed.ok() ? Status::Ok() : parsed.status();
 }
 
 const CatalogueMessage* MessageCatalogue::MatchWarn(std::string_view message) const {
@@ -319,8 +352,10 @@ const CatalogueMessage* MessageCatalogue::MatchWarn(std::string_view message) co
 }
 
 const MessagePath* MessageCatalogue::PathOfFile(std::string_view file_and_line) const {
-  auto it = file_paths_.find(std::string(Basename(file_and_line)));
-  return it == file_paths_.end() ? nullptr : it->second;
+  const std::string_view file = FileOnly(file_and_line);
+  if (auto it = file_paths_.find(std::string(file)); it != file_paths_.end()) return it->second;
+  auto it = base_paths_.find(std::string(Basename(file)));
+  return it == base_paths_.end() ? nullptr : it->second;
 }
 
 }  // namespace nccl_triage

@@ -50,15 +50,18 @@ class MessageCatalogue {
   // The TSV of tools/nccl-catalogue (a header row names the columns; `#` lines are comments).
   // InvalidArgument naming the line when a row is malformed or names an unknown path.
   static StatusOr<std::shared_ptr<const MessageCatalogue>> Parse(std::string_view tsv);
-  // The catalogue built into the binary; empty when the build had none.
+  // The catalogue built into the binary; empty when the build had none (or it does not parse:
+  // BuiltinStatus says why, and a test holds it to OK).
   static std::shared_ptr<const MessageCatalogue> Builtin();
+  static Status BuiltinStatus();
 
   std::span<const CatalogueMessage> messages() const { return messages_; }
   // The WARN entry a message is (the one with the longest literal text when several match), or
   // nullptr.
   const CatalogueMessage* MatchWarn(std::string_view message) const;
   // The path of a source file as NCCL prints it before WARN ("transport/net_ib.cc:1206",
-  // "net_ib.cc:1206"), or nullptr when the catalogue has no message from that file.
+  // "net_ib.cc:1206"), or nullptr when the catalogue has no WARN from that file or its WARNs
+  // sit on several paths.
   const MessagePath* PathOfFile(std::string_view file_and_line) const;
 
  private:
@@ -67,7 +70,10 @@ class MessageCatalogue {
   std::unordered_map<std::string, std::vector<size_t>> by_prefix_;  // leading literal, capped
   std::vector<size_t> prefix_lengths_;                              // distinct key lengths
   std::vector<size_t> open_start_;  // formats that start with a conversion
-  std::unordered_map<std::string, const MessagePath*> file_paths_;  // basename -> path
+  // A source file's path when all its WARNs share one: by its path under src/, by base name.
+  std::unordered_map<std::string, const MessagePath*> file_paths_;
+  std::unordered_map<std::string, const MessagePath*> base_paths_;
+  std::unordered_map<std::string, std::string> base_files_;  // base name -> its one file
 };
 
 }  // namespace nccl_triage

@@ -215,13 +215,22 @@ TEST(LogClassifier, ProxyWrappersFollowTheRootAndAreNotListedBesideIt) {
 }
 
 TEST(LogClassifier, UnknownWarnIsUnknownWithTheLineAsReason) {
+  // A message and a file that neither the rules nor NCCL's message catalogue know.
   Classification c = ClassifyLogText(
-      "x:1:1 [0] enqueue.cc:1990 NCCL WARN Something no rule knows\n"
-      "x:1:1 [0] NCCL INFO enqueue.cc:2001 -> 3\n");
+      "x:1:1 [0] site/tuner_ext.cc:1990 NCCL WARN Something no rule knows\n"
+      "x:1:1 [0] NCCL INFO site/tuner_ext.cc:2001 -> 3\n");
   EXPECT_EQ(c.fault_class, FaultClass::kUnknown);
   EXPECT_NE(c.reason.find("matches no rule"), std::string::npos);
   ASSERT_EQ(c.roots.size(), 1u);
   EXPECT_EQ(c.roots[0].line.number, 1u);
+  // The same message from enqueue.cc, all of whose WARNs NCCL prints for a caller's mistakes:
+  // the path names the class even though the message is new.
+  Classification api = ClassifyLogText(
+      "x:1:1 [0] enqueue.cc:1990 NCCL WARN Something no rule knows\n"
+      "x:1:1 [0] NCCL INFO enqueue.cc:2001 -> 3\n");
+  EXPECT_EQ(api.fault_class, FaultClass::kArchitecture) << api.reason;
+  ASSERT_FALSE(api.causes.empty());
+  EXPECT_EQ(api.causes.front().cause, "nccl.api_usage");
 }
 
 TEST(LogClassifier, OnlyPeerExitsIsUnknown) {
