@@ -207,7 +207,7 @@ def build_nccl(repo, versions, out):
 # ---------------------------------------------------------------------------------------------
 # rdma-core and aws-ofi-nccl
 
-def other_tags(repo, pattern, minimum, every):
+def other_tags(repo, pattern, minimum, every, series_len):
     tags = []
     for t in repo.tags():
         m = re.fullmatch(pattern, t)
@@ -218,7 +218,7 @@ def other_tags(repo, pattern, minimum, every):
     # the last tag of each release series (major.minor), then every n-th of them plus the last
     last = {}
     for k, v, t in tags:
-        last[k[:2] if k[0] < 100 else k[:1]] = (k, v, t)
+        last[k[:series_len]] = (k, v, t)
     series = [last[s] for s in sorted(last)]
     pick = series[::every]
     if series and series[-1] not in pick:
@@ -293,7 +293,7 @@ def build_ofi(repo, versions, out):
 # CUDA error codes
 
 def cuda_enum(text, enum_name, api, header):
-    m = re.search(r"enum\s+" + enum_name + r"\s*\{(.*?)\}", text, re.S)
+    m = re.search(r"enum\s+(?:__device_builtin__\s+)?" + enum_name + r"\s*\{(.*?)\}", text, re.S)
     if not m:
         return []
     body = m.group(1)
@@ -350,11 +350,11 @@ def main():
         build_nccl(gitsrc.PlainDir(a.nccl_src), [(a.nccl_version, "HEAD")], a.out)
     if a.rdma_core_git:
         repo = gitsrc.GitDir(a.rdma_core_git)
-        build_rdma(repo, other_tags(repo, r"v(\d+(?:\.\d+)*)", a.rdma_core_min.lstrip("v"), 3),
+        build_rdma(repo, other_tags(repo, r"v(\d+(?:\.\d+)*)", a.rdma_core_min.lstrip("v"), 3, 1),
                    a.out)
     if a.ofi_git:
         repo = gitsrc.GitDir(a.ofi_git)
-        build_ofi(repo, other_tags(repo, r"v(\d+\.\d+\.\d+)(?:-aws)?", a.ofi_min, 1), a.out)
+        build_ofi(repo, other_tags(repo, r"v(\d+\.\d+\.\d+)(?:-aws)?", a.ofi_min, 1, 2), a.out)
     if a.cuda_include:
         build_cuda(a.cuda_include, a.out)
 

@@ -56,4 +56,50 @@ def nccl_path(rel, macro=""):
 
 # env -> (accepted values as NCCL parses them, the WARN it prints for a value it rejects).
 # Filled by reading NCCL's parsing code; see the README for where each comes from.
-PARAM_VALUES = {}
+_PROTO_ALGO_SYNTAX = (
+    "comma-separated names, case-insensitive (strcasecmp); a leading ^ disables the listed ones "
+    "and enables the rest; from 2.24 also per-collective entries `func:list` separated by ';' "
+    "(only the first entry may omit the prefix), e.g. ^LL128;allreduce:LL128. Before 2.24 an "
+    "unknown name is silently ignored")
+_PROTO_ALGO_WARN = ('from 2.24: WARN "Unrecognized element token \"%s\" when parsing \"%s\"", '
+                    '"Unrecognized prefix token \"%s\" when parsing \"%s\"", '
+                    '"All entries except the first must have a prefix: \"%s\"" (graph/tuning.cc)')
+_PATH_LEVELS = ("LOC, NVL, NVB, C2C (2.25+), PIX, PXB, P2C (2.27+), PXN, PHB, SYS (exact, "
+                "case-sensitive strcmp); or the old numbers 0-5 = LOC, PIX, PXB, PHB, SYS, SYS; "
+                "anything else leaves NCCL's own choice")
+_IFLIST = ("comma-separated interface/device prefixes; a leading ^ excludes them, a leading = "
+           "makes them exact names")
+PARAM_VALUES = {
+    "NCCL_ALGO": ("Tree, Ring, CollNet (2.12-2.13) / CollNetDirect, CollNetChain (2.14+), NVLS "
+                  "(2.17+), NVLSTree (2.18+), PAT (2.23+); " + _PROTO_ALGO_SYNTAX,
+                  _PROTO_ALGO_WARN),
+    "NCCL_PROTO": ("LL, LL128, Simple; " + _PROTO_ALGO_SYNTAX, _PROTO_ALGO_WARN),
+    "NCCL_DEBUG": ("VERSION, WARN, INFO, ABORT, TRACE (case-insensitive); anything else is "
+                   "ignored (no logging)", ""),
+    "NCCL_DEBUG_SUBSYS": ("comma-separated INIT, COLL, P2P, SHM, NET, GRAPH, TUNING, ENV, ALLOC, "
+                          "CALL, PROXY, NVLS, BOOTSTRAP, REG, PROFILE, RAS, ALL (case-insensitive, "
+                          "the set grows with the release); a leading ^ excludes them; default "
+                          "INIT (plus ENV in newer releases); unknown names are ignored", ""),
+    "NCCL_DEBUG_TIMESTAMP_LEVELS": ("comma-separated ALL, VERSION, WARN, INFO, ABORT, TRACE; "
+                                    "leading ^ excludes", ""),
+    "NCCL_SOCKET_FAMILY": ("AF_INET or AF_INET6 (exact, case-sensitive); anything else means "
+                           "any family", ""),
+    "NCCL_SOCKET_IFNAME": (_IFLIST, ""),
+    "NCCL_IB_HCA": (_IFLIST + "; each may carry :port", ""),
+    "NCCL_IB_DISABLE": ("0 or 1 (integer; 1 disables the IB transport)", ""),
+    "NCCL_P2P_DISABLE": ("0 or 1 (1 = level LOC, i.e. no P2P)", ""),
+    "NCCL_SHM_DISABLE": ("0 or 1", ""),
+    "NCCL_NVLS_ENABLE": ("0, 1, 2 (2 = auto in releases that have it)", ""),
+    "NCCL_P2P_LEVEL": (_PATH_LEVELS, ""),
+    "NCCL_NET_GDR_LEVEL": (_PATH_LEVELS, ""),
+    "NCCL_SHM_LEVEL": (_PATH_LEVELS, ""),
+    "NCCL_NET": ("name of a network the loaded plugins offer, case-insensitive (built in: IB, "
+                 "Socket; plugins e.g. AWS Libfabric)",
+                 'a name no loaded plugin offers: WARN "Failed to initialize any NET plugin"; '
+                 'split comms: WARN "Comm config netName (%s) does not match the parent (%s)" '
+                 '(plugin/net.cc, 2.28)'),
+    "NCCL_CROSS_NIC": ("0, 1, 2 (2 = auto)", ""),
+    "NCCL_IB_GID_INDEX": ("integer; -1 = automatic detection (2.21+)", ""),
+    "NCCL_IB_ADDR_FAMILY": ("AF_INET or AF_INET6", ""),
+    "NCCL_LAUNCH_MODE": ("PARALLEL or GROUP", ""),
+}
