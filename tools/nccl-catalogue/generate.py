@@ -115,7 +115,7 @@ def nccl_scan_version(repo, tag):
                 if text is None:
                     continue
                 counts[level + "_literal"] += 1
-                messages.append((level, flags, text, rel, macro or ""))
+                messages.append((level, flags, text.rstrip("\n"), rel, macro or ""))
             if macro is not None:
                 continue
             for name, args, _ in cscan.find_calls(code, ["NCCL_PARAM", "DEFINE_NCCL_PARAM",
@@ -233,9 +233,15 @@ def scan_calls(repo, versions, file_ok, specs, path_of, out_name, out, comment):
     for v, tag in versions:
         print(out_name, tag, file=sys.stderr)
         files = [(p, b) for p, b in repo.files(tag) if p.endswith(SRC_EXT) and file_ok(p)]
+        dir_defines = {}
+        for p, b in files:
+            d = dir_defines.setdefault(os.path.dirname(p), {})
+            for k, val in cscan.simple_string_defines(repo.read(b)).items():
+                d.setdefault(k, val)
         for p, b in files:
             t = repo.read(b)
-            defines = cscan.simple_string_defines(t)
+            defines = dict(dir_defines.get(os.path.dirname(p), {}))
+            defines.update(cscan.simple_string_defines(t))
             for code, macro, mparams in cscan.segments(t):
                 if macro in specs:
                     continue
@@ -248,6 +254,7 @@ def scan_calls(repo, versions, file_ok, specs, path_of, out_name, out, comment):
                     text = cscan.string_expr(args[fi], mparams or [], defines)
                     if text is None:
                         continue
+                    text = text.rstrip("\n")
                     flags = cscan.norm_expr(args[fl]) if fl is not None else ""
                     msgs.setdefault((level, flags, text, p, macro or name), set()).add(v)
     rows = []
