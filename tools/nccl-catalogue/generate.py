@@ -118,8 +118,13 @@ def nccl_scan_version(repo, tag):
                 messages.append((level, flags, text.rstrip("\n"), rel, macro or ""))
             if macro is not None:
                 continue
+            # A literal that is exactly an NCCL_ name, passed to a helper that reads it
+            # (ncclGetLevel(..., "NCCL_P2P_LEVEL"), tables of names, ...).
+            for lit in re.finditer(r'(?<![\w"])"(NCCL_[A-Z0-9_]+)"', code):
+                if lit.group(1) not in tables.NOT_ENV:
+                    params.append((lit.group(1), "string", "", "literal", rel, ""))
             for name, args, _ in cscan.find_calls(code, ["NCCL_PARAM", "DEFINE_NCCL_PARAM",
-                                                         "ncclGetEnv", "getenv"]):
+                                                         "ncclGetEnv", "getenv", "getEnvFunc"]):
                 if name == "NCCL_PARAM" and len(args) >= 3:
                     env = cscan.string_expr(args[1], (), defines)
                     if env:
@@ -129,7 +134,7 @@ def nccl_scan_version(repo, tag):
                     desc = cscan.string_expr(",".join(args[6:]), (), defines) or ""
                     params.append((args[2], cscan.norm_expr(args[1]), cscan.norm_expr(args[3]),
                                    name, rel, desc))
-                elif name in ("ncclGetEnv", "getenv") and len(args) == 1:
+                elif name in ("ncclGetEnv", "getenv", "getEnvFunc") and len(args) == 1:
                     env = cscan.string_expr(args[0], (), defines)
                     if env and re.fullmatch(r"[A-Z][A-Z0-9_]*", env):
                         params.append((env, "string", "", name, rel, ""))
@@ -154,7 +159,7 @@ def build_nccl(repo, versions, out):
             e["versions"].add(v)
             e["how"].add(how)
             e["files"].add(rel)
-            if how in ("NCCL_PARAM", "DEFINE_NCCL_PARAM") or env not in e["types"]:
+            if how in ("NCCL_PARAM", "DEFINE_NCCL_PARAM") or v not in e["types"]:
                 e["types"][v] = typ
                 e["defaults"][v] = deft
             if desc:

@@ -33,9 +33,9 @@ FILE_PATHS = [
     (r"transport/shm\.cc$|misc/shmutils\.cc$|include/shm", "shm"),
     (r"transport/p2p\.cc$|include/p2p\.h$", "p2p"),
     (r"transport/nvls\.cc$|include/nvls|nvls", "nvls"),
-    (r"plugin/(net|plugin_open)|^net\.cc$|include/(net|plugin/net)|transport/net\.cc$", "net_plugin"),
+    (r"plugin/(net|gin|plugin_open)|^net\.cc$|include/(net|plugin/net)|transport/net\.cc$", "net_plugin"),
     (r"^proxy\.cc$|include/proxy\.h$", "proxy"),
-    (r"^enqueue\.cc$|argcheck|^collectives|collectives\.cc$|^group\.cc$|^symmetric|^sym_|^register/|^api|^ce_coll", "api_usage"),
+    (r"^enqueue\.cc$|argcheck|^collectives|collectives\.cc$|^group\.cc$|^symmetric|^sym_|^register/|^register\.cc$|^api|^ce_coll", "api_usage"),
     (r"^ras/|include/ras", "ras"),
     (r"misc/param\.cc$|include/param|^param/|^env|misc/env", "env"),
     (r"include/alloc\.h$|allocator\.cc$|^alloc|misc/utils\.cc$", "alloc"),
@@ -103,3 +103,8 @@ PARAM_VALUES = {
     "NCCL_IB_ADDR_FAMILY": ("AF_INET or AF_INET6", ""),
     "NCCL_LAUNCH_MODE": ("PARALLEL or GROUP", ""),
 }
+
+# NCCL_ names that appear as bare literals but are not environment variables (message arguments
+# naming a struct initialiser or a constant).
+NOT_ENV = {"NCCL_COMM_PROPERTIES_INITIALIZER", "NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER",
+           "NCCL_GIN_CONNECTION_RAIL"}
