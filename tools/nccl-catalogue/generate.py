@@ -348,6 +348,9 @@ def main():
     ap.add_argument("--nccl-version", default="0.0.0")
     ap.add_argument("--min", default="2.12", help="first NCCL minor release (default 2.12)")
     ap.add_argument("--max", default="", help="last NCCL minor release (default: newest tag)")
+    ap.add_argument("--nccl-extra", action="append", default=[], metavar="REV=VERSION",
+                    help="also read revision REV (a branch or commit, e.g. an unreleased dev "
+                    "branch) as NCCL VERSION; may repeat")
     ap.add_argument("--rdma-core-git", help="git directory of rdma-core")
     ap.add_argument("--rdma-core-min", default="v30")
     ap.add_argument("--ofi-git", help="git directory of aws-ofi-nccl")
@@ -357,7 +360,12 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     if a.nccl_git:
         repo = gitsrc.GitDir(a.nccl_git)
-        build_nccl(repo, nccl_tags(repo, a.min, a.max), a.out)
+        versions = nccl_tags(repo, a.min, a.max)
+        for extra in a.nccl_extra:
+            rev, _, ver = extra.partition("=")
+            versions.append((ver, rev))
+        versions.sort(key=lambda x: vkey(x[0]))
+        build_nccl(repo, versions, a.out)
     elif a.nccl_src:
         build_nccl(gitsrc.PlainDir(a.nccl_src), [(a.nccl_version, "HEAD")], a.out)
     if a.rdma_core_git:
