@@ -166,7 +166,7 @@ def build_nccl(repo, versions, out):
                 e["desc"] = desc
     rows = []
     for (level, flags, fmt, rel, macro), vs in msgs.items():
-        path = tables.nccl_path(rel, macro)
+        path = tables.nccl_message_path(rel, macro, fmt)
         first = min(vs, key=vkey)
         last = max(vs, key=vkey)
         rows.append((level, flags, fmt, rel, path, first, last, macro,

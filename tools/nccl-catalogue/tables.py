@@ -108,3 +108,26 @@ PARAM_VALUES = {
 # naming a struct initialiser or a constant).
 NOT_ENV = {"NCCL_COMM_PROPERTIES_INITIALIZER", "NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER",
            "NCCL_GIN_CONNECTION_RAIL"}
+
+# The OS abstraction layer (src/os/, 2.29+) holds sockets, shared memory, topology reads and more
+# in one file per OS: there the path comes from the message. First match wins; else the file's.
+OS_FILE = re.compile(r"^os/")
+OS_MESSAGE_PATHS = [
+    (r"UDS:|IPC:|IpcSocket", "p2p"),
+    (r"[Ss]ocket|connect|[Aa]ccept|Net :|WSA|ioctlsocket|[Aa]dapter", "socket"),
+    (r"shared memory|SHM|fallocate|mkstemp|[Mm]ap(ping)? |map view|munmap|UnmapView|real path", "shm"),
+    (r"NVML|nvml|libnvidia-ml", "cuda"),
+    (r"PCI|Pci|[Aa]ffinity|Topology|Topo|SetupDi|SetupAPI", "topology"),
+    (r"extend %s to", "shm"),
+    (r"[Ss]tack size|environment variable", "env"),
+]
+
+
+def nccl_message_path(rel, macro, fmt):
+    if OS_FILE.match(rel) and not macro:
+        for pat, path in OS_MESSAGE_PATHS:
+            if re.search(pat, fmt):
+                return path
+        if rel.endswith("socket_pair.cc"):
+            return "socket"
+    return nccl_path(rel, macro)
