@@ -29,7 +29,7 @@ FILE_PATHS = [
     (r"bootstrap\.cc$|include/bootstrap\.h$", "bootstrap"),
     (r"misc/ipcsocket\.cc$", "p2p"),
     (r"misc/(cudawrap|gdrwrap|nvmlwrap|strongstream|cudaFree)|include/(cudawrap|gdrwrap|nvmlwrap)\.h$", "cuda"),
-    (r"graph/|include/graph\.h$|mnnvl\.cc$", "topology"),
+    (r"graph/|^tuning/|include/graph\.h$|mnnvl\.cc$", "topology"),
     (r"transport/shm\.cc$|misc/shmutils\.cc$|include/shm", "shm"),
     (r"transport/p2p\.cc$|include/p2p\.h$", "p2p"),
     (r"transport/nvls\.cc$|include/nvls|nvls", "nvls"),
