@@ -132,6 +132,12 @@ def nccl_scan_version(repo, tag):
                                        name, rel, ""))
                 elif name == "DEFINE_NCCL_PARAM" and len(args) >= 7:
                     desc = cscan.string_expr(",".join(args[6:]), (), defines) or ""
+                    opts = [cscan.unquote(o) for o in
+                            re.findall(r'makeOption\s*\(\s*("(?:[^"\\]|\\.)*")', args[5])]
+                    kind = re.match(r"\(*\s*(\w+)", args[5])
+                    if opts:
+                        desc = ("%s: %s. %s" % (kind.group(1) if kind else "options",
+                                                ", ".join(opts), desc)).strip()
                     params.append((args[2], cscan.norm_expr(args[1]), cscan.norm_expr(args[3]),
                                    name, rel, desc))
                 elif name in ("ncclGetEnv", "getenv", "getEnvFunc") and len(args) == 1:
@@ -198,6 +204,8 @@ def build_nccl(repo, versions, out):
                 changes.append(v + "=" + e["defaults"][v])
                 prev = e["defaults"][v]
         info = tables.PARAM_VALUES.get(env, ("", ""))
+        if not info[1] and "NCCL_PARAM" in e["how"]:
+            info = (info[0], tables.INT_PARAM_REJECT)
         prow.append((env, typ, deft, ";".join(changes) if len(changes) > 1 else "",
                      min(vs, key=vkey), max(vs, key=vkey), version_ranges(vs, order),
                      ",".join(sorted(e["how"])), ";".join(sorted(e["files"])), info[0], info[1],

@@ -131,3 +131,8 @@ def nccl_message_path(rel, macro, fmt):
         if rel.endswith("socket_pair.cc"):
             return "socket"
     return nccl_path(rel, macro)
+
+# How ncclLoadParam (misc/param.cc) reads an NCCL_PARAM integer.
+INT_PARAM_REJECT = ("read with strtoll(str, NULL, 0) (decimal, 0x hex, 0 octal); text without "
+                    "digits reads as 0 silently; on a range error INFO \"Invalid value %s for %s, "
+                    "using default %lld.\" and the default is kept")
