@@ -330,20 +330,54 @@ def cuda_enum(text, enum_name, api, header):
     return rows
 
 
-def build_cuda(include, out):
+def cudart_strings(lib, names):
+    """name -> cudaGetErrorString text, from the string table of libcudart.so.
+
+    The library keeps each code's name next to its short text; a name followed by exactly one
+    text (and then by another code name) is taken as paired; anything else is left out (long
+    texts are stored apart and cannot be paired safely).
+    """
+    with open(lib, "rb") as f:
+        runs = [r.decode("ascii") for r in re.findall(rb"[\x20-\x7e\t]{4,}", f.read())]
+    res = {}
+    for i in range(len(runs) - 2):
+        if runs[i] in names and runs[i + 1] not in names and runs[i + 2] in names \
+                and not re.fullmatch(r"cuda[A-Z]\w*", runs[i + 1]):
+            if _plausible(runs[i], runs[i + 1]):
+                res.setdefault(runs[i], runs[i + 1])
+    return res
+
+
+def _plausible(name, text):
+    """Whether at least half of the words of a code's name start a word of the text: the table
+    is not strictly name/text alternating, so a pairing must also read right."""
+    words = [w.lower() for w in re.findall(r"[A-Z][a-z]+|[A-Z]+(?![a-z])", name[len("cudaError"):])
+             if len(w) >= 3]
+    text_words = re.findall(r"[a-z]+", text.lower())
+    if not words:
+        return name == "cudaSuccess" and text == "no error"
+    hits = sum(any(t.startswith(w[:4]) or w.startswith(t[:4]) and len(t) >= 4
+                   for t in text_words) for w in words)
+    return 2 * hits >= len(words)
+
+
+def build_cuda(include, out, cudart=None):
     rows = []
     with open(os.path.join(include, "driver_types.h"), encoding="utf-8") as f:
         rows += cuda_enum(f.read(), "cudaError", "runtime", "driver_types.h")
+    texts = cudart_strings(cudart, {r[2] for r in rows}) if cudart else {}
+    rows = [r + (texts.get(r[2], ""),) for r in rows]
     with open(os.path.join(include, "cuda.h"), encoding="utf-8") as f:
         t = f.read()
-    rows += cuda_enum(t, "cudaError_enum", "driver", "cuda.h")
+    rows += [r + ("",) for r in cuda_enum(t, "cudaError_enum", "driver", "cuda.h")]
     ver = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", t)
     rows.sort(key=lambda r: (r[0], r[1]))
     write_tsv(os.path.join(out, "cuda_errors.tsv"),
-              ["api", "code", "name", "message", "header", "note"], rows,
+              ["api", "code", "name", "message", "header", "note", "error_string"], rows,
               ["CUDA runtime (cudaError_t) and driver (CUresult) codes from the CUDA headers, "
                "CUDA_VERSION " + (ver.group(1) if ver else "?") + "; message: the header's doc "
-               "comment of the code."])
+               "comment of the code; error_string: cudaGetErrorString's text where it could be "
+               "paired from libcudart.so (" + str(len(texts)) + " codes)."])
     return rows
 
 
@@ -364,6 +398,8 @@ def main():
     ap.add_argument("--ofi-git", help="git directory of aws-ofi-nccl")
     ap.add_argument("--ofi-min", default="1.7.0")
     ap.add_argument("--cuda-include", help="folder with cuda.h and driver_types.h")
+    ap.add_argument("--cudart-lib", help="libcudart.so of the same CUDA release (optional): "
+                    "cudaGetErrorString texts")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if a.nccl_git:
@@ -384,7 +420,7 @@ def main():
         repo = gitsrc.GitDir(a.ofi_git)
         build_ofi(repo, other_tags(repo, r"v(\d+\.\d+\.\d+)(?:-aws)?", a.ofi_min, 1, 2), a.out)
     if a.cuda_include:
-        build_cuda(a.cuda_include, a.out)
+        build_cuda(a.cuda_include, a.out, a.cudart_lib)
 
 
 if __name__ == "__main__":
