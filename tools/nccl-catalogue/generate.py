@@ -177,7 +177,7 @@ def build_nccl(repo, versions, out):
         last = max(vs, key=vkey)
         rows.append((level, flags, fmt, rel, path, first, last, macro,
                      version_ranges(vs, order)))
-    rows.sort(key=lambda r: (r[4], r[3], r[0], r[2], r[1]))
+    rows.sort(key=lambda r: (r[4], r[3], r[0], r[2]) + tuple(r))
     write_tsv(os.path.join(out, "nccl_messages.tsv"),
               ["level", "flags", "format", "file", "path", "first", "last", "macro", "versions"],
               rows,
@@ -274,7 +274,7 @@ def scan_calls(repo, versions, file_ok, specs, path_of, out_name, out, comment):
     for (level, flags, text, p, via), vs in msgs.items():
         rows.append((level, flags, text, p, path_of(p), min(vs, key=vkey), max(vs, key=vkey), via,
                      version_ranges(vs, order)))
-    rows.sort(key=lambda r: (r[3], r[0], r[2]))
+    rows.sort(key=lambda r: (r[3], r[0], r[2]) + tuple(r))
     write_tsv(os.path.join(out, out_name),
               ["level", "flags", "format", "file", "path", "first", "last", "macro", "versions"],
               rows, [comment])
