@@ -333,13 +333,18 @@ struct LogClassifier::State {
     }
   }
 
-  // The path of a WARN no rule names: its message against NCCL's format strings, else the
-  // source file NCCL printed before WARN.
+  // The path of a WARN no rule names: the source file NCCL printed before WARN, else its message
+  // against NCCL's format strings.
   const MessagePath* CataloguePath(const ParsedLine& p) const {
+    // The file first: one lookup, and as precise (a file answers only when all its WARNs share
+    // one path). The message is matched when the line names no file or an ambiguous one.
+    if (!p.file.empty()) {
+      if (const MessagePath* path = catalogue->PathOfFile(p.file)) return path;
+    }
     if (const CatalogueMessage* m = catalogue->MatchWarn(Cap(p.message, 1024))) {
       return FindMessagePath(m->path);
     }
-    return p.file.empty() ? nullptr : catalogue->PathOfFile(p.file);
+    return nullptr;
   }
 
   void AddPathCause(const MessagePath& path, int tier, std::string_view line,

@@ -166,8 +166,8 @@ std::string_view Basename(std::string_view file) {
 }
 
 // One path per key; a key whose messages sit on different paths says nothing (nullptr).
-void Note(std::unordered_map<std::string, const MessagePath*>& map, std::string key,
-          const MessagePath* path) {
+template <typename M>
+void Note(M& map, std::string key, const MessagePath* path) {
   auto [it, inserted] = map.emplace(std::move(key), path);
   if (!inserted && it->second != path) it->second = nullptr;
 }
@@ -341,7 +341,7 @@ const CatalogueMessage* MessageCatalogue::MatchWarn(std::string_view message) co
   };
   for (size_t len : prefix_lengths_) {
     if (len > message.size()) continue;
-    auto it = by_prefix_.find(std::string(message.substr(0, len)));
+    auto it = by_prefix_.find(message.substr(0, len));
     if (it == by_prefix_.end()) continue;
     for (size_t i : it->second) consider(i);
   }
@@ -353,8 +353,8 @@ const CatalogueMessage* MessageCatalogue::MatchWarn(std::string_view message) co
 
 const MessagePath* MessageCatalogue::PathOfFile(std::string_view file_and_line) const {
   const std::string_view file = FileOnly(file_and_line);
-  if (auto it = file_paths_.find(std::string(file)); it != file_paths_.end()) return it->second;
-  auto it = base_paths_.find(std::string(Basename(file)));
+  if (auto it = file_paths_.find(file); it != file_paths_.end()) return it->second;
+  auto it = base_paths_.find(Basename(file));
   return it == base_paths_.end() ? nullptr : it->second;
 }
 

@@ -10,6 +10,7 @@
 // with. Immutable after construction; safe to share between threads.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -67,13 +68,20 @@ class MessageCatalogue {
  private:
   MessageCatalogue() = default;
   std::vector<CatalogueMessage> messages_;
-  std::unordered_map<std::string, std::vector<size_t>> by_prefix_;  // leading literal, capped
+  // Heterogeneous lookup: keys are looked up by string_view, without a copy.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  template <typename V>
+  using Map = std::unordered_map<std::string, V, Hash, std::equal_to<>>;
+  Map<std::vector<size_t>> by_prefix_;  // leading literal, capped
   std::vector<size_t> prefix_lengths_;                              // distinct key lengths
   std::vector<size_t> open_start_;  // formats that start with a conversion
   // A source file's path when all its WARNs share one: by its path under src/, by base name.
-  std::unordered_map<std::string, const MessagePath*> file_paths_;
-  std::unordered_map<std::string, const MessagePath*> base_paths_;
-  std::unordered_map<std::string, std::string> base_files_;  // base name -> its one file
+  Map<const MessagePath*> file_paths_;
+  Map<const MessagePath*> base_paths_;
+  Map<std::string> base_files_;  // base name -> its one file
 };
 
 }  // namespace nccl_triage

@@ -322,7 +322,6 @@ class TextParser {
   }
 
   bool CommError(std::string_view line) {
-    std::string_view rest;
     if (StartsWith(line, "Initialization error")) {
       error_kind_ = "initialization: ";
       return true;
