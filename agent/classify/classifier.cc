@@ -242,6 +242,10 @@ struct LogClassifier::State {
   std::vector<std::string> env_set;   // NCCL_* variables seen set (bounded)
   std::vector<LogLine> env_lines;     // their lines, for causes that need them (after_env)
   std::vector<std::string> env_values;  // the values of env_set, in the same order
+  // A value NCCL would not accept (CheckEnvValue), quoted as `"<value>"` to find NCCL's WARN that
+  // rejects it; that WARN makes the setting the root, not the file that printed it.
+  std::vector<std::string> env_rejected_quoted;
+  std::vector<LogLine> env_rejected_lines;  // the setting's line, then the WARN quoting it
   // Channel lines that tell ranks apart (first of each kind): GDRDMA or not, IB or sockets.
   std::optional<LogLine> gdr_line, plain_ib_line, socket_channel_line, ib_channel_line;
   int nccl_cuda_major = -1;    // `NCCL version 2.21.5+cuda12.4`
@@ -454,6 +458,13 @@ struct LogClassifier::State {
       }
     }
     if (!named) ++unmatched_warns;
+    if (env_rejected_lines.empty()) {
+      for (const std::string& quoted : env_rejected_quoted) {
+        if (p.message.find(quoted) == std::string_view::npos) continue;
+        env_rejected_lines.push_back({line_no, Sanitize(Cap(line, 512))});
+        break;
+      }
+    }
     if (first_warn) {
       roots.push_back({std::string(Cap(p.rank, kMaxFieldBytes)),
                        {line_no, Sanitize(line)},
@@ -512,6 +523,9 @@ struct LogClassifier::State {
       env_set.emplace_back(name);
       env_values.emplace_back(Cap(value, kMaxFieldBytes));
       env_lines.push_back({line_no, Sanitize(Cap(current_line, 512))});
+      if (!value.empty() && CheckEnvValue(name, env_values.back())) {
+        env_rejected_quoted.push_back("\"" + env_values.back() + "\"");
+      }
     }
     for (const auto& r : compiled.rules()) {
       if (!r.boost_env.empty() && r.boost_env == name &&
@@ -930,10 +944,16 @@ void LogClassifier::State::AddMultiLineFindings(bool completed) {
   if (completed) return;
 
   // Settings: each value against what NCCL accepts, then the pairs that contradict.
+  // A value NCCL would not take is a suspect; quoted back in a WARN, it is the root.
   for (size_t i = 0; i < env_set.size(); ++i) {
-    if (CheckEnvValue(env_set[i], env_values[i])) {
-      AddDerived(kBadSetting, kTierSecondary, 0.8,
-                 {env_lines[i]});
+    if (!CheckEnvValue(env_set[i], env_values[i])) continue;
+    const bool quoted = !env_rejected_lines.empty() &&
+                        env_rejected_lines.front().text.find("\"" + env_values[i] + "\"") !=
+                            std::string::npos;
+    if (quoted) {
+      AddDerived(kBadSetting, kTierRoot, 0.9, {env_lines[i], env_rejected_lines.front()});
+    } else {
+      AddDerived(kBadSetting, kTierSecondary, 0.8, {env_lines[i]});
     }
   }
   struct View : EnvView {

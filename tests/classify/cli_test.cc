@@ -54,7 +54,7 @@ TEST(ClassifyLogCommand, HealthyAndUnknownStillExitZero) {
             0);
   EXPECT_EQ(nlohmann::json::parse(out)["class"], "healthy");
   EXPECT_EQ(
-      RunClassify({kLogs + "/synthetic/unmatched-warn-2.21.log", "--format", "json"}, &out, &err),
+      RunClassify({kLogs + "/synthetic/unmatched-warn-plugin-2.21.log", "--format", "json"}, &out, &err),
       0);
   EXPECT_EQ(nlohmann::json::parse(out)["class"], "unknown");
 }
