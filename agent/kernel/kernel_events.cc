@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "base/utf8.h"
 #include "kernel/xid_table.h"
 
 namespace nccl_triage::kernel {
@@ -68,8 +69,8 @@ struct Match {
   std::array<re2::StringPiece, kMaxGroups> group;
   bool matched(size_t i) const { return group[i].data() != nullptr; }
   std::string str(size_t i) const {
-    if (group[i].data() == nullptr) return "";
-    return std::string(group[i].data(), std::min(group[i].size(), kMaxField));
+    // Cut on a character boundary: the record is valid UTF-8, and so must its captures be.
+    return std::string(Utf8Prefix(view(i), kMaxField));
   }
   std::string_view view(size_t i) const {
     return group[i].data() ? std::string_view(group[i].data(), group[i].size()) : "";

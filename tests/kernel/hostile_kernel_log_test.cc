@@ -88,6 +88,18 @@ TEST(HostileKernelLog, ANonUtf8ProcessNameInAKmsgXidGivesValidUtf8Text) {
   }
 }
 
+// Found by kernel_log_fuzzer: a capture cut at 256 bytes inside a replacement character made a
+// finding message that was not UTF-8.
+TEST(HostileKernelLog, ACaptureCutAtItsBoundStaysValidUtf8) {
+  const std::string text = "[1.0] mlx5_core 0004:01:00.0: Port module event[error]: module 0, Ca" +
+                           std::string(120, '\x8b') + "ble error\n";
+  const auto events = EventsFromRecords(ParseDmesgText(text));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_TRUE(IsValidUtf8(events[0].state));
+  const auto findings = JudgeKernelEvents(events, KernelDevices{}, KernelJudgeOptions{});
+  for (const auto& f : findings) EXPECT_TRUE(IsValidUtf8(f.message)) << f.message;
+}
+
 TEST(HostileKernelLog, ANonUtf8ByteInDmesgTextAndACutInsideACharacterGiveValidUtf8) {
   // A three-byte character straddles the bound: the cut must not leave half of it.
   std::string text = "[1.0] NVRM: Xid (PCI:0000:44:00): 43, \xff ";
