@@ -21,7 +21,7 @@ logs=$here/tests/fixtures/nccl-logs
 
 all="host_parse_fuzzer snapshot_json_fuzzer gather_tree_fuzzer classify_log_fuzz
 workload_parse_fuzzer config_fuzz wire_fuzzer probe_text_fuzzer http_fuzzer serialise_fuzzer
-kube_text_fuzzer flags_fuzzer"
+kube_text_fuzzer flags_fuzzer kernel_log_fuzzer"
 targets=${*:-$all}
 
 # seed TARGET DIR: copies the test inputs that suit TARGET into DIR.
@@ -51,6 +51,8 @@ seed() {
       printf 'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\neth0\t00000000\t010200C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n' >"$2/route" ;;
     http_fuzzer) cp "$here"/fuzz/exporter/corpus/* "$2/" ;;
     kube_text_fuzzer) cp "$here"/fuzz/kube/corpus/* "$2/" ;;
+    kernel_log_fuzzer)
+      cp "$here"/tests/kernel/fixtures/*.dmesg "$here"/tests/kernel/fixtures/*.journal "$2/" ;;
     flags_fuzzer)
       printf -- '--root\0build/fixtures/dgx-a100\0--format=json\0--iters\0010' >"$2/check"
       printf -- '--once\0--env-allow\0NCCL_IB_HCA\0--env-allow=NCCL_DEBUG\0-\0--timeout=5' >"$2/agent" ;;
@@ -62,6 +64,8 @@ options() {
   case $1 in
     classify_log_fuzz) echo "-max_len=65536 -dict=$here/fuzz/classify/classify_log.dict" ;;
     config_fuzz) echo "-dict=$here/fuzz/config/config.dict" ;;
+    # Long enough for a line past the message bound (the lines that once overflowed the stack).
+    kernel_log_fuzzer) echo "-max_len=65536 -dict=$here/fuzz/kernel/kernel_log.dict" ;;
     gather_tree_fuzzer) echo "-max_len=4096" ;;
     snapshot_json_fuzzer) echo "-max_len=262144" ;;
     # Its inputs light up many features; entropic scheduling then costs more than the target.

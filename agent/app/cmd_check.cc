@@ -24,6 +24,7 @@
 #include "base/log.h"
 #include "checks/check.h"
 #include "config/config_loader.h"
+#include "core/json_text.h"
 #include "core/rails.h"
 #include "core/report.h"
 #include "core/snapshot_json.h"
@@ -112,7 +113,7 @@ StatusOr<NodeSnapshot> ReadSnapshot(const std::string& path) {
 }
 
 Status WriteSnapshot(const NodeSnapshot& s, const std::string& path, std::ostream& out) {
-  const std::string text = ToJson(s).dump(2) + "\n";
+  const std::string text = DumpJson(ToJson(s), 2) + "\n";
   if (path == "-") {
     out << text;
     return Status::Ok();
@@ -231,7 +232,7 @@ int RunCheckCommand(CliContext& ctx) {
     nlohmann::json j = ToJson(report);
     j["rails"] = RailsJson(RailTable(snapshot));
     if (workloads) j["workloads"] = std::move(workloads->json);
-    ctx.out << j.dump(2) << "\n";
+    ctx.out << DumpJson(j, 2) << "\n";
   } else {
     TableOptions options;
     options.color = UseColor(ctx.out);

@@ -17,6 +17,7 @@
 #include "classify/rule_files.h"
 #include "classify/rules.h"
 #include "core/catalogue.h"
+#include "core/json_text.h"
 
 namespace nccl_triage {
 namespace {
@@ -127,7 +128,7 @@ int RunClassifyLogCommand(CliContext& ctx) {
   }
 
   if (format == "json") {
-    ctx.out << ToJson(c).dump(2) << "\n";
+    ctx.out << DumpJson(ToJson(c), 2) << "\n";
   } else {
     PrintTable(c, ctx.out);
   }

@@ -20,6 +20,7 @@
 #include "app/cli.h"
 #include "app/ras_target.h"
 #include "base/flags.h"
+#include "core/json_text.h"
 #include "ras/client.h"
 #include "ras/netns.h"
 #include "ras/render.h"
@@ -178,9 +179,7 @@ int RunRasCommand(CliContext& ctx) {
     source.asked_again_s = again_s;
   }
   if (format == "json") {
-    ctx.out << ras::ToJson(source, *report, j)
-                   .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-            << "\n";
+    ctx.out << DumpJson(ras::ToJson(source, *report, j), 2) << "\n";
   } else {
     ctx.out << ras::RenderTable(source, *report, j);
   }

@@ -17,6 +17,7 @@
 #include "app/triage_children.h"
 #include "base/flags.h"
 #include "classify/classifier.h"
+#include "core/json_text.h"
 #include "triage/incident.h"
 #include "triage/render.h"
 #include "triage/target.h"
@@ -342,7 +343,7 @@ int RunTriageCommand(CliContext& ctx) {
                  {"event_error", kept.event_error},
                  {"counted", kept.counted},
                  {"count_error", kept.count_error}};
-    ctx.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    ctx.out << DumpJson(j, 2) << "\n";
   } else {
     ctx.out << triage::RenderIncidentTable(incident, kept);
   }

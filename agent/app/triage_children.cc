@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "probe/subprocess.h"
 #include "triage/frames.h"
 #include "triage/log_reader.h"
@@ -271,7 +272,7 @@ triage::KeepOutcome RunKeep(const std::string& server_exe, const std::vector<std
     k.annotate_error = k.event_error = "cannot run " + what + ": " + child.status().message();
     return k;
   }
-  Status w = (*child)->WriteStdin(req.dump(-1, ' ', false, json::error_handler_t::replace));
+  Status w = (*child)->WriteStdin(DumpJson(req));
   (*child)->CloseStdin();
   const SubprocessResult r = (*child)->Wait();
   const json answer = json::parse(r.out, nullptr, false);

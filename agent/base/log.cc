@@ -5,6 +5,8 @@
 #include <ctime>
 #include <ostream>
 
+#include "base/utf8.h"
+
 namespace nccl_triage {
 
 std::string_view ToString(LogLevel level) {
@@ -72,24 +74,6 @@ bool ParseLogFormat(std::string_view s, LogFormat* out) {
 }
 
 namespace {
-
-// Length of the valid UTF-8 sequence at s[i], 0 when the bytes there are not one.
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-  }
-  // Overlong forms and surrogates are not valid UTF-8 either.
-  if ((n == 2 && c < 0xC2) || (n == 3 && c == 0xE0 && b(i + 1) < 0xA0) ||
-      (n == 3 && c == 0xED && b(i + 1) >= 0xA0) || (n == 4 && c == 0xF0 && b(i + 1) < 0x90) ||
-      (n == 4 && (c > 0xF4 || (c == 0xF4 && b(i + 1) >= 0x90)))) {
-    return 0;
-  }
-  return n;
-}
 
 void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "exporter/http_auth.h"
 #include "exporter/http_server.h"
 #include "planner/cross_node.h"
@@ -145,7 +146,7 @@ void AddCoordinatorEndpoints(HttpServer& http, CoordinatorEndpoints e) {
              return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics()};
            }));
   http.Get("/status", Authorized(e.authorizer, [view = e.view](const HttpRequest&) {
-             return HttpReply{200, "application/json", ToJson(view()).dump(2) + "\n"};
+             return HttpReply{200, "application/json", DumpJson(ToJson(view()), 2) + "\n"};
            }));
   // A sweep probes every idle GPU node: only a holder of the coordinator's token may ask for one
   // (it must not answer anyone who can reach the port).

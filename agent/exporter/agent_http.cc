@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "core/catalogue.h"
+#include "core/json_text.h"
 #include "core/rails.h"
 #include "core/report.h"
 
@@ -127,7 +128,7 @@ void InstallAgentEndpoints(HttpServer& server, const AgentState& state, AgentMet
   });
   server.Get("/status", Authorized(authorizer, [&state](const HttpRequest&) {
                return HttpReply{200, "application/json",
-                                AgentStatusJson(state.View()).dump(2) + "\n"};
+                                DumpJson(AgentStatusJson(state.View()), 2) + "\n"};
              }));
 }
 

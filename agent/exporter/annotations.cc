@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
+
 namespace nccl_triage {
 namespace {
 
@@ -102,10 +104,10 @@ std::string CompactReportJson(const AgentStateView& view, size_t max_bytes) {
       }
     }
     if (level >= 2) j["truncated"] = true;
-    std::string text = j.dump();
+    std::string text = DumpJson(j);
     if (text.size() <= max_bytes || level == 5) return text;
   }
-  return base.dump();  // not reached
+  return DumpJson(base);  // not reached
 }
 
 DesiredAnnotations AnnotationsFor(const AgentStateView& view, size_t report_max_bytes) {

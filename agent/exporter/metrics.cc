@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "base/utf8.h"
 #include "core/rails.h"
 
 namespace nccl_triage {
@@ -116,7 +117,16 @@ constexpr std::array kSpecs = {
                "HCA port downs the kernel logged since the agent started (mlx5 `Link DOWN`); "
                "`increase(...[1h])` is the port's link flaps (see \"Kernel log\")"},
     MetricSpec{"nccl_triage_kernel_xid_total", "counter", "code",
-               "NVIDIA Xid errors the kernel logged since the agent started, by Xid code."},
+               "NVIDIA Xid errors the kernel logged since the agent started, by Xid code.",
+               "NVIDIA Xid errors the kernel logged since the agent started, by Xid code (at most "
+               "256 codes; see `nccl_triage_kernel_events_dropped_total`)"},
+    MetricSpec{"nccl_triage_kernel_events_dropped_total", "counter", "reason",
+               "Kernel-log events not counted under a key of the kernel counters: key_limit (the "
+               "family already has 256 series), invalid_code (an Xid code that is not one).",
+               "kernel-log events the per-key counters above did not count: `key_limit` (the "
+               "port or Xid family already holds 256 series, so a flood of distinct keys cannot "
+               "grow `/metrics`), `invalid_code` (an Xid line whose code is not a number in "
+               "0..999); absent until one is dropped"},
 };
 
 // The declared spec of `name`, found at compile time: a name missing from kSpecs does not build
@@ -188,10 +198,32 @@ void GaugeSeries::Sweep() {
   }
 }
 
+void SanitizeLabelValues(std::vector<prometheus::MetricFamily>& families) {
+  for (auto& family : families) {
+    for (auto& metric : family.metric) {
+      for (auto& label : metric.label) {
+        if (!IsValidUtf8(label.value)) label.value = SanitizeUtf8(label.value);
+      }
+    }
+  }
+}
+
 std::string SerializeMetrics(const std::vector<prometheus::MetricFamily>& families) {
   prometheus::TextSerializer serializer;
   std::ostringstream out;
-  serializer.Serialize(out, families);
+  const bool clean = std::all_of(families.begin(), families.end(), [](const auto& family) {
+    return std::all_of(family.metric.begin(), family.metric.end(), [](const auto& metric) {
+      return std::all_of(metric.label.begin(), metric.label.end(),
+                         [](const auto& label) { return IsValidUtf8(label.value); });
+    });
+  });
+  if (clean) {
+    serializer.Serialize(out, families);
+  } else {
+    std::vector<prometheus::MetricFamily> copy = families;
+    SanitizeLabelValues(copy);
+    serializer.Serialize(out, copy);
+  }
   return out.str();
 }
 
@@ -244,7 +276,9 @@ class AgentMetrics::KernelCounters final : public prometheus::Collectable {
     }
     auto xids = CounterFamily(Spec("nccl_triage_kernel_xid_total"));
     for (const auto& [code, n] : now.xids) add(xids, {{"code", std::to_string(code)}}, n);
-    return {std::move(downs), std::move(xids)};
+    auto dropped = CounterFamily(Spec("nccl_triage_kernel_events_dropped_total"));
+    for (const auto& [reason, n] : now.dropped) add(dropped, {{"reason", reason}}, n);
+    return {std::move(downs), std::move(xids), std::move(dropped)};
   }
 
  private:
@@ -447,6 +481,7 @@ std::vector<prometheus::MetricFamily> AgentMetrics::CollectLocked() const {
   }
   std::sort(families.begin(), families.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
+  SanitizeLabelValues(families);
   return families;
 }
 

@@ -72,7 +72,12 @@ class GaugeSeries {
   std::map<prometheus::Labels, Entry> series_;
 };
 
-// Serialises families in the Prometheus text format (0.0.4).
+// Label values come from the host and its users (device, pod and container names, kernel-log
+// keys): each that is not UTF-8 is replaced by its SanitizeUtf8 form (base/utf8.h), as the text
+// format requires. CollectLocked() and SerializeMetrics() apply it to everything they return.
+void SanitizeLabelValues(std::vector<prometheus::MetricFamily>& families);
+
+// Serialises families in the Prometheus text format (0.0.4), label values sanitised.
 std::string SerializeMetrics(const std::vector<prometheus::MetricFamily>& families);
 
 // The names of `disabled` that are not agent metric families ("" when all are): the agent refuses

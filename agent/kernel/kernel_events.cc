@@ -1,7 +1,15 @@
 #include "kernel/kernel_events.h"
 
+#include <re2/re2.h>
+
+#include <algorithm>
 #include <array>
-#include <regex>
+#include <charconv>
+#include <memory>
+#include <optional>
+
+#include "base/utf8.h"
+#include "kernel/xid_table.h"
 
 namespace nccl_triage::kernel {
 namespace {
@@ -32,11 +40,19 @@ constexpr std::array kRules = {
                R"(GPU (?:at )?(?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]))"},
 };
 
+// The longest capture kept from a line (a device name, a state); the whole line is the evidence.
+constexpr size_t kMaxField = 256;
+
+// RE2 matches in time linear in the line and without recursion, whatever the line holds.
 struct Compiled {
-  std::array<std::regex, kRules.size()> regex;
+  std::array<std::unique_ptr<RE2>, kRules.size()> regex;
   Compiled() {
+    RE2::Options options;
+    options.set_log_errors(false);
     for (size_t i = 0; i < kRules.size(); ++i) {
-      regex[i] = std::regex(std::string(kRules[i].regex), std::regex::ECMAScript);
+      regex[i] = std::make_unique<RE2>(re2::StringPiece(kRules[i].regex.data(),
+                                                        kRules[i].regex.size()),
+                                       options);
     }
   }
 };
@@ -46,6 +62,21 @@ const Compiled& CompiledRules() {
   return compiled;
 }
 
+constexpr size_t kMaxGroups = 5;  // the most capturing groups of a rule, plus the whole match
+
+// The capturing groups of one match; an unmatched optional group is empty and not matched().
+struct Match {
+  std::array<re2::StringPiece, kMaxGroups> group;
+  bool matched(size_t i) const { return group[i].data() != nullptr; }
+  std::string str(size_t i) const {
+    // Cut on a character boundary: the record is valid UTF-8, and so must its captures be.
+    return std::string(Utf8Prefix(view(i), kMaxField));
+  }
+  std::string_view view(size_t i) const {
+    return group[i].data() ? std::string_view(group[i].data(), group[i].size()) : "";
+  }
+};
+
 std::string Lower(std::string s) {
   for (char& c : s) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
@@ -53,60 +84,74 @@ std::string Lower(std::string s) {
   return s;
 }
 
-int ToInt(const std::string& s) {
+// A decimal number in [0, max], or nullopt (too long, too large or not digits): never truncated.
+std::optional<int> ParseBounded(std::string_view s, int max) {
   int v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9' || v > 100'000'000) return v;
-    v = v * 10 + (c - '0');
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 0 || v > max) {
+    return std::nullopt;
   }
   return v;
 }
 
-void Fill(KernelEvent* e, const std::smatch& m, const KernelRule& rule) {
+constexpr int kMaxPort = 65535;  // a port or module number; anything above is not one
+
+// Fills `e` from the match; false when a number in it is not one (the line is then no event).
+bool Fill(KernelEvent* e, const Match& m, const KernelRule& rule) {
   switch (rule.kind) {
     case EventKind::kPortState:
       if (rule.name == "mlx5.netdev_link") {
-        e->pci = Lower(m[1].str());
-        e->device = m[2].str();
+        e->pci = Lower(m.str(1));
+        e->device = m.str(2);
         e->port = 1;
-        e->state = m[3].str() == "up" ? "UP" : "DOWN";
+        e->state = m.view(3) == "up" ? "UP" : "DOWN";
       } else {
-        e->pci = Lower(m[1].str());
-        e->device = m[2].str();
-        e->port = ToInt(m[3].str());
-        e->state = m[4].str();
+        const auto port = ParseBounded(m.view(3), kMaxPort);
+        if (!port) return false;
+        e->pci = Lower(m.str(1));
+        e->device = m.str(2);
+        e->port = *port;
+        e->state = m.str(4);
       }
       e->down = e->state == "DOWN";
-      break;
-    case EventKind::kModule:
-      e->pci = Lower(m[1].str());
-      e->error = m[2].matched;
-      e->port = ToInt(m[3].str());
-      e->state = m[4].str();
+      return true;
+    case EventKind::kModule: {
+      const auto module = ParseBounded(m.view(3), kMaxPort);
+      if (!module) return false;
+      e->pci = Lower(m.str(1));
+      e->error = m.matched(2);
+      e->port = *module;
+      e->state = m.str(4);
       while (!e->state.empty() && (e->state.back() == ' ' || e->state.back() == '.')) {
         e->state.pop_back();
       }
       e->device = e->pci;
-      break;
+      return true;
+    }
     case EventKind::kAer: {
-      e->pci = Lower(m[1].str());
+      e->pci = Lower(m.str(1));
       e->device = e->pci;
-      e->state = m[2].str();
+      e->state = m.str(2);
       const std::string lower = Lower(e->state);
       e->error = lower.find("uncorrect") != std::string::npos;  // Uncorrected / Uncorrectable
-      break;
+      return true;
     }
-    case EventKind::kXid:
-      e->pci = Lower(m[1].str());
+    case EventKind::kXid: {
+      e->pci = Lower(m.str(1));
       e->device = e->pci;
-      e->xid = ToInt(m[2].str());
-      e->detail = m[3].str();
-      break;
+      // A code that is not one is kept as written (bounded), never cut into another code.
+      const auto code = ParseBounded(m.view(2), kMaxXidCode);
+      e->xid = code ? *code : kInvalidXid;
+      if (!code) e->state = m.str(2).substr(0, kMaxXidText);
+      e->detail = m.str(3);
+      return true;
+    }
     case EventKind::kGpuOffBus:
-      e->pci = Lower(m[1].str());
+      e->pci = Lower(m.str(1));
       e->device = e->pci;
-      break;
+      return true;
   }
+  return false;
 }
 
 }  // namespace
@@ -131,15 +176,18 @@ std::span<const KernelRule> KernelRules() { return kRules; }
 
 std::optional<KernelEvent> EventFromRecord(const KernelRecord& record) {
   const Compiled& compiled = CompiledRules();
+  const re2::StringPiece text(record.message.data(), record.message.size());
   for (size_t i = 0; i < kRules.size(); ++i) {
     const KernelRule& rule = kRules[i];
     if (record.message.find(rule.needle) == std::string::npos) continue;
-    std::smatch m;
-    if (!std::regex_search(record.message, m, compiled.regex[i])) continue;
+    const RE2& re = *compiled.regex[i];
+    Match m;
+    const int groups = std::min(re.NumberOfCapturingGroups() + 1, static_cast<int>(kMaxGroups));
+    if (!re.Match(text, 0, text.size(), RE2::UNANCHORED, m.group.data(), groups)) continue;
     KernelEvent e;
     e.kind = rule.kind;
     e.rule = std::string(rule.name);
-    Fill(&e, m, rule);
+    if (!Fill(&e, m, rule)) continue;
     e.mono_usec = record.mono_usec;
     e.wall_ms = record.wall_ms;
     e.line = record.line;

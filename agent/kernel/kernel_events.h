@@ -1,10 +1,13 @@
 // Known kernel messages, turned from records into typed events (pure).
 //
 // The messages are a table of rules like the NCCL log classifier's (a literal that must occur,
-// then an ECMAScript regex): mlx5 port state changes (`mlx5_core <bdf> mlx5_N: Port: P Link
-// DOWN`) and Ethernet-mode link changes, mlx5 port module (cable/transceiver) events, PCIe AER
+// then an RE2 pattern): mlx5 port state changes (`mlx5_core <bdf> mlx5_N: Port: P Link DOWN`)
+// and Ethernet-mode link changes, mlx5 port module (cable/transceiver) events, PCIe AER
 // `PCIe Bus Error: severity=...` lines (the device named at the start of the line), NVIDIA Xid
-// lines and "fallen off the bus". Compiled regexes are built once and shared read-only.
+// lines and "fallen off the bus". RE2 matches in time linear in the line and never recurses, so
+// no line can exhaust the stack; each capture keeps at most 256 bytes, numbers are read whole or
+// not at all (an Xid code outside 0..kMaxXidCode is kInvalidXid, never another code). Compiled
+// patterns are built once and shared read-only.
 #pragma once
 
 #include <cstdint>
@@ -28,16 +31,22 @@ enum class EventKind {
 
 std::string_view ToString(EventKind kind);
 
+// An Xid line whose code is not a decimal in 0..kMaxXidCode (xid_table.h) has this code; the text
+// as written is kept, up to this many bytes.
+inline constexpr int kInvalidXid = -1;
+inline constexpr size_t kMaxXidText = 32;
+
 struct KernelEvent {
   EventKind kind = EventKind::kPortState;
   std::string rule;    // the rule's name
   std::string device;  // port state: the RDMA device or netdev ("mlx5_5", "ens1np0")
   std::string pci;     // the PCI bus id the line names ("0000:ab:00.0"; Xid: "0000:44:00")
   int port = 0;        // port state: the port number (1 for a netdev); module: the module number
-  std::string state;   // "DOWN", "ACTIVE", "Cable unplugged", "Corrected", ...
+  std::string state;   // "DOWN", "ACTIVE", "Cable unplugged", "Corrected", ...; an invalid
+                       // Xid: its code as the line wrote it (at most kMaxXidText bytes)
   bool down = false;   // port state: the port left ACTIVE/up
   bool error = false;  // module: an [error] event; AER: uncorrected
-  int xid = 0;         // Xid code
+  int xid = 0;         // Xid code (0..kMaxXidCode); kInvalidXid when the line's is not one
   std::string detail;  // Xid: the driver's text after the code
   std::optional<int64_t> mono_usec;
   std::optional<int64_t> wall_ms;
@@ -47,7 +56,7 @@ struct KernelEvent {
   std::string PortKey() const { return device + "/" + std::to_string(port); }
 };
 
-// A message rule: which event a line is, when it contains `needle` and matches `regex`.
+// A message rule: which event a line is, when it contains `needle` and matches `regex` (RE2).
 struct KernelRule {
   std::string_view name;
   EventKind kind;

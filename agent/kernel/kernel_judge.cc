@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
 
 #include "base/log.h"
 #include "core/ids.h"
@@ -84,6 +85,35 @@ std::string Role(const KernelDevices& d, const std::string& pci) {
 template <typename Key>
 using Groups = std::map<Key, std::vector<const KernelEvent*>>;
 
+// Groups of one id, at most kMaxFindingsPerId keys; the events of keys past it are counted.
+template <typename Key>
+struct Bounded {
+  Groups<Key> groups;
+  size_t left_out_events = 0;
+  std::set<Key> left_out_keys;  // at most the window's events; only counted
+  void Add(const Key& key, const KernelEvent* e) {
+    auto it = groups.find(key);
+    if (it == groups.end()) {
+      if (groups.size() >= kMaxFindingsPerId) {
+        ++left_out_events;
+        left_out_keys.insert(key);
+        return;
+      }
+      it = groups.emplace(key, std::vector<const KernelEvent*>{}).first;
+    }
+    it->second.push_back(e);
+  }
+  // Says on the last finding of the id what was not listed.
+  void Note(std::vector<Finding>* out, const char* what, const std::string& source) const {
+    if (left_out_events == 0 || out->empty()) return;
+    out->back().evidence.push_back(
+        {"not listed", std::to_string(left_out_events) + " event(s) of " +
+                           std::to_string(left_out_keys.size()) + " more " + what + " (at most " +
+                           std::to_string(kMaxFindingsPerId) + " listed)",
+         source});
+  }
+};
+
 }  // namespace
 
 KernelDevices DevicesFromSnapshot(const NodeSnapshot& s) {
@@ -113,34 +143,38 @@ bool InWindow(const KernelEvent& e, const KernelJudgeOptions& o) {
 std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
                                        const KernelDevices& devices,
                                        const KernelJudgeOptions& options) {
-  Groups<std::string> ports, modules, hca_aer, gpu_aer, off_bus;
-  Groups<std::pair<std::string, int>> xids;
+  Bounded<std::string> ports_b, modules_b, hca_aer_b, gpu_aer_b, off_bus_b;
+  Bounded<std::pair<std::string, int>> xids_b;
   for (const KernelEvent& e : events) {
     if (!InWindow(e, options)) continue;
     switch (e.kind) {
       case EventKind::kPortState:
-        if (e.down) ports[e.PortKey()].push_back(&e);
+        if (e.down) ports_b.Add(e.PortKey(), &e);
         break;
       case EventKind::kModule:
         if (e.error || e.state.find("unplugged") != std::string::npos) {
-          modules[e.pci + " module " + std::to_string(e.port)].push_back(&e);
+          modules_b.Add(e.pci + " module " + std::to_string(e.port), &e);
         }
         break;
       case EventKind::kAer: {
         const std::string role = Role(devices, e.pci);
-        if (role == "gpu") gpu_aer[e.pci].push_back(&e);
-        if (role == "hca") hca_aer[e.pci].push_back(&e);
+        if (role == "gpu") gpu_aer_b.Add(e.pci, &e);
+        if (role == "hca") hca_aer_b.Add(e.pci, &e);
         break;
       }
       case EventKind::kXid:
-        xids[{e.pci, e.xid}].push_back(&e);
-        if (e.xid == 79) off_bus[e.pci].push_back(&e);
+        xids_b.Add({e.pci, e.xid}, &e);
+        if (e.xid == 79) off_bus_b.Add(e.pci, &e);
         break;
       case EventKind::kGpuOffBus:
-        off_bus[e.pci].push_back(&e);
+        off_bus_b.Add(e.pci, &e);
         break;
     }
   }
+  const auto& ports = ports_b.groups;
+  const auto& modules = modules_b.groups;
+  const auto& xids = xids_b.groups;
+  const auto& off_bus = off_bus_b.groups;
 
   std::vector<Finding> out;
   auto pass = [&](CauseId id, std::string message) {
@@ -160,6 +194,7 @@ std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
     AddLines(&f, downs, options.source);
     out.push_back(std::move(f));
   }
+  ports_b.Note(&out, "ports", options.source);
 
   if (modules.empty()) pass(ids::kKernelCableModule, "no cable or module error in the kernel log");
   for (const auto& [module, events_of] : modules) {
@@ -170,8 +205,10 @@ std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
     AddLines(&f, events_of, options.source);
     out.push_back(std::move(f));
   }
+  modules_b.Note(&out, "modules", options.source);
 
-  auto judge_aer = [&](CauseId id, const Groups<std::string>& groups, const char* what) {
+  auto judge_aer = [&](CauseId id, const Bounded<std::string>& bounded, const char* what) {
+    const Groups<std::string>& groups = bounded.groups;
     if (groups.empty()) {
       pass(id, std::string("no PCIe AER error on ") + what + " in the kernel log");
     }
@@ -185,12 +222,25 @@ std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
       AddLines(&f, events_of, options.source);
       out.push_back(std::move(f));
     }
+    bounded.Note(&out, "devices", options.source);
   };
-  judge_aer(ids::kKernelHcaAer, hca_aer, "an HCA");
-  judge_aer(ids::kKernelGpuAer, gpu_aer, "a GPU");
+  judge_aer(ids::kKernelHcaAer, hca_aer_b, "an HCA");
+  judge_aer(ids::kKernelGpuAer, gpu_aer_b, "a GPU");
 
   if (xids.empty()) pass(ids::kKernelXid, "no NVIDIA Xid in the kernel log");
   for (const auto& [key, events_of] : xids) {
+    if (key.second == kInvalidXid) {
+      // Not a code: said as written (the line is the evidence), never read as another code.
+      Finding f = Make(ids::kKernelXid, CheckStatus::kWarn,
+                       "GPU " + key.first + ": Xid line with a code that is not one (\"" +
+                           events_of.back()->state + "\", codes are 0.." +
+                           std::to_string(kMaxXidCode) + ") x" +
+                           std::to_string(events_of.size()));
+      f.evidence.push_back({"xid code", events_of.back()->state + " (not a code)", options.source});
+      AddLines(&f, events_of, options.source);
+      out.push_back(std::move(f));
+      continue;
+    }
     const XidInfo* info = FindXid(key.second);
     const XidAction action = info != nullptr ? info->action : XidAction::kNone;
     const std::string meaning = info != nullptr ? std::string(info->meaning) : "not in the table";
@@ -206,6 +256,7 @@ std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
     }
     out.push_back(std::move(f));
   }
+  xids_b.Note(&out, "(GPU, code) pairs", options.source);
 
   if (off_bus.empty()) pass(ids::kKernelGpuOffBus, "no GPU fell off the bus");
   for (const auto& [pci, events_of] : off_bus) {
@@ -214,6 +265,7 @@ std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
     AddLines(&f, events_of, options.source);
     out.push_back(std::move(f));
   }
+  off_bus_b.Note(&out, "GPUs", options.source);
   return out;
 }
 
@@ -227,13 +279,35 @@ std::vector<Finding> KernelLogSkipped(const std::string& reason) {
   return out;
 }
 
+namespace {
+
+// ++counts[key], unless that would add a key past the limit: then ++dropped["key_limit"].
+template <typename Map, typename Key>
+void CountBounded(Map& counts, const Key& key, KernelCounts& all) {
+  auto it = counts.find(key);
+  if (it == counts.end()) {
+    if (counts.size() >= KernelCounts::kMaxCountedKeys) {
+      ++all.dropped[std::string(kDroppedKeyLimit)];
+      return;
+    }
+    it = counts.emplace(key, 0).first;
+  }
+  ++it->second;
+}
+
+}  // namespace
+
 void KernelCounts::Add(const KernelEvent& e) {
   switch (e.kind) {
     case EventKind::kPortState:
-      if (e.down) ++link_downs[e.PortKey()];
+      if (e.down) CountBounded(link_downs, e.PortKey(), *this);
       break;
     case EventKind::kXid:
-      ++xids[e.xid];
+      if (e.xid == kInvalidXid) {
+        ++dropped[std::string(kDroppedInvalidXid)];
+      } else {
+        CountBounded(xids, e.xid, *this);
+      }
       break;
     case EventKind::kAer:
     case EventKind::kModule:

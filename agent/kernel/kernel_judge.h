@@ -12,12 +12,16 @@
 //   kernel.xid          per GPU and code: fails when the Xid asks for a reset, reboot or repair
 //                       (xid_table.h), warns for application and informational codes
 //   kernel.gpu_off_bus  Xid 79 or "fallen off the bus": fails
+// An Xid line whose code is not one (kInvalidXid) warns under kernel.xid with the code as written.
+// Each id lists at most kMaxFindingsPerId ports, modules, devices or (GPU, code) pairs; the events
+// of the others are counted in the evidence of the last one listed, so no log makes a huge report.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model.h"
@@ -55,10 +59,20 @@ std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
 // The findings when the kernel log could not be read: each kernel-log id skips with `reason`.
 std::vector<Finding> KernelLogSkipped(const std::string& reason);
 
-// Counters for metrics: port downs per port key ("mlx5_0/1") and Xids per code.
+inline constexpr size_t kMaxFindingsPerId = 32;
+
+// Why an event was not counted under a key of KernelCounts.
+inline constexpr std::string_view kDroppedKeyLimit = "key_limit";      // kMaxCountedKeys reached
+inline constexpr std::string_view kDroppedInvalidXid = "invalid_code";  // an Xid code not in range
+
+// Counters for metrics: port downs per port key ("mlx5_0/1") and Xids per code. Each map holds
+// at most kMaxCountedKeys keys (its series on /metrics): an event of a further key, or an Xid
+// whose code is not one, is counted in `dropped` under its reason instead.
 struct KernelCounts {
+  static constexpr size_t kMaxCountedKeys = 256;
   std::map<std::string, int64_t> link_downs;
   std::map<int, int64_t> xids;
+  std::map<std::string, int64_t, std::less<>> dropped;  // reason -> events
   void Add(const KernelEvent& e);
 };
 

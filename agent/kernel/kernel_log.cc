@@ -3,10 +3,13 @@
 #include <array>
 #include <charconv>
 
+#include "base/utf8.h"
+
 namespace nccl_triage::kernel {
 namespace {
 
 constexpr size_t kMaxEvidence = 400;  // a record as evidence: one line, bounded
+constexpr size_t kMaxDictEntries = 32;  // a kmsg device dictionary holds a handful
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
@@ -31,11 +34,20 @@ bool ParseNumber(std::string_view s, T* out) {
 
 std::string Evidence(std::string_view s) {
   s = TrimRight(TrimLeft(s));
-  std::string out(s.substr(0, kMaxEvidence));
+  std::string out = SanitizeUtf8(Utf8Prefix(s, kMaxEvidence));
   for (char& c : out) {
     if (c == '\n') c = ' ';
   }
   return out;
+}
+
+// A message of at most kMaxKernelMessageBytes (cut on a character boundary, with the marker and
+// the number of bytes left out), valid UTF-8. `more_cut`: bytes already left out of it.
+std::string BoundedMessage(std::string_view s, size_t more_cut = 0) {
+  if (s.size() <= kMaxKernelMessageBytes && more_cut == 0) return SanitizeUtf8(s);
+  const std::string_view kept = Utf8Prefix(s, kMaxKernelMessageBytes);
+  return SanitizeUtf8(kept) + std::string(kKernelMessageCutMarker) +
+         std::to_string(s.size() - kept.size() + more_cut) + " bytes]";
 }
 
 // `\xHH` escapes of /dev/kmsg; a newline becomes a space (one message, one line).
@@ -205,8 +217,8 @@ std::optional<KernelRecord> ParseKmsgRecord(std::string_view record) {
   r.mono_usec = usec;
   std::string_view body = record.substr(semi + 1);
   size_t nl = body.find('\n');
-  r.message = Unescape(TrimRight(body.substr(0, nl)));
-  while (nl != std::string_view::npos) {
+  r.message = BoundedMessage(Unescape(TrimRight(body.substr(0, nl))));
+  while (nl != std::string_view::npos && r.dict.size() < kMaxDictEntries) {
     body.remove_prefix(nl + 1);
     nl = body.find('\n');
     std::string_view cont = body.substr(0, nl);
@@ -214,7 +226,8 @@ std::optional<KernelRecord> ParseKmsgRecord(std::string_view record) {
     cont.remove_prefix(1);
     const size_t eq = cont.find('=');
     if (eq == std::string_view::npos || eq == 0) continue;
-    r.dict.emplace_back(std::string(cont.substr(0, eq)), Unescape(TrimRight(cont.substr(eq + 1))));
+    r.dict.emplace_back(BoundedMessage(cont.substr(0, eq)),
+                        BoundedMessage(Unescape(TrimRight(cont.substr(eq + 1)))));
   }
   r.line = Evidence(r.message);
   return r;
@@ -222,6 +235,21 @@ std::optional<KernelRecord> ParseKmsgRecord(std::string_view record) {
 
 std::vector<KernelRecord> ParseDmesgText(std::string_view text) {
   std::vector<KernelRecord> records;
+  // The last record's message as continuation lines extend it, bounded: bytes past the bound are
+  // only counted, so an Xid followed by 20,000 indented lines costs no more than one line.
+  std::string pending;
+  size_t pending_cut = 0;
+  bool extended = false;
+  auto finish = [&] {
+    if (extended) records.back().message = BoundedMessage(pending, pending_cut);
+    extended = false;
+  };
+  auto start = [&](KernelRecord r) {
+    finish();
+    pending = r.message;
+    pending_cut = 0;
+    records.push_back(std::move(r));
+  };
   while (!text.empty()) {
     const size_t nl = text.find('\n');
     std::string_view raw = TrimRight(text.substr(0, nl));
@@ -234,7 +262,7 @@ std::vector<KernelRecord> ParseDmesgText(std::string_view text) {
     std::string_view rest;
     const int level = StripPriority(&s);
     if (auto kmsg = level < 0 ? ParseKmsgRecord(s) : std::nullopt; kmsg) {
-      records.push_back(std::move(*kmsg));
+      start(std::move(*kmsg));
       continue;
     }
     if (ParseBracketSeconds(s, &usec, &rest)) {
@@ -245,21 +273,28 @@ std::vector<KernelRecord> ParseDmesgText(std::string_view text) {
       // no year in a syslog stamp: no time
     } else if (!records.empty() && (s.front() == ' ' || s.front() == '\t')) {
       // An indented line without a stamp continues the record before it.
+      const std::string_view more = TrimLeft(s);
+      if (pending.size() <= kMaxKernelMessageBytes) {
+        pending += ' ';
+        pending += more;
+      } else {
+        pending_cut += 1 + more.size();
+      }
+      extended = true;
       KernelRecord& prev = records.back();
-      prev.message += ' ';
-      prev.message += TrimLeft(s);
       if (prev.line.size() < kMaxEvidence) {
-        prev.line = Evidence(prev.line + ' ' + std::string(TrimLeft(s)));
+        prev.line = Evidence(prev.line + ' ' + std::string(more));
       }
       continue;
     } else {
       rest = TrimLeft(s);
     }
     r.level = level;
-    r.message = std::string(rest);
+    r.message = BoundedMessage(rest);
     r.line = Evidence(raw);
-    records.push_back(std::move(r));
+    start(std::move(r));
   }
+  finish();
   return records;
 }
 

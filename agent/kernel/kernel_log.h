@@ -7,8 +7,15 @@
 // timestamp continues the record before it (the NVIDIA driver prints one message over several
 // indented lines). Every parser accepts garbage: a line it cannot read is kept as a record without
 // times, never dropped and never an exception.
+//
+// Any process can write the kernel log (a process name in an Xid line, /dev/kmsg itself for
+// root), so records are bounded and clean: a message keeps at most kMaxKernelMessageBytes (cut on
+// a character boundary, then the marker and how many bytes were left out), the evidence line 400,
+// a kmsg dictionary 32 entries, and every string is valid UTF-8 (base/utf8.h: a byte that is not
+// becomes U+FFFD).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,6 +24,12 @@
 #include <vector>
 
 namespace nccl_triage::kernel {
+
+// The longest message a record keeps (the kernel's own records are at most about 1 KiB; the
+// NVIDIA driver's multi-line messages joined stay well under this).
+inline constexpr size_t kMaxKernelMessageBytes = 4096;
+// What follows a cut message: `<first 4096 bytes> [cut: N bytes]`.
+inline constexpr std::string_view kKernelMessageCutMarker = " [cut: ";
 
 struct KernelRecord {
   int level = -1;       // syslog level 0 (emerg) .. 7 (debug); -1 unknown

@@ -12,6 +12,10 @@
 
 namespace nccl_triage::kernel {
 
+// The largest code an Xid line may carry: NVIDIA's catalogue ends below 200, so a code above 999
+// is not an Xid but a damaged or forged line (reported as such, never counted as a code).
+inline constexpr int kMaxXidCode = 999;
+
 // What an Xid asks for, in order of gravity.
 enum class XidAction {
   kNone,         // informational: record it, watch for repeats

@@ -9,6 +9,7 @@
 
 #include "base/files.h"
 #include "base/log.h"
+#include "core/json_text.h"
 
 namespace nccl_triage {
 
@@ -247,18 +248,18 @@ KubeResponse InClusterKubeClient::ListNamespacedPods(const std::string& ns,
 KubeResponse InClusterKubeClient::PatchPodAnnotations(const std::string& ns, const std::string& pod,
                                                       const AnnotationPatch& annotations) {
   return Send("PATCH", PodPath(ns, pod), "application/merge-patch+json",
-              AnnotationPatchBody(annotations).dump());
+              DumpJson(AnnotationPatchBody(annotations)));
 }
 
 KubeResponse InClusterKubeClient::PatchNodeCondition(const std::string& node,
                                                      const NodeCondition& c) {
   return Send("PATCH", "/api/v1/nodes/" + UrlEncode(node) + "/status",
-              "application/strategic-merge-patch+json", NodeConditionPatchBody(c).dump());
+              "application/strategic-merge-patch+json", DumpJson(NodeConditionPatchBody(c)));
 }
 
 KubeResponse InClusterKubeClient::CreateEvent(const KubeEvent& event) {
   return Send("POST", "/api/v1/namespaces/" + UrlEncode(event.ns) + "/events", "application/json",
-              EventBody(event).dump());
+              DumpJson(EventBody(event)));
 }
 
 KubeResponse InClusterKubeClient::GetPod(const std::string& ns, const std::string& name) {
@@ -276,7 +277,7 @@ KubeResponse InClusterKubeClient::PatchPodAnnotationsIfUid(const std::string& ns
                                                            const std::string& uid,
                                                            const AnnotationPatch& annotations) {
   return Send("PATCH", PodPath(ns, pod), "application/merge-patch+json",
-              AnnotationPatchBody(annotations, uid).dump());
+              DumpJson(AnnotationPatchBody(annotations, uid)));
 }
 
 KubeResponse InClusterKubeClient::GetNode(const std::string& name) {
@@ -286,12 +287,12 @@ KubeResponse InClusterKubeClient::GetNode(const std::string& name) {
 KubeResponse InClusterKubeClient::CreateTokenReview(const std::string& token,
                                                     const std::vector<std::string>& audiences) {
   return Send("POST", "/apis/authentication.k8s.io/v1/tokenreviews", "application/json",
-              TokenReviewBody(token, audiences).dump());
+              DumpJson(TokenReviewBody(token, audiences)));
 }
 
 KubeResponse InClusterKubeClient::CreateSubjectAccessReview(const AccessReviewRequest& request) {
   return Send("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", "application/json",
-              SubjectAccessReviewBody(request).dump());
+              DumpJson(SubjectAccessReviewBody(request)));
 }
 
 KubeResponse InClusterKubeClient::ListNodes(const NodeListQuery& query) {
@@ -300,7 +301,7 @@ KubeResponse InClusterKubeClient::ListNodes(const NodeListQuery& query) {
 
 KubeResponse InClusterKubeClient::PatchNode(const std::string& node, const NodePatch& patch) {
   return Send("PATCH", "/api/v1/nodes/" + UrlEncode(node), "application/merge-patch+json",
-              NodePatchBody(patch).dump());
+              DumpJson(NodePatchBody(patch)));
 }
 
 }  // namespace nccl_triage

@@ -19,6 +19,7 @@
 
 #include "base/flags.h"
 #include "core/ids.h"
+#include "core/json_text.h"
 #include "probe/libraries.h"
 
 namespace nccl_triage {
@@ -649,7 +650,7 @@ int RunProbeChildCommand(const std::vector<std::string>& args, std::ostream& out
     r.detail = std::string("probe child error: ") + e.what();
   }
   // One line, written at once, last: the runner takes the last JSON line of stdout.
-  out << ToJson(r).dump() << "\n";
+  out << DumpJson(ToJson(r)) << "\n";
   out.flush();
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "base/flags.h"
+#include "core/json_text.h"
 #include "core/rail_selection.h"
 #include "probe/child.h"
 #include "probe/intra_node.h"
@@ -216,7 +217,7 @@ int RunIntraNodeCommand(const PairArgs& p, const ProbeRunner& runner, std::ostre
   }
   IntraNodeReport report = RunIntraNode(runner, gpus->first, gpus->second);
   if (p.json) {
-    out << ToJson(report).dump(2) << "\n";
+    out << DumpJson(ToJson(report), 2) << "\n";
   } else {
     PrintIntraTable(report, out);
   }
@@ -301,7 +302,7 @@ int RunProbeCommand(const std::vector<std::string>& args, std::ostream& out, std
   PairLocalReport report = RunPairLocal(runner, p.modes, std::move(findings), note, &progress,
                                         rails, std::move(port_rates));
   if (p.json) {
-    out << ToJson(report).dump(2) << "\n";
+    out << DumpJson(ToJson(report), 2) << "\n";
   } else {
     PrintPairTable(report, out);
   }

@@ -27,6 +27,7 @@
 #include "config/config_loader.h"
 #include "coordinator_client/session.h"
 #include "core/config.h"
+#include "core/json_text.h"
 #include "core/report.h"
 #include "daemon/agent.h"
 #include "daemon/node_loop_parts.h"
@@ -270,7 +271,7 @@ int RunOneCycle(Agent& agent, AgentState& state, const std::string& root, CliCon
   log.Info("agent", "one cycle on " + root + ": " + std::string(ToString(report->fault_class)) +
                         ", " + std::to_string(report->findings.size()) + " findings" +
                         (causes.empty() ? std::string() : ", failing: " + causes));
-  ctx.out << ToJson(*report).dump(2) << "\n";
+  ctx.out << DumpJson(ToJson(*report), 2) << "\n";
   return ExitCodeFor(*report);
 }
 

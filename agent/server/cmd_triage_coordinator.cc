@@ -19,6 +19,7 @@
 
 #include "base/files.h"
 #include "base/flags.h"
+#include "core/json_text.h"
 #include "core/model.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
 #include "server/server_cli.h"
@@ -170,7 +171,7 @@ int RunTriageCoordinatorCommand(CliContext& ctx) {
             << "\n";
     return 2;
   }
-  ctx.out << out.dump() << "\n";
+  ctx.out << DumpJson(out) << "\n";
   return 0;
 }
 

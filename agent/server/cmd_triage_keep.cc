@@ -17,6 +17,7 @@
 
 #include "base/files.h"
 #include "base/flags.h"
+#include "core/json_text.h"
 #include "server/server_cli.h"
 #include "server/triage_api.h"
 
@@ -125,7 +126,7 @@ int RunTriageKeepCommand(CliContext& ctx) {
     result["event_created"] = r.ok();
     if (!r.ok()) result["event_error"] = r.Describe();
   }
-  ctx.out << result.dump() << "\n";
+  ctx.out << DumpJson(result) << "\n";
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "base/flags.h"
+#include "core/json_text.h"
 #include "kube/kube_client.h"
 #include "kubelet/pod_resources_client.h"
 #include "server/server_cli.h"
@@ -53,7 +54,7 @@ int RunWorkloadLookupCommand(CliContext& ctx) {
     workload::GrpcPodResources kubelet(socket);
     lookup.pod_resources = kubelet.List();
   }
-  ctx.out << workload::ToJson(lookup).dump() << "\n";
+  ctx.out << DumpJson(workload::ToJson(lookup)) << "\n";
   return 0;
 }
 

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
+
 namespace nccl_triage::triage {
 namespace {
 
@@ -18,7 +20,7 @@ bool ParseNumber(std::string_view s, uint64_t* out) {
 
 std::string JsonFrame(std::string_view type, nlohmann::json record) {
   record["type"] = type;
-  std::string body = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string body = DumpJson(record);
   return "J 0 " + std::to_string(body.size()) + "\n" + body;
 }
 

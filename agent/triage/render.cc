@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "classify/classifier.h"
 #include "core/catalogue.h"
+#include "core/json_text.h"
 
 namespace nccl_triage::triage {
 namespace {
@@ -199,7 +200,7 @@ std::string IncidentAnnotation(const Incident& in) {
                       {"peer_node", in.where.peer_node},
                       {"first_pod", in.first ? in.first->pod : std::string()},
                       {"reason", in.reason}};
-  auto dump = [&] { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); };
+  auto dump = [&] { return DumpJson(j); };
   std::string text = dump();
   if (text.size() > kMaxAnnotationBytes) {
     const size_t over = text.size() - kMaxAnnotationBytes;

@@ -1,8 +1,10 @@
 #include "workload/scanner.h"
 
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <map>
-#include <regex>
+#include <memory>
 
 #include "host/parsers.h"
 #include "host/root_reader.h"
@@ -53,13 +55,12 @@ class Pass {
  public:
   Pass(const ScannerOptions& options, RootReader& reader)
       : options_(options), reader_(reader), prefix_(LiteralPrefix(options.gpu_device_pattern)) {
-    try {
-      pattern_ =
-          std::regex(options.gpu_device_pattern, std::regex::ECMAScript | std::regex::optimize);
-      pattern_ok_ = true;
-    } catch (const std::regex_error&) {
-      pattern_ok_ = false;
-    }
+    // RE2: a link target comes from the host (any process names its own fds), so matching must
+    // be linear in it and never recurse.
+    RE2::Options re2_options;
+    re2_options.set_log_errors(false);
+    pattern_ = std::make_unique<RE2>(options.gpu_device_pattern, re2_options);
+    pattern_ok_ = pattern_->ok();
   }
 
   ScanResult Run() {
@@ -142,7 +143,7 @@ class Pass {
 
   bool Matches(std::string_view target) const {
     if (!target.starts_with(prefix_)) return false;
-    return std::regex_match(target.begin(), target.end(), pattern_);
+    return RE2::FullMatch(re2::StringPiece(target.data(), target.size()), *pattern_);
   }
 
   template <typename T>
@@ -331,7 +332,7 @@ class Pass {
   Fact<std::string> host_netns_;
   std::string own_pod_uid_;
   std::string prefix_;
-  std::regex pattern_;
+  std::unique_ptr<RE2> pattern_;
   bool pattern_ok_ = false;
 };
 

@@ -27,7 +27,7 @@ inline constexpr const char* kDefaultGpuDevicePattern = "^/dev/nvidia[0-9]+$";
 
 struct ScannerOptions {
   std::string root = "/";
-  // ECMAScript regex matched against each fd link target.
+  // RE2 pattern matched against the whole of each fd link target.
   std::string gpu_device_pattern = kDefaultGpuDevicePattern;
   // The agent's pid (host view): excluded, and so is every process of its pod (probe children
   // hold GPUs while they run). 0: nobody.

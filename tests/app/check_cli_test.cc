@@ -404,6 +404,30 @@ TEST(CheckCli, KernelLogWithAFlappingPortIsAnIbResourceFault) {
   EXPECT_EQ(StatusOf(j, "kernel.link_flap"), "fail");  // mlx5_5/1 down 3 times (no times: 1 hour)
 }
 
+// Each of these crashed `check`: SIGSEGV (std::regex on a 40 KB line), SIGABRT (nlohmann
+// type_error 316 on a process name that is not UTF-8), or read Xid 2147483648 as 214748364.
+TEST(CheckCli, HostileKernelLogLinesGiveValidJsonAndAnInvalidXidCode) {
+  const std::string path = ::testing::TempDir() + "hostile-kernel.log";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "[1.0] NVRM: Xid (PCI:0000:44:00): 79, " << std::string(40'000, 'A') << "\n"
+      << "[2.0] NVRM: Xid (PCI:0000:45:00): 31, pid=1, name=\xff\xfe, Ch 8\n"
+      << "[3.0] NVRM: Xid (PCI:0000:46:00): 2147483648, x\n";
+  }
+  auto r = Check({"--root", kFixtures + "dgx-h100", "--kernel-log", path, "--format", "json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto j = Json(r);
+  EXPECT_EQ(StatusOf(j, "kernel.gpu_off_bus"), "fail");
+  bool invalid_code = false;
+  for (const auto& f : j["findings"]) {
+    const std::string message = f["message"];
+    EXPECT_EQ(message.find("Xid 214748364 "), std::string::npos) << message;
+    invalid_code |= message.find("2147483648") != std::string::npos;
+  }
+  EXPECT_TRUE(invalid_code);
+  EXPECT_NE(r.out.find("name=\xEF\xBF\xBD\xEF\xBF\xBD, Ch 8"), std::string::npos);
+}
+
 TEST(CheckCli, KernelLogThatCannotBeReadExitsTwoWithOneLine) {
   auto r = Check({"--root", kFixtures + "dgx-h100", "--kernel-log", "/nonexistent/dmesg"});
   EXPECT_EQ(r.exit_code, 2);

@@ -36,6 +36,31 @@ TEST(ParseListenAddress, AcceptsHostPortForms) {
   EXPECT_FALSE(ParseListenAddress("host:abc").ok());
 }
 
+// An Xid line quotes the process name, which any process sets: `name=\xff\xfe` in a finding made
+// nlohmann's dump() throw, and GET /status answered 500 for as long as the line stayed in the
+// window (24 h).
+TEST(AgentHttp, StatusOfAFindingWithANonUtf8ProcessNameIsValidJson) {
+  AgentState state("gpu-node-1", "0.1.0", 0);
+  AgentMetrics metrics(state, "0.1.0");
+  HttpServer server;
+  InstallAgentEndpoints(server, state, metrics);
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status().message();
+  Finding xid = testing::TestFinding("kernel.xid", FaultClass::kUnknown, CheckStatus::kWarn);
+  xid.message = "GPU 0000:44:00: Xid 31 x1";
+  xid.evidence.push_back(
+      {"kernel log", "NVRM: Xid (PCI:0000:44:00): 31, pid=1, name=\xff\xfe, Ch 8", "dev/kmsg"});
+  testing::FillCycle(state, testing::TestSnapshot(2), {xid}, 1000);
+  httplib::Client client("127.0.0.1", *port);
+  auto s = client.Get("/status");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->status, 200);
+  auto j = nlohmann::json::parse(s->body, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << s->body.substr(0, 300);
+  EXPECT_NE(s->body.find("name=\xEF\xBF\xBD\xEF\xBF\xBD, Ch 8"), std::string::npos);
+  server.Stop();
+}
+
 TEST(AgentHttp, LivezAlwaysReadyzAfterTheFirstCycleMetricsAndStatus) {
   AgentState state("gpu-node-1", "0.1.0", 0);
   AgentMetrics metrics(state, "0.1.0");

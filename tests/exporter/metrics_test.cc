@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "base/utf8.h"
 #include "test_state.h"
 
 namespace nccl_triage {
@@ -115,6 +116,45 @@ TEST_F(MetricsTest, KernelCountersShowDownsPerPortAndXidsPerCode) {
   EXPECT_EQ(
       Value(fams, "nccl_triage_kernel_link_down_total", {{"device", "mlx5_0"}, {"port", "1"}}), 3);
   EXPECT_EQ(Value(fams, "nccl_triage_kernel_xid_total", {{"code", "79"}}), 1);
+}
+
+TEST_F(MetricsTest, KernelEventsPastTheKeyLimitAreCountedAsDroppedWithTheirReason) {
+  FillCycle(state_, TestSnapshot(2), {}, 1000);
+  kernel::KernelCounts k;
+  for (int code = 0; code < 1000; ++code) {
+    kernel::KernelEvent e;
+    e.kind = kernel::EventKind::kXid;
+    e.xid = code;
+    k.Add(e);
+  }
+  kernel::KernelEvent invalid;
+  invalid.kind = kernel::EventKind::kXid;
+  invalid.xid = kernel::kInvalidXid;
+  k.Add(invalid);
+  metrics_.SetKernelCounts([&k] { return k; });
+  auto fams = metrics_.Collect();
+  EXPECT_EQ(Find(fams, "nccl_triage_kernel_xid_total")->metric.size(),
+            kernel::KernelCounts::kMaxCountedKeys);
+  EXPECT_EQ(Value(fams, "nccl_triage_kernel_events_dropped_total", {{"reason", "key_limit"}}),
+            1000 - static_cast<double>(kernel::KernelCounts::kMaxCountedKeys));
+  EXPECT_EQ(Value(fams, "nccl_triage_kernel_events_dropped_total", {{"reason", "invalid_code"}}),
+            1);
+}
+
+// The text format is UTF-8: a device name that is not (a port key from the kernel log) is
+// written with U+FFFD, in Collect() and in the scrape.
+TEST_F(MetricsTest, ALabelValueThatIsNotUtf8IsWrittenWithReplacementCharacters) {
+  FillCycle(state_, TestSnapshot(2), {}, 1000);
+  kernel::KernelCounts k;
+  k.link_downs["mlx\xff\xfe/1"] = 2;
+  metrics_.SetKernelCounts([&k] { return k; });
+  auto fams = metrics_.Collect();
+  EXPECT_EQ(Value(fams, "nccl_triage_kernel_link_down_total",
+                  {{"device", "mlx\xEF\xBF\xBD\xEF\xBF\xBD"}, {"port", "1"}}),
+            2);
+  const std::string text = metrics_.Scrape();
+  EXPECT_TRUE(IsValidUtf8(text));
+  EXPECT_NE(text.find("device=\"mlx\xEF\xBF\xBD\xEF\xBF\xBD\""), std::string::npos);
 }
 
 TEST_F(MetricsTest, KernelFamiliesAreAbsentWithoutAKernelLog) {

@@ -78,6 +78,7 @@ TEST(MetricSpecs, AFullScrapeExportsExactlyTheDeclaredFamilies) {
     kernel::KernelCounts k;
     k.link_downs["mlx5_0/1"] = 2;
     k.xids[79] = 1;
+    k.dropped["key_limit"] = 1;
     return k;
   });
   MetricTable scraped;
