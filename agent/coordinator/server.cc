@@ -183,7 +183,8 @@ CoordinatorServer::Impl::Impl(CoordinatorOptions options, Logger& log)
       schedule_(options_.seed),
       verdicts_(options_.hold_down) {
   if (options_.kube && options_.remediation.policy.mode != RemediationMode::kOff) {
-    remediator_ = std::make_unique<Remediator>(*options_.kube, options_.remediation, log_);
+    remediator_ =
+        std::make_unique<Remediator>(*options_.kube, options_.remediation, log_, wall_clock_);
   }
 }
 

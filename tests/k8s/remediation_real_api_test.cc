@@ -25,6 +25,7 @@
 #include "kube/kube_client.h"
 #include "kube/kubeconfig.h"
 #include "real_api.h"
+#include "support/fake_clock.h"
 
 namespace nccl_triage {
 namespace {
@@ -44,12 +45,6 @@ std::string NodeName(int i) {
   char name[32];
   std::snprintf(name, sizeof(name), "remediation-%02d", i);
   return name;
-}
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 class RemediationRealApi : public ::testing::Test {
@@ -104,7 +99,7 @@ class RemediationRealApi : public ::testing::Test {
                 .healthy_ms = kHour};
     o.pool_label = kPoolLabel;
     o.list_page = 25;  // the real API's chunking: 66 nodes in three pages
-    return Remediator(*coordinator_, o, log_);
+    return Remediator(*coordinator_, o, log_, clock_);
   }
 
   static std::map<std::string, ConfirmedNodeFault> Faults(int from, int to) {
@@ -115,6 +110,16 @@ class RemediationRealApi : public ::testing::Test {
     return out;
   }
 
+  // One step at `at_ms` of the (fake, monotonic) clock.
+  RemediationStatus StepAt(Remediator& r, const std::map<std::string, ConfirmedNodeFault>& faults,
+                           int64_t at_ms) {
+    const auto want = std::chrono::milliseconds(at_ms);
+    const auto now = clock_.Now().time_since_epoch();
+    if (want > now) clock_.Advance(want - now);
+    return StepAt(r, faults);
+  }
+
+  FakeClock clock_;
   std::unique_ptr<InClusterKubeClient> coordinator_, agent_, admin_;
   std::ostringstream out_;
   Logger log_{out_};
@@ -132,10 +137,10 @@ TEST_F(RemediationRealApi, TaintsCordonsAndReleasesWithTheBreakerAndLeavesOperat
   ASSERT_TRUE(admin_->PatchNode(NodeName(4), cordon).ok());
 
   Remediator r = Make();
-  const int64_t t0 = NowMs();
+  const int64_t t0 = kHour;
   std::map<std::string, ConfirmedNodeFault> three = Faults(3, 5);
   three[NodeName(20)] = {FaultClass::kArchitecture, {"limits.memlock"}};
-  RemediationStatus s = r.Step(three, t0);
+  RemediationStatus s = StepAt(r, three, t0);
   ASSERT_TRUE(s.list_error.empty()) << s.list_error;
   EXPECT_GE(s.nodes_seen, kNodes);
   EXPECT_TRUE(s.errors.empty()) << s.errors.begin()->second;
@@ -163,7 +168,7 @@ TEST_F(RemediationRealApi, TaintsCordonsAndReleasesWithTheBreakerAndLeavesOperat
   EXPECT_EQ(events, 3);  // a Warning event per node, created by the API server
 
   // A fault on 40 nodes at once: the breaker lets 6 (10 % of 64) be remediated, no more.
-  s = r.Step(Faults(10, 50), t0 + 1000);
+  s = StepAt(r, Faults(10, 50), t0 + 1000);
   EXPECT_TRUE(s.breaker_open);
   EXPECT_TRUE(s.errors.empty());
   const std::set<std::string> tainted = Tainted();
@@ -175,9 +180,9 @@ TEST_F(RemediationRealApi, TaintsCordonsAndReleasesWithTheBreakerAndLeavesOperat
   EXPECT_FALSE(tainted.count(NodeName(49)));
 
   // Recovery: healthy from now on; released only after recover_after.
-  s = r.Step({}, t0 + 2000);
+  s = StepAt(r, {}, t0 + 2000);
   EXPECT_EQ(Tainted().size(), 6U);
-  s = r.Step({}, t0 + 2000 + kHour);
+  s = StepAt(r, {}, t0 + 2000 + kHour);
   EXPECT_TRUE(s.errors.empty());
   EXPECT_EQ(s.actions.size(), 6U);
   EXPECT_TRUE(Tainted().empty());

@@ -312,7 +312,9 @@ struct FakeApiServer::Impl {
                "version and try again");
       return;
     }
-    body["metadata"].erase("resourceVersion");
+    if (body.contains("metadata") && body["metadata"].is_object()) {
+      body["metadata"].erase("resourceVersion");
+    }
     n->merge_patch(body);
     (*n)["metadata"]["resourceVersion"] = std::to_string(++resource_version);
     res.set_content(n->dump(), "application/json");
