@@ -116,7 +116,7 @@ class RemediationRealApi : public ::testing::Test {
     const auto want = std::chrono::milliseconds(at_ms);
     const auto now = clock_.Now().time_since_epoch();
     if (want > now) clock_.Advance(want - now);
-    return StepAt(r, faults);
+    return r.Step(faults);
   }
 
   FakeClock clock_;

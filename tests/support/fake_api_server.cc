@@ -468,7 +468,9 @@ struct FakeApiServer::Impl {
     auto s = std::make_shared<Stream>();
     s->log = std::move(log);
     s->timestamps = req.get_param_value("timestamps") == "true";
-    if (req.has_param("limitBytes")) s->limit = std::stoull(req.get_param_value("limitBytes"));
+    if (req.has_param("limitBytes") && !ignore_limit_bytes) {
+      s->limit = std::stoull(req.get_param_value("limitBytes"));
+    }
     if (req.has_param("tailLines")) {
       const size_t tail = std::stoul(req.get_param_value("tailLines"));
       s->next = s->log.lines > tail ? s->log.lines - tail : 0;
@@ -520,6 +522,7 @@ struct FakeApiServer::Impl {
   }
 
   std::atomic<uint64_t>* served_counter = nullptr;
+  std::atomic<bool> ignore_limit_bytes{false};
 };
 
 FakeApiServer::FakeApiServer(Options options) : impl_(std::make_unique<Impl>(options)) {
@@ -600,6 +603,8 @@ void FakeApiServer::FailNamespace(const std::string& ns, int status, std::string
   std::lock_guard lock(impl_->mu);
   impl_->namespace_failures[ns] = {status, std::move(message)};
 }
+
+void FakeApiServer::IgnoreLimitBytes() { impl_->ignore_limit_bytes = true; }
 
 void FakeApiServer::FailEvents(int status, std::string message) {
   std::lock_guard lock(impl_->mu);
