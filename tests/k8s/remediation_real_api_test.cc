@@ -195,6 +195,29 @@ TEST_F(RemediationRealApi, TaintsCordonsAndReleasesWithTheBreakerAndLeavesOperat
   EXPECT_TRUE(HasTaint(Node(NodeName(5)), "ops.example/maintenance"));
 }
 
+TEST_F(RemediationRealApi, ATaintAnOperatorRemovedIsNeitherPutBackNorCounted) {
+  Remediator r = Make();
+  std::map<std::string, ConfirmedNodeFault> faults = Faults(2, 3);
+  RemediationStatus s = StepAt(r, faults, kHour);
+  ASSERT_TRUE(HasTaint(Node(NodeName(2)), std::string(kFaultTaintKey)));
+  // kubectl taint node remediation-02 nccl-triage.io/fault- (the admin keeps the other taints).
+  json taints = json::array();
+  for (const json& t : Node(NodeName(2))["spec"]["taints"]) {
+    if (t["key"] != kFaultTaintKey) taints.push_back(t);
+  }
+  NodePatch by_hand;
+  by_hand.taints = taints;
+  ASSERT_TRUE(admin_->PatchNode(NodeName(2), by_hand).ok());
+  StepAt(r, faults, kHour + 1);
+  s = StepAt(r, faults, kHour + 2);  // two sweeps later, the fault still confirmed
+  const json n = Node(NodeName(2));
+  EXPECT_FALSE(HasTaint(n, std::string(kFaultTaintKey))) << "put back against the operator";
+  EXPECT_FALSE(Marked(n));
+  EXPECT_TRUE(s.remediated.empty());
+  EXPECT_EQ(s.released_by_operator, std::vector<std::string>{NodeName(2)});
+  EXPECT_TRUE(s.errors.empty());
+}
+
 TEST_F(RemediationRealApi, APatchOnAStaleResourceVersionIsAConflict) {
   const json n = Node(NodeName(7));
   const std::string rv = n["metadata"]["resourceVersion"];
