@@ -9,6 +9,9 @@
 //   recovery                our taints, marks and cordons removed after recover_after, an
 //                           operator's own taint and cordon left alone.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -18,6 +21,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "base/files.h"
 #include "base/log.h"
@@ -46,6 +50,54 @@ std::string NodeName(int i) {
   std::snprintf(name, sizeof(name), "remediation-%02d", i);
   return name;
 }
+
+// tests/k8s/fault_proxy.py in front of the API server, with `faults` (its options); killed when
+// it goes out of scope.
+class FaultProxy {
+ public:
+  explicit FaultProxy(std::vector<std::string> faults) {
+    port_file_ = Work() + "/fault-proxy-" + std::to_string(::getpid()) + ".port";
+    ::unlink(port_file_.c_str());
+    std::vector<std::string> argv = {"python3", NCCL_TRIAGE_FAULT_PROXY, Work(), port_file_};
+    argv.insert(argv.end(), faults.begin(), faults.end());
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::vector<char*> a;
+      for (auto& s : argv) a.push_back(s.data());
+      a.push_back(nullptr);
+      ::execvp(a[0], a.data());
+      ::_exit(127);
+    }
+    // Until it listens (it writes the file then), or it died.
+    for (int i = 0; i < 600 && port_ == 0; ++i) {
+      port_ = std::atoi(real_api::Read(port_file_).c_str());
+      if (port_ == 0) ::usleep(100'000);
+    }
+  }
+  ~FaultProxy() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    ::unlink(port_file_.c_str());
+  }
+  // The coordinator's ServiceAccount, through the proxy.
+  std::unique_ptr<InClusterKubeClient> Coordinator() const {
+    InClusterOptions o;
+    o.host = "127.0.0.1";
+    o.port = port_;
+    o.service_account_dir = Work() + "/kube/coordinator";
+    auto client = InClusterKubeClient::Create(o);
+    EXPECT_TRUE(client.ok()) << client.status().message();
+    return client.ok() ? std::move(client).value() : nullptr;
+  }
+  int port() const { return port_; }
+
+ private:
+  std::string port_file_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
 
 class RemediationRealApi : public ::testing::Test {
  protected:
@@ -91,7 +143,7 @@ class RemediationRealApi : public ::testing::Test {
     return out;
   }
 
-  Remediator Make() {
+  Remediator Make(KubeClient* through = nullptr) {
     RemediatorOptions o;
     o.policy = {.mode = RemediationMode::kCordon,
                 .max_nodes = 10,
@@ -99,7 +151,7 @@ class RemediationRealApi : public ::testing::Test {
                 .healthy_ms = kHour};
     o.pool_label = kPoolLabel;
     o.list_page = 25;  // the real API's chunking: 66 nodes in three pages
-    return Remediator(*coordinator_, o, log_, clock_);
+    return Remediator(through ? *through : *coordinator_, o, log_, clock_);
   }
 
   static std::map<std::string, ConfirmedNodeFault> Faults(int from, int to) {
@@ -216,6 +268,41 @@ TEST_F(RemediationRealApi, ATaintAnOperatorRemovedIsNeitherPutBackNorCounted) {
   EXPECT_TRUE(s.remediated.empty());
   EXPECT_EQ(s.released_by_operator, std::vector<std::string>{NodeName(2)});
   EXPECT_TRUE(s.errors.empty());
+}
+
+TEST_F(RemediationRealApi, AnOperatorsCordonDuringOurPatchIsNotTakenForOurs) {
+  // The proxy cordons remediation-09 as the admin just before our patch of it reaches the API
+  // server, which then answers 409: the retry must read the cordon as the operator's.
+  FaultProxy proxy({"--cordon-before-patch", NodeName(9)});
+  ASSERT_GT(proxy.port(), 0) << "fault_proxy.py did not start";
+  auto through = proxy.Coordinator();
+  ASSERT_TRUE(through);
+  Remediator r = Make(through.get());
+  RemediationStatus s = StepAt(r, Faults(9, 10), kHour);
+  EXPECT_TRUE(s.errors.empty()) << s.errors.begin()->second;
+  json n = Node(NodeName(9));
+  EXPECT_TRUE(HasTaint(n, std::string(kFaultTaintKey)));
+  EXPECT_EQ(n["metadata"]["annotations"][std::string(kRemediatedAnnotation)], "taint=ib_resource");
+  StepAt(r, {}, 2 * kHour);
+  StepAt(r, {}, 3 * kHour);  // released
+  n = Node(NodeName(9));
+  EXPECT_FALSE(HasTaint(n, std::string(kFaultTaintKey)));
+  EXPECT_TRUE(Unschedulable(n)) << "the operator's cordon was removed by our release";
+}
+
+TEST_F(RemediationRealApi, AnEndlessContinueTokenEndsAtThePageBound) {
+  FaultProxy proxy({"--endless-continue"});
+  ASSERT_GT(proxy.port(), 0) << "fault_proxy.py did not start";
+  auto through = proxy.Coordinator();
+  ASSERT_TRUE(through);
+  RemediatorOptions o;
+  o.policy.mode = RemediationMode::kCordon;
+  o.list_page = 500;
+  o.max_listed_nodes = 5'000;  // 11 pages
+  Remediator r(*through, o, log_, clock_);
+  RemediationStatus s = r.Step(Faults(1, 2));
+  EXPECT_NE(s.list_error.find("more than 11 pages"), std::string::npos) << s.list_error;
+  EXPECT_TRUE(Tainted().empty());
 }
 
 TEST_F(RemediationRealApi, APatchOnAStaleResourceVersionIsAConflict) {
