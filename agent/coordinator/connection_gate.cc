@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <string>
@@ -12,6 +13,12 @@
 #include "base/log.h"
 
 namespace nccl_triage {
+
+size_t ConnectionCapForFdLimit(size_t wanted, uint64_t fd_limit) {
+  const uint64_t reserve = std::clamp<uint64_t>(fd_limit / 2, 24, 512);
+  const uint64_t fit = fd_limit > reserve ? (fd_limit - reserve) / 2 : 0;
+  return std::max<size_t>(1, std::min<uint64_t>(wanted, fit));
+}
 namespace {
 
 // Accepts per wake-up, so that a flood cannot keep the gate from noticing closed connections.

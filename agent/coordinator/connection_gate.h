@@ -26,6 +26,13 @@ namespace nccl_triage {
 
 class Logger;
 
+// How many agent connections a process whose descriptor limit (RLIMIT_NOFILE's soft limit) is
+// `fd_limit` may accept, at most `wanted`: each costs two descriptors (gRPC's and the gate's
+// duplicate), and a reserve of half the limit (at least 24, at most 512) stays for the
+// process's own (gRPC's pollers, the HTTP server and its clients, the Kubernetes client, logs).
+// At least 1. Pure.
+size_t ConnectionCapForFdLimit(size_t wanted, uint64_t fd_limit);
+
 class ConnectionGate {
  public:
   ConnectionGate(Logger& log, size_t max_connections);

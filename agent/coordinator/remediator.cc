@@ -66,105 +66,165 @@ bool MarkerSaysCordoned(const std::string& marker) {
   return at != std::string::npos && at + 7 == marker.size();
 }
 
-Remediator::Remediator(KubeClient& kube, RemediatorOptions options, Logger& log)
-    : kube_(kube), options_(std::move(options)), log_(log) {}
+Remediator::Remediator(KubeClient& kube, RemediatorOptions options, Logger& log, Clock& clock)
+    : kube_(kube), options_(std::move(options)), log_(log), clock_(clock) {}
 
-bool Remediator::ListNodes(const std::map<std::string, ConfirmedNodeFault>& confirmed,
-                           int64_t now_ms, const std::set<std::string>* watched,
-                           std::vector<NodeState>* nodes, std::string* error) {
+int64_t Remediator::MonotonicMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now().time_since_epoch())
+      .count();
+}
+
+std::string Remediator::CutShort() const {
+  if (stop_.stop_requested()) return "stop requested";
+  if (clock_.Now() >= deadline_) return "deadline";
+  return "";
+}
+
+std::string Remediator::PendingEvent::Encode() const {
+  return json({{"type", type}, {"reason", reason}, {"message", message}}).dump();
+}
+
+bool Remediator::PendingEvent::Decode(const std::string& text, PendingEvent* out) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return false;
+  out->type = Text(j, "type");
+  out->reason = Text(j, "reason");
+  out->message = Text(j, "message");
+  return (out->type == "Normal" || out->type == "Warning") && !out->reason.empty();
+}
+
+bool Remediator::ListNodes(std::vector<NodeState>* nodes, std::string* error) {
   NodeListQuery query;
-  query.limit = options_.list_page;
+  query.limit = std::max(options_.list_page, 1);
   // A bound on pages: a server that keeps answering a continue token must not hold the sweep.
-  for (int page = 0; page < 10'000; ++page) {
+  const int max_pages = std::max(options_.max_listed_nodes, 1) / query.limit + 1;
+  auto fail = [&](const std::string& why) {
+    *error = "list nodes: " + why;
+    if (!list_failing_) log_.Warn(kLogComponent, *error + " (retried next sweep)");
+    list_failing_ = true;
+    return false;
+  };
+  for (int page = 0; page < max_pages; ++page) {
+    if (std::string cut = CutShort(); !cut.empty()) return fail("cut short: " + cut);
     KubeResponse r = kube_.ListNodes(query);
     const json list = r.ok() ? json::parse(r.body, nullptr, false) : json();
     if (!r.ok() || !list.is_object() || !list.contains("items") || !list["items"].is_array()) {
-      *error = "list nodes: " + (r.ok() ? std::string("not a NodeList") : r.Describe());
-      if (!list_failing_) log_.Warn(kLogComponent, *error + " (retried next sweep)");
-      list_failing_ = true;
-      return false;
+      return fail(r.ok() ? std::string("not a NodeList") : r.Describe());
     }
     for (const json& item : list["items"]) {
-      if (item.is_object()) nodes->push_back(ReadNode(item, confirmed, now_ms, watched));
+      if (item.is_object()) nodes->push_back(ParseNode(item, options_.pool_label));
     }
-    query.continue_token = Text(list.value("metadata", json::object()), "continue");
-    if (query.continue_token.empty()) {
+    const std::string next = Text(list.value("metadata", json::object()), "continue");
+    if (next.empty()) {
       if (list_failing_) log_.Info(kLogComponent, "the node list reads again");
       list_failing_ = false;
       return true;
     }
+    if (next == query.continue_token) return fail("the server repeats its continue token");
+    query.continue_token = next;
   }
-  *error = "list nodes: too many pages";
-  return false;
+  return fail("more than " + std::to_string(max_pages) + " pages (" +
+              std::to_string(options_.max_listed_nodes) + " nodes)");
 }
 
-Remediator::NodeState Remediator::ReadNode(
-    const json& node, const std::map<std::string, ConfirmedNodeFault>& confirmed, int64_t now_ms,
-    const std::set<std::string>* watched) {
+Remediator::NodeState Remediator::ParseNode(const json& node, const std::string& pool_label) {
   NodeState s;
   const json meta = node.value("metadata", json::object());
   const json spec = node.value("spec", json::object());
   s.plan.node = Text(meta, "name");
   s.resource_version = Text(meta, "resourceVersion");
   if (auto t = spec.find("taints"); t != spec.end() && t->is_array()) s.taints = *t;
+  for (const json& t : s.taints) {
+    if (t.is_object() && Text(t, "key") == kFaultTaintKey) s.our_taint = true;
+  }
   if (auto u = spec.find("unschedulable"); u != spec.end() && u->is_boolean()) {
     s.plan.unschedulable = u->get<bool>();
   }
-  if (!options_.pool_label.empty()) {
-    s.plan.pool = Text(meta.value("labels", json::object()), options_.pool_label.c_str());
+  if (!pool_label.empty()) {
+    s.plan.pool = Text(meta.value("labels", json::object()), pool_label.c_str());
   }
   const json annotations = meta.value("annotations", json::object());
   if (annotations.is_object() && annotations.contains(std::string(kRemediatedAnnotation))) {
     const std::string marker = Text(annotations, std::string(kRemediatedAnnotation).c_str());
+    s.marked = true;
     s.plan.remediated = true;
     s.plan.cordoned_by_us = MarkerSaysCordoned(marker);
   }
-  if (auto f = confirmed.find(s.plan.node); f != confirmed.end()) {
-    s.plan.confirmed_fault = true;
-    s.plan.fault_class = f->second.fault_class;
-    s.plan.causes = f->second.causes;
-    healthy_since_.erase(s.plan.node);
-  } else if (watched != nullptr && watched->count(s.plan.node) == 0) {
-    healthy_since_.erase(s.plan.node);  // not probed now: no healthy time accrues
-  } else {
-    s.plan.healthy_since_ms = healthy_since_.emplace(s.plan.node, now_ms).first->second;
+  if (annotations.is_object()) {
+    s.pending_event = Text(annotations, std::string(kPendingEventAnnotation).c_str());
   }
   return s;
 }
 
-KubeResponse Remediator::Patch(const RemediationAction& action, const NodeState& node) {
-  auto build = [&](const std::string& rv, const json& taints, bool unschedulable) {
-    NodePatch p;
-    p.resource_version = rv;
-    json t = TaintsWithoutOurs(taints);
-    if (action.kind == RemediationActionKind::kApply) {
-      t.push_back({{"key", std::string(kFaultTaintKey)},
-                   {"value", action.taint_value},
-                   {"effect", "NoSchedule"}});
-      p.annotations[std::string(kRemediatedAnnotation)] =
-          RemediationMarker(action.taint_value, action.cordon);
-      if (action.cordon) p.unschedulable = true;
-    } else {
-      p.annotations[std::string(kRemediatedAnnotation)] = std::nullopt;
-      // Uncordon only what we cordoned and is still cordoned.
-      if (action.cordon && unschedulable) p.unschedulable = false;
+std::pair<NodePatch, Remediator::PendingEvent> Remediator::Build(const RemediationAction& action,
+                                                                 const NodeState& node) const {
+  NodePatch p;
+  PendingEvent e;
+  p.resource_version = node.resource_version;
+  json t = TaintsWithoutOurs(node.taints);
+  if (action.kind == RemediationActionKind::kApply) {
+    t.push_back({{"key", std::string(kFaultTaintKey)},
+                 {"value", action.taint_value},
+                 {"effect", "NoSchedule"}});
+    p.annotations[std::string(kRemediatedAnnotation)] =
+        RemediationMarker(action.taint_value, action.cordon);
+    if (action.cordon) p.unschedulable = true;
+    std::vector<std::string> causes;
+    if (confirmed_ != nullptr) {
+      if (auto f = confirmed_->find(action.node); f != confirmed_->end()) causes = f->second.causes;
     }
-    p.taints = std::move(t);
-    return p;
-  };
-  KubeResponse r = kube_.PatchNode(action.node, build(node.resource_version, node.taints,
-                                                      node.plan.unschedulable));
-  if (r.status != 409) return r;
-  // Someone changed the node since the list: read it again and patch over what is there now.
+    const std::string fix = Fix(causes);
+    e = {"Warning", action.cordon ? "NcclTriageCordoned" : "NcclTriageTainted",
+         action.reason + ". Fix: " + fix + ". Undo by hand: " + Undo(action.node, action.cordon)};
+  } else {
+    p.annotations[std::string(kRemediatedAnnotation)] = std::nullopt;
+    // Uncordon only what we cordoned and is still cordoned.
+    if (action.cordon && node.plan.unschedulable) p.unschedulable = false;
+    e = {"Normal", "NcclTriageReleased", action.reason};
+  }
+  p.annotations[std::string(kPendingEventAnnotation)] = e.Encode();
+  p.taints = std::move(t);
+  return {std::move(p), std::move(e)};
+}
+
+KubeResponse Remediator::Patch(RemediationAction& action, const NodeState& node,
+                               PendingEvent* event, bool* skip) {
+  *skip = false;
+  auto [patch, e] = Build(action, node);
+  *event = e;
+  KubeResponse r = kube_.PatchNode(action.node, patch);
+  if (r.status != 409 || !CutShort().empty()) return r;
+  // Someone changed the node since the list: read it again and decide again from what is there
+  // now, so that their cordon is not taken for ours nor their release undone.
   KubeResponse fresh = kube_.GetNode(action.node);
   if (!fresh.ok()) return r;
   const json n = json::parse(fresh.body, nullptr, false);
   if (!n.is_object()) return r;
-  const json spec = n.value("spec", json::object());
-  const json taints = spec.value("taints", json::array());
-  const bool unschedulable = spec.value("unschedulable", false);
-  const std::string rv = Text(n.value("metadata", json::object()), "resourceVersion");
-  return kube_.PatchNode(action.node, build(rv, taints, unschedulable));
+  const NodeState now = ParseNode(n, options_.pool_label);
+  if (action.kind == RemediationActionKind::kApply) {
+    if (now.marked) {  // marked meanwhile: nothing left to do (the next step reads it)
+      *skip = true;
+      return fresh;
+    }
+    const bool cordon = options_.policy.mode == RemediationMode::kCordon && !now.plan.unschedulable;
+    if (action.cordon && !cordon) {
+      constexpr std::string_view kCordons = " and cordons it";
+      if (action.reason.ends_with(kCordons)) {
+        action.reason.resize(action.reason.size() - kCordons.size());
+      }
+    }
+    action.cordon = cordon;
+  } else {
+    if (!now.marked || !CutShort().empty()) {  // released by someone else meanwhile
+      *skip = true;
+      return fresh;
+    }
+    action.cordon = now.plan.cordoned_by_us && now.plan.unschedulable;
+  }
+  if (!CutShort().empty()) return r;
+  auto [again, e2] = Build(action, now);
+  *event = e2;
+  return kube_.PatchNode(action.node, again);
 }
 
 void Remediator::Failed(const std::string& node, const std::string& what, const KubeResponse& r,
@@ -181,29 +241,50 @@ void Remediator::Succeeded(const std::string& node) {
   if (failing_.erase(node) > 0) log_.Info(kLogComponent, "node " + node + ": API calls work again");
 }
 
-void Remediator::PostEvent(const std::string& node, const std::string& type,
-                           const std::string& reason, const std::string& message, int64_t now_ms,
+bool Remediator::PostEvent(const std::string& node, const PendingEvent& event,
                            RemediationStatus& status) {
   KubeEvent e;
   e.ns = options_.event_namespace;
   e.involved_name = node;
   e.involved_uid = node;
-  e.type = type;
-  e.reason = reason;
-  e.message = message;
+  e.type = event.type;
+  e.reason = event.reason;
+  e.message = event.message;
   e.component = options_.component;
   e.host = node;
-  e.at_unix_ms = now_ms;
+  e.at_unix_ms = clock_.NowUnixMs();
   KubeResponse r = kube_.CreateEvent(e);
   status.outcomes.push_back({"event", r.ok() ? "ok" : "error"});
-  if (!r.ok()) Failed(node, "event " + reason, r, status);
+  if (!r.ok()) Failed(node, "event " + event.reason, r, status);
+  return r.ok();
 }
 
-bool Remediator::Apply(const RemediationAction& action, const NodeState& node,
-                       const std::map<std::string, ConfirmedNodeFault>& confirmed, int64_t now_ms,
+void Remediator::Deliver(const std::string& node, const PendingEvent& event,
+                         const std::string& encoded, RemediationStatus& status) {
+  // Posted already by an earlier step whose removal of the annotation failed: not again.
+  auto posted = delivered_.find(node);
+  if (posted == delivered_.end() || posted->second != encoded) {
+    if (!CutShort().empty() || !PostEvent(node, event, status)) return;
+    delivered_[node] = encoded;
+  }
+  if (!CutShort().empty()) return;
+  NodePatch clear;
+  clear.annotations[std::string(kPendingEventAnnotation)] = std::nullopt;
+  KubeResponse r = kube_.PatchNode(node, clear);
+  if (!r.ok()) {
+    Failed(node, "clear pending event", r, status);
+    return;
+  }
+  delivered_.erase(node);
+}
+
+bool Remediator::Apply(RemediationAction action, const NodeState& node,
                        RemediationStatus& status) {
+  PendingEvent event;
+  bool skip = false;
+  KubeResponse r = Patch(action, node, &event, &skip);
   const std::string name = ActionName(action);
-  KubeResponse r = Patch(action, node);
+  if (skip) return false;
   if (!r.ok()) {
     status.outcomes.push_back({name, r.status == 409 ? "conflict" : "error"});
     Failed(action.node, name, r, status);
@@ -211,24 +292,48 @@ bool Remediator::Apply(const RemediationAction& action, const NodeState& node,
   }
   status.outcomes.push_back({name, "ok"});
   Succeeded(action.node);
-  if (action.kind == RemediationActionKind::kApply) {
-    auto f = confirmed.find(action.node);
-    const std::string fix =
-        Fix(f == confirmed.end() ? std::vector<std::string>{} : f->second.causes);
-    log_.Info(kLogComponent, "node " + action.node + ": " + action.reason);
-    PostEvent(action.node, "Warning", action.cordon ? "NcclTriageCordoned" : "NcclTriageTainted",
-              action.reason + ". Fix: " + fix +
-                  ". Undo by hand: " + Undo(action.node, action.cordon),
-              now_ms, status);
-  } else {
-    log_.Info(kLogComponent, "node " + action.node + ": " + action.reason);
-    PostEvent(action.node, "Normal", "NcclTriageReleased", action.reason, now_ms, status);
-  }
+  log_.Info(kLogComponent, "node " + action.node + ": " + action.reason);
+  Deliver(action.node, event, event.Encode(), status);
   return true;
 }
 
-void Remediator::AnnounceDryRun(const RemediationAction& action, int64_t now_ms,
-                                RemediationStatus& status) {
+void Remediator::Forget(const NodeState& node, RemediationStatus& status) {
+  const std::string& name = node.plan.node;
+  std::string message = node.marked      ? "nccl-triage's taint " + std::string(kFaultTaintKey)
+                        : node.our_taint ? "nccl-triage's annotation " +
+                                               std::string(kRemediatedAnnotation)
+                                         : "nccl-triage's taint and annotation";
+  message += " was removed by someone else";
+  if (node.plan.confirmed_fault) {
+    message += " while the " + std::string(ToString(node.plan.fault_class)) +
+               " fault is still confirmed";
+  }
+  message += ": nccl-triage stops counting the node and will not taint it again until the fault "
+             "clears and comes back";
+  if (node.plan.cordoned_by_us && node.plan.unschedulable) {
+    message += ". The cordon nccl-triage placed stays: kubectl uncordon " + name + " to lift it";
+  }
+  log_.Info(kLogComponent, "node " + name + ": " + message);
+  const PendingEvent event{"Normal", "NcclTriageReleasedByOperator", message};
+  if (!node.marked) {  // the marker went with the taint: nothing to remove
+    PostEvent(name, event, status);
+    return;
+  }
+  NodePatch p;
+  p.resource_version = node.resource_version;
+  p.annotations[std::string(kRemediatedAnnotation)] = std::nullopt;
+  p.annotations[std::string(kPendingEventAnnotation)] = event.Encode();
+  KubeResponse r = kube_.PatchNode(name, p);
+  status.outcomes.push_back({"release", r.ok() ? "ok" : r.status == 409 ? "conflict" : "error"});
+  if (!r.ok()) {
+    Failed(name, "remove the marker", r, status);  // seen again next step
+    return;
+  }
+  Succeeded(name);
+  Deliver(name, event, event.Encode(), status);
+}
+
+void Remediator::AnnounceDryRun(const RemediationAction& action, RemediationStatus& status) {
   status.outcomes.push_back({ActionName(action), "dry_run"});
   if (action.kind != RemediationActionKind::kApply) return;
   status.would_taint.push_back(action.node);
@@ -236,24 +341,59 @@ void Remediator::AnnounceDryRun(const RemediationAction& action, int64_t now_ms,
   auto [it, fresh] = announced_.emplace(action.node, action.taint_value);
   if (!fresh && it->second == action.taint_value) return;
   it->second = action.taint_value;
-  PostEvent(action.node, "Normal", "NcclTriageWouldTaint",
-            "Would taint (remediation.mode is dry-run: nothing was changed): " + action.reason,
-            now_ms, status);
+  PostEvent(action.node,
+            {"Normal", "NcclTriageWouldTaint",
+             "Would taint (remediation.mode is dry-run: nothing was changed): " + action.reason},
+            status);
 }
 
 RemediationStatus Remediator::Step(const std::map<std::string, ConfirmedNodeFault>& confirmed,
-                                   int64_t now_ms, const std::set<std::string>* watched) {
+                                   const std::set<std::string>* watched, std::stop_token stop) {
   RemediationStatus status;
   status.mode = options_.policy.mode;
-  status.at_unix_ms = now_ms;
+  status.at_unix_ms = clock_.NowUnixMs();
   if (options_.policy.mode == RemediationMode::kOff) return status;
+  confirmed_ = &confirmed;
+  stop_ = std::move(stop);
+  deadline_ = clock_.Now() + options_.step_deadline;
+  const int64_t now_ms = MonotonicMs();
   std::vector<NodeState> nodes;
-  if (!ListNodes(confirmed, now_ms, watched, &nodes, &status.list_error)) return status;
+  if (!ListNodes(&nodes, &status.list_error)) {
+    confirmed_ = nullptr;
+    return status;
+  }
   status.nodes_seen = static_cast<int>(nodes.size());
   std::set<std::string> listed;
   for (const NodeState& n : nodes) listed.insert(n.plan.node);
   std::erase_if(healthy_since_, [&](const auto& kv) { return listed.count(kv.first) == 0; });
+  std::erase_if(delivered_, [&](const auto& kv) { return listed.count(kv.first) == 0; });
   std::erase_if(failing_, [&](const auto& kv) { return listed.count(kv.first) == 0; });
+  std::erase_if(operator_released_, [&](const std::string& n) {
+    return listed.count(n) == 0 || confirmed.count(n) == 0;  // the fault cleared: forgotten
+  });
+  std::vector<const NodeState*> forget;
+  for (NodeState& s : nodes) {
+    const std::string& name = s.plan.node;
+    if (auto f = confirmed.find(name); f != confirmed.end()) {
+      s.plan.confirmed_fault = true;
+      s.plan.fault_class = f->second.fault_class;
+      s.plan.causes = f->second.causes;
+      healthy_since_.erase(name);
+    } else if (watched != nullptr && watched->count(name) == 0) {
+      healthy_since_.erase(name);  // not probed now: no healthy time accrues
+    } else {
+      s.plan.healthy_since_ms = healthy_since_.emplace(name, now_ms).first->second;
+    }
+    // Our taint is gone although our marker says it is there (or the marker we placed is gone):
+    // an operator released the node. Believe the node, not the marker.
+    const bool released = (s.marked && !s.our_taint) || (!s.marked && placed_.count(name) > 0);
+    if (released && options_.policy.mode != RemediationMode::kDryRun) {
+      forget.push_back(&s);
+      if (s.plan.confirmed_fault) operator_released_.insert(name);
+      s.plan.remediated = false;
+    }
+    s.plan.released_by_operator = operator_released_.count(name) > 0;
+  }
   std::vector<RemediationNode> plan_nodes;
   std::map<std::string, const NodeState*> by_name;
   for (const NodeState& n : nodes) {
@@ -268,23 +408,48 @@ RemediationStatus Remediator::Step(const std::map<std::string, ConfirmedNodeFaul
   for (const NodeState& n : nodes) {
     if (n.plan.remediated) remediated.insert(n.plan.node);
   }
+  std::set<std::string> touched;
+  for (const NodeState* n : forget) {
+    if (!(status.cut_short = CutShort()).empty()) break;
+    touched.insert(n->plan.node);
+    Forget(*n, status);
+  }
   for (const RemediationAction& a : plan.actions) {
+    if (!status.cut_short.empty() || !(status.cut_short = CutShort()).empty()) break;
     if (!plan.applies()) {
-      AnnounceDryRun(a, now_ms, status);
+      AnnounceDryRun(a, status);
       continue;
     }
-    if (!Apply(a, *by_name.at(a.node), confirmed, now_ms, status)) continue;  // unchanged
+    touched.insert(a.node);
+    if (!Apply(a, *by_name.at(a.node), status)) continue;  // unchanged
     if (a.kind == RemediationActionKind::kApply) {
       remediated.insert(a.node);
     } else {
       remediated.erase(a.node);
     }
   }
+  // Events a patch left pending (a restart, a stop or a failed post came in between).
+  for (const NodeState& n : nodes) {
+    if (n.pending_event.empty() || touched.count(n.plan.node)) continue;
+    if (!status.cut_short.empty() || !(status.cut_short = CutShort()).empty()) break;
+    PendingEvent e;
+    if (!PendingEvent::Decode(n.pending_event, &e)) {
+      e = {"Normal", "NcclTriageRemediation", n.pending_event.substr(0, 1024)};
+    }
+    Deliver(n.plan.node, e, n.pending_event, status);
+  }
+  if (!status.cut_short.empty()) {
+    log_.Info(kLogComponent, "step cut short (" + status.cut_short +
+                                 "): what is left is done next sweep");
+  }
   // A node whose fault cleared is forgotten by the dry-run announcements, so a new fault is told.
   for (auto it = announced_.begin(); it != announced_.end();) {
     it = confirmed.count(it->first) ? std::next(it) : announced_.erase(it);
   }
   status.remediated.assign(remediated.begin(), remediated.end());
+  status.released_by_operator.assign(operator_released_.begin(), operator_released_.end());
+  placed_ = remediated;
+  confirmed_ = nullptr;
   return status;
 }
 
@@ -301,11 +466,13 @@ json ToJson(const RemediationStatus& s) {
               {"remediated", s.remediated},
               {"held_back", s.held_back},
               {"would_taint", s.would_taint},
+              {"released_by_operator", s.released_by_operator},
               {"breaker_open", s.breaker_open},
               {"actions", actions},
               {"errors", s.errors}};
   if (s.at_unix_ms > 0) out["at"] = FormatRfc3339(s.at_unix_ms);
   if (!s.list_error.empty()) out["list_error"] = s.list_error;
+  if (!s.cut_short.empty()) out["cut_short"] = s.cut_short;
   return out;
 }
 

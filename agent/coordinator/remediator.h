@@ -2,8 +2,8 @@
 // per sweep (docs/remediation.md).
 //
 // A step reads every node (pages of GET /api/v1/nodes: taints, spec.unschedulable, labels, the
-// annotation nccl-triage.io/remediated), plans from the coordinator's confirmed node faults and
-// carries the plan out:
+// annotations nccl-triage.io/remediated and nccl-triage.io/pending-event), plans from the
+// coordinator's confirmed node faults and carries the plan out:
 //   apply    a JSON merge patch of the node with its full spec.taints (the taints read plus
 //            nccl-triage.io/fault=<class>:NoSchedule), spec.unschedulable in cordon mode and the
 //            marker annotation saying what was placed ("taint=<class>" or "taint=<class>,cordon"),
@@ -13,21 +13,39 @@
 //            cordoned it and it still is); a Normal event. Only what carries the marker is ever
 //            removed: a taint or a cordon an operator placed stays;
 //   dry-run  nothing is patched; a Normal event "would taint" once per node and fault class.
-// A 409 Conflict (the node changed since it was read) is retried once at once on a fresh read;
-// any other error (403, 404, 5xx, no answer) is logged once per node until that node succeeds
-// again, counted, and retried on the next step. Nothing here throws or ends the process.
+// The taints are read every step, not trusted from the marker: a marked node without our taint
+// (or a node we marked whose marker is gone) was released by an operator. Its marker is removed,
+// it is no longer counted, a Normal event says so, and it is not tainted again until its fault
+// has cleared and come back.
 //
-// Since when a node has been healthy is kept in memory: after a restart the clock starts again,
-// which only delays a release. Not thread-safe: the coordinator's sweep thread calls Step.
+// An event is never lost between the patch and its post: the patch itself writes the event into
+// the annotation nccl-triage.io/pending-event, and a step posts every pending event it reads
+// (after a restart too) and then removes the annotation (at least once: a kill between the post
+// and the removal posts it twice).
+//
+// A 409 Conflict (the node changed since it was read) is retried once at once on a fresh read,
+// from which the patch is computed again (an operator's new cordon is not taken for ours); any
+// other error (403, 404, 5xx, no answer) is logged once per node until that node succeeds
+// again, counted, and retried on the next step. A step stops before its next API call when a
+// stop is requested or its deadline has passed (the rest waits for the next step), and reads at
+// most a bounded number of pages. Nothing here throws or ends the process.
+//
+// Durations (healthy for recover_after, the step's deadline) are measured on the clock's
+// monotonic time, never the wall clock, which is used only for events and /status. Since when a
+// node has been healthy is kept in memory: after a restart the clock starts again, which only
+// delays a release. Not thread-safe: the coordinator's sweep thread calls Step.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "core/model.h"
 #include "kube/kube_api.h"
 #include "planner/remediation.h"
@@ -42,6 +60,8 @@ struct RemediatorOptions {
   std::string component = "nccl-triage-coordinator";  // events' source
   std::string event_namespace = "default";            // events about nodes live there
   int list_page = 500;                                // nodes per GET
+  int max_listed_nodes = 50'000;  // pages beyond this many nodes are not read (a step fails)
+  std::chrono::milliseconds step_deadline{120'000};  // no API call starts after this long
 };
 
 // A node fault the coordinator has confirmed (probes and hold-down), as the remediator needs it.
@@ -65,10 +85,14 @@ struct RemediationStatus {
   std::vector<std::string> remediated;   // carrying our marker after the step
   std::vector<std::string> held_back;    // confirmed faulty, kept untouched by the breaker
   std::vector<std::string> would_taint;  // dry-run: the nodes the plan would taint
+  // Our taint removed by someone else while the fault is confirmed: not counted, not tainted
+  // again until the fault clears.
+  std::vector<std::string> released_by_operator;
   std::vector<RemediationAction> actions;  // planned this step (in dry-run: not applied)
   bool breaker_open = false;
   std::map<std::string, std::string> errors;  // node -> why its last call failed
   std::string list_error;                     // the node list could not be read (no plan)
+  std::string cut_short;  // "stop requested" or "deadline": actions left for the next step
   std::vector<RemediationOutcome> outcomes;
 };
 
@@ -76,15 +100,17 @@ nlohmann::json ToJson(const RemediationStatus& status);
 
 class Remediator {
  public:
-  // `kube` and `log` must outlive the remediator.
-  Remediator(KubeClient& kube, RemediatorOptions options, Logger& log);
+  // `kube`, `log` and `clock` must outlive the remediator.
+  Remediator(KubeClient& kube, RemediatorOptions options, Logger& log, Clock& clock);
 
-  // One step at `now_ms` (Unix ms) with the faults confirmed now, by node. `watched`, when given,
-  // names the nodes whose agents are connected: a node outside it is not being probed, so its
-  // healthy time does not count (its clock starts again when its agent is back), and a node
-  // whose agent went away is never released for a fault nobody has seen clear.
+  // One step now with the faults confirmed now, by node. `watched`, when given, names the nodes
+  // whose agents are connected: a node outside it is not being probed, so its healthy time does
+  // not count (its clock starts again when its agent is back), and a node whose agent went away
+  // is never released for a fault nobody has seen clear. No API call starts once `stop` is
+  // requested.
   RemediationStatus Step(const std::map<std::string, ConfirmedNodeFault>& confirmed,
-                         int64_t now_ms, const std::set<std::string>* watched = nullptr);
+                         const std::set<std::string>* watched = nullptr,
+                         std::stop_token stop = {});
 
   const RemediatorOptions& options() const { return options_; }
 
@@ -94,35 +120,61 @@ class Remediator {
     RemediationNode plan;
     std::string resource_version;
     nlohmann::json taints = nlohmann::json::array();
+    bool marked = false;     // carries our marker annotation
+    bool our_taint = false;  // carries our taint
+    std::string pending_event;  // the annotation's value: an event not yet posted
   };
+  // An event as the pending-event annotation holds it.
+  struct PendingEvent {
+    std::string type;
+    std::string reason;
+    std::string message;
+    std::string Encode() const;
+    static bool Decode(const std::string& text, PendingEvent* out);
+  };
+  // Why no further API call may start now ("" when one may).
+  std::string CutShort() const;
 
-  // Every node, page by page, read with ReadNode; false (and `error`) when a page fails.
-  bool ListNodes(const std::map<std::string, ConfirmedNodeFault>& confirmed, int64_t now_ms,
-                 const std::set<std::string>* watched, std::vector<NodeState>* nodes,
-                 std::string* error);
-  NodeState ReadNode(const nlohmann::json& node,
-                     const std::map<std::string, ConfirmedNodeFault>& confirmed, int64_t now_ms,
-                     const std::set<std::string>* watched);
-  // Patches one node for `action`; on 409 reads it again and retries once.
-  KubeResponse Patch(const RemediationAction& action, const NodeState& node);
+  // Every node, page by page; false (and `error`) when a page fails or the step is cut short.
+  bool ListNodes(std::vector<NodeState>* nodes, std::string* error);
+  static NodeState ParseNode(const nlohmann::json& node, const std::string& pool_label);
+  // The action's patch and the event it announces, computed from the node as read.
+  std::pair<NodePatch, PendingEvent> Build(const RemediationAction& action,
+                                           const NodeState& node) const;
+  // Patches one node for `action`; on 409 reads it again, computes the action again from what
+  // is there now (`action` is updated; `skip` set when there is nothing left to do) and retries
+  // once. `event` is the event the patch left pending.
+  KubeResponse Patch(RemediationAction& action, const NodeState& node, PendingEvent* event,
+                     bool* skip);
   // False when the patch failed (the node keeps its state).
-  bool Apply(const RemediationAction& action, const NodeState& node,
-             const std::map<std::string, ConfirmedNodeFault>& confirmed, int64_t now_ms,
-             RemediationStatus& status);
-  void AnnounceDryRun(const RemediationAction& action, int64_t now_ms, RemediationStatus& status);
-  void PostEvent(const std::string& node, const std::string& type, const std::string& reason,
-                 const std::string& message, int64_t now_ms, RemediationStatus& status);
+  bool Apply(RemediationAction action, const NodeState& node, RemediationStatus& status);
+  // Our taint gone by an operator's hand: the marker removed, the release told.
+  void Forget(const NodeState& node, RemediationStatus& status);
+  // Posts a pending event of `node`, then removes the annotation.
+  void Deliver(const std::string& node, const PendingEvent& event, const std::string& encoded,
+               RemediationStatus& status);
+  void AnnounceDryRun(const RemediationAction& action, RemediationStatus& status);
+  bool PostEvent(const std::string& node, const PendingEvent& event, RemediationStatus& status);
   void Failed(const std::string& node, const std::string& what, const KubeResponse& r,
               RemediationStatus& status);
   void Succeeded(const std::string& node);
+  int64_t MonotonicMs() const;
 
   KubeClient& kube_;
   RemediatorOptions options_;
   Logger& log_;
-  std::map<std::string, int64_t> healthy_since_;     // node -> Unix ms, nodes without a fault
+  Clock& clock_;
+  std::map<std::string, int64_t> healthy_since_;     // node -> monotonic ms, nodes without a fault
   std::map<std::string, std::string> failing_;       // node -> error already logged
   std::map<std::string, std::string> announced_;     // dry-run: node -> taint value announced
+  std::set<std::string> placed_;                     // carrying our marker after the last step
+  std::set<std::string> operator_released_;          // see RemediationStatus
+  std::map<std::string, std::string> delivered_;     // node -> pending event posted, not cleared
   bool list_failing_ = false;
+  // During a step: its faults, its stop and its deadline.
+  const std::map<std::string, ConfirmedNodeFault>* confirmed_ = nullptr;
+  std::stop_token stop_;
+  Clock::TimePoint deadline_{};
 };
 
 // The marker annotation's value for what was placed, and back.

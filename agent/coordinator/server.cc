@@ -183,7 +183,8 @@ CoordinatorServer::Impl::Impl(CoordinatorOptions options, Logger& log)
       schedule_(options_.seed),
       verdicts_(options_.hold_down) {
   if (options_.kube && options_.remediation.policy.mode != RemediationMode::kOff) {
-    remediator_ = std::make_unique<Remediator>(*options_.kube, options_.remediation, log_);
+    remediator_ =
+        std::make_unique<Remediator>(*options_.kube, options_.remediation, log_, wall_clock_);
   }
 }
 
@@ -289,7 +290,7 @@ Status CoordinatorServer::Impl::Start() {
   // the process some of its own, or accept() and gRPC would fail for everyone.
   if (rlimit rl{}; options_.max_connections == 0 && ::getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
                    rl.rlim_cur != RLIM_INFINITY) {
-    cap = std::min<size_t>(cap, rl.rlim_cur > 768 ? (rl.rlim_cur - 512) / 2 : 128);
+    cap = ConnectionCapForFdLimit(cap, rl.rlim_cur);
   }
   gate_ = std::make_unique<ConnectionGate>(log_, cap);
   if (Status st = gate_->Start(listening->fd, acceptor_.get()); !st.ok()) return st;

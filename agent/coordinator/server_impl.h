@@ -138,7 +138,7 @@ class CoordinatorServer::Impl {
 
   // sweep_loop.cc: sweeps and rounds.
   void SweepLoop(std::stop_token stop);
-  void RunOneSweep();
+  void RunOneSweep(std::stop_token stop);
   void RunRoundLocked(std::unique_lock<std::mutex>& lock, const std::vector<NodePair>& pairs);
   bool IncompatibleLocked(const std::string& a, const std::string& b) const;
   // Runs a sweep of `setup` through its rounds to its result (sweep_ is set meanwhile, so an
@@ -153,13 +153,14 @@ class CoordinatorServer::Impl {
                                            v1::IncidentRecorded* answer);
   void RunTriageLocked(std::unique_lock<std::mutex>& lock, TriageJob job);
 
-  // sweep_loop.cc: remediation after a sweep, with mu_ released during the API calls.
-  void RemediateLocked(std::unique_lock<std::mutex>& lock);
+  // sweep_loop.cc: remediation after a sweep, with mu_ released during the API calls; no call
+  // starts once `stop` is requested (Stop).
+  void RemediateLocked(std::unique_lock<std::mutex>& lock, std::stop_token stop);
   void FinishTriagesLocked(const std::string& why);
 
   CoordinatorOptions options_;
   Logger& log_;
-  SystemClock wall_clock_;  // for the metrics' timestamps
+  SystemClock wall_clock_;  // the metrics' timestamps; remediation's durations (monotonic)
   mutable CoordinatorMetrics metrics_;
   Service service_;
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;

@@ -48,7 +48,7 @@ void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
             (options_.sweep_interval.count() > 0 && SteadyClock::now() >= next_auto);
     }
     if (due) {
-      RunOneSweep();
+      RunOneSweep(stop);
       next_auto = SteadyClock::now() + options_.sweep_interval;
     }
   }
@@ -130,7 +130,7 @@ SweepResult CoordinatorServer::Impl::DriveSweepLocked(std::unique_lock<std::mute
   return result;
 }
 
-void CoordinatorServer::Impl::RunOneSweep() {
+void CoordinatorServer::Impl::RunOneSweep(std::stop_token stop) {
   const auto started = SteadyClock::now();
   std::unique_lock lock(mu_);
   const uint64_t number = ++sweeps_started_;
@@ -169,7 +169,7 @@ void CoordinatorServer::Impl::RunOneSweep() {
   verdicts_.Apply(std::move(result), known_);
   // Confirmed faults of nodes that were not in this sweep keep their verdict (held down).
   for (const auto& [node, a] : agents_) SendVerdictsLocked(node);
-  RemediateLocked(lock);
+  RemediateLocked(lock, stop);
   if (stopping_) return;
   last_sweep_rounds_ = rounds;
   sweeps_done_ = number;
@@ -186,7 +186,8 @@ void CoordinatorServer::Impl::RunOneSweep() {
   cv_.notify_all();
 }
 
-void CoordinatorServer::Impl::RemediateLocked(std::unique_lock<std::mutex>& lock) {
+void CoordinatorServer::Impl::RemediateLocked(std::unique_lock<std::mutex>& lock,
+                                              std::stop_token stop) {
   if (!remediator_) return;
   std::map<std::string, ConfirmedNodeFault> confirmed;
   for (const TrackedFault& t : verdicts_.hold_down().Confirmed()) {
@@ -197,7 +198,7 @@ void CoordinatorServer::Impl::RemediateLocked(std::unique_lock<std::mutex>& lock
   for (const auto& [node, agent] : agents_) watched.insert(node);
   // The API calls take time (one patch per node that changes): agents' streams go on meanwhile.
   lock.unlock();
-  RemediationStatus status = remediator_->Step(confirmed, wall_clock_.NowUnixMs(), &watched);
+  RemediationStatus status = remediator_->Step(confirmed, &watched, std::move(stop));
   const std::string mode(ToString(status.mode));
   for (const RemediationOutcome& o : status.outcomes) {
     metrics_.CountRemediation(o.action, mode, o.result);

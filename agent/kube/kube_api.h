@@ -122,7 +122,7 @@ struct PodLogQuery {
   bool previous = false;      // the last terminated instance of the container
   bool timestamps = false;    // each line prefixed by the runtime's RFC 3339 time and a space
   int64_t since_seconds = 0;  // 0: the whole log
-  int64_t limit_bytes = 0;    // 0: no limit
+  int64_t limit_bytes = 0;    // 0: no limit; also enforced by the client, whatever the server does
   int64_t tail_lines = -1;    // -1: from the start
 };
 

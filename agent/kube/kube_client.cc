@@ -215,6 +215,7 @@ KubeResponse InClusterKubeClient::StreamPodLog(const std::string& ns, const std:
   const std::string path =
       impl_->access.base_path + PodPath(ns, pod) + "/log" + PodLogQueryString(query);
   bool stopped = false;
+  uint64_t delivered = 0;
   std::lock_guard lock(impl_->mu);
   httplib::Result res = impl_->client->Get(
       path, headers,
@@ -224,7 +225,18 @@ KubeResponse InClusterKubeClient::StreamPodLog(const std::string& ns, const std:
       },
       [&](const char* data, size_t n) {
         if (out.ok()) {
-          stopped = !sink(std::string_view(data, n));
+          // limitBytes is bounded here too: a server (or a proxy) that ignores it must not make
+          // us read a log without end.
+          bool full = false;
+          if (query.limit_bytes > 0) {
+            const auto left = static_cast<uint64_t>(query.limit_bytes) - delivered;
+            if (n >= left) {
+              n = static_cast<size_t>(left);
+              full = true;
+            }
+          }
+          delivered += n;
+          stopped = (n > 0 && !sink(std::string_view(data, n))) || full;
           return !stopped;
         }
         out.body.append(data,

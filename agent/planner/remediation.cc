@@ -46,7 +46,7 @@ RemediationPlan PlanRemediation(const std::vector<RemediationNode>& nodes,
     return static_cast<int>(std::floor(pool_size[pool] * policy.max_percent / 100.0 + 1e-9));
   };
   for (const RemediationNode* n : sorted) {
-    if (!n->confirmed_fault || n->remediated) continue;
+    if (!n->confirmed_fault || n->remediated || n->released_by_operator) continue;
     if (used >= policy.max_nodes || pool_used[n->pool] >= pool_limit(n->pool)) {
       plan.held_back.push_back(n->node);
       plan.breaker_open = true;

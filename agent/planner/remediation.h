@@ -5,7 +5,11 @@
 // `nccl-triage.io/fault=<class>` (and, in cordon mode, spec.unschedulable) and the annotation
 // `nccl-triage.io/remediated` that marks both as ours: only what carries that mark is ever
 // removed. A remediated node is released once it has been healthy (no confirmed fault) for
-// `healthy_ms`.
+// `healthy_ms`. A node whose taint an operator removed is theirs again: it is not counted, and
+// not tainted again while the fault that was confirmed then stays confirmed.
+//
+// Times are milliseconds of a monotonic clock (any epoch, the same for `now_ms` and every
+// node's healthy_since_ms): a step of the wall clock must not release a node early.
 //
 // The circuit breaker: never more than `max_nodes` nodes remediated at once, nor more than
 // `max_percent` % of the nodes of one pool (rounded down). Faulty nodes beyond the budget are held
@@ -30,6 +34,9 @@ namespace nccl_triage {
 
 inline constexpr std::string_view kFaultTaintKey = "nccl-triage.io/fault";
 inline constexpr std::string_view kRemediatedAnnotation = "nccl-triage.io/remediated";
+// An event about the node written with the patch that caused it and removed once it is posted
+// (coordinator/remediator.h): a coordinator killed in between posts it after its restart.
+inline constexpr std::string_view kPendingEventAnnotation = "nccl-triage.io/pending-event";
 
 // RemediationMode and its names (off, dry-run, taint, cordon) are in core/config.h: the
 // configuration key remediation.mode holds one.
@@ -51,7 +58,10 @@ struct RemediationNode {
   bool remediated = false;         // carries our mark (and so our taint)
   bool cordoned_by_us = false;     // our mark says we cordoned it
   bool unschedulable = false;      // spec.unschedulable, whoever set it
-  // Since when the node has had no confirmed fault (Unix ms); nullopt while it has one.
+  // An operator removed our taint while the fault was confirmed: never tainted again until the
+  // fault has cleared (the caller forgets this then), and never counted.
+  bool released_by_operator = false;
+  // Since when the node has had no confirmed fault (monotonic ms); nullopt while it has one.
   std::optional<int64_t> healthy_since_ms;
 };
 

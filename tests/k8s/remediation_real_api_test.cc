@@ -9,6 +9,9 @@
 //   recovery                our taints, marks and cordons removed after recover_after, an
 //                           operator's own taint and cordon left alone.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -18,6 +21,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "base/files.h"
 #include "base/log.h"
@@ -25,6 +29,7 @@
 #include "kube/kube_client.h"
 #include "kube/kubeconfig.h"
 #include "real_api.h"
+#include "support/fake_clock.h"
 
 namespace nccl_triage {
 namespace {
@@ -46,11 +51,53 @@ std::string NodeName(int i) {
   return name;
 }
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+// tests/k8s/fault_proxy.py in front of the API server, with `faults` (its options); killed when
+// it goes out of scope.
+class FaultProxy {
+ public:
+  explicit FaultProxy(std::vector<std::string> faults) {
+    port_file_ = Work() + "/fault-proxy-" + std::to_string(::getpid()) + ".port";
+    ::unlink(port_file_.c_str());
+    std::vector<std::string> argv = {"python3", NCCL_TRIAGE_FAULT_PROXY, Work(), port_file_};
+    argv.insert(argv.end(), faults.begin(), faults.end());
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::vector<char*> a;
+      for (auto& s : argv) a.push_back(s.data());
+      a.push_back(nullptr);
+      ::execvp(a[0], a.data());
+      ::_exit(127);
+    }
+    // Until it listens (it writes the file then), or it died.
+    for (int i = 0; i < 600 && port_ == 0; ++i) {
+      port_ = std::atoi(real_api::Read(port_file_).c_str());
+      if (port_ == 0) ::usleep(100'000);
+    }
+  }
+  ~FaultProxy() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    ::unlink(port_file_.c_str());
+  }
+  // The coordinator's ServiceAccount, through the proxy.
+  std::unique_ptr<InClusterKubeClient> Coordinator() const {
+    InClusterOptions o;
+    o.host = "127.0.0.1";
+    o.port = port_;
+    o.service_account_dir = Work() + "/kube/coordinator";
+    auto client = InClusterKubeClient::Create(o);
+    EXPECT_TRUE(client.ok()) << client.status().message();
+    return client.ok() ? std::move(client).value() : nullptr;
+  }
+  int port() const { return port_; }
+
+ private:
+  std::string port_file_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
 
 class RemediationRealApi : public ::testing::Test {
  protected:
@@ -96,7 +143,7 @@ class RemediationRealApi : public ::testing::Test {
     return out;
   }
 
-  Remediator Make() {
+  Remediator Make(KubeClient* through = nullptr) {
     RemediatorOptions o;
     o.policy = {.mode = RemediationMode::kCordon,
                 .max_nodes = 10,
@@ -104,7 +151,7 @@ class RemediationRealApi : public ::testing::Test {
                 .healthy_ms = kHour};
     o.pool_label = kPoolLabel;
     o.list_page = 25;  // the real API's chunking: 66 nodes in three pages
-    return Remediator(*coordinator_, o, log_);
+    return Remediator(through ? *through : *coordinator_, o, log_, clock_);
   }
 
   static std::map<std::string, ConfirmedNodeFault> Faults(int from, int to) {
@@ -115,6 +162,16 @@ class RemediationRealApi : public ::testing::Test {
     return out;
   }
 
+  // One step at `at_ms` of the (fake, monotonic) clock.
+  RemediationStatus StepAt(Remediator& r, const std::map<std::string, ConfirmedNodeFault>& faults,
+                           int64_t at_ms) {
+    const auto want = std::chrono::milliseconds(at_ms);
+    const auto now = clock_.Now().time_since_epoch();
+    if (want > now) clock_.Advance(want - now);
+    return r.Step(faults);
+  }
+
+  FakeClock clock_;
   std::unique_ptr<InClusterKubeClient> coordinator_, agent_, admin_;
   std::ostringstream out_;
   Logger log_{out_};
@@ -132,10 +189,10 @@ TEST_F(RemediationRealApi, TaintsCordonsAndReleasesWithTheBreakerAndLeavesOperat
   ASSERT_TRUE(admin_->PatchNode(NodeName(4), cordon).ok());
 
   Remediator r = Make();
-  const int64_t t0 = NowMs();
+  const int64_t t0 = kHour;
   std::map<std::string, ConfirmedNodeFault> three = Faults(3, 5);
   three[NodeName(20)] = {FaultClass::kArchitecture, {"limits.memlock"}};
-  RemediationStatus s = r.Step(three, t0);
+  RemediationStatus s = StepAt(r, three, t0);
   ASSERT_TRUE(s.list_error.empty()) << s.list_error;
   EXPECT_GE(s.nodes_seen, kNodes);
   EXPECT_TRUE(s.errors.empty()) << s.errors.begin()->second;
@@ -163,7 +220,7 @@ TEST_F(RemediationRealApi, TaintsCordonsAndReleasesWithTheBreakerAndLeavesOperat
   EXPECT_EQ(events, 3);  // a Warning event per node, created by the API server
 
   // A fault on 40 nodes at once: the breaker lets 6 (10 % of 64) be remediated, no more.
-  s = r.Step(Faults(10, 50), t0 + 1000);
+  s = StepAt(r, Faults(10, 50), t0 + 1000);
   EXPECT_TRUE(s.breaker_open);
   EXPECT_TRUE(s.errors.empty());
   const std::set<std::string> tainted = Tainted();
@@ -175,9 +232,9 @@ TEST_F(RemediationRealApi, TaintsCordonsAndReleasesWithTheBreakerAndLeavesOperat
   EXPECT_FALSE(tainted.count(NodeName(49)));
 
   // Recovery: healthy from now on; released only after recover_after.
-  s = r.Step({}, t0 + 2000);
+  s = StepAt(r, {}, t0 + 2000);
   EXPECT_EQ(Tainted().size(), 6U);
-  s = r.Step({}, t0 + 2000 + kHour);
+  s = StepAt(r, {}, t0 + 2000 + kHour);
   EXPECT_TRUE(s.errors.empty());
   EXPECT_EQ(s.actions.size(), 6U);
   EXPECT_TRUE(Tainted().empty());
@@ -188,6 +245,64 @@ TEST_F(RemediationRealApi, TaintsCordonsAndReleasesWithTheBreakerAndLeavesOperat
     EXPECT_EQ(Unschedulable(n), operator_cordon) << NodeName(i);
   }
   EXPECT_TRUE(HasTaint(Node(NodeName(5)), "ops.example/maintenance"));
+}
+
+TEST_F(RemediationRealApi, ATaintAnOperatorRemovedIsNeitherPutBackNorCounted) {
+  Remediator r = Make();
+  std::map<std::string, ConfirmedNodeFault> faults = Faults(2, 3);
+  RemediationStatus s = StepAt(r, faults, kHour);
+  ASSERT_TRUE(HasTaint(Node(NodeName(2)), std::string(kFaultTaintKey)));
+  // kubectl taint node remediation-02 nccl-triage.io/fault- (the admin keeps the other taints).
+  json taints = json::array();
+  for (const json& t : Node(NodeName(2))["spec"]["taints"]) {
+    if (t["key"] != kFaultTaintKey) taints.push_back(t);
+  }
+  NodePatch by_hand;
+  by_hand.taints = taints;
+  ASSERT_TRUE(admin_->PatchNode(NodeName(2), by_hand).ok());
+  StepAt(r, faults, kHour + 1);
+  s = StepAt(r, faults, kHour + 2);  // two sweeps later, the fault still confirmed
+  const json n = Node(NodeName(2));
+  EXPECT_FALSE(HasTaint(n, std::string(kFaultTaintKey))) << "put back against the operator";
+  EXPECT_FALSE(Marked(n));
+  EXPECT_TRUE(s.remediated.empty());
+  EXPECT_EQ(s.released_by_operator, std::vector<std::string>{NodeName(2)});
+  EXPECT_TRUE(s.errors.empty());
+}
+
+TEST_F(RemediationRealApi, AnOperatorsCordonDuringOurPatchIsNotTakenForOurs) {
+  // The proxy cordons remediation-09 as the admin just before our patch of it reaches the API
+  // server, which then answers 409: the retry must read the cordon as the operator's.
+  FaultProxy proxy({"--cordon-before-patch", NodeName(9)});
+  ASSERT_GT(proxy.port(), 0) << "fault_proxy.py did not start";
+  auto through = proxy.Coordinator();
+  ASSERT_TRUE(through);
+  Remediator r = Make(through.get());
+  RemediationStatus s = StepAt(r, Faults(9, 10), kHour);
+  EXPECT_TRUE(s.errors.empty()) << s.errors.begin()->second;
+  json n = Node(NodeName(9));
+  EXPECT_TRUE(HasTaint(n, std::string(kFaultTaintKey)));
+  EXPECT_EQ(n["metadata"]["annotations"][std::string(kRemediatedAnnotation)], "taint=ib_resource");
+  StepAt(r, {}, 2 * kHour);
+  StepAt(r, {}, 3 * kHour);  // released
+  n = Node(NodeName(9));
+  EXPECT_FALSE(HasTaint(n, std::string(kFaultTaintKey)));
+  EXPECT_TRUE(Unschedulable(n)) << "the operator's cordon was removed by our release";
+}
+
+TEST_F(RemediationRealApi, AnEndlessContinueTokenEndsAtThePageBound) {
+  FaultProxy proxy({"--endless-continue"});
+  ASSERT_GT(proxy.port(), 0) << "fault_proxy.py did not start";
+  auto through = proxy.Coordinator();
+  ASSERT_TRUE(through);
+  RemediatorOptions o;
+  o.policy.mode = RemediationMode::kCordon;
+  o.list_page = 500;
+  o.max_listed_nodes = 5'000;  // 11 pages
+  Remediator r(*through, o, log_, clock_);
+  RemediationStatus s = r.Step(Faults(1, 2));
+  EXPECT_NE(s.list_error.find("more than 11 pages"), std::string::npos) << s.list_error;
+  EXPECT_TRUE(Tainted().empty());
 }
 
 TEST_F(RemediationRealApi, APatchOnAStaleResourceVersionIsAConflict) {

@@ -102,6 +102,27 @@ TEST_F(TriageKubeClient, StreamsALogInChunksAndStopsWhenTheSinkSaysSo) {
   EXPECT_TRUE(c->ListNamespacedPods("ml", {}).ok());
 }
 
+TEST_F(TriageKubeClient, ALogReadEndsAtLimitBytesWhenTheServerIgnoresIt) {
+  testing::FakeLog log;
+  log.lines = 200000;  // about 2.3 MB
+  log.line = [](size_t i) { return "line " + std::to_string(i); };
+  server_->SetLog("ml", "p0", "c", false, log);
+  server_->IgnoreLimitBytes();
+  auto c = Client(Access());
+  PodLogQuery q;
+  q.container = "c";
+  q.limit_bytes = 100'000;
+  size_t got = 0;
+  KubeResponse r = c->StreamPodLog("ml", "p0", q, [&](std::string_view chunk) {
+    got += chunk.size();
+    return true;
+  });
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  EXPECT_EQ(got, 100'000U);
+  EXPECT_LT(server_->log_bytes_served(), 1'000'000U);  // the read was ended, not drained
+  EXPECT_TRUE(c->ListNamespacedPods("ml", {}).ok());
+}
+
 TEST_F(TriageKubeClient, ALogErrorIsTheApisAnswer) {
   auto c = Client(Access());
   PodLogQuery q;

@@ -141,5 +141,16 @@ TEST(RemediationPlanner, PoolsAreLimitedSeparately) {
   EXPECT_EQ(plan.held_back, std::vector<std::string>{"gpu-02"});
 }
 
+TEST(RemediationPlanner, ANodeAnOperatorReleasedIsNeitherTaintedNorCounted) {
+  auto nodes = Pool(64, 3);
+  nodes[0].released_by_operator = true;  // gpu-00: confirmed, its taint removed by hand
+  auto plan = PlanRemediation(nodes, Policy(RemediationMode::kTaint, /*max_nodes=*/2), kNow);
+  ASSERT_EQ(Count(plan, RemediationActionKind::kApply), 2);
+  EXPECT_EQ(plan.actions[0].node, "gpu-01");
+  EXPECT_EQ(plan.actions[1].node, "gpu-02");
+  EXPECT_FALSE(plan.breaker_open);
+  EXPECT_EQ(plan.remediated_after, 2);
+}
+
 }  // namespace
 }  // namespace nccl_triage

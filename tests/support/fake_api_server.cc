@@ -312,7 +312,9 @@ struct FakeApiServer::Impl {
                "version and try again");
       return;
     }
-    body["metadata"].erase("resourceVersion");
+    if (body.contains("metadata") && body["metadata"].is_object()) {
+      body["metadata"].erase("resourceVersion");
+    }
     n->merge_patch(body);
     (*n)["metadata"]["resourceVersion"] = std::to_string(++resource_version);
     res.set_content(n->dump(), "application/json");
@@ -466,7 +468,9 @@ struct FakeApiServer::Impl {
     auto s = std::make_shared<Stream>();
     s->log = std::move(log);
     s->timestamps = req.get_param_value("timestamps") == "true";
-    if (req.has_param("limitBytes")) s->limit = std::stoull(req.get_param_value("limitBytes"));
+    if (req.has_param("limitBytes") && !ignore_limit_bytes) {
+      s->limit = std::stoull(req.get_param_value("limitBytes"));
+    }
     if (req.has_param("tailLines")) {
       const size_t tail = std::stoul(req.get_param_value("tailLines"));
       s->next = s->log.lines > tail ? s->log.lines - tail : 0;
@@ -518,6 +522,7 @@ struct FakeApiServer::Impl {
   }
 
   std::atomic<uint64_t>* served_counter = nullptr;
+  std::atomic<bool> ignore_limit_bytes{false};
 };
 
 FakeApiServer::FakeApiServer(Options options) : impl_(std::make_unique<Impl>(options)) {
@@ -598,6 +603,8 @@ void FakeApiServer::FailNamespace(const std::string& ns, int status, std::string
   std::lock_guard lock(impl_->mu);
   impl_->namespace_failures[ns] = {status, std::move(message)};
 }
+
+void FakeApiServer::IgnoreLimitBytes() { impl_->ignore_limit_bytes = true; }
 
 void FakeApiServer::FailEvents(int status, std::string message) {
   std::lock_guard lock(impl_->mu);

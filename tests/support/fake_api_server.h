@@ -69,6 +69,8 @@ class FakeApiServer {
   // Every pod list in `ns` answers this status (RBAC on another namespace).
   void FailNamespace(const std::string& ns, int status, std::string message);
   void FailEvents(int status, std::string message);
+  // Logs are served whole, whatever limitBytes says (a server or proxy that ignores it).
+  void IgnoreLimitBytes();
 
   // TokenReview: `token` is `username`'s (with `groups`); any other token is not authenticated.
   void AddTokenUser(const std::string& token, const std::string& username,

@@ -28,6 +28,11 @@ void FakeClock::Advance(Duration d) {
   elapsed_ += d;
 }
 
+void FakeClock::JumpWall(std::chrono::milliseconds d) {
+  std::lock_guard lock(mu_);
+  start_unix_ms_ += d.count();
+}
+
 std::vector<Clock::Duration> FakeClock::Sleeps() const {
   std::lock_guard lock(mu_);
   return sleeps_;

@@ -1,6 +1,7 @@
 // FakeClock: the test double of base/clock.h's Clock.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <stop_token>
@@ -21,6 +22,9 @@ class FakeClock final : public Clock {
   bool SleepUntil(TimePoint deadline, std::stop_token stop) override;
 
   void Advance(Duration d);
+  // Steps the wall clock alone (NowUnixMs), as an NTP step or a settimeofday does; Now() keeps
+  // its pace.
+  void JumpWall(std::chrono::milliseconds d);
   std::vector<Duration> Sleeps() const;  // every requested sleep, in order
 
  private:
