@@ -159,13 +159,15 @@ class DemoStop : public ::testing::Test {
   }
 };
 
-// A sweep of 64 MiB probes with a slowed rail: children are running when the signal comes.
+// Sweeps of 64 MiB probes with a slowed rail; the signal comes in the second, while a probe's
+// children run.
 const std::vector<std::string> kSlowRun = {"--nodes", "4", "--fault", "rail:3:2:rate"};
 
 TEST_F(DemoStop, SigintDuringTheSweepsEndsItByThatSignalWithItsChildren) {
   Demo demo(kSlowRun);
   ASSERT_TRUE(demo.WaitForLine("starting a coordinator", std::chrono::seconds(60)));
   const std::string work_dir = demo.WorkDir();
+  ASSERT_TRUE(demo.WaitForLine("sweep 1:", std::chrono::seconds(240))) << demo.lines();
   ASSERT_TRUE(demo.WaitForChild(std::chrono::seconds(120))) << demo.lines();
   ASSERT_TRUE(fs::exists(work_dir)) << work_dir;
   auto [status, took] = demo.Signal(SIGINT);
@@ -179,6 +181,7 @@ TEST_F(DemoStop, SigtermDuringTheSweepsEndsItByThatSignalWithItsChildren) {
   Demo demo(kSlowRun);
   ASSERT_TRUE(demo.WaitForLine("starting a coordinator", std::chrono::seconds(60)));
   const std::string work_dir = demo.WorkDir();
+  ASSERT_TRUE(demo.WaitForLine("sweep 1:", std::chrono::seconds(240))) << demo.lines();
   ASSERT_TRUE(demo.WaitForChild(std::chrono::seconds(120))) << demo.lines();
   auto [status, took] = demo.Signal(SIGTERM);
   EXPECT_LT(took, kStopBound);
