@@ -10,13 +10,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -215,6 +219,42 @@ TEST_F(DemoStop, SigintAndSigtermWhileServingEndItWithStatusZero) {
     EXPECT_EQ(WEXITSTATUS(status), 0) << sig;
     ExpectNothingLeft(work_dir);
   }
+}
+
+// The demo run to its end through the shell: its output (`redirect` says which) and status.
+std::pair<std::string, int> RunDemo(const std::string& args, const std::string& redirect) {
+  FILE* f = popen((kDemo + " " + args + " " + redirect).c_str(), "r");
+  if (f == nullptr) return {"", -1};
+  std::string out;
+  char chunk[4096];
+  size_t n = 0;
+  while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) out.append(chunk, n);
+  const int status = pclose(f);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+TEST(DemoFaults, ASpecThatDoesNotFitIsRefusedWithOneLine) {
+  auto [out, rc] = RunDemo("--nodes 4 --fault node:9:port_down", "2>&1");
+  EXPECT_EQ(rc, 2);
+  EXPECT_EQ(out, "nccl-triage-demo: fault 'node:9:port_down': node index must be 0..3\n");
+  std::tie(out, rc) = RunDemo("--nodes 4 --fault link:1-3:melted", "2>&1");
+  EXPECT_EQ(rc, 2);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_NE(out.find("pkey_mismatch|cable"), std::string::npos) << out;
+}
+
+// Before, the default link:4-6:cable did not fit 4 nodes and the demo refused its own default.
+TEST(DemoFaults, FourNodesWithoutFaultSpecsLocaliseTheirDefaultsOnce) {
+  auto [out, rc] = RunDemo("--nodes 4 --format json", "2>/dev/null");
+  ASSERT_EQ(rc, 0) << out;
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["injected"], (nlohmann::json{"node:1:port_down", "link:2-3:cable"}));
+  ASSERT_EQ(j["faults"].size(), 2u) << j["faults"].dump();
+  EXPECT_EQ(j["faults"][0]["nodes"], (nlohmann::json{1}));
+  EXPECT_EQ(j["faults"][0]["cause"], "ib.port_state");
+  EXPECT_EQ(j["faults"][1]["nodes"], (nlohmann::json{2, 3}));
+  EXPECT_EQ(j["faults"][1]["cause"], "ib.fabric");
 }
 
 }  // namespace
