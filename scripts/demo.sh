@@ -3,6 +3,7 @@
 # generated fixture root and the fake NCCL/CUDA libraries of the build, one node fault and one link
 # fault injected into the roots; prints what the coordinator localised (see the README, "The demo").
 # Usage: scripts/demo.sh [BUILD_DIR] [demo flags...]   (default: build; e.g. --serve, --format json)
+# exec: Ctrl-C reaches the demo itself, which stops within 2 s and removes its work folder.
 set -uo pipefail
 build="${1:-build}"
 shift || true

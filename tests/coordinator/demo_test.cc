@@ -165,6 +165,19 @@ TEST(DemoFaultSpec, ParsesNodeAndLinkSpecsAndRejectsTheRest) {
   }
 }
 
+// `nccl-triage-demo --nodes 4` failed on its own default (link:4-6 names nodes 4 has not).
+TEST(DemoFaultSpec, DefaultFaultsFitEveryNodeCount) {
+  for (int nodes = 2; nodes <= 256; ++nodes) {
+    const auto specs = DefaultDemoFaults(nodes);
+    ASSERT_FALSE(specs.empty()) << nodes;
+    for (const auto& spec : specs) {
+      auto f = ParseDemoFault(spec, nodes);
+      EXPECT_TRUE(f.ok()) << nodes << " nodes: " << f.status().message();
+    }
+  }
+  EXPECT_EQ(DefaultDemoFaults(8), (std::vector<std::string>{"node:2:port_down", "link:4-6:cable"}));
+}
+
 // The one fault of a run with a rail fault on `node`: that node, confirmed, `cause` first, its
 // verdict naming `rail_text`; every other node healthy.
 void ExpectOnlyRailFaultOf(const DemoReport& r, int node, const std::string& cause,

@@ -82,7 +82,31 @@ std::string MainCause(const std::vector<std::string>& causes) {
   return causes.empty() ? "" : causes.front();
 }
 
+Status Stopped() { return Unavailable("stopped"); }
+
+enum class Waited { kDone, kStopped, kTimedOut };
+
+// Waits in slices of a tenth of a second, so that a stop request is seen within one.
+Waited WaitUnlessStopped(const std::function<bool(std::chrono::milliseconds)>& wait,
+                         std::chrono::seconds limit, const std::stop_token& stop) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (true) {
+    if (stop.stop_requested()) return Waited::kStopped;
+    if (wait(std::chrono::milliseconds(100))) return Waited::kDone;
+    if (std::chrono::steady_clock::now() >= deadline) return Waited::kTimedOut;
+  }
+}
+
 }  // namespace
+
+std::vector<std::string> DefaultDemoFaults(int nodes) {
+  if (nodes >= 7) return {"node:2:port_down", "link:4-6:cable"};
+  if (nodes >= 4) {
+    return {"node:1:port_down",
+            "link:" + std::to_string(nodes - 2) + "-" + std::to_string(nodes - 1) + ":cable"};
+  }
+  return {"node:" + std::to_string(std::max(nodes - 1, 0)) + ":port_down"};
+}
 
 StatusOr<DemoFault> ParseDemoFault(std::string_view spec, int nodes) {
   DemoFault f;
@@ -205,6 +229,12 @@ class DemoCluster::Node {
     }
     thread_ = std::jthread([this](std::stop_token st) { agent_->Run(st); });
     return Status::Ok();
+  }
+
+  // Cancels what the agent does (its probe's children are killed here, by the runner's stop
+  // callback) without waiting for its thread.
+  void RequestStop() {
+    if (thread_.joinable()) thread_.request_stop();
   }
 
   void Stop() {
@@ -349,6 +379,7 @@ Status DemoCluster::Start() {
 
   const std::string probe_exe = options_.probe_exe;
   for (int i = 0; i < options_.nodes; ++i) {
+    if (stopped()) return Stopped();
     if (options_.busy_nodes.count(i) > 0) {
       node_faults[i].ib_busy = true;
       node_faults[i].gpus_in_use = true;  // every GPU has a CUDA job: none is idle for a probe
@@ -430,7 +461,13 @@ Status DemoCluster::Start() {
     Status s = n->Start();
     if (!s.ok()) return s;
   }
-  if (!coordinator_->WaitForAgents(static_cast<size_t>(options_.nodes), std::chrono::seconds(60))) {
+  const Waited agents = WaitUnlessStopped(
+      [this](std::chrono::milliseconds t) {
+        return coordinator_->WaitForAgents(static_cast<size_t>(options_.nodes), t);
+      },
+      std::chrono::seconds(60), options_.stop);
+  if (agents == Waited::kStopped) return Stopped();
+  if (agents == Waited::kTimedOut) {
     return DeadlineExceeded("only " + std::to_string(coordinator_->ConnectedAgents()) + " of " +
                             std::to_string(options_.nodes) + " agents connected within 60 s");
   }
@@ -446,7 +483,11 @@ StatusOr<DemoReport> DemoCluster::Run() {
                              : static_cast<uint64_t>(options_.nodes + options_.hold_down + 2);
   while (sweeps_ < limit) {
     const uint64_t n = coordinator_->RequestSweep();
-    if (!coordinator_->WaitForSweep(n, std::chrono::seconds(300))) {
+    const Waited swept = WaitUnlessStopped(
+        [this, n](std::chrono::milliseconds t) { return coordinator_->WaitForSweep(n, t); },
+        std::chrono::seconds(300), options_.stop);
+    if (swept == Waited::kStopped) return Stopped();
+    if (swept == Waited::kTimedOut) {
       return DeadlineExceeded("sweep " + std::to_string(n) + " did not finish within 300 s");
     }
     ++sweeps_;
@@ -596,6 +637,7 @@ Status DemoCluster::RestartCoordinator() {
 }
 
 void DemoCluster::Stop() {
+  for (auto& n : nodes_) n->RequestStop();  // all at once: no agent waits for another's probe
   for (auto& n : nodes_) n->Stop();
   nodes_.clear();
   if (coordinator_) coordinator_->Stop();

@@ -26,6 +26,7 @@
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,12 @@ struct DemoFault {
 inline constexpr uint64_t kDemoBandwidthProbeBytes = 64ull << 20;
 // probe.busbw_min_fraction of a demo that judges bandwidth (see DemoOptions::probe_size_bytes).
 inline constexpr double kDemoBusbwMinFraction = 0.125;
+
+// The faults of a demo run without --fault, all within `nodes` nodes: node:2:port_down and
+// link:4-6:cable from 7 nodes on; 4 to 6 nodes: node:1:port_down and a cable between the last
+// two; 2 or 3 nodes: the last node's port down only (a link fault beside it could not be told
+// from it).
+std::vector<std::string> DefaultDemoFaults(int nodes);
 
 // Parses one --fault spec for a cluster of `nodes` nodes.
 StatusOr<DemoFault> ParseDemoFault(std::string_view spec, int nodes);
@@ -95,6 +102,10 @@ struct DemoOptions {
   // machine but never a real port's 200 Gb/s.
   uint64_t probe_size_bytes = 0;
   std::function<void(const std::string&)> progress;  // one line per sweep; may be empty
+  // Start() and Run() give up (Unavailable "stopped") within a tenth of a second of a stop
+  // requested here, the demo's Ctrl-C; Stop() then ends the agents, their probes and the
+  // coordinator.
+  std::stop_token stop;
   // The coordinator's remediation after each sweep (coordinator/remediator.h): its options and
   // the Kubernetes client it patches nodes with (tests: the real client of a fake API server).
   RemediatorOptions remediation;
@@ -153,6 +164,8 @@ class DemoCluster {
 
   // Writes the fixture roots, starts the coordinator and the agents, waits for every agent.
   Status Start();
+  // Whether DemoOptions::stop was requested (then Start and Run answer "stopped").
+  bool stopped() const { return options_.stop.stop_requested(); }
   // Sweeps (see DemoOptions::rounds) and returns the report.
   StatusOr<DemoReport> Run();
   DemoReport Report() const;
@@ -168,6 +181,8 @@ class DemoCluster {
   // Replaces the coordinator with a new one on the same port (a coordinator restart); the agents
   // reconnect by themselves.
   Status RestartCoordinator();
+  // Stops every agent at once (each cancels the probe it runs: its children are killed), then the
+  // coordinator.
   void Stop();
 
  private:
