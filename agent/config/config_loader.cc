@@ -105,9 +105,13 @@ class Loader {
           }
           pool.name = v.Scalar();
         } else if (key == "selector") {
-          if (!v.IsMap() || v.size() == 0) {
+          if (!v.IsMap()) {
             return Error(v.IsNull() ? k.Mark() : v.Mark(),
                          where + ".selector: expected a mapping of node labels to values");
+          }
+          if (v.size() == 0) {
+            return Error(v.Mark(), where + ".selector: empty; name at least one node label (a " +
+                                       "pool for every node is the top-level expect)");
           }
           for (auto l = v.begin(); l != v.end(); ++l) {
             if (!l->first.IsScalar() || !l->second.IsScalar()) {
@@ -339,7 +343,11 @@ class Loader {
     const std::string_view expected = spec.kind == KeyKind::kOptPkey ? "a PKey (0x0000-0xffff)"
                                       : is_uint                      ? "a non-negative integer"
                                                                      : "an integer";
-    if (!IsPlainScalar(v)) return TypeError(spec, v, expected);
+    // A PKey may be quoted: ibstat and the sysfs pkeys files print it as a string "0x8001".
+    const bool quoted_pkey = spec.kind == KeyKind::kOptPkey && v.IsScalar() &&
+                             v.Scalar().size() > 2 && v.Scalar().size() <= 6 &&
+                             (v.Scalar().starts_with("0x") || v.Scalar().starts_with("0X"));
+    if (!IsPlainScalar(v) && !quoted_pkey) return TypeError(spec, v, expected);
     auto n = ParseInteger(v.Scalar());
     if (!n || (is_uint && *n < 0)) return TypeError(spec, v, expected);
     if (spec.kind == KeyKind::kOptPkey) {

@@ -22,6 +22,10 @@ constexpr std::array kSpecs = {
                "Confirmed faults localised to a node or to a link."},
     MetricSpec{"nccl_triage_coordinator_fault", "gauge", "kind,node,peer,class,cause",
                "1 for each confirmed fault (peer is empty for node faults)."},
+    MetricSpec{"nccl_triage_fault_since_timestamp_seconds", "gauge",
+               "kind,node,peer,class,cause",
+               "Unix time each confirmed fault (labels as nccl_triage_coordinator_fault) was "
+               "first confirmed by this coordinator (one resumed after a restart: the restart)."},
     MetricSpec{"nccl_triage_coordinator_pairs_tested", "gauge", "",
                "Pairs tested in the current round-robin coverage cycle."},
     MetricSpec{"nccl_triage_coordinator_pairs_total", "gauge", "",
@@ -84,6 +88,8 @@ CoordinatorMetrics::CoordinatorMetrics() : registry_(std::make_shared<prometheus
   unprobed_ = std::make_unique<GaugeSeries>(
       GaugeFamily(r, Spec("nccl_triage_coordinator_node_unprobed_sweeps")));
   fault_ = std::make_unique<GaugeSeries>(GaugeFamily(r, Spec("nccl_triage_coordinator_fault")));
+  fault_since_ = std::make_unique<GaugeSeries>(
+      GaugeFamily(r, Spec("nccl_triage_fault_since_timestamp_seconds")));
   pairs_tested_ = &GaugeFamily(r, Spec("nccl_triage_coordinator_pairs_tested")).Add({});
   pairs_total_ = &GaugeFamily(r, Spec("nccl_triage_coordinator_pairs_total")).Add({});
   last_sweep_ =
@@ -121,22 +127,32 @@ void CoordinatorMetrics::ObserveSweep(double seconds, int64_t finished_unix_ms) 
   last_sweep_->Set(static_cast<double>(finished_unix_ms) / 1000.0);
 }
 
-void CoordinatorMetrics::SetFaults(const std::vector<TrackedFault>& confirmed) {
+void CoordinatorMetrics::SetFaults(const std::vector<TrackedFault>& confirmed,
+                                   int64_t now_unix_ms) {
   std::lock_guard lock(mu_);
   int nodes = 0;
   int links = 0;
+  std::map<prometheus::Labels, double> since;
   for (const auto& t : confirmed) {
     const LocalisedFault& f = t.fault;
     const bool node = f.kind == FaultKind::kNode;
     (node ? nodes : links)++;
-    fault_->Set({{"kind", std::string(ToString(f.kind))},
-                 {"node", f.nodes.empty() ? "" : f.nodes[0]},
-                 {"peer", node || f.nodes.size() < 2 ? "" : f.nodes[1]},
-                 {"class", std::string(ToString(f.fault_class))},
-                 {"cause", f.causes.empty() ? "" : f.causes[0]}},
-                1);
+    prometheus::Labels labels = {{"kind", std::string(ToString(f.kind))},
+                                 {"node", f.nodes.empty() ? "" : f.nodes[0]},
+                                 {"peer", node || f.nodes.size() < 2 ? "" : f.nodes[1]},
+                                 {"class", std::string(ToString(f.fault_class))},
+                                 {"cause", f.causes.empty() ? "" : f.causes[0]}};
+    fault_->Set(labels, 1);
+    // The first time this fault (these labels) was seen confirmed; kept while it stays so.
+    auto was = fault_since_unix_s_.find(labels);
+    const double first =
+        was != fault_since_unix_s_.end() ? was->second : static_cast<double>(now_unix_ms) / 1000.0;
+    fault_since_->Set(labels, first);
+    since.emplace(std::move(labels), first);
   }
+  fault_since_unix_s_ = std::move(since);
   fault_->Sweep();
+  fault_since_->Sweep();
   localised_node_->Set(nodes);
   localised_link_->Set(links);
 }

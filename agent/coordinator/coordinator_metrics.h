@@ -10,6 +10,7 @@
 //                                            when an agent disconnected or never reported)
 //   localised_faults{kind}                   gauge (kind node|link: confirmed faults now)
 //   fault{kind,node,peer,class,cause}        gauge 1 per confirmed fault (peer "" for node faults)
+//   nccl_triage_fault_since_timestamp_seconds{same labels}: unix time first confirmed
 //   pairs_tested / pairs_total               gauges (round-robin coverage of the current cycle)
 //   node_unprobed_sweeps{node}               gauge (sweeps in a row a connected node was left out)
 //   last_sweep_timestamp_seconds             gauge
@@ -63,7 +64,8 @@ class CoordinatorMetrics {
   void SetAgentsConnected(size_t n);
   void CountProbe(std::string_view mode, std::string_view outcome);
   void ObserveSweep(double seconds, int64_t finished_unix_ms);
-  void SetFaults(const std::vector<TrackedFault>& confirmed);
+  // `now_unix_ms`: the time a fault not confirmed before is first published as confirmed.
+  void SetFaults(const std::vector<TrackedFault>& confirmed, int64_t now_unix_ms);
   void SetCoverage(uint64_t tested, uint64_t total);
   // One series per connected node; nodes not in the map lose theirs.
   void SetUnprobedSweeps(const std::map<std::string, uint64_t>& by_node);
@@ -87,6 +89,8 @@ class CoordinatorMetrics {
   prometheus::Gauge* localised_node_ = nullptr;
   prometheus::Gauge* localised_link_ = nullptr;
   std::unique_ptr<GaugeSeries> fault_;
+  std::unique_ptr<GaugeSeries> fault_since_;
+  std::map<prometheus::Labels, double> fault_since_unix_s_;  // labels -> first confirmed
   std::unique_ptr<GaugeSeries> unprobed_;
   prometheus::Gauge* pairs_tested_ = nullptr;
   prometheus::Gauge* pairs_total_ = nullptr;

@@ -423,7 +423,7 @@ bool CoordinatorServer::Impl::OnMessage(Stream* stream, const v1::AgentMessage& 
       resumed = verdicts_.Resume(node, AgentVerdictsFromProto(hello.last_verdicts()), sweeps_done_);
     }
     if (!resumed.empty()) {
-      metrics_.SetFaults(verdicts_.hold_down().Confirmed());
+      metrics_.SetFaults(verdicts_.hold_down().Confirmed(), wall_clock_.NowUnixMs());
       log_.Info("coordinator", "agent " + node +
                                    ": resumed the fault(s) confirmed before this coordinator "
                                    "started; now held: " +

@@ -176,7 +176,7 @@ void CoordinatorServer::Impl::RunOneSweep(std::stop_token stop) {
   const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
   const HoldDown& hold_down = verdicts_.hold_down();
   metrics_.ObserveSweep(seconds, wall_clock_.NowUnixMs());
-  metrics_.SetFaults(hold_down.Confirmed());
+  metrics_.SetFaults(hold_down.Confirmed(), wall_clock_.NowUnixMs());
   metrics_.SetCoverage(schedule_.pairs_tested(), schedule_.pairs_total());
   log_.Info("coordinator", "sweep " + std::to_string(number) + " done in " +
                                std::to_string(rounds) + " round(s), " + std::to_string(seen) +

@@ -1,6 +1,7 @@
 #include "planner/cluster_verdicts.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "core/catalogue.h"
@@ -8,6 +9,47 @@
 
 namespace nccl_triage {
 namespace {
+
+bool FailsCheck(const NodeInfo& info, const std::string& check) {
+  return std::any_of(info.findings.begin(), info.findings.end(), [&](const Finding& f) {
+    return f.check == check && f.status == CheckStatus::kFail;
+  });
+}
+
+// The nodes `node` failed a probe with in this sweep (pair or rail).
+std::set<std::string> FailedWith(const SweepResult& result, const std::string& node) {
+  std::set<std::string> peers;
+  for (const auto& p : result.pairs) {
+    if (!p.pair.Has(node)) continue;
+    const bool rail_failed =
+        std::any_of(p.rails.begin(), p.rails.end(), [](const auto& r) { return !r.passed; });
+    if (p.judgement.status == PairStatus::kFail || rail_failed) peers.insert(p.pair.Other(node));
+  }
+  return peers;
+}
+
+// A pair's verdict names the failing checks of both its nodes. A node fault keeps the causes
+// that are its own: a check that fails on a peer it failed with, and not on the node, is the
+// peer's (its own verdict names it) and is dropped from this node's. Log-derived causes stay.
+void KeepOwnCauses(LocalisedFault& f, const SweepResult& result,
+                   const std::map<std::string, NodeInfo>& known) {
+  const std::string& node = f.nodes[0];
+  auto self = known.find(node);
+  std::vector<const NodeInfo*> peers;
+  for (const auto& p : FailedWith(result, node)) {
+    if (auto it = known.find(p); it != known.end()) peers.push_back(&it->second);
+  }
+  std::vector<std::string> own;
+  for (const auto& c : f.causes) {
+    const bool mine = self != known.end() && FailsCheck(self->second, c);
+    const bool peers_check = std::any_of(peers.begin(), peers.end(),
+                                         [&](const NodeInfo* p) { return FailsCheck(*p, c); });
+    if (mine || !peers_check) own.push_back(c);
+  }
+  // Nothing of its own left: the localisation still blames the node, so its causes stay
+  // rather than publishing a fault with none.
+  if (!own.empty()) f.causes = std::move(own);
+}
 
 // The order in which an operator needs a fault's causes (see the header).
 void OrderCauses(SweepResult& result, const std::map<std::string, NodeInfo>& known) {
@@ -19,6 +61,7 @@ void OrderCauses(SweepResult& result, const std::map<std::string, NodeInfo>& kno
       });
       continue;
     }
+    KeepOwnCauses(f, result, known);
     auto info = known.find(f.nodes[0]);
     if (info != known.end()) {
       const std::vector<Finding>& own = info->second.findings;

@@ -3,7 +3,9 @@
 //
 //   - A sweep's faults get their causes in the order an operator needs them: a node fault's own
 //     failing checks first (the NCCL log names the symptom, the check the state behind it), a
-//     link fault's cross-node check before the symptom.
+//     link fault's cross-node check before the symptom. A node fault lists only its own causes:
+//     a check that fails on a peer it failed with, and not on the node, is the peer's (the
+//     peer's verdict names it; the pair record shows both).
 //   - Hold-down (HoldDown) decides which faults are confirmed.
 //   - A node's published verdict: a confirmed fault (basis probes); else, when its probes pass,
 //     healthy from probes unless its own checks fail on something two ranks over the network do

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/catalogue.h"
+#include "core/ids.h"
 #include "core/rails.h"
 #include "core/rates.h"
 #include "planner/cross_node.h"
@@ -29,6 +30,21 @@ std::vector<Finding> PairFindings(const NodeInfo& a, const NodeInfo& b) {
   std::vector<Finding> findings = a.findings;
   findings.insert(findings.end(), b.findings.begin(), b.findings.end());
   for (auto& f : CrossNodeChecks(a, b)) findings.push_back(std::move(f));
+  // The agents send no passes, but their summaries list the HCAs they found: with HCAs on both
+  // nodes, ib.hca_present passed on both, and a log that names it (`NET/IB : No device found`
+  // when the only port NCCL may use is down) is refuted, as a listed pass would refute it.
+  const auto hca_fails = [](const NodeInfo& n) {
+    return std::any_of(n.findings.begin(), n.findings.end(),
+                       [](const Finding& f) { return ids::kIbHcaPresent == f.check; });
+  };
+  if (!a.hcas.empty() && !b.hcas.empty() && !hca_fails(a) && !hca_fails(b)) {
+    Finding present;
+    present.check = std::string(ids::kIbHcaPresent);
+    present.fault_class = FaultClass::kIbResource;
+    present.status = CheckStatus::kPass;
+    present.message = "both nodes list their HCAs";
+    findings.push_back(std::move(present));
+  }
   return findings;
 }
 

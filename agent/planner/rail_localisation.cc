@@ -94,6 +94,9 @@ RailLocalisation LocaliseRails(const std::vector<RailPairOutcome>& outcomes) {
     double expected = 0;
     for (const auto& o : outcomes) {
       if (o.rail != rail || o.passed || !o.pair.Has(node)) continue;
+      // Only the failures that localise the fault: with a peer that is itself bad on the rail
+      // (a node fault of its own), the causes are as much the peer's as this node's.
+      if (!good_peers.count(o.pair.Other(node))) continue;
       AppendAbsent(f.causes, o.causes);
       slow = slow && o.degraded;
       best = std::max(best, o.busbw_bytes_per_second);

@@ -167,6 +167,19 @@ TEST(ConfigLoader, RejectsWrongTypesWithTheExpectedType) {
             std::string::npos);
 }
 
+TEST(ConfigLoader, AcceptsAPkeyQuotedAsIbstatPrintsIt) {
+  EXPECT_EQ(Load("expect:\n  pkey: \"0x8001\"\n").expect.pkey, 0x0001);
+  EXPECT_EQ(Load("expect:\n  pkey: '0x7fff'\n").expect.pkey, 0x7fff);
+  EXPECT_EQ(Load("pools:\n  - name: a\n    selector: {x: y}\n    expect: {pkey: \"0x8002\"}\n")
+                .pools.at(0)
+                .expect.pkey,
+            0x0002);
+  // Quoted, only the hex form: a quoted decimal or word is still a string.
+  EXPECT_NE(ErrorOf("expect:\n  pkey: \"32769\"\n").find("expected a PKey"), std::string::npos);
+  EXPECT_NE(ErrorOf("expect:\n  pkey: \"0x18001\"\n").find("expected a PKey"),
+            std::string::npos);
+}
+
 TEST(ConfigLoader, RejectsValuesOutOfRange) {
   EXPECT_EQ(ErrorOf("probe:\n  busbw_min_fraction: 1.5\n"),
             "config:2: probe.busbw_min_fraction: 1.5 is out of range [0, 1]");
@@ -378,6 +391,9 @@ TEST(ConfigPools, AreRejectedWithTheLineOfWhatIsWrong) {
       {"pools:\n  - selector: {x: y}\n", "config:2: pools[0]: name is required"},
       {"pools:\n  - name: a\n", "config:2: pools[0]: selector is required"},
       {"pools:\n  - name: a\n    selector: {}\n",
+       "config:3: pools[0].selector: empty; name at least one node label (a pool for every "
+       "node is the top-level expect)"},
+      {"pools:\n  - name: a\n    selector: [x]\n",
        "config:3: pools[0].selector: expected a mapping of node labels to values"},
       {"pools:\n  - {name: a, selector: {x: y}}\n  - {name: a, selector: {x: z}}\n",
        "config:3: pools[1]: duplicate pool name 'a'"},

@@ -46,5 +46,44 @@ TEST(CoordinatorMetricSpecs, EveryServedFamilyIsDeclaredWithItsType) {
   }
 }
 
+TrackedFault Confirmed(FaultKind kind, std::vector<std::string> nodes, std::string cause) {
+  TrackedFault t;
+  t.fault = {kind, std::move(nodes), FaultClass::kIbResource, {std::move(cause)}, "why"};
+  t.confirmed = true;
+  return t;
+}
+
+// The value of the one series of `family` whose labels include `match`, or "" when none.
+std::string SeriesValue(const std::string& text, const std::string& family,
+                        const std::string& match) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(family + "{", 0) == 0 && line.find(match) != std::string::npos) {
+      return line.substr(line.rfind(' ') + 1);
+    }
+  }
+  return "";
+}
+
+TEST(CoordinatorMetrics, AFaultsSinceIsWhenItWasFirstConfirmedAndGoesWithIt) {
+  constexpr const char* kSince = "nccl_triage_fault_since_timestamp_seconds";
+  CoordinatorMetrics metrics;
+  const TrackedFault port = Confirmed(FaultKind::kNode, {"node-1"}, "ib.port_state");
+  const TrackedFault link = Confirmed(FaultKind::kLink, {"node-2", "node-3"}, "ib.fabric");
+  metrics.SetFaults({port}, 1'700'000'000'000);
+  metrics.SetFaults({port, link}, 1'700'000'600'000);
+  std::string text = metrics.Text();
+  EXPECT_EQ(SeriesValue(text, kSince, "node=\"node-1\""), "1700000000");
+  EXPECT_EQ(SeriesValue(text, kSince, "peer=\"node-3\""), "1700000600");
+  // Cleared, then confirmed again: a new since.
+  metrics.SetFaults({link}, 1'700'001'200'000);
+  text = metrics.Text();
+  EXPECT_EQ(SeriesValue(text, kSince, "node=\"node-1\""), "");
+  metrics.SetFaults({port, link}, 1'700'001'800'000);
+  text = metrics.Text();
+  EXPECT_EQ(SeriesValue(text, kSince, "node=\"node-1\""), "1700001800");
+  EXPECT_EQ(SeriesValue(text, kSince, "peer=\"node-3\""), "1700000600");
+}
+
 }  // namespace
 }  // namespace nccl_triage

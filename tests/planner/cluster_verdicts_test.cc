@@ -271,6 +271,47 @@ TEST(ClusterVerdicts, ANodeFaultIsPublishedOnlyOnceConfirmedWithItsOwnFailingChe
   EXPECT_TRUE(pushed.node->confirmed);
 }
 
+// node-a's rail fails with node-b and node-c; it also failed with node-d, whose memlock is too
+// low (node-d's own fault). The pair a-d names both nodes' failing checks.
+SweepResult RailFaultNextToABadPeer(uint64_t number) {
+  SweepResult r;
+  r.number = number;
+  r.nodes["node-a"] = Outcome(NodeState::kNodeFault, "rail 3 fails with node-b, node-c");
+  for (const char* n : {"node-b", "node-c"}) r.nodes[n] = Outcome(NodeState::kGood);
+  r.nodes["node-d"] = Outcome(NodeState::kNodeFault, "fails with node-b and node-c");
+  r.pairs.push_back({NodePair("node-a", "node-d"), 1,
+                     Judged(PairStatus::kFail, FaultClass::kIbResource,
+                            {"limits.memlock", "ib.port_state"}),
+                     PairLocalisation::kNode});
+  r.faults.push_back(NodeFault("node-a", {"ib.port_state", "ib.fabric", "limits.memlock"}));
+  r.faults.push_back(NodeFault("node-d", {"limits.memlock"}));
+  r.tested_nodes = {"node-a", "node-b", "node-c", "node-d"};
+  return r;
+}
+
+TEST(ClusterVerdicts, ANodeFaultListsOnlyItsOwnCausesNotAFailingPeersCheck) {
+  Cluster c(1);
+  c.known["node-a"] =
+      AsSummarised("node-a", {F("ib.port_state", FaultClass::kIbResource, CheckStatus::kFail),
+                              F("limits.memlock", FaultClass::kArchitecture, CheckStatus::kPass)});
+  c.known["node-d"] =
+      AsSummarised("node-d", {F("limits.memlock", FaultClass::kArchitecture, CheckStatus::kFail)});
+  c.verdicts.Apply(RailFaultNextToABadPeer(1), c.known);
+  const PublishedNodeVerdict* a = c.verdicts.Find("node-a");
+  ASSERT_TRUE(a->confirmed_fault);
+  // Its own failing check, and what the log said; node-d's memlock is node-d's.
+  EXPECT_EQ(a->causes, (std::vector<std::string>{"ib.port_state", "ib.fabric"}));
+  EXPECT_EQ(c.verdicts.Find("node-d")->causes, std::vector<std::string>{"limits.memlock"});
+  for (const auto& t : c.verdicts.hold_down().Confirmed()) {
+    if (t.fault.nodes[0] == "node-a") {
+      EXPECT_EQ(t.fault.causes, a->causes) << "the fault list agrees with the node's verdict";
+    }
+  }
+  // The pair record keeps both: that is where the peer's cause is named with the pair.
+  const PairRecord& ad = c.verdicts.pairs().at(NodePair("node-a", "node-d"));
+  EXPECT_EQ(ad.judgement.verdict.causes.front(), "limits.memlock");
+}
+
 TEST(ClusterVerdicts, ANodeNeverLocalisedShowsItsChecksAndAnInconclusiveOneSaysSo) {
   Cluster c;
   c.known["node-a"] =

@@ -117,6 +117,31 @@ TEST(JudgePair, SocketPassIbFailIsIbResourceWithTheNodesFailingCheckAsCause) {
             j.verdict.causes.end());
 }
 
+TEST(JudgePair, NoDeviceFoundIsNotAMissingHcaWhenBothNodesListTheirHcas) {
+  // The only port NCCL may use is down: NCCL says "No device found", which the classifier names
+  // ib.hca_present; both summaries list their HCAs, so that check passed on both nodes.
+  NodeInfo a = Node("a");
+  NodeInfo b = Node("b");
+  for (NodeInfo* n : {&a, &b}) n->hcas.push_back({"mlx5_0", "MT4123", {{1, "InfiniBand", 200}}});
+  b.findings.push_back(
+      {"ib.port_state", FaultClass::kIbResource, CheckStatus::kFail, "DOWN", {}, ""});
+  auto ib_fail = [] {
+    return Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kFail, {"ib.hca_present"},
+                       FaultClass::kIbResource),
+                Result(ProbeMode::kIb, 1, ProbeOutcome::kFail));
+  };
+  auto socket_pass = [] {
+    return Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kPass),
+                Result(ProbeMode::kSocket, 1, ProbeOutcome::kPass));
+  };
+  auto j = JudgePair(a, b, Probes(socket_pass(), ib_fail()), {});
+  EXPECT_EQ(j.verdict.causes, std::vector<std::string>{"ib.port_state"});
+  // Without the HCA list (an agent that sends none) the log's cause stands.
+  b.hcas.clear();
+  j = JudgePair(a, b, Probes(socket_pass(), ib_fail()), {});
+  EXPECT_EQ(j.verdict.causes, (std::vector<std::string>{"ib.hca_present", "ib.port_state"}));
+}
+
 TEST(JudgePair, SocketFailureIsArchitectureWhateverIbDid) {
   auto j = JudgePair(Node("a"), Node("b"),
                      Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kFail, {"net.connect"},

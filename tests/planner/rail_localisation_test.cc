@@ -66,6 +66,29 @@ TEST(LocaliseRails, TwoBadNodesOnOneRailAreEachNamedByTheirGoodPeers) {
   EXPECT_TRUE(loc.inconclusive.empty());  // n1-n3 is explained by both
 }
 
+TEST(LocaliseRails, ANodeRailFaultTakesNoCauseFromAPeerThatIsBadItself) {
+  // n1 fails on every rail (its own fault, memlock); n3's rail 2 is down. n1-n3 on rail 2 fails
+  // with both faults' causes, but n1 is no good peer of n3: n3's causes come from n2 and n4.
+  auto fails = [](auto& a, auto& b, int rail) {
+    return a == "n1" || b == "n1" || (rail == 2 && (a == "n3" || b == "n3"));
+  };
+  std::vector<RailPairOutcome> outcomes = Sweep(fails);
+  for (auto& o : outcomes) {
+    if (o.passed) continue;
+    o.causes.clear();
+    if (o.pair.Has("n1")) o.causes.push_back("limits.memlock");
+    if (o.pair.Has("n3") && o.rail == 2) o.causes.push_back("ib.port_state");
+  }
+  auto loc = LocaliseRails(outcomes);
+  const RailFault* n3 = nullptr;
+  for (const auto& f : loc.faults) {
+    if (f.nodes == std::vector<std::string>{"n3"}) n3 = &f;
+  }
+  ASSERT_NE(n3, nullptr);
+  EXPECT_EQ(n3->kind, RailFaultKind::kNodeRail);
+  EXPECT_EQ(n3->causes, std::vector<std::string>{"ib.port_state"});
+}
+
 TEST(LocaliseRails, EveryRailFailingIsTheNodeNotAnHca) {
   auto loc = LocaliseRails(Sweep([](auto& a, auto& b, int) { return a == "n1" || b == "n1"; }));
   ASSERT_EQ(loc.faults.size(), 1u);

@@ -210,8 +210,12 @@ LISTEN_PATTERN = r"^(\[[0-9a-fA-F:.]*\]|[^:\[\]]*):[0-9]{1,5}$"
 def key_schema(k, schema):
     kind = k["kind"]
     s = {}
-    if kind == "integer" or kind == "pkey":
+    if kind == "integer":
         s["type"] = "integer"
+    elif kind == "pkey":
+        # As the binary: an integer, or the hex string ibstat prints ("0x8001", quoted).
+        s["type"] = ["integer", "string"]
+        s["pattern"] = "^0[xX][0-9a-fA-F]{1,4}$"
     elif kind == "number":
         s["type"] = "number"
     elif kind == "bytes":

@@ -40,6 +40,9 @@ app.kubernetes.io/component: {{ .component }}
   image.registry, else global.imageRegistry (an umbrella chart's), before the repository.
 */}}
 {{- define "nccl-triage.image" -}}
+{{- if and (eq (toString .Values.image.tag) "latest") (ne .Values.image.pullPolicy "Always") }}
+{{- fail "image.tag latest needs image.pullPolicy Always: with IfNotPresent a node keeps the image it pulled first, and agents of one cluster run different builds (pin a version tag or set image.pullPolicy=Always)" }}
+{{- end }}
 {{- $registry := .Values.image.registry | default (dig "imageRegistry" "" (.Values.global | default dict)) -}}
 {{- if $registry }}{{ trimSuffix "/" $registry }}/{{ end -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}

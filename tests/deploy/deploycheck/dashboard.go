@@ -325,6 +325,14 @@ func lintDashboard(c *checker, d map[string]interface{}) {
 			desc, _ := p["description"].(string)
 			faultTable = strings.Contains(desc, "nccl-triage\\.io/report") && strings.Contains(links, "docs/alerts.md#") &&
 				strings.Contains(links, "mappings")
+			// "since" is the coordinator's own record of when it confirmed the fault, not an
+			// estimate from a subquery (which misses faults older than its window and costs a
+			// 7-day scan on every refresh).
+			targets := toJSONString(p["targets"])
+			c.check(strings.Contains(targets, "nccl_triage_fault_since_timestamp_seconds"),
+				"panel %q: since does not read nccl_triage_fault_since_timestamp_seconds", title)
+			c.check(!regexp.MustCompile(`\[[0-9]+[smhdw]:[0-9]*[smhdw]?\]`).MatchString(targets),
+				"panel %q estimates with a subquery: %s", title, targets)
 		}
 	}
 	ids := map[float64]string{}
