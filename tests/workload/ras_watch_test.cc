@@ -102,7 +102,8 @@ TEST(RasWatch, PeriodicQuerySetsTheJobMetricsAndTheAnnotation) {
   EXPECT_EQ(job.ranks_dead, 0);
   EXPECT_EQ(view.ras_queries.at("ok"), 1u);
 
-  const std::string annotation = h.kube.Annotations("ml", "train-1")[std::string(kRasAnnotationKey)];
+  const std::string annotation =
+      h.kube.Annotations("ml", "train-1")[std::string(kRasAnnotationKey)];
   EXPECT_TRUE(annotation.starts_with("stuck: rank 1 of communicator b7bb7673efec257b"))
       << annotation;
 
