@@ -168,6 +168,7 @@ WorkloadCheckOutput CheckWorkloads(const std::string& root, const NodeSnapshot& 
   options.scanner.self_pid = root == "/" ? static_cast<int>(::getpid()) : 0;
   options.config = config;
   options.annotate = false;
+  options.config.ras.enabled = false;  // a check asks no RAS port (`nccl-triage ras` does)
   auto monitor = workload::MakeWorkloadMonitor(options, nullptr, api ? &kube : nullptr,
                                                std::move(pod_resources), clock, log);
   const workload::WorkloadPass pass = monitor->RunPass(snapshot);

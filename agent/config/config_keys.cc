@@ -313,6 +313,41 @@ constexpr std::array kSpecs = {
             NT_FIELD(kernel.link_flaps_per_hour),
             1,
             100000},
+    // ras: the agent's query of NCCL's RAS port in each GPU pod (NCCL 2.24+)
+    KeySpec{{"ras.enabled", "bool",
+             "the agent asks NCCL's RAS port (NCCL_RAS_ADDR, in the pod's network namespace) of "
+             "each GPU pod on the node that maps NCCL 2.24 or later, and exports which ranks "
+             "stopped answering (nccl_triage_job_*); needs agent.workloads"},
+            KeyKind::kBool,
+            NT_FIELD(ras.enabled)},
+    KeySpec{{"ras.interval_seconds", "integer",
+             "a pod's RAS port is asked at most once in this many seconds (and at most once per "
+             "workload pass, which follows agent.interval_seconds)"},
+            KeyKind::kInt,
+            NT_FIELD(ras.interval_seconds),
+            10,
+            86400},
+    KeySpec{{"ras.timeout_ms", "integer",
+             "one query, from connect to the end of the report; NCCL answers after asking every "
+             "process of the job, up to 5 s per leg for silent ones"},
+            KeyKind::kInt,
+            NT_FIELD(ras.timeout_ms),
+            100,
+            120000},
+    KeySpec{{"ras.max_pods_per_cycle", "integer",
+             "pods asked in one workload pass, one connection at a time; the others wait for the "
+             "next pass, the longest-waiting first"},
+            KeyKind::kInt,
+            NT_FIELD(ras.max_pods_per_cycle),
+            1,
+            1000},
+    KeySpec{{"ras.cycle_budget_ms", "integer",
+             "no query starts once a pass's queries have taken this long (a query that starts "
+             "gets at most the time left)"},
+            KeyKind::kInt,
+            NT_FIELD(ras.cycle_budget_ms),
+            100,
+            600000},
 };
 
 #undef NT_FIELD

@@ -163,6 +163,18 @@ struct KernelConfig {
   friend bool operator==(const KernelConfig&, const KernelConfig&) = default;
 };
 
+// The agent's periodic query of NCCL's RAS port in each GPU pod (workload/ras_watch.h,
+// docs/ras.md). Opt-in: the query connects into the pod's network namespace.
+struct RasConfig {
+  bool enabled = false;
+  int interval_seconds = 60;      // no pod is asked twice within this
+  int timeout_ms = 10000;         // one query, connect to the end of the report
+  int max_pods_per_cycle = 4;     // pods asked in one workload pass (one connection at a time)
+  int cycle_budget_ms = 30000;    // no query starts after this much of a pass's RAS time
+
+  friend bool operator==(const RasConfig&, const RasConfig&) = default;
+};
+
 struct Config {
   ExpectConfig expect;
   ChecksConfig checks;
@@ -174,6 +186,7 @@ struct Config {
   ClassifyConfig classify;
   std::vector<PoolConfig> pools;  // in order: the first match wins
   KernelConfig kernel;
+  RasConfig ras;
 
   friend bool operator==(const Config&, const Config&) = default;
 };

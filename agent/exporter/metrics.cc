@@ -111,6 +111,35 @@ constexpr std::array kSpecs = {
                "status.",
                "each workload check on each GPU container of the node, one-hot over `pass`, "
                "`warn`, `fail`, `skip`"},
+    MetricSpec{"nccl_triage_job_ranks_unresponsive", "gauge", "namespace,pod",
+               "Ranks of the GPU pod's NCCL job whose process did not answer the last RAS query "
+               "(the communicator that misses the most); ras.enabled only.",
+               "ranks of the pod's NCCL job whose process did not answer its RAS thread at the "
+               "last query (stopped, wedged, or lost less than 60 s ago), in the communicator "
+               "that misses the most; present while the pod's last query was answered "
+               "([`ras.enabled`](ras.md#in-the-agent))"},
+    MetricSpec{"nccl_triage_job_ranks_dead", "gauge", "namespace,pod",
+               "Ranks of the GPU pod's NCCL job whose process the RAS network considers dead "
+               "(the communicator that misses the most); ras.enabled only.",
+               "ranks whose process NCCL's RAS network considers dead (lost for 60 s), in the "
+               "communicator that misses the most"},
+    MetricSpec{"nccl_triage_job_collective_lag", "gauge", "namespace,pod",
+               "Largest spread of one collective's launch counts between the ranks of one "
+               "communicator at the last RAS query; ras.enabled only.",
+               "the largest spread (highest minus lowest) of one collective's launch counts among "
+               "the ranks of one communicator at the last query; a running job shows 0 to 2, a "
+               "rank stuck in its own code falls behind and stays there"},
+    MetricSpec{"nccl_triage_job_ras_last_answer_timestamp_seconds", "gauge", "namespace,pod",
+               "Unix time the GPU pod's RAS port last answered a query.",
+               "Unix time the pod's RAS port last answered (the age of the three gauges above)"},
+    MetricSpec{"nccl_triage_job_ras_queries_total", "counter", "outcome",
+               "RAS queries the agent sent since it started, by outcome: ok, refused, timeout, "
+               "protocol_error, error.",
+               "RAS queries since the agent started, by `outcome`: `ok` (a report was read), "
+               "`refused` (nothing listens, or the connection was closed or reset), `timeout` "
+               "(no report within `ras.timeout_ms`), `protocol_error` (not a RAS server, or a "
+               "report that does not parse), `error` (the pod's network namespace could not be "
+               "entered)"},
     MetricSpec{"nccl_triage_kernel_link_down_total", "counter", "device,port",
                "HCA port downs the kernel logged since the agent started (mlx5 `Link DOWN`); its "
                "increase over an hour is the port's link flaps.",
@@ -335,6 +364,10 @@ AgentMetrics::AgentMetrics(const AgentState& state, std::string version,
   nccl_info_ = NewGauge(r, Spec("nccl_triage_nccl_info"));
   workload_status_ = NewGauge(r, Spec("nccl_triage_workload_check_status"));
   probe_available_ = NewGauge(r, Spec("nccl_triage_probe_available"));
+  job_unresponsive_ = NewGauge(r, Spec("nccl_triage_job_ranks_unresponsive"));
+  job_dead_ = NewGauge(r, Spec("nccl_triage_job_ranks_dead"));
+  job_lag_ = NewGauge(r, Spec("nccl_triage_job_collective_lag"));
+  job_answered_ = NewGauge(r, Spec("nccl_triage_job_ras_last_answer_timestamp_seconds"));
   build_info_->Set({{"version", std::move(version)}}, 1);
 }
 
@@ -464,6 +497,20 @@ void AgentMetrics::RefreshLocked(const AgentStateView& view) {
                                 "status", kCheckStatuses, ToString(w.finding.status));
   }
   workload_status_->Sweep();
+
+  // NCCL jobs, from their RAS ports.
+  for (const auto& j : *view.ras_jobs) {
+    const prometheus::Labels labels = {{"namespace", j.ns}, {"pod", j.pod}};
+    job_unresponsive_->Set(labels, j.ranks_unresponsive);
+    job_dead_->Set(labels, j.ranks_dead);
+    job_lag_->Set(labels, static_cast<double>(j.collective_lag));
+    job_answered_->Set(labels, static_cast<double>(j.answered_at_unix_ms) / 1000.0);
+  }
+  for (GaugeSeries* g : {job_unresponsive_.get(), job_dead_.get(), job_lag_.get(),
+                         job_answered_.get()}) {
+    g->Sweep();
+  }
+  ras_queries_ = view.ras_queries;
 }
 
 std::vector<prometheus::MetricFamily> AgentMetrics::CollectLocked() const {
@@ -473,6 +520,16 @@ std::vector<prometheus::MetricFamily> AgentMetrics::CollectLocked() const {
   }
   if (Enabled(Spec("nccl_triage_ib_port_errors_total").name)) {
     for (auto& f : port_counters_->Collect()) families.push_back(std::move(f));
+  }
+  if (!ras_queries_.empty()) {
+    auto queries = CounterFamily(Spec("nccl_triage_job_ras_queries_total"));
+    for (const auto& [outcome, n] : ras_queries_) {
+      prometheus::ClientMetric m;
+      m.label = {{"outcome", outcome}};
+      m.counter.value = static_cast<double>(n);
+      queries.metric.push_back(std::move(m));
+    }
+    if (Enabled(queries.name)) families.push_back(std::move(queries));
   }
   if (kernel_counters_) {
     for (auto& f : kernel_counters_->Collect()) {

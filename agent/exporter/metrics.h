@@ -126,6 +126,7 @@ class AgentMetrics {
   std::shared_ptr<PortCounters> port_counters_;
   std::shared_ptr<KernelCounters> kernel_counters_;  // guarded by mu_
   uint64_t observed_probe_seq_ = 0;
+  std::map<std::string, uint64_t> ras_queries_;  // from the last refresh
   std::optional<uint64_t> cached_generation_;  // the state generation cached_text_ shows
   std::string cached_text_;
 
@@ -134,7 +135,7 @@ class AgentMetrics {
   std::unique_ptr<GaugeSeries> node_verdict_, check_status_, port_state_, port_phys_state_,
       port_rate_, expected_bw_, memlock_, shm_, probe_success_, probe_busbw_, rail_success_,
       rail_busbw_, pair_verdict_, last_check_, last_probe_, build_info_, nccl_info_,
-      workload_status_, probe_available_;
+      workload_status_, probe_available_, job_unresponsive_, job_dead_, job_lag_, job_answered_;
 };
 
 }  // namespace nccl_triage

@@ -41,6 +41,7 @@ AgentState::AgentState(std::string node, std::string version, int64_t started_at
   state_.started_at_unix_ms = started_at_unix_ms;
   state_.coordinator_status = "standalone";
   state_.workloads = std::make_shared<const std::vector<WorkloadFinding>>();
+  state_.ras_jobs = std::make_shared<const std::vector<RasJobStatus>>();
 }
 
 AgentStateView AgentState::View() const {
@@ -155,6 +156,15 @@ void AgentState::SetWorkloadFindings(std::vector<WorkloadFinding> findings) {
   auto shared = std::make_shared<const std::vector<WorkloadFinding>>(std::move(findings));
   std::lock_guard lock(mu_);
   state_.workloads = std::move(shared);
+  BumpLocked();
+}
+
+void AgentState::SetRasJobs(std::vector<RasJobStatus> jobs,
+                            std::map<std::string, uint64_t> queries) {
+  auto shared = std::make_shared<const std::vector<RasJobStatus>>(std::move(jobs));
+  std::lock_guard lock(mu_);
+  state_.ras_jobs = std::move(shared);
+  state_.ras_queries = std::move(queries);
   BumpLocked();
 }
 

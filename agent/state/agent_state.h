@@ -68,6 +68,19 @@ struct WorkloadFinding {
   Finding finding;
 };
 
+// A GPU pod's last answer from NCCL's RAS port (workload/ras_watch.h): how many ranks of its
+// job stopped answering, as the communicator that misses the most counts them.
+struct RasJobStatus {
+  std::string ns;
+  std::string pod;
+  std::string state;  // the judgement: ok, stuck or error (ras/report.h)
+  int ranks_unresponsive = 0;
+  int ranks_dead = 0;
+  uint64_t collective_lag = 0;  // the largest spread of one collective's counts in a communicator
+  int64_t answered_at_unix_ms = 0;
+  friend bool operator==(const RasJobStatus&, const RasJobStatus&) = default;
+};
+
 // The duration of one recorded probe, kept so that the duration histogram sees every probe once
 // even when several results for the same (peer, mode) arrive between two scrapes.
 struct ProbeObservation {
@@ -104,6 +117,8 @@ struct AgentStateView {
   std::map<std::string, std::shared_ptr<const PairVerdictRecord>> pairs;  // by peer
   std::optional<NodeVerdict> probe_verdict;                               // from the coordinator
   std::shared_ptr<const std::vector<WorkloadFinding>> workloads;          // never null
+  std::shared_ptr<const std::vector<RasJobStatus>> ras_jobs;              // never null
+  std::map<std::string, uint64_t> ras_queries;  // RAS queries since start, by outcome
   int64_t last_probe_unix_ms = 0;  // 0 until a probe was recorded
   std::string coordinator_status;  // "standalone", or a line from the coordinator link
   // Whether probes can run here and why not: the start-up library check, then every probe.
@@ -147,6 +162,8 @@ class AgentState {
 
   // The workload engineer's checks (replaces the whole list each pass).
   void SetWorkloadFindings(std::vector<WorkloadFinding> findings);
+  // The RAS watch: every pod's last answer (replaces the list) and the query totals by outcome.
+  void SetRasJobs(std::vector<RasJobStatus> jobs, std::map<std::string, uint64_t> queries);
 
   // Probe durations recorded after `seq` (bounded history: the oldest are dropped first).
   std::vector<ProbeObservation> ProbeObservationsAfter(uint64_t seq) const;

@@ -30,7 +30,17 @@ WorkloadMonitor::WorkloadMonitor(WorkloadMonitorOptions options, AgentState* sta
           s.debug = [this](std::string_view line) { log_.Debug("workload", line); };
         }
         return s;
-      }()) {}
+      }()) {
+  if (options_.config.ras.enabled) {
+    ras_ = std::make_unique<RasWatch>(options_.config.ras, namespace_querier_, clock_, log_);
+  }
+}
+
+void WorkloadMonitor::UseRasQuerier(RasQuerier& querier) {
+  if (options_.config.ras.enabled) {
+    ras_ = std::make_unique<RasWatch>(options_.config.ras, querier, clock_, log_);
+  }
+}
 
 WorkloadMonitor::~WorkloadMonitor() { Stop(); }
 
@@ -183,6 +193,46 @@ void WorkloadMonitor::Publish(WorkloadPass& pass) {
   if (state_ != nullptr) state_->SetWorkloadFindings(StateFindings(pass.containers));
 }
 
+void WorkloadMonitor::RunRas(WorkloadPass& pass) {
+  pass.ras = ras_->RunCycle(RasTargets(pass.scan, pass.containers, options_.scanner.root));
+  // The annotation follows the pods' own (Publish): only pods of a fresh list, on this node,
+  // with the UID as precondition; a pod whose port did not answer keeps what it has.
+  const PodDirectory& dir = pass.directory;
+  if (options_.annotate && kube_ != nullptr && dir.listed && dir.list_error.empty()) {
+    for (const auto& r : pass.ras.asked) {
+      if (r.outcome != RasOutcome::kOk || !r.annotate) continue;
+      auto it = pod_cache_.find(r.target.uid);
+      if (it == pod_cache_.end() || !OnNode(it->second, options_.node)) continue;
+      auto change = RasAnnotationChange(r.annotation, it->second.annotations);
+      if (!change) continue;
+      const std::string name = r.target.ns + "/" + r.target.pod;
+      KubeResponse resp =
+          kube_->PatchPodAnnotationsIfUid(r.target.ns, r.target.pod, r.target.uid, *change);
+      if (resp.ok()) {
+        ++pass.patches_sent;
+        for (const auto& [k, v] : *change) {
+          if (v) {
+            it->second.annotations[k] = *v;
+          } else {
+            it->second.annotations.erase(k);
+          }
+        }
+        log_.Info("ras", "pod " + name + ": " + r.judgement.state + " (" +
+                             r.judgement.summary + ")");
+        continue;
+      }
+      ++pass.patches_failed;
+      if (resp.status == 404 || resp.UidMismatch()) {
+        log_.Debug("ras", "pod " + name + " is gone or another pod now: not patched");
+        pod_cache_.erase(it);
+      } else {
+        WarnOnce(patch_streak_, "patch annotations of " + name + ": " + resp.Describe());
+      }
+    }
+  }
+  if (state_ != nullptr) state_->SetRasJobs(ras_->Jobs(), ras_->Totals());
+}
+
 WorkloadPass WorkloadMonitor::RunPass(const NodeSnapshot& host) {
   const auto started = std::chrono::steady_clock::now();
   WorkloadPass pass;
@@ -205,6 +255,7 @@ WorkloadPass WorkloadMonitor::RunPass(const NodeSnapshot& host) {
   });
   pass.pods = PodVerdicts(pass.containers);
   Publish(pass);
+  if (ras_) RunRas(pass);
   pass.duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   int failing = 0;

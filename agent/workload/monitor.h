@@ -43,6 +43,7 @@
 #include "workload/pod_resources.h"
 #include "workload/pods.h"
 #include "workload/publish.h"
+#include "workload/ras_watch.h"
 #include "workload/scanner.h"
 
 namespace nccl_triage::workload {
@@ -65,6 +66,7 @@ struct WorkloadPass {
   int patches_sent = 0;     // successful patches
   int patches_failed = 0;   // any other outcome
   int patches_refused = 0;  // pods not on this node (never patched)
+  RasCycle ras;             // the RAS queries of this pass (config.ras.enabled only)
   double duration_seconds = 0;
 };
 
@@ -79,6 +81,9 @@ class WorkloadMonitor final : public StateSink {
 
   // Uses (and owns) this pod-resources source from now on; call before Start().
   void AdoptPodResources(std::unique_ptr<PodResourcesSource> source);
+  // Sends the RAS queries (config.ras.enabled) through `querier` instead of entering namespaces
+  // (tests); not owned; call before Start() and the first pass.
+  void UseRasQuerier(RasQuerier& querier);
 
   // One pass against the node's snapshot (the hardware facts the containers share).
   WorkloadPass RunPass(const NodeSnapshot& host);
@@ -96,6 +101,7 @@ class WorkloadMonitor final : public StateSink {
  private:
   PodDirectory Lookup(const std::vector<CgroupRef>& containers);
   void Publish(WorkloadPass& pass);
+  void RunRas(WorkloadPass& pass);
   void WarnOnce(std::string& streak, const std::string& line);
   void Loop(const std::stop_token& stop);
 
@@ -108,6 +114,8 @@ class WorkloadMonitor final : public StateSink {
   Logger& log_;
   CheckRegistry registry_;
   WorkloadScanner scanner_;
+  NamespaceRasQuerier namespace_querier_;
+  std::unique_ptr<RasWatch> ras_;  // config.ras.enabled only
 
   // Pass thread only.
   std::map<std::string, ApiPod> pod_cache_;    // by UID, from the last successful list

@@ -102,6 +102,27 @@ monitors)
   [ "$n" = 6 ] || die "$n prometheus-operator objects with monitoring.assumeCRDs, want 6"
   echo "prometheus-operator objects: 0 without their CRDs, 6 with them or with monitoring.assumeCRDs"
   ;;
+job-hangs)
+  # The job-hang alerts are opt-in: absent by default, present with prometheusRule.jobHangs.enabled,
+  # runbook links rewritten, and prometheusRule.disabled can leave one out.
+  chart="$1"
+  on=(--set prometheusRule.enabled=true --set monitoring.assumeCRDs=true)
+  out="$(helm template t "$chart" -n t "${on[@]}")"
+  ! grep -q 'alert: NcclTriageJob' <<<"$out" || die "job-hang alerts rendered without jobHangs.enabled"
+  out="$(helm template t "$chart" -n t "${on[@]}" --set prometheusRule.jobHangs.enabled=true \
+         --set runbookBaseUrl=https://docs.example/nccl-triage/docs/alerts.md)"
+  for a in NcclTriageJobRanksNotAnswering NcclTriageJobRankBehind NcclTriageJobRasUnanswered; do
+    grep -q "alert: $a\$" <<<"$out" || die "jobHangs.enabled did not render $a"
+  done
+  grep -q 'name: nccl-triage.jobs$' <<<"$out" || die "no nccl-triage.jobs group"
+  grep -q 'runbook_url: https://docs.example/nccl-triage/docs/alerts.md#nccltriagejobranksnotanswering' \
+    <<<"$out" || die "the job-hang runbook link does not follow runbookBaseUrl"
+  out="$(helm template t "$chart" -n t "${on[@]}" --set prometheusRule.jobHangs.enabled=true \
+         --set 'prometheusRule.disabled={NcclTriageJobRankBehind}')"
+  ! grep -q 'alert: NcclTriageJobRankBehind' <<<"$out" || die "prometheusRule.disabled kept the alert"
+  grep -q 'alert: NcclTriageJobRanksNotAnswering' <<<"$out" || die "disabling one dropped the others"
+  echo "job-hang alerts: off by default, three with prometheusRule.jobHangs.enabled"
+  ;;
 cleanup)
   export KUBECONFIG="$1/kubeconfig"; doc="$2"
   command -v jq >/dev/null || { echo "SKIP: the documented commands need jq"; exit 77; }
