@@ -171,7 +171,7 @@ void WorkloadMonitor::Publish(WorkloadPass& pass) {
         log_.Info("workload", "pod " + PodName(pod) + ": " +
                                   (pod.causes.empty() ? std::string("healthy, annotations removed")
                                                       : std::string(ToString(pod.verdict)) + " (" +
-                                                            checks::Join(pod.causes, ",") + ")"));
+                                                            Join(pod.causes, ",") + ")"));
         continue;
       }
       ++pass.patches_failed;
