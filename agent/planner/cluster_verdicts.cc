@@ -204,9 +204,10 @@ std::vector<std::string> ClusterVerdicts::Restore(const std::vector<TrackedFault
   const std::string why = "confirmed before the coordinator restarted (kept in the API server)";
   for (const TrackedFault& t : faults) {
     if (!hold_down_.Restore(t)) continue;
+    const std::vector<std::string>& at = t.fault.nodes;
     const TrackedFault* now = t.fault.kind == FaultKind::kNode
-                                  ? hold_down_.FindNode(t.fault.nodes[0])
-                                  : hold_down_.FindLink(NodePair(t.fault.nodes[0], t.fault.nodes[1]));
+                                  ? hold_down_.FindNode(at[0])
+                                  : hold_down_.FindLink(NodePair(at[0], at[1]));
     if (now == nullptr || !now->confirmed) continue;  // suspected: only its counters come back
     const LocalisedFault& f = now->fault;
     if (f.kind == FaultKind::kNode) {
