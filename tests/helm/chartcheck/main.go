@@ -346,6 +346,9 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	if verifyIdentity {
 		want = append(want, "Role/"+full+"-coordinator", "RoleBinding/"+full+"-coordinator")
 	}
+	if remediation != "off" { // the state ConfigMap's Role (coordinator/state_store.h)
+		want = append(want, "Role/"+full+"-coordinator-state", "RoleBinding/"+full+"-coordinator-state")
+	}
 	if httpAuth {
 		want = append(want, "ClusterRole/"+full+"-metrics-reader")
 		if len(list(values, "rbac.metricsReaders")) > 0 {
