@@ -186,6 +186,14 @@ class KubeClient {
   // A JSON merge patch of nodes/<node> (spec.taints, spec.unschedulable, annotations), guarded by
   // the patch's resourceVersion (409 Conflict when the node changed). Default: "not supported".
   virtual KubeResponse PatchNode(const std::string& node, const NodePatch& patch);
+  // One ConfigMap (the coordinator's cluster-wide state, coordinator/state_store.h). Default:
+  // "not supported".
+  virtual KubeResponse GetConfigMap(const std::string& ns, const std::string& name);
+  // Writes a ConfigMap's data whole: POST (create) when `resource_version` is empty, else PUT
+  // guarded by it (409 Conflict when it changed since it was read). Default: "not supported".
+  virtual KubeResponse PutConfigMap(const std::string& ns, const std::string& name,
+                                    const std::map<std::string, std::string>& data,
+                                    const std::string& resource_version);
 };
 
 // What a TokenReview answered. A bound service-account token carries the pod it was issued for
@@ -224,6 +232,9 @@ nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations, const std
 nlohmann::json NodeConditionPatchBody(const NodeCondition& condition);
 nlohmann::json EventBody(const KubeEvent& event);
 nlohmann::json NodePatchBody(const NodePatch& patch);
+nlohmann::json ConfigMapBody(const std::string& ns, const std::string& name,
+                             const std::map<std::string, std::string>& data,
+                             const std::string& resource_version);
 // The query strings of the two reads above ("?labelSelector=...&limit=500").
 std::string PodListQueryString(const PodListQuery& query);
 std::string PodLogQueryString(const PodLogQuery& query);

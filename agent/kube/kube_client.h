@@ -66,6 +66,10 @@ class InClusterKubeClient final : public KubeClient {
   KubeResponse CreateSubjectAccessReview(const AccessReviewRequest& request) override;
   KubeResponse ListNodes(const NodeListQuery& query) override;
   KubeResponse PatchNode(const std::string& node, const NodePatch& patch) override;
+  KubeResponse GetConfigMap(const std::string& ns, const std::string& name) override;
+  KubeResponse PutConfigMap(const std::string& ns, const std::string& name,
+                            const std::map<std::string, std::string>& data,
+                            const std::string& resource_version) override;
 
  private:
   struct Impl;
