@@ -17,6 +17,7 @@
 #include "kube/kube_client.h"
 #include "support/fake_api_server.h"
 #include "support/fake_clock.h"
+#include "support/stop_after_patch.h"
 #include "support/text_file.h"
 
 namespace nccl_triage {
@@ -24,6 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing::StopAfterFirstPatch;
 
 constexpr int64_t kHour = 3'600'000;
 
@@ -352,36 +354,6 @@ TEST_F(RemediatorTest, AWallClockStepDoesNotShortenRecoverAfter) {
   // The wall clock is what events show.
   EXPECT_EQ(s.at_unix_ms, clock_.NowUnixMs());
 }
-
-// The real client, with a stop requested (as SIGTERM or SIGKILL would come) right after the
-// first node patch returns.
-class StopAfterFirstPatch final : public KubeClient {
- public:
-  explicit StopAfterFirstPatch(KubeClient& inner) : inner_(inner) {}
-  KubeResponse ListNodes(const NodeListQuery& q) override { return inner_.ListNodes(q); }
-  KubeResponse GetNode(const std::string& n) override { return inner_.GetNode(n); }
-  KubeResponse PatchNode(const std::string& n, const NodePatch& p) override {
-    KubeResponse r = inner_.PatchNode(n, p);
-    stop.request_stop();
-    return r;
-  }
-  KubeResponse CreateEvent(const KubeEvent& e) override { return inner_.CreateEvent(e); }
-  KubeResponse PatchPodAnnotations(const std::string&, const std::string&,
-                                   const AnnotationPatch&) override { return {}; }
-  KubeResponse PatchNodeCondition(const std::string&, const NodeCondition&) override {
-    return {};
-  }
-  KubeResponse GetPod(const std::string&, const std::string&) override { return {}; }
-  KubeResponse ListPods(const std::string&) override { return {}; }
-  KubeResponse PatchPodAnnotationsIfUid(const std::string&, const std::string&,
-                                        const std::string&, const AnnotationPatch&) override {
-    return {};
-  }
-  std::stop_source stop;
-
- private:
-  KubeClient& inner_;
-};
 
 TEST_F(RemediatorTest, NoApiCallStartsOnceAStopIsRequested) {
   StopAfterFirstPatch api(*kube_);

@@ -30,6 +30,7 @@
 #include "kube/kubeconfig.h"
 #include "real_api.h"
 #include "support/fake_clock.h"
+#include "support/stop_after_patch.h"
 
 namespace nccl_triage {
 namespace {
@@ -113,6 +114,7 @@ class RemediationRealApi : public ::testing::Test {
       p.taints = json::array();
       p.unschedulable = false;
       p.annotations[std::string(kRemediatedAnnotation)] = std::nullopt;
+      p.annotations[std::string(kPendingEventAnnotation)] = std::nullopt;
       KubeResponse r = admin_->PatchNode(NodeName(i), p);
       ASSERT_TRUE(r.ok()) << NodeName(i) << ": " << r.Describe() << " (made by kube_prepare.sh)";
     }
@@ -268,6 +270,53 @@ TEST_F(RemediationRealApi, ATaintAnOperatorRemovedIsNeitherPutBackNorCounted) {
   EXPECT_TRUE(s.remediated.empty());
   EXPECT_EQ(s.released_by_operator, std::vector<std::string>{NodeName(2)});
   EXPECT_TRUE(s.errors.empty());
+}
+
+// D7 on the real API: a stop (SIGTERM) while the first patch is in flight; no call starts after
+// it, and the next start does the rest.
+TEST_F(RemediationRealApi, NoApiCallStartsOnceAStopIsRequested) {
+  testing::StopAfterFirstPatch api(*coordinator_);
+  Remediator r = Make(&api);
+  clock_.Advance(std::chrono::milliseconds(kHour));
+  RemediationStatus s = r.Step(Faults(6, 9), nullptr, api.stop.get_token());
+  EXPECT_EQ(s.cut_short, "stop requested");
+  EXPECT_EQ(api.patches, 1);
+  EXPECT_EQ(api.events, 0);
+  EXPECT_EQ(Tainted(), std::set<std::string>{NodeName(6)});  // the call in flight, no other
+  Remediator next = Make();
+  s = StepAt(next, Faults(6, 9), kHour + 1);
+  EXPECT_TRUE(s.cut_short.empty());
+  EXPECT_TRUE(s.errors.empty());
+  EXPECT_EQ(Tainted(), (std::set<std::string>{NodeName(6), NodeName(7), NodeName(8)}));
+}
+
+// D10 on the real API: the process dies right after a patch; the event it owed is in the node's
+// pending-event annotation, and the next coordinator, which knows nothing of the fault, posts it
+// once and removes the annotation.
+TEST_F(RemediationRealApi, AnEventLostToAKillAfterThePatchIsPostedByTheNextCoordinator) {
+  {
+    testing::StopAfterFirstPatch api(*coordinator_);
+    Remediator r = Make(&api);
+    clock_.Advance(std::chrono::milliseconds(kHour));
+    r.Step(Faults(9, 10), nullptr, api.stop.get_token());
+    ASSERT_EQ(api.events, 0);
+  }
+  json n = Node(NodeName(9));
+  ASSERT_TRUE(HasTaint(n, std::string(kFaultTaintKey)));
+  ASSERT_TRUE(n["metadata"]["annotations"].contains(std::string(kPendingEventAnnotation)));
+  Remediator restarted = Make();
+  RemediationStatus s = StepAt(restarted, {}, kHour + 1);
+  int posted = 0;
+  for (const auto& o : s.outcomes) {
+    if (o.action != "event") continue;
+    ++posted;
+    EXPECT_EQ(o.result, "ok") << "the API server refused the event";
+  }
+  EXPECT_EQ(posted, 1);
+  EXPECT_FALSE(Node(NodeName(9))["metadata"]["annotations"].contains(
+      std::string(kPendingEventAnnotation)));
+  s = StepAt(restarted, {}, kHour + 2);
+  for (const auto& o : s.outcomes) EXPECT_NE(o.action, "event") << "posted twice";
 }
 
 TEST_F(RemediationRealApi, AnOperatorsCordonDuringOurPatchIsNotTakenForOurs) {
