@@ -133,6 +133,19 @@ KubeResponse KubeClient::PatchNode(const std::string&, const NodePatch&) {
   return NotSupported("patch nodes");
 }
 
+KubeResponse KubeClient::GetLease(const std::string&, const std::string&) {
+  return NotSupported("read leases");
+}
+
+KubeResponse KubeClient::CreateLease(const std::string&, const nlohmann::json&) {
+  return NotSupported("create leases");
+}
+
+KubeResponse KubeClient::UpdateLease(const std::string&, const std::string&,
+                                     const nlohmann::json&) {
+  return NotSupported("update leases");
+}
+
 nlohmann::json NodePatchBody(const NodePatch& patch) {
   nlohmann::json body = nlohmann::json::object();
   if (!patch.resource_version.empty()) {

@@ -186,6 +186,14 @@ class KubeClient {
   // A JSON merge patch of nodes/<node> (spec.taints, spec.unschedulable, annotations), guarded by
   // the patch's resourceVersion (409 Conflict when the node changed). Default: "not supported".
   virtual KubeResponse PatchNode(const std::string& node, const NodePatch& patch);
+  // coordination.k8s.io/v1 Leases (the coordinators' leader election, kube/leader_election.h): a
+  // get, a create, and an update (PUT of the whole Lease) that the API server refuses with 409
+  // Conflict when the body's metadata.resourceVersion is not the Lease's any more. Defaults:
+  // "not supported".
+  virtual KubeResponse GetLease(const std::string& ns, const std::string& name);
+  virtual KubeResponse CreateLease(const std::string& ns, const nlohmann::json& lease);
+  virtual KubeResponse UpdateLease(const std::string& ns, const std::string& name,
+                                   const nlohmann::json& lease);
 };
 
 // What a TokenReview answered. A bound service-account token carries the pod it was issued for

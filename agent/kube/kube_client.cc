@@ -195,7 +195,8 @@ KubeResponse InClusterKubeClient::Send(const std::string& method, const std::str
   httplib::Result res = method == "GET" ? impl_->client->Get(full, headers)
                         : method == "PATCH"
                             ? impl_->client->Patch(full, headers, body, content_type)
-                            : impl_->client->Post(full, headers, body, content_type);
+                        : method == "PUT" ? impl_->client->Put(full, headers, body, content_type)
+                                          : impl_->client->Post(full, headers, body, content_type);
   if (!res) {
     out.error = DescribeError(res.error());
     return out;
@@ -314,6 +315,27 @@ KubeResponse InClusterKubeClient::ListNodes(const NodeListQuery& query) {
 KubeResponse InClusterKubeClient::PatchNode(const std::string& node, const NodePatch& patch) {
   return Send("PATCH", "/api/v1/nodes/" + UrlEncode(node), "application/merge-patch+json",
               DumpJson(NodePatchBody(patch)));
+}
+
+namespace {
+
+std::string LeasePath(const std::string& ns) {
+  return "/apis/coordination.k8s.io/v1/namespaces/" + UrlEncode(ns) + "/leases";
+}
+
+}  // namespace
+
+KubeResponse InClusterKubeClient::GetLease(const std::string& ns, const std::string& name) {
+  return Send("GET", LeasePath(ns) + "/" + UrlEncode(name), "", "");
+}
+
+KubeResponse InClusterKubeClient::CreateLease(const std::string& ns, const nlohmann::json& lease) {
+  return Send("POST", LeasePath(ns), "application/json", DumpJson(lease));
+}
+
+KubeResponse InClusterKubeClient::UpdateLease(const std::string& ns, const std::string& name,
+                                              const nlohmann::json& lease) {
+  return Send("PUT", LeasePath(ns) + "/" + UrlEncode(name), "application/json", DumpJson(lease));
 }
 
 }  // namespace nccl_triage

@@ -66,6 +66,10 @@ class InClusterKubeClient final : public KubeClient {
   KubeResponse CreateSubjectAccessReview(const AccessReviewRequest& request) override;
   KubeResponse ListNodes(const NodeListQuery& query) override;
   KubeResponse PatchNode(const std::string& node, const NodePatch& patch) override;
+  KubeResponse GetLease(const std::string& ns, const std::string& name) override;
+  KubeResponse CreateLease(const std::string& ns, const nlohmann::json& lease) override;
+  KubeResponse UpdateLease(const std::string& ns, const std::string& name,
+                           const nlohmann::json& lease) override;
 
  private:
   struct Impl;
