@@ -157,6 +157,11 @@ class CoordinatorServer::Impl {
   // starts once `stop` is requested (Stop).
   void RemediateLocked(std::unique_lock<std::mutex>& lock, std::stop_token stop);
   void FinishTriagesLocked(const std::string& why);
+  // server.cc: leader election. Whether this replica may sweep and remediate now, and the
+  // election thread's news (a loss closes every agent's stream).
+  bool LeadingLocked() const;
+  void OnLeadership(bool leading);
+  std::string NotReadyReason() const;
 
   CoordinatorOptions options_;
   Logger& log_;
@@ -193,6 +198,11 @@ class CoordinatorServer::Impl {
   CoverageSchedule schedule_;
   ClusterVerdicts verdicts_;
   std::unique_ptr<Remediator> remediator_;  // null: remediation off
+  // Leader election (options_.leader): the client behind the fence, whether this replica leads
+  // (as last told by the election thread; the fence itself asks the elector), and the thread.
+  std::shared_ptr<KubeClient> unfenced_kube_;
+  bool leading_ = false;
+  std::jthread election_thread_;
   RemediationStatus last_remediation_;
   std::jthread sweep_thread_;
 };

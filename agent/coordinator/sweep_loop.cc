@@ -33,7 +33,8 @@ void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
       auto wake = SteadyClock::now() + std::chrono::seconds(1);
       if (options_.sweep_interval.count() > 0) wake = std::min(wake, next_auto);
       cv_.wait_until(lock, wake, [&] {
-        return stopping_ || sweeps_requested_ > sweeps_started_ || !triage_jobs_.empty();
+        return stopping_ || (sweeps_requested_ > sweeps_started_ && LeadingLocked()) ||
+               !triage_jobs_.empty();
       });
       if (stopping_) return;
       HousekeepingLocked();
@@ -44,8 +45,10 @@ void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
         RunTriageLocked(lock, std::move(job));
         continue;
       }
-      due = sweeps_requested_ > sweeps_started_ ||
-            (options_.sweep_interval.count() > 0 && SteadyClock::now() >= next_auto);
+      // A follower keeps requests for when it leads; its agents are the leader's.
+      due = LeadingLocked() &&
+            (sweeps_requested_ > sweeps_started_ ||
+             (options_.sweep_interval.count() > 0 && SteadyClock::now() >= next_auto));
     }
     if (due) {
       RunOneSweep(stop);
@@ -188,7 +191,7 @@ void CoordinatorServer::Impl::RunOneSweep(std::stop_token stop) {
 
 void CoordinatorServer::Impl::RemediateLocked(std::unique_lock<std::mutex>& lock,
                                               std::stop_token stop) {
-  if (!remediator_) return;
+  if (!remediator_ || !LeadingLocked()) return;
   std::map<std::string, ConfirmedNodeFault> confirmed;
   for (const TrackedFault& t : verdicts_.hold_down().Confirmed()) {
     if (t.fault.kind != FaultKind::kNode || t.fault.nodes.empty()) continue;

@@ -346,6 +346,11 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	if verifyIdentity {
 		want = append(want, "Role/"+full+"-coordinator", "RoleBinding/"+full+"-coordinator")
 	}
+	// Leader election: a Role of its own for the coordinators' Lease.
+	leaderElection, _ := get(values, "config.coordinator.leader_election").(bool)
+	if leaderElection {
+		want = append(want, "Role/"+full+"-coordinator-lease", "RoleBinding/"+full+"-coordinator-lease")
+	}
 	if httpAuth {
 		want = append(want, "ClusterRole/"+full+"-metrics-reader")
 		if len(list(values, "rbac.metricsReaders")) > 0 {
@@ -504,8 +509,25 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	if dep == nil {
 		return fmt.Errorf("no coordinator Deployment")
 	}
-	c.check(fmt.Sprint(get(dep, "spec.replicas")) == "1", "replicas %v", get(dep, "spec.replicas"))
-	c.check(str(dep, "spec.strategy.type") == "Recreate", "strategy %q", str(dep, "spec.strategy.type"))
+	replicas := "1"
+	if r := get(values, "coordinator.replicas"); r != nil {
+		replicas = fmt.Sprint(r)
+	}
+	c.check(fmt.Sprint(get(dep, "spec.replicas")) == replicas, "replicas %v, want %s", get(dep, "spec.replicas"), replicas)
+	if replicas == "1" {
+		c.check(str(dep, "spec.strategy.type") == "Recreate", "strategy %q", str(dep, "spec.strategy.type"))
+	} else {
+		// A standby is never ready: every pod is replaced at once, never one waiting for another.
+		c.check(leaderElection, "%s replicas without leader election", replicas)
+		c.check(str(dep, "spec.strategy.type") == "RollingUpdate" &&
+			fmt.Sprint(get(dep, "spec.strategy.rollingUpdate.maxUnavailable")) == "100%",
+			"strategy %v", get(dep, "spec.strategy"))
+		lease := s.find("Role", full+"-coordinator-lease")
+		c.check(toJSON(get(lease, "rules.1.resourceNames")) == `["nccl-triage-coordinator"]` &&
+			toJSON(get(lease, "rules.1.verbs")) == `["get","update"]` &&
+			toJSON(get(lease, "rules.0.verbs")) == `["create"]` && get(lease, "rules.0.resourceNames") == nil,
+			"lease role %v", get(lease, "rules"))
+	}
 	co := container(dep, "coordinator")
 	c.check(get(dep, "spec.template.spec.securityContext.runAsNonRoot") == true, "coordinator may run as root")
 	c.check(get(co, "securityContext.privileged") == nil || get(co, "securityContext.privileged") == false, "coordinator is privileged")
@@ -803,6 +825,9 @@ var kubeCalls = map[string]string{
 	"StreamPodLog":              "/pods/log:get",
 	"ListNodes":                 "/nodes:list",
 	"PatchNode":                 "/nodes:patch",
+	"GetLease":                  "coordination.k8s.io/leases:get",
+	"CreateLease":               "coordination.k8s.io/leases:create",
+	"UpdateLease":               "coordination.k8s.io/leases:update",
 }
 
 // runRbacCode derives the agent's permissions from the KubeClient calls in the sources and
