@@ -632,6 +632,14 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 			"coordinator namespace rules %v in %q", rbacRules(r), str(r, "metadata.namespace"))
 		roles++
 	}
+	if leaderElection {
+		r := s.find("Role", full+"-coordinator-lease")
+		c.check(reflect.DeepEqual(rbacRules(r), []string{"coordination.k8s.io/leases:create",
+			"coordination.k8s.io/leases:get", "coordination.k8s.io/leases:update"}) &&
+			str(r, "metadata.namespace") == ns,
+			"coordinator lease rules %v in %q", rbacRules(r), str(r, "metadata.namespace"))
+		roles++
+	}
 	if httpAuth {
 		mr := s.find("ClusterRole", full+"-metrics-reader")
 		c.check(reflect.DeepEqual(rbacRules(mr), []string{"nonResource:/metrics:get", "nonResource:/status:get"}),
