@@ -105,8 +105,9 @@ grep -q "not the leader: the lease $ns/$lease is held by $first" <<<"$reason" ||
 echo "$other /readyz: $reason"
 
 # The Service and the agents.
-python3 "$proxy" "$run/proxy.port" "${grpc[coord-a]}:${http[coord-a]}" \
-  "${grpc[coord-b]}:${http[coord-b]}" >"$run/proxy.log" 2>&1 &
+printf '%s:%s\n' "${grpc[coord-a]}" "${http[coord-a]}" "${grpc[coord-b]}" "${http[coord-b]}" \
+  >"$run/endpoints"
+python3 "$proxy" "$run/proxy.port" "$run/endpoints" >"$run/proxy.log" 2>&1 &
 pids+=($!)
 wait_for 30 "the proxy did not start" test -s "$run/proxy.port"
 service="127.0.0.1:$(cat "$run/proxy.port")"
@@ -149,6 +150,7 @@ echo "FIGURES failover_s=$failover ready_s=$ready_after reconnect_s=$reconnect l
 # 3. A frozen leader is fenced: it never acts again once thawed.
 third=coord-c
 coordinator "$third"
+printf '%s:%s\n' "${grpc[$third]}" "${http[$third]}" >>"$run/endpoints"   # it joins the Service
 wait_for 60 "$third is ready as a standby" is_code "$third" /readyz 503
 leader="$other"
 frozen="$(now)"

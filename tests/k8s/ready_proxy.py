@@ -3,8 +3,10 @@
 backend whose /readyz answers 200 (polled every POLL seconds, as the endpoints follow readiness);
 with none ready a connection is refused at once (closed), as a Service without endpoints does.
 
-usage: ready_proxy.py PORT_FILE GRPC_PORT:HTTP_PORT ...
-Writes the port it listens on (127.0.0.1, chosen by the kernel) to PORT_FILE.
+usage: ready_proxy.py PORT_FILE BACKENDS_FILE
+BACKENDS_FILE holds one GRPC_PORT:HTTP_PORT a line, read again at every poll (a replica added
+later joins the Service). Writes the port it listens on (127.0.0.1, chosen by the kernel) to
+PORT_FILE.
 """
 import asyncio
 import sys
@@ -15,8 +17,15 @@ POLL = 0.5
 
 async def main():
     port_file = sys.argv[1]
-    backends = [tuple(int(p) for p in b.split(":")) for b in sys.argv[2:]]
+    backends_file = sys.argv[2]
     ready = []
+
+    def backends():
+        try:
+            with open(backends_file) as f:
+                return [tuple(int(p) for p in line.split(":")) for line in f if ":" in line]
+        except OSError:
+            return []
 
     def probe(http_port):
         try:
@@ -28,9 +37,10 @@ async def main():
     async def poll():
         loop = asyncio.get_running_loop()
         while True:
+            now = backends()
             results = await asyncio.gather(
-                *(loop.run_in_executor(None, probe, h) for _, h in backends))
-            ready[:] = [g for (g, _), ok in zip(backends, results) if ok]
+                *(loop.run_in_executor(None, probe, h) for _, h in now))
+            ready[:] = [g for (g, _), ok in zip(now, results) if ok]
             await asyncio.sleep(POLL)
 
     async def pipe(reader, writer):
