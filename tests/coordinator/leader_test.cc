@@ -133,7 +133,7 @@ TEST_F(CoordinatorLeader, AStandbyIsLiveNotReadyAndRefusesAgents) {
   EXPECT_EQ(api_->Lease("kt", kLease)["spec"]["holderIdentity"], "coord-other");
 }
 
-TEST_F(CoordinatorLeader, ALeaderThatLosesTheLeaseDropsItsAgentsAndWritesNothingMore) {
+TEST_F(CoordinatorLeader, ALeaderThatLosesTheLeaseDropsItsAgentsAndSweepsNoMore) {
   Start();
   ASSERT_TRUE(WaitFor([&] {
     auto r = Readyz();
