@@ -333,6 +333,7 @@ Status CoordinatorServer::Impl::Start() {
   }
   sweep_thread_ = std::jthread([this](std::stop_token st) { SweepLoop(st); });
   if (options_.leader) {
+    metrics_.SetLeader(false);  // until the Lease is ours
     election_thread_ = std::jthread([this](std::stop_token st) {
       options_.leader->Run(st, [this](bool leading) { OnLeadership(leading); });
     });
@@ -716,6 +717,7 @@ void CoordinatorServer::Impl::OnLeadership(bool leading) {
   std::lock_guard lock(mu_);
   leading_ = leading;
   cv_.notify_all();
+  metrics_.SetLeader(leading);
   if (leading) {
     log_.Info("coordinator", "leading (lease " + options_.leader->LeaseRef() +
                                  "): accepting agents, sweeping");
@@ -730,6 +732,12 @@ void CoordinatorServer::Impl::OnLeadership(bool leading) {
                                        "this coordinator replica is not the leader any more"));
     }
   }
+  // The leader's series are the cluster's: a standby exporting its last ones would keep alerts
+  // firing (or resolving) beside the new leader's.
+  metrics_.SetFaults({}, wall_clock_.NowUnixMs());
+  metrics_.SetRailProbes({});
+  metrics_.SetUnprobedSweeps({});
+  if (remediator_) metrics_.SetRemediation(0, 0, 0, false);
 }
 
 std::string CoordinatorServer::Impl::NotReadyReason() const {

@@ -131,6 +131,7 @@ TEST_F(CoordinatorLeader, AStandbyIsLiveNotReadyAndRefusesAgents) {
   EXPECT_NE(end->error_message().find("not the leader"), std::string::npos);
   EXPECT_EQ(server_->ConnectedAgents(), 0U);
   EXPECT_EQ(api_->Lease("kt", kLease)["spec"]["holderIdentity"], "coord-other");
+  EXPECT_NE(server_->MetricsText().find("nccl_triage_coordinator_leader 0"), std::string::npos);
 }
 
 TEST_F(CoordinatorLeader, ALeaderThatLosesTheLeaseDropsItsAgentsAndSweepsNoMore) {
@@ -140,6 +141,7 @@ TEST_F(CoordinatorLeader, ALeaderThatLosesTheLeaseDropsItsAgentsAndSweepsNoMore)
     return r && r->status == 200;
   })) << log_text_.str();
   EXPECT_EQ(api_->Lease("kt", kLease)["spec"]["holderIdentity"], "coord-me");
+  EXPECT_NE(server_->MetricsText().find("nccl_triage_coordinator_leader 1"), std::string::npos);
   RawAgent agent(target_, "right-token");
   ASSERT_TRUE(agent.Send(RawAgent::Hello("gpu-1")));
   ASSERT_TRUE(agent.Next(Body::kWelcome, 30s).has_value());
@@ -154,6 +156,7 @@ TEST_F(CoordinatorLeader, ALeaderThatLosesTheLeaseDropsItsAgentsAndSweepsNoMore)
   auto ready = Readyz();
   ASSERT_TRUE(ready);
   EXPECT_EQ(ready->status, 503);
+  EXPECT_NE(server_->MetricsText().find("nccl_triage_coordinator_leader 0"), std::string::npos);
   // A standby starts no sweep (a leader with no agent finishes one at once).
   EXPECT_FALSE(server_->WaitForSweep(server_->RequestSweep(), 3s));
   EXPECT_NE(log_text_.str().find("not leading any more"), std::string::npos) << log_text_.str();
