@@ -103,6 +103,10 @@ reason="$(curl -s --max-time 5 "http://127.0.0.1:${http[$other]}/readyz")"
 grep -q "not the leader: the lease $ns/$lease is held by $first" <<<"$reason" ||
   fail "$other's /readyz says '$reason'"
 echo "$other /readyz: $reason"
+gauge() { curl -s --max-time 5 "http://127.0.0.1:${http[$1]}/metrics" |
+  sed -n 's/^nccl_triage_coordinator_leader \([0-9]*\).*/\1/p'; }
+[ "$(gauge "$first")" = 1 ] && [ "$(gauge "$other")" = 0 ] ||
+  fail "nccl_triage_coordinator_leader: $first $(gauge "$first"), $other $(gauge "$other")"
 
 # The Service and the agents.
 printf '%s:%s\n' "${grpc[coord-a]}" "${http[coord-a]}" "${grpc[coord-b]}" "${http[coord-b]}" \
