@@ -9,6 +9,7 @@ later joins the Service). Writes the port it listens on (127.0.0.1, chosen by th
 PORT_FILE.
 """
 import asyncio
+import os
 import sys
 import urllib.request
 
@@ -74,7 +75,6 @@ async def main():
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     with open(port_file + ".tmp", "w") as f:
         f.write(str(server.sockets[0].getsockname()[1]))
-    import os
     os.rename(port_file + ".tmp", port_file)
     async with server:
         await server.serve_forever()
