@@ -249,6 +249,35 @@ constexpr std::array kSpecs = {
              "refused"},
             KeyKind::kString,
             NT_FIELD(coordinator.agent_service_account)},
+    KeySpec{{"coordinator.leader_election", "bool",
+             "elect one leader among the coordinator replicas on a coordination.k8s.io/v1 Lease "
+             "in the pod's namespace: only the leader sweeps, remediates and accepts agents, the "
+             "others are live but not ready (needed with more than one replica)"},
+            KeyKind::kBool,
+            NT_FIELD(coordinator.leader_election)},
+    KeySpec{{"coordinator.lease_name", "string", "name of the leader election's Lease"},
+            KeyKind::kString,
+            NT_FIELD(coordinator.lease_name)},
+    KeySpec{{"coordinator.lease_duration_seconds", "integer",
+             "how long a follower waits, from when it last saw the Lease change, before it takes "
+             "the Lease over; more than renew_deadline_seconds"},
+            KeyKind::kInt,
+            NT_FIELD(coordinator.lease_duration_seconds),
+            2,
+            3600},
+    KeySpec{{"coordinator.renew_deadline_seconds", "integer",
+             "a leader that has not renewed the Lease for this long stops leading; more than 1.2 "
+             "x retry_period_seconds"},
+            KeyKind::kInt,
+            NT_FIELD(coordinator.renew_deadline_seconds),
+            2,
+            3600},
+    KeySpec{{"coordinator.retry_period_seconds", "integer",
+             "seconds between two tries to acquire or renew the Lease"},
+            KeyKind::kInt,
+            NT_FIELD(coordinator.retry_period_seconds),
+            1,
+            3600},
     // server: the HTTP endpoints of the agent and of the coordinator
     KeySpec{{"server.auth", "string",
              "who may read /metrics and /status: kubernetes asks the API server for every bearer "

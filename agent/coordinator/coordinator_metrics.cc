@@ -34,6 +34,9 @@ constexpr std::array kSpecs = {
                "Sweeps in a row a connected node was left out of (its GPUs busy); 0 once probed."},
     MetricSpec{"nccl_triage_coordinator_last_sweep_timestamp_seconds", "gauge", "",
                "Unix time the last sweep finished."},
+    MetricSpec{"nccl_triage_coordinator_leader", "gauge", "",
+               "1 when this replica leads (always without coordinator.leader_election), 0 on a "
+               "standby, whose fault and remediation series are empty."},
     MetricSpec{"nccl_triage_remediation_actions_total", "counter", "action,mode,result",
                "Remediation API calls on nodes, by action (taint, cordon, release, event), "
                "remediation.mode and result (ok, dry_run, conflict, error)."},
@@ -106,6 +109,8 @@ CoordinatorMetrics::CoordinatorMetrics() : registry_(std::make_shared<prometheus
   remediation_would_taint_ = &nodes.Add({{"state", "would_taint"}});
   remediation_breaker_ =
       &GaugeFamily(r, Spec("nccl_triage_remediation_breaker_open")).Add({});
+  leader_ = &GaugeFamily(r, Spec("nccl_triage_coordinator_leader")).Add({});
+  leader_->Set(1);
 }
 
 CoordinatorMetrics::~CoordinatorMetrics() = default;
@@ -223,6 +228,11 @@ void CoordinatorMetrics::SetRemediation(size_t tainted, size_t held_back, size_t
   remediation_held_back_->Set(static_cast<double>(held_back));
   remediation_would_taint_->Set(static_cast<double>(would_taint));
   remediation_breaker_->Set(breaker_open ? 1 : 0);
+}
+
+void CoordinatorMetrics::SetLeader(bool leading) {
+  std::lock_guard lock(mu_);
+  leader_->Set(leading ? 1 : 0);
 }
 
 std::string CoordinatorMetrics::Text() {

@@ -14,6 +14,8 @@
 //   pairs_tested / pairs_total               gauges (round-robin coverage of the current cycle)
 //   node_unprobed_sweeps{node}               gauge (sweeps in a row a connected node was left out)
 //   last_sweep_timestamp_seconds             gauge
+//   leader                                   gauge (1: this replica leads: always without
+//                                            coordinator.leader_election; 0: a standby)
 // and, without the coordinator_ prefix (an incident is the job's, not the coordinator's; a rail
 // is the node's):
 //   nccl_triage_incidents_total{class,cause} counter (incidents `nccl-triage triage` concluded)
@@ -75,6 +77,7 @@ class CoordinatorMetrics {
   // One remediation API call (coordinator/remediator.h) and the state after a step.
   void CountRemediation(std::string_view action, std::string_view mode, std::string_view result);
   void SetRemediation(size_t tainted, size_t held_back, size_t would_taint, bool breaker_open);
+  void SetLeader(bool leading);
 
   std::string Text();
 
@@ -103,6 +106,7 @@ class CoordinatorMetrics {
   prometheus::Gauge* remediation_held_back_ = nullptr;
   prometheus::Gauge* remediation_would_taint_ = nullptr;
   prometheus::Gauge* remediation_breaker_ = nullptr;
+  prometheus::Gauge* leader_ = nullptr;
 };
 
 }  // namespace nccl_triage

@@ -182,6 +182,11 @@ CoordinatorServer::Impl::Impl(CoordinatorOptions options, Logger& log)
       service_(this),
       schedule_(options_.seed),
       verdicts_(options_.hold_down) {
+  if (options_.leader && options_.kube) {
+    // Every write of this replica asks the elector first: none leaves after the Lease is lost.
+    unfenced_kube_ = options_.kube;
+    options_.kube = std::make_shared<LeaderFencedKubeClient>(*unfenced_kube_, *options_.leader);
+  }
   if (options_.kube && options_.remediation.policy.mode != RemediationMode::kOff) {
     remediator_ =
         std::make_unique<Remediator>(*options_.kube, options_.remediation, log_, wall_clock_);
@@ -234,6 +239,12 @@ CoordinatorServer::Impl::NewStream(grpc::CallbackServerContext* ctx) {
   if (stopping_) {
     return new Stream(this, ctx,
                       grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator shutting down"));
+  }
+  if (!LeadingLocked()) {
+    // The agent retries, and the Service sends it to the ready replica: the leader.
+    return new Stream(this, ctx,
+                      grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                   "this coordinator replica is not the leader"));
   }
   return new Stream(this, ctx, std::nullopt, std::move(verified_node));
 }
@@ -305,8 +316,9 @@ Status CoordinatorServer::Impl::Start() {
     AddCoordinatorEndpoints(*http_, {.ready =
                                          [this] {
                                            std::lock_guard lock(mu_);
-                                           return started_ && !stopping_;
+                                           return started_ && !stopping_ && LeadingLocked();
                                          },
+                                     .not_ready_reason = [this] { return NotReadyReason(); },
                                      .metrics = [this] { return metrics_.Text(); },
                                      .view = [this] { return View(true); },
                                      .request_sweep = [this] { return RequestSweep(); },
@@ -324,6 +336,12 @@ Status CoordinatorServer::Impl::Start() {
     started_ = true;
   }
   sweep_thread_ = std::jthread([this](std::stop_token st) { SweepLoop(st); });
+  if (options_.leader) {
+    metrics_.SetLeader(false);  // until the Lease is ours
+    election_thread_ = std::jthread([this](std::stop_token st) {
+      options_.leader->Run(st, [this](bool leading) { OnLeadership(leading); });
+    });
+  }
   log_.Info("coordinator", "listening for agents on port " + std::to_string(grpc_port_) +
                                " (at most " + std::to_string(cap) + " connections)" +
                                (http_port_ ? ", HTTP on port " + std::to_string(http_port_) : ""));
@@ -351,6 +369,11 @@ void CoordinatorServer::Impl::Stop() {
       }
     }
     agents_.clear();
+  }
+  // After the sweep thread: no remediation runs any more when the Lease is given up.
+  if (election_thread_.joinable()) {
+    election_thread_.request_stop();
+    election_thread_.join();
   }
   if (gate_) gate_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -686,6 +709,56 @@ CoordinatorView CoordinatorServer::Impl::View(bool with_pairs) const {
        .last_sweep_rounds = last_sweep_rounds_,
        .remediation = remediator_ ? &last_remediation_ : nullptr},
       with_pairs);
+}
+
+// ------------------------------------------------------------------------------ leader election
+
+bool CoordinatorServer::Impl::LeadingLocked() const {
+  return !options_.leader || (leading_ && options_.leader->IsLeader());
+}
+
+void CoordinatorServer::Impl::OnLeadership(bool leading) {
+  std::lock_guard lock(mu_);
+  leading_ = leading;
+  cv_.notify_all();
+  metrics_.SetLeader(leading);
+  if (leading) {
+    // The state a former leader kept is read again before this replica's first sweep as leader
+    // (SyncStateLocked): what it read as a standby may be old.
+    state_restored_ = false;
+    log_.Info("coordinator", "leading (lease " + options_.leader->LeaseRef() +
+                                 "): accepting agents, sweeping");
+    return;
+  }
+  log_.Warn("coordinator", "not leading any more (lease " + options_.leader->LeaseRef() +
+                               "): closing " + std::to_string(agents_.size()) +
+                               " agent session(s), no sweep or remediation from here");
+  for (auto& [node, agent] : agents_) {
+    if (agent.stream) {
+      agent.stream->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                       "this coordinator replica is not the leader any more"));
+    }
+  }
+  // The leader's series are the cluster's: a standby exporting its last ones would keep alerts
+  // firing (or resolving) beside the new leader's.
+  metrics_.SetFaults({}, wall_clock_.NowUnixMs());
+  metrics_.SetRailProbes({});
+  metrics_.SetUnprobedSweeps({});
+  if (remediator_) metrics_.SetRemediation(0, 0, 0, false);
+}
+
+std::string CoordinatorServer::Impl::NotReadyReason() const {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return "shutting down";
+    if (!started_) return "starting";
+  }
+  if (!options_.leader) return "";
+  const LeaderElector::State s = options_.leader->Snapshot();
+  std::string why = "not the leader: the lease " + options_.leader->LeaseRef() + " is held by " +
+                    (s.holder.empty() ? std::string("nobody yet") : s.holder);
+  if (!s.last_error.empty()) why += " (last error: " + s.last_error + ")";
+  return why;
 }
 
 // ------------------------------------------------------------------------------------ facade

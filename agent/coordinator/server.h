@@ -34,6 +34,7 @@
 #include "coordinator/status_view.h"
 #include "core/config.h"
 #include "core/rail_selection.h"
+#include "kube/leader_election.h"
 #include "planner/pair_judge.h"
 
 namespace nccl_triage {
@@ -96,6 +97,12 @@ struct CoordinatorOptions {
   // that changed them; used with `kube` when remediation is on. Empty: kept in memory only.
   std::string state_namespace;
   std::string state_configmap;
+  // Leader election between coordinator replicas (kube/leader_election.h, made by the caller with
+  // a client of its own); null: this replica always leads. When set, only the leader sweeps,
+  // remediates and accepts agents (a follower refuses sessions with UNAVAILABLE, and a leader
+  // that loses the Lease closes them, so agents reconnect through the Service to the new one);
+  // /readyz answers 503 with the reason on a follower; every write through `kube` is fenced.
+  std::shared_ptr<LeaderElector> leader;
   uint64_t seed = 1;
   std::string version;
 };

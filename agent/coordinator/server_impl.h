@@ -161,6 +161,11 @@ class CoordinatorServer::Impl {
   // state_sync.cc: reads the kept state until a read works (then restores the faults and the
   // remediator's memory), then writes it when it changed; mu_ released during the API calls.
   void SyncStateLocked(std::unique_lock<std::mutex>& lock);
+  // server.cc: leader election. Whether this replica may sweep and remediate now, and the
+  // election thread's news (a loss closes every agent's stream).
+  bool LeadingLocked() const;
+  void OnLeadership(bool leading);
+  std::string NotReadyReason() const;
 
   CoordinatorOptions options_;
   Logger& log_;
@@ -199,6 +204,11 @@ class CoordinatorServer::Impl {
   std::unique_ptr<Remediator> remediator_;  // null: remediation off
   std::unique_ptr<StateStore> state_;       // null: the state is kept in memory only
   bool state_restored_ = false;             // state_ was read (and restored) once
+  // Leader election (options_.leader): the client behind the fence, whether this replica leads
+  // (as last told by the election thread; the fence itself asks the elector), and the thread.
+  std::shared_ptr<KubeClient> unfenced_kube_;
+  bool leading_ = false;
+  std::jthread election_thread_;
   RemediationStatus last_remediation_;
   std::jthread sweep_thread_;
 };

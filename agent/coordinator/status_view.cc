@@ -138,9 +138,10 @@ nlohmann::json ToJson(const CoordinatorView& view) {
 void AddCoordinatorEndpoints(HttpServer& http, CoordinatorEndpoints e) {
   // Health probes on the server's own thread: never behind a slow /status.
   http.GetHealth("/livez", [](const HttpRequest&) { return HttpReply{200, "text/plain", "ok\n"}; });
-  http.GetHealth("/readyz", [ready = e.ready](const HttpRequest&) {
-    return ready() ? HttpReply{200, "text/plain", "ready\n"}
-                   : HttpReply{503, "text/plain", "not ready\n"};
+  http.GetHealth("/readyz", [ready = e.ready, reason = e.not_ready_reason](const HttpRequest&) {
+    if (ready()) return HttpReply{200, "text/plain", "ready\n"};
+    const std::string why = reason ? reason() : std::string();
+    return HttpReply{503, "text/plain", why.empty() ? "not ready\n" : "not ready: " + why + "\n"};
   });
   http.Get("/metrics", Authorized(e.authorizer, [metrics = e.metrics](const HttpRequest&) {
              return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics()};

@@ -81,6 +81,7 @@ nlohmann::json ToJson(const CoordinatorView& view);
 // The coordinator's HTTP endpoints, each answered through one of these.
 struct CoordinatorEndpoints {
   std::function<bool()> ready;              // /readyz
+  std::function<std::string()> not_ready_reason;  // said by /readyz's 503; unset: none
   std::function<std::string()> metrics;     // /metrics (Prometheus text)
   std::function<CoordinatorView()> view;    // /status
   std::function<uint64_t()> request_sweep;  // POST /sweep: the sweep that will answer

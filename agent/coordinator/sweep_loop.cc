@@ -26,18 +26,18 @@ bool CoordinatorServer::Impl::WaitForSweep(uint64_t number, std::chrono::millise
 
 void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
   auto next_auto = SteadyClock::now() + options_.sweep_interval;
-  if (state_) {  // what a coordinator before this one kept, before the first sweep
-    std::unique_lock lock(mu_);
-    SyncStateLocked(lock);
-  }
   while (!stop.stop_requested()) {
     bool due = false;
     {
       std::unique_lock lock(mu_);
+      // What a coordinator before this one kept, read before this replica's first sweep as the
+      // leader (again after each election it wins: a former leader may have written since).
+      if (state_ && !state_restored_ && LeadingLocked()) SyncStateLocked(lock);
       auto wake = SteadyClock::now() + std::chrono::seconds(1);
       if (options_.sweep_interval.count() > 0) wake = std::min(wake, next_auto);
       cv_.wait_until(lock, wake, [&] {
-        return stopping_ || sweeps_requested_ > sweeps_started_ || !triage_jobs_.empty();
+        return stopping_ || (sweeps_requested_ > sweeps_started_ && LeadingLocked()) ||
+               !triage_jobs_.empty();
       });
       if (stopping_) return;
       HousekeepingLocked();
@@ -48,8 +48,10 @@ void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
         RunTriageLocked(lock, std::move(job));
         continue;
       }
-      due = sweeps_requested_ > sweeps_started_ ||
-            (options_.sweep_interval.count() > 0 && SteadyClock::now() >= next_auto);
+      // A follower keeps requests for when it leads; its agents are the leader's.
+      due = LeadingLocked() &&
+            (sweeps_requested_ > sweeps_started_ ||
+             (options_.sweep_interval.count() > 0 && SteadyClock::now() >= next_auto));
     }
     if (due) {
       RunOneSweep(stop);
@@ -193,8 +195,9 @@ void CoordinatorServer::Impl::RunOneSweep(std::stop_token stop) {
 
 void CoordinatorServer::Impl::RemediateLocked(std::unique_lock<std::mutex>& lock,
                                               std::stop_token stop) {
-  // Not before the kept state is back: a node tainted before a restart must not look healed.
-  if (!remediator_ || (state_ && !state_restored_)) return;
+  // Not before the kept state is back (a node tainted before a restart must not look healed),
+  // and only while this replica leads.
+  if (!remediator_ || (state_ && !state_restored_) || !LeadingLocked()) return;
   std::map<std::string, ConfirmedNodeFault> confirmed;
   for (const TrackedFault& t : verdicts_.hold_down().Confirmed()) {
     if (t.fault.kind != FaultKind::kNode || t.fault.nodes.empty()) continue;

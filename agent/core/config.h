@@ -96,6 +96,13 @@ struct CoordinatorConfig {
   // Bind each agent's node name to its pod's service-account token (TokenReview).
   bool verify_node_identity = false;
   std::string agent_service_account;  // "namespace:name" of the agents' service account
+  // Leader election between coordinator replicas on a Lease (kube/leader_election.h); client-go's
+  // default timings.
+  bool leader_election = false;
+  std::string lease_name = "nccl-triage-coordinator";
+  int lease_duration_seconds = 15;
+  int renew_deadline_seconds = 10;
+  int retry_period_seconds = 2;
 
   friend bool operator==(const CoordinatorConfig&, const CoordinatorConfig&) = default;
 };

@@ -153,6 +153,19 @@ nlohmann::json ConfigMapBody(const std::string& ns, const std::string& name,
   return {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", meta}, {"data", d}};
 }
 
+KubeResponse KubeClient::GetLease(const std::string&, const std::string&) {
+  return NotSupported("read leases");
+}
+
+KubeResponse KubeClient::CreateLease(const std::string&, const nlohmann::json&) {
+  return NotSupported("create leases");
+}
+
+KubeResponse KubeClient::UpdateLease(const std::string&, const std::string&,
+                                     const nlohmann::json&) {
+  return NotSupported("update leases");
+}
+
 nlohmann::json NodePatchBody(const NodePatch& patch) {
   nlohmann::json body = nlohmann::json::object();
   if (!patch.resource_version.empty()) {

@@ -194,6 +194,14 @@ class KubeClient {
   virtual KubeResponse PutConfigMap(const std::string& ns, const std::string& name,
                                     const std::map<std::string, std::string>& data,
                                     const std::string& resource_version);
+  // coordination.k8s.io/v1 Leases (the coordinators' leader election, kube/leader_election.h): a
+  // get, a create, and an update (PUT of the whole Lease) that the API server refuses with 409
+  // Conflict when the body's metadata.resourceVersion is not the Lease's any more. Defaults:
+  // "not supported".
+  virtual KubeResponse GetLease(const std::string& ns, const std::string& name);
+  virtual KubeResponse CreateLease(const std::string& ns, const nlohmann::json& lease);
+  virtual KubeResponse UpdateLease(const std::string& ns, const std::string& name,
+                                   const nlohmann::json& lease);
 };
 
 // What a TokenReview answered. A bound service-account token carries the pod it was issued for

@@ -331,4 +331,25 @@ KubeResponse InClusterKubeClient::PutConfigMap(const std::string& ns, const std:
   return Send("PUT", dir + "/" + UrlEncode(name), "application/json", body);
 }
 
+namespace {
+
+std::string LeasePath(const std::string& ns) {
+  return "/apis/coordination.k8s.io/v1/namespaces/" + UrlEncode(ns) + "/leases";
+}
+
+}  // namespace
+
+KubeResponse InClusterKubeClient::GetLease(const std::string& ns, const std::string& name) {
+  return Send("GET", LeasePath(ns) + "/" + UrlEncode(name), "", "");
+}
+
+KubeResponse InClusterKubeClient::CreateLease(const std::string& ns, const nlohmann::json& lease) {
+  return Send("POST", LeasePath(ns), "application/json", DumpJson(lease));
+}
+
+KubeResponse InClusterKubeClient::UpdateLease(const std::string& ns, const std::string& name,
+                                              const nlohmann::json& lease) {
+  return Send("PUT", LeasePath(ns) + "/" + UrlEncode(name), "application/json", DumpJson(lease));
+}
+
 }  // namespace nccl_triage

@@ -70,6 +70,10 @@ class InClusterKubeClient final : public KubeClient {
   KubeResponse PutConfigMap(const std::string& ns, const std::string& name,
                             const std::map<std::string, std::string>& data,
                             const std::string& resource_version) override;
+  KubeResponse GetLease(const std::string& ns, const std::string& name) override;
+  KubeResponse CreateLease(const std::string& ns, const nlohmann::json& lease) override;
+  KubeResponse UpdateLease(const std::string& ns, const std::string& name,
+                           const nlohmann::json& lease) override;
 
  private:
   struct Impl;

@@ -17,6 +17,7 @@
 #include "config/config_loader.h"
 #include "coordinator/server.h"
 #include "kube/kube_client.h"
+#include "kube/leader_election.h"
 #include "nccl_triage_version.h"
 #include "server/http_auth_setup.h"
 #include "server/node_identity_setup.h"
@@ -35,6 +36,8 @@ constexpr const char* kUsage =
     "  Token: coordinator.token_file, else $NCCL_TRIAGE_TOKEN. TLS: coordinator.cert_file and\n"
     "  coordinator.key_file. coordinator.verify_node_identity asks the API server with the pod's\n"
     "  service account (or $NCCL_TRIAGE_SERVICE_ACCOUNT_DIR laid out so).\n"
+    "  coordinator.leader_election: one leader among the replicas on a Lease in $POD_NAMESPACE,\n"
+    "  held as $POD_NAME; the others answer /readyz 503 and refuse agents until they lead.\n"
     "  --log-format text (default) or json: one JSON object per line on stderr\n";
 
 }  // namespace
@@ -151,6 +154,45 @@ int RunCoordinatorCommand(CliContext& ctx) {
   pthread_sigmask(SIG_BLOCK, &set, &old);  // before any thread starts: they inherit the mask
 
   Logger log(ctx.err, LogLevel::kInfo, log_format == "json" ? LogFormat::kJson : LogFormat::kText);
+  // Leader election: a client of its own (a renewal must not wait behind remediation's patches)
+  // whose requests time out at half the renew deadline, so one hung request cannot use it all.
+  SystemClock election_clock;
+  std::unique_ptr<KubeClient> election_kube;
+  if (config.coordinator.leader_election) {
+    const CoordinatorConfig& c = config.coordinator;
+    const std::string port = env("KUBERNETES_SERVICE_PORT");
+    InClusterOptions in_cluster{.host = env("KUBERNETES_SERVICE_HOST"),
+                                .port = port.empty() ? 443 : std::atoi(port.c_str())};
+    if (const std::string dir = env("NCCL_TRIAGE_SERVICE_ACCOUNT_DIR"); !dir.empty()) {
+      in_cluster.service_account_dir = dir;
+    }
+    LeaderElectionOptions election{.lease_namespace = env("POD_NAMESPACE"),
+                                   .lease_name = c.lease_name,
+                                   .identity = env("POD_NAME"),
+                                   .lease_duration = std::chrono::seconds(c.lease_duration_seconds),
+                                   .renew_deadline = std::chrono::seconds(c.renew_deadline_seconds),
+                                   .retry_period = std::chrono::seconds(c.retry_period_seconds)};
+    auto access = InClusterAccess(in_cluster);
+    if (access.ok() && election.lease_namespace.empty()) {
+      election.lease_namespace = access->default_namespace;
+    }
+    if (election.identity.empty()) election.identity = env("HOSTNAME");
+    Status valid = access.ok() ? ValidateLeaderElection(election) : access.status();
+    KubeTimeouts timeouts;
+    timeouts.connect = timeouts.read = timeouts.write =
+        std::chrono::duration_cast<std::chrono::milliseconds>(election.renew_deadline / 2);
+    timeouts.user_agent = "nccl-triage-coordinator/leader-election";
+    auto client = valid.ok() ? InClusterKubeClient::Connect(*access, timeouts)
+                             : StatusOr<std::unique_ptr<InClusterKubeClient>>(valid);
+    if (!client.ok()) {
+      ctx.err << "nccl-triage-server coordinator: coordinator.leader_election: "
+              << client.status().message() << "\n";
+      return 2;
+    }
+    election_kube = std::move(client).value();
+    options.leader =
+        std::make_shared<LeaderElector>(*election_kube, election, log, election_clock);
+  }
   int rc = 0;
   {
     CoordinatorServer server(options, log);

@@ -63,6 +63,11 @@ table="$(
   row "get secrets -n <release namespace>" get secrets -n kt
   row "list configmaps -n <release namespace>" list configmaps -n kt
   row "create serviceaccounts/token -n <release namespace>" create serviceaccounts --subresource token -n kt
+  row "create leases -n <release namespace>" create leases.coordination.k8s.io -n kt
+  row "get leases/nccl-triage-coordinator -n <release namespace>" get leases.coordination.k8s.io/nccl-triage-coordinator -n kt
+  row "update leases/nccl-triage-coordinator -n <release namespace>" update leases.coordination.k8s.io/nccl-triage-coordinator -n kt
+  row "update leases/kube-scheduler -n kube-system" update leases.coordination.k8s.io/kube-scheduler -n kube-system
+  row "update leases/other -n <release namespace>" update leases.coordination.k8s.io/other -n kt
 )"
 documented="$(sed -n '/<!-- rbac-table -->/,/<!-- \/rbac-table -->/p' "$readme" | grep '^|' || true)"
 if [ "$documented" != "$table" ]; then

@@ -342,6 +342,31 @@ struct FakeApiServer::Impl {
     res.set_content(it->second.dump(), "application/json");
   }
 
+  std::map<std::string, json> leases;  // "ns/name" -> Lease
+  std::map<std::string, json> lease_before_update;  // "ns/name" -> spec another replica writes
+  int lease_failures = 0;
+  int lease_status = 0;
+  std::string lease_message;
+
+  bool LeaseFault(httplib::Response& res) {
+    if (lease_failures <= 0) return false;
+    --lease_failures;
+    Fail(res, lease_status, lease_message);
+    return true;
+  }
+
+  void GetLease(const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    if (LeaseFault(res)) return;
+    const std::string name = req.matches[2];
+    auto it = leases.find(std::string(req.matches[1]) + "/" + name);
+    if (it == leases.end()) {
+      Fail(res, 404, "leases.coordination.k8s.io \"" + name + "\" not found");
+      return;
+    }
+    res.set_content(it->second.dump(), "application/json");
+  }
+
   // POST (create) and PUT (update, guarded by metadata.resourceVersion).
   void WriteConfigMap(const httplib::Request& req, httplib::Response& res, bool create) {
     std::lock_guard lock(mu);
@@ -372,6 +397,45 @@ struct FakeApiServer::Impl {
     }
     body["metadata"]["resourceVersion"] = std::to_string(++resource_version);
     configmaps[key] = body;
+    res.status = create ? 201 : 200;
+    res.set_content(body.dump(), "application/json");
+  }
+
+  void WriteLease(const httplib::Request& req, httplib::Response& res, bool create) {
+    std::lock_guard lock(mu);
+    if (LeaseFault(res)) return;
+    json body = json::parse(req.body, nullptr, false);
+    if (!body.is_object() || body.value("kind", "") != "Lease" || !body.contains("metadata")) {
+      Fail(res, 400, "not a Lease");
+      return;
+    }
+    const std::string name = create ? body["metadata"].value("name", "")
+                                    : std::string(req.matches[2]);
+    const std::string key = std::string(req.matches[1]) + "/" + name;
+    auto it = leases.find(key);
+    if (create && it != leases.end()) {
+      Fail(res, 409, "leases.coordination.k8s.io \"" + name + "\" already exists");
+      return;
+    }
+    if (!create && it == leases.end()) {
+      Fail(res, 404, "leases.coordination.k8s.io \"" + name + "\" not found");
+      return;
+    }
+    if (!create && lease_before_update.contains(key)) {
+      it->second["spec"] = lease_before_update[key];
+      it->second["metadata"]["resourceVersion"] = std::to_string(++resource_version);
+      lease_before_update.erase(key);
+    }
+    if (!create && body["metadata"].value("resourceVersion", "") !=
+                       it->second["metadata"].value("resourceVersion", "")) {
+      Fail(res, 409,
+           "Operation cannot be fulfilled on leases.coordination.k8s.io \"" + name +
+               "\": the object has been modified; please apply your changes to the latest "
+               "version and try again");
+      return;
+    }
+    body["metadata"]["resourceVersion"] = std::to_string(++resource_version);
+    leases[key] = body;
     res.status = create ? 201 : 200;
     res.set_content(body.dump(), "application/json");
   }
@@ -624,6 +688,16 @@ FakeApiServer::FakeApiServer(Options options) : impl_(std::make_unique<Impl>(opt
           [impl](const httplib::Request& q, httplib::Response& r) {
             impl->WriteConfigMap(q, r, false);
           });
+  srv.Get(R"(/apis/coordination.k8s.io/v1/namespaces/([^/]+)/leases/([^/]+))",
+          [impl](const httplib::Request& q, httplib::Response& r) { impl->GetLease(q, r); });
+  srv.Post(R"(/apis/coordination.k8s.io/v1/namespaces/([^/]+)/leases)",
+           [impl](const httplib::Request& q, httplib::Response& r) {
+             impl->WriteLease(q, r, true);
+           });
+  srv.Put(R"(/apis/coordination.k8s.io/v1/namespaces/([^/]+)/leases/([^/]+))",
+          [impl](const httplib::Request& q, httplib::Response& r) {
+            impl->WriteLease(q, r, false);
+          });
   srv.Post(R"(/api/v1/namespaces/([^/]+)/events)",
            [impl](const httplib::Request& q, httplib::Response& r) { impl->Event(q, r); });
   srv.Post("/apis/authentication.k8s.io/v1/tokenreviews",
@@ -820,6 +894,37 @@ std::string KubeconfigFor(int port, const std::string& ca_pem, const std::string
          "\ncontexts:\n- name: test\n  context:\n    cluster: fake\n    user: tester\n"
          "    namespace: " +
          ns + "\nusers:\n- name: tester\n  user:\n" + user;
+}
+
+json FakeApiServer::Lease(const std::string& ns, const std::string& name) const {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->leases.find(ns + "/" + name);
+  return it == impl_->leases.end() ? json() : it->second;
+}
+
+void FakeApiServer::PutLease(const std::string& ns, const std::string& name, json spec) {
+  std::lock_guard lock(impl_->mu);
+  impl_->leases[ns + "/" + name] = {
+      {"apiVersion", "coordination.k8s.io/v1"},
+      {"kind", "Lease"},
+      {"metadata",
+       {{"name", name},
+        {"namespace", ns},
+        {"resourceVersion", std::to_string(++impl_->resource_version)}}},
+      {"spec", std::move(spec)}};
+}
+
+void FakeApiServer::PutLeaseBeforeNextUpdate(const std::string& ns, const std::string& name,
+                                             json spec) {
+  std::lock_guard lock(impl_->mu);
+  impl_->lease_before_update[ns + "/" + name] = std::move(spec);
+}
+
+void FakeApiServer::FailLeaseCalls(int status, std::string message, int times) {
+  std::lock_guard lock(impl_->mu);
+  impl_->lease_status = status;
+  impl_->lease_message = std::move(message);
+  impl_->lease_failures = times;
 }
 
 }  // namespace nccl_triage::testing

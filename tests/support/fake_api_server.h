@@ -103,6 +103,18 @@ class FakeApiServer {
                         const std::map<std::string, std::string>& data);
   // The next `times` ConfigMap calls answer this status and change nothing.
   void FailConfigMaps(int status, int times = 1);
+  // coordination.k8s.io/v1 Leases: get, create (409 AlreadyExists when there is one) and update
+  // (PUT; 409 Conflict when metadata.resourceVersion is not the Lease's), each write bumping the
+  // resourceVersion, as the real API server does.
+  nlohmann::json Lease(const std::string& ns, const std::string& name) const;  // null: none
+  // Writes the Lease as another replica would (the resourceVersion is bumped).
+  void PutLease(const std::string& ns, const std::string& name, nlohmann::json spec);
+  // Another replica writes the Lease (this spec) just before the next update of it is applied,
+  // which then meets 409 Conflict.
+  void PutLeaseBeforeNextUpdate(const std::string& ns, const std::string& name,
+                                nlohmann::json spec);
+  // The next `times` lease calls (any verb) answer this status and change nothing.
+  void FailLeaseCalls(int status, std::string message, int times = 1);
 
   struct Call {
     std::string method;

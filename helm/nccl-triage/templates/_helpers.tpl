@@ -186,7 +186,7 @@ checksum/token: {{ printf "%s/%s" .Release.Name $token | sha256sum }}
 {{/* "true" when the coordinator calls the API server: identity tokens, the tokens of /metrics and
 /status (config.server.auth kubernetes) or remediation. */}}
 {{- define "nccl-triage.coordinatorUsesApi" -}}
-{{- if or .Values.config.coordinator.verify_node_identity (include "nccl-triage.httpAuth" .) (ne (include "nccl-triage.remediationMode" .) "off") -}}true{{- end -}}
+{{- if or .Values.config.coordinator.verify_node_identity (include "nccl-triage.httpAuth" .) (ne (include "nccl-triage.remediationMode" .) "off") .Values.config.coordinator.leader_election -}}true{{- end -}}
 {{- end }}
 
 {{/*

@@ -349,6 +349,11 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	if remediation != "off" { // the state ConfigMap's Role (coordinator/state_store.h)
 		want = append(want, "Role/"+full+"-coordinator-state", "RoleBinding/"+full+"-coordinator-state")
 	}
+	// Leader election: a Role of its own for the coordinators' Lease.
+	leaderElection, _ := get(values, "config.coordinator.leader_election").(bool)
+	if leaderElection {
+		want = append(want, "Role/"+full+"-coordinator-lease", "RoleBinding/"+full+"-coordinator-lease")
+	}
 	if httpAuth {
 		want = append(want, "ClusterRole/"+full+"-metrics-reader")
 		if len(list(values, "rbac.metricsReaders")) > 0 {
@@ -507,8 +512,25 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	if dep == nil {
 		return fmt.Errorf("no coordinator Deployment")
 	}
-	c.check(fmt.Sprint(get(dep, "spec.replicas")) == "1", "replicas %v", get(dep, "spec.replicas"))
-	c.check(str(dep, "spec.strategy.type") == "Recreate", "strategy %q", str(dep, "spec.strategy.type"))
+	replicas := "1"
+	if r := get(values, "coordinator.replicas"); r != nil {
+		replicas = fmt.Sprint(r)
+	}
+	c.check(fmt.Sprint(get(dep, "spec.replicas")) == replicas, "replicas %v, want %s", get(dep, "spec.replicas"), replicas)
+	if replicas == "1" {
+		c.check(str(dep, "spec.strategy.type") == "Recreate", "strategy %q", str(dep, "spec.strategy.type"))
+	} else {
+		// A standby is never ready: every pod is replaced at once, never one waiting for another.
+		c.check(leaderElection, "%s replicas without leader election", replicas)
+		c.check(str(dep, "spec.strategy.type") == "RollingUpdate" &&
+			fmt.Sprint(get(dep, "spec.strategy.rollingUpdate.maxUnavailable")) == "100%",
+			"strategy %v", get(dep, "spec.strategy"))
+		lease := s.find("Role", full+"-coordinator-lease")
+		c.check(toJSON(get(lease, "rules.1.resourceNames")) == `["nccl-triage-coordinator"]` &&
+			toJSON(get(lease, "rules.1.verbs")) == `["get","update"]` &&
+			toJSON(get(lease, "rules.0.verbs")) == `["create"]` && get(lease, "rules.0.resourceNames") == nil,
+			"lease role %v", get(lease, "rules"))
+	}
 	co := container(dep, "coordinator")
 	c.check(get(dep, "spec.template.spec.securityContext.runAsNonRoot") == true, "coordinator may run as root")
 	c.check(get(co, "securityContext.privileged") == nil || get(co, "securityContext.privileged") == false, "coordinator is privileged")
@@ -627,6 +649,14 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 		r := s.find("Role", full+"-coordinator")
 		c.check(reflect.DeepEqual(rbacRules(r), []string{"/pods:get"}) && str(r, "metadata.namespace") == ns,
 			"coordinator namespace rules %v in %q", rbacRules(r), str(r, "metadata.namespace"))
+		roles++
+	}
+	if leaderElection {
+		r := s.find("Role", full+"-coordinator-lease")
+		c.check(reflect.DeepEqual(rbacRules(r), []string{"coordination.k8s.io/leases:create",
+			"coordination.k8s.io/leases:get", "coordination.k8s.io/leases:update"}) &&
+			str(r, "metadata.namespace") == ns,
+			"coordinator lease rules %v in %q", rbacRules(r), str(r, "metadata.namespace"))
 		roles++
 	}
 	if httpAuth {
@@ -824,6 +854,9 @@ var kubeCalls = map[string]string{
 	"PatchNode":                 "/nodes:patch",
 	"GetConfigMap":              "/configmaps:get",
 	"PutConfigMap":              "/configmaps:create,/configmaps:update",
+	"GetLease":                  "coordination.k8s.io/leases:get",
+	"CreateLease":               "coordination.k8s.io/leases:create",
+	"UpdateLease":               "coordination.k8s.io/leases:update",
 }
 
 // runRbacCode derives the agent's permissions from the KubeClient calls in the sources and
