@@ -309,9 +309,10 @@ constexpr std::array kSpecs = {
             KeyKind::kBool,
             NT_FIELD(kernel.enabled)},
     KeySpec{{"kernel.state_dir", "string",
-             "directory where the agent keeps its place in the kernel log (kmsg.cursor) across "
-             "restarts; empty: not kept (a restarted agent counts the whole ring buffer again in "
-             "its metrics)"},
+             "directory where the agent keeps its place in the kernel log (kmsg.cursor) and what "
+             "it remembers of its ports in this boot (ports.state) across restarts; empty: not "
+             "kept (a restarted agent counts the whole ring buffer again in its metrics, and "
+             "judges its first poll's ports without knowing which were up before)"},
             KeyKind::kString,
             NT_FIELD(kernel.state_dir)},
     KeySpec{{"kernel.link_flaps_per_hour", "integer",
