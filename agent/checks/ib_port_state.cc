@@ -76,6 +76,7 @@ Finding IbPortState(const NodeSnapshot& s, const Config& c, const CheckContext& 
   auto judge_bad = [&](const IbDevice& d, const IbPort& p, std::string text) {
     const std::string name = PortName(d, p);
     if (ctx.ports == nullptr) {
+      b.Add(name + " counted", "yes: a one-shot check keeps no poll history", "check");
       bad.push_back(std::move(text));
       return;
     }

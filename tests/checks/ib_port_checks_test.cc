@@ -148,6 +148,14 @@ TEST(PortStateCheck, CountsADownPortOnTheFirstPollWhenItWasSeenUpEarlierInThisBo
             std::string::npos);
 }
 
+TEST(PortStateCheck, ACheckWithoutPollHistoryCountsADownPortAndSaysWhy) {
+  NodeSnapshot s = HealthyIbNode(1);
+  SetDown(Port(s, 0));
+  Finding f = RunOne(&IbPortState, s);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_EQ(CountedEvidence(f, "mlx5_0/1"), "yes: a one-shot check keeps no poll history");
+}
+
 TEST(PortStateCheck, CountsADownPortFromTheSecondPollOn) {
   NodeSnapshot s = HealthyIbNode(1);
   SetDown(Port(s, 0));
