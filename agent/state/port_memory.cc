@@ -48,7 +48,8 @@ void PortMemory::EndPoll(const NodeSnapshot& now) {
 }
 
 void PortMemory::Save() const {
-  if (state_dir_.empty()) return;
+  // Without a boot id the memory could not be matched to a boot when read back (a fixture root).
+  if (state_dir_.empty() || history_.boot_id.empty()) return;
   std::error_code ec;
   std::filesystem::create_directories(state_dir_, ec);
   const std::string tmp = path() + ".tmp";

@@ -2,7 +2,8 @@
 // <state_dir>/ports.state so that a restarted agent still knows which ports it saw up in this
 // boot and which flapped. A file of another boot (or a damaged one) is ignored: after a reboot
 // the ports are judged afresh. A state directory that cannot be written costs the memory across
-// restarts, nothing more.
+// restarts, nothing more; so does a root without proc/sys/kernel/random/boot_id (nothing is
+// written then).
 //
 // Not thread-safe: the agent loop calls BeginPoll and EndPoll of one poll in turn.
 #pragma once
