@@ -213,6 +213,7 @@ int RunCheckCommand(CliContext& ctx) {
     if (!text.ok()) return UsageError(ctx, text.status().message());
     kernel::KernelJudgeOptions options;
     options.link_flaps_per_hour = config.kernel.link_flaps_per_hour;
+    options.boot = kernel::BootFromSnapshot(snapshot);  // lines of earlier boots do not count
     options.source = *args.kernel_log == "-" ? "kernel log on standard input" : *args.kernel_log;
     const auto events = kernel::EventsFromRecords(kernel::ParseDmesgText(*text));
     for (Finding& f :

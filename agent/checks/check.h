@@ -24,6 +24,7 @@
 #include "core/catalogue.h"
 #include "core/config.h"
 #include "core/model.h"
+#include "core/port_history.h"
 #include "core/snapshot.h"
 
 // Declares a host check, once, in its own file (agent/checks/<id>.cc), at namespace scope:
@@ -74,6 +75,9 @@ struct CheckContext {
   const NodeSnapshot* previous = nullptr;
   // A probe run on this node: the only source of the NCCL version on a single node.
   const ProbeResult* probe = nullptr;
+  // The agent's memory of the ports (first poll, ports seen up, flaps); null for a one-shot
+  // check, which judges the ports as they are.
+  const PortHistory* ports = nullptr;
 };
 
 using CheckFn = Finding (*)(const NodeSnapshot& snapshot, const Config& config,

@@ -1,7 +1,8 @@
 // ib.port_errors: link error counters. Absolute values accumulate since boot or the last clear,
 // so they are evidence, not a verdict; with a previous snapshot of the same node the rate per hour
 // is judged against expect.port_error_rate_per_hour. A counter that went down was cleared (or the
-// node rebooted) and has no rate this time.
+// node rebooted) and has no rate this time. In the agent, a port that flapped (core/port_history.h)
+// stays failed until it has been stable for checks.flap_stable_seconds, then it is released.
 #include <array>
 #include <cmath>
 #include <string_view>
@@ -21,8 +22,10 @@ NT_HOST_CHECK(IbPortErrors, 200,
               "with ibqueryerrors; clear the counters after the fix and watch them.",
               "`ports/*/counters/{symbol_error,link_downed,port_rcv_errors,...}` now and in "
               "`--previous-snapshot`",
-              "fail when a counter rises faster than `expect.port_error_rate_per_hour`; warn for "
-              "non-zero counts without a previous snapshot"});
+              "fail when a counter rises faster than `expect.port_error_rate_per_hour`, and (in "
+              "the agent) while a port that flapped has not been stable for "
+              "`checks.flap_stable_seconds`; warn for non-zero counts without a previous "
+              "snapshot"});
 namespace {
 
 // The counters that count link faults (not congestion: port_xmit_discards and port_xmit_wait
@@ -51,6 +54,35 @@ const IbPort* FindPort(const NodeSnapshot& s, const std::string& dev, int num) {
 }
 
 std::string RateText(double per_hour) { return ToText(std::round(per_hour * 10) / 10) + "/h"; }
+
+std::string Seconds(int64_t ms) { return std::to_string(ms / 1000) + " s"; }
+
+// The agent's flap memory: ports held (flapped, not yet stable) and ports released, each with
+// its reason in the evidence.
+void JudgeFlaps(const NodeSnapshot& s, const PortHistory& h, FindingBuilder& b,
+                std::vector<std::string>& held, std::vector<std::string>& released) {
+  const std::string stable = Seconds(h.flap_stable_ms) + " (checks.flap_stable_seconds)";
+  for (const auto& d : s.ib_devices) {
+    for (const auto& p : d.ports) {
+      const std::string name = PortName(d, p);
+      const PortMemo* m = h.Find(name);
+      if (m == nullptr || m->last_flap_unix_ms == 0) continue;
+      const std::string ago = Seconds(h.now_unix_ms - m->last_flap_unix_ms) + " ago";
+      if (h.Flapping(name)) {
+        held.push_back(name + " (" + m->flap_reason + ", " + ago + ")");
+        b.Add(name + " counted",
+              "yes: flapped " + ago + " (" + m->flap_reason + "); held until stable for " + stable,
+              "agent");
+      } else {
+        released.push_back(name);
+        b.Add(name + " counted",
+              "no: released, stable since it flapped " + ago + " (" + m->flap_reason +
+                  "), at least " + stable,
+              "agent");
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -122,8 +154,18 @@ Finding IbPortErrors(const NodeSnapshot& s, const Config& c, const CheckContext&
   if (nonzero == 0)
     b.Add("error counters", "all " + std::to_string(counters_seen) + " zero",
           "sys/class/infiniband/*/ports/*/counters");
+  std::vector<std::string> held, released;
+  if (ctx.ports != nullptr) JudgeFlaps(s, *ctx.ports, b, held, released);
+  const std::string released_text =
+      released.empty() ? ""
+                       : "; " + std::to_string(released.size()) +
+                             " port(s) released after flapping: " + Join(released);
   if (!rising.empty()) {
     return b.Fail("error counters rising faster than " + RateText(limit) + ": " + Join(rising));
+  }
+  if (!held.empty()) {
+    return b.Fail(std::to_string(held.size()) + " port(s) flapped and not yet stable for " +
+                  Seconds(ctx.ports->flap_stable_ms) + ": " + Join(held));
   }
   if (!unreadable.empty()) {
     return b.Warn(std::to_string(unreadable.size()) + " error counter(s) unreadable (" +
@@ -133,7 +175,8 @@ Finding IbPortErrors(const NodeSnapshot& s, const Config& c, const CheckContext&
     return b.Pass("no error counter rising faster than " + RateText(limit) +
                   (reset.empty()
                        ? std::string()
-                       : " (" + std::to_string(reset.size()) + " counter(s) were cleared)"));
+                       : " (" + std::to_string(reset.size()) + " counter(s) were cleared)") +
+                  released_text);
   }
   if (nonzero > 0) {
     return b.Warn(std::to_string(nonzero) +

@@ -81,6 +81,14 @@ constexpr std::array kSpecs = {
             NT_FIELD(checks.mr_register_bytes),
             4096,
             1e15},
+    KeySpec{{"checks.flap_stable_seconds", "integer",
+             "a port that flapped (it left ACTIVE between two polls, its link_downed counter "
+             "rose, or the kernel logged it down) is held bad (ib.port_errors, kernel.link_flap) "
+             "until it has been up and stable this long, then released"},
+            KeyKind::kInt,
+            NT_FIELD(checks.flap_stable_seconds),
+            0,
+            604800},
     // probe
     KeySpec{{"probe.nccl_library_paths", "list of strings",
              "libnccl.so.2 paths tried first, in order, before the default search"},
@@ -330,9 +338,10 @@ constexpr std::array kSpecs = {
             KeyKind::kBool,
             NT_FIELD(kernel.enabled)},
     KeySpec{{"kernel.state_dir", "string",
-             "directory where the agent keeps its place in the kernel log (kmsg.cursor) across "
-             "restarts; empty: not kept (a restarted agent counts the whole ring buffer again in "
-             "its metrics)"},
+             "directory where the agent keeps its place in the kernel log (kmsg.cursor) and what "
+             "it remembers of its ports in this boot (ports.state) across restarts; empty: not "
+             "kept (a restarted agent counts the whole ring buffer again in its metrics, and "
+             "judges its first poll's ports without knowing which were up before)"},
             KeyKind::kString,
             NT_FIELD(kernel.state_dir)},
     KeySpec{{"kernel.link_flaps_per_hour", "integer",

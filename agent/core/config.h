@@ -34,6 +34,9 @@ struct ExpectConfig {
 struct ChecksConfig {
   std::vector<std::string> disabled;         // check ids that are not run
   uint64_t mr_register_bytes = 64ull << 20;  // size of the live ibv_reg_mr test per HCA
+  // A port that flapped (left ACTIVE between polls, link_downed rose, or the kernel logged it
+  // down) is held bad until it has been stable this long, then released (core/port_history.h).
+  int flap_stable_seconds = 600;
 
   friend bool operator==(const ChecksConfig&, const ChecksConfig&) = default;
 };

@@ -204,6 +204,11 @@ struct NodeSnapshot {
   Fact<std::string> arch;            // proc/sys/kernel/arch
   Fact<bool> hypervisor;             // "hypervisor" in proc/cpuinfo flags
   Fact<uint64_t> mem_total_bytes;    // proc/meminfo MemTotal (tmpfs default size is half)
+  // Which boot this is: proc/sys/kernel/random/boot_id ("6f1c...-..."), and the boot's wall time
+  // (`btime` of proc/stat, Unix seconds). The agent keys what it remembers of ports by the boot,
+  // and kernel-log lines from before it are not counted.
+  Fact<std::string> boot_id;
+  Fact<uint64_t> boot_time_unix_s;
 
   std::vector<PciDevice> pci_devices;  // only network (0x02xxxx) and display (0x03xxxx) class
   std::string pci_error;

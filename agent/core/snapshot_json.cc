@@ -430,6 +430,8 @@ json ToJson(const NodeSnapshot& s) {
           {"arch", FactJson(s.arch)},
           {"hypervisor", FactJson(s.hypervisor)},
           {"mem_total_bytes", FactJson(s.mem_total_bytes)},
+          {"boot_id", FactJson(s.boot_id)},
+          {"boot_time_unix_s", FactJson(s.boot_time_unix_s)},
           {"pci_devices", pci},
           {"pci_error", s.pci_error},
           {"infiniband_class_present", s.infiniband_class_present},
@@ -484,6 +486,8 @@ StatusOr<NodeSnapshot> SnapshotFromJson(const json& j) {
     Field(j, p, "arch", s.arch);
     Field(j, p, "hypervisor", s.hypervisor);
     Field(j, p, "mem_total_bytes", s.mem_total_bytes);
+    Field(j, p, "boot_id", s.boot_id);
+    Field(j, p, "boot_time_unix_s", s.boot_time_unix_s);
     Field(j, p, "pci_devices", s.pci_devices);
     Field(j, p, "pci_error", s.pci_error);
     Field(j, p, "infiniband_class_present", s.infiniband_class_present);

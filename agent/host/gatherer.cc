@@ -143,6 +143,8 @@ class Gathering {
     snap_.arch = TextFact("proc/sys/kernel/arch");
     snap_.hypervisor = ParsedFact<bool>("proc/cpuinfo", ParseCpuinfoHypervisor);
     snap_.mem_total_bytes = ParsedFact<uint64_t>("proc/meminfo", ParseMeminfoTotal);
+    snap_.boot_id = TextFact("proc/sys/kernel/random/boot_id");
+    snap_.boot_time_unix_s = ParsedFact<uint64_t>("proc/stat", ParseProcStatBtime);
   }
 
   void Pci() {

@@ -369,6 +369,14 @@ std::optional<bool> ParseCpuinfoHypervisor(std::string_view text) {
   return false;
 }
 
+std::optional<uint64_t> ParseProcStatBtime(std::string_view text) {
+  for (std::string_view line : Lines(text)) {
+    auto f = Fields(line);
+    if (f.size() == 2 && f[0] == "btime") return ParseDecimalU64(f[1]);
+  }
+  return std::nullopt;
+}
+
 std::optional<uint64_t> ParseMeminfoTotal(std::string_view text) {
   for (std::string_view line : Lines(text)) {
     if (!StartsWith(line, "MemTotal:")) continue;

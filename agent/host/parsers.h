@@ -87,6 +87,9 @@ std::optional<uint64_t> ParseTmpfsSizeOption(std::string_view super_options);
 // nullopt when neither line is present (a truncated or foreign file).
 std::optional<bool> ParseCpuinfoHypervisor(std::string_view text);
 
+// proc/stat: the boot's wall time, `btime <Unix seconds>`; nullopt without that line.
+std::optional<uint64_t> ParseProcStatBtime(std::string_view text);
+
 // proc/meminfo MemTotal, converted from kB to bytes.
 std::optional<uint64_t> ParseMeminfoTotal(std::string_view text);
 

@@ -191,6 +191,8 @@ std::optional<KernelEvent> EventFromRecord(const KernelRecord& record) {
     e.mono_usec = record.mono_usec;
     e.wall_ms = record.wall_ms;
     e.line = record.line;
+    e.boot_id = record.boot_id;
+    e.earlier_boot = record.earlier_boot;
     return e;
   }
   return std::nullopt;

@@ -51,6 +51,8 @@ struct KernelEvent {
   std::optional<int64_t> mono_usec;
   std::optional<int64_t> wall_ms;
   std::string line;  // the record, as evidence
+  std::string boot_id;       // the record's (kernel_log.h)
+  std::string earlier_boot;  // the record's: why it is known to be of an earlier boot
 
   // "mlx5_5/1": the key link flaps are counted under.
   std::string PortKey() const { return device + "/" + std::to_string(port); }

@@ -82,6 +82,44 @@ std::string Role(const KernelDevices& d, const std::string& pci) {
   return d.known ? "" : "hca";
 }
 
+// Whether a port's downs are released: the port is up now and its last down is at least
+// flap_stable_ms old. `counted` says why it was or was not (empty when release is off).
+struct FlapRelease {
+  bool released = false;
+  std::string why;
+  std::string counted;
+};
+
+FlapRelease Release(const std::string& port, const std::vector<const KernelEvent*>& downs,
+                    const KernelDevices& devices, const KernelJudgeOptions& o) {
+  FlapRelease r;
+  if (o.flap_stable_ms <= 0) return r;
+  const std::string stable = std::to_string(o.flap_stable_ms / 1000) + " s";
+  std::optional<int64_t> last;
+  for (const KernelEvent* e : downs) {
+    if (!e->wall_ms) {
+      r.counted = "yes: a down without a time, so no stable time can be measured";
+      return r;
+    }
+    if (!last || *e->wall_ms > *last) last = e->wall_ms;
+  }
+  if (!o.boot.now_wall_ms || !last) {
+    r.counted = "yes: no time now to measure a stable time against";
+    return r;
+  }
+  const int64_t age_s = (*o.boot.now_wall_ms - *last) / 1000;
+  if (devices.ports_up.count(port) == 0) {
+    r.counted = "yes: the port is not up now";
+  } else if (*o.boot.now_wall_ms - *last < o.flap_stable_ms) {
+    r.counted = "yes: last down " + std::to_string(age_s) + " s ago, not yet stable for " + stable;
+  } else {
+    r.released = true;
+    r.why = "up, and no down for " + std::to_string(age_s) + " s (at least " + stable + ")";
+    r.counted = "no: released, " + r.why;
+  }
+  return r;
+}
+
 template <typename Key>
 using Groups = std::map<Key, std::vector<const KernelEvent*>>;
 
@@ -130,7 +168,69 @@ KernelDevices DevicesFromSnapshot(const NodeSnapshot& s) {
     if (!ib.pci_bdf.empty()) d.hcas.push_back(ib.pci_bdf);
   }
   for (const GpuInfo& g : s.gpus) d.gpus.push_back(g.bdf);
+  for (const IbDevice& ib : s.ib_devices) {
+    for (const IbPort& p : ib.ports) {
+      const bool up = p.state.ok() && p.phys_state.ok() &&
+                      p.state.value->find("ACTIVE") != std::string::npos &&
+                      p.phys_state.value->find("LinkUp") != std::string::npos;
+      if (up) d.ports_up.insert(ib.name + "/" + std::to_string(p.num));
+    }
+  }
+  for (const NetInterface& n : s.interfaces) {
+    if (n.operstate.ok() && *n.operstate.value == "up") d.ports_up.insert(n.name + "/1");
+  }
   return d;
+}
+
+KernelBoot BootFromSnapshot(const NodeSnapshot& s) {
+  KernelBoot b;
+  if (s.boot_id.ok()) b.boot_id = *s.boot_id.value;
+  if (s.boot_time_unix_s.ok()) {
+    b.boot_wall_ms = static_cast<int64_t>(*s.boot_time_unix_s.value) * 1000;
+  }
+  if (s.taken_at_unix_ms > 0) b.now_wall_ms = s.taken_at_unix_ms;
+  return b;
+}
+
+namespace {
+
+// Boot ids compare without dashes and case: journalctl writes 32 hex digits, the kernel a UUID.
+std::string BootKey(std::string_view id) {
+  std::string out;
+  for (char c : id) {
+    if (c == '-') continue;
+    out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  }
+  return out;
+}
+
+// How far a line's time may sit before the boot's start (btime and the follower's boot time
+// are computed from different clocks) or past its uptime, and still be of this boot.
+constexpr int64_t kBootSlackMs = 5'000;
+
+}  // namespace
+
+std::optional<std::string> NotThisBoot(const KernelEvent& e, const KernelBoot& boot) {
+  if (!e.earlier_boot.empty()) return "an earlier boot: " + e.earlier_boot;
+  if (!e.boot_id.empty() && !boot.boot_id.empty()) {
+    if (BootKey(e.boot_id) != BootKey(boot.boot_id)) {
+      return "journal boot " + e.boot_id + ", not this boot (" + boot.boot_id + ")";
+    }
+    return std::nullopt;  // the source names this boot
+  }
+  if (e.wall_ms && boot.boot_wall_ms && *e.wall_ms + kBootSlackMs < *boot.boot_wall_ms) {
+    return "logged at " + FormatRfc3339(*e.wall_ms) + ", before this boot began (" +
+           FormatRfc3339(*boot.boot_wall_ms) + ", btime of proc/stat)";
+  }
+  if (!e.wall_ms && e.mono_usec && boot.boot_wall_ms && boot.now_wall_ms) {
+    const int64_t uptime_ms = *boot.now_wall_ms - *boot.boot_wall_ms;
+    if (*e.mono_usec / 1000 > uptime_ms + kBootSlackMs) {
+      return "logged " + std::to_string(*e.mono_usec / 1'000'000) +
+             " s after its boot, but this boot is " + std::to_string(uptime_ms / 1000) +
+             " s old";
+    }
+  }
+  return std::nullopt;
 }
 
 bool InWindow(const KernelEvent& e, const KernelJudgeOptions& o) {
@@ -145,8 +245,14 @@ std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
                                        const KernelJudgeOptions& options) {
   Bounded<std::string> ports_b, modules_b, hca_aer_b, gpu_aer_b, off_bus_b;
   Bounded<std::pair<std::string, int>> xids_b;
+  size_t earlier = 0;
+  std::string earlier_why;  // the first one's reason
   for (const KernelEvent& e : events) {
     if (!InWindow(e, options)) continue;
+    if (auto why = NotThisBoot(e, options.boot)) {
+      if (earlier++ == 0) earlier_why = *why;
+      continue;
+    }
     switch (e.kind) {
       case EventKind::kPortState:
         if (e.down) ports_b.Add(e.PortKey(), &e);
@@ -185,12 +291,20 @@ std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
   for (const auto& [port, downs] : ports) {
     const int in_hour = MaxDownsInAnHour(downs);
     const bool flapping = in_hour >= options.link_flaps_per_hour;
-    Finding f = Make(ids::kKernelLinkFlap, flapping ? CheckStatus::kFail : CheckStatus::kWarn,
+    const FlapRelease release = Release(port, downs, devices, options);
+    const CheckStatus status = release.released ? CheckStatus::kPass
+                               : flapping       ? CheckStatus::kFail
+                                                : CheckStatus::kWarn;
+    Finding f = Make(ids::kKernelLinkFlap, status,
                      port + " went down " + std::to_string(downs.size()) + " time(s)" +
                          (flapping ? ", " + std::to_string(in_hour) + " within one hour (limit " +
                                          std::to_string(options.link_flaps_per_hour) + ")"
-                                   : ""));
+                                   : "") +
+                         (release.released ? "; released: " + release.why : ""));
     f.evidence.push_back({port + " downs in one hour", std::to_string(in_hour), options.source});
+    if (!release.counted.empty()) {
+      f.evidence.push_back({port + " counted", release.counted, "checks.flap_stable_seconds"});
+    }
     AddLines(&f, downs, options.source);
     out.push_back(std::move(f));
   }
@@ -266,6 +380,14 @@ std::vector<Finding> JudgeKernelEvents(const std::vector<KernelEvent>& events,
     out.push_back(std::move(f));
   }
   off_bus_b.Note(&out, "GPUs", options.source);
+  if (earlier > 0) {
+    for (Finding& f : out) {
+      f.evidence.push_back({"kernel log events not counted",
+                            std::to_string(earlier) + " of an earlier boot (first: " +
+                                earlier_why + ")",
+                            options.source});
+    }
+  }
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <charconv>
+#include <optional>
 
 #include "base/utf8.h"
 
@@ -233,8 +234,64 @@ std::optional<KernelRecord> ParseKmsgRecord(std::string_view record) {
   return r;
 }
 
+namespace {
+
+// A kernel timestamp that falls back by more than this starts another boot (printk stamps of one
+// boot can go back a little across CPUs, never by seconds).
+constexpr int64_t kBootRestartUsec = 1'000'000;
+
+// journalctl's boot separators: "-- Boot 0f3c... --" (the id) and "-- Reboot --" (older).
+// Returns true for either, with `id` set for the first.
+bool JournalBootLine(std::string_view s, std::string* id, bool* reboot) {
+  s = TrimLeft(s);
+  if (s.size() < 6 || s.substr(0, 3) != "-- " || s.substr(s.size() - 3) != " --") return false;
+  std::string_view inner = s.substr(3, s.size() - 6);
+  if (inner == "Reboot") {
+    *reboot = true;
+    return true;
+  }
+  if (inner.substr(0, 5) != "Boot ") return false;
+  inner.remove_prefix(5);
+  if (inner.empty() || inner.size() > 64) return false;
+  for (char c : inner) {
+    const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    if (!hex && c != '-') return false;
+  }
+  *id = std::string(inner);
+  return true;
+}
+
+// Marks the records before the text's last boot (a `-- Reboot --` line, or timestamps that start
+// again) as of an earlier boot. `segment[i]`: how many `-- Reboot --` lines precede record i.
+void MarkEarlierBoots(std::vector<KernelRecord>& records, const std::vector<int>& segment) {
+  const int last_reboot = segment.empty() ? 0 : segment.back();
+  std::vector<int> restart(records.size(), 0);
+  int restarts = 0;
+  std::optional<int64_t> latest;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (i > 0 && segment[i] != segment[i - 1]) latest.reset();
+    if (const auto& u = records[i].mono_usec) {
+      if (latest && *u + kBootRestartUsec < *latest) ++restarts;
+      if (!latest || *u > *latest || *u + kBootRestartUsec < *latest) latest = *u;
+    }
+    restart[i] = restarts;
+  }
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (segment[i] < last_reboot) {
+      records[i].earlier_boot = "above a journal `-- Reboot --` line";
+    } else if (restart[i] < restarts) {
+      records[i].earlier_boot = "kernel timestamps start again from zero later in the log";
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<KernelRecord> ParseDmesgText(std::string_view text) {
   std::vector<KernelRecord> records;
+  std::vector<int> segment;  // per record: `-- Reboot --` lines above it
+  int reboots = 0;
+  std::string boot_id;
   // The last record's message as continuation lines extend it, bounded: bytes past the bound are
   // only counted, so an Xid followed by 20,000 indented lines costs no more than one line.
   std::string pending;
@@ -248,7 +305,9 @@ std::vector<KernelRecord> ParseDmesgText(std::string_view text) {
     finish();
     pending = r.message;
     pending_cut = 0;
+    if (r.boot_id.empty()) r.boot_id = boot_id;
     records.push_back(std::move(r));
+    segment.push_back(reboots);
   };
   while (!text.empty()) {
     const size_t nl = text.find('\n');
@@ -256,6 +315,14 @@ std::vector<KernelRecord> ParseDmesgText(std::string_view text) {
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
     std::string_view s = raw;
     if (TrimLeft(s).empty()) continue;
+    bool reboot = false;
+    if (JournalBootLine(s, &boot_id, &reboot)) {
+      if (reboot) {
+        ++reboots;
+        boot_id.clear();
+      }
+      continue;
+    }
 
     KernelRecord r;
     int64_t usec = 0, wall = 0;
@@ -295,6 +362,7 @@ std::vector<KernelRecord> ParseDmesgText(std::string_view text) {
     start(std::move(r));
   }
   finish();
+  MarkEarlierBoots(records, segment);
   return records;
 }
 

@@ -40,6 +40,13 @@ struct KernelRecord {
   std::string message;               // continuation lines of dmesg text joined with one space
   std::vector<std::pair<std::string, std::string>> dict;  // kmsg ` KEY=value` lines
   std::string line;  // the record as read, for evidence (at most one line, trimmed)
+  // Which boot logged it, when the source says: the id of journalctl's `-- Boot <id> --` line
+  // above it (32 hex digits), or the boot id the kmsg follower read.
+  std::string boot_id;
+  // Non-empty when the text itself shows the record is from an earlier boot than its last one,
+  // and why: a journalctl `-- Reboot --` line below it, or kernel timestamps that start again
+  // from zero later in the text.
+  std::string earlier_boot;
 
   friend bool operator==(const KernelRecord&, const KernelRecord&) = default;
 };
@@ -54,6 +61,8 @@ std::optional<KernelRecord> ParseKmsgRecord(std::string_view record);
 // `[Fri Aug 29 20:09:52 2025] msg` (dmesg -T, read as UTC), `2025-08-29T20:09:52,123456+00:00 msg`
 // (dmesg --time-format iso), `Feb 14 05:03:41 host kernel: msg` (journalctl -k / syslog; no year,
 // so no time), a raw kmsg dump (`6,1234,5678,-;msg`), or plain messages. Blank lines are skipped.
+// journalctl's boot lines (`-- Boot 0f3c... --`, `-- Reboot --`) are not records: they set the
+// records' boot_id and earlier_boot, as do kernel timestamps that fall back to near zero.
 std::vector<KernelRecord> ParseDmesgText(std::string_view text);
 
 // The Unix time of `civil` (UTC) in milliseconds: days from the civil calendar (no time zones).

@@ -25,6 +25,9 @@ std::vector<Finding> KernelMonitor::Judge(const NodeSnapshot& snapshot, int64_t 
   KernelJudgeOptions judge;
   judge.link_flaps_per_hour = options_.link_flaps_per_hour;
   judge.since_wall_ms = now_unix_ms - options_.window_ms;
+  judge.flap_stable_ms = options_.flap_stable_ms;
+  judge.boot = BootFromSnapshot(snapshot);
+  judge.boot.now_wall_ms = now_unix_ms;
   std::vector<Finding> findings = JudgeKernelEvents(
       std::vector<KernelEvent>(events_.begin(), events_.end()), DevicesFromSnapshot(snapshot),
       judge);

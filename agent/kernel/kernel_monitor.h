@@ -29,6 +29,7 @@ struct KernelMonitorOptions {
   std::string root = "/";
   std::string state_dir;          // kmsg.cursor; empty: kept in memory
   int link_flaps_per_hour = 3;
+  int64_t flap_stable_ms = 0;  // checks.flap_stable_seconds in ms (kernel_judge.h)
   int64_t window_ms = 24 * 3'600'000;  // how long an event keeps its finding
   size_t max_events = 10'000;
 };

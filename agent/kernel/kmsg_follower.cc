@@ -164,6 +164,7 @@ StatusOr<KmsgBatch> KmsgFollower::ReadNew() {
   const int64_t boot_ms = ClockMs(CLOCK_REALTIME) - ClockMs(CLOCK_MONOTONIC);
   for (KernelRecord& r : batch.records) {
     if (r.mono_usec) r.wall_ms = boot_ms + *r.mono_usec / 1000;
+    r.boot_id = cursor_.boot_id;  // /dev/kmsg holds only the running boot's records
   }
   SaveCursor();
   return batch;

@@ -248,6 +248,7 @@ JudgeFn WithKernelLog(JudgeFn judge, const Config& config, const std::string& ro
   kernel_options.root = root;
   kernel_options.state_dir = config.kernel.state_dir;
   kernel_options.link_flaps_per_hour = config.kernel.link_flaps_per_hour;
+  kernel_options.flap_stable_ms = int64_t{config.checks.flap_stable_seconds} * 1000;
   monitor = std::make_shared<kernel::KernelMonitor>(kernel_options);
   return [judge = std::move(judge), monitor, &clock](const NodeSnapshot& now,
                                                      const NodeSnapshot* previous) {
@@ -434,8 +435,14 @@ int RunAgentCommand(CliContext& ctx) {
   const NodeLabelsRead node_labels = ReadNodeLabelsOnce(needs_labels, node, kube);
   const std::string pool = ApplyNodePool(config, node, node_labels, log);
   std::shared_ptr<kernel::KernelMonitor> kernel_monitor;
-  JudgeFn judge =
-      WithKernelLog(MakeBuiltinJudgeFn(config), config, flags.root, clock, kernel_monitor);
+  // The ports' memory lives beside the kernel-log cursor (kernel.state_dir). --once is a one-shot
+  // check like `check`: it judges the ports as they are.
+  auto port_memory = flags.once ? nullptr
+                                : std::make_shared<PortMemory>(
+                                      config.kernel.state_dir,
+                                      int64_t{config.checks.flap_stable_seconds} * 1000);
+  JudgeFn judge = WithKernelLog(MakeBuiltinJudgeFn(config, port_memory), config, flags.root, clock,
+                                kernel_monitor);
 
   AgentState state(node, NCCL_TRIAGE_VERSION, clock.NowUnixMs());
   state.SetPool(pool);

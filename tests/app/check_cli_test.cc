@@ -404,6 +404,31 @@ TEST(CheckCli, KernelLogWithAFlappingPortIsAnIbResourceFault) {
   EXPECT_EQ(StatusOf(j, "kernel.link_flap"), "fail");  // mlx5_5/1 down 3 times (no times: 1 hour)
 }
 
+// A journal saved across a reboot counted the downs of the boot before it against this one.
+TEST(CheckCli, KernelLogLinesOfAnEarlierBootAreNotCountedAndJsonSaysWhy) {
+  const std::string path = ::testing::TempDir() + "two-boots.journal";
+  {
+    std::ofstream f(path, std::ios::binary);
+    for (int i = 0; i < 3; ++i) {
+      f << "Aug 29 19:00:0" << i
+        << " gpu-1 kernel: mlx5_core 0000:17:00.0 mlx5_0: Port: 1 Link DOWN\n";
+    }
+    f << "-- Reboot --\nAug 29 20:01:00 gpu-1 kernel: Linux version 5.15.0\n";
+  }
+  auto r = Check({"--root", kFixtures + "dgx-h100", "--kernel-log", path, "--format", "json"});
+  auto j = Json(r);
+  EXPECT_EQ(StatusOf(j, "kernel.link_flap"), "pass") << r.out;
+  bool said = false;
+  for (const auto& f : j["findings"]) {
+    if (f["check"] != "kernel.link_flap") continue;
+    for (const auto& e : f["evidence"]) {
+      said |= e["key"] == "kernel log events not counted" &&
+              e["value"].get<std::string>().find("3 of an earlier boot") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(said) << r.out;
+}
+
 // Each of these crashed `check`: SIGSEGV (std::regex on a 40 KB line), SIGABRT (nlohmann
 // type_error 316 on a process name that is not UTF-8), or read Xid 2147483648 as 214748364.
 TEST(CheckCli, HostileKernelLogLinesGiveValidJsonAndAnInvalidXidCode) {

@@ -74,6 +74,127 @@ TEST(PortStateCheck, WarnsWhenAnHcaListsNoPorts) {
   EXPECT_EQ(RunOne(&IbPortState, s).status, CheckStatus::kWarn);
 }
 
+// The agent's first poll after it started (or the node booted), for ib.port_state.
+PortHistory FirstPoll() {
+  PortHistory h;
+  h.boot_id = "boot-1";
+  h.first_poll = true;
+  return h;
+}
+
+void SetDown(IbPort& p) {
+  p.state = Have<std::string>("1: DOWN");
+  p.phys_state = Have<std::string>("2: Polling");
+}
+
+std::string CountedEvidence(const Finding& f, const std::string& port) {
+  for (const auto& e : f.evidence) {
+    if (e.key == port + " counted") return e.value;
+  }
+  return "";
+}
+
+// Every port still training after a reboot read as a node fault on the agent's first poll.
+TEST(PortStateCheck, DefersADownPortOnTheFirstPollWithoutEvidenceItShouldBeUp) {
+  NodeSnapshot s = HealthyIbNode(2);
+  SetDown(Port(s, 0));
+  SetDown(Port(s, 1));
+  const PortHistory h = FirstPoll();
+  CheckContext ctx;
+  ctx.ports = &h;
+  Finding f = RunOne(&IbPortState, s, Config{}, ctx);
+  EXPECT_EQ(f.status, CheckStatus::kWarn) << f.message;
+  EXPECT_NE(f.message.find("not counted until the next poll"), std::string::npos) << f.message;
+  EXPECT_EQ(CountedEvidence(f, "mlx5_0/1").rfind("no: first poll", 0), 0u)
+      << CountedEvidence(f, "mlx5_0/1");
+}
+
+TEST(PortStateCheck, CountsADownPortOnTheFirstPollWhenASiblingPortIsUp) {
+  NodeSnapshot s = HealthyIbNode(4);
+  SetDown(Port(s, 2));
+  const PortHistory h = FirstPoll();
+  CheckContext ctx;
+  ctx.ports = &h;
+  Finding f = RunOne(&IbPortState, s, Config{}, ctx);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_NE(CountedEvidence(f, "mlx5_2/1").find("sibling port mlx5_0/1"), std::string::npos)
+      << CountedEvidence(f, "mlx5_2/1");
+}
+
+TEST(PortStateCheck, CountsADownPortOnTheFirstPollWhenThePoolExpectsItsRate) {
+  NodeSnapshot s = HealthyIbNode(2);
+  SetDown(Port(s, 0));
+  SetDown(Port(s, 1));
+  Config c;
+  c.expect.rate_gbps = 200;
+  const PortHistory h = FirstPoll();
+  CheckContext ctx;
+  ctx.ports = &h;
+  Finding f = RunOne(&IbPortState, s, c, ctx);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_NE(CountedEvidence(f, "mlx5_1/1").find("expect.rate_gbps"), std::string::npos);
+}
+
+TEST(PortStateCheck, CountsADownPortOnTheFirstPollWhenItWasSeenUpEarlierInThisBoot) {
+  NodeSnapshot s = HealthyIbNode(1);
+  SetDown(Port(s, 0));
+  PortHistory h = FirstPoll();  // the agent restarted; the node did not reboot
+  h.ports["mlx5_0/1"].seen_up = true;
+  CheckContext ctx;
+  ctx.ports = &h;
+  Finding f = RunOne(&IbPortState, s, Config{}, ctx);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_NE(CountedEvidence(f, "mlx5_0/1").find("seen ACTIVE/LinkUp earlier in this boot"),
+            std::string::npos);
+}
+
+TEST(PortStateCheck, ACheckWithoutPollHistoryCountsADownPortAndSaysWhy) {
+  NodeSnapshot s = HealthyIbNode(1);
+  SetDown(Port(s, 0));
+  Finding f = RunOne(&IbPortState, s);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_EQ(CountedEvidence(f, "mlx5_0/1"), "yes: a one-shot check keeps no poll history");
+}
+
+TEST(PortStateCheck, CountsADownPortFromTheSecondPollOn) {
+  NodeSnapshot s = HealthyIbNode(1);
+  SetDown(Port(s, 0));
+  PortHistory h = FirstPoll();
+  h.first_poll = false;
+  CheckContext ctx;
+  ctx.ports = &h;
+  Finding f = RunOne(&IbPortState, s, Config{}, ctx);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_EQ(CountedEvidence(f, "mlx5_0/1").rfind("yes: not the agent's first poll", 0), 0u);
+}
+
+// One link_downed rise used to fail for one poll and then pass, while the kernel log kept the
+// port failed for a day; a flapped port is now held until stable, then released.
+TEST(PortErrorsCheck, HoldsAFlappedPortUntilItIsStableThenReleasesIt) {
+  NodeSnapshot s = HealthyIbNode(2);
+  Port(s, 1).counters["link_downed"] = 4;
+  NodeSnapshot before = s;
+  before.taken_at_unix_ms -= 60'000;
+  PortHistory h;
+  h.first_poll = false;
+  h.flap_stable_ms = 600'000;
+  h.ports["mlx5_1/1"] = PortMemo{true, s.taken_at_unix_ms - 300'000, "link_downed +1"};
+  h.now_unix_ms = s.taken_at_unix_ms;
+  CheckContext ctx{&before, nullptr, &h};
+  Finding f = RunOne(&IbPortErrors, s, Config{}, ctx);
+  EXPECT_EQ(f.status, CheckStatus::kFail) << f.message;
+  EXPECT_NE(f.message.find("flapped and not yet stable"), std::string::npos) << f.message;
+  EXPECT_EQ(CountedEvidence(f, "mlx5_1/1").rfind("yes: flapped 300 s ago", 0), 0u)
+      << CountedEvidence(f, "mlx5_1/1");
+
+  h.now_unix_ms = s.taken_at_unix_ms + 301'000;  // stable for 601 s
+  s.taken_at_unix_ms = h.now_unix_ms;
+  f = RunOne(&IbPortErrors, s, Config{}, ctx);
+  EXPECT_EQ(f.status, CheckStatus::kPass) << f.message;
+  EXPECT_NE(f.message.find("released after flapping: mlx5_1/1"), std::string::npos) << f.message;
+  EXPECT_EQ(CountedEvidence(f, "mlx5_1/1").rfind("no: released", 0), 0u);
+}
+
 // A 10 MB value in a sysfs file was echoed whole into the evidence.
 TEST(FindingBuilder, CutsLongEvidenceValuesAndMessagesOnACharacterBoundary) {
   NodeSnapshot s = HealthyIbNode(2);

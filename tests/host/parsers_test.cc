@@ -232,6 +232,14 @@ TEST(ParseMeminfoTotal, ConvertsKilobytes) {
   EXPECT_EQ(ParseMeminfoTotal("MemTotal: 99999999999999999999 kB\n"), std::nullopt);
 }
 
+TEST(ParseProcStatBtime, ReadsTheBootTime) {
+  EXPECT_EQ(ParseProcStatBtime("cpu  10 0 5 100 0 0 0 0 0 0\nintr 1 2\nctxt 99\n"
+                               "btime 1756497600\nprocesses 12\n"),
+            1756497600u);
+  EXPECT_EQ(ParseProcStatBtime("cpu  10 0 5 100\n"), std::nullopt);
+  EXPECT_EQ(ParseProcStatBtime("btime soon\n"), std::nullopt);
+}
+
 TEST(ParseNvidiaVersion, ReadsProprietaryAndOpenModuleLines) {
   EXPECT_EQ(ParseNvidiaVersion("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu "
                                "Oct 19 18:56:32 UTC 2023\nGCC version:  gcc version 11.4.0 \n"),
