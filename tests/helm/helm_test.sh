@@ -299,6 +299,17 @@ remediation)
     esac
     grep -q -F "$want" <<<"$notes" || die "$mode: the NOTES lack '$want': $notes"
     case "$mode" in taint|cordon) grep -q 'WARNING: the coordinator now CHANGES NODES' <<<"$notes" || die "$mode: no warning" ;; esac
+    # The NOTES say whether the coordinator may patch nodes, and the API server agrees.
+    can="$(kubectl auth can-i patch nodes --as "system:serviceaccount:$ns:remedy-nccl-triage-coordinator" || true)"
+    case "$mode" in
+      taint|cordon)
+        grep -q -F '"patch nodes" (besides get and list nodes and create events) in this mode' <<<"$notes" ||
+          die "$mode: the NOTES do not say the coordinator may now patch nodes: $notes"
+        [ "$can" = yes ] || die "$mode: the NOTES say patch nodes, the API server says '$can'" ;;
+      dry-run)
+        grep -q -F 'it may not patch them' <<<"$notes" || die "dry-run: the NOTES do not say nodes stay unpatched"
+        [ "$can" = no ] || die "dry-run: the coordinator may patch nodes" ;;
+    esac
     echo "upgrade to $mode: the NOTES say '$want'"
   done
   helm uninstall remedy -n "$ns" >/dev/null || die "helm uninstall"
