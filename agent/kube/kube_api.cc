@@ -133,6 +133,16 @@ KubeResponse KubeClient::PatchNode(const std::string&, const NodePatch&) {
   return NotSupported("patch nodes");
 }
 
+KubeResponse KubeClient::RemoveNodeCondition(const std::string&, int, const std::string&) {
+  return NotSupported("patch node status");
+}
+
+nlohmann::json NodeConditionRemovalBody(int index, const std::string& type) {
+  const std::string path = "/status/conditions/" + std::to_string(index);
+  return nlohmann::json::array({{{"op", "test"}, {"path", path + "/type"}, {"value", type}},
+                                {{"op", "remove"}, {"path", path}}});
+}
+
 nlohmann::json NodePatchBody(const NodePatch& patch) {
   nlohmann::json body = nlohmann::json::object();
   if (!patch.resource_version.empty()) {

@@ -186,6 +186,12 @@ class KubeClient {
   // A JSON merge patch of nodes/<node> (spec.taints, spec.unschedulable, annotations), guarded by
   // the patch's resourceVersion (409 Conflict when the node changed). Default: "not supported".
   virtual KubeResponse PatchNode(const std::string& node, const NodePatch& patch);
+  // A JSON patch of nodes/<node>/status removing status.conditions[index], refused (422) unless
+  // that condition's type is `type` (a test op): a strategic merge patch cannot delete a
+  // condition, and its list may have moved since it was read (`nccl-triage-server cleanup`).
+  // Default: "not supported".
+  virtual KubeResponse RemoveNodeCondition(const std::string& node, int index,
+                                           const std::string& type);
 };
 
 // What a TokenReview answered. A bound service-account token carries the pod it was issued for
@@ -224,6 +230,8 @@ nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations, const std
 nlohmann::json NodeConditionPatchBody(const NodeCondition& condition);
 nlohmann::json EventBody(const KubeEvent& event);
 nlohmann::json NodePatchBody(const NodePatch& patch);
+// The JSON patch of RemoveNodeCondition: test the type at the index, then remove it.
+nlohmann::json NodeConditionRemovalBody(int index, const std::string& type);
 // The query strings of the two reads above ("?labelSelector=...&limit=500").
 std::string PodListQueryString(const PodListQuery& query);
 std::string PodLogQueryString(const PodLogQuery& query);

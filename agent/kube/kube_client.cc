@@ -316,4 +316,10 @@ KubeResponse InClusterKubeClient::PatchNode(const std::string& node, const NodeP
               DumpJson(NodePatchBody(patch)));
 }
 
+KubeResponse InClusterKubeClient::RemoveNodeCondition(const std::string& node, int index,
+                                                      const std::string& type) {
+  return Send("PATCH", "/api/v1/nodes/" + UrlEncode(node) + "/status",
+              "application/json-patch+json", DumpJson(NodeConditionRemovalBody(index, type)));
+}
+
 }  // namespace nccl_triage

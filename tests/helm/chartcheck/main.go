@@ -803,6 +803,7 @@ var kubeCalls = map[string]string{
 	"StreamPodLog":              "/pods/log:get",
 	"ListNodes":                 "/nodes:list",
 	"PatchNode":                 "/nodes:patch",
+	"RemoveNodeCondition":       "/nodes/status:patch",
 }
 
 // runRbacCode derives the agent's permissions from the KubeClient calls in the sources and
