@@ -51,7 +51,8 @@ std::string Join(const std::vector<std::string>& parts) {
 // The remediator's marker says "taint=<class>,cordon" when it cordoned the node.
 bool MarkerSaysCordoned(std::string_view marker) {
   constexpr std::string_view kCordon = ",cordon";
-  return marker.size() >= kCordon.size() && marker.substr(marker.size() - kCordon.size()) == kCordon;
+  return marker.size() >= kCordon.size() &&
+         marker.substr(marker.size() - kCordon.size()) == kCordon;
 }
 
 // Every page of a list: items appended, the first failed call returned (ok() when none).

@@ -27,10 +27,11 @@ TEST(CleanupPlan, TakesOurTaintCordonAnnotationsAndConditionOnly) {
   const NodeCleanup plan = PlanNodeCleanup(Node());
   EXPECT_EQ(plan.name, "gpu-1");
   EXPECT_EQ(plan.taints, std::vector<std::string>{"nccl-triage.io/fault=ib_resource:NoSchedule"});
-  EXPECT_EQ(plan.kept_taints, json::parse(R"([{"key": "nvidia.com/gpu", "effect": "NoSchedule"}])"));
+  EXPECT_EQ(plan.kept_taints,
+            json::parse(R"([{"key": "nvidia.com/gpu", "effect": "NoSchedule"}])"));
   EXPECT_TRUE(plan.uncordon);
-  EXPECT_EQ(plan.annotations,
-            (std::vector<std::string>{"nccl-triage.io/pending-event", "nccl-triage.io/remediated"}));
+  EXPECT_EQ(plan.annotations, (std::vector<std::string>{"nccl-triage.io/pending-event",
+                                                         "nccl-triage.io/remediated"}));
   ASSERT_TRUE(plan.condition_index);
   EXPECT_EQ(*plan.condition_index, 1);
   EXPECT_EQ(DescribeNodeCleanup(plan),
