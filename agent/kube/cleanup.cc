@@ -55,9 +55,10 @@ bool MarkerSaysCordoned(std::string_view marker) {
          marker.substr(marker.size() - kCordon.size()) == kCordon;
 }
 
-// Every page of a list: items appended, the first failed call returned (ok() when none).
-template <typename ListFn>
-KubeResponse ListAll(ListFn list, PodListQuery query, std::vector<json>& items) {
+// Every page of a list, each item handed to `on_item` as its page arrives (no page is kept);
+// the first failed call returned (ok() when none).
+template <typename ListFn, typename ItemFn>
+KubeResponse ListAll(ListFn list, PodListQuery query, ItemFn on_item) {
   query.limit = kPageSize;
   for (;;) {
     KubeResponse r = list(query);
@@ -69,7 +70,9 @@ KubeResponse ListAll(ListFn list, PodListQuery query, std::vector<json>& items) 
       return r;
     }
     const json& got = Member(page, "items");
-    if (got.is_array()) items.insert(items.end(), got.begin(), got.end());
+    if (got.is_array()) {
+      for (const json& item : got) on_item(item);
+    }
     query.continue_token = Str(Member(page, "metadata"), "continue");
     if (query.continue_token.empty()) return r;
   }
@@ -146,18 +149,21 @@ std::string DescribePodCleanup(const PodCleanup& plan) {
 
 CleanupResult RunCleanup(KubeClient& client, const CleanupOptions& options) {
   CleanupResult result;
-  std::vector<json> nodes;
+  std::vector<NodeCleanup> node_plans;
+  std::vector<std::string> node_names;
   PodListQuery node_query;
   node_query.label_selector = options.node_selector;
-  KubeResponse listed =
-      ListAll([&](const PodListQuery& q) { return client.ListNodes(q); }, node_query, nodes);
+  KubeResponse listed = ListAll([&](const PodListQuery& q) { return client.ListNodes(q); },
+                                node_query, [&](const json& node) {
+                                  NodeCleanup plan = PlanNodeCleanup(node);
+                                  node_names.push_back(plan.name);
+                                  if (!plan.Empty()) node_plans.push_back(std::move(plan));
+                                });
   if (!listed.ok()) {
     result.errors.push_back("list nodes: " + listed.Describe());
     return result;
   }
-  for (const json& node : nodes) {
-    NodeCleanup plan = PlanNodeCleanup(node);
-    if (plan.Empty()) continue;
+  for (NodeCleanup& plan : node_plans) {
     ++result.nodes;
     result.lines.push_back(DescribeNodeCleanup(plan));
     if (options.dry_run) continue;
@@ -198,29 +204,27 @@ CleanupResult RunCleanup(KubeClient& client, const CleanupOptions& options) {
   }
 
   // Pods: on the selected nodes, or everywhere.
-  std::vector<json> pods;
+  std::vector<PodCleanup> pod_plans;
   std::vector<std::string> selectors;
   if (options.node_selector.empty()) {
     selectors.emplace_back();
   } else {
-    for (const json& node : nodes) {
-      selectors.push_back("spec.nodeName=" + Str(Member(node, "metadata"), "name"));
-    }
+    for (const auto& name : node_names) selectors.push_back("spec.nodeName=" + name);
   }
   for (const auto& selector : selectors) {
-    KubeResponse r = client.ListPods(selector);
-    const json list = json::parse(r.body, nullptr, false);
-    if (!r.ok() || !list.is_object()) {
+    PodListQuery query;
+    query.field_selector = selector;
+    KubeResponse r = ListAll([&](const PodListQuery& q) { return client.ListAllPods(q); }, query,
+                             [&](const json& pod) {
+                               PodCleanup plan = PlanPodCleanup(pod);
+                               if (!plan.Empty()) pod_plans.push_back(std::move(plan));
+                             });
+    if (!r.ok()) {
       result.errors.push_back("list pods" + (selector.empty() ? "" : " (" + selector + ")") + ": " +
                               r.Describe());
-      continue;
     }
-    const json& items = Member(list, "items");
-    if (items.is_array()) pods.insert(pods.end(), items.begin(), items.end());
   }
-  for (const json& pod : pods) {
-    const PodCleanup plan = PlanPodCleanup(pod);
-    if (plan.Empty()) continue;
+  for (const PodCleanup& plan : pod_plans) {
     ++result.pods;
     result.lines.push_back(DescribePodCleanup(plan));
     if (options.dry_run) continue;

@@ -133,6 +133,10 @@ KubeResponse KubeClient::PatchNode(const std::string&, const NodePatch&) {
   return NotSupported("patch nodes");
 }
 
+KubeResponse KubeClient::ListAllPods(const PodListQuery&) {
+  return NotSupported("list the pods of every namespace");
+}
+
 KubeResponse KubeClient::RemoveNodeCondition(const std::string&, int, const std::string&) {
   return NotSupported("patch node status");
 }

@@ -186,6 +186,10 @@ class KubeClient {
   // A JSON merge patch of nodes/<node> (spec.taints, spec.unschedulable, annotations), guarded by
   // the patch's resourceVersion (409 Conflict when the node changed). Default: "not supported".
   virtual KubeResponse PatchNode(const std::string& node, const NodePatch& patch);
+  // One page of the pods of every namespace (GET /api/v1/pods with the query's selectors, limit
+  // and continue token): `nccl-triage cleanup` reads a whole fleet's pods without holding one
+  // huge list. Default: "not supported".
+  virtual KubeResponse ListAllPods(const PodListQuery& query);
   // A JSON patch of nodes/<node>/status removing status.conditions[index], refused (422) unless
   // that condition's type is `type` (a test op): a strategic merge patch cannot delete a
   // condition, and its list may have moved since it was read (`nccl-triage-server cleanup`).

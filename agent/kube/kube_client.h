@@ -66,6 +66,7 @@ class InClusterKubeClient final : public KubeClient {
   KubeResponse CreateSubjectAccessReview(const AccessReviewRequest& request) override;
   KubeResponse ListNodes(const NodeListQuery& query) override;
   KubeResponse PatchNode(const std::string& node, const NodePatch& patch) override;
+  KubeResponse ListAllPods(const PodListQuery& query) override;
   KubeResponse RemoveNodeCondition(const std::string& node, int index,
                                    const std::string& type) override;
 

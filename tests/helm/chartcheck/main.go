@@ -804,6 +804,7 @@ var kubeCalls = map[string]string{
 	"ListNodes":                 "/nodes:list",
 	"PatchNode":                 "/nodes:patch",
 	"RemoveNodeCondition":       "/nodes/status:patch",
+	"ListAllPods":               "/pods:list",
 }
 
 // runRbacCode derives the agent's permissions from the KubeClient calls in the sources and
