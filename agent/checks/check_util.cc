@@ -92,15 +92,6 @@ std::string FormatLimit(const Limit& limit, bool bytes) {
 
 std::string FormatRate(double gbps) { return ToText(gbps) + " Gb/s"; }
 
-std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (i) out += sep;
-    out += parts[i];
-  }
-  return out;
-}
-
 std::string PortName(const IbDevice& dev, const IbPort& port) {
   return dev.name + "/" + std::to_string(port.num);
 }

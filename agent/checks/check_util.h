@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/text.h"
 #include "core/catalogue.h"
 #include "core/model.h"
 #include "core/snapshot.h"
@@ -83,8 +84,6 @@ std::string HexDigits(uint64_t v, int width);
 std::string FormatBytes(uint64_t bytes);
 std::string FormatLimit(const Limit& limit, bool bytes);
 std::string FormatRate(double gbps);  // "200 Gb/s"
-
-std::string Join(const std::vector<std::string>& parts, std::string_view sep = ", ");
 
 // "mlx5_0/1" and "sys/class/infiniband/mlx5_0/ports/1/<leaf>" (the fact's own source wins when
 // the gatherer recorded one).

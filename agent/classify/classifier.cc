@@ -12,6 +12,7 @@
 
 #include <re2/re2.h>
 
+#include "base/utf8.h"
 #include "classify/knowledge.h"
 #include "classify/log_line.h"
 #include "classify/message_catalogue.h"
@@ -60,33 +61,18 @@ bool EndsWith(std::string_view s, std::string_view p) {
 std::string Sanitize(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      out.push_back((c < 0x20 && c != '\t') || c == 0x7f ? '?' : static_cast<char>(c));
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = Utf8SequenceLength(s, i);
+    if (len == 0) {
+      out.append(kUtf8Replacement);
       ++i;
-      continue;
-    }
-    size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
-    if (c >= 0xF5) len = 0;
-    bool ok = len > 0 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) {
-      ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-    }
-    if (ok && len >= 3) {
-      auto c1 = static_cast<unsigned char>(s[i + 1]);
-      if (c == 0xE0 && c1 < 0xA0) ok = false;   // overlong
-      if (c == 0xED && c1 >= 0xA0) ok = false;  // surrogates
-      if (c == 0xF0 && c1 < 0x90) ok = false;   // overlong
-      if (c == 0xF4 && c1 >= 0x90) ok = false;  // above U+10FFFF
-    }
-    if (ok) {
+    } else if (len == 1) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      out.push_back((c < 0x20 && c != '\t') || c == 0x7f ? '?' : s[i]);
+      ++i;
+    } else {
       out.append(s.substr(i, len));
       i += len;
-    } else {
-      out.append("\xEF\xBF\xBD");
-      ++i;
     }
   }
   return out;

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/byte_size.h"
 #include "base/files.h"
 #include "config/config_schema.h"
 #include "core/catalogue.h"
@@ -247,31 +248,6 @@ class Loader {
     return negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
   }
 
-  static std::optional<uint64_t> ParseBytes(std::string_view text) {
-    size_t digits = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-    if (digits == 0) return std::nullopt;
-    uint64_t n = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + digits, n);
-    if (ec != std::errc()) return std::nullopt;
-    static constexpr std::array<std::pair<std::string_view, int>, 9> kSuffixes = {{{"", 0},
-                                                                                   {"B", 0},
-                                                                                   {"Ki", 10},
-                                                                                   {"Mi", 20},
-                                                                                   {"Gi", 30},
-                                                                                   {"Ti", 40},
-                                                                                   {"KiB", 10},
-                                                                                   {"MiB", 20},
-                                                                                   {"GiB", 30}}};
-    const std::string_view suffix = text.substr(digits);
-    for (const auto& [s, shift] : kSuffixes) {
-      if (suffix != s) continue;
-      if (shift > 0 && n > (UINT64_MAX >> shift)) return std::nullopt;
-      return n << shift;
-    }
-    return std::nullopt;
-  }
-
   static bool IsVersion(std::string_view t) {
     if (t.empty() || t.front() == '.' || t.back() == '.') return false;
     bool dot_before = true;
@@ -400,7 +376,7 @@ class Loader {
       case KeyKind::kOptBytes: {
         constexpr std::string_view kExpected = "a size in bytes (an integer, or e.g. 64Mi, 1Gi)";
         if (!v.IsScalar()) return TypeError(spec, v, kExpected);
-        auto n = ParseBytes(v.Scalar());
+        auto n = ParseByteSize(v.Scalar());
         if (!n) return TypeError(spec, v, kExpected);
         if (Status s = RangeCheck(spec, v, static_cast<double>(*n)); !s.ok()) return s;
         if (spec.kind == KeyKind::kBytes) {

@@ -74,6 +74,33 @@ int64_t Remediator::MonotonicMs() const {
       .count();
 }
 
+RemediatorMemory Remediator::Memory() const {
+  RemediatorMemory m;
+  for (const std::string& node : placed_) {
+    if (auto it = healthy_since_unix_.find(node); it != healthy_since_unix_.end()) {
+      m.healthy_since_unix_ms[node] = it->second;
+    }
+  }
+  m.announced = announced_;
+  m.operator_released = operator_released_;
+  m.breaker_open = breaker_open_;
+  return m;
+}
+
+void Remediator::Restore(const RemediatorMemory& memory) {
+  const int64_t now_ms = MonotonicMs();
+  const int64_t now_unix = clock_.NowUnixMs();
+  for (const auto& [node, since_unix] : memory.healthy_since_unix_ms) {
+    // Stepped back (the stored time is ahead of now): no healthy time, the hold starts again.
+    const int64_t elapsed = std::max<int64_t>(now_unix - since_unix, 0);
+    healthy_since_[node] = now_ms - elapsed;
+    healthy_since_unix_[node] = now_unix - elapsed;
+  }
+  for (const auto& [node, value] : memory.announced) announced_[node] = value;
+  operator_released_.insert(memory.operator_released.begin(), memory.operator_released.end());
+  breaker_open_ = memory.breaker_open;
+}
+
 std::string Remediator::CutShort() const {
   if (stop_.stop_requested()) return "stop requested";
   if (clock_.Now() >= deadline_) return "deadline";
@@ -366,6 +393,8 @@ RemediationStatus Remediator::Step(const std::map<std::string, ConfirmedNodeFaul
   std::set<std::string> listed;
   for (const NodeState& n : nodes) listed.insert(n.plan.node);
   std::erase_if(healthy_since_, [&](const auto& kv) { return listed.count(kv.first) == 0; });
+  std::erase_if(healthy_since_unix_,
+                [&](const auto& kv) { return healthy_since_.count(kv.first) == 0; });
   std::erase_if(delivered_, [&](const auto& kv) { return listed.count(kv.first) == 0; });
   std::erase_if(failing_, [&](const auto& kv) { return listed.count(kv.first) == 0; });
   std::erase_if(operator_released_, [&](const std::string& n) {
@@ -379,10 +408,14 @@ RemediationStatus Remediator::Step(const std::map<std::string, ConfirmedNodeFaul
       s.plan.fault_class = f->second.fault_class;
       s.plan.causes = f->second.causes;
       healthy_since_.erase(name);
+      healthy_since_unix_.erase(name);
     } else if (watched != nullptr && watched->count(name) == 0) {
       healthy_since_.erase(name);  // not probed now: no healthy time accrues
+      healthy_since_unix_.erase(name);
     } else {
-      s.plan.healthy_since_ms = healthy_since_.emplace(name, now_ms).first->second;
+      auto [since, fresh] = healthy_since_.emplace(name, now_ms);
+      if (fresh) healthy_since_unix_[name] = status.at_unix_ms;
+      s.plan.healthy_since_ms = since->second;
     }
     // Our taint is gone although our marker says it is there (or the marker we placed is gone):
     // an operator released the node. Believe the node, not the marker.
@@ -404,6 +437,7 @@ RemediationStatus Remediator::Step(const std::map<std::string, ConfirmedNodeFaul
   status.actions = plan.actions;
   status.held_back = plan.held_back;
   status.breaker_open = plan.breaker_open;
+  breaker_open_ = plan.breaker_open;
   std::set<std::string> remediated;
   for (const NodeState& n : nodes) {
     if (n.plan.remediated) remediated.insert(n.plan.node);

@@ -31,9 +31,14 @@
 // most a bounded number of pages. Nothing here throws or ends the process.
 //
 // Durations (healthy for recover_after, the step's deadline) are measured on the clock's
-// monotonic time, never the wall clock, which is used only for events and /status. Since when a
-// node has been healthy is kept in memory: after a restart the clock starts again, which only
-// delays a release. Not thread-safe: the coordinator's sweep thread calls Step.
+// monotonic time, never the wall clock, which is used for events and /status, and for what
+// survives a restart: Memory() gives since when each remediated node has been healthy as a wall
+// clock time (taken when the node's healthy time started), the dry-run announcements and the
+// operators' releases; Restore() takes them back in a new coordinator (coordinator/state_store.h
+// keeps them in the API server), converting each wall time into the monotonic time that leaves
+// the same time to run. A wall clock that reads earlier than the stored time (stepped back)
+// counts as no time healthy, never as more: a clock step may delay a release, never hasten one.
+// Not thread-safe: the coordinator's sweep thread calls Step, Memory and Restore.
 #pragma once
 
 #include <chrono>
@@ -68,6 +73,16 @@ struct RemediatorOptions {
 struct ConfirmedNodeFault {
   FaultClass fault_class = FaultClass::kUnknown;
   std::vector<std::string> causes;  // catalogue ids, most likely first
+};
+
+// What a remediator keeps across a restart of the coordinator (coordinator/state_store.h).
+struct RemediatorMemory {
+  // Remediated nodes without a fault -> since when healthy (unix ms of the wall clock).
+  std::map<std::string, int64_t> healthy_since_unix_ms;
+  std::map<std::string, std::string> announced;  // dry-run: node -> taint value announced
+  std::set<std::string> operator_released;       // see RemediationStatus
+  bool breaker_open = false;  // as the last step found it (recomputed by every step)
+  friend bool operator==(const RemediatorMemory&, const RemediatorMemory&) = default;
 };
 
 // One API call of a step, for the metrics: action taint|cordon|release|event, result
@@ -113,6 +128,14 @@ class Remediator {
                          std::stop_token stop = {});
 
   const RemediatorOptions& options() const { return options_; }
+
+  // What must survive a restart (see the header comment); stable between steps that change
+  // nothing, so that a store writes it only when it changes.
+  RemediatorMemory Memory() const;
+  // Takes back what an earlier remediator kept; call before the first Step. A node's healthy time
+  // goes on from what the wall clock says has passed since it started (none when the clock reads
+  // earlier than that).
+  void Restore(const RemediatorMemory& memory);
 
  private:
   // A node as read: the planner's view and what a patch needs.
@@ -165,6 +188,8 @@ class Remediator {
   Logger& log_;
   Clock& clock_;
   std::map<std::string, int64_t> healthy_since_;     // node -> monotonic ms, nodes without a fault
+  std::map<std::string, int64_t> healthy_since_unix_;  // the same times, on the wall clock
+  bool breaker_open_ = false;
   std::map<std::string, std::string> failing_;       // node -> error already logged
   std::map<std::string, std::string> announced_;     // dry-run: node -> taint value announced
   std::set<std::string> placed_;                     // carrying our marker after the last step

@@ -185,6 +185,10 @@ CoordinatorServer::Impl::Impl(CoordinatorOptions options, Logger& log)
   if (options_.kube && options_.remediation.policy.mode != RemediationMode::kOff) {
     remediator_ =
         std::make_unique<Remediator>(*options_.kube, options_.remediation, log_, wall_clock_);
+    if (!options_.state_configmap.empty()) {
+      state_ = std::make_unique<StateStore>(*options_.kube, options_.state_namespace,
+                                            options_.state_configmap, log_);
+    }
   }
 }
 

@@ -91,6 +91,11 @@ struct CoordinatorOptions {
   // when the mode is not off and `kube` is set (the caller makes the client; shared with it).
   RemediatorOptions remediation;
   std::shared_ptr<KubeClient> kube;
+  // Where the faults and the remediator's memory survive a restart (state_store.h): a ConfigMap
+  // of this name in this namespace, read before the first sweep and written after each sweep
+  // that changed them; used with `kube` when remediation is on. Empty: kept in memory only.
+  std::string state_namespace;
+  std::string state_configmap;
   uint64_t seed = 1;
   std::string version;
 };

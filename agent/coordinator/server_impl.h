@@ -31,6 +31,7 @@
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/server.h"
 #include "coordinator/connection_gate.h"
+#include "coordinator/state_store.h"
 #include "exporter/http_server.h"
 #include "exporter/listen_socket.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
@@ -157,6 +158,9 @@ class CoordinatorServer::Impl {
   // starts once `stop` is requested (Stop).
   void RemediateLocked(std::unique_lock<std::mutex>& lock, std::stop_token stop);
   void FinishTriagesLocked(const std::string& why);
+  // state_sync.cc: reads the kept state until a read works (then restores the faults and the
+  // remediator's memory), then writes it when it changed; mu_ released during the API calls.
+  void SyncStateLocked(std::unique_lock<std::mutex>& lock);
 
   CoordinatorOptions options_;
   Logger& log_;
@@ -193,6 +197,8 @@ class CoordinatorServer::Impl {
   CoverageSchedule schedule_;
   ClusterVerdicts verdicts_;
   std::unique_ptr<Remediator> remediator_;  // null: remediation off
+  std::unique_ptr<StateStore> state_;       // null: the state is kept in memory only
+  bool state_restored_ = false;             // state_ was read (and restored) once
   RemediationStatus last_remediation_;
   std::jthread sweep_thread_;
 };

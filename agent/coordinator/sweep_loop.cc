@@ -26,6 +26,10 @@ bool CoordinatorServer::Impl::WaitForSweep(uint64_t number, std::chrono::millise
 
 void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
   auto next_auto = SteadyClock::now() + options_.sweep_interval;
+  if (state_) {  // what a coordinator before this one kept, before the first sweep
+    std::unique_lock lock(mu_);
+    SyncStateLocked(lock);
+  }
   while (!stop.stop_requested()) {
     bool due = false;
     {
@@ -171,6 +175,7 @@ void CoordinatorServer::Impl::RunOneSweep(std::stop_token stop) {
   for (const auto& [node, a] : agents_) SendVerdictsLocked(node);
   RemediateLocked(lock, stop);
   if (stopping_) return;
+  SyncStateLocked(lock);
   last_sweep_rounds_ = rounds;
   sweeps_done_ = number;
   const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
@@ -188,7 +193,8 @@ void CoordinatorServer::Impl::RunOneSweep(std::stop_token stop) {
 
 void CoordinatorServer::Impl::RemediateLocked(std::unique_lock<std::mutex>& lock,
                                               std::stop_token stop) {
-  if (!remediator_) return;
+  // Not before the kept state is back: a node tainted before a restart must not look healed.
+  if (!remediator_ || (state_ && !state_restored_)) return;
   std::map<std::string, ConfirmedNodeFault> confirmed;
   for (const TrackedFault& t : verdicts_.hold_down().Confirmed()) {
     if (t.fault.kind != FaultKind::kNode || t.fault.nodes.empty()) continue;

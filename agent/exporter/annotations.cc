@@ -2,19 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/text.h"
 #include "core/json_text.h"
 
 namespace nccl_triage {
 namespace {
-
-std::string Join(const std::vector<std::string>& items, std::string_view sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i) out += sep;
-    out += items[i];
-  }
-  return out;
-}
 
 bool Problem(const Finding& f) {
   return f.status == CheckStatus::kFail || f.status == CheckStatus::kWarn;

@@ -3,14 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/text.h"
+
 namespace nccl_triage {
 namespace {
-
-std::string Join(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
-  return out;
-}
 
 bool SameCondition(const NodeCondition& a, const NodeCondition& b) {
   return a.status == b.status && a.reason == b.reason && a.message == b.message;
@@ -98,10 +94,10 @@ void KubePublisher::OnState(const AgentStateView& view) {
       e.reason = "NcclFabric" + PascalCase(ToString(v.fault_class));
       e.message = "nccl-triage verdict " + std::string(ToString(v.fault_class)) + " (basis " +
                   std::string(ToString(v.basis)) + ")";
-      if (!v.causes.empty()) e.message += ", causes " + Join(v.causes);
+      if (!v.causes.empty()) e.message += ", causes " + Join(v.causes, ",");
       if (last_verdict_) {
         e.message += "; was " + std::string(ToString(last_verdict_->fault_class));
-        if (!last_verdict_->causes.empty()) e.message += " (" + Join(last_verdict_->causes) + ")";
+        if (!last_verdict_->causes.empty()) e.message += " (" + Join(last_verdict_->causes, ",") + ")";
       }
       e.at_unix_ms = now_ms;
       events_.push_back(std::move(e));

@@ -38,7 +38,7 @@ std::string Basename(std::string_view path) {
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
 }
 
-std::string Join(std::string_view a, std::string_view b) {
+std::string JoinPath(std::string_view a, std::string_view b) {
   std::string out(a);
   out += '/';
   out += b;
@@ -156,7 +156,7 @@ class Gathering {
     std::sort(list.names.begin(), list.names.end());
     std::vector<std::string> errors;
     for (const auto& bdf : list.names) {
-      const std::string base = Join(dir, bdf);
+      const std::string base = JoinPath(dir, bdf);
       std::string error;
       auto cls_text = Text(base + "/class", error);
       auto cls = cls_text ? ParseHexU32(*cls_text) : std::nullopt;
@@ -204,7 +204,7 @@ class Gathering {
     for (const auto& name : list.names) {
       IbDevice dev;
       dev.name = name;
-      const std::string base = Join(dir, name);
+      const std::string base = JoinPath(dir, name);
       dev.node_type = StateFact(base + "/node_type");
       dev.node_guid = TextFact(base + "/node_guid");
       dev.fw_ver = TextFact(base + "/fw_ver");
@@ -330,7 +330,7 @@ class Gathering {
       UverbsDevice u;
       u.name = name;
       std::string error;
-      if (auto t = Text(Join(dir, name) + "/ibdev", error); t && Printable(*t)) u.ibdev = *t;
+      if (auto t = Text(JoinPath(dir, name) + "/ibdev", error); t && Printable(*t)) u.ibdev = *t;
       snap_.uverbs.push_back(std::move(u));
     }
   }
@@ -345,7 +345,7 @@ class Gathering {
     const std::string dir = "sys/class/net";
     ListResult list = reader_.List(dir);
     for (const auto& name : list.names) {
-      const std::string base = Join(dir, name);
+      const std::string base = JoinPath(dir, name);
       if (!reader_.IsDirectory(base)) continue;  // bonding_masters is a file
       NetInterface n;
       n.name = name;
@@ -469,7 +469,7 @@ class Gathering {
     for (const auto& bdf : gpus.names) {
       GpuInfo g;
       g.bdf = bdf;
-      g.source = Join(dir, bdf) + "/information";
+      g.source = JoinPath(dir, bdf) + "/information";
       std::string error;
       if (auto t = Text(g.source, error)) {
         if (auto info = ParseNvidiaGpuInformation(*t); info && Printable(info->model)) {

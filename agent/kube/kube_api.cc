@@ -147,6 +147,26 @@ nlohmann::json NodeConditionRemovalBody(int index, const std::string& type) {
                                 {{"op", "remove"}, {"path", path}}});
 }
 
+KubeResponse KubeClient::GetConfigMap(const std::string&, const std::string&) {
+  return NotSupported("get configmaps");
+}
+
+KubeResponse KubeClient::PutConfigMap(const std::string&, const std::string&,
+                                      const std::map<std::string, std::string>&,
+                                      const std::string&) {
+  return NotSupported("write configmaps");
+}
+
+nlohmann::json ConfigMapBody(const std::string& ns, const std::string& name,
+                             const std::map<std::string, std::string>& data,
+                             const std::string& resource_version) {
+  nlohmann::json meta = {{"name", name}, {"namespace", ns}};
+  if (!resource_version.empty()) meta["resourceVersion"] = resource_version;
+  nlohmann::json d = nlohmann::json::object();
+  for (const auto& [k, v] : data) d[k] = v;
+  return {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", meta}, {"data", d}};
+}
+
 nlohmann::json NodePatchBody(const NodePatch& patch) {
   nlohmann::json body = nlohmann::json::object();
   if (!patch.resource_version.empty()) {

@@ -196,6 +196,14 @@ class KubeClient {
   // Default: "not supported".
   virtual KubeResponse RemoveNodeCondition(const std::string& node, int index,
                                            const std::string& type);
+  // One ConfigMap (the coordinator's cluster-wide state, coordinator/state_store.h). Default:
+  // "not supported".
+  virtual KubeResponse GetConfigMap(const std::string& ns, const std::string& name);
+  // Writes a ConfigMap's data whole: POST (create) when `resource_version` is empty, else PUT
+  // guarded by it (409 Conflict when it changed since it was read). Default: "not supported".
+  virtual KubeResponse PutConfigMap(const std::string& ns, const std::string& name,
+                                    const std::map<std::string, std::string>& data,
+                                    const std::string& resource_version);
 };
 
 // What a TokenReview answered. A bound service-account token carries the pod it was issued for
@@ -236,6 +244,9 @@ nlohmann::json EventBody(const KubeEvent& event);
 nlohmann::json NodePatchBody(const NodePatch& patch);
 // The JSON patch of RemoveNodeCondition: test the type at the index, then remove it.
 nlohmann::json NodeConditionRemovalBody(int index, const std::string& type);
+nlohmann::json ConfigMapBody(const std::string& ns, const std::string& name,
+                             const std::map<std::string, std::string>& data,
+                             const std::string& resource_version);
 // The query strings of the two reads above ("?labelSelector=...&limit=500").
 std::string PodListQueryString(const PodListQuery& query);
 std::string PodLogQueryString(const PodLogQuery& query);

@@ -195,6 +195,7 @@ KubeResponse InClusterKubeClient::Send(const std::string& method, const std::str
   httplib::Result res = method == "GET" ? impl_->client->Get(full, headers)
                         : method == "PATCH"
                             ? impl_->client->Patch(full, headers, body, content_type)
+                        : method == "PUT" ? impl_->client->Put(full, headers, body, content_type)
                             : impl_->client->Post(full, headers, body, content_type);
   if (!res) {
     out.error = DescribeError(res.error());
@@ -324,6 +325,20 @@ KubeResponse InClusterKubeClient::RemoveNodeCondition(const std::string& node, i
                                                       const std::string& type) {
   return Send("PATCH", "/api/v1/nodes/" + UrlEncode(node) + "/status",
               "application/json-patch+json", DumpJson(NodeConditionRemovalBody(index, type)));
+}
+
+KubeResponse InClusterKubeClient::GetConfigMap(const std::string& ns, const std::string& name) {
+  return Send("GET", "/api/v1/namespaces/" + UrlEncode(ns) + "/configmaps/" + UrlEncode(name), "",
+              "");
+}
+
+KubeResponse InClusterKubeClient::PutConfigMap(const std::string& ns, const std::string& name,
+                                               const std::map<std::string, std::string>& data,
+                                               const std::string& resource_version) {
+  const std::string body = DumpJson(ConfigMapBody(ns, name, data, resource_version));
+  const std::string dir = "/api/v1/namespaces/" + UrlEncode(ns) + "/configmaps";
+  if (resource_version.empty()) return Send("POST", dir, "application/json", body);
+  return Send("PUT", dir + "/" + UrlEncode(name), "application/json", body);
 }
 
 }  // namespace nccl_triage

@@ -69,6 +69,10 @@ class InClusterKubeClient final : public KubeClient {
   KubeResponse ListAllPods(const PodListQuery& query) override;
   KubeResponse RemoveNodeCondition(const std::string& node, int index,
                                    const std::string& type) override;
+  KubeResponse GetConfigMap(const std::string& ns, const std::string& name) override;
+  KubeResponse PutConfigMap(const std::string& ns, const std::string& name,
+                            const std::map<std::string, std::string>& data,
+                            const std::string& resource_version) override;
 
  private:
   struct Impl;

@@ -199,6 +199,47 @@ PublishedNodeVerdict ClusterVerdicts::NodeVerdict(const std::string& node,
                                  : "not localised by probes yet; from node checks");
 }
 
+std::vector<std::string> ClusterVerdicts::Restore(const std::vector<TrackedFault>& faults) {
+  std::vector<std::string> changed;
+  const std::string why = "confirmed before the coordinator restarted (kept in the API server)";
+  for (const TrackedFault& t : faults) {
+    if (!hold_down_.Restore(t)) continue;
+    const std::vector<std::string>& at = t.fault.nodes;
+    const TrackedFault* now = t.fault.kind == FaultKind::kNode
+                                  ? hold_down_.FindNode(at[0])
+                                  : hold_down_.FindLink(NodePair(at[0], at[1]));
+    if (now == nullptr || !now->confirmed) continue;  // suspected: only its counters come back
+    const LocalisedFault& f = now->fault;
+    if (f.kind == FaultKind::kNode) {
+      PublishedNodeVerdict v;
+      v.fault_class = f.fault_class;
+      v.basis = Basis::kProbes;
+      v.causes = f.causes;
+      v.reason = "node fault, " + why + (f.reason.empty() ? "" : ": " + f.reason);
+      v.confirmed_fault = true;
+      nodes_[f.nodes[0]] = std::move(v);
+      changed.push_back(f.nodes[0]);
+      continue;
+    }
+    const NodePair key(f.nodes[0], f.nodes[1]);
+    PairRecord& rec = pairs_[key];
+    if (rec.sweep == 0) {
+      rec.pair = key;
+      rec.judgement.verdict.fault_class = f.fault_class;
+      rec.judgement.verdict.causes = f.causes;
+      rec.judgement.verdict.reason = why;
+      rec.judgement.verdict.basis = Basis::kProbes;
+      rec.judgement.status = PairStatus::kFail;
+      rec.localisation = PairLocalisation::kLink;
+      pairs_by_node_[key.a][key] = &rec;
+      pairs_by_node_[key.b][key] = &rec;
+    }
+    changed.push_back(key.a);
+    changed.push_back(key.b);
+  }
+  return changed;
+}
+
 std::vector<std::string> ClusterVerdicts::Resume(const std::string& node, const AgentVerdicts& told,
                                                  uint64_t sweep) {
   std::vector<std::string> changed;

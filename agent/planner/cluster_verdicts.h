@@ -104,6 +104,12 @@ class ClusterVerdicts {
   std::vector<std::string> Resume(const std::string& node, const AgentVerdicts& told,
                                   uint64_t sweep);
 
+  // Restores the faults a coordinator before this one tracked (suspected ones with their
+  // counters, confirmed ones published again as node verdicts and link pair records), as kept
+  // in the API server (coordinator/state_store.h). A fault tracked already is left as it is.
+  // Returns the nodes whose verdicts changed (to push them again).
+  std::vector<std::string> Restore(const std::vector<TrackedFault>& faults);
+
   // Drops everything about a node that left the cluster: its verdict, its pair records and the
   // faults that name it (the coordinator's node table expires such nodes).
   void Forget(const std::string& node);

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "base/text.h"
 #include "core/catalogue.h"
 #include "core/ids.h"
 
@@ -129,12 +130,6 @@ std::set<std::string> LinkLayers(const NodeInfo& n) {
   return s;
 }
 
-std::string Join(const std::set<std::string>& s) {
-  std::string out;
-  for (const auto& x : s) out += (out.empty() ? "" : ",") + x;
-  return out;
-}
-
 Finding LinkLayer(const NodeInfo& a, const NodeInfo& b) {
   auto la = LinkLayers(a);
   auto lb = LinkLayers(b);
@@ -146,9 +141,9 @@ Finding LinkLayer(const NodeInfo& a, const NodeInfo& b) {
       common
           ? Make(ids::kPairLinkLayer, CheckStatus::kPass, "the nodes share a link layer")
           : Make(ids::kPairLinkLayer, CheckStatus::kFail,
-                 a.name + " has only " + Join(la) + " ports and " + b.name + " only " + Join(lb));
-  AddEvidence(f, a, "link_layers", Join(la));
-  AddEvidence(f, b, "link_layers", Join(lb));
+                 a.name + " has only " + Join(la, ",") + " ports and " + b.name + " only " + Join(lb, ","));
+  AddEvidence(f, a, "link_layers", Join(la, ","));
+  AddEvidence(f, b, "link_layers", Join(lb, ","));
   return f;
 }
 
@@ -167,7 +162,7 @@ std::vector<Finding> FailingCrossNodeFindings(const NodeInfo& a, const NodeInfo&
 }
 
 std::string CrossNodeSignature(const NodeInfo& n) {
-  std::string s = n.nccl_version + "|" + n.arch + "|" + Join(LinkLayers(n)) + "|" +
+  std::string s = n.nccl_version + "|" + n.arch + "|" + Join(LinkLayers(n), ",") + "|" +
                   KeysText(IbPKeys(n)) + "|" + (n.hcas.empty() ? "nohca" : "hca");
   return s;
 }

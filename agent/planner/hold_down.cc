@@ -63,6 +63,19 @@ bool HoldDown::Resume(const LocalisedFault& fault, uint64_t sweep) {
   return true;
 }
 
+bool HoldDown::Restore(const TrackedFault& tracked) {
+  const LocalisedFault& f = tracked.fault;
+  if (f.nodes.empty() || (f.kind == FaultKind::kLink && f.nodes.size() < 2)) return false;
+  auto [it, inserted] = faults_.try_emplace(KeyOf(f), tracked);
+  if (!inserted) return false;
+  TrackedFault& t = it->second;
+  // Counters beyond what this hold-down needs mean nothing more (hold_down may have changed).
+  t.seen = std::clamp(t.seen, 0, hold_down_);
+  t.unseen = std::clamp(t.unseen, 0, hold_down_ - 1);
+  if (t.seen >= hold_down_) t.confirmed = true;
+  return true;
+}
+
 std::vector<TrackedFault> HoldDown::All() const {
   std::vector<TrackedFault> out;
   for (const auto& [k, t] : faults_) out.push_back(t);

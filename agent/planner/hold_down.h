@@ -41,6 +41,10 @@ class HoldDown {
   // as confirmed from `sweep` on, as if seen `hold_down` times, so that it neither clears nor
   // re-confirms until sweeps say so. False when the fault is tracked already (nothing changes).
   bool Resume(const LocalisedFault& fault, uint64_t sweep);
+  // A fault as a coordinator before this one tracked it (its counters and confirmation, kept in
+  // the API server: coordinator/state_store.h). False when the fault is tracked already or is
+  // malformed (nothing changes).
+  bool Restore(const TrackedFault& tracked);
   // A node left the cluster for good: its faults are dropped.
   void Forget(const std::string& node);
   // The tracked fault of a node or pair, or nullptr.

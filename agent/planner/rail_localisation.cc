@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "base/text.h"
 #include "base/vectors.h"
 
 namespace nccl_triage {
@@ -19,12 +20,6 @@ struct RailRecord {
 };
 
 using NodeRail = std::pair<std::string, int>;
-
-std::string Join(const std::set<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
 
 // "0.08" (GB/s with two decimals, as the decision table's reasons print bandwidth).
 std::string GigaBytes(double bytes_per_second) {

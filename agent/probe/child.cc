@@ -17,7 +17,9 @@
 #include <ostream>
 #include <thread>
 
+#include "base/byte_size.h"
 #include "base/flags.h"
+#include "base/text.h"
 #include "core/ids.h"
 #include "core/json_text.h"
 #include "probe/libraries.h"
@@ -237,9 +239,7 @@ class ChildRun {
     r.id = DecodeUniqueId(line);
     if (r.id) return r;
     r.why = IdLine::kMalformed;
-    for (char ch : line.substr(0, 64)) {
-      r.shown += (ch >= 0x20 && ch < 0x7F) ? ch : '?';
-    }
+    r.shown = PrintableAscii(line, 64);
     if (line.size() > 64) r.shown += "...";
     return r;
   }
@@ -508,33 +508,6 @@ void PinModeEnvironment(const ChildOptions& o) {
 }
 
 }  // namespace
-
-std::optional<uint64_t> ParseByteSize(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  size_t i = 0;
-  uint64_t v = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-    if (v > (UINT64_MAX - 9) / 10) return std::nullopt;
-    v = v * 10 + static_cast<uint64_t>(s[i] - '0');
-    ++i;
-  }
-  if (i == 0) return std::nullopt;
-  std::string unit(s.substr(i));
-  uint64_t mult = 1;
-  if (unit.empty() || unit == "B") {
-    mult = 1;
-  } else if (unit == "K" || unit == "KiB" || unit == "k") {
-    mult = 1ull << 10;
-  } else if (unit == "M" || unit == "MiB") {
-    mult = 1ull << 20;
-  } else if (unit == "G" || unit == "GiB") {
-    mult = 1ull << 30;
-  } else {
-    return std::nullopt;
-  }
-  if (v > UINT64_MAX / mult) return std::nullopt;
-  return v * mult;
-}
 
 std::string EncodeUniqueId(const abi::ncclUniqueId& id) {
   static constexpr char kHex[] = "0123456789abcdef";

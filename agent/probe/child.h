@@ -59,9 +59,6 @@ struct ChildOptions {
 // Parses `probe --child` arguments (everything after --child). Usage errors are a Status.
 StatusOr<ChildOptions> ParseChildArgs(const std::vector<std::string>& args);
 
-// Sizes like "64M", "1G", "4096", "1MiB".
-std::optional<uint64_t> ParseByteSize(std::string_view s);
-
 std::string EncodeUniqueId(const abi::ncclUniqueId& id);
 std::optional<abi::ncclUniqueId> DecodeUniqueId(std::string_view text);  // hex, prefix optional
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "base/byte_size.h"
 #include "base/flags.h"
 #include "core/json_text.h"
 #include "core/rail_selection.h"

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/text.h"
 #include "classify/classifier.h"
 #include "core/catalogue.h"
 #include "core/ids.h"
@@ -41,14 +42,7 @@ std::string SignalName(int sig) {
 }
 
 // Printable, one line, short: what a garbage result looked like.
-std::string Excerpt(std::string_view s, size_t max = 80) {
-  std::string out;
-  for (char c : s.substr(0, max)) {
-    auto u = static_cast<unsigned char>(c);
-    out.push_back(u >= 0x20 && u < 0x7f ? c : '.');
-  }
-  return out;
-}
+std::string Excerpt(std::string_view s) { return PrintableAscii(s, 80, '.'); }
 
 std::string PickTransport(const std::vector<std::string>& transports) {
   for (const char* preferred : {"NET/IB", "NET/Socket"}) {

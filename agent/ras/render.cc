@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/text.h"
 #include "ras/protocol.h"
 
 namespace nccl_triage::ras {
@@ -36,12 +37,6 @@ std::string Columns(const std::vector<std::vector<std::string>>& rows, const std
 
 std::string IntText(int v) { return v < 0 ? "-" : std::to_string(v); }
 std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
-
-std::string Join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
 
 std::string Plural(int n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);

@@ -137,6 +137,10 @@ int RunCoordinatorCommand(CliContext& ctx) {
       return 2;
     }
     options.kube = std::shared_ptr<KubeClient>(std::move(kube).value());
+    // The chart names the ConfigMap that keeps the faults across restarts (state_store.h).
+    options.state_configmap = env("NCCL_TRIAGE_STATE_CONFIGMAP");
+    options.state_namespace = env("POD_NAMESPACE");
+    if (options.state_namespace.empty()) options.state_namespace = "default";
   }
 
   sigset_t set;

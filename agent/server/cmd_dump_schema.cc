@@ -17,6 +17,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/byte_size.h"
 #include "base/flags.h"
 #include "config/config_loader.h"
 #include "coordinator/coordinator_metrics.h"
@@ -45,6 +46,7 @@ Json ConfigKeysJson() {
                 {"default", Json::parse(k.default_json)}};
     if (k.min) key["minimum"] = Number(*k.min);
     if (k.max) key["maximum"] = Number(*k.max);
+    if (k.kind == std::string_view("bytes")) key["pattern"] = kByteSizePattern;
     key["description"] = k.info.meaning;
     keys.push_back(std::move(key));
   }

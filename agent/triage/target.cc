@@ -2,14 +2,11 @@
 
 #include <charconv>
 
+#include "base/byte_size.h"
+#include "base/text.h"
+
 namespace nccl_triage::triage {
 namespace {
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
 
 }  // namespace
 
@@ -75,22 +72,9 @@ StatusOr<int64_t> ParseDurationSeconds(std::string_view text) {
 
 StatusOr<uint64_t> ParseByteSize(std::string_view text) {
   const std::string bad = "'" + std::string(text) + "' is not a size (e.g. 4MiB, 512KiB, 1GiB)";
-  uint64_t n = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || ptr == text.data()) return InvalidArgument(bad);
-  const std::string_view unit = text.substr(static_cast<size_t>(ptr - text.data()));
-  uint64_t mult = 0;
-  if (unit.empty() || unit == "B") {
-    mult = 1;
-  } else if (unit == "KiB" || unit == "K") {
-    mult = 1ULL << 10;
-  } else if (unit == "MiB" || unit == "M") {
-    mult = 1ULL << 20;
-  } else if (unit == "GiB" || unit == "G") {
-    mult = 1ULL << 30;
-  }
-  if (mult == 0 || n == 0 || n > (1ULL << 40) / mult) return InvalidArgument(bad);
-  return n * mult;
+  const std::optional<uint64_t> n = ::nccl_triage::ParseByteSize(text);
+  if (!n || *n == 0 || *n > (1ULL << 40)) return InvalidArgument(bad);
+  return *n;
 }
 
 bool IsObjectName(std::string_view name) {

@@ -179,18 +179,18 @@ std::optional<Finding> RdmaResourceFinding(const PodContainer& pod, const NodeRe
   if (pod.assigned) {
     for (const auto& a : *pod.assigned) {
       if (StartsWithRdma(a.resource) && !a.ids.empty()) {
-        requested.push_back(a.resource + " (assigned " + checks::Join(a.ids) + ")");
+        requested.push_back(a.resource + " (assigned " + Join(a.ids) + ")");
       }
     }
   }
   if (!requested.empty()) return std::nullopt;
   checks::FindingBuilder b(ids::kContainerRdmaDevices);
-  b.Add("node advertises", checks::Join(node.rdma_resources), "api: node status.allocatable");
+  b.Add("node advertises", Join(node.rdma_resources), "api: node status.allocatable");
   b.Add("container requests", "no rdma/* resource",
         pod.assigned ? "api: pod spec resources.limits, kubelet pod-resources List"
                      : "api: pod spec resources.limits");
   const std::string what = "the pod requests none of the node's RDMA resources (" +
-                           checks::Join(node.rdma_resources) + ")";
+                           Join(node.rdma_resources) + ")";
   if (devices_present) {
     return b.Warn(what +
                   "; it has uverbs devices by other means (privileged or a hostPath "

@@ -12,6 +12,17 @@ namespace {
 
 std::string PodName(const PodVerdict& p) { return p.namespace_name + "/" + p.pod; }
 
+// What the API server now holds, after a patch it accepted (nullopt deleted the key).
+void ApplyPatch(const AnnotationPatch& patch, std::map<std::string, std::string>& annotations) {
+  for (const auto& [k, v] : patch) {
+    if (v) {
+      annotations[k] = *v;
+    } else {
+      annotations.erase(k);
+    }
+  }
+}
+
 }  // namespace
 
 WorkloadMonitor::WorkloadMonitor(WorkloadMonitorOptions options, AgentState* state,
@@ -161,17 +172,11 @@ void WorkloadMonitor::Publish(WorkloadPass& pass) {
           kube_->PatchPodAnnotationsIfUid(pod.namespace_name, pod.pod, pod.uid, *change);
       if (r.ok()) {
         ++pass.patches_sent;
-        for (const auto& [k, v] : *change) {
-          if (v) {
-            it->second.annotations[k] = *v;
-          } else {
-            it->second.annotations.erase(k);
-          }
-        }
+        ApplyPatch(*change, it->second.annotations);
         log_.Info("workload", "pod " + PodName(pod) + ": " +
                                   (pod.causes.empty() ? std::string("healthy, annotations removed")
                                                       : std::string(ToString(pod.verdict)) + " (" +
-                                                            checks::Join(pod.causes, ",") + ")"));
+                                                            Join(pod.causes, ",") + ")"));
         continue;
       }
       ++pass.patches_failed;
@@ -210,13 +215,7 @@ void WorkloadMonitor::RunRas(WorkloadPass& pass) {
           kube_->PatchPodAnnotationsIfUid(r.target.ns, r.target.pod, r.target.uid, *change);
       if (resp.ok()) {
         ++pass.patches_sent;
-        for (const auto& [k, v] : *change) {
-          if (v) {
-            it->second.annotations[k] = *v;
-          } else {
-            it->second.annotations.erase(k);
-          }
-        }
+        ApplyPatch(*change, it->second.annotations);
         log_.Info("ras", "pod " + name + ": " + r.judgement.state + " (" +
                              r.judgement.summary + ")");
         continue;

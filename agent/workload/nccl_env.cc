@@ -60,7 +60,7 @@ Finding EnvIbDisable(const NcclSettings& settings, const NodeSnapshot& host,
   if (settings.net) b.Add("NCCL_NET", *settings.net, source);
   std::vector<std::string> hcas;
   for (const auto& d : host.ib_devices) hcas.push_back(d.name);
-  b.Add("host RDMA devices", hcas.empty() ? "none" : checks::Join(hcas), "sys/class/infiniband");
+  b.Add("host RDMA devices", hcas.empty() ? "none" : Join(hcas), "sys/class/infiniband");
 
   bool disabled = false;
   if (settings.ib_disable) {
@@ -95,7 +95,7 @@ Finding EnvIbHca(const NcclSettings& settings, const NodeSnapshot& host,
   auto openable = OpenableDevices(host, container_dev_ib);
   std::vector<std::string> names;
   for (const auto* d : openable) names.push_back(d->name);
-  b.Add("devices the container can open", checks::Join(names),
+  b.Add("devices the container can open", Join(names),
         "proc/<pid>/root/dev/infiniband, sys/class/infiniband_verbs");
   if (!settings.ib_hca) return b.Pass("NCCL_IB_HCA unset: NCCL uses every device it can open");
   const NcclDeviceList filter = ParseNcclDeviceList(*settings.ib_hca);
@@ -109,10 +109,10 @@ Finding EnvIbHca(const NcclSettings& settings, const NodeSnapshot& host,
       }
     }
   }
-  b.Add("ports selected", selected.empty() ? "none" : checks::Join(selected), "NCCL_IB_HCA");
+  b.Add("ports selected", selected.empty() ? "none" : Join(selected), "NCCL_IB_HCA");
   if (selected.empty()) {
     return b.Fail("NCCL_IB_HCA=" + *settings.ib_hca + " selects none of the devices the " +
-                  "container can open (" + checks::Join(names) + "): NCCL finds no IB device");
+                  "container can open (" + Join(names) + "): NCCL finds no IB device");
   }
   if (!filter.exclude) {
     std::vector<std::string> absent;
@@ -126,7 +126,7 @@ Finding EnvIbHca(const NcclSettings& settings, const NodeSnapshot& host,
     }
     if (!absent.empty()) {
       return b.Warn("NCCL_IB_HCA names device(s) the container cannot open: " +
-                    checks::Join(absent) + " (NCCL uses the others)");
+                    Join(absent) + " (NCCL uses the others)");
     }
   }
   return b.Pass("NCCL_IB_HCA selects " + std::to_string(selected.size()) + " port(s)");

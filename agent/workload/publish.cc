@@ -67,11 +67,11 @@ std::optional<std::string> NodeFaultAnnotation(const std::optional<NodeVerdict>&
   if (v->confirmed &&
       (v->fault_class == FaultClass::kArchitecture || v->fault_class == FaultClass::kIbResource)) {
     text = std::string(ToString(v->fault_class)) + " (node fault confirmed by probes)";
-    if (!v->causes.empty()) text += ": " + checks::Join(v->causes, ",");
+    if (!v->causes.empty()) text += ": " + Join(v->causes, ",");
   }
   if (!v->confirmed_links.empty()) {
     if (!text.empty()) text += "; ";
-    text += "link fault confirmed by probes to " + checks::Join(v->confirmed_links, ",");
+    text += "link fault confirmed by probes to " + Join(v->confirmed_links, ",");
   }
   if (text.empty()) return std::nullopt;
   if (text.size() > kMaxNodeVerdictAnnotationBytes) {
@@ -88,7 +88,7 @@ std::optional<AnnotationPatch> AnnotationChange(const PodVerdict& pod,
   AnnotationPatch patch;
   if (pod.verdict == FaultClass::kArchitecture || pod.verdict == FaultClass::kIbResource) {
     const std::string verdict(ToString(pod.verdict));
-    const std::string causes = checks::Join(pod.causes, ",");
+    const std::string causes = Join(pod.causes, ",");
     if (Get(current, kVerdict) != verdict || Get(current, kCauses) != causes ||
         Get(current, kBasis) != "checks" || current.count(kUpdated) == 0) {
       patch = AnnotationPatch{{kVerdict, verdict},

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "base/text.h"
 #include "host/parsers.h"
 #include "host/root_reader.h"
 
@@ -34,15 +35,6 @@ std::string LiteralPrefix(std::string_view pattern) {
   return out;
 }
 
-// Text that may go into a debug line or evidence: printable ASCII, bounded.
-std::string Printable(std::string_view s, size_t max = 200) {
-  std::string out;
-  for (char c : s.substr(0, max)) {
-    auto u = static_cast<unsigned char>(c);
-    out.push_back(u >= 0x20 && u < 0x7f ? c : '?');
-  }
-  return out;
-}
 
 std::string TrimNewline(std::string_view s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == '\0')) {
@@ -218,7 +210,7 @@ class Pass {
     auto ref = ParseCgroupFile(*cgroup.text);
     if (!ref) {
       out.skip_reason = "cgroup path of unknown shape (not a Kubernetes container): '" +
-                        Printable(TrimNewline(*cgroup.text), 160) + "'";
+                        PrintableAscii(TrimNewline(*cgroup.text), 160) + "'";
       return out;
     }
     if (!own_pod_uid_.empty() && ref->pod_uid == own_pod_uid_) {
@@ -236,7 +228,7 @@ class Pass {
       return r;
     };
 
-    if (ReadResult r = read("comm"); r.ok()) p.comm = Printable(TrimNewline(*r.text), 64);
+    if (ReadResult r = read("comm"); r.ok()) p.comm = PrintableAscii(TrimNewline(*r.text), 64);
 
     ReadResult limits = read("limits");
     auto parsed_limits =
@@ -321,7 +313,7 @@ class Pass {
     for (const auto* err : {&p.memlock.error, &p.cap_eff.error, &p.netns.error, &p.mounts.error,
                             &p.interfaces.error, &p.environ.error, &p.nccl.error}) {
       if (!err->empty()) {
-        Debug("workload: pid " + std::to_string(pid) + ": " + Printable(*err, 120));
+        Debug("workload: pid " + std::to_string(pid) + ": " + PrintableAscii(*err, 120));
       }
     }
     return out;

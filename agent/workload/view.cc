@@ -105,7 +105,7 @@ void RenderWorkloadsTable(const WorkloadPass& pass, std::ostream& os) {
     word.resize(4, ' ');
     os << "  " << word << "  " << PodLabel(c.pod) << " " << c.pod.container << "  "
        << ToString(c.verdict);
-    if (!c.causes.empty()) os << " (" << checks::Join(c.causes) << ")";
+    if (!c.causes.empty()) os << " (" << Join(c.causes) << ")";
     if (c.nccl) os << "  NCCL " << (c.nccl->version.empty() ? c.nccl->path : c.nccl->version);
     os << "  pid";
     if (c.pids.size() > 1) os << "s";

@@ -40,11 +40,11 @@ std::vector<Case> LoadCaptures() {
 }
 
 // Measured on the classifier these bars guard (docs/logs.md has the tables): unseen threads
-// 87.2 % class, 85.1 % cause (47 cases); GPU captures 100 % class, 82.1 % cause (28 cases).
+// 87.2 % class, 85.1 % cause (47 cases); GPU captures 100 % class, 89.3 % cause (28 cases).
 constexpr double kUnseenMinClass = 0.85;
 constexpr double kUnseenMinCause = 0.83;
 constexpr double kCaptureMinClass = 0.96;
-constexpr double kCaptureMinCause = 0.80;
+constexpr double kCaptureMinCause = 0.85;
 
 TEST(UnseenSet, CasesAreWellFormedAndNoneIsInTheCorpus) {
   auto cases = LoadUnseen();

@@ -98,6 +98,47 @@ TEST_F(DemoRemediation, TheSweepThatConfirmsANodeFaultTaintsThatNodeOnly) {
   EXPECT_EQ(api_->Events().back()["reason"], "NcclTriageTainted");
 }
 
+// The coordinator and every agent restart together (the agents remember nothing): the fault
+// confirmed before comes back from the ConfigMap before the first sweep, so a sweep in which the
+// node looks healthy only counts towards clearing it (hold-down 2), and its taint stays.
+TEST_F(DemoRemediation, ARestartOfTheCoordinatorAndItsAgentsKeepsTheFaultAndItsTaint) {
+  {
+    DemoOptions o = Options(RemediationMode::kTaint);
+    o.state_configmap = "nccl-triage-state";
+    TestCluster t(std::move(o));
+    ASSERT_TRUE(t.cluster.Start().ok()) << t.log_text.str();
+    auto report = t.cluster.Run();
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    ASSERT_TRUE(Tainted("node-2")) << t.log_text.str();
+  }
+  const json kept = api_->ConfigMap("default", "nccl-triage-state");
+  ASSERT_TRUE(kept.is_object()) << "no state was written";
+  DemoOptions o = Options(RemediationMode::kTaint);
+  o.faults.clear();  // the node looks healthy now
+  o.hold_down = 2;
+  o.rounds = 1;
+  o.state_configmap = "nccl-triage-state";
+  TestCluster t(std::move(o));
+  ASSERT_TRUE(t.cluster.Start().ok()) << t.log_text.str();
+  auto report = t.cluster.Run();
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  const CoordinatorView view = t.cluster.coordinator().View(false);
+  bool confirmed = false;
+  for (const TrackedFault& f : view.faults) {
+    confirmed |= f.confirmed && f.fault.nodes == std::vector<std::string>{"node-2"};
+  }
+  EXPECT_TRUE(confirmed) << "the confirmed fault was forgotten\n" << t.log_text.str();
+  EXPECT_NE(t.log_text.str().find("resumed from configmap nccl-triage-state: 1 fault(s)"),
+            std::string::npos)
+      << t.log_text.str();
+  EXPECT_TRUE(Tainted("node-2"));
+  size_t tainted_events = 0;
+  for (const json& e : api_->Events()) {
+    tainted_events += e.value("reason", "") == "NcclTriageTainted";
+  }
+  EXPECT_EQ(tainted_events, 1U) << "tainted again";
+}
+
 TEST_F(DemoRemediation, DryRunShowsThePlanAndPatchesNothing) {
   TestCluster t(Options(RemediationMode::kDryRun));
   ASSERT_TRUE(t.cluster.Start().ok()) << t.log_text.str();

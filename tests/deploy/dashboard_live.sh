@@ -99,6 +99,10 @@ skip_re=('nccl_triage_incidents_total')
 skip_why=("no incident recorded: the series appear when nccl-triage triage counts one")
 skip_re+=('nccl_triage_(probe_|pair_verdict|last_probe_|coordinator_|nccl_info|rail_probe_)')
 skip_why+=("exported only by probes and the coordinator: needs 'nccl-triage-demo --serve'")
+skip_re+=('nccl_triage_job_')
+skip_why+=("no GPU pod runs NCCL here: RAS job series need a job to ask (tests/workload ras_watch_test covers them)")
+skip_re+=('nccl_triage_kernel_events_dropped_total')
+skip_why+=("no kernel event dropped: the series appear past 256 keys of a family or on an invalid Xid code")
 targets_expected=${#scenarios[@]}
 # launch_demo NAME ARGS...: starts `nccl-triage-demo --serve ARGS` in the background (both demos
 # sweep at the same time). collect_demo NAME PREFIX: waits until it serves, then sets

@@ -21,7 +21,8 @@ for need in generated/core/catalogue_host_checks.inc generated/builtin_rules.cc 
 done
 
 sources=("$repo"/agent/core/*.cc "$deps/generated/builtin_rules.cc"
-         "$deps/generated/catalogue_text.cc" "$repo"/agent/base/files.cc "$repo"/agent/base/flags.cc)
+         "$deps/generated/catalogue_text.cc" "$repo"/agent/base/files.cc "$repo"/agent/base/flags.cc
+         "$repo"/agent/base/utf8.cc "$repo"/agent/base/byte_size.cc)
 for f in "$repo"/agent/classify/*.cc; do
   # rule_files.cc reads the installed rule file: the full binary's, not the probe's.
   [[ "$(basename "$f")" == rule_files.cc ]] || sources+=("$f")

@@ -213,16 +213,6 @@ TEST(UniqueId, RoundTripsThroughTheRelayLine) {
   EXPECT_FALSE(DecodeUniqueId(std::string(256, 'z')).has_value());
 }
 
-TEST(ParseByteSize, AcceptsUnits) {
-  EXPECT_EQ(ParseByteSize("4096"), 4096u);
-  EXPECT_EQ(ParseByteSize("64M"), 64u << 20);
-  EXPECT_EQ(ParseByteSize("1G"), 1u << 30);
-  EXPECT_EQ(ParseByteSize("2KiB"), 2048u);
-  EXPECT_EQ(ParseByteSize("12Q"), std::nullopt);
-  EXPECT_EQ(ParseByteSize(""), std::nullopt);
-  EXPECT_EQ(ParseByteSize("99999999999999999999G"), std::nullopt);
-}
-
 TEST(ParseChildArgs, RejectsARankOutsideTheCommunicator) {
   EXPECT_FALSE(ParseChildArgs({"--mode", "ib", "--rank", "2", "--nranks", "2"}).ok());
   EXPECT_FALSE(ParseChildArgs({"--mode", "tcp"}).ok());

@@ -330,6 +330,8 @@ Status DemoCluster::Start() {
   co.version = "demo";
   co.remediation = options_.remediation;
   co.kube = options_.kube;
+  co.state_namespace = "default";
+  co.state_configmap = options_.state_configmap;
   const bool rail_faults = std::any_of(options_.faults.begin(), options_.faults.end(),
                                        [](const DemoFault& f) { return f.rail >= 0; });
   if (options_.rails || rail_faults) {

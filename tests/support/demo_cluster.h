@@ -110,6 +110,8 @@ struct DemoOptions {
   // the Kubernetes client it patches nodes with (tests: the real client of a fake API server).
   RemediatorOptions remediation;
   std::shared_ptr<KubeClient> kube;
+  // The ConfigMap (in "default") that keeps the coordinator's state (state_store.h); empty: none.
+  std::string state_configmap;
 };
 
 struct DemoNode {

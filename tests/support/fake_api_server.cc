@@ -320,6 +320,62 @@ struct FakeApiServer::Impl {
     res.set_content(n->dump(), "application/json");
   }
 
+  std::map<std::string, json> configmaps;  // "ns/name" -> object
+  int configmap_failures = 0;
+  int configmap_status = 0;
+
+  bool FailConfigMap(httplib::Response& res) {
+    if (configmap_failures == 0) return false;
+    --configmap_failures;
+    Fail(res, configmap_status, "injected");
+    return true;
+  }
+
+  void GetConfigMap(const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    if (FailConfigMap(res)) return;
+    auto it = configmaps.find(std::string(req.matches[1]) + "/" + std::string(req.matches[2]));
+    if (it == configmaps.end()) {
+      Fail(res, 404, "configmaps \"" + std::string(req.matches[2]) + "\" not found");
+      return;
+    }
+    res.set_content(it->second.dump(), "application/json");
+  }
+
+  // POST (create) and PUT (update, guarded by metadata.resourceVersion).
+  void WriteConfigMap(const httplib::Request& req, httplib::Response& res, bool create) {
+    std::lock_guard lock(mu);
+    if (FailConfigMap(res)) return;
+    json body = json::parse(req.body, nullptr, false);
+    if (!body.is_object() || !body.contains("metadata") || !body["metadata"].is_object()) {
+      Fail(res, 400, "not a ConfigMap");
+      return;
+    }
+    const std::string name = body["metadata"].value("name", "");
+    const std::string key = std::string(req.matches[1]) + "/" + name;
+    auto it = configmaps.find(key);
+    if (create && it != configmaps.end()) {
+      Fail(res, 409, "configmaps \"" + name + "\" already exists");
+      return;
+    }
+    if (!create) {
+      if (it == configmaps.end()) {
+        Fail(res, 404, "configmaps \"" + name + "\" not found");
+        return;
+      }
+      if (body["metadata"].value("resourceVersion", "") !=
+          it->second["metadata"].value("resourceVersion", "")) {
+        Fail(res, 409, "Operation cannot be fulfilled on configmaps \"" + name +
+                           "\": the object has been modified");
+        return;
+      }
+    }
+    body["metadata"]["resourceVersion"] = std::to_string(++resource_version);
+    configmaps[key] = body;
+    res.status = create ? 201 : 200;
+    res.set_content(body.dump(), "application/json");
+  }
+
   static std::string LogKey(const std::string& ns, const std::string& pod, const std::string& c,
                             bool previous) {
     return ns + "/" + pod + "/" + c + (previous ? "/previous" : "/current");
@@ -558,6 +614,16 @@ FakeApiServer::FakeApiServer(Options options) : impl_(std::make_unique<Impl>(opt
           [impl](const httplib::Request& q, httplib::Response& r) { impl->GetNode(q, r); });
   srv.Patch(R"(/api/v1/nodes/([^/]+))",
             [impl](const httplib::Request& q, httplib::Response& r) { impl->PatchNode(q, r); });
+  srv.Get(R"(/api/v1/namespaces/([^/]+)/configmaps/([^/]+))",
+          [impl](const httplib::Request& q, httplib::Response& r) { impl->GetConfigMap(q, r); });
+  srv.Post(R"(/api/v1/namespaces/([^/]+)/configmaps)",
+           [impl](const httplib::Request& q, httplib::Response& r) {
+             impl->WriteConfigMap(q, r, true);
+           });
+  srv.Put(R"(/api/v1/namespaces/([^/]+)/configmaps/([^/]+))",
+          [impl](const httplib::Request& q, httplib::Response& r) {
+            impl->WriteConfigMap(q, r, false);
+          });
   srv.Post(R"(/api/v1/namespaces/([^/]+)/events)",
            [impl](const httplib::Request& q, httplib::Response& r) { impl->Event(q, r); });
   srv.Post("/apis/authentication.k8s.io/v1/tokenreviews",
@@ -658,6 +724,28 @@ void FakeApiServer::ChangeNodeBeforeNextPatch(const std::string& name,
                                               std::function<void(json& node)> change) {
   std::lock_guard lock(impl_->mu);
   impl_->node_changes[name] = std::move(change);
+}
+
+json FakeApiServer::ConfigMap(const std::string& ns, const std::string& name) const {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->configmaps.find(ns + "/" + name);
+  return it == impl_->configmaps.end() ? json() : it->second;
+}
+
+void FakeApiServer::SetConfigMapData(const std::string& ns, const std::string& name,
+                                     const std::map<std::string, std::string>& data) {
+  std::lock_guard lock(impl_->mu);
+  json& o = impl_->configmaps[ns + "/" + name];
+  o["metadata"]["name"] = name;
+  o["metadata"]["namespace"] = ns;
+  o["metadata"]["resourceVersion"] = std::to_string(++impl_->resource_version);
+  o["data"] = data;
+}
+
+void FakeApiServer::FailConfigMaps(int status, int times) {
+  std::lock_guard lock(impl_->mu);
+  impl_->configmap_status = status;
+  impl_->configmap_failures = times;
 }
 
 std::vector<FakeApiServer::Call> FakeApiServer::Calls() const {

@@ -9,7 +9,8 @@
 // injected failures and a delay (a stalled API server) — and checks what a real one would: the
 // bearer token (or, when configured, a client certificate signed by its CA). Errors are
 // injected per pod, per log and per call kind. Nodes: list, get and merge patches with the
-// resourceVersion precondition, for remediation. Thread-safe; binds 127.0.0.1 on a free port.
+// resourceVersion precondition, for remediation; ConfigMaps, for the coordinator's state.
+// Thread-safe; binds 127.0.0.1 on a free port.
 //
 // The calls themselves are tested against a real kube-apiserver (tests/k8s, the chart's RBAC
 // and tokens). This fake stays for what the real one cannot be made to do in a test: container
@@ -93,6 +94,15 @@ class FakeApiServer {
   // our read and our patch (its resourceVersion is bumped after).
   void ChangeNodeBeforeNextPatch(const std::string& name,
                                  std::function<void(nlohmann::json& node)> change);
+
+  // ConfigMaps (the coordinator's state): get, create (409 when it exists) and update guarded by
+  // metadata.resourceVersion (409 when it changed).
+  nlohmann::json ConfigMap(const std::string& ns, const std::string& name) const;  // null: none
+  // Creates or replaces it, as another writer would (its resourceVersion changes).
+  void SetConfigMapData(const std::string& ns, const std::string& name,
+                        const std::map<std::string, std::string>& data);
+  // The next `times` ConfigMap calls answer this status and change nothing.
+  void FailConfigMaps(int status, int times = 1);
 
   struct Call {
     std::string method;

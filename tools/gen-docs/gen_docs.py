@@ -220,7 +220,8 @@ def key_schema(k, schema):
         s["type"] = "number"
     elif kind == "bytes":
         s["type"] = ["integer", "string"]
-        s["pattern"] = "^[0-9]+(B|Ki|Mi|Gi|Ti|KiB|MiB|GiB)?$"
+        # The binary's own grammar (base/byte_size.h), as dump-schema prints it.
+        s["pattern"] = k["pattern"]
     elif kind == "bool":
         s["type"] = "boolean"
     elif kind == "string":

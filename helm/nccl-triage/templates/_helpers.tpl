@@ -178,6 +178,11 @@ checksum/token: {{ printf "%s/%s" .Release.Name $token | sha256sum }}
 {{- (.Values.config.remediation | default dict).mode | default "off" -}}
 {{- end }}
 
+{{/* The ConfigMap that keeps the coordinator's faults and remediation memory across restarts. */}}
+{{- define "nccl-triage.stateConfigMap" -}}
+{{- printf "%s-state" (include "nccl-triage.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end }}
+
 {{/* "true" when the coordinator calls the API server: identity tokens, the tokens of /metrics and
 /status (config.server.auth kubernetes) or remediation. */}}
 {{- define "nccl-triage.coordinatorUsesApi" -}}

@@ -346,6 +346,9 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	if verifyIdentity {
 		want = append(want, "Role/"+full+"-coordinator", "RoleBinding/"+full+"-coordinator")
 	}
+	if remediation != "off" { // the state ConfigMap's Role (coordinator/state_store.h)
+		want = append(want, "Role/"+full+"-coordinator-state", "RoleBinding/"+full+"-coordinator-state")
+	}
 	if httpAuth {
 		want = append(want, "ClusterRole/"+full+"-metrics-reader")
 		if len(list(values, "rbac.metricsReaders")) > 0 {
@@ -604,6 +607,22 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 			"coordinator cluster rules %v, want %v", rbacRules(cr), wantCoordinator)
 		clusterRoles++
 	}
+	if remediation != "off" {
+		// The state ConfigMap (coordinator/state_store.h): create, and get/update of its name only.
+		r := s.find("Role", full+"-coordinator-state")
+		c.check(reflect.DeepEqual(rbacRules(r), []string{"/configmaps:create", "/configmaps:get", "/configmaps:update"}) &&
+			str(r, "metadata.namespace") == ns,
+			"coordinator state rules %v in %q", rbacRules(r), str(r, "metadata.namespace"))
+		for _, rule := range list(r, "rules") {
+			names := strs(list(rule, "resourceNames"))
+			if strings.Contains(toJSON(get(rule, "verbs")), "create") {
+				c.check(len(names) == 0, "configmaps create with resourceNames %v never matches", names)
+			} else {
+				c.check(reflect.DeepEqual(names, []string{full + "-state"}), "configmaps get/update on %v, want [%s-state]", names, full)
+			}
+		}
+		roles++
+	}
 	if verifyIdentity {
 		r := s.find("Role", full+"-coordinator")
 		c.check(reflect.DeepEqual(rbacRules(r), []string{"/pods:get"}) && str(r, "metadata.namespace") == ns,
@@ -640,7 +659,7 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 			for _, sub := range list(b, "subjects") {
 				c.check(s.find("ServiceAccount", str(sub, "name")) != nil && str(sub, "namespace") == ns,
 					"binding %s subject %s/%s missing", str(b, "metadata.name"), str(sub, "namespace"), str(sub, "name"))
-				if strings.HasSuffix(role, "-coordinator") {
+				if strings.HasSuffix(role, "-coordinator") || strings.HasSuffix(role, "-coordinator-state") {
 					c.check(str(sub, "name") == coordinatorSA, "binding %s grants the coordinator's rules to %s",
 						str(b, "metadata.name"), str(sub, "name"))
 				}
@@ -805,6 +824,8 @@ var kubeCalls = map[string]string{
 	"PatchNode":                 "/nodes:patch",
 	"RemoveNodeCondition":       "/nodes/status:patch",
 	"ListAllPods":               "/pods:list",
+	"GetConfigMap":              "/configmaps:get",
+	"PutConfigMap":              "/configmaps:create,/configmaps:update",
 }
 
 // runRbacCode derives the agent's permissions from the KubeClient calls in the sources and
@@ -842,8 +863,10 @@ func usedPermissions(sources string) ([]string, error) {
 			return err
 		}
 		for _, m := range call.FindAllStringSubmatch(string(b), -1) {
-			if perm, ok := kubeCalls[m[1]]; ok {
-				used[perm] = true
+			if perms, ok := kubeCalls[m[1]]; ok {
+				for _, perm := range strings.Split(perms, ",") {
+					used[perm] = true
+				}
 			}
 		}
 		return nil
