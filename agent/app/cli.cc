@@ -20,6 +20,9 @@ constexpr std::array kSubcommands = {
     Subcommand{"triage",
                "a job died: the rank that failed first, its node, the peer, the class and the fix",
                &RunTriageCommand},
+    Subcommand{"cleanup",
+               "after helm uninstall: remove nccl-triage's taints, condition and annotations",
+               &RunCleanupCommand},
 };
 
 constexpr CliProgram kProgram{"nccl-triage", NCCL_TRIAGE_VERSION, kSubcommands};

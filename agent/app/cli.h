@@ -22,5 +22,7 @@ int RunClassifyLogCommand(CliContext& ctx);
 int RunProbeCommand(CliContext& ctx);
 int RunRasCommand(CliContext& ctx);
 int RunTriageCommand(CliContext& ctx);
+// Runs `nccl-triage-server cleanup` (what nccl-triage left on nodes and pods, removed).
+int RunCleanupCommand(CliContext& ctx);
 
 }  // namespace nccl_triage

@@ -133,6 +133,20 @@ KubeResponse KubeClient::PatchNode(const std::string&, const NodePatch&) {
   return NotSupported("patch nodes");
 }
 
+KubeResponse KubeClient::ListAllPods(const PodListQuery&) {
+  return NotSupported("list the pods of every namespace");
+}
+
+KubeResponse KubeClient::RemoveNodeCondition(const std::string&, int, const std::string&) {
+  return NotSupported("patch node status");
+}
+
+nlohmann::json NodeConditionRemovalBody(int index, const std::string& type) {
+  const std::string path = "/status/conditions/" + std::to_string(index);
+  return nlohmann::json::array({{{"op", "test"}, {"path", path + "/type"}, {"value", type}},
+                                {{"op", "remove"}, {"path", path}}});
+}
+
 KubeResponse KubeClient::GetConfigMap(const std::string&, const std::string&) {
   return NotSupported("get configmaps");
 }

@@ -186,6 +186,16 @@ class KubeClient {
   // A JSON merge patch of nodes/<node> (spec.taints, spec.unschedulable, annotations), guarded by
   // the patch's resourceVersion (409 Conflict when the node changed). Default: "not supported".
   virtual KubeResponse PatchNode(const std::string& node, const NodePatch& patch);
+  // One page of the pods of every namespace (GET /api/v1/pods with the query's selectors, limit
+  // and continue token): `nccl-triage cleanup` reads a whole fleet's pods without holding one
+  // huge list. Default: "not supported".
+  virtual KubeResponse ListAllPods(const PodListQuery& query);
+  // A JSON patch of nodes/<node>/status removing status.conditions[index], refused (422) unless
+  // that condition's type is `type` (a test op): a strategic merge patch cannot delete a
+  // condition, and its list may have moved since it was read (`nccl-triage-server cleanup`).
+  // Default: "not supported".
+  virtual KubeResponse RemoveNodeCondition(const std::string& node, int index,
+                                           const std::string& type);
   // One ConfigMap (the coordinator's cluster-wide state, coordinator/state_store.h). Default:
   // "not supported".
   virtual KubeResponse GetConfigMap(const std::string& ns, const std::string& name);
@@ -240,6 +250,8 @@ nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations, const std
 nlohmann::json NodeConditionPatchBody(const NodeCondition& condition);
 nlohmann::json EventBody(const KubeEvent& event);
 nlohmann::json NodePatchBody(const NodePatch& patch);
+// The JSON patch of RemoveNodeCondition: test the type at the index, then remove it.
+nlohmann::json NodeConditionRemovalBody(int index, const std::string& type);
 nlohmann::json ConfigMapBody(const std::string& ns, const std::string& name,
                              const std::map<std::string, std::string>& data,
                              const std::string& resource_version);

@@ -317,6 +317,16 @@ KubeResponse InClusterKubeClient::PatchNode(const std::string& node, const NodeP
               DumpJson(NodePatchBody(patch)));
 }
 
+KubeResponse InClusterKubeClient::ListAllPods(const PodListQuery& query) {
+  return Send("GET", "/api/v1/pods" + PodListQueryString(query), "", "");
+}
+
+KubeResponse InClusterKubeClient::RemoveNodeCondition(const std::string& node, int index,
+                                                      const std::string& type) {
+  return Send("PATCH", "/api/v1/nodes/" + UrlEncode(node) + "/status",
+              "application/json-patch+json", DumpJson(NodeConditionRemovalBody(index, type)));
+}
+
 KubeResponse InClusterKubeClient::GetConfigMap(const std::string& ns, const std::string& name) {
   return Send("GET", "/api/v1/namespaces/" + UrlEncode(ns) + "/configmaps/" + UrlEncode(name), "",
               "");

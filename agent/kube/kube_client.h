@@ -66,6 +66,9 @@ class InClusterKubeClient final : public KubeClient {
   KubeResponse CreateSubjectAccessReview(const AccessReviewRequest& request) override;
   KubeResponse ListNodes(const NodeListQuery& query) override;
   KubeResponse PatchNode(const std::string& node, const NodePatch& patch) override;
+  KubeResponse ListAllPods(const PodListQuery& query) override;
+  KubeResponse RemoveNodeCondition(const std::string& node, int index,
+                                   const std::string& type) override;
   KubeResponse GetConfigMap(const std::string& ns, const std::string& name) override;
   KubeResponse PutConfigMap(const std::string& ns, const std::string& name,
                             const std::map<std::string, std::string>& data,

@@ -28,5 +28,7 @@ int RunDumpSchemaCommand(CliContext& ctx);
 int RunTriageFetchCommand(CliContext& ctx);
 int RunTriageKeepCommand(CliContext& ctx);
 int RunTriageCoordinatorCommand(CliContext& ctx);
+// What nccl-triage leaves on nodes and pods after helm uninstall, removed (kube/cleanup.h).
+int RunServerCleanupCommand(CliContext& ctx);
 
 }  // namespace nccl_triage

@@ -231,7 +231,7 @@ TEST(ExecutablesSplit, EveryCommandSaysTheSameThingAboutABadFlag) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
       {kBinary, {"check"}}, {kBinary, {"classify-log"}}, {kBinary, {"probe", "--pair-local"}},
       {kServer, {"agent"}}, {kServer, {"coordinator"}},  {kServer, {"workload-lookup"}},
-      {demo, {}},
+      {demo, {}},           {kBinary, {"cleanup"}},      {kServer, {"cleanup"}},
   };
   for (const auto& [exe, words] : commands) {
     std::vector<std::string> args = words;
@@ -255,6 +255,16 @@ TEST_F(Layout, CheckWorksWithoutTheServer) {
   EXPECT_NE(r.out.find("\"class\": \"healthy\""), std::string::npos) << r.out;
   r = Exec(Bin(), {"classify-log", "--help"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// The cleanup calls the API through the server: without it, one line says so (exit 2).
+TEST_F(Layout, CleanupWithoutTheServerSaysWhatIsMissing) {
+  auto r = Exec(Bin(), {"cleanup", "--dry-run"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("nccl-triage-server not found"), std::string::npos) << r.err;
+  r = Exec(Bin(), {"cleanup", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("usage: nccl-triage cleanup"), std::string::npos) << r.out;
 }
 
 // In a pod but without the server beside the binary: every container is still judged, and the

@@ -222,11 +222,19 @@ print(json.dumps({"apiVersion": "v1", "kind": "Pod",
     die "the NOTES do not warn about the baseline namespace: $notes"
   grep -q 'kubectl label --overwrite namespace psa-baseline pod-security.kubernetes.io/enforce=privileged' <<<"$notes" ||
     die "the NOTES do not give the label command"
+  # helm succeeded: the DaemonSet is there, and its every pod would be refused.
+  kubectl get ds psa-nccl-triage-agent -n psa-baseline >/dev/null || die "no DaemonSet in psa-baseline"
   if answer="$(agent_pod psa-baseline psa-nccl-triage-agent)"; then die "baseline admitted the agent: $answer"; fi
-  for want in 'violates PodSecurity "baseline:latest"' 'host namespaces' 'privileged' 'hostPath volumes'; do
+  for want in 'Error from server (Forbidden)' 'pods "agent-admission" is forbidden' \
+              'violates PodSecurity "baseline:latest"' 'host namespaces' 'privileged' 'hostPath volumes'; do
     grep -q -F "$want" <<<"$answer" || die "the API server's refusal lacks '$want': $answer"
   done
   echo "baseline namespace: NOTES warn; the API server refuses the agent: $(head -c 160 <<<"$answer")..."
+  # The NOTES' command: with the label privileged the same pod is admitted.
+  kubectl label --overwrite namespace psa-baseline pod-security.kubernetes.io/enforce=privileged >/dev/null
+  answer="$(agent_pod psa-baseline psa-nccl-triage-agent)" || die "privileged refused the agent: $answer"
+  kubectl label --overwrite namespace psa-baseline pod-security.kubernetes.io/enforce=baseline >/dev/null
+  echo "the NOTES' label command: the agent's pod admitted once psa-baseline enforces privileged"
   # namespace.create: the release record stays in psa-baseline, the agents go to a namespace the
   # chart makes, labelled privileged, where the same pod is admitted.
   # (a unique name: without a namespace controller, a deleted namespace stays Terminating)
@@ -299,6 +307,17 @@ remediation)
     esac
     grep -q -F "$want" <<<"$notes" || die "$mode: the NOTES lack '$want': $notes"
     case "$mode" in taint|cordon) grep -q 'WARNING: the coordinator now CHANGES NODES' <<<"$notes" || die "$mode: no warning" ;; esac
+    # The NOTES say whether the coordinator may patch nodes, and the API server agrees.
+    can="$(kubectl auth can-i patch nodes --as "system:serviceaccount:$ns:remedy-nccl-triage-coordinator" || true)"
+    case "$mode" in
+      taint|cordon)
+        grep -q -F '"patch nodes" (besides get and list nodes and create events) in this mode' <<<"$notes" ||
+          die "$mode: the NOTES do not say the coordinator may now patch nodes: $notes"
+        [ "$can" = yes ] || die "$mode: the NOTES say patch nodes, the API server says '$can'" ;;
+      dry-run)
+        grep -q -F 'it may not patch them' <<<"$notes" || die "dry-run: the NOTES do not say nodes stay unpatched"
+        [ "$can" = no ] || die "dry-run: the coordinator may patch nodes" ;;
+    esac
     echo "upgrade to $mode: the NOTES say '$want'"
   done
   helm uninstall remedy -n "$ns" >/dev/null || die "helm uninstall"

@@ -82,3 +82,9 @@ grep -q '^nccl_triage_probe_available' "$run/body" || { echo "FAIL: /metrics lac
 expect 200 /status scraper
 grep -q '"probe_availability"' "$run/body" || { echo "FAIL: /status lacks probe_availability"; exit 1; }
 expect 200 /metrics scraper      # again, from the cache
+# The quick start's first command after install (README): a token of the chart's own scraper
+# account (monitoring.scraper.create, on by default) from kubectl create token.
+mkdir -p "$work/kube/chart-scraper"
+k -n kt create token kt-nccl-triage-scraper >"$work/kube/chart-scraper/token" ||
+  { echo "FAIL: kubectl -n kt create token kt-nccl-triage-scraper"; exit 1; }
+expect 200 /status chart-scraper

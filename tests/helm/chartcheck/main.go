@@ -852,6 +852,8 @@ var kubeCalls = map[string]string{
 	"StreamPodLog":              "/pods/log:get",
 	"ListNodes":                 "/nodes:list",
 	"PatchNode":                 "/nodes:patch",
+	"RemoveNodeCondition":       "/nodes/status:patch",
+	"ListAllPods":               "/pods:list",
 	"GetConfigMap":              "/configmaps:get",
 	"PutConfigMap":              "/configmaps:create,/configmaps:update",
 	"GetLease":                  "coordination.k8s.io/leases:get",

@@ -1,0 +1,242 @@
+#include "kube/cleanup.h"
+
+#include <algorithm>
+
+namespace nccl_triage {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kMarkerKey = "nccl-triage.io/remediated";
+constexpr int kPageSize = 500;
+
+bool Owned(std::string_view key) { return key.substr(0, kOwnedPrefix.size()) == kOwnedPrefix; }
+
+std::string Str(const json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+const json& Member(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it != j.end() ? *it : kNull;
+}
+
+std::vector<std::string> OwnedAnnotations(const json& metadata) {
+  std::vector<std::string> keys;
+  const json& annotations = Member(metadata, "annotations");
+  if (!annotations.is_object()) return keys;
+  for (const auto& [key, value] : annotations.items()) {
+    if (Owned(key)) keys.push_back(key);
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+std::string TaintText(const json& taint) {
+  std::string out = Str(taint, "key");
+  if (const std::string v = Str(taint, "value"); !v.empty()) out += "=" + v;
+  return out + ":" + Str(taint, "effect");
+}
+
+std::string Join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+// The remediator's marker says "taint=<class>,cordon" when it cordoned the node.
+bool MarkerSaysCordoned(std::string_view marker) {
+  constexpr std::string_view kCordon = ",cordon";
+  return marker.size() >= kCordon.size() &&
+         marker.substr(marker.size() - kCordon.size()) == kCordon;
+}
+
+// Every page of a list, each item handed to `on_item` as its page arrives (no page is kept);
+// the first failed call returned (ok() when none).
+template <typename ListFn, typename ItemFn>
+KubeResponse ListAll(ListFn list, PodListQuery query, ItemFn on_item) {
+  query.limit = kPageSize;
+  for (;;) {
+    KubeResponse r = list(query);
+    if (!r.ok()) return r;
+    const json page = json::parse(r.body, nullptr, false);
+    if (!page.is_object()) {
+      r.status = 0;
+      r.error = "the API server's list is not JSON";
+      return r;
+    }
+    const json& got = Member(page, "items");
+    if (got.is_array()) {
+      for (const json& item : got) on_item(item);
+    }
+    query.continue_token = Str(Member(page, "metadata"), "continue");
+    if (query.continue_token.empty()) return r;
+  }
+}
+
+}  // namespace
+
+NodeCleanup PlanNodeCleanup(const json& node) {
+  NodeCleanup plan;
+  const json& metadata = Member(node, "metadata");
+  plan.name = Str(metadata, "name");
+  plan.resource_version = Str(metadata, "resourceVersion");
+  const json& spec = Member(node, "spec");
+  const json& taints = Member(spec, "taints");
+  if (taints.is_array()) {
+    for (const json& t : taints) {
+      if (Owned(Str(t, "key"))) {
+        plan.taints.push_back(TaintText(t));
+      } else {
+        plan.kept_taints.push_back(t);
+      }
+    }
+  }
+  const json& unschedulable = Member(spec, "unschedulable");
+  const std::string marker = Str(Member(metadata, "annotations"), std::string(kMarkerKey).c_str());
+  plan.uncordon = unschedulable.is_boolean() && unschedulable.get<bool>() &&
+                  MarkerSaysCordoned(marker);
+  plan.annotations = OwnedAnnotations(metadata);
+  const json& conditions = Member(Member(node, "status"), "conditions");
+  if (conditions.is_array()) {
+    for (size_t i = 0; i < conditions.size(); ++i) {
+      if (Str(conditions[i], "type") == kFabricConditionType) {
+        plan.condition_index = static_cast<int>(i);
+        break;
+      }
+    }
+  }
+  return plan;
+}
+
+PodCleanup PlanPodCleanup(const json& pod) {
+  PodCleanup plan;
+  const json& metadata = Member(pod, "metadata");
+  plan.ns = Str(metadata, "namespace");
+  plan.name = Str(metadata, "name");
+  plan.uid = Str(metadata, "uid");
+  plan.annotations = OwnedAnnotations(metadata);
+  return plan;
+}
+
+NodePatch NodeCleanupPatch(const NodeCleanup& plan) {
+  NodePatch patch;
+  patch.resource_version = plan.resource_version;
+  if (!plan.taints.empty()) patch.taints = plan.kept_taints;
+  if (plan.uncordon) patch.unschedulable = false;
+  for (const auto& key : plan.annotations) patch.annotations[key] = std::nullopt;
+  return patch;
+}
+
+std::string DescribeNodeCleanup(const NodeCleanup& plan) {
+  std::vector<std::string> parts;
+  for (const auto& t : plan.taints) parts.push_back("taint " + t);
+  if (plan.uncordon) parts.push_back("cordon");
+  for (const auto& a : plan.annotations) parts.push_back("annotation " + a);
+  if (plan.condition_index) parts.push_back("condition " + std::string(kFabricConditionType));
+  return "node " + plan.name + ": " + Join(parts);
+}
+
+std::string DescribePodCleanup(const PodCleanup& plan) {
+  std::vector<std::string> parts;
+  for (const auto& a : plan.annotations) parts.push_back("annotation " + a);
+  return "pod " + plan.ns + "/" + plan.name + ": " + Join(parts);
+}
+
+CleanupResult RunCleanup(KubeClient& client, const CleanupOptions& options) {
+  CleanupResult result;
+  std::vector<NodeCleanup> node_plans;
+  std::vector<std::string> node_names;
+  PodListQuery node_query;
+  node_query.label_selector = options.node_selector;
+  KubeResponse listed = ListAll([&](const PodListQuery& q) { return client.ListNodes(q); },
+                                node_query, [&](const json& node) {
+                                  NodeCleanup plan = PlanNodeCleanup(node);
+                                  node_names.push_back(plan.name);
+                                  if (!plan.Empty()) node_plans.push_back(std::move(plan));
+                                });
+  if (!listed.ok()) {
+    result.errors.push_back("list nodes: " + listed.Describe());
+    return result;
+  }
+  for (NodeCleanup& plan : node_plans) {
+    ++result.nodes;
+    result.lines.push_back(DescribeNodeCleanup(plan));
+    if (options.dry_run) continue;
+    // Spec and metadata: guarded by resourceVersion; on a conflict, read and plan again.
+    for (int attempt = 0; plan.SpecOrMetadata(); ++attempt) {
+      KubeResponse r = client.PatchNode(plan.name, NodeCleanupPatch(plan));
+      if (r.ok()) break;
+      if (r.status != 409 || attempt >= options.max_conflict_retries) {
+        result.errors.push_back("node " + plan.name + ": " + r.Describe());
+        break;
+      }
+      KubeResponse again = client.GetNode(plan.name);
+      const json fresh = json::parse(again.body, nullptr, false);
+      if (!again.ok() || !fresh.is_object()) {
+        result.errors.push_back("node " + plan.name + ": " + again.Describe());
+        break;
+      }
+      const std::optional<int> condition = plan.condition_index;
+      plan = PlanNodeCleanup(fresh);
+      plan.condition_index = condition;  // the status patch below guards its own index
+    }
+    if (plan.condition_index) {
+      KubeResponse r = client.RemoveNodeCondition(plan.name, *plan.condition_index,
+                                                  std::string(kFabricConditionType));
+      // 422: the test op failed (the conditions moved): read the index again, once.
+      if (r.status == 422) {
+        KubeResponse again = client.GetNode(plan.name);
+        const json fresh = json::parse(again.body, nullptr, false);
+        if (again.ok() && fresh.is_object()) {
+          const NodeCleanup now = PlanNodeCleanup(fresh);
+          if (!now.condition_index) continue;
+          r = client.RemoveNodeCondition(plan.name, *now.condition_index,
+                                         std::string(kFabricConditionType));
+        }
+      }
+      if (!r.ok()) result.errors.push_back("node " + plan.name + " condition: " + r.Describe());
+    }
+  }
+
+  // Pods: on the selected nodes, or everywhere.
+  std::vector<PodCleanup> pod_plans;
+  std::vector<std::string> selectors;
+  if (options.node_selector.empty()) {
+    selectors.emplace_back();
+  } else {
+    for (const auto& name : node_names) selectors.push_back("spec.nodeName=" + name);
+  }
+  for (const auto& selector : selectors) {
+    PodListQuery query;
+    query.field_selector = selector;
+    KubeResponse r = ListAll([&](const PodListQuery& q) { return client.ListAllPods(q); }, query,
+                             [&](const json& pod) {
+                               PodCleanup plan = PlanPodCleanup(pod);
+                               if (!plan.Empty()) pod_plans.push_back(std::move(plan));
+                             });
+    if (!r.ok()) {
+      result.errors.push_back("list pods" + (selector.empty() ? "" : " (" + selector + ")") + ": " +
+                              r.Describe());
+    }
+  }
+  for (const PodCleanup& plan : pod_plans) {
+    ++result.pods;
+    result.lines.push_back(DescribePodCleanup(plan));
+    if (options.dry_run) continue;
+    AnnotationPatch patch;
+    for (const auto& key : plan.annotations) patch[key] = std::nullopt;
+    KubeResponse r = client.PatchPodAnnotationsIfUid(plan.ns, plan.name, plan.uid, patch);
+    // 404: the pod went meanwhile, and its annotations with it.
+    if (!r.ok() && r.status != 404) {
+      result.errors.push_back("pod " + plan.ns + "/" + plan.name + ": " + r.Describe());
+    }
+  }
+  return result;
+}
+
+}  // namespace nccl_triage

@@ -1,0 +1,222 @@
+// What `nccl-triage-server cleanup` takes from a node or a pod (kube/cleanup.h): ours only, and
+// the patches that remove it. RunCleanup against the real API server: tests/k8s/cleanup_command.sh.
+#include "kube/cleanup.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace nccl_triage {
+namespace {
+
+using nlohmann::json;
+
+json Node() {
+  return json::parse(R"({
+    "metadata": {"name": "gpu-1", "resourceVersion": "41",
+                 "annotations": {"nccl-triage.io/remediated": "taint=ib_resource,cordon",
+                                 "nccl-triage.io/pending-event": "x",
+                                 "team.example/owner": "ml"}},
+    "spec": {"unschedulable": true,
+             "taints": [{"key": "nccl-triage.io/fault", "value": "ib_resource",
+                         "effect": "NoSchedule"},
+                        {"key": "nvidia.com/gpu", "effect": "NoSchedule"}]},
+    "status": {"conditions": [{"type": "Ready", "status": "True"},
+                              {"type": "NcclFabricReady", "status": "False"}]}})");
+}
+
+TEST(CleanupPlan, TakesOurTaintCordonAnnotationsAndConditionOnly) {
+  const NodeCleanup plan = PlanNodeCleanup(Node());
+  EXPECT_EQ(plan.name, "gpu-1");
+  EXPECT_EQ(plan.taints, std::vector<std::string>{"nccl-triage.io/fault=ib_resource:NoSchedule"});
+  EXPECT_EQ(plan.kept_taints,
+            json::parse(R"([{"key": "nvidia.com/gpu", "effect": "NoSchedule"}])"));
+  EXPECT_TRUE(plan.uncordon);
+  EXPECT_EQ(plan.annotations, (std::vector<std::string>{"nccl-triage.io/pending-event",
+                                                         "nccl-triage.io/remediated"}));
+  ASSERT_TRUE(plan.condition_index);
+  EXPECT_EQ(*plan.condition_index, 1);
+  EXPECT_EQ(DescribeNodeCleanup(plan),
+            "node gpu-1: taint nccl-triage.io/fault=ib_resource:NoSchedule, cordon, annotation "
+            "nccl-triage.io/pending-event, annotation nccl-triage.io/remediated, condition "
+            "NcclFabricReady");
+}
+
+TEST(CleanupPlan, LeavesACordonOurMarkerDoesNotClaim) {
+  json node = Node();
+  node["metadata"]["annotations"]["nccl-triage.io/remediated"] = "taint=ib_resource";
+  EXPECT_FALSE(PlanNodeCleanup(node).uncordon);
+  node["metadata"]["annotations"].erase("nccl-triage.io/remediated");
+  EXPECT_FALSE(PlanNodeCleanup(node).uncordon);
+}
+
+TEST(CleanupPlan, NodeWithNothingOfOursIsEmpty) {
+  const json node = json::parse(R"({"metadata": {"name": "cpu-1",
+      "annotations": {"nccl-triage.example/x": "y"}},
+      "spec": {"unschedulable": true, "taints": [{"key": "a", "effect": "NoSchedule"}]},
+      "status": {"conditions": [{"type": "Ready"}]}})");
+  EXPECT_TRUE(PlanNodeCleanup(node).Empty());
+  EXPECT_TRUE(PlanNodeCleanup(json::parse("{}")).Empty());
+  EXPECT_TRUE(PlanNodeCleanup(json::parse("[1]")).Empty());
+}
+
+TEST(CleanupPatch, KeepsOtherTaintsUnderTheReadResourceVersion) {
+  const NodePatch patch = NodeCleanupPatch(PlanNodeCleanup(Node()));
+  const json body = NodePatchBody(patch);
+  EXPECT_EQ(body["metadata"]["resourceVersion"], "41");
+  EXPECT_EQ(body["spec"]["taints"],
+            json::parse(R"([{"key": "nvidia.com/gpu", "effect": "NoSchedule"}])"));
+  EXPECT_EQ(body["spec"]["unschedulable"], false);
+  EXPECT_TRUE(body["metadata"]["annotations"]["nccl-triage.io/remediated"].is_null());
+  EXPECT_FALSE(body["metadata"]["annotations"].contains("team.example/owner"));
+}
+
+TEST(CleanupPatch, LeavesTaintsAloneWhenNoneIsOurs) {
+  json node = Node();
+  node["spec"]["taints"].erase(0);
+  const json body = NodePatchBody(NodeCleanupPatch(PlanNodeCleanup(node)));
+  EXPECT_FALSE(body["spec"].contains("taints"));
+}
+
+TEST(CleanupPatch, ConditionRemovalIsGuardedByItsType) {
+  EXPECT_EQ(NodeConditionRemovalBody(3, "NcclFabricReady"), json::parse(R"([
+      {"op": "test", "path": "/status/conditions/3/type", "value": "NcclFabricReady"},
+      {"op": "remove", "path": "/status/conditions/3"}])"));
+}
+
+TEST(CleanupPlan, PodLosesOnlyOurAnnotations) {
+  const PodCleanup plan = PlanPodCleanup(json::parse(R"({"metadata": {"namespace": "ml",
+      "name": "train-0", "uid": "u-1", "annotations": {"nccl-triage.io/causes": "ib.port_state",
+      "nccl-triage.io/node-verdict": "ib_resource", "team.example/owner": "ml"}}})"));
+  EXPECT_EQ(plan.uid, "u-1");
+  EXPECT_EQ(plan.annotations,
+            (std::vector<std::string>{"nccl-triage.io/causes", "nccl-triage.io/node-verdict"}));
+  EXPECT_EQ(DescribePodCleanup(plan),
+            "pod ml/train-0: annotation nccl-triage.io/causes, annotation "
+            "nccl-triage.io/node-verdict");
+  EXPECT_TRUE(PlanPodCleanup(json::parse(R"({"metadata": {"name": "web"}})")).Empty());
+}
+
+// Two pages of nodes and of pods, one 409 Conflict on the first node patch (someone tainted the
+// node meanwhile), every other call recorded.
+class PagedCluster final : public KubeClient {
+ public:
+  std::vector<std::string> calls;
+  json gpu1 = Node();
+
+  KubeResponse ListNodes(const NodeListQuery& q) override {
+    calls.push_back("ListNodes " + q.label_selector + " continue=" + q.continue_token);
+    if (q.continue_token.empty()) {
+      return Ok({{"metadata", {{"continue", "p2"}}}, {"items", {gpu1}}});
+    }
+    return Ok({{"metadata", json::object()},
+               {"items", {{{"metadata", {{"name", "cpu-1"}}}}}}});
+  }
+  KubeResponse ListAllPods(const PodListQuery& q) override {
+    calls.push_back("ListAllPods " + q.field_selector + " continue=" + q.continue_token);
+    const json pod = {{"metadata",
+                       {{"namespace", "ml"},
+                        {"name", q.continue_token.empty() ? "train-0" : "train-1"},
+                        {"uid", "u"},
+                        {"annotations", {{"nccl-triage.io/causes", "x"}}}}}};
+    if (q.continue_token.empty()) return Ok({{"metadata", {{"continue", "p2"}}}, {"items", {pod}}});
+    return Ok({{"metadata", json::object()}, {"items", {pod}}});
+  }
+  KubeResponse PatchNode(const std::string& node, const NodePatch& patch) override {
+    calls.push_back("PatchNode " + node + " rv=" + patch.resource_version + " taints=" +
+                    (patch.taints ? patch.taints->dump() : "-"));
+    if (patch.resource_version == "41") {
+      // An operator's taint arrived after our read.
+      gpu1["metadata"]["resourceVersion"] = "42";
+      gpu1["spec"]["taints"].push_back({{"key", "late"}, {"effect", "NoExecute"}});
+      KubeResponse r;
+      r.status = 409;
+      return r;
+    }
+    return Ok(json::object());
+  }
+  KubeResponse GetNode(const std::string& name) override {
+    calls.push_back("GetNode " + name);
+    return Ok(gpu1);
+  }
+  KubeResponse RemoveNodeCondition(const std::string& node, int index,
+                                   const std::string& type) override {
+    calls.push_back("RemoveNodeCondition " + node + " " + std::to_string(index) + " " + type);
+    return Ok(json::object());
+  }
+  KubeResponse PatchPodAnnotationsIfUid(const std::string& ns, const std::string& pod,
+                                        const std::string& uid,
+                                        const AnnotationPatch& annotations) override {
+    calls.push_back("PatchPod " + ns + "/" + pod + " uid=" + uid + " " +
+                    AnnotationPatchBody(annotations).dump());
+    return Ok(json::object());
+  }
+  // Not called by the cleanup.
+  KubeResponse PatchPodAnnotations(const std::string&, const std::string&,
+                                   const AnnotationPatch&) override {
+    return Unexpected();
+  }
+  KubeResponse PatchNodeCondition(const std::string&, const NodeCondition&) override {
+    return Unexpected();
+  }
+  KubeResponse CreateEvent(const KubeEvent&) override { return Unexpected(); }
+  KubeResponse GetPod(const std::string&, const std::string&) override { return Unexpected(); }
+  KubeResponse ListPods(const std::string&) override { return Unexpected(); }
+
+ private:
+  static KubeResponse Ok(const json& body) {
+    KubeResponse r;
+    r.status = 200;
+    r.body = body.dump();
+    return r;
+  }
+  KubeResponse Unexpected() {
+    calls.push_back("unexpected");
+    return {};
+  }
+};
+
+TEST(RunCleanup, ReadsEveryPageAndReplansAfterAConflict) {
+  PagedCluster cluster;
+  const CleanupResult result = RunCleanup(cluster, {});
+  EXPECT_TRUE(result.errors.empty()) << result.errors.front();
+  EXPECT_EQ(result.nodes, 1);
+  EXPECT_EQ(result.pods, 2);
+  const std::string kept = R"([{"effect":"NoSchedule","key":"nvidia.com/gpu"}])";
+  const std::string kept_and_late =
+      R"([{"effect":"NoSchedule","key":"nvidia.com/gpu"},{"effect":"NoExecute","key":"late"}])";
+  const std::string pod_patch = R"({"metadata":{"annotations":{"nccl-triage.io/causes":null}}})";
+  EXPECT_EQ(cluster.calls, (std::vector<std::string>{
+                               "ListNodes  continue=",
+                               "ListNodes  continue=p2",
+                               "PatchNode gpu-1 rv=41 taints=" + kept,
+                               "GetNode gpu-1",
+                               "PatchNode gpu-1 rv=42 taints=" + kept_and_late,
+                               "RemoveNodeCondition gpu-1 1 NcclFabricReady",
+                               "ListAllPods  continue=",
+                               "ListAllPods  continue=p2",
+                               "PatchPod ml/train-0 uid=u " + pod_patch,
+                               "PatchPod ml/train-1 uid=u " + pod_patch,
+                           }));
+}
+
+TEST(RunCleanup, DryRunOnlyReadsAndSelectorLimitsThePodsToItsNodes) {
+  PagedCluster cluster;
+  CleanupOptions options;
+  options.dry_run = true;
+  options.node_selector = "pool=h100";
+  const CleanupResult result = RunCleanup(cluster, options);
+  EXPECT_EQ(result.lines.size(), 5u);  // gpu-1; train-0 and train-1 as listed on each node
+  for (const auto& call : cluster.calls) {
+    EXPECT_TRUE(call.rfind("List", 0) == 0) << "a dry run called " << call;
+  }
+  EXPECT_NE(std::find(cluster.calls.begin(), cluster.calls.end(),
+                      "ListAllPods spec.nodeName=cpu-1 continue="),
+            cluster.calls.end());
+  EXPECT_EQ(cluster.calls.front(), "ListNodes pool=h100 continue=");
+}
+
+}  // namespace
+}  // namespace nccl_triage
