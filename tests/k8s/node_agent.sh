@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# The chart's agent as a real pod on the one-node cluster of node.sh: a plain pod runs first (the
+# runtime, CNI and the sandbox image work), then `helm install` of the chart with an image
+# assembled from the build's binaries (node_images.sh). The agent's pod must reach Running and
+# Ready through the kubelet's own probes on /livez and /readyz, stay without restarts, and serve
+# /status (behind the API server: 401 without a token, 200 with an admin's) with its node named
+# and a verdict that is not healthy (this machine has no GPU, no NCCL and no HCA). Says what it
+# does not show. Usage:
+#   node_agent.sh K8S_TOOLS NODE_TOOLS WORK CHART SOURCE_DIR SERVER_BINARY CLI_BINARY
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ktools="$1"; ntools="$2"; work="$3"; chart="$4"; src="$5"; server="$6"; cli="$7"
+start_s=$SECONDS
+mkdir -p "$work"; work="$(cd "$work" && pwd)"
+keep="${NODE_AGENT_KEEP:-}"          # set: leave the cluster running for a look
+cleanup() {
+  local rc=$?
+  if [ "$rc" != 0 ]; then
+    echo "--- kubelet log (last lines)"; tail -25 "$work/kubelet.log" 2>/dev/null || true
+    echo "--- pods"; k get pods -A -o wide 2>/dev/null || true
+    k describe pods -n kt 2>/dev/null | tail -40 || true
+  fi
+  [ -n "$keep" ] || "$here/node.sh" stop "$work" >/dev/null 2>&1 || true
+  exit "$rc"
+}
+trap cleanup EXIT
+k() { "$ktools/bin/kubectl" --kubeconfig "$work/kubeconfig" "$@"; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$here/node.sh" start "$ktools" "$ntools" "$work"
+. "$work/env"
+"$here/node_images.sh" "$src" "$server" "$cli" "$work/images"
+for i in agent shell; do "$here/node.sh" import "$ntools" "$work" "$work/images/$i.tar"; done
+echo "images imported ($((SECONDS - start_s)) s so far)"
+
+# 1. A plain pod: sandbox, CNI address, container.
+k apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: plain, namespace: default}
+spec:
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: main
+      image: docker.io/library/kt-shell:test
+      imagePullPolicy: Never
+      command: [sh, -c, 'echo started; exec sleep 3600']
+YAML
+k wait --for condition=Ready pod/plain --timeout 180s >/dev/null || fail "the plain pod is not Ready"
+echo "plain pod Running on $NODE, pod IP $(k get pod plain -o jsonpath='{.status.podIP}'), log: $(k logs plain 2>&1 | head -1)"
+k delete pod plain --wait=false >/dev/null
+
+# 2. The chart. The node is labelled as a GPU node (the agent's nodeSelector); the agent's API
+# address is the API server's (no kube-proxy runs: the Service kubernetes has no path from a pod);
+# its port and the kubelet directory are this run's.
+k label node "$NODE" nvidia.com/gpu.present=true --overwrite >/dev/null
+agent_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+cat >"$work/values-node.yaml" <<YAML
+image: {registry: docker.io/library, repository: nccl-triage, tag: test, pullPolicy: Never}
+token: {value: node-test-token}
+coordinator: {enabled: false}
+config:
+  agent:
+    listen: 127.0.0.1:$agent_port
+    node_condition: true
+    events: true
+  kernel:
+    state_dir: $work/agent-state
+agent:
+  env:
+    - {name: KUBERNETES_SERVICE_HOST, value: 127.0.0.1}
+    - {name: KUBERNETES_SERVICE_PORT, value: "$API_PORT"}
+  hostMounts:
+    podResourcesPath: $KUBELET_ROOT/pod-resources
+  livenessProbe: {initialDelaySeconds: 5, periodSeconds: 5, timeoutSeconds: 5, failureThreshold: 3}
+  readinessProbe: {initialDelaySeconds: 1, periodSeconds: 2, timeoutSeconds: 5, failureThreshold: 3}
+YAML
+"$ktools/bin/helm" --kubeconfig "$work/kubeconfig" install kt "$chart" -n kt --create-namespace \
+  -f "$work/values-node.yaml" >/dev/null
+echo "helm install done ($((SECONDS - start_s)) s so far)"
+pod=""
+for _ in $(seq 1 120); do
+  pod="$(k get pods -n kt -l app.kubernetes.io/component=agent -o name 2>/dev/null | head -1)"
+  [ -n "$pod" ] && break; sleep 1
+done
+[ -n "$pod" ] || fail "the DaemonSet made no agent pod"
+k wait -n kt --for condition=Ready "$pod" --timeout 240s >/dev/null || fail "$pod not Ready"
+echo "$pod Ready ($((SECONDS - start_s)) s so far)"
+# The liveness probe has run a few times by now (period 5 s): still no restart.
+sleep 12
+restarts="$(k get -n kt "$pod" -o jsonpath='{.status.containerStatuses[0].restartCount}')"
+ready="$(k get -n kt "$pod" -o jsonpath='{.status.containerStatuses[0].ready}')"
+echo "agent container ready=$ready restarts=$restarts"
+[ "$ready" = true ] && [ "$restarts" = 0 ] || fail "the agent restarted or is not ready"
+
+# 3. /status behind the API server.
+admin="$(cut -d, -f1 "$work/pki/tokens.csv")"
+code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 30 "http://127.0.0.1:$agent_port/status")"
+echo "GET /status without a token -> $code"
+[ "$code" = 401 ] || fail "want 401"
+code="$(curl -s -o "$work/status.json" -w '%{http_code}' --max-time 60 \
+  -H "Authorization: Bearer $admin" "http://127.0.0.1:$agent_port/status")"
+echo "GET /status as an admin -> $code"
+[ "$code" = 200 ] || fail "want 200"
+python3 - "$work/status.json" "$NODE" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+text = json.dumps(s)
+print("status:", text[:400])
+if sys.argv[2] not in text:
+    sys.exit("FAIL: /status does not name the node")
+if '"healthy"' in text.lower() and '"verdict": "healthy"' in text.lower():
+    sys.exit("FAIL: a node without GPU, NCCL or HCA judged healthy")
+PY
+echo "node condition NcclFabricReady=$(k get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="NcclFabricReady")].status}')"
+echo "NOT SHOWN HERE: the coordinator and the agents' Service path (no kube-proxy, no DNS), GPU,"
+echo "  NCCL and HCA verdicts (this machine has none), probe.nccl.fromImage, a device plugin."
+"$ktools/bin/helm" --kubeconfig "$work/kubeconfig" uninstall kt -n kt --wait >/dev/null
+echo "PASS in $((SECONDS - start_s)) s"
