@@ -48,7 +48,7 @@ stop() {
   if [ -f "$work/cgroup-root" ]; then
     cg="$(cat "$work/cgroup-root")"
     # Leaf-first removal of this run's cgroups in every hierarchy (empty once the pods are gone).
-    for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+    for h in $(awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/mounts); do
       [ -d "$h$cg" ] && find "$h$cg" -depth -type d -exec rmdir {} \; 2>/dev/null || true
     done
   fi
@@ -85,7 +85,26 @@ echo "$ntools" >"$work/node-tools"
 kubeconfig="$work/kubeconfig"
 k() { "$ktools/bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 run_id="kt$API_PORT"
-echo "/$run_id" >"$work/cgroup-root"
+# The pods' cgroup root: a child of this shell's own cgroup (its memory cgroup on a v1 host, so
+# the pods stay inside whatever limit this machine's processes run under), the same path in every
+# hierarchy, created before the kubelet starts (it refuses a root with missing paths).
+parent="$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/self/cgroup)"
+[ -n "$parent" ] || parent="$(awk -F: '$1 == 0 {print $3}' /proc/self/cgroup)"
+cgroot="${parent%/}/$run_id"
+echo "$cgroot" >"$work/cgroup-root"
+mounts="$(awk '$3 == "cgroup" {print $2}' /proc/mounts)"
+[ -n "$mounts" ] || mounts="$(awk '$3 == "cgroup2" {print $2}' /proc/mounts)"
+for m in $mounts; do
+  d="$m"
+  for part in $(echo "$cgroot" | tr / ' '); do
+    d="$d/$part"
+    mkdir -p "$d"
+    # cpuset (v1): a new cgroup starts with no CPUs or memory nodes; inherit the parent's.
+    for f in cpuset.cpus cpuset.mems; do
+      if [ -f "$d/$f" ] && [ -z "$(cat "$d/$f")" ]; then cat "$(dirname "$d")/$f" >"$d/$f"; fi
+    done
+  done
+done
 echo "${run_id}br" | cut -c1-15 >"$work/bridge"
 
 # ---------------------------------------------------------------------------------- containerd
@@ -173,6 +192,12 @@ echo $! >"$work/kube-scheduler.pid"
 
 # ------------------------------------------------------------------------------------- kubelet
 kroot="$work/kubelet"; mkdir -p "$kroot"
+# The node's address: the kubelet refuses a loopback one. The source address of the default
+# route, else the first global IPv4 address. hostNetwork pods (the agent) have it as pod IP, so
+# the kubelet's probes of them go there.
+node_ip="$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p' | head -1)"
+[ -n "$node_ip" ] || node_ip="$(ip -4 -o addr show scope global | awk '{sub("/.*", "", $4); print $4; exit}')"
+[ -n "$node_ip" ] || die "no global IPv4 address for the node"
 kubelet_port="$(free_port)"; healthz_port="$(free_port)"
 cat >"$work/kubelet-config.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -181,7 +206,7 @@ kind: KubeletConfiguration
 failCgroupV1: false
 failSwapOn: false
 cgroupDriver: cgroupfs
-cgroupRoot: /$run_id
+cgroupRoot: $cgroot
 containerRuntimeEndpoint: unix://$sock
 address: 127.0.0.1
 port: $kubelet_port
@@ -203,7 +228,7 @@ podPidsLimit: -1
 maxPods: 30
 YAML
 "$ntools/bin/kubelet" --config "$work/kubelet-config.yaml" --kubeconfig "$kubeconfig" \
-  --root-dir "$kroot" --hostname-override "$node" --node-ip 127.0.0.1 \
+  --root-dir "$kroot" --hostname-override "$node" --node-ip "$node_ip" \
   >"$work/kubelet.log" 2>&1 &
 echo $! >"$work/kubelet.pid"
 for _ in $(seq 1 600); do
@@ -213,6 +238,13 @@ for _ in $(seq 1 600); do
   sleep 0.5
 done
 [ "${st:-}" = True ] || { tail -20 "$work/kubelet.log" >&2; die "node $node not Ready (see $work/kubelet.log)"; }
-# The namespace default's ServiceAccount comes from the controller-manager now.
-printf 'NODE=%s\nKUBELET_ROOT=%s\nCONTAINERD_SOCK=%s\n' "$node" "$kroot" "$sock" >>"$work/env"
+# The kubelet registers the node with the not-ready taint; the controller-manager's node
+# lifecycle controller lifts it once the node is Ready.
+for _ in $(seq 1 300); do
+  taints="$(k get node "$node" -o jsonpath='{.spec.taints}' 2>/dev/null || echo pending)"
+  [ -z "$taints" ] && break
+  sleep 0.5
+done
+[ -z "$taints" ] || die "node $node keeps its taints: $taints (see $work/kube-controller-manager.log)"
+printf 'NODE=%s\nNODE_IP=%s\nKUBELET_ROOT=%s\nCONTAINERD_SOCK=%s\n' "$node" "$node_ip" "$kroot" "$sock" >>"$work/env"
 echo "node $node Ready in $((SECONDS - start_s)) s ($snap snapshotter, pods on $subnet)"

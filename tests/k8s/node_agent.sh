@@ -62,7 +62,7 @@ token: {value: node-test-token}
 coordinator: {enabled: false}
 config:
   agent:
-    listen: 127.0.0.1:$agent_port
+    listen: $NODE_IP:$agent_port
     node_condition: true
     events: true
   kernel:
@@ -96,11 +96,11 @@ echo "agent container ready=$ready restarts=$restarts"
 
 # 3. /status behind the API server.
 admin="$(cut -d, -f1 "$work/pki/tokens.csv")"
-code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 30 "http://127.0.0.1:$agent_port/status")"
+code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 30 "http://$NODE_IP:$agent_port/status")"
 echo "GET /status without a token -> $code"
 [ "$code" = 401 ] || fail "want 401"
 code="$(curl -s -o "$work/status.json" -w '%{http_code}' --max-time 60 \
-  -H "Authorization: Bearer $admin" "http://127.0.0.1:$agent_port/status")"
+  -H "Authorization: Bearer $admin" "http://$NODE_IP:$agent_port/status")"
 echo "GET /status as an admin -> $code"
 [ "$code" = 200 ] || fail "want 200"
 python3 - "$work/status.json" "$NODE" <<'PY'
