@@ -51,10 +51,11 @@ build() {  # MODULE_DIR OUT PACKAGE LDFLAGS [go build flags...]
   echo "kubelet-tools: $(basename "$out") built in $((SECONDS - start)) s" >&2
 }
 total=$SECONDS
-# runc without the seccomp tag (no libseccomp needed; the tests' pods ask for no profile) and
-# without libpathrs (a Rust library; runc falls back to its Go implementation).
+# runc with seccomp (Debian's libseccomp-dev: containerd gives every pod sandbox the runtime's
+# default profile, which a runc without it refuses) and without libpathrs (a Rust library; runc
+# falls back to its Go implementation).
 build "$cmod" "$tmp/bin/runc" github.com/opencontainers/runc "-X main.version=${runc#v}" \
-  -tags urfave_cli_no_docs
+  -tags seccomp,urfave_cli_no_docs
 # The shim is static without cgo, as containerd's own Makefile builds it.
 CGO_ENABLED=0 build "$cmod" "$tmp/bin/containerd-shim-runc-v2" \
   github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 "$cv" -tags urfave_cli_no_docs,no_grpc

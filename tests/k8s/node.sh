@@ -149,6 +149,9 @@ state = "$cdir/state"
   [plugins."io.containerd.cri.v1.images".pinned_images]
     sandbox = "registry.k8s.io/pause:3.10"
 [plugins."io.containerd.cri.v1.runtime"]
+  # The kubelet asks for a lower oom_score_adj than this process may set (a container whose own
+  # is raised, without CAP_SYS_RESOURCE over it): no lower than containerd's own.
+  restrict_oom_score_adj = true
   [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
@@ -183,7 +186,6 @@ cm_port="$(free_port)"; sched_port="$(free_port)"
 "$ntools/bin/kube-controller-manager" --kubeconfig "$kubeconfig" --leader-elect=false \
   --bind-address 127.0.0.1 --secure-port "$cm_port" --root-ca-file "$work/ca.crt" \
   --service-account-private-key-file "$work/pki/sa.key" --use-service-account-credentials=false \
-  --controllers '*,-nodeipam,-cloud-node-lifecycle,-route,-service' \
   >"$work/kube-controller-manager.log" 2>&1 &
 echo $! >"$work/kube-controller-manager.pid"
 "$ntools/bin/kube-scheduler" --kubeconfig "$kubeconfig" --leader-elect=false \
@@ -244,6 +246,9 @@ for _ in $(seq 1 300); do
   taints="$(k get node "$node" -o jsonpath='{.spec.taints}' 2>/dev/null || echo pending)"
   [ -z "$taints" ] && break
   sleep 0.5
+done
+for c in kube-controller-manager kube-scheduler; do
+  kill -0 "$(cat "$work/$c.pid")" 2>/dev/null || { tail -5 "$work/$c.log" >&2; die "$c exited"; }
 done
 [ -z "$taints" ] || die "node $node keeps its taints: $taints (see $work/kube-controller-manager.log)"
 printf 'NODE=%s\nNODE_IP=%s\nKUBELET_ROOT=%s\nCONTAINERD_SOCK=%s\n' "$node" "$node_ip" "$kroot" "$sock" >>"$work/env"
