@@ -210,7 +210,7 @@ failSwapOn: false
 cgroupDriver: cgroupfs
 cgroupRoot: $cgroot
 containerRuntimeEndpoint: unix://$sock
-address: 127.0.0.1
+address: $node_ip
 port: $kubelet_port
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1

@@ -106,15 +106,21 @@ echo "GET /status as an admin -> $code"
 python3 - "$work/status.json" "$NODE" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-text = json.dumps(s)
-print("status:", text[:400])
-if sys.argv[2] not in text:
-    sys.exit("FAIL: /status does not name the node")
-if '"healthy"' in text.lower() and '"verdict": "healthy"' in text.lower():
-    sys.exit("FAIL: a node without GPU, NCCL or HCA judged healthy")
+report, avail = s.get("report") or {}, s.get("probe_availability") or {}
+print(f"/status: node {s.get('node')}, verdict class {report.get('class')} "
+      f"(basis {report.get('basis')}, causes {report.get('causes')}), probes available "
+      f"{avail.get('available')} (reason {avail.get('reason')})")
+if s.get("node") != sys.argv[2]:
+    sys.exit(f"FAIL: /status names node {s.get('node')}, not {sys.argv[2]}")
+if report.get("class") in (None, "", "healthy"):
+    sys.exit("FAIL: a node without GPU, NCCL or HCA judged healthy (or not judged)")
+if avail.get("available") is not False or avail.get("reason") not in ("no_nccl", "no_gpu"):
+    sys.exit("FAIL: the probes should be unavailable for no_nccl or no_gpu")
 PY
 echo "node condition NcclFabricReady=$(k get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="NcclFabricReady")].status}')"
-echo "NOT SHOWN HERE: the coordinator and the agents' Service path (no kube-proxy, no DNS), GPU,"
-echo "  NCCL and HCA verdicts (this machine has none), probe.nccl.fromImage, a device plugin."
+echo "NOT SHOWN HERE (this cluster or machine cannot): the coordinator and the agents' path"
+echo "  through its Service (no kube-proxy, no CoreDNS; coordinator.enabled false), verdicts on a"
+echo "  GPU, an NCCL or an HCA (this machine has none), probe.nccl.fromImage, a device plugin and"
+echo "  the pod-resources API with GPUs, Prometheus scraping the pod, remediation on this node."
 "$ktools/bin/helm" --kubeconfig "$work/kubeconfig" uninstall kt -n kt --wait >/dev/null
 echo "PASS in $((SECONDS - start_s)) s"
