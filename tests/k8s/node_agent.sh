@@ -5,11 +5,13 @@
 # Ready through the kubelet's own probes on /livez and /readyz, stay without restarts, and serve
 # /status (behind the API server: 401 without a token, 200 with an admin's) with its node named
 # and a verdict that is not healthy (this machine has no GPU, no NCCL and no HCA). Says what it
-# does not show. Usage:
-#   node_agent.sh K8S_TOOLS NODE_TOOLS WORK CHART SOURCE_DIR SERVER_BINARY CLI_BINARY
+# does not show. With NCCL_LIBRARY (the tests' fake NCCL), `helm upgrade` then sets
+# probe.nccl.fromImage to a training image carrying it: the DaemonSet rolls, the initContainer
+# copies the library, and the agent's probes find it (no longer no_nccl). Usage:
+#   node_agent.sh K8S_TOOLS NODE_TOOLS WORK CHART SOURCE_DIR SERVER_BINARY CLI_BINARY [NCCL_LIBRARY]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ktools="$1"; ntools="$2"; work="$3"; chart="$4"; src="$5"; server="$6"; cli="$7"
+ktools="$1"; ntools="$2"; work="$3"; chart="$4"; src="$5"; server="$6"; cli="$7"; nccl="${8:-}"
 start_s=$SECONDS
 mkdir -p "$work"; work="$(cd "$work" && pwd)"
 keep="${NODE_AGENT_KEEP:-}"          # set: leave the cluster running for a look
@@ -29,8 +31,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 "$here/node.sh" start "$ktools" "$ntools" "$work"
 . "$work/env"
-"$here/node_images.sh" "$src" "$server" "$cli" "$work/images"
-for i in agent shell; do "$here/node.sh" import "$ntools" "$work" "$work/images/$i.tar"; done
+"$here/node_images.sh" "$src" "$server" "$cli" "$work/images" "$nccl"
+for i in "$work"/images/*.tar; do "$here/node.sh" import "$ntools" "$work" "$i"; done
 echo "images imported ($((SECONDS - start_s)) s so far)"
 
 # 1. A plain pod: sandbox, CNI address, container.
@@ -120,7 +122,37 @@ PY
 echo "node condition NcclFabricReady=$(k get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="NcclFabricReady")].status}')"
 echo "NOT SHOWN HERE (this cluster or machine cannot): the coordinator and the agents' path"
 echo "  through its Service (no kube-proxy, no CoreDNS; coordinator.enabled false), verdicts on a"
-echo "  GPU, an NCCL or an HCA (this machine has none), probe.nccl.fromImage, a device plugin and"
-echo "  the pod-resources API with GPUs, Prometheus scraping the pod, remediation on this node."
+echo "  GPU, a CUDA driver or an HCA (this machine has none), a device plugin and the pod-resources"
+echo "  API with GPUs, Prometheus scraping the pod, remediation on this node.$([ -n "$nccl" ] ||
+  echo ' No NCCL library given: probe.nccl.fromImage not shown either.')"
+
+# 4. probe.nccl.fromImage: the initContainer copies the training image's NCCL.
+if [ -n "$nccl" ]; then
+  "$ktools/bin/helm" --kubeconfig "$work/kubeconfig" upgrade kt "$chart" -n kt --reuse-values \
+    --set probe.nccl.fromImage=docker.io/library/kt-training:test >/dev/null
+  k rollout status -n kt daemonset/kt-nccl-triage-agent --timeout 240s >/dev/null ||
+    fail "the DaemonSet did not roll out with probe.nccl.fromImage"
+  pod="$(k get pods -n kt -l app.kubernetes.io/component=agent -o name | head -1)"
+  k wait -n kt --for condition=Ready "$pod" --timeout 240s >/dev/null || fail "$pod not Ready"
+  echo "after helm upgrade: $pod Ready ($((SECONDS - start_s)) s so far); initContainer:"
+  k logs -n kt "$pod" -c copy-nccl | sed 's/^/  /'
+  k logs -n kt "$pod" -c copy-nccl | grep -q '^copied from /usr/lib/' || fail "no NCCL copied"
+  for _ in $(seq 1 60); do
+    curl -s -o "$work/status.json" --max-time 60 -H "Authorization: Bearer $admin" \
+      "http://$NODE_IP:$agent_port/status" || true
+    python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["probe_availability"]
+sys.exit(0 if a.get("reason") != "no_nccl" and a.get("nccl_library") else 1)' "$work/status.json" \
+      2>/dev/null && break
+    sleep 1
+  done
+  python3 - "$work/status.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))["probe_availability"]
+print(f"probes: available {a.get('available')}, reason {a.get('reason')}, NCCL {a.get('nccl_library')} "
+      f"{a.get('nccl_version')}")
+if a.get("reason") == "no_nccl" or not a.get("nccl_library"):
+    sys.exit("FAIL: the agent did not find the NCCL copied from the training image")
+PY
+fi
 "$ktools/bin/helm" --kubeconfig "$work/kubeconfig" uninstall kt -n kt --wait >/dev/null
 echo "PASS in $((SECONDS - start_s)) s"
