@@ -7,7 +7,8 @@
 # and a verdict that is not healthy (this machine has no GPU, no NCCL and no HCA). Says what it
 # does not show. With NCCL_LIBRARY (the tests' fake NCCL), `helm upgrade` then sets
 # probe.nccl.fromImage to a training image carrying it: the DaemonSet rolls, the initContainer
-# copies the library, and the agent's probes find it (no longer no_nccl). Usage:
+# copies the library, and the agent's probes find it (no longer no_nccl). Last, the agent's
+# container is stopped on the runtime (crictl): the kubelet restarts it. Usage:
 #   node_agent.sh K8S_TOOLS NODE_TOOLS WORK CHART SOURCE_DIR SERVER_BINARY CLI_BINARY [NCCL_LIBRARY]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -154,5 +155,22 @@ if a.get("reason") == "no_nccl" or not a.get("nccl_library"):
     sys.exit("FAIL: the agent did not find the NCCL copied from the training image")
 PY
 fi
+# 5. The agent's container stopped under the kubelet (crictl, on the runtime): it is restarted.
+pod="$(k get pods -n kt -l app.kubernetes.io/component=agent -o name | head -1)"
+printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 30\n' \
+  "$CONTAINERD_SOCK" "$CONTAINERD_SOCK" >"$work/crictl.yaml"
+crictl=("$ntools/bin/crictl" --config "$work/crictl.yaml")
+cid="$("${crictl[@]}" ps -q --name '^agent$' | head -1)"
+[ -n "$cid" ] || fail "crictl finds no running agent container"
+"${crictl[@]}" stop --timeout 0 "$cid" >/dev/null
+restarts=0
+for _ in $(seq 1 120); do
+  restarts="$(k get -n kt "$pod" -o jsonpath='{.status.containerStatuses[0].restartCount}')"
+  ready="$(k get -n kt "$pod" -o jsonpath='{.status.containerStatuses[0].ready}')"
+  [ "${restarts:-0}" -ge 1 ] && [ "$ready" = true ] && break
+  sleep 1
+done
+echo "agent container stopped with crictl: restarts=$restarts ready=$ready"
+[ "${restarts:-0}" -ge 1 ] && [ "$ready" = true ] || fail "the kubelet did not restart the agent"
 "$ktools/bin/helm" --kubeconfig "$work/kubeconfig" uninstall kt -n kt --wait >/dev/null
 echo "PASS in $((SECONDS - start_s)) s"
