@@ -8,7 +8,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_OPTIONS ?= -DCMAKE_BUILD_TYPE=Release -DNCCL_TRIAGE_WERROR=ON
 
-.PHONY: all deps build test demo bench fuzz variants k8s-tools generate clean
+.PHONY: all deps build test test-node demo bench fuzz variants k8s-tools kubelet-tools generate clean
 
 all: build
 
@@ -24,6 +24,12 @@ build: deps $(BUILD_DIR)/CMakeCache.txt
 test: build variants k8s-tools
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
+# The tests on a one-node cluster with a real kubelet and containerd (root; not part of `make
+# test`: the cold build of their tools takes ~45 min on 2 loaded cores). docs/development.md.
+test-node: build k8s-tools kubelet-tools
+	cmake -S . -B $(BUILD_DIR) -DNCCL_TRIAGE_NODE_TESTS=ON >/dev/null
+	cd $(BUILD_DIR) && ctest --output-on-failure -R '^node\.' --timeout 600
+
 # clang-14 without optimisation or debug information (it checks the other compiler's
 # diagnostics, not its code; -O0 keeps the extra build short): the shipped targets and the fakes,
 # not the tests. The Release build with g++ is the main build itself.
@@ -34,6 +40,11 @@ variants: deps
 # Go >= 1.25 and cached outside the clone (~/.cache/nccl-triage/k8s-tools).
 k8s-tools:
 	@scripts/k8s-tools.sh >/dev/null
+
+# kubelet, kube-scheduler, kube-controller-manager, crictl, containerd, runc and the CNI plugins
+# at the pins of tools/kubelet and tools/containerd (~/.cache/nccl-triage/kubelet-tools).
+kubelet-tools:
+	@scripts/kubelet-tools.sh >/dev/null
 
 # The generated blocks of docs/ and helm/nccl-triage/ (config keys, metrics, host checks) from
 # what the code declares (`nccl-triage-server dump-schema`, tools/gen-docs); the test

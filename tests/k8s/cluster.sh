@@ -78,7 +78,7 @@ for attempt in 1 2 3; do
     --api-audiences https://kubernetes.default.svc.cluster.local \
     --authorization-mode RBAC --service-cluster-ip-range 10.96.0.0/16 --allow-privileged \
     --enable-priority-and-fairness=false --profiling=false \
-    --endpoint-reconciler-type none >"$work/kube-apiserver.log" 2>&1 &
+    --endpoint-reconciler-type none --kubelet-preferred-address-types InternalIP >"$work/kube-apiserver.log" 2>&1 &
   echo $! >"$work/kube-apiserver.pid"
 
   cat >"$work/kubeconfig" <<KC
