@@ -190,8 +190,12 @@ global:
   evaluation_interval: ${eval_interval}
 rule_files: ['$rules']
 scrape_configs:
+  # 3 s to answer (a timeout is capped at the interval): at 1 s, a scrape of a busy agent on a
+  # loaded machine timed out, and up == 0 set NcclTriageAgentDown pending.
   - job_name: nccl-triage-agent
     honor_labels: true
+    scrape_interval: 3s
+    scrape_timeout: 3s
     static_configs:$targets
 $demo_job
 EOF

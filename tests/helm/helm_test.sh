@@ -76,7 +76,9 @@ offline)
   grep -q '^# The Secret nccl-triage-token is not in this render' <<<"$one" ||
     die "the offline render does not say why the token Secret is missing"
   # A client-side dry run (the API server's version, none of its objects) succeeds and says so.
-  notes="$(helm install nccl-triage "$chart" -n offline-render --dry-run=client 2>&1)" ||
+  # A release name of its own: helm still checks that the cluster-scoped objects it would create
+  # (ClusterRoles, named after the release) are not another release's, such as helm.install's.
+  notes="$(helm install offline-render "$chart" -n offline-render --dry-run=client 2>&1)" ||
     die "helm install --dry-run=client: $notes"
   grep -q 'This render could not see the cluster, so it holds no token Secret' <<<"$notes" ||
     die "the client dry run's NOTES do not say the token Secret is missing: $notes"
