@@ -80,6 +80,22 @@ const std::multimap<std::string, std::string>& Samples() {
        "h100-12:30117:30233 [0] transport/net_ib.cc:1291 NCCL WARN NET/IB : Got completion from "
        "peer 10.0.0.2<46761> with error 12, opcode 0, len 0, vendor err 129 (Send) localGid "
        "::ffff:10.0.0.1 remoteGid ::ffff:10.0.0.2"},
+      {"ib.completion_retry_exceeded",  // 2.28: the status by name and number
+       "gpu-a07:3110:3170 [0] transport/net_ib.cc:2440 NCCL WARN NET/IB: Got completion from peer "
+       "10.9.0.4<39113> with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) reqSize=1048576 "
+       "vendor_err=129 req_type=Send hca mlx5_1"},
+      {"ib.completion_local_protection",  // 2.29+ (net_ib/p2p.cc)
+       "gpu-b12:5520:5581 [0] transport/net_ib/p2p.cc:330 NCCL WARN NET/IB: Got completion from "
+       "peer 10.12.0.4<51022> with status=IBV_WC_LOC_PROT_ERR(4) opcode=IBV_WC_RECV_RDMA_WITH_IMM"
+       "(129) vendor_err=81  hca mlx5_0"},
+      {"ib.completion_flushed",  // 2.29+
+       "gpu-b12:5520:5581 [0] transport/net_ib/p2p.cc:330 NCCL WARN NET/IB: Got completion from "
+       "peer 10.12.0.4<51022> with status=IBV_WC_WR_FLUSH_ERR(5) opcode=IBV_WC_SEND(0) "
+       "vendor_err=249  hca mlx5_0"},
+      {"ib.completion_error",  // 2.28: another status
+       "gpu-a07:3110:3170 [0] transport/net_ib.cc:2440 NCCL WARN NET/IB: Got completion from peer "
+       "10.9.0.4<39113> with status=IBV_WC_REM_ACCESS_ERR(10) opcode=IBV_WC_RDMA_WRITE(1) "
+       "reqSize=4096 vendor_err=136 req_type=Send hca mlx5_1"},
       {"ib.completion_local_protection",
        "a100-pcie-4:11200:11280 [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion "
        "from peer 10.0.0.2<33211> with error 4, opcode 128, len 0, vendor err 81 (Recv)"},
