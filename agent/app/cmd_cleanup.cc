@@ -11,38 +11,22 @@
 
 #include "app/cli.h"
 #include "app/triage_children.h"
-#include "base/flags.h"
+#include "kube/cleanup.h"
 #include "probe/subprocess.h"
 
 namespace nccl_triage {
 
 int RunCleanupCommand(CliContext& ctx) {
-  bool help = false, dry_run = false;
-  std::string kubeconfig, context, selector;
-  Status parsed = FlagParser()
-                      .Switch({"--help", "-h"}, &help)
-                      .Switch({"--dry-run"}, &dry_run)
-                      .String({"--selector", "-l"}, &selector)
-                      .String({"--kubeconfig"}, &kubeconfig)
-                      .String({"--context"}, &context)
-                      .Parse(ctx.args);
-  if (!parsed.ok()) {
+  CleanupFlags flags;
+  if (Status parsed = ParseCleanupFlags(ctx.args, flags); !parsed.ok()) {
     ctx.err << "nccl-triage cleanup: " << parsed.message() << "\n";
     return 2;
   }
-  if (help) {
+  if (flags.help) {
     ctx.out << "usage: nccl-triage cleanup [--dry-run] [--selector LABELS] [--kubeconfig FILE]\n"
                "                           [--context NAME]\n\n"
-               "After helm uninstall, removes what nccl-triage left on the cluster: taints\n"
-               "nccl-triage.io/*, the cordon its remediation placed, the NcclFabricReady node\n"
-               "condition and nccl-triage.io/* annotations of nodes and pods. A taint, cordon or\n"
-               "annotation of anyone else stays. Prints one line per node and pod.\n\n"
-               "  --dry-run         list what would be removed, change nothing\n"
-               "  --selector, -l    only the nodes matching this label selector, and the pods\n"
-               "                    on them (default: every node and every pod)\n"
-               "  --kubeconfig, --context   credentials as kubectl finds them (else KUBECONFIG,\n"
-               "                    ~/.kube/config, the pod's service account)\n\n"
-               "Runs nccl-triage-server cleanup, installed beside nccl-triage. Exit 0: done;\n"
+            << kCleanupHelp
+            << "\nRuns nccl-triage-server cleanup, installed beside nccl-triage. Exit 0: done;\n"
                "1: a call failed (each on stderr); 2: bad flags or no usable API.\n";
     return 0;
   }

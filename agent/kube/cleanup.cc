@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/flags.h"
+
 namespace nccl_triage {
 namespace {
 
@@ -238,5 +240,28 @@ CleanupResult RunCleanup(KubeClient& client, const CleanupOptions& options) {
   }
   return result;
 }
+
+Status ParseCleanupFlags(const std::vector<std::string>& args, CleanupFlags& flags) {
+  return FlagParser()
+      .Switch({"--help", "-h"}, &flags.help)
+      .Switch({"--dry-run"}, &flags.options.dry_run)
+      .String({"--selector", "-l"}, &flags.options.node_selector)
+      .String({"--kubeconfig"}, &flags.kubeconfig)
+      .String({"--context"}, &flags.context)
+      .Parse(args);
+}
+
+const char* const kCleanupHelp =
+    "Removes what nccl-triage leaves on the cluster after helm uninstall: taints\n"
+    "nccl-triage.io/*, the cordon its remediation placed, the NcclFabricReady node\n"
+    "condition and nccl-triage.io/* annotations of nodes and pods. A taint, cordon or\n"
+    "annotation of anyone else stays. Run it once the agents and the coordinator are\n"
+    "gone (or remediation is off), or they write them again. Prints one line per node\n"
+    "and pod.\n\n"
+    "  --dry-run         list what would be removed, change nothing\n"
+    "  --selector, -l    only the nodes matching this label selector, and the pods\n"
+    "                    on them (default: every node and every pod)\n"
+    "  --kubeconfig, --context   credentials as kubectl finds them (else KUBECONFIG,\n"
+    "                    ~/.kube/config, the pod's service account)\n";
 
 }  // namespace nccl_triage

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "kube/kube_api.h"
 
 namespace nccl_triage {
@@ -76,5 +77,16 @@ struct CleanupResult {
 // Lists, plans and (unless dry_run) removes. Never throws; a failed call is an error line and
 // the rest goes on.
 CleanupResult RunCleanup(KubeClient& client, const CleanupOptions& options);
+
+// The flags of both cleanup commands: `nccl-triage cleanup` checks them, then runs
+// `nccl-triage-server cleanup` with the same arguments.
+struct CleanupFlags {
+  bool help = false;
+  CleanupOptions options;  // --dry-run, --selector
+  std::string kubeconfig, context;
+};
+Status ParseCleanupFlags(const std::vector<std::string>& args, CleanupFlags& flags);
+// What the cleanup does and its flags, for --help.
+extern const char* const kCleanupHelp;
 
 }  // namespace nccl_triage
