@@ -43,16 +43,6 @@ constexpr std::array<std::string_view, 10> kErrorCounters = {
     "port_xmit_constraint_errors",
 };
 
-const IbPort* FindPort(const NodeSnapshot& s, const std::string& dev, int num) {
-  for (const auto& d : s.ib_devices) {
-    if (d.name != dev) continue;
-    for (const auto& p : d.ports) {
-      if (p.num == num) return &p;
-    }
-  }
-  return nullptr;
-}
-
 std::string RateText(double per_hour) { return ToText(std::round(per_hour * 10) / 10) + "/h"; }
 
 std::string Seconds(int64_t ms) { return std::to_string(ms / 1000) + " s"; }

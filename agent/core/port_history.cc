@@ -16,16 +16,6 @@ std::string Name(const IbDevice& d, const IbPort& p) {
   return d.name + "/" + std::to_string(p.num);
 }
 
-const IbPort* FindPort(const NodeSnapshot& s, const std::string& dev, int num) {
-  for (const auto& d : s.ib_devices) {
-    if (d.name != dev) continue;
-    for (const auto& p : d.ports) {
-      if (p.num == num) return &p;
-    }
-  }
-  return nullptr;
-}
-
 PortMemo* Slot(PortHistory& h, const std::string& name) {
   auto it = h.ports.find(name);
   if (it != h.ports.end()) return &it->second;

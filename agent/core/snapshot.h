@@ -252,4 +252,15 @@ struct NodeSnapshot {
   friend bool operator==(const NodeSnapshot&, const NodeSnapshot&) = default;
 };
 
+// Port `num` of the HCA named `dev` in `s`, or null.
+inline const IbPort* FindPort(const NodeSnapshot& s, const std::string& dev, int num) {
+  for (const auto& d : s.ib_devices) {
+    if (d.name != dev) continue;
+    for (const auto& p : d.ports) {
+      if (p.num == num) return &p;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace nccl_triage
