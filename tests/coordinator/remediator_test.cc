@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "exporter/tls_test_cert.h"
 #include "kube/kube_client.h"
+#include "support/fake_api_harness.h"
 #include "support/fake_api_server.h"
 #include "support/fake_clock.h"
 #include "support/stop_after_patch.h"
@@ -40,25 +41,8 @@ json FakeNode(const std::string& name, json taints = json::array(), bool unsched
 class RemediatorTest : public ::testing::Test {
  protected:
   RemediatorTest() {
-    dir_ = fs::path(::testing::TempDir()) / ("remediator_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    cert_ = testing::MakeSelfSignedCert(dir_.string());
-    server_ = std::make_unique<testing::FakeApiServer>(
-        testing::FakeApiServer::Options{cert_.cert_path, cert_.key_path, "tok", "", 0});
     for (int i = 0; i < 10; ++i) server_->AddNode(FakeNode("n" + std::to_string(i)));
-    ApiAccess a;
-    a.host = "127.0.0.1";
-    a.port = server_->port();
-    a.ca_pem = testing::ReadTextFile(cert_.cert_path);
-    a.token = "tok";
-    auto c = InClusterKubeClient::Connect(a, KubeTimeouts{});
-    EXPECT_TRUE(c.ok()) << c.status().message();
-    kube_ = std::move(c).value();
-  }
-  ~RemediatorTest() override {
-    kube_.reset();  // first: a kept-alive connection would hold the server's stop
-    server_.reset();
-    fs::remove_all(dir_);
+    kube_ = api_.Client();
   }
 
   Remediator Make(RemediationMode mode, int max_nodes = 3, double max_percent = 50) {
@@ -102,9 +86,8 @@ class RemediatorTest : public ::testing::Test {
     return n;
   }
 
-  fs::path dir_;
-  testing::TestCert cert_;
-  std::unique_ptr<testing::FakeApiServer> server_;
+  testing::FakeApiHarness api_{"remediator"};
+  testing::FakeApiServer* server_ = &api_.server();
   std::unique_ptr<InClusterKubeClient> kube_;
   FakeClock clock_;
   std::ostringstream out_;
@@ -241,16 +224,11 @@ TEST_F(RemediatorTest, ForbiddenAndServerErrorsAreLoggedOnceCountedAndRetriedNex
 }
 
 TEST_F(RemediatorTest, AFailedNodeListPlansNothing) {
-  ApiAccess a;  // a client of a port where no API server listens
-  a.host = "127.0.0.1";
-  a.port = 1;
-  a.ca_pem = testing::ReadTextFile(cert_.cert_path);
-  a.token = "tok";
-  auto dead = InClusterKubeClient::Connect(a, KubeTimeouts{});
-  ASSERT_TRUE(dead.ok());
+  auto dead = api_.Client(1);  // a client of a port where no API server listens
+  ASSERT_TRUE(dead);
   RemediatorOptions o;
   o.policy.mode = RemediationMode::kTaint;
-  Remediator d(**dead, o, log_, clock_);
+  Remediator d(*dead, o, log_, clock_);
   RemediationStatus s = StepAt(d, Faulty({"n1"}), kHour);
   EXPECT_NE(s.list_error.find("list nodes"), std::string::npos) << s.list_error;
   EXPECT_TRUE(s.actions.empty());

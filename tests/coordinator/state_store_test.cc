@@ -17,6 +17,7 @@
 #include "exporter/tls_test_cert.h"
 #include "kube/kube_client.h"
 #include "planner/cluster_verdicts.h"
+#include "support/fake_api_harness.h"
 #include "support/fake_api_server.h"
 #include "support/fake_clock.h"
 #include "support/text_file.h"
@@ -131,25 +132,8 @@ json FakeNode(const std::string& name) {
 class StateStoreTest : public ::testing::Test {
  protected:
   StateStoreTest() {
-    dir_ = fs::path(::testing::TempDir()) / ("state_store_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    cert_ = testing::MakeSelfSignedCert(dir_.string());
-    server_ = std::make_unique<testing::FakeApiServer>(
-        testing::FakeApiServer::Options{cert_.cert_path, cert_.key_path, "tok", "", 0});
     for (int i = 0; i < 10; ++i) server_->AddNode(FakeNode("n" + std::to_string(i)));
-    ApiAccess a;
-    a.host = "127.0.0.1";
-    a.port = server_->port();
-    a.ca_pem = testing::ReadTextFile(cert_.cert_path);
-    a.token = "tok";
-    auto c = InClusterKubeClient::Connect(a, KubeTimeouts{});
-    EXPECT_TRUE(c.ok()) << c.status().message();
-    kube_ = std::move(c).value();
-  }
-  ~StateStoreTest() override {
-    kube_.reset();
-    server_.reset();
-    fs::remove_all(dir_);
+    kube_ = api_.Client();
   }
 
   std::unique_ptr<Remediator> Make(RemediationMode mode, Clock& clock) {
@@ -179,9 +163,8 @@ class StateStoreTest : public ::testing::Test {
   }
   StateStore Store() { return StateStore(*kube_, kNs, kName, log_); }
 
-  fs::path dir_;
-  testing::TestCert cert_;
-  std::unique_ptr<testing::FakeApiServer> server_;
+  testing::FakeApiHarness api_{"state_store"};
+  testing::FakeApiServer* server_ = &api_.server();
   std::unique_ptr<InClusterKubeClient> kube_;
   std::ostringstream out_;
   Logger log_{out_};

@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "exporter/tls_test_cert.h"
 #include "kube/kube_client.h"
+#include "support/fake_api_harness.h"
 #include "support/fake_api_server.h"
 #include "support/fake_clock.h"
 #include "support/text_file.h"
@@ -30,13 +31,8 @@ using std::chrono::seconds;
 class LeaderElection : public ::testing::Test {
  protected:
   LeaderElection() : log_(log_text_, LogLevel::kDebug) {
-    dir_ = fs::path(::testing::TempDir()) / ("leader_election_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    cert_ = testing::MakeSelfSignedCert(dir_.string());
-    server_ = std::make_unique<testing::FakeApiServer>(
-        testing::FakeApiServer::Options{cert_.cert_path, cert_.key_path, "tok", "", 0});
-    a_client_ = Client();
-    b_client_ = Client();
+    a_client_ = api_.Client();
+    b_client_ = api_.Client();
     a_ = std::make_unique<LeaderElector>(*a_client_, Options("coord-a"), log_, clock_);
     b_ = std::make_unique<LeaderElector>(*b_client_, Options("coord-b"), log_, clock_);
   }
@@ -45,8 +41,6 @@ class LeaderElection : public ::testing::Test {
     b_.reset();
     a_client_.reset();  // closes the kept-alive connections: the server stops at once
     b_client_.reset();
-    server_.reset();
-    fs::remove_all(dir_);
   }
   static LeaderElectionOptions Options(const std::string& identity) {
     LeaderElectionOptions o;
@@ -55,21 +49,10 @@ class LeaderElection : public ::testing::Test {
     o.identity = identity;
     return o;  // client-go's defaults: 15 s, 10 s, 2 s
   }
-  std::unique_ptr<InClusterKubeClient> Client() {
-    ApiAccess a;
-    a.host = "127.0.0.1";
-    a.port = server_->port();
-    a.ca_pem = testing::ReadTextFile(cert_.cert_path);
-    a.token = "tok";
-    auto c = InClusterKubeClient::Connect(a, KubeTimeouts{});
-    EXPECT_TRUE(c.ok()) << c.status().message();
-    return std::move(c).value();
-  }
   json Spec() const { return server_->Lease("kt", "nccl-triage-coordinator")["spec"]; }
 
-  fs::path dir_;
-  testing::TestCert cert_;
-  std::unique_ptr<testing::FakeApiServer> server_;
+  testing::FakeApiHarness api_{"leader_election"};
+  testing::FakeApiServer* server_ = &api_.server();
   std::ostringstream log_text_;
   Logger log_;
   FakeClock clock_;
