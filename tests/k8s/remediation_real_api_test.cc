@@ -29,6 +29,7 @@
 #include "kube/kube_client.h"
 #include "kube/kubeconfig.h"
 #include "real_api.h"
+#include "remediation_pool.h"
 #include "support/fake_clock.h"
 #include "support/stop_after_patch.h"
 
@@ -37,7 +38,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kNodes = 64;
+constexpr int kNodes = testing::kPoolNodes;
 constexpr int64_t kHour = 3'600'000;
 constexpr const char* kPoolLabel = "pool.example/name";
 
@@ -46,11 +47,7 @@ using real_api::ApiPort;
 using real_api::As;
 using real_api::Work;
 
-std::string NodeName(int i) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "remediation-%02d", i);
-  return name;
-}
+std::string NodeName(int i) { return testing::PoolNodeName(i); }
 
 // tests/k8s/fault_proxy.py in front of the API server, with `faults` (its options); killed when
 // it goes out of scope.
@@ -109,15 +106,7 @@ class RemediationRealApi : public ::testing::Test {
     admin_ = Admin();
     ASSERT_TRUE(coordinator_ && agent_ && admin_);
     // A clean pool: what an earlier run left is undone by the admin.
-    for (int i = 0; i < kNodes; ++i) {
-      NodePatch p;
-      p.taints = json::array();
-      p.unschedulable = false;
-      p.annotations[std::string(kRemediatedAnnotation)] = std::nullopt;
-      p.annotations[std::string(kPendingEventAnnotation)] = std::nullopt;
-      KubeResponse r = admin_->PatchNode(NodeName(i), p);
-      ASSERT_TRUE(r.ok()) << NodeName(i) << ": " << r.Describe() << " (made by kube_prepare.sh)";
-    }
+    ASSERT_TRUE(testing::ResetPool(*admin_));
   }
 
   json Node(const std::string& name) {

@@ -23,6 +23,7 @@
 #include "kube/kube_client.h"
 #include "planner/cluster_verdicts.h"
 #include "real_api.h"
+#include "remediation_pool.h"
 #include "support/fake_clock.h"
 
 namespace nccl_triage {
@@ -34,7 +35,7 @@ using real_api::ApiPort;
 using real_api::As;
 using real_api::Work;
 
-constexpr int kNodes = 64;
+constexpr int kNodes = testing::kPoolNodes;
 constexpr int64_t kHour = 3'600'000;
 constexpr int64_t kMinute = 60'000;
 constexpr int64_t kStartUnixMs = 1'700'000'000'000;
@@ -42,11 +43,7 @@ constexpr const char* kPoolLabel = "pool.example/name";
 constexpr const char* kNs = "kt";
 constexpr const char* kName = "kt-nccl-triage-state";
 
-std::string NodeName(int i) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "remediation-%02d", i);
-  return name;
-}
+std::string NodeName(int i) { return testing::PoolNodeName(i); }
 
 TrackedFault Confirmed(const std::string& node) {
   TrackedFault t;
@@ -105,15 +102,7 @@ class StateRealApi : public ::testing::Test {
     agent_ = As("agent-1");
     admin_ = Admin();
     ASSERT_TRUE(coordinator_ && agent_ && admin_);
-    for (int i = 0; i < kNodes; ++i) {
-      NodePatch p;
-      p.taints = json::array();
-      p.unschedulable = false;
-      p.annotations[std::string(kRemediatedAnnotation)] = std::nullopt;
-      p.annotations[std::string(kPendingEventAnnotation)] = std::nullopt;
-      KubeResponse r = admin_->PatchNode(NodeName(i), p);
-      ASSERT_TRUE(r.ok()) << NodeName(i) << ": " << r.Describe() << " (made by kube_prepare.sh)";
-    }
+    ASSERT_TRUE(testing::ResetPool(*admin_));
     // What an earlier run kept is emptied, as the coordinator's account may (no delete).
     StateStore store(*coordinator_, kNs, kName, log_);
     CoordinatorState none;
