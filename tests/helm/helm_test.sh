@@ -137,7 +137,7 @@ cleanup)
   # workload pods with nccl-triage.io/* annotations beside their own.
   kubectl get ns cleanup-jobs >/dev/null 2>&1 || kubectl create ns cleanup-jobs >/dev/null
   kubectl create serviceaccount default -n cleanup-jobs >/dev/null 2>&1 || true
-  for n in cleanup-gpu-1 cleanup-gpu-2 cleanup-cpu-1; do
+  for n in cleanup-gpu-1 cleanup-gpu-2 cleanup-cpu-1 cleanup-gone-1; do
     kubectl delete node "$n" --ignore-not-found >/dev/null
     kubectl create -f - >/dev/null <<NODE || die "node $n"
 apiVersion: v1
@@ -145,20 +145,36 @@ kind: Node
 metadata: {name: $n}
 NODE
     conds='{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}'
-    case "$n" in cleanup-gpu-*) conds='{"type": "MemoryPressure", "status": "False", "reason": "Fine", "message": "ok"},
+    case "$n" in cleanup-gpu-*|cleanup-gone-*) conds='{"type": "MemoryPressure", "status": "False", "reason": "Fine", "message": "ok"},
       {"type": "NcclFabricReady", "status": "False", "reason": "IbResource", "message": "ib.port_state"}, '"$conds" ;; esac
     kubectl patch node "$n" --subresource=status --type=merge -p "{\"status\": {\"conditions\": [$conds]}}" >/dev/null ||
       die "conditions of $n"
   done
-  for p in train-0 train-1 web-0; do
+  for p in train-0 train-1 web-0 gone-0; do
     kubectl delete pod "$p" -n cleanup-jobs --ignore-not-found --grace-period=0 --force >/dev/null 2>&1 || true
     kubectl run "$p" -n cleanup-jobs --image=registry.example/x --restart=Never \
       --overrides='{"spec": {"nodeName": "cleanup-gpu-1"}}' >/dev/null || die "pod $p"
   done
-  kubectl annotate pod -n cleanup-jobs train-0 train-1 nccl-triage.io/node-verdict=ib_resource \
+  kubectl annotate pod -n cleanup-jobs train-0 train-1 gone-0 nccl-triage.io/node-verdict=ib_resource \
     nccl-triage.io/causes=ib.port_state team.example/owner=ml >/dev/null || die "annotate"
   kubectl annotate pod -n cleanup-jobs web-0 team.example/owner=web >/dev/null || die "annotate"
-  bash -euo pipefail -c "$block" || die "the documented clean-up failed"
+  # A node and a pod that go between the block's list and its patch (a job ending, a node scaled
+  # in): a kubectl in front of the real one deletes each just before the block patches it.
+  real="$tools/bin/kubectl"; shim="$(mktemp -d)"
+  cat >"$shim/kubectl" <<SHIM
+#!/bin/bash
+case " \$* " in
+  *" patch node cleanup-gone-1 "*) "$real" delete node cleanup-gone-1 >/dev/null ;;
+  *" annotate pod -n cleanup-jobs gone-0 "*) "$real" delete pod gone-0 -n cleanup-jobs --grace-period=0 --force >/dev/null 2>&1 ;;
+esac
+exec "$real" "\$@"
+SHIM
+  chmod +x "$shim/kubectl"
+  out="$(PATH="$shim:$tools/bin:$PATH" bash -euo pipefail -c "$block")" || { rm -rf "$shim"; die "the documented clean-up failed"; }
+  rm -rf "$shim"
+  grep -q '^node/cleanup-gone-1: skipped, gone since the list$' <<<"$out" &&
+    grep -q '^pod/cleanup-jobs/gone-0: skipped, gone since the list$' <<<"$out" ||
+    die "a node or pod gone since the list was not reported as skipped: $out"
   conds="$(kubectl get nodes cleanup-gpu-1 cleanup-gpu-2 cleanup-cpu-1 -o jsonpath='{range .items[*]}{.metadata.name}:{.status.conditions[*].type}{"\n"}{end}')"
   grep -q NcclFabricReady <<<"$conds" && die "NcclFabricReady left: $conds"
   [ "$(grep -c 'MemoryPressure Ready$' <<<"$conds")" = 2 ] && grep -q '^cleanup-cpu-1:Ready$' <<<"$conds" ||
