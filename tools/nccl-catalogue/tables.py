@@ -136,3 +136,127 @@ def nccl_message_path(rel, macro, fmt):
 INT_PARAM_REJECT = ("read with strtoll(str, NULL, 0) (decimal, 0x hex, 0 octal); text without "
                     "digits reads as 0 silently; on a range error INFO \"Invalid value %s for %s, "
                     "using default %lld.\" and the default is kept")
+
+
+# ---------------------------------------------------------------------------------------------
+# NCCL's diagnostics reports (2.31+: NCCL_RUN_DIAGNOSTICS=1, RAS diagnostics), read from the
+# string table of libnccl.so (diagstrings.py). Every line is printed as "%s:%d NCCL DIAG <text>";
+# the RAS report lines are built apart and passed as the <text>.
+
+# Strings that start a RAS report line (checked at the start of the string). A string that
+# contains " in comm 0x%lx" and does not start with "RAS " is a report line too (the catch-all:
+# a new check of a later release lands in the catalogue and must then pass the tables below).
+DIAG_REPORT_STARTS = re.compile(
+    r"GPU inventory:|CUDA driver version:|ECC:|NVLink:|NCCL environment:|Net device[ :]|"
+    r"net device type=|IOMMU mode:|IOMMU groups:|ATS state:|rdma_topo check[: ]|Paths:|Xid |SXid |"
+    r"Xid/SXid:|%s: diagnostics incomplete|%s: incomplete for comm|=== .*Diagnostics ===$|"
+    r"RAS diagnostics completed in ")
+
+# Internal errors of the RAS diagnostics code ("RAS diagnostics ... received invalid reporter",
+# "... malformed data size"): WARN/INFO texts of NCCL's own, not report lines; left out.
+DIAG_INTERNAL = re.compile(r"RAS ")
+
+# Report text -> check. Searched in order at the start of the format; first match wins. The
+# version checks of 2.32 print "%s: ..." with the name as an argument ("CUDA driver version",
+# "NVIDIA graphics driver version", in ras/diagnostics_gpu.cc): they are the three formats
+# "%s: %s across", "%s: %s consistent across" and "%s: mismatch across ... rank(s)".
+DIAG_CHECKS = [
+    (r"=== .* ===$|NCCL diagnostics completed in |RAS diagnostics completed in |"
+     r"INFO RAS diagnostics skipped", "header"),
+    (r"(\[\w*\] |%s)?p2p: ", "p2p"),
+    (r"(\[\w*\] |\[%s\] )?net bw: ", "net_bw"),
+    (r"\[\w+\] transport ", "transport"),
+    (r"GPU inventory: ", "gpu_inventory"),
+    (r"CUDA driver version: |%s: (%s (consistent )?across|mismatch across) %d ranks in comm ",
+     "driver_version"),
+    (r"ECC: ", "ecc"),
+    (r"NVLink: ", "nvlink"),
+    (r"NCCL environment: ", "nccl_env"),
+    (r"Net device[ :]|net device type=", "net_device"),
+    (r"IOMMU (mode|groups): ", "iommu"),
+    (r"ATS state: ", "ats"),
+    (r"rdma_topo check[: ]", "rdma_topo"),
+    (r"Paths: ", "paths"),
+    (r"Xid |SXid |Xid/SXid: ", "xid"),
+    (r"%s: (diagnostics incomplete|incomplete for comm)", "incomplete"),
+]
+
+DIAG_SEVERITIES = ("ok", "problem", "info")
+
+# (check, pattern searched in the format, severity): the first entry of the row's check whose
+# pattern is found wins. ok: the check passed; problem: it found a fault; info: neither (skipped,
+# unavailable, a detail, the check's own trouble, or a verdict that is an argument: "[%s] net bw",
+# "%sp2p: %s ... verified"). A format no entry covers stops the generator: decide, then add it.
+DIAG_SEVERITY = [
+    ("header", r".", "info"),
+    # p2p (2.31: per-edge failure details; 2.32: one summary line)
+    ("p2p", r"verified P2P access in both directions between every GPU pair", "ok"),
+    ("p2p", r"only %llu/%llu GPU-to-GPU peer accesses passed verification", "problem"),
+    ("p2p", r"p2p: (write|read) mismatch |p2p: peer-memory import failed |"
+     r"p2p: topology check failed ", "problem"),
+    ("p2p", r"p2p: %s directed GPU P2P edges verified", "info"),
+    ("p2p", r"^\[INFO\] p2p: ", "info"),
+    # net bw
+    ("net_bw", r">30%% off median", "problem"),
+    ("net_bw", r"failed: no usable IB device|failed: cannot resolve the selected IB device",
+     "problem"),
+    ("net_bw", r"^\[OK\] net bw: skipped ", "info"),
+    ("net_bw", r"^\[%s\] net bw: ", "info"),
+    ("net_bw", r"^\[INFO\] net bw: ", "info"),
+    ("transport", r"^\[INFO\] ", "info"),
+    ("gpu_inventory", r"mismatch across .* differ from rank", "problem"),
+    ("gpu_inventory", r" consistent across ", "ok"),
+    ("gpu_inventory", r"^GPU inventory: unavailable via NVML", "info"),
+    ("driver_version", r"mismatch across .* differ from rank", "problem"),
+    ("driver_version", r" consistent across ", "ok"),
+    ("driver_version", r"^(CUDA driver version: unavailable|%s: %s across) ", "info"),
+    ("ecc", r"^ECC: no uncorrected volatile errors ", "ok"),
+    ("ecc", r"^ECC: (uncorrected|corrected) volatile errors .*on rank\(s\)", "problem"),
+    ("ecc", r"^ECC: unavailable via NVML", "info"),
+    ("nvlink", r"mismatch across|^NVLink: inactive link|^NVLink: inconsistent link speeds",
+     "problem"),
+    ("nvlink", r", all active ", "ok"),
+    ("nccl_env", r"mismatch across |env var\(s\) differ across|^NCCL environment: %s=%s on rank",
+     "problem"),
+    ("nccl_env", r"env vars consistent across ", "ok"),
+    ("nccl_env", r"comparison may be partial", "info"),
+    ("net_device", r"differ from rank|reported on only %d of %d nodes|differs within", "problem"),
+    ("net_device", r"NIC configuration consistent across ", "ok"),
+    ("net_device", r"^Net device: (skipped|not inspected) |^net device type=|"
+     r"^Net device %s:%d: %s across %d nodes in comm 0x%lx", "info"),
+    ("iommu", r"^IOMMU groups: GPU and NIC groups differ ", "problem"),
+    ("iommu", r"^IOMMU groups: GPU and NIC groups match on ", "ok"),
+    ("iommu", r"^IOMMU groups: (comparison )?unavailable |^IOMMU mode: (%s|unable to identify) ",
+     "info"),
+    ("ats", r"^ATS state: (disabled on|ATSCtl disabled on) ", "problem"),
+    ("ats", r"^ATS state: enabled on ", "ok"),
+    ("ats", r"^ATS state: (unable to identify|PCIe capabilities|unavailable|ATSCtl unavailable|"
+     r"lspci (unavailable|output truncated)|network device selection) ", "info"),
+    ("rdma_topo", r"^rdma_topo check: failed on ", "problem"),
+    ("rdma_topo", r"^rdma_topo check: passed on ", "ok"),
+    ("rdma_topo", r"^rdma_topo check:? (not usable|mixed results) ", "info"),
+    ("paths", r"could not locate the rank's own GPU", "problem"),
+    ("paths", r"^Paths: %s across %d ranks", "info"),
+    ("xid", r"^S?Xid %u detected .*No user action or further investigation is required", "info"),
+    ("xid", r"^S?Xid %u detected ", "problem"),
+    ("xid", r"^Xid/SXid: no events requiring immediate attention ", "ok"),
+    ("xid", r"^Xid/SXid: (recent-event scan was truncated|no kernel-log source) ", "info"),
+    ("incomplete", r"^%s: diagnostics incomplete, gathered ", "problem"),
+    ("incomplete", r"^%s: incomplete for comm .*data was unavailable", "info"),
+]
+
+
+def diag_check(fmt):
+    """The check of a diagnostics report format, or None when no entry of DIAG_CHECKS names it."""
+    for pat, check in DIAG_CHECKS:
+        if re.match(pat, fmt):
+            return check
+    return None
+
+
+def diag_severity(check, fmt):
+    """ok / problem / info of a report format of `check`, or None when no entry covers it."""
+    for c, pat, sev in DIAG_SEVERITY:
+        if c == check and re.search(pat, fmt):
+            return sev
+    return None
