@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Checks the generated *_messages.tsv files the way the classifier loads them: a header naming
 level, format, file and path; every row as many columns as the header; known paths and levels;
-no source-file base name on two different paths (the classifier maps base names to paths)."""
+no source-file base name on two different paths (the classifier maps base names to paths).
+nccl_diag_messages.tsv (NCCL DIAG report lines) has columns of its own: its exact header, level
+DIAG, known checks and severities, no format twice."""
 import glob
 import os
 import sys
@@ -10,11 +12,59 @@ PATHS = {"ib_verbs", "net_ib", "net_ofi", "collnet", "socket", "bootstrap", "cud
          "shm", "p2p", "nvls", "net_plugin", "api_usage", "env", "alloc", "proxy", "transport",
          "ras", "misc"}
 
+DIAG_FILE = "nccl_diag_messages.tsv"
+DIAG_HEADER = ["level", "check", "severity", "format", "first", "last", "versions"]
+DIAG_CHECKS = {"header", "p2p", "net_bw", "transport", "gpu_inventory", "driver_version", "ecc",
+               "nvlink", "nccl_env", "net_device", "iommu", "ats", "rdma_topo", "paths", "xid",
+               "incomplete"}
+DIAG_SEVERITIES = {"ok", "problem", "info"}
+
+
+def check_diag(path):
+    """Errors of nccl_diag_messages.tsv, one text per bad line."""
+    errors = []
+    header = None
+    seen = set()
+    for n, line in enumerate(open(path, encoding="utf-8"), 1):
+        line = line.rstrip("\n")
+        if not line or line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if header is None:
+            header = cols
+            if cols != DIAG_HEADER:
+                errors.append("%s:%d: header %s, want %s" % (path, n, cols, DIAG_HEADER))
+                return errors
+            continue
+        row = dict(zip(header, cols))
+        err = None
+        if len(cols) != len(header):
+            err = "%d columns, header %d" % (len(cols), len(header))
+        elif row["level"] != "DIAG":
+            err = "level " + row["level"]
+        elif row["check"] not in DIAG_CHECKS:
+            err = "unknown check " + row["check"]
+        elif row["severity"] not in DIAG_SEVERITIES:
+            err = "unknown severity " + row["severity"]
+        elif row["format"] in seen:
+            err = "format twice: " + row["format"]
+        seen.add(row.get("format"))
+        if err:
+            errors.append("%s:%d: %s" % (path, n, err))
+    if header is None:
+        errors.append("%s: no header" % path)
+    return errors
+
 
 def main(folder):
     bad = 0
     base_path = {}
     for f in sorted(glob.glob(os.path.join(folder, "*_messages.tsv"))):
+        if os.path.basename(f) == DIAG_FILE:
+            for e in check_diag(f):
+                bad += 1
+                print(e)
+            continue
         header = None
         for n, line in enumerate(open(f, encoding="utf-8"), 1):
             line = line.rstrip("\n")

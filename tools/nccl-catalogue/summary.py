@@ -39,6 +39,16 @@ def main(folder):
             c["version"], c["tag"], c["commit"][:12], c["warn_call_sites"], c["info_call_sites"],
             sum(m["level"] == "WARN" and has(m, s) for m in msgs),
             sum(m["level"] == "INFO" and has(m, s) for m in msgs)))
+    diag_path = os.path.join(folder, "nccl_diag_messages.tsv")
+    if os.path.exists(diag_path):
+        diag = rows(diag_path)
+        sev = ("ok", "problem", "info")
+        print("\nnccl_diag_messages.tsv: %d rows (%s)\n" % (len(diag), ", ".join(
+            "%s %d" % (s, sum(d["severity"] == s for d in diag)) for s in sev)))
+        print("| check | ok | problem | info |\n|---|---|---|---|")
+        for c in sorted({d["check"] for d in diag}):
+            print("| %s | %s |" % (c, " | ".join(
+                str(sum(d["check"] == c and d["severity"] == s for d in diag)) for s in sev)))
     for name in ("ibverbs_messages.tsv", "ofi_messages.tsv", "cuda_errors.tsv", "nccl_params.tsv"):
         print("\n%s: %d rows" % (name, len(rows(os.path.join(folder, name)))))
 
