@@ -39,6 +39,9 @@ struct StringHash {
 
 // Ranking tiers: a cause's tier is that of its strongest match; lower ranks first.
 enum Tier : int {
+  // A failed check of NCCL's own diagnostics report (2.31+): NCCL tested the path itself and
+  // names what failed, stronger than any WARN of the failure it explains.
+  kTierDiag = -1,
   kTierRoot = 0,       // matched on a rank's first WARN
   kTierSecondary = 1,  // a precise rule on a later WARN or on quoted text (c10d `Last error:`)
   // No WARN on the rank, but its back-trace starts in a file that names the component
@@ -198,6 +201,7 @@ struct LogClassifier::State {
   size_t nonempty_text_lines = 0;
   size_t binary_lines = 0;
   size_t unmatched_warns = 0;
+  size_t diag_lines = 0;  // lines of NCCL's diagnostics report
 
   std::map<std::string, CauseAcc, std::less<>> causes;
   std::unordered_map<std::string, RankState, StringHash, std::equal_to<>> ranks;
@@ -638,6 +642,22 @@ struct LogClassifier::State {
     }
   }
 
+  // A line of NCCL's diagnostics report. A failed check names its cause above every other
+  // tier; a passed or skipped check (a rule of strength ignore, or none) names nothing, and a
+  // report is no proof that the job then worked.
+  void OnDiag(const ParsedLine& p, std::string_view line) {
+    ++nccl_lines;
+    ++diag_lines;
+    for (const auto& m : compiled.MatchLine(p)) {
+      const Rule& r = compiled.rules()[m.rule];
+      if (r.strength == Strength::kIgnore) break;
+      const int tier = r.strength == Strength::kRoot || r.strength == Strength::kGeneric
+                           ? static_cast<int>(kTierDiag)
+                           : TierFor(r.strength, false, false);
+      AddCause(r, tier, Boost(r, r.confidence), line, p.timestamp);
+    }
+  }
+
   void OnInfo(const ParsedLine& p, std::string_view line) {
     ++nccl_lines;
     std::string_view msg = p.message;
@@ -752,6 +772,9 @@ struct LogClassifier::State {
       case NcclLevel::kInfo:
       case NcclLevel::kTrace:
         OnInfo(p, line);
+        break;
+      case NcclLevel::kDiag:
+        OnDiag(p, line);
         break;
       case NcclLevel::kNone:
         OnText(p, line);
@@ -1193,7 +1216,9 @@ void LogClassifier::State::Explain(Classification& out, const KeptMap& kept, boo
     const ClassifiedCause& top = out.causes.front();
     const LogLine& where = top.evidence.empty() ? LogLine{} : top.evidence.front();
     std::string who;
-    if (!out.roots.empty() && kept.at(top.cause).tier == kTierRoot) {
+    if (kept.at(top.cause).tier == kTierDiag) {
+      who = "NCCL's diagnostics report (line " + std::to_string(where.number) + ") names it";
+    } else if (!out.roots.empty() && kept.at(top.cause).tier == kTierRoot) {
       who = "rank " + (out.roots.front().rank.empty() ? std::string("-") : out.roots.front().rank) +
             " failed first (line " + std::to_string(out.roots.front().line.number) + ")";
     } else {
@@ -1274,6 +1299,7 @@ void LogClassifier::State::Explain(Classification& out, const KeptMap& kept, boo
     std::string via;
     for (const auto& t : transports) via += (via.empty() ? "" : ", ") + t;
     if (!via.empty()) seen += ", channels via " + via;
+    if (diag_lines > 0) seen += ", a diagnostics report with no failed check";
     if (init_complete) seen += ", Init COMPLETE at line " + std::to_string(last_init_line);
     if (teardown) seen += ", Destroy COMPLETE at line " + std::to_string(last_success_line);
     if (last_warn_line > 0) seen += ", last WARN at line " + std::to_string(last_warn_line);

@@ -61,6 +61,15 @@ std::string_view RankKey(std::string_view token) {
   return token.substr(0, last);
 }
 
+// `host:pid` (a DIAG line's prefix), or empty when the token does not have that shape.
+std::string_view HostPid(std::string_view token) {
+  size_t colon = token.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || !AllDigits(token.substr(colon + 1))) {
+    return {};
+  }
+  return token;
+}
+
 // Reads the prefix before `NCCL <LEVEL>`: host token, `[dev]`, optional `file:LINE`, `(func)`.
 void ParsePrefix(std::string_view prefix, ParsedLine& out) {
   bool first = true;
@@ -73,6 +82,7 @@ void ParsePrefix(std::string_view prefix, ParsedLine& out) {
     if (first) {
       first = false;
       std::string_view key = RankKey(token);
+      if (key.empty() && out.level == NcclLevel::kDiag) key = HostPid(token);
       if (!key.empty()) {
         out.rank = key;
         continue;
@@ -135,6 +145,8 @@ ParsedLine ParseLogLine(std::string_view line) {
         level = NcclLevel::kInfo, word = 4;
       } else if (rest.substr(0, 5) == "TRACE") {
         level = NcclLevel::kTrace, word = 5;
+      } else if (rest.substr(0, 4) == "DIAG") {
+        level = NcclLevel::kDiag, word = 4;
       }
       if (level != NcclLevel::kNone && (rest.size() == word || rest[word] == ' ')) {
         out.level = level;

@@ -184,7 +184,7 @@ class RuleReader {
   Status Lines(Rule& r) const {
     const YAML::Node v = node_["lines"];
     if (!v || !v.IsSequence() || v.size() == 0) {
-      return Error(v, "needs `lines`: a list of warn, info, text");
+      return Error(v, "needs `lines`: a list of warn, info, text, diag");
     }
     for (const auto& k : v) {
       const std::string kind = k.IsScalar() ? k.Scalar() : "";
@@ -194,8 +194,10 @@ class RuleReader {
         r.lines |= kInfoLine;
       } else if (kind == "text") {
         r.lines |= kTextLine;
+      } else if (kind == "diag") {
+        r.lines |= kDiagLine;
       } else {
-        return Error(k, "line kind `" + kind + "` is not warn, info or text");
+        return Error(k, "line kind `" + kind + "` is not warn, info, text or diag");
       }
     }
     return Status::Ok();
@@ -354,7 +356,7 @@ struct CompiledRules::Sets {
     std::vector<size_t> rule_of;  // pattern index in the set -> rule index
     bool empty() const { return rule_of.empty(); }
   };
-  One warn, info, text, file;
+  One warn, info, text, diag, file;
   std::unordered_map<size_t, std::unique_ptr<RE2>> code_regexes;  // rules with a code_group
 
   // Sorted, distinct indices of the rules whose patterns match `field`.
@@ -377,7 +379,7 @@ StatusOr<std::shared_ptr<const CompiledRules>> CompiledRules::Compile(std::vecto
   std::shared_ptr<CompiledRules> c(new CompiledRules());
   c->rules_ = std::move(rules);
   Sets& s = *c->sets_;
-  for (Sets::One* one : {&s.warn, &s.info, &s.text, &s.file}) {
+  for (Sets::One* one : {&s.warn, &s.info, &s.text, &s.diag, &s.file}) {
     one->set = std::make_unique<RE2::Set>(PatternOptions(), RE2::UNANCHORED);
   }
   std::set<std::string_view> names;
@@ -393,6 +395,7 @@ StatusOr<std::shared_ptr<const CompiledRules>> CompiledRules::Compile(std::vecto
       if (r.lines & kWarnLine) into.push_back(&s.warn);
       if (r.lines & kInfoLine) into.push_back(&s.info);
       if (r.lines & kTextLine) into.push_back(&s.text);
+      if (r.lines & kDiagLine) into.push_back(&s.diag);
     }
     for (const std::string& p : r.patterns) {
       for (Sets::One* one : into) {
@@ -408,7 +411,7 @@ StatusOr<std::shared_ptr<const CompiledRules>> CompiledRules::Compile(std::vecto
       s.code_regexes.emplace(i, std::make_unique<RE2>(r.patterns.front(), PatternOptions()));
     }
   }
-  for (Sets::One* one : {&s.warn, &s.info, &s.text, &s.file}) {
+  for (Sets::One* one : {&s.warn, &s.info, &s.text, &s.diag, &s.file}) {
     if (!one->empty() && !one->set->Compile()) {
       return InvalidArgument("the rules' patterns do not fit in the matcher's memory");
     }
@@ -422,6 +425,7 @@ std::vector<CompiledRules::LineMatch> CompiledRules::MatchLine(const ParsedLine&
   if (line.level == NcclLevel::kInfo || line.level == NcclLevel::kTrace) {
     message_set = &sets_->info;
   }
+  if (line.level == NcclLevel::kDiag) message_set = &sets_->diag;
   thread_local std::vector<size_t> hits, file_hits;
   Sets::Match(*message_set, line.message, hits);
   if (line.level == NcclLevel::kWarn && !line.file.empty()) {

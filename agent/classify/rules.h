@@ -34,6 +34,7 @@ enum LineKindBit : unsigned {
   kWarnLine = 1u << 0,  // `... NCCL WARN <message>`
   kInfoLine = 1u << 1,  // `... NCCL INFO <message>`
   kTextLine = 1u << 2,  // anything else: c10d/PyTorch output, a probe's own lines, tracebacks
+  kDiagLine = 1u << 3,  // `... NCCL DIAG <message>`: NCCL's own diagnostics report (2.31+)
 };
 
 // Where the rule's patterns look.

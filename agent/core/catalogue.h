@@ -176,6 +176,40 @@ inline constexpr std::array kEntries = {
               "CUDA_VISIBLE_DEVICES hide it.",
               "Expose the same GPUs to every process of the job (device plugin allocation, "
               "Slurm --gpus-per-task)."},
+    CauseInfo{"gpu.p2p", kArch, kLog, kNone, "GPU peer access fails its check",
+              "NCCL's own diagnostics (NCCL_RUN_DIAGNOSTICS=1, 2.31+) wrote to and read back "
+              "from every GPU pair of a node and some accesses failed or returned wrong data: "
+              "PCIe ACS or the IOMMU redirects peer traffic, a VM or container hides the peer, "
+              "or NVLink is down between the pair.",
+              "Read the pair in the report, then `nvidia-smi topo -m` and `nvidia-smi topo -p2p "
+              "rw`; on bare metal disable PCIe ACS and set iommu=pt; until fixed, "
+              "NCCL_P2P_DISABLE=1 keeps jobs running through shared memory."},
+    CauseInfo{"gpu.mixed", kArch, kLog, kNone, "Ranks on unlike GPUs or GPU drivers",
+              "NCCL's RAS diagnostics found nodes whose GPUs differ in model or in number per "
+              "node, or whose CUDA or graphics driver versions differ: a job spread over two "
+              "node pools, a node with a GPU missing, a half-finished driver upgrade.",
+              "Schedule the job onto one pool (a nodeSelector on the GPU product label) with "
+              "one driver version; a node with fewer GPUs than its peers has lost one: drain it "
+              "and check nvidia-smi."},
+    CauseInfo{"gpu.health", kUnknownClass, kLog, kNone, "GPU errors found by NCCL's diagnostics",
+              "NCCL's RAS diagnostics read uncorrected ECC errors, inactive or unequal NVLink "
+              "links, or an Xid that asks for action on a rank's GPU: the hardware, not NCCL's "
+              "paths, is the suspect.",
+              "Drain the node named in the report, read `nvidia-smi -q -d ECC` and the Xid in the "
+              "kernel log, reset the GPU (nvidia-smi -r) or replace it after `dcgmi diag -r 3`."},
+    CauseInfo{"nccl.env_mismatch", kArch, kLog, kNone, "Ranks run with different NCCL settings",
+              "NCCL's RAS diagnostics compared the NCCL_* environment of every rank and found a "
+              "variable set differently (or only on some ranks): ranks may choose different "
+              "networks, interfaces or protocols and fail to connect.",
+              "Give every rank the same NCCL_* environment (one pod template, no per-node "
+              "overrides); the report names the variable and the ranks."},
+    CauseInfo{"ib.nic_mismatch", kIb, kLog, kNone, "A node's NIC unlike its peers'",
+              "NCCL's diagnostics found a network device that differs between nodes (type, "
+              "speed, link layer, port state), is missing on some, or measured more than 30 % "
+              "off the median bandwidth.",
+              "Compare the named node's ports with its peers (ibstat: rate, state, link layer), "
+              "read ib.port_rate, ib.port_state and ib.port_errors for that node, and reseat or "
+              "replace the cable or HCA that lags."},
     CauseInfo{"versions.mismatch", kArch, kLog, kNone, "NCCL version skew between ranks",
               "Ranks run different NCCL versions or builds; NCCL refuses to connect them.",
               "Deploy one image (one NCCL build) for every rank of the job."},

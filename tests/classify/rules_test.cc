@@ -178,6 +178,78 @@ const std::multimap<std::string, std::string>& Samples() {
       {"version.mismatch",
        "mix-0:8000:8000 [0] init.cc:588 NCCL WARN Mismatched NCCL version detected : rank 0 "
        "version 21903 rank 1 version 21805"},
+      {"version.mismatch",
+       "mix-0:8000:8012 [0] ras/ras.cc:412 NCCL WARN NCCL version mismatch with remote peer "
+       "10.0.0.2<38211> (local: 2.30.7, remote 2.29.7)"},
+      // NCCL's diagnostics report (2.31.2, 2.32.6): `host:pid NCCL DIAG <line>`.
+      {"diag.xid_benign",
+       "gpu-7:5120 NCCL DIAG Xid 43 detected at 1764996612 s on host gpu-7. No user action or "
+       "further investigation is required for this Xid."},
+      {"diag.p2p_failed",
+       "gpu-7:5120 NCCL DIAG [FAIL] p2p: only 52/56 GPU-to-GPU peer accesses passed verification"},
+      {"diag.p2p_failed",
+       "gpu-7:5120 NCCL DIAG [INFO] p2p: read mismatch rank=0 peer=3 expected=0x00000000a5a5a5a5 "
+       "got=0x0000000000000000; check the affected pair with 'nvidia-smi topo -p2p p'"},
+      {"diag.p2p_failed",
+       "gpu-7:5120 NCCL DIAG [INFO] p2p: peer-memory import failed rank=0 peer=3 "
+       "reason=cudaErrorPeerAccessUnsupported; check CUDA IPC support"},
+      {"diag.p2p_failed",
+       "gpu-7:5120 NCCL DIAG P2P read srcRank=0 srcCudaDev=0 srcNvmlDev=0 dstRank=3 dstCudaDev=3 "
+       "dstNvmlDev=3 path=PIX handle=cumem expected=0x00000000a5a5a5a5 got=0x0000000000000000; "
+       "inspect the affected GPU pair with 'nvidia-smi topo -m'"},
+      {"diag.gpu_inventory",
+       "gpu-7:5120 NCCL DIAG GPU inventory: model mismatch across 16 ranks in comm 0x7f3a1c, "
+       "rank(s) 8-15 differ from rank 0 (NVIDIA H100 80GB HBM3)"},
+      {"diag.gpu_inventory",
+       "gpu-7:5120 NCCL DIAG CUDA driver version: mismatch across 16 ranks in comm 0x7f3a1c, "
+       "rank(s) 8-15 differ from rank 0 (13.0)"},
+      {"diag.gpu_health",
+       "gpu-7:5120 NCCL DIAG ECC: uncorrected volatile errors on rank(s) 5 (worst=2) across 16 "
+       "ranks in comm 0x7f3a1c"},
+      {"diag.gpu_health",
+       "gpu-7:5120 NCCL DIAG NVLink: inactive link(s) on rank(s) 3 across 8 ranks in comm "
+       "0x7f3a1c"},
+      {"diag.gpu_health",
+       "gpu-7:5120 NCCL DIAG Xid 79 detected at 1764996612 s on host gpu-7. The NVIDIA Xid "
+       "catalog recommends resetting the affected GPU. Follow the documented GPU-reset "
+       "capabilities and limitations: https://docs.nvidia.com/deploy/gpu-debug-guidelines"},
+      {"diag.nccl_env",
+       "gpu-7:5120 NCCL DIAG NCCL environment: mismatch across 2 ranks in comm 0x7f3a1c for "
+       "NCCL_SOCKET_IFNAME"},
+      {"diag.nccl_env",
+       "gpu-7:5120 NCCL DIAG NCCL environment: 1 NCCL_* env var(s) differ across ranks in comm "
+       "0x7f3a1c"},
+      {"diag.nccl_env",
+       "gpu-7:5120 NCCL DIAG NCCL environment: NCCL_IB_HCA=mlx5_0 on rank(s) 1"},
+      {"diag.ib_device_missing",
+       "gpu-7:5120 NCCL DIAG [INFO] net bw: failed: no usable IB device in comm 0x7f3a1c"},
+      {"diag.nic_mismatch",
+       "gpu-7:5120 NCCL DIAG Net device mlx5_0:1: rank(s) 8 differ from rank 0 (400000 Mbps) "
+       "across 2 of 2 nodes in comm 0x7f3a1c"},
+      {"diag.nic_mismatch",
+       "gpu-7:5120 NCCL DIAG Net device mlx5_3:1: reported on only 1 of 2 nodes in comm 0x7f3a1c "
+       "(device may be missing on some nodes)"},
+      {"diag.nic_mismatch",
+       "gpu-7:5120 NCCL DIAG Net device: NIC configuration (device type, speed, link layer, port "
+       "state or Data Direct use) differs within 1 of 2 nodes in comm 0x7f3a1c"},
+      {"diag.nic_mismatch",
+       "gpu-7:5120 NCCL DIAG [INFO] net bw: cross-nic rank 8 (gpu-9): 180.2 Gbit/s, >30% off "
+       "median 391.0 Gbit/s in comm 0x7f3a1c"},
+      {"diag.gdr_path",
+       "gpu-7:5120 NCCL DIAG IOMMU groups: GPU and NIC groups differ on 4 pair(s) in comm "
+       "0x7f3a1c; first rank 0 GPU group 12 NIC mlx5_0 group 40"},
+      {"diag.gdr_path",
+       "gpu-7:5120 NCCL DIAG ATS state: ATSCtl disabled on 8 rank/NIC pair(s) in comm 0x7f3a1c; "
+       "first rank 0 NIC mlx5_0"},
+      {"diag.gdr_path",
+       "gpu-7:5120 NCCL DIAG rdma_topo check: failed on rank(s) 0-7 across 8/16 ranks in comm "
+       "0x7f3a1c; first rank 0 exit 1: No supported topology detected"},
+      {"diag.paths",
+       "gpu-7:5120 NCCL DIAG Paths: could not locate the rank's own GPU in the topology, so its "
+       "paths are unknown -- rank 3 in comm 0x7f3a1c"},
+      {"diag.incomplete",
+       "gpu-7:5120 NCCL DIAG RAS: diagnostics incomplete, gathered 14/16 ranks in comm "
+       "0x7f3a1c/0x1/0x2"},
       {"version.bootstrap_mismatch",
        "mix-1:8100:8100 [0] bootstrap.cc:212 NCCL WARN Bootstrap Root : mismatch in info from "
        "procs, offending rank 1"},

@@ -12,10 +12,12 @@
 #   CASE_TIMEOUT  seconds before a rank is killed (default 30)
 #   JOBS          scenarios run at the same time (default 6)
 #   ONLY          space-separated scenario names to run (default: all)
+#   EXTRA         environment words added to every rank (e.g. NCCL_RUN_DIAGNOSTICS=1)
+#   SET           name of the result folder and archive (default failures)
 #
 # For every scenario it writes <scenario>/{r0.log,r1.log,r0.cmd,r1.cmd,rc.txt} (each log holds the
 # rank's stdout and stderr with NCCL_DEBUG=INFO; rc 124 = killed by the timeout) and packs the
-# whole result folder into failures.tar.gz, one file to copy off the GPU machine. NCCL writes its INFO
+# whole result folder into $SET.tar.gz, one file to copy off the GPU machine. NCCL writes its INFO
 # lines to stdout with stdio buffering, so a rank that is killed would lose them: every rank runs
 # under `stdbuf -oL -eL`.
 set -uo pipefail
@@ -26,7 +28,9 @@ CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
 CASE_TIMEOUT="${CASE_TIMEOUT:-30}"
 JOBS="${JOBS:-6}"
 ONLY="${ONLY:-}"
-results="${OUT:-$here/results-failures}/failures"
+EXTRA="${EXTRA:-}"
+SET="${SET:-failures}"
+results="${OUT:-$here/results-failures}/$SET"
 work="$(mktemp -d /tmp/nccl-failures-XXXXXX)"
 mkdir -p "$results"
 
@@ -42,6 +46,7 @@ meta="$results/meta.txt"
   echo "ulimit -l: $(ulimit -l)"
   echo "/dev/shm: $(df -h /dev/shm | tail -1)"
   echo "nvcc: $(nvcc --version 2>&1 | tail -1)"
+  echo "extra environment: $EXTRA"
 } >"$meta" 2>&1
 
 # ------------------------------------------------------------------ build
@@ -56,7 +61,7 @@ else
 fi
 if [[ ! -x "$ref" ]]; then
   echo "build failed, see build.log" | tee -a "$meta"
-  tar -C "$results/.." -czf "$results/../failures.tar.gz" failures
+  tar -C "$results/.." -czf "$results/../$SET.tar.gz" "$SET"
   exit 1
 fi
 readelf -d "$ref" 2>/dev/null | grep -Ei 'rpath|runpath' >>"$meta"
@@ -92,7 +97,7 @@ scenario() {
   local d="$results/$name" w="$work/$name"
   mkdir -p "$d" "$w"
   local h0="${H0:-$name-r0}" h1="${H1:-$name-r1}"
-  local base="NCCL_DEBUG=INFO NCCL_NVLS_ENABLE=0"
+  local base="NCCL_DEBUG=INFO NCCL_NVLS_ENABLE=0${EXTRA:+ $EXTRA}"
   local c0="$W0 env $base NCCL_HOSTID=$h0 $E0 stdbuf -oL -eL $ref 0 $N0 $w/id $BYTES 2 $ITERS"
   local c1="$W1 env $base NCCL_HOSTID=$h1 $E1 stdbuf -oL -eL $ref 1 $N1 $w/id $BYTES 2 $ITERS"
   echo "$c0" >"$d/r0.cmd"
@@ -160,7 +165,7 @@ reset; N1=3; scenario worldsize-mismatch
 reset; E0="NCCL_SOCKET_FAMILY=AF_INET6"; E1="$E0"; scenario socket-family-inet6
 wait
 
-tar -C "$results/.." -czf "$results/../failures.tar.gz" failures
+tar -C "$results/.." -czf "$results/../$SET.tar.gz" "$SET"
 cat "$meta"
 cat "$results"/*/rc.txt >/dev/null
 for d in "$results"/*/; do echo "$(basename "$d"): $(tr '\n' ' ' <"$d/rc.txt")"; done
