@@ -1217,7 +1217,8 @@ void LogClassifier::State::Explain(Classification& out, const KeptMap& kept, boo
     const LogLine& where = top.evidence.empty() ? LogLine{} : top.evidence.front();
     std::string who;
     if (kept.at(top.cause).tier == kTierDiag) {
-      who = "NCCL's diagnostics report (line " + std::to_string(where.number) + ") names it";
+      who = "NCCL's diagnostics report (line " + std::to_string(kept.at(top.cause).order_line) +
+            ") names it";
     } else if (!out.roots.empty() && kept.at(top.cause).tier == kTierRoot) {
       who = "rank " + (out.roots.front().rank.empty() ? std::string("-") : out.roots.front().rank) +
             " failed first (line " + std::to_string(out.roots.front().line.number) + ")";

@@ -134,9 +134,11 @@ TEST(ReadmeTable, LogSnippetsAreOnesTheCauseRulesPickUp) {
     EXPECT_FALSE(snippets.empty()) << r.id << ": quote what the log says";
     for (const auto& s : snippets) {
       bool ok = false;
-      // As the message of a WARN or INFO line, as a text line, or as the file of a WARN line.
+      // As the message of a WARN, INFO or DIAG line, as a text line, or as the file of a WARN
+      // line.
       const std::vector<std::string> lines = {"h:1:1 [0] x.cc:1 NCCL WARN " + s,
-                                              "h:1:1 [0] NCCL INFO " + s, s,
+                                              "h:1:1 [0] NCCL INFO " + s, "h:1 NCCL DIAG " + s, s,
+                                              "h:1 NCCL DIAG [INFO] " + s,
                                               "h:1:1 [0] " + s + ":1 NCCL WARN -"};
       for (const auto& rule : Rules()) {
         if (rule.cause != r.id) continue;
