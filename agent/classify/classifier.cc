@@ -893,6 +893,7 @@ Classification LogClassifier::State::Finish() {
     c.fix_class = info != nullptr ? info->fault_class : FaultClass::kUnknown;
     c.confidence = Round2(r.acc->confidence);
     c.evidence = r.acc->evidence;
+    c.diagnostics = r.acc->tier == kTierDiag;
     if (r.acc->rule != nullptr && !r.acc->rule->remedy.empty()) {
       c.remedy = std::string(r.acc->rule->remedy);
     } else if (info != nullptr) {

@@ -163,6 +163,14 @@ constexpr std::array kSpecs = {
              "idle GPU the probe runs there anyway"},
             KeyKind::kBool,
             NT_FIELD(probe.allow_when_gpus_busy)},
+    KeySpec{{"probe.nccl_diagnostics", "bool",
+             "where the probe's NCCL is 2.31 or newer, run it with NCCL_RUN_DIAGNOSTICS=1: NCCL "
+             "checks GPU peer access and the network during init and prints a report, whose "
+             "failed checks (gpu.p2p, ib.nic_mismatch, ...) the verdict names even when the "
+             "probes pass; NCCL_RUN_DIAGNOSTICS in probe.env_allowlist takes precedence. Older "
+             "NCCL is run as before"},
+            KeyKind::kBool,
+            NT_FIELD(probe.nccl_diagnostics)},
     // agent
     KeySpec{{"agent.listen", "host:port", "address of the agent's metrics and status HTTP server"},
             KeyKind::kListen,

@@ -18,7 +18,8 @@ nlohmann::json ToJson(const Classification& c) {
                       {"fix_class", ToString(cause.fix_class)},
                       {"confidence", cause.confidence},
                       {"evidence", ev},
-                      {"remedy", cause.remedy}});
+                      {"remedy", cause.remedy},
+                      {"diagnostics", cause.diagnostics}});
   }
   nlohmann::json roots = nlohmann::json::array();
   for (const auto& r : c.roots) roots.push_back({{"rank", r.rank}, {"line", ToJson(r.line)}});

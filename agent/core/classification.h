@@ -25,6 +25,9 @@ struct ClassifiedCause {
   double confidence = 0;                          // 0..1
   std::vector<LogLine> evidence;
   std::string remedy;
+  // Named by a failed check of NCCL's own diagnostics report (NCCL_RUN_DIAGNOSTICS, 2.31+):
+  // NCCL tested the path itself, so it stands even where the job or the probe then worked.
+  bool diagnostics = false;
 };
 
 // The first WARN (or error line) of one rank, identified by "host:pid" where the log has it.

@@ -64,6 +64,7 @@ struct ProbeConfig {
   std::vector<std::string> env_allowlist;  // extra NCCL_* variables passed to the child
   double busbw_min_fraction = 0.5;  // IB busbw below this fraction of the port rate: degraded
   bool allow_when_gpus_busy = false;
+  bool nccl_diagnostics = true;  // NCCL_RUN_DIAGNOSTICS=1 in the child where NCCL is 2.31+
 
   friend bool operator==(const ProbeConfig&, const ProbeConfig&) = default;
 };

@@ -166,6 +166,23 @@ PairVerdict Decide(const DecisionInputs& in) {
     v.reason = "both probes passed but IB busbw " + numbers + ", what the ports should carry" +
                (in.expected_ib_basis.empty() ? "" : " (" + in.expected_ib_basis + ")");
   }
+  // The probes worked, but NCCL's diagnostics report (NCCL 2.31+) failed a check on the way:
+  // named, with the verdict's class left to the probes (both paths carried data).
+  std::vector<std::string> diagnosed;
+  for (const ProbeResult* r : {in.socket_result, in.ib_result}) {
+    if (r == nullptr || !r->classification) continue;
+    for (const auto& c : r->classification->causes) {
+      if (c.diagnostics) AddCause(diagnosed, c.cause);
+    }
+  }
+  if (!diagnosed.empty()) {
+    std::string names;
+    for (const auto& d : diagnosed) {
+      names += (names.empty() ? "" : ", ") + d;
+      AddCause(v.causes, d);
+    }
+    v.reason += "; NCCL's diagnostics report failed a check: " + names;
+  }
   return v;
 }
 

@@ -106,6 +106,12 @@ class ChildRun {
     if (nc_.get_version != nullptr && nc_.get_version(&version) == abi::kNcclSuccess) {
       r_.nccl_version = DecodeNcclVersion(version);
     }
+    // NCCL reads its settings at the first communicator, so this is early enough.
+    if (!o_.check_only &&
+        WantsNcclDiagnostics(o_.nccl_diagnostics, version, std::getenv("NCCL_RUN_DIAGNOSTICS"))) {
+      setenv("NCCL_RUN_DIAGNOSTICS", "1", 1);
+      if (!o_.log_path.empty()) setenv("NCCL_DEBUG_SUBSYS", "INIT,NET,DIAG", 1);
+    }
     auto cuda_lib = LoadLibrary(cuda_search, kCudaSoname);
     if (!cuda_lib.ok()) return Unavailable(ids::kProbeNoCuda, cuda_lib.status().message());
     auto cu = ResolveCuda(*cuda_lib);
@@ -541,6 +547,11 @@ std::optional<abi::ncclUniqueId> DecodeUniqueId(std::string_view text) {
   return id;
 }
 
+bool WantsNcclDiagnostics(bool asked, int nccl_version_code, const char* env_value) {
+  constexpr int kFirstWithDiagnostics = 23100;  // 2.31.0 (2.9+ codes: major*10000+minor*100)
+  return asked && nccl_version_code >= kFirstWithDiagnostics && env_value == nullptr;
+}
+
 StatusOr<ChildOptions> ParseChildArgs(const std::vector<std::string>& args) {
   ChildOptions o;
   bool only_configured = false;
@@ -579,6 +590,7 @@ StatusOr<ChildOptions> ParseChildArgs(const std::vector<std::string>& args) {
           .Repeated({"--cuda-lib"}, &o.cuda_library_paths)
           .Switch({"--only-configured-libs"}, &only_configured)
           .Switch({"--check"}, &o.check_only)
+          .Switch({"--nccl-diagnostics"}, &o.nccl_diagnostics)
           .String({"--lib-root"}, &o.library_root)
           .Custom({"--spawn-ns"},
                   [&o](const std::string& v) -> Status {

@@ -52,9 +52,16 @@ struct ChildOptions {
   // --check: load the libraries, read NCCL's version, cuInit and count the devices, then pass
   // (no communicator, no GPU memory): the agent's start-up availability check.
   bool check_only = false;
+  // --nccl-diagnostics: with NCCL 2.31 or newer, NCCL_RUN_DIAGNOSTICS=1 (NCCL checks GPU peer
+  // access and the network during init and prints its report) unless the environment sets it.
+  bool nccl_diagnostics = false;
   int unique_id_fd = 0;                       // ranks > 0 read the id line from here
   std::optional<int64_t> spawn_monotonic_ns;  // CLOCK_MONOTONIC at spawn (for startup_seconds)
 };
+
+// Whether the child turns NCCL's active diagnostics on: asked for, NCCL 2.31 or newer
+// (ncclGetVersion's code, 23100 and up), and not already set by the environment.
+bool WantsNcclDiagnostics(bool asked, int nccl_version_code, const char* env_value);
 
 // Parses `probe --child` arguments (everything after --child). Usage errors are a Status.
 StatusOr<ChildOptions> ParseChildArgs(const std::vector<std::string>& args);

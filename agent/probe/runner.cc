@@ -123,7 +123,18 @@ void ApplyLogRules(ProbeResult& r, const std::optional<Classification>& log) {
       r.classification = std::move(c);
     }
   }
-  if (!IsFailure(r.outcome)) return;
+  if (!IsFailure(r.outcome)) {
+    // A probe that worked keeps what NCCL's own diagnostics found (a GPU pair failing its
+    // peer-access check, a NIC off the median): NCCL tested that path, the all-reduce did not.
+    if (r.outcome == ProbeOutcome::kPass && log &&
+        std::any_of(log->causes.begin(), log->causes.end(),
+                    [](const ClassifiedCause& c) { return c.diagnostics; })) {
+      Classification c = *log;
+      std::erase_if(c.causes, [](const ClassifiedCause& x) { return !x.diagnostics; });
+      r.classification = std::move(c);
+    }
+    return;
+  }
   Classification c = log.value_or(Classification{});
   if (own_cause) {
     PrependCause(c, own_cause->first.info(), own_cause->second);
@@ -294,6 +305,7 @@ std::vector<std::string> ProbeRunner::ChildArgv(const ProbeRequest& req,
       "--spawn-ns",
       std::to_string(spawn_ns),
   };
+  if (config_.nccl_diagnostics) argv.push_back("--nccl-diagnostics");
   if (!req.gpu_bus_id.empty()) {
     argv.push_back("--gpu-bus-id");
     argv.push_back(req.gpu_bus_id);

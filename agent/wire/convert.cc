@@ -372,6 +372,7 @@ v1::ProbeReport ToProbeReport(const ProbeResult& r, const std::string& probe_id)
       v1::Cause* out = p.add_causes();
       out->set_cause(Cut(c.cause, 64));
       out->set_fault_class(ToProto(c.fault_class));
+      out->set_diagnostics(c.diagnostics);
       for (const auto& line : c.evidence) {
         if (out->evidence_size() >= kMaxEvidence) break;
         out->add_evidence(Cut(line.text));
@@ -415,6 +416,7 @@ ProbeResult FromProbeReport(const v1::ProbeReport& p, ProbeMode mode, int rank,
       cc.cause = std::string(info->id);
       cc.fault_class = FromProto(in.fault_class());
       cc.remedy = std::string(info->remedy);
+      cc.diagnostics = in.diagnostics();
       for (int k = 0; k < in.evidence_size() && k < kMaxEvidence; ++k) {
         cc.evidence.push_back({0, Cut(in.evidence(k))});
       }

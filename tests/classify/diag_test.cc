@@ -154,12 +154,17 @@ TEST(DiagClassify, AFailedCheckOutranksTheWarnOfTheFailureItExplains) {
   const Classification c = ClassifyLogText(kEnvMismatch);
   ASSERT_FALSE(c.causes.empty());
   EXPECT_EQ(c.causes.front().cause, "nccl.env_mismatch");
+  EXPECT_TRUE(c.causes.front().diagnostics);
   EXPECT_EQ(c.fault_class, FaultClass::kArchitecture);
   EXPECT_NE(c.reason.find("NCCL's diagnostics report (line 7) names it"), std::string::npos)
       << c.reason;
   // The WARN's own cause stays, below it.
   bool socket_cause = false;
-  for (const auto& cause : c.causes) socket_cause |= cause.cause == "net.connect";
+  for (const auto& cause : c.causes) {
+    if (cause.cause != "net.connect") continue;
+    socket_cause = true;
+    EXPECT_FALSE(cause.diagnostics);
+  }
   EXPECT_TRUE(socket_cause);
 }
 

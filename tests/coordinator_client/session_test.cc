@@ -32,6 +32,26 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// The wire keeps which causes NCCL's diagnostics report named: the coordinator names them on a
+// pair whose probes passed.
+TEST(ProbeReportWire, ACauseKeepsItsDiagnosticsMark) {
+  ProbeResult r;
+  r.mode = ProbeMode::kIb;
+  r.outcome = ProbeOutcome::kPass;
+  Classification c;
+  ClassifiedCause diag, plain;
+  diag.cause = "gpu.p2p";
+  diag.diagnostics = true;
+  plain.cause = "net.connect";
+  c.causes = {diag, plain};
+  r.classification = c;
+  const ProbeResult back = FromProbeReport(ToProbeReport(r, "p1"), ProbeMode::kIb, 0, "peer");
+  ASSERT_TRUE(back.classification.has_value());
+  ASSERT_EQ(back.classification->causes.size(), 2u);
+  EXPECT_TRUE(back.classification->causes[0].diagnostics);
+  EXPECT_FALSE(back.classification->causes[1].diagnostics);
+}
+
 class FakeServices final : public AgentServices {
  public:
   explicit FakeServices(std::string node) : node_(std::move(node)), state_(node_, "test", 0) {

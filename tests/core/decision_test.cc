@@ -42,6 +42,23 @@ TEST(Decide, BothPassIsHealthyWithProbeBasis) {
   EXPECT_TRUE(v.causes.empty());
 }
 
+TEST(Decide, BothPassWithAFailedDiagnosticsCheckNamesItAndStaysHealthy) {
+  ProbeResult ib = WithCause(ProbeMode::kIb, O::kPass, "gpu.p2p", FaultClass::kArchitecture);
+  ib.classification->causes.front().diagnostics = true;
+  DecisionInputs in;
+  in.socket = O::kPass;
+  in.ib = O::kPass;
+  in.ib_result = &ib;
+  auto v = Decide(in);
+  EXPECT_EQ(v.fault_class, FaultClass::kHealthy);
+  EXPECT_EQ(v.causes, (std::vector<std::string>{"gpu.p2p"}));
+  EXPECT_NE(v.reason.find("NCCL's diagnostics report failed a check: gpu.p2p"), std::string::npos)
+      << v.reason;
+  // A cause that is not the report's (a WARN the run got over) is not named on a pass.
+  ib.classification->causes.front().diagnostics = false;
+  EXPECT_TRUE(Decide(in).causes.empty());
+}
+
 TEST(Decide, SocketPassIbFailIsIbResourceWithLogCauseFirst) {
   // memlock at 64 KiB: the finding's class is architecture, the verdict's class is ib_resource.
   ProbeResult ib = WithCause(ProbeMode::kIb, O::kFail, "limits.memlock", FaultClass::kIbResource);

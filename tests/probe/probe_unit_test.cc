@@ -289,6 +289,42 @@ TEST(ParseChildOutput, TakesTheLastJsonResultLine) {
   EXPECT_EQ(r->outcome, ProbeOutcome::kPass);
 }
 
+TEST(ApplyLogRules, APassKeepsOnlyWhatNcclsDiagnosticsFound) {
+  SubprocessResult p;
+  p.kind = ExitKind::kExited;
+  p.out = ResultLine(ProbeOutcome::kPass, ProbeMode::kIb) + "\n";
+  Classification log = Transports({"NET/IB"});
+  ClassifiedCause diag, warn;
+  diag.cause = "ib.nic_mismatch";
+  diag.diagnostics = true;
+  warn.cause = "ib.verbs_call";  // a WARN of the run that NCCL recovered from: not kept
+  log.causes = {diag, warn};
+  auto r = InterpretChild(Req(ProbeMode::kIb), p, log, 10, "/x.log");
+  EXPECT_EQ(r.outcome, ProbeOutcome::kPass);
+  ASSERT_TRUE(r.classification.has_value());
+  ASSERT_EQ(r.classification->causes.size(), 1u);
+  EXPECT_EQ(r.classification->causes.front().cause, "ib.nic_mismatch");
+  // Without a diagnostics cause a pass carries no classification, as before.
+  log.causes = {warn};
+  EXPECT_FALSE(InterpretChild(Req(ProbeMode::kIb), p, log, 10, "/x.log").classification);
+}
+
+TEST(WantsNcclDiagnostics, OnlyForNccl231AndNewerAndNotOverAnExplicitSetting) {
+  EXPECT_TRUE(WantsNcclDiagnostics(true, 23100, nullptr));
+  EXPECT_TRUE(WantsNcclDiagnostics(true, 23206, nullptr));
+  EXPECT_FALSE(WantsNcclDiagnostics(true, 22809, nullptr));  // 2.28.9 has no report
+  EXPECT_FALSE(WantsNcclDiagnostics(true, 0, nullptr));      // version unknown
+  EXPECT_FALSE(WantsNcclDiagnostics(false, 23206, nullptr));
+  EXPECT_FALSE(WantsNcclDiagnostics(true, 23206, "0"));  // probe.env_allowlist passed it on
+}
+
+TEST(ParseChildArgs, ReadsTheDiagnosticsSwitch) {
+  auto o = ParseChildArgs({"--mode", "ib", "--nccl-diagnostics"});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_TRUE(o->nccl_diagnostics);
+  EXPECT_FALSE(ParseChildArgs({"--mode", "ib"})->nccl_diagnostics);
+}
+
 TEST(ApplyLogRules, AnIbProbeThatRanOverSocketsFailsWithProbeTransport) {
   SubprocessResult p;
   p.kind = ExitKind::kExited;
