@@ -111,6 +111,9 @@ const std::multimap<std::string, std::string>& Samples() {
       {"ib.async_benign",
        "ib-n6:6161:6200 [0] transport/net_ib.cc:109 NCCL WARN NET/IB : mlx5_1:1 Got async event : "
        "GID table change"},
+      {"ib.async_benign",
+       "roce-2:4410:4470 [0] transport/net_ib.cc:118 NCCL WARN NET/IB : mlx5_1:1 GID table "
+       "changed"},
       {"net.ib_not_found",
        "[2024-02-20 12:00:00] noib-1:812:812 [0] net.cc:657 NCCL WARN Error: network IB not "
        "found."},
@@ -517,6 +520,93 @@ const std::multimap<std::string, std::string>& Samples() {
        "node-a:311:311 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : "
        "/opt/plugins/libnccl-net-site.so: cannot open shared object file: No such file or "
        "directory : when loading /opt/plugins/libnccl-net-site.so"},
+      // NCCL 2.28 WARN formats of the message catalogue, filled as NCCL fills them.
+      {"ibv.modify_qp_other",
+       "roce-n3:4410:4502 [1] misc/ibvwrap.cc:385 NCCL WARN Call to ibv_modify_qp failed with 95 "
+       "Operation not supported, on dev mlx5_1:1, curr state INIT, next state RTR, local GID "
+       "index 3, local GID ::ffff:10.1.0.3, remote GID ::ffff:10.1.0.4"},
+      {"ibv.symbol_missing",
+       "gpu-7:2201:2201 [0] misc/ibvsymbols.cc:62 NCCL WARN dlvsym failed on ibv_reg_dmabuf_mr - "
+       "/lib/x86_64-linux-gnu/libibverbs.so.1: undefined symbol: ibv_reg_dmabuf_mr, version "
+       "IBVERBS_1.12 version IBVERBS_1.12"},
+      {"ibv.wrapper_uninitialized",
+       "gpu-7:2201:2201 [0] misc/ibvwrap.cc:216 NCCL WARN lib wrapper not initialized."},
+      {"ibv.wrapper_uninitialized",
+       "gpu-7:2201:2201 [0] misc/mlx5dvwrap.cc:30 NCCL WARN NET/MLX5: lib wrapper not "
+       "initialized."},
+      {"ib.async_device_fatal",
+       "gpu-2:5120:5188 [0] transport/net_ib.cc:112 NCCL WARN NET/IB : mlx5_3:1 async fatal "
+       "event: device fatal error"},
+      {"ib.incompatible_nics",
+       "mix-1:3301:3350 [0] transport/net_ib.cc:1004 NCCL WARN NET/IB : Attempted to connect "
+       "incompatible devices: [0]mlx5_0:1/IB and [0]mlx5_2:1/RoCE. Try selecting NICs of only one "
+       "link type using NCCL_IB_HCA"},
+      {"ib.incompatible_nics",
+       "mix-1:3301:3350 [0] transport/net_ib.cc:1180 NCCL WARN NET/IB : Remote IB device is "
+       "incompatible with the local [0]mlx5_2:1/RoCE. Try selecting NICs of only one link type "
+       "using NCCL_IB_HCA"},
+      {"proxy.uds_fd",
+       "pod-a:77:140 [1] proxy.cc:1167 NCCL WARN ncclProxyClientGetFd call to tpRank 0 handle "
+       "0x7f3a2c000b20 failed : 6"},
+      {"proxy.uds_fd",
+       "pod-a:77:140 [1] misc/ipcsocket.cc:190 NCCL WARN UDS: Sending data over socket "
+       "/tmp/nccl-socket-0-5c1f0e7a9b2d4c31 failed : Connection refused (111)"},
+      {"alloc.cuda_malloc",
+       "gpu-5:912:912 [3] include/alloc.h:196 NCCL WARN Failed to CUDA malloc 33554432 bytes"},
+      {"alloc.cumem_old_cuda",
+       "gpu-5:912:912 [0] include/alloc.h:120 NCCL WARN CUMEM Host is not supported prior to "
+       "CUDA 12.2"},
+      {"proxy.cuda_device",
+       "gpu-5:912:1030 [2] proxy.cc:1610 NCCL WARN [Proxy Service] Failed to set CUDA device 2"},
+      {"api.config_attribute",
+       "trainer-0:61:61 [0] init.cc:2077 NCCL WARN Invalid config min/max channels attribute "
+       "value 64/32"},
+      {"api.config_attribute",
+       "trainer-0:61:61 [0] init.cc:1540 NCCL WARN Split shares resources, but parent comm "
+       "netName IB is different from child comm netName Socket"},
+      {"api.rank_device",
+       "trainer-0:61:61 [0] init.cc:1960 NCCL WARN Invalid rank requested : 8/8"},
+      {"api.rank_device",
+       "trainer-0:61:61 [0] init.cc:2180 NCCL WARN Invalid device 4 (totalnDev=4)"},
+      {"api.rank_device",
+       "trainer-0:61:61 [0] init.cc:2170 NCCL WARN invalid device count (0) requested"},
+      {"api.rank_device",
+       "trainer-0:61:61 [0] init.cc:1952 NCCL WARN improper usage of ncclCommInitRank: nId = 0, "
+       "nranks=8"},
+      {"api.rank_device", "trainer-0:61:61 [0] init.cc:2185 NCCL WARN rank 8 exceeds ndev=8"},
+      {"api.comm_state",
+       "trainer-0:61:61 [0] init.cc:2290 NCCL WARN Attempt to use communicator before the "
+       "previous operation returned ncclSuccess"},
+      {"api.comm_state",
+       "trainer-0:61:61 [0] init.cc:2402 NCCL WARN comm 0x55d1d1c1f680 has already been "
+       "destroyed"},
+      {"api.device_runtime",
+       "trainer-0:61:61 [0] dev_runtime.cc:410 NCCL WARN Communicator does not support "
+       "symmetric memory!"},
+      {"api.device_runtime",
+       "trainer-0:61:61 [0] dev_runtime.cc:180 NCCL WARN Multicast support requested for team "
+       "but none available on system."},
+      {"api.device_runtime",
+       "trainer-0:61:61 [0] dev_runtime.cc:455 NCCL WARN Window address must be suitably "
+       "aligned."},
+      {"env.invalid_value",
+       "trainer-0:61:61 [0] gin/gin_host.cc:80 NCCL WARN NCCL_GIN_SIGNAL_POOL_SIZE has invalid "
+       "value."},
+      {"env.ignored_value",
+       "trainer-0:61:61 [0] init.cc:1475 NCCL WARN NCCL_WORK_FIFO_BYTES=1000000 is being ignored "
+       "because it is not a power of 2."},
+      {"env.invalid_value", "trainer-0:61:61 [0] gin/gin_host.cc:40 NCCL WARN GIN is disabled."},
+      {"env.no_transport",
+       "gpu-1:501:560 [1] transport.cc:197 NCCL WARN No transport found for rank 1[20] -> rank "
+       "0[10]"},
+      {"collnet.plugin_value",
+       "sharp-3:88:140 [0] transport/coll_net.cc:190 NCCL WARN sendProxySetup: collnet plugin "
+       "returned invalid value for maxCollBytes 0"},
+      {"host.malloc_failed",
+       "gpu-5:912:912 [0] include/alloc.h:32 NCCL WARN Failed to CUDA host alloc 4194304 bytes"},
+      {"host.malloc_failed",
+       "gpu-5:912:912 [0] misc/utils.cc:290 NCCL WARN misc/utils.cc:288 Unrecoverable error "
+       "detected: malloc(size=1073741824) returned null."},
   };
   return kSamples;
 }
