@@ -20,11 +20,10 @@ DIAG_CHECKS = {"header", "p2p", "net_bw", "transport", "gpu_inventory", "driver_
 DIAG_SEVERITIES = {"ok", "problem", "info"}
 
 
-def check_diag(path):
-    """Errors of nccl_diag_messages.tsv, one text per bad line."""
-    errors = []
+def rows(path):
+    """(line number, header, columns, row as a dict) of each data row; the header row is yielded
+    once with columns None. Comment and empty lines are skipped."""
     header = None
-    seen = set()
     for n, line in enumerate(open(path, encoding="utf-8"), 1):
         line = line.rstrip("\n")
         if not line or line.startswith("#"):
@@ -32,11 +31,22 @@ def check_diag(path):
         cols = line.split("\t")
         if header is None:
             header = cols
-            if cols != DIAG_HEADER:
-                errors.append("%s:%d: header %s, want %s" % (path, n, cols, DIAG_HEADER))
+            yield n, header, None, None
+            continue
+        yield n, header, cols, dict(zip(header, cols))
+
+
+def check_diag(path):
+    """Errors of nccl_diag_messages.tsv, one text per bad line."""
+    errors = []
+    header = None
+    seen = set()
+    for n, header, cols, row in rows(path):
+        if cols is None:
+            if header != DIAG_HEADER:
+                errors.append("%s:%d: header %s, want %s" % (path, n, header, DIAG_HEADER))
                 return errors
             continue
-        row = dict(zip(header, cols))
         err = None
         if len(cols) != len(header):
             err = "%d columns, header %d" % (len(cols), len(header))
@@ -65,17 +75,10 @@ def main(folder):
                 bad += 1
                 print(e)
             continue
-        header = None
-        for n, line in enumerate(open(f, encoding="utf-8"), 1):
-            line = line.rstrip("\n")
-            if not line or line.startswith("#"):
+        for n, header, cols, row in rows(f):
+            if cols is None:
+                assert {"level", "format", "file", "path"} <= set(header), f
                 continue
-            cols = line.split("\t")
-            if header is None:
-                header = cols
-                assert {"level", "format", "file", "path"} <= set(cols), f
-                continue
-            row = dict(zip(header, cols))
             err = None
             if len(cols) != len(header):
                 err = "%d columns, header %d" % (len(cols), len(header))
