@@ -18,35 +18,23 @@
 #include "classify/classifier.h"
 #include "classify/message_catalogue.h"
 #include "classify/rules.h"
+#include "support/printf_fill.h"
 
 namespace nccl_triage {
 namespace {
 
 // printf arguments that read like NCCL's: an interface, a number, a pointer.
 std::string Fill(std::string_view format) {
-  std::string out;
-  for (size_t i = 0; i < format.size(); ++i) {
-    if (format[i] != '%') {
-      out.push_back(format[i]);
-      continue;
-    }
-    size_t j = i + 1;
-    while (j < format.size() && std::string_view("-+ #0'123456789.*hlLqjzt").find(format[j]) !=
-                                    std::string_view::npos) {
-      ++j;
-    }
-    const char conv = j < format.size() ? format[j] : 's';
+  std::string out = testing::FillPrintf(format, [](char conv, size_t) -> std::string {
     switch (conv) {
-      case '%': out += "%"; break;
-      case 's': out += "x"; break;
-      case 'p': out += "0x7f00"; break;
-      case 'x': case 'X': out += "1b"; break;
-      case 'f': case 'g': case 'e': out += "1.5"; break;
-      case 'c': out += "c"; break;
-      default: out += "1"; break;
+      case 's': return "x";
+      case 'p': return "0x7f00";
+      case 'x': case 'X': return "1b";
+      case 'f': case 'g': case 'e': return "1.5";
+      case 'c': return "c";
+      default: return "1";
     }
-    i = j;
-  }
+  });
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   for (char& c : out) {
     if (c == '\n' || c == '\r') c = ' ';

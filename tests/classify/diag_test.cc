@@ -13,6 +13,7 @@
 #include "classify/classifier.h"
 #include "classify/log_line.h"
 #include "classify/rules.h"
+#include "support/printf_fill.h"
 
 namespace nccl_triage {
 namespace {
@@ -62,36 +63,16 @@ std::vector<DiagRow> ReadDiagCatalogue() {
 // printf arguments that read like the report's; the first %s of a line that starts with one is
 // the name of the thing compared (`%s: mismatch across ...` prints "CUDA driver version").
 std::string Fill(const DiagRow& row) {
-  const std::string& f = row.format;
-  std::string out;
-  bool first = true;
-  for (size_t i = 0; i < f.size(); ++i) {
-    if (f[i] != '%') {
-      out.push_back(f[i]);
-      continue;
+  const bool leads = row.format.starts_with('%');
+  return testing::FillPrintf(row.format, [&](char conv, size_t index) -> std::string {
+    if (conv == 's') {
+      if (index == 0 && leads) return row.check == "driver_version" ? "CUDA driver version" : "RAS";
+      return "NCCL_SOCKET_IFNAME";
     }
-    size_t j = i + 1;
-    while (j < f.size() && std::string_view("-+ #0123456789.*hlLqjzt").find(f[j]) !=
-                               std::string_view::npos) {
-      ++j;
-    }
-    const char conv = j < f.size() ? f[j] : 's';
-    if (conv == '%') {
-      out += "%";
-    } else if (conv == 's') {
-      out += i == 0 && first ? (row.check == "driver_version" ? "CUDA driver version" : "RAS")
-                             : "NCCL_SOCKET_IFNAME";
-    } else if (conv == 'x' || conv == 'X') {
-      out += "5c1d";
-    } else if (conv == 'f' || conv == 'g') {
-      out += "12.5";
-    } else {
-      out += "3";
-    }
-    first = false;
-    i = j;
-  }
-  return out;
+    if (conv == 'x' || conv == 'X') return "5c1d";
+    if (conv == 'f' || conv == 'g') return "12.5";
+    return "3";
+  });
 }
 
 bool CatchAll(std::string_view cause) {
