@@ -8,7 +8,8 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_OPTIONS ?= -DCMAKE_BUILD_TYPE=Release -DNCCL_TRIAGE_WERROR=ON
 
-.PHONY: all deps build test test-node demo bench fuzz variants k8s-tools kubelet-tools generate clean
+.PHONY: all deps build test test-node demo bench fuzz variants k8s-tools kubelet-tools generate clean \
+	release
 
 all: build
 
@@ -38,8 +39,11 @@ variants: deps
 
 # helm, kube-apiserver, kubectl, etcd and kwok at the pins of tools/k8s/go.mod, built once with
 # Go >= 1.25 and cached outside the clone (~/.cache/nccl-triage/k8s-tools).
+# Also actionlint at the pin of tools/actionlint/go.mod (~30 s cold, cached the same way), for the
+# test release.actionlint.
 k8s-tools:
 	@scripts/k8s-tools.sh >/dev/null
+	@scripts/actionlint.sh >/dev/null
 
 # kubelet, kube-scheduler, kube-controller-manager, crictl, containerd, runc and the CNI plugins
 # at the pins of tools/kubelet and tools/containerd (~/.cache/nccl-triage/kubelet-tools).
@@ -66,5 +70,17 @@ fuzz: deps
 	cmake --preset fuzz && cmake --build build-fuzz -j $(JOBS)
 	fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
+# What a release publishes, built into dist/ (docs/release.md): the chart for an OCI registry,
+# the binaries' tarball with SHA256SUMS, the SBOM, the notes, and the images where a container
+# engine answers; nothing is pushed. DRY_RUN=1 checks the inputs and prints the plan. REGISTRY:
+# where the image and the chart will be published (image REGISTRY/nccl-triage:VERSION, chart
+# oci://REGISTRY/charts). Not part of `make test` (a second, Release build).
+REGISTRY ?= ghcr.io/nccl-triage
+NCCL_WHEEL ?= nvidia-nccl-cu12==2.28.9
+DIST ?= dist
+release: deps
+	@REGISTRY='$(REGISTRY)' NCCL_WHEEL='$(NCCL_WHEEL)' DIST='$(DIST)' JOBS='$(JOBS)' \
+	  scripts/release.sh $(if $(filter 1,$(DRY_RUN)),--dry-run) $(if $(TAG),--tag $(TAG))
+
 clean:
-	rm -rf $(BUILD_DIR) build-fuzz build-asan build-release build-clang
+	rm -rf $(BUILD_DIR) build-fuzz build-asan build-release build-clang dist
