@@ -110,7 +110,7 @@ dry-run)
   for want in "release $version (" "nccl-triage-$version.tgz" "image.registry=registry.example.com/ml" \
               "nccl-triage-$version-linux-" "SHA256SUMS" "nccl-triage-$version.spdx.json" \
               "registry.example.com/ml/nccl-triage:$version-nccl" \
-              "helm push $work/dist/nccl-triage-$version.tgz oci://registry.example.com/ml/charts"; do
+              "/nccl-triage-$version.tgz oci://registry.example.com/ml/charts"; do
     case "$out" in *"$want"*) ;; *) die "the plan does not say '$want'" ;; esac
   done
   [ ! -e "$work/dist" ] && [ ! -e "$work/build" ] || die "the dry run wrote dist/ or the build"
