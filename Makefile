@@ -8,8 +8,8 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_OPTIONS ?= -DCMAKE_BUILD_TYPE=Release -DNCCL_TRIAGE_WERROR=ON
 
-.PHONY: all deps build test test-node demo bench fuzz variants k8s-tools kubelet-tools generate clean \
-	release
+.PHONY: all deps build test test-node demo bench fuzz variants k8s-tools kubelet-tools generate \
+	clean release
 
 all: build
 

@@ -4,18 +4,21 @@
 # for the Kubernetes tools.
 #   scripts/actionlint.sh          build it if missing; prints the binary's path last
 #   scripts/actionlint.sh --path   prints the binary's path only (built or not)
-# Cache root: $NCCL_TRIAGE_ACTIONLINT_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/nccl-triage/actionlint.
+# Cache root: $NCCL_TRIAGE_ACTIONLINT_CACHE, else
+# ${XDG_CACHE_HOME:-~/.cache}/nccl-triage/actionlint.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mod="$(dirname "$here")/tools/actionlint"
 cache="${NCCL_TRIAGE_ACTIONLINT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nccl-triage/actionlint}"
-key="$(cat "$mod/go.mod" "$mod/go.sum" "$mod/tools.go" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
+key="$(cat "$mod/go.mod" "$mod/go.sum" "$mod/tools.go" "${BASH_SOURCE[0]}" |
+       sha256sum | cut -c1-16)"
 dir="$cache/$key"
 if [ "${1:-}" = "--path" ]; then echo "$dir/bin/actionlint"; exit 0; fi
 if [ -f "$dir/complete" ]; then echo "$dir/bin/actionlint"; exit 0; fi
 
 go="$("$here/go.sh" --which)" || exit 1
-export PATH="$(dirname "$go"):$PATH" GOFLAGS="-mod=readonly -trimpath -buildvcs=false -p=${K8S_TOOLS_JOBS:-2}"
+export PATH="$(dirname "$go"):$PATH"
+export GOFLAGS="-mod=readonly -trimpath -buildvcs=false -p=${K8S_TOOLS_JOBS:-2}"
 mkdir -p "$cache"
 exec 9>"$cache/.lock"
 flock 9

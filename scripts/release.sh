@@ -94,7 +94,8 @@ release $version ($arch) into ${dist#$src/}/:
   $chart_tgz      chart, image.registry=$registry image.tag=$version
   $tarball  nccl-triage, nccl-triage-server (Release, stripped), rules, config.yaml
   SHA256SUMS, nccl-triage-$version.spdx.json (SBOM; NCCL wheel $nccl_wheel), RELEASE_NOTES.md
-  images: $image, $image-nccl (NCCL_WHEEL=$nccl_wheel): ${engine:-skipped, no container engine answers (docker, podman or buildah)}
+  images: $image, $image-nccl (NCCL_WHEEL=$nccl_wheel):
+    ${engine:-skipped, no container engine answers (docker, podman or buildah)}
   publish (not done here):
     docker push $image && docker push $image-nccl
     helm push ${dist#$src/}/$chart_tgz oci://$registry/charts
@@ -110,7 +111,8 @@ start=$SECONDS
 rm -rf "$dist"; mkdir -p "$dist"
 stage="$dist/.stage"; mkdir -p "$stage"
 trap 'rm -rf "$stage"' EXIT
-export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$src" log -1 --format=%ct 2>/dev/null || date +%s)}"
+commit_time="$(git -C "$src" log -1 --format=%ct 2>/dev/null || date +%s)"
+export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$commit_time}"
 
 # ---------------------------------------------------------------------------- chart
 # The packaged chart's defaults point at the published image of the same version.
@@ -165,15 +167,14 @@ tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH
 
 # ---------------------------------------------------------------------------- images
 revision="$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)"
+args=(--build-arg VERSION="$version" --build-arg REVISION="$revision")
 case "$engine" in
   docker|podman)
-    "$engine" build -t "$image" --build-arg VERSION="$version" --build-arg REVISION="$revision" "$src"
-    "$engine" build -t "$image-nccl" --build-arg VERSION="$version" --build-arg REVISION="$revision" \
-      --build-arg NCCL_WHEEL="$nccl_wheel" "$src" ;;
+    "$engine" build -t "$image" "${args[@]}" "$src"
+    "$engine" build -t "$image-nccl" "${args[@]}" --build-arg NCCL_WHEEL="$nccl_wheel" "$src" ;;
   buildah)
-    buildah bud -t "$image" --build-arg VERSION="$version" --build-arg REVISION="$revision" "$src"
-    buildah bud -t "$image-nccl" --build-arg VERSION="$version" --build-arg REVISION="$revision" \
-      --build-arg NCCL_WHEEL="$nccl_wheel" "$src" ;;
+    buildah bud -t "$image" "${args[@]}" "$src"
+    buildah bud -t "$image-nccl" "${args[@]}" --build-arg NCCL_WHEEL="$nccl_wheel" "$src" ;;
   *) echo "release: images skipped: no container engine answers (docker, podman or buildah);" \
           "scripts/image-offline.sh builds them with buildah as root" ;;
 esac
@@ -181,8 +182,10 @@ esac
 echo "release: $version built in $((SECONDS - start)) s:"
 (cd "$dist" && ls -l --time-style=+ "$chart_tgz" "$tarball" SHA256SUMS \
    "nccl-triage-$version.spdx.json" RELEASE_NOTES.md | awk '{print "  " $5 "\t" $NF}')
-echo "release: dynamic libraries of the binaries (ldd): $(ldd "$root/bin/nccl-triage-server" \
-  "$root/bin/nccl-triage" | grep -c '=>') entries; see docs/release.md"
+for b in nccl-triage nccl-triage-server; do
+  echo "release: $b loads $(ldd "$root/bin/$b" | grep -c '=> /') shared libraries (ldd;" \
+       "docs/release.md says why they are not static)"
+done
 echo "release: to publish (not done here):"
 echo "  docker push $image && docker push $image-nccl"
 echo "  helm push ${dist#$src/}/$chart_tgz oci://$registry/charts"

@@ -44,7 +44,8 @@ version)
   [ "$("$src/scripts/release.sh" --check-version "$work/src")" = "$version" ] ||
     die "the unchanged copy does not pass"
   expect() {  # WHAT EXPECTED_MESSAGE [TAG]
-    if "$src/scripts/release.sh" --check-version "$work/src" "${3:-}" >"$work/out" 2>"$work/err"; then
+    if "$src/scripts/release.sh" --check-version "$work/src" "${3:-}" >"$work/out" \
+         2>"$work/err"; then
       die "$1: passed"
     fi
     [ "$(wc -l <"$work/err")" = 1 ] || die "$1: not one line: $(cat "$work/err")"
@@ -56,7 +57,8 @@ version)
   expect appVersion "Chart.yaml appVersion '9.9.9' != Chart.yaml version '$version'"
   sed -i 's/^version: .*/version: 9.9.9/' "$work/src/helm/nccl-triage/Chart.yaml"
   expect "chart version" "Chart.yaml appVersion '$version' != Chart.yaml version '9.9.9'"
-  sed -i "s/^project(nccl_triage VERSION [^ ]*/project(nccl_triage VERSION 9.9.9/" "$work/src/CMakeLists.txt"
+  sed -i "s/^project(nccl_triage VERSION [^ ]*/project(nccl_triage VERSION 9.9.9/" \
+    "$work/src/CMakeLists.txt"
   expect CMakeLists "CMakeLists.txt project(VERSION) '9.9.9'"
   sed -i 's/^ARG VERSION=.*/ARG VERSION=9.9.9/' "$work/src/Dockerfile"
   expect Dockerfile "Dockerfile ARG VERSION '9.9.9'"
@@ -89,7 +91,8 @@ assert wheel[0]["versionInfo"] == "2.28.9", wheel
 PY
   # Broken documents: each is refused with a line naming the problem.
   broken() {  # NAME PYTHON_EDIT EXPECTED
-    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $2; json.dump(d,open(sys.argv[2],'w'))" \
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $2
+json.dump(d, open(sys.argv[2], 'w'))" \
       "$work/sbom.json" "$work/$1.json"
     if "$src/scripts/sbom.py" check "$work/$1.json" >"$work/out"; then die "$1: accepted"; fi
     grep -qF "$3" "$work/out" || die "$1: '$(cat "$work/out")' does not say '$3'"
@@ -107,7 +110,8 @@ dry-run)
   out="$(cd "$work" && DIST="$work/dist" BUILD_DIR="$work/build" REGISTRY=registry.example.com/ml \
          "$src/scripts/release.sh" --dry-run)"
   echo "$out"
-  for want in "release $version (" "nccl-triage-$version.tgz" "image.registry=registry.example.com/ml" \
+  for want in "release $version (" "nccl-triage-$version.tgz" \
+              "image.registry=registry.example.com/ml" \
               "nccl-triage-$version-linux-" "SHA256SUMS" "nccl-triage-$version.spdx.json" \
               "registry.example.com/ml/nccl-triage:$version-nccl" \
               "/nccl-triage-$version.tgz oci://registry.example.com/ml/charts"; do
@@ -136,11 +140,13 @@ actionlint)
   (cd "$src" && "$bin" -no-color -oneline -shellcheck= -pyflakes= \
      .github/workflows/*.yml) || die "actionlint $("$bin" -version | head -1)"
   # It does find errors: an undefined step output and a broken expression.
-  printf 'on: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo ${{ steps.x.outputs.y }\n' \
+  printf 'on: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n%s\n' \
+    '      - run: echo ${{ steps.x.outputs.y }' \
     > "$work/bad.yml"
   if "$bin" -no-color -oneline -shellcheck= -pyflakes= "$work/bad.yml" >"$work/out"; then
     die "actionlint accepted a broken workflow"
   fi
-  echo "actionlint $("$bin" -version | head -1): $(ls "$src"/.github/workflows/*.yml | wc -l) workflows clean" ;;
+  n="$(ls "$src"/.github/workflows/*.yml | wc -l)"
+  echo "actionlint $("$bin" -version | head -1): $n workflows clean" ;;
 *) die "unknown command $cmd" ;;
 esac
