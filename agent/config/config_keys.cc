@@ -332,6 +332,33 @@ constexpr std::array kSpecs = {
              "node label whose value names a node's pool for max_percent; empty: one pool"},
             KeyKind::kString,
             NT_FIELD(remediation.pool_label)},
+    // validation: nodes that join or reboot are kept off NCCL jobs until their probes pass
+    KeySpec{{"validation.new_nodes", "bool",
+             "a node that joins or reboots (a new status.nodeInfo.bootID) carries the NoSchedule "
+             "taint nccl-triage.io/unvalidated until its first socket and IB probes pass; nodes "
+             "present when it is turned on are not tainted"},
+            KeyKind::kBool,
+            NT_FIELD(validation.new_nodes)},
+    KeySpec{{"validation.timeout_seconds", "integer",
+             "the taint nccl-triage.io/unvalidated is removed after this long even without "
+             "passing probes (with a Warning event)"},
+            KeyKind::kInt,
+            NT_FIELD(validation.timeout_seconds),
+            60,
+            1e7},
+    KeySpec{{"validation.max_nodes", "integer",
+             "breaker: at most this many nodes carry nccl-triage.io/unvalidated at once"},
+            KeyKind::kInt,
+            NT_FIELD(validation.max_nodes),
+            0,
+            100000},
+    KeySpec{{"validation.max_percent", "number",
+             "breaker: at most this percentage of the nodes carry nccl-triage.io/unvalidated at "
+             "once, rounded down (at least one while above 0)"},
+            KeyKind::kDouble,
+            NT_FIELD(validation.max_percent),
+            0,
+            100},
     // classify
     KeySpec{{"classify.rule_files", "list of strings",
              "rule files for the NCCL log classifier, loaded at start-up on top of the shipped "

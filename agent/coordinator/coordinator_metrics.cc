@@ -47,6 +47,12 @@ constexpr std::array kSpecs = {
     MetricSpec{"nccl_triage_remediation_breaker_open", "gauge", "",
                "1 when the last sweep's remediation held confirmed faulty nodes back "
                "(remediation.max_nodes or max_percent reached), else 0."},
+    MetricSpec{"nccl_triage_validation_unvalidated_nodes", "gauge", "",
+               "Nodes carrying nccl-triage.io/unvalidated after the last sweep: joined or "
+               "rebooted, not yet through their probes (validation.new_nodes)."},
+    MetricSpec{"nccl_triage_validation_breaker_open", "gauge", "",
+               "1 when the last sweep left a joined or rebooted node untainted because "
+               "validation.max_nodes or max_percent was reached, else 0."},
     MetricSpec{"nccl_triage_incidents_total", "counter", "class,cause",
                "Incidents nccl-triage triage concluded, by class and cause (cause empty: none)."},
     MetricSpec{"nccl_triage_rail_probe_success", "gauge", "node,rail,device,port",
@@ -109,6 +115,9 @@ CoordinatorMetrics::CoordinatorMetrics() : registry_(std::make_shared<prometheus
   remediation_would_taint_ = &nodes.Add({{"state", "would_taint"}});
   remediation_breaker_ =
       &GaugeFamily(r, Spec("nccl_triage_remediation_breaker_open")).Add({});
+  validation_unvalidated_ =
+      &GaugeFamily(r, Spec("nccl_triage_validation_unvalidated_nodes")).Add({});
+  validation_breaker_ = &GaugeFamily(r, Spec("nccl_triage_validation_breaker_open")).Add({});
   leader_ = &GaugeFamily(r, Spec("nccl_triage_coordinator_leader")).Add({});
   leader_->Set(1);
 }
@@ -219,6 +228,12 @@ void CoordinatorMetrics::CountRemediation(std::string_view action, std::string_v
              {"mode", std::string(mode)},
              {"result", std::string(result)}})
       .Increment();
+}
+
+void CoordinatorMetrics::SetValidation(size_t unvalidated, bool breaker_open) {
+  std::lock_guard lock(mu_);
+  validation_unvalidated_->Set(static_cast<double>(unvalidated));
+  validation_breaker_->Set(breaker_open ? 1 : 0);
 }
 
 void CoordinatorMetrics::SetRemediation(size_t tainted, size_t held_back, size_t would_taint,

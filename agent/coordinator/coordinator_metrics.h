@@ -25,6 +25,8 @@
 //   remediation_actions_total{action,mode,result}  counter (remediation API calls on nodes)
 //   remediation_nodes{state}                 gauge (tainted | held_back | would_taint)
 //   remediation_breaker_open                 gauge (1: the circuit breaker held nodes back)
+//   validation_unvalidated_nodes             gauge (nodes carrying nccl-triage.io/unvalidated)
+//   validation_breaker_open                  gauge (1: the validation breaker refused a node)
 // The rail series are those of the last sweep's conclusive per-rail probes: at most one per rail
 // of each node (8 on a DGX), none without probe.rails.
 //
@@ -77,6 +79,8 @@ class CoordinatorMetrics {
   // One remediation API call (coordinator/remediator.h) and the state after a step.
   void CountRemediation(std::string_view action, std::string_view mode, std::string_view result);
   void SetRemediation(size_t tainted, size_t held_back, size_t would_taint, bool breaker_open);
+  // The node validator's state after a step (coordinator/node_validator.h).
+  void SetValidation(size_t unvalidated, bool breaker_open);
   void SetLeader(bool leading);
 
   std::string Text();
@@ -106,6 +110,8 @@ class CoordinatorMetrics {
   prometheus::Gauge* remediation_held_back_ = nullptr;
   prometheus::Gauge* remediation_would_taint_ = nullptr;
   prometheus::Gauge* remediation_breaker_ = nullptr;
+  prometheus::Gauge* validation_unvalidated_ = nullptr;
+  prometheus::Gauge* validation_breaker_ = nullptr;
   prometheus::Gauge* leader_ = nullptr;
 };
 

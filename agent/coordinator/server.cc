@@ -54,6 +54,12 @@ CoordinatorOptions CoordinatorOptionsFromConfig(const Config& config) {
                           .max_percent = r.max_percent,
                           .healthy_ms = int64_t{std::max(r.recover_after_seconds, 0)} * 1000};
   o.remediation.pool_label = r.pool_label;
+  const ValidationConfig& v = config.validation;
+  o.validation.policy = {.enabled = v.new_nodes,
+                         .timeout_ms = int64_t{std::max(v.timeout_seconds, 0)} * 1000,
+                         .max_nodes = std::max(v.max_nodes, 0),
+                         .max_percent = v.max_percent};
+  o.validation.dry_run = r.mode == RemediationMode::kDryRun;
   return o;
 }
 
@@ -190,10 +196,14 @@ CoordinatorServer::Impl::Impl(CoordinatorOptions options, Logger& log)
   if (options_.kube && options_.remediation.policy.mode != RemediationMode::kOff) {
     remediator_ =
         std::make_unique<Remediator>(*options_.kube, options_.remediation, log_, wall_clock_);
-    if (!options_.state_configmap.empty()) {
-      state_ = std::make_unique<StateStore>(*options_.kube, options_.state_namespace,
-                                            options_.state_configmap, log_);
-    }
+  }
+  if (options_.kube && options_.validation.policy.enabled) {
+    validator_ =
+        std::make_unique<NodeValidator>(*options_.kube, options_.validation, log_, wall_clock_);
+  }
+  if ((remediator_ || validator_) && !options_.state_configmap.empty()) {
+    state_ = std::make_unique<StateStore>(*options_.kube, options_.state_namespace,
+                                          options_.state_configmap, log_);
   }
 }
 
@@ -745,6 +755,7 @@ void CoordinatorServer::Impl::OnLeadership(bool leading) {
   metrics_.SetRailProbes({});
   metrics_.SetUnprobedSweeps({});
   if (remediator_) metrics_.SetRemediation(0, 0, 0, false);
+  if (validator_) metrics_.SetValidation(0, false);
 }
 
 std::string CoordinatorServer::Impl::NotReadyReason() const {

@@ -30,6 +30,7 @@
 
 #include "base/status.h"
 #include "coordinator/node_identity.h"
+#include "coordinator/node_validator.h"
 #include "coordinator/remediator.h"
 #include "coordinator/status_view.h"
 #include "core/config.h"
@@ -91,10 +92,14 @@ struct CoordinatorOptions {
   // Remediation of confirmed node faults (remediator.h, docs/remediation.md): after each sweep,
   // when the mode is not off and `kube` is set (the caller makes the client; shared with it).
   RemediatorOptions remediation;
+  // Validation of nodes that join or reboot (node_validator.h): after each sweep, when
+  // validation.new_nodes is on and `kube` is set.
+  NodeValidatorOptions validation;
   std::shared_ptr<KubeClient> kube;
   // Where the faults and the remediator's memory survive a restart (state_store.h): a ConfigMap
   // of this name in this namespace, read before the first sweep and written after each sweep
-  // that changed them; used with `kube` when remediation is on. Empty: kept in memory only.
+  // that changed them; used with `kube` when remediation or validation is on. Empty: kept in
+  // memory only.
   std::string state_namespace;
   std::string state_configmap;
   // Leader election between coordinator replicas (kube/leader_election.h, made by the caller with

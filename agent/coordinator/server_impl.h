@@ -154,8 +154,8 @@ class CoordinatorServer::Impl {
                                            v1::IncidentRecorded* answer);
   void RunTriageLocked(std::unique_lock<std::mutex>& lock, TriageJob job);
 
-  // sweep_loop.cc: remediation after a sweep, with mu_ released during the API calls; no call
-  // starts once `stop` is requested (Stop).
+  // sweep_loop.cc: remediation (and the validation of new nodes) after a sweep, with mu_
+  // released during the API calls; no call starts once `stop` is requested (Stop).
   void RemediateLocked(std::unique_lock<std::mutex>& lock, std::stop_token stop);
   void FinishTriagesLocked(const std::string& why);
   // state_sync.cc: reads the kept state until a read works (then restores the faults and the
@@ -202,6 +202,9 @@ class CoordinatorServer::Impl {
   CoverageSchedule schedule_;
   ClusterVerdicts verdicts_;
   std::unique_ptr<Remediator> remediator_;  // null: remediation off
+  std::unique_ptr<NodeValidator> validator_;  // null: validation.new_nodes off
+  // What the last sweep's probes showed of each node, for the validator.
+  std::map<std::string, NodeProbePasses> probe_passes_;
   std::unique_ptr<StateStore> state_;       // null: the state is kept in memory only
   bool state_restored_ = false;             // state_ was read (and restored) once
   // Leader election (options_.leader): the client behind the fence, whether this replica leads
@@ -210,6 +213,7 @@ class CoordinatorServer::Impl {
   bool leading_ = false;
   std::jthread election_thread_;
   RemediationStatus last_remediation_;
+  ValidationStatus last_validation_;
   std::jthread sweep_thread_;
 };
 

@@ -115,8 +115,57 @@ std::map<std::string, std::string> EncodeCoordinatorState(const CoordinatorState
                             {"announced", announced},
                             {"operator_released", released},
                             {"breaker_open", m.breaker_open}};
-  return {{"format", kFormat}, {"faults", faults.dump()}, {"remediation", remediation.dump()}};
+  std::map<std::string, std::string> out = {
+      {"format", kFormat}, {"faults", faults.dump()}, {"remediation", remediation.dump()}};
+  // Only with validation.new_nodes on: an object without it reads as "nothing remembered yet".
+  if (const ValidatorMemory& v = state.validation; v.initialised) {
+    json boot_ids = json::object();
+    for (const auto& [node, id] : v.boot_ids) {
+      if (boot_ids.size() >= kMaxValidatorBootIds) break;
+      boot_ids[node] = id.substr(0, kBootIdKept);
+    }
+    json pending = json::object();
+    for (const auto& [node, p] : v.pending) {
+      pending[node] = {{"reason", p.reason.substr(0, kMaxStateReason)},
+                       {"since_unix_ms", p.since_unix_ms},
+                       {"socket", p.socket},
+                       {"ib", p.ib},
+                       {"tainted", p.tainted}};
+    }
+    out["validation"] = json({{"boot_ids", boot_ids}, {"pending", pending}}).dump();
+  }
+  return out;
 }
+
+namespace {
+
+void DecodeValidation(const std::string& text, ValidatorMemory* m) {
+  const json v = json::parse(text, nullptr, false);
+  if (!v.is_object()) return;
+  m->initialised = true;
+  if (const json b = v.value("boot_ids", json()); b.is_object()) {
+    for (const auto& [node, id] : b.items()) {
+      if (m->boot_ids.size() >= kMaxValidatorBootIds) break;
+      if (id.is_string()) m->boot_ids[node] = id.get<std::string>().substr(0, kBootIdKept);
+    }
+  }
+  if (const json p = v.value("pending", json()); p.is_object()) {
+    for (const auto& [node, j] : p.items()) {
+      if (!j.is_object() || !j.value("since_unix_ms", json()).is_number_integer()) continue;
+      PendingValidation pv;
+      const json reason = j.value("reason", json());
+      pv.reason = reason.is_string() ? reason.get<std::string>().substr(0, kMaxStateReason)
+                                     : "unknown";
+      pv.since_unix_ms = j["since_unix_ms"].get<int64_t>();
+      pv.socket = j.value("socket", json()).is_boolean() && j["socket"].get<bool>();
+      pv.ib = j.value("ib", json()).is_boolean() && j["ib"].get<bool>();
+      pv.tainted = j.value("tainted", json()).is_boolean() && j["tainted"].get<bool>();
+      m->pending[node] = pv;
+    }
+  }
+}
+
+}  // namespace
 
 CoordinatorState DecodeCoordinatorState(const std::map<std::string, std::string>& data) {
   CoordinatorState out;
@@ -132,6 +181,7 @@ CoordinatorState DecodeCoordinatorState(const std::map<std::string, std::string>
       if (FaultFromJson(j, &t)) out.faults.push_back(std::move(t));
     }
   }
+  if (data.count("validation")) DecodeValidation(text("validation"), &out.validation);
   const json r = json::parse(text("remediation"), nullptr, false);
   if (!r.is_object()) return out;
   RemediatorMemory& m = out.remediation;

@@ -1,9 +1,11 @@
 // StateStore: what the coordinator must not forget when it restarts, kept in one ConfigMap of
 // its namespace (docs/remediation.md, "State across restarts").
 //
-// Kept: every fault hold-down tracks (suspected ones with their counters, confirmed ones), and
-// the remediator's memory (remediator.h: since when each remediated node has been healthy, on the
-// wall clock; the dry-run announcements; the operators' releases; the breaker as last found).
+// Kept: every fault hold-down tracks (suspected ones with their counters, confirmed ones), the
+// remediator's memory (remediator.h: since when each remediated node has been healthy, on the
+// wall clock; the dry-run announcements; the operators' releases; the breaker as last found), and
+// the node validator's (node_validator.h: each node's bootID, at most kMaxValidatorBootIds, and
+// the nodes being validated since when).
 // A coordinator that starts reads it before its first sweep, so a fault confirmed before a
 // restart stays confirmed even when the agent of its node restarted too (and so forgot what it
 // was told), its taint stays, its release clock goes on and no dry-run event is told twice.
@@ -28,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/node_validator.h"
 #include "coordinator/remediator.h"
 #include "kube/kube_api.h"
 #include "planner/hold_down.h"
@@ -40,6 +43,7 @@ class Logger;
 struct CoordinatorState {
   std::vector<TrackedFault> faults;
   RemediatorMemory remediation;
+  ValidatorMemory validation;  // validation.new_nodes (node_validator.h)
 };
 
 inline constexpr size_t kMaxStateFaults = 2'000;

@@ -10,7 +10,8 @@ void CoordinatorServer::Impl::SyncStateLocked(std::unique_lock<std::mutex>& lock
     CoordinatorState kept;
     lock.unlock();
     const bool read = state_->Load(&kept);
-    if (read) remediator_->Restore(kept.remediation);  // the sweep thread's own, like Step
+    if (read && remediator_) remediator_->Restore(kept.remediation);  // the sweep thread's own
+    if (read && validator_) validator_->Restore(kept.validation);
     lock.lock();
     if (!read) return;
     state_restored_ = true;
@@ -30,7 +31,8 @@ void CoordinatorServer::Impl::SyncStateLocked(std::unique_lock<std::mutex>& lock
   CoordinatorState now;
   now.faults = verdicts_.hold_down().All();
   lock.unlock();
-  now.remediation = remediator_->Memory();
+  if (remediator_) now.remediation = remediator_->Memory();
+  if (validator_) now.validation = validator_->Memory();
   state_->Save(now);
   lock.lock();
 }

@@ -172,6 +172,18 @@ void CoordinatorServer::Impl::RunOneSweep(std::stop_token stop) {
   const size_t seen = result.faults.size();
   metrics_.SetRailProbes(result.pairs);
   last_rail_faults_ = result.rails.faults;
+  probe_passes_.clear();
+  for (const PairOutcome& p : result.pairs) {
+    // IB counts as passed where no IB probe ran (a cluster probed over sockets only).
+    const bool socket = p.judgement.socket == ProbeOutcome::kPass;
+    const bool ib =
+        p.judgement.ib == ProbeOutcome::kPass || p.judgement.ib == ProbeOutcome::kNotRun;
+    for (const std::string& node : {p.pair.a, p.pair.b}) {
+      NodeProbePasses& passes = probe_passes_[node];
+      passes.socket = passes.socket || socket;
+      passes.ib = passes.ib || (socket && ib);
+    }
+  }
   verdicts_.Apply(std::move(result), known_);
   // Confirmed faults of nodes that were not in this sweep keep their verdict (held down).
   for (const auto& [node, a] : agents_) SendVerdictsLocked(node);
@@ -197,7 +209,16 @@ void CoordinatorServer::Impl::RemediateLocked(std::unique_lock<std::mutex>& lock
                                               std::stop_token stop) {
   // Not before the kept state is back (a node tainted before a restart must not look healed),
   // and only while this replica leads.
-  if (!remediator_ || (state_ && !state_restored_) || !LeadingLocked()) return;
+  if ((!remediator_ && !validator_) || (state_ && !state_restored_) || !LeadingLocked()) return;
+  if (!remediator_) {
+    const std::map<std::string, NodeProbePasses> passes = probe_passes_;
+    lock.unlock();
+    ValidationStatus v = validator_->Step(passes, stop);
+    if (v.list_error.empty()) metrics_.SetValidation(v.unvalidated.size(), v.breaker_open);
+    lock.lock();
+    last_validation_ = std::move(v);
+    return;
+  }
   std::map<std::string, ConfirmedNodeFault> confirmed;
   for (const TrackedFault& t : verdicts_.hold_down().Confirmed()) {
     if (t.fault.kind != FaultKind::kNode || t.fault.nodes.empty()) continue;
@@ -207,7 +228,15 @@ void CoordinatorServer::Impl::RemediateLocked(std::unique_lock<std::mutex>& lock
   for (const auto& [node, agent] : agents_) watched.insert(node);
   // The API calls take time (one patch per node that changes): agents' streams go on meanwhile.
   lock.unlock();
-  RemediationStatus status = remediator_->Step(confirmed, &watched, std::move(stop));
+  const std::map<std::string, NodeProbePasses> passes = probe_passes_;
+  RemediationStatus status = remediator_->Step(confirmed, &watched, stop);
+  ValidationStatus validation;
+  if (validator_) {
+    validation = validator_->Step(passes, stop);
+    if (validation.list_error.empty()) {
+      metrics_.SetValidation(validation.unvalidated.size(), validation.breaker_open);
+    }
+  }
   const std::string mode(ToString(status.mode));
   for (const RemediationOutcome& o : status.outcomes) {
     metrics_.CountRemediation(o.action, mode, o.result);
@@ -218,6 +247,7 @@ void CoordinatorServer::Impl::RemediateLocked(std::unique_lock<std::mutex>& lock
   }
   lock.lock();
   last_remediation_ = std::move(status);
+  if (validator_) last_validation_ = std::move(validation);
 }
 
 }  // namespace nccl_triage

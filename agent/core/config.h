@@ -141,6 +141,17 @@ struct RemediationConfig {
   friend bool operator==(const RemediationConfig&, const RemediationConfig&) = default;
 };
 
+// Validation of nodes that join or reboot (docs/remediation.md, "Validating new and rebooted
+// nodes"): the taint nccl-triage.io/unvalidated until a node's first probes pass.
+struct ValidationConfig {
+  bool new_nodes = false;
+  int timeout_seconds = 1800;  // the taint goes after this long even without passing probes
+  int max_nodes = 10;          // breaker: nodes carrying the taint at once
+  double max_percent = 10.0;   // breaker: % of the nodes (rounded down, at least one)
+
+  friend bool operator==(const ValidationConfig&, const ValidationConfig&) = default;
+};
+
 struct ClassifyConfig {
   // The user's rule files for the log classifier, on top of the shipped one (classify/rule_files.h).
   std::vector<std::string> rule_files;
@@ -194,6 +205,7 @@ struct Config {
   CoordinatorConfig coordinator;
   ServerConfig server;
   RemediationConfig remediation;
+  ValidationConfig validation;
   ClassifyConfig classify;
   std::vector<PoolConfig> pools;  // in order: the first match wins
   KernelConfig kernel;

@@ -124,7 +124,8 @@ int RunCoordinatorCommand(CliContext& ctx) {
     return 2;
   }
   options.http_authorizer = auth->authorizer;
-  if (options.remediation.policy.mode != RemediationMode::kOff) {
+  if (options.remediation.policy.mode != RemediationMode::kOff ||
+      options.validation.policy.enabled) {
     // Its own client: remediation's patches need not wait behind the agents' TokenReviews.
     const std::string host = env("KUBERNETES_SERVICE_HOST");
     const std::string port = env("KUBERNETES_SERVICE_PORT");

@@ -98,6 +98,46 @@ TEST_F(DemoRemediation, TheSweepThatConfirmsANodeFaultTaintsThatNodeOnly) {
   EXPECT_EQ(api_->Events().back()["reason"], "NcclTriageTainted");
 }
 
+// validation.new_nodes with remediation off: the first coordinator only remembers the bootIDs
+// (kept in the ConfigMap); after a restart, a node that rebooted meanwhile is tainted
+// nccl-triage.io/unvalidated by the first sweep and released by the next, whose probes pass.
+TEST_F(DemoRemediation, ARebootedNodeIsTaintedUntilTheNextSweepsProbesPass) {
+  for (int i = 0; i < 4; ++i) {
+    api_->ChangeNode("node-" + std::to_string(i),
+                     [](json& n) { n["status"]["nodeInfo"]["bootID"] = "boot-a"; });
+  }
+  auto options = [&] {
+    DemoOptions o = Options(RemediationMode::kOff);
+    o.faults.clear();
+    o.validation.policy = {.enabled = true, .timeout_ms = 3'600'000, .max_nodes = 2,
+                           .max_percent = 50};
+    o.state_configmap = "nccl-triage-state";
+    return o;
+  };
+  {
+    TestCluster t(options());
+    ASSERT_TRUE(t.cluster.Start().ok()) << t.log_text.str();
+    ASSERT_TRUE(t.cluster.Run().ok()) << t.log_text.str();
+  }
+  EXPECT_TRUE(api_->Events().empty());
+  api_->ChangeNode("node-1", [](json& n) { n["status"]["nodeInfo"]["bootID"] = "boot-b"; });
+  DemoOptions o = options();
+  o.rounds = 2;
+  TestCluster t(std::move(o));
+  ASSERT_TRUE(t.cluster.Start().ok()) << t.log_text.str();
+  ASSERT_TRUE(t.cluster.Run().ok()) << t.log_text.str();
+  std::vector<std::string> reasons;
+  for (const json& e : api_->Events()) {
+    EXPECT_EQ(e["involvedObject"]["name"], "node-1");
+    reasons.push_back(e["reason"]);
+  }
+  EXPECT_EQ(reasons, (std::vector<std::string>{"NcclTriageUnvalidated", "NcclTriageValidated"}))
+      << t.log_text.str();
+  EXPECT_EQ(api_->Node("node-1")["spec"].value("taints", json::array()), json::array());
+  const std::string metrics = t.cluster.coordinator().MetricsText();
+  EXPECT_NE(metrics.find("nccl_triage_validation_unvalidated_nodes 0"), std::string::npos);
+}
+
 // The coordinator and every agent restart together (the agents remember nothing): the fault
 // confirmed before comes back from the ConfigMap before the first sweep, so a sweep in which the
 // node looks healthy only counts towards clearing it (hold-down 2), and its taint stays.

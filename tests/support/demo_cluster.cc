@@ -329,6 +329,7 @@ Status DemoCluster::Start() {
   co.seed = options_.seed;
   co.version = "demo";
   co.remediation = options_.remediation;
+  co.validation = options_.validation;
   co.kube = options_.kube;
   co.state_namespace = "default";
   co.state_configmap = options_.state_configmap;

@@ -109,6 +109,7 @@ struct DemoOptions {
   // The coordinator's remediation after each sweep (coordinator/remediator.h): its options and
   // the Kubernetes client it patches nodes with (tests: the real client of a fake API server).
   RemediatorOptions remediation;
+  NodeValidatorOptions validation;  // validation.new_nodes (coordinator/node_validator.h)
   std::shared_ptr<KubeClient> kube;
   // The ConfigMap (in "default") that keeps the coordinator's state (state_store.h); empty: none.
   std::string state_configmap;

@@ -800,6 +800,14 @@ void FakeApiServer::ChangeNodeBeforeNextPatch(const std::string& name,
   impl_->node_changes[name] = std::move(change);
 }
 
+void FakeApiServer::ChangeNode(const std::string& name, std::function<void(json& node)> change) {
+  std::lock_guard lock(impl_->mu);
+  if (json* n = impl_->FindNode(name)) {
+    change(*n);
+    (*n)["metadata"]["resourceVersion"] = std::to_string(++impl_->resource_version);
+  }
+}
+
 json FakeApiServer::ConfigMap(const std::string& ns, const std::string& name) const {
   std::lock_guard lock(impl_->mu);
   auto it = impl_->configmaps.find(ns + "/" + name);

@@ -94,6 +94,8 @@ class FakeApiServer {
   // our read and our patch (its resourceVersion is bumped after).
   void ChangeNodeBeforeNextPatch(const std::string& name,
                                  std::function<void(nlohmann::json& node)> change);
+  // Changes a node now, as the kubelet or another writer would (a new resourceVersion).
+  void ChangeNode(const std::string& name, std::function<void(nlohmann::json& node)> change);
 
   // ConfigMaps (the coordinator's state): get, create (409 when it exists) and update guarded by
   // metadata.resourceVersion (409 when it changed).

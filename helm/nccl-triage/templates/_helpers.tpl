@@ -174,6 +174,11 @@ checksum/token: {{ printf "%s/%s" .Release.Name $token | sha256sum }}
 {{- end }}
 
 {{/* remediation.mode of the config ("off" when unset): off, dry-run, taint or cordon. */}}
+{{/* "true" when config.validation.new_nodes is on (the coordinator taints and releases nodes). */}}
+{{- define "nccl-triage.validatesNodes" -}}
+{{- if (.Values.config.validation | default dict).new_nodes -}}true{{- end -}}
+{{- end }}
+
 {{- define "nccl-triage.remediationMode" -}}
 {{- (.Values.config.remediation | default dict).mode | default "off" -}}
 {{- end }}
@@ -186,7 +191,7 @@ checksum/token: {{ printf "%s/%s" .Release.Name $token | sha256sum }}
 {{/* "true" when the coordinator calls the API server: identity tokens, the tokens of /metrics and
 /status (config.server.auth kubernetes) or remediation. */}}
 {{- define "nccl-triage.coordinatorUsesApi" -}}
-{{- if or .Values.config.coordinator.verify_node_identity (include "nccl-triage.httpAuth" .) (ne (include "nccl-triage.remediationMode" .) "off") .Values.config.coordinator.leader_election -}}true{{- end -}}
+{{- if or .Values.config.coordinator.verify_node_identity (include "nccl-triage.httpAuth" .) (ne (include "nccl-triage.remediationMode" .) "off") .Values.config.coordinator.leader_election (include "nccl-triage.validatesNodes" .) -}}true{{- end -}}
 {{- end }}
 
 {{/*

@@ -1,0 +1,366 @@
+#include "coordinator/node_validator.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/log.h"
+
+namespace nccl_triage {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kLogComponent = "validation";
+
+std::string Text(const json& o, const char* key) {
+  if (!o.is_object()) return "";
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+json TaintsWithoutOurs(const json& taints) {
+  json out = json::array();
+  if (!taints.is_array()) return out;
+  for (const json& t : taints) {
+    if (t.is_object() && Text(t, "key") == kUnvalidatedTaintKey) continue;
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::string OurTaintValue(const json& taints) {
+  if (!taints.is_array()) return "";
+  for (const json& t : taints) {
+    if (t.is_object() && Text(t, "key") == kUnvalidatedTaintKey) {
+      const std::string v = Text(t, "value");
+      return v.empty() ? "unknown" : v;
+    }
+  }
+  return "";
+}
+
+std::string Undo(const std::string& node) {
+  return "kubectl taint node " + node + " " + std::string(kUnvalidatedTaintKey) + "-";
+}
+
+}  // namespace
+
+NodeValidator::NodeValidator(KubeClient& kube, NodeValidatorOptions options, Logger& log,
+                             Clock& clock)
+    : kube_(kube), options_(std::move(options)), log_(log), clock_(clock) {}
+
+int64_t NodeValidator::MonotonicMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now().time_since_epoch())
+      .count();
+}
+
+ValidatorMemory NodeValidator::Memory() const { return memory_; }
+
+void NodeValidator::Restore(const ValidatorMemory& memory) {
+  memory_ = memory;
+  relearn_ = memory_.boot_ids.size() >= kMaxValidatorBootIds;
+  since_ms_.clear();
+  const int64_t now_ms = MonotonicMs();
+  const int64_t now_unix = clock_.NowUnixMs();
+  for (const auto& [node, p] : memory_.pending) {
+    // A wall clock behind the stored time counts as no time passed: a timeout is never hastened.
+    since_ms_[node] = now_ms - std::max<int64_t>(now_unix - p.since_unix_ms, 0);
+  }
+}
+
+std::string NodeValidator::CutShort() const {
+  if (stop_.stop_requested()) return "stop requested";
+  if (clock_.Now() >= deadline_) return "deadline";
+  return "";
+}
+
+NodeValidator::NodeRead NodeValidator::ParseNode(const json& node) {
+  NodeRead n;
+  const json meta = node.value("metadata", json::object());
+  const json spec = node.value("spec", json::object());
+  const json status = node.value("status", json::object());
+  n.name = Text(meta, "name");
+  n.resource_version = Text(meta, "resourceVersion");
+  if (spec.is_object()) {
+    if (auto t = spec.find("taints"); t != spec.end() && t->is_array()) n.taints = *t;
+  }
+  n.our_taint = !OurTaintValue(n.taints).empty();
+  if (status.is_object()) {
+    n.boot_id = Text(status.value("nodeInfo", json::object()), "bootID").substr(0, kBootIdKept);
+  }
+  return n;
+}
+
+bool NodeValidator::ListNodes(std::vector<NodeRead>* nodes, std::string* error) {
+  NodeListQuery query;
+  query.limit = std::max(options_.list_page, 1);
+  const int max_pages = std::max(options_.max_listed_nodes, 1) / query.limit + 1;
+  auto fail = [&](const std::string& why) {
+    *error = "list nodes: " + why;
+    if (!list_failing_) log_.Warn(kLogComponent, *error + " (retried next sweep)");
+    list_failing_ = true;
+    return false;
+  };
+  for (int page = 0; page < max_pages; ++page) {
+    if (std::string cut = CutShort(); !cut.empty()) return fail("cut short: " + cut);
+    KubeResponse r = kube_.ListNodes(query);
+    const json list = r.ok() ? json::parse(r.body, nullptr, false) : json();
+    if (!r.ok() || !list.is_object() || !list.contains("items") || !list["items"].is_array()) {
+      return fail(r.ok() ? std::string("not a NodeList") : r.Describe());
+    }
+    for (const json& item : list["items"]) {
+      if (!item.is_object()) continue;
+      NodeRead n = ParseNode(item);
+      if (!n.name.empty()) nodes->push_back(std::move(n));
+    }
+    const std::string next = Text(list.value("metadata", json::object()), "continue");
+    if (next.empty()) {
+      if (list_failing_) log_.Info(kLogComponent, "the node list reads again");
+      list_failing_ = false;
+      return true;
+    }
+    if (next == query.continue_token) return fail("the server repeats its continue token");
+    query.continue_token = next;
+  }
+  return fail("more than " + std::to_string(max_pages) + " pages");
+}
+
+bool NodeValidator::PatchTaint(const NodeRead& node, const std::string& value,
+                               ValidationStatus& status) {
+  auto build = [&](const NodeRead& n) {
+    NodePatch p;
+    p.resource_version = n.resource_version;
+    json t = TaintsWithoutOurs(n.taints);
+    if (!value.empty()) {
+      t.push_back({{"key", std::string(kUnvalidatedTaintKey)},
+                   {"value", value},
+                   {"effect", "NoSchedule"}});
+    }
+    p.taints = std::move(t);
+    return p;
+  };
+  KubeResponse r = kube_.PatchNode(node.name, build(node));
+  if (r.status == 409 && CutShort().empty()) {
+    // Changed since the list: the taints as they are now, so that nobody else's change is lost.
+    KubeResponse fresh = kube_.GetNode(node.name);
+    const json n = fresh.ok() ? json::parse(fresh.body, nullptr, false) : json();
+    if (n.is_object() && CutShort().empty()) r = kube_.PatchNode(node.name, build(ParseNode(n)));
+  }
+  if (!r.ok()) {
+    const std::string why = (value.empty() ? "remove taint: " : "taint: ") + r.Describe();
+    status.errors[node.name] = why;
+    if (failing_.emplace(node.name, why).second) {
+      log_.Warn(kLogComponent, "node " + node.name + ": " + why + " (retried next sweep)");
+    }
+    return false;
+  }
+  if (failing_.erase(node.name) > 0) {
+    log_.Info(kLogComponent, "node " + node.name + ": API calls work again");
+  }
+  return true;
+}
+
+void NodeValidator::PostEvent(const std::string& node, const std::string& type,
+                              const std::string& reason, const std::string& message,
+                              ValidationStatus& status) {
+  if (!CutShort().empty()) return;
+  KubeEvent e;
+  e.ns = options_.event_namespace;
+  e.involved_name = node;
+  e.involved_uid = node;
+  e.type = type;
+  e.reason = reason;
+  e.message = message;
+  e.component = options_.component;
+  e.host = node;
+  e.at_unix_ms = clock_.NowUnixMs();
+  KubeResponse r = kube_.CreateEvent(e);
+  if (!r.ok()) status.errors[node] = "event " + reason + ": " + r.Describe();
+}
+
+ValidationStatus NodeValidator::Step(const std::map<std::string, NodeProbePasses>& probed,
+                                     std::stop_token stop) {
+  ValidationStatus status;
+  if (!options_.policy.enabled) return status;
+  stop_ = std::move(stop);
+  deadline_ = clock_.Now() + options_.step_deadline;
+  std::vector<NodeRead> nodes;
+  if (!ListNodes(&nodes, &status.list_error)) return status;
+  std::sort(nodes.begin(), nodes.end(),
+            [](const NodeRead& a, const NodeRead& b) { return a.name < b.name; });
+  status.nodes_seen = static_cast<int>(nodes.size());
+  const int64_t now_ms = MonotonicMs();
+  const int64_t now_unix = clock_.NowUnixMs();
+  std::set<std::string> listed;
+  for (const NodeRead& n : nodes) listed.insert(n.name);
+  // Bounded by the cluster: a node that left is forgotten (if it comes back, it is new).
+  std::erase_if(memory_.boot_ids, [&](const auto& kv) { return !listed.count(kv.first); });
+  std::erase_if(memory_.pending, [&](const auto& kv) { return !listed.count(kv.first); });
+  std::erase_if(since_ms_, [&](const auto& kv) { return !listed.count(kv.first); });
+  std::erase_if(failing_, [&](const auto& kv) { return !listed.count(kv.first); });
+
+  auto start_pending = [&](const std::string& name, const std::string& reason, bool tainted) {
+    memory_.pending[name] = {.reason = reason, .since_unix_ms = now_unix, .tainted = tainted};
+    since_ms_[name] = now_ms;
+  };
+  const bool first = !memory_.initialised;
+  std::vector<std::pair<const NodeRead*, std::string>> candidates;  // untainted, with reason
+  std::vector<const NodeRead*> to_taint;                            // pending, taint not placed
+  for (const NodeRead& n : nodes) {
+    auto known = memory_.boot_ids.find(n.name);
+    std::string trigger;
+    if (!first) {
+      if (known == memory_.boot_ids.end()) {
+        if (!relearn_) trigger = "new-node";
+      } else if (!known->second.empty() && !n.boot_id.empty() && known->second != n.boot_id) {
+        trigger = "rebooted";
+      }
+    }
+    memory_.boot_ids[n.name] = n.boot_id;
+    auto p = memory_.pending.find(n.name);
+    if (p == memory_.pending.end() && n.our_taint && trigger.empty()) {
+      // Our taint without our memory of it (the state was lost): validated like the others, so
+      // that its timeout applies and it is never stranded.
+      start_pending(n.name, OurTaintValue(n.taints), true);
+      p = memory_.pending.find(n.name);
+    }
+    if (!trigger.empty()) {
+      if (p != memory_.pending.end()) {  // rebooted again while being validated: start over
+        start_pending(n.name, trigger, p->second.tainted && n.our_taint);
+        if (OurTaintValue(n.taints) != trigger) to_taint.push_back(&n);
+      } else {
+        candidates.emplace_back(&n, trigger);
+      }
+      continue;
+    }
+    if (p == memory_.pending.end()) continue;
+    PendingValidation& v = p->second;
+    if (v.tainted && !n.our_taint) {
+      log_.Info(kLogComponent, "node " + n.name + ": the taint " +
+                                   std::string(kUnvalidatedTaintKey) +
+                                   " was removed by someone else: not validated, not put back");
+      memory_.pending.erase(p);
+      since_ms_.erase(n.name);
+      continue;
+    }
+    if (auto pr = probed.find(n.name); pr != probed.end() && v.tainted) {
+      v.socket = v.socket || pr->second.socket;
+      v.ib = v.ib || pr->second.ib;
+    }
+    const bool passed = v.tainted && v.socket && v.ib;
+    const bool expired = now_ms - since_ms_[n.name] >= options_.policy.timeout_ms;
+    if (!passed && !expired) {
+      if (!v.tainted) to_taint.push_back(&n);
+      continue;
+    }
+    if (!status.cut_short.empty() || !(status.cut_short = CutShort()).empty()) break;
+    if (v.tainted && !options_.dry_run && !PatchTaint(n, "", status)) continue;
+    const std::string reason = v.reason;
+    memory_.pending.erase(p);
+    since_ms_.erase(n.name);
+    if (passed) {
+      status.validated.push_back(n.name);
+      log_.Info(kLogComponent, "node " + n.name + " (" + reason + ") passed its socket and IB "
+                               "probes: taint removed");
+      PostEvent(n.name, "Normal", "NcclTriageValidated",
+                "The node (" + reason + ") passed nccl-triage's socket and IB probes: the taint " +
+                    std::string(kUnvalidatedTaintKey) + " was removed",
+                status);
+    } else {
+      status.timed_out.push_back(n.name);
+      const std::string seconds = std::to_string(options_.policy.timeout_ms / 1000);
+      log_.Warn(kLogComponent, "node " + n.name + " (" + reason + "): validation timed out after " +
+                                   seconds + " s: taint removed");
+      if (v.tainted) {
+        PostEvent(n.name, "Warning", "NcclTriageValidationTimedOut",
+                  "Validation timed out: the node (" + reason + ") did not pass nccl-triage's "
+                  "socket and IB probes within validation.timeout_seconds (" + seconds +
+                      " s); the taint " + std::string(kUnvalidatedTaintKey) +
+                      " was removed so that the node is not kept out of service. Check that its "
+                      "nccl-triage agent runs and is probed (coordinator /status)",
+                  status);
+      }
+    }
+  }
+
+  // The breaker: nodes being validated, and the new ones in name order while there is room.
+  const int listed_count = static_cast<int>(nodes.size());
+  int by_percent = static_cast<int>(
+      std::floor(options_.policy.max_percent * listed_count / 100.0 + 1e-9));
+  if (options_.policy.max_percent > 0) by_percent = std::max(by_percent, 1);
+  const int limit = std::max(std::min(options_.policy.max_nodes, by_percent), 0);
+  int count = static_cast<int>(memory_.pending.size());
+  for (const auto& [n, reason] : candidates) {
+    if (count < limit && !options_.dry_run) {
+      start_pending(n->name, reason, n->our_taint && OurTaintValue(n->taints) == reason);
+      if (!memory_.pending[n->name].tainted) to_taint.push_back(n);
+      ++count;
+      continue;
+    }
+    if (options_.dry_run) {
+      PostEvent(n->name, "Normal", "NcclTriageWouldMarkUnvalidated",
+                "Would taint " + std::string(kUnvalidatedTaintKey) + "=" + reason +
+                    ":NoSchedule until the node passes nccl-triage's probes (remediation.mode is "
+                    "dry-run: nothing was changed)",
+                status);
+      continue;
+    }
+    status.refused.push_back(n->name);
+    status.breaker_open = true;
+    log_.Warn(kLogComponent, "node " + n->name + " (" + reason + "): not tainted " +
+                                 std::string(kUnvalidatedTaintKey) + ": " +
+                                 std::to_string(count) + " node(s) are being validated, the "
+                                 "limit is " + std::to_string(limit));
+    PostEvent(n->name, "Warning", "NcclTriageValidationSkipped",
+              "Not tainted " + std::string(kUnvalidatedTaintKey) + " (" + reason + "): " +
+                  std::to_string(count) + " node(s) are being validated already, the limit "
+                  "(validation.max_nodes, validation.max_percent) is " + std::to_string(limit) +
+                  ". Many nodes starting at once is more likely a rollout or a power event",
+              status);
+  }
+  std::sort(to_taint.begin(), to_taint.end(),
+            [](const NodeRead* a, const NodeRead* b) { return a->name < b->name; });
+  for (const NodeRead* n : to_taint) {
+    if (options_.dry_run) break;
+    if (!status.cut_short.empty() || !(status.cut_short = CutShort()).empty()) break;
+    PendingValidation& v = memory_.pending[n->name];
+    if (!PatchTaint(*n, v.reason, status)) continue;
+    v.tainted = true;
+    status.tainted.push_back(n->name);
+    log_.Info(kLogComponent, "node " + n->name + " (" + v.reason + "): tainted " +
+                                 std::string(kUnvalidatedTaintKey) + " until it passes its probes");
+    PostEvent(n->name, "Warning", "NcclTriageUnvalidated",
+              "The node " + std::string(v.reason == "rebooted" ? "rebooted" : "joined") +
+                  " (new bootID): tainted " + std::string(kUnvalidatedTaintKey) + "=" + v.reason +
+                  ":NoSchedule until it passes nccl-triage's socket and IB probes, or for at "
+                  "most validation.timeout_seconds (" +
+                  std::to_string(options_.policy.timeout_ms / 1000) + " s). Undo by hand: " +
+                  Undo(n->name),
+              status);
+  }
+  relearn_ = false;
+  if (first) {
+    memory_.initialised = true;
+    log_.Info(kLogComponent, "remembered the bootIDs of " + std::to_string(nodes.size()) +
+                                 " node(s): nodes that join or reboot from now on are validated");
+  }
+  for (const auto& [node, v] : memory_.pending) {
+    if (v.tainted) status.unvalidated.push_back(node);
+  }
+  if (!status.cut_short.empty()) {
+    log_.Info(kLogComponent, "step cut short (" + status.cut_short + "): the rest next sweep");
+  }
+  return status;
+}
+
+json ToJson(const ValidationStatus& s) {
+  json out = {{"nodes_seen", s.nodes_seen},   {"unvalidated", s.unvalidated},
+              {"tainted", s.tainted},         {"validated", s.validated},
+              {"timed_out", s.timed_out},     {"refused", s.refused},
+              {"breaker_open", s.breaker_open}, {"errors", s.errors}};
+  if (!s.list_error.empty()) out["list_error"] = s.list_error;
+  if (!s.cut_short.empty()) out["cut_short"] = s.cut_short;
+  return out;
+}
+
+}  // namespace nccl_triage

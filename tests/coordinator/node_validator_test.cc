@@ -1,0 +1,256 @@
+// The validation of nodes that join or reboot, with the real Kubernetes client against the fake
+// API server over HTTPS and a fake clock: the taint nccl-triage.io/unvalidated placed on a new
+// bootID and removed after passing probes or on the timeout, the breaker, nodes present when the
+// feature is turned on and others' taints left alone, and the memory kept across a restart.
+#include "coordinator/node_validator.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "base/log.h"
+#include "coordinator/state_store.h"
+#include "kube/kube_client.h"
+#include "support/fake_api_harness.h"
+#include "support/fake_api_server.h"
+#include "support/fake_clock.h"
+
+namespace nccl_triage {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kMinute = 60'000;
+
+json FakeNode(const std::string& name, const std::string& boot_id,
+              json taints = json::array()) {
+  json n = {{"metadata", {{"name", name}}},
+            {"spec", json::object()},
+            {"status", {{"nodeInfo", {{"bootID", boot_id}}}}}};
+  if (!taints.empty()) n["spec"]["taints"] = std::move(taints);
+  return n;
+}
+
+class NodeValidatorTest : public ::testing::Test {
+ protected:
+  NodeValidatorTest() {
+    for (int i = 0; i < 20; ++i) server_->AddNode(FakeNode("n" + std::to_string(i), "boot-a"));
+    kube_ = api_.Client();
+  }
+
+  NodeValidator Make(int max_nodes = 10, double max_percent = 10, bool dry_run = false) {
+    NodeValidatorOptions o;
+    o.policy = {.enabled = true, .timeout_ms = 30 * kMinute, .max_nodes = max_nodes,
+                .max_percent = max_percent};
+    o.dry_run = dry_run;
+    o.list_page = 7;  // three pages
+    return NodeValidator(*kube_, o, log_, clock_);
+  }
+
+  void Reboot(const std::string& node, const std::string& boot_id) {
+    server_->ChangeNode(node, [&](json& n) { n["status"]["nodeInfo"]["bootID"] = boot_id; });
+  }
+  json Taints(const std::string& node) const {
+    return server_->Node(node)["spec"].value("taints", json::array());
+  }
+  std::string OurTaint(const std::string& node) const {
+    for (const json& t : Taints(node)) {
+      if (t.value("key", "") == kUnvalidatedTaintKey) {
+        EXPECT_EQ(t.value("effect", ""), "NoSchedule");
+        return t.value("value", "");
+      }
+    }
+    return "";
+  }
+  std::vector<std::string> EventReasons(const std::string& node) const {
+    std::vector<std::string> out;
+    for (const json& e : server_->Events()) {
+      if (e["involvedObject"]["name"] == node) out.push_back(e["reason"]);
+    }
+    return out;
+  }
+  static std::map<std::string, NodeProbePasses> Passed(const std::string& node, bool socket,
+                                                       bool ib) {
+    return {{node, {.socket = socket, .ib = ib}}};
+  }
+
+  testing::FakeApiHarness api_{"validator"};
+  testing::FakeApiServer* server_ = &api_.server();
+  std::unique_ptr<InClusterKubeClient> kube_;
+  FakeClock clock_;
+  std::ostringstream out_;
+  Logger log_{out_};
+};
+
+TEST_F(NodeValidatorTest, NodesPresentWhenTurnedOnAreNotTainted) {
+  NodeValidator v = Make();
+  ValidationStatus s = v.Step({});
+  EXPECT_EQ(s.nodes_seen, 20);
+  EXPECT_TRUE(s.tainted.empty());
+  s = v.Step({});
+  EXPECT_TRUE(s.tainted.empty());
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(OurTaint("n" + std::to_string(i)), "");
+  EXPECT_TRUE(server_->Events().empty());
+  EXPECT_EQ(server_->CountCalls("PATCH", "/api/v1/nodes"), 0U);
+  EXPECT_EQ(v.Memory().boot_ids.size(), 20U);
+}
+
+TEST_F(NodeValidatorTest, NewNodeIsTaintedUntilItsSocketAndIbProbesPass) {
+  NodeValidator v = Make();
+  v.Step({});
+  server_->AddNode(FakeNode("new", "boot-x"));
+  ValidationStatus s = v.Step({});
+  EXPECT_EQ(s.tainted, std::vector<std::string>{"new"});
+  EXPECT_EQ(OurTaint("new"), "new-node");
+  EXPECT_EQ(EventReasons("new"), std::vector<std::string>{"NcclTriageUnvalidated"});
+  // The probes of the sweep that found it ran before the taint: they do not count.
+  s = v.Step(Passed("new", true, false));  // socket only: still unvalidated
+  EXPECT_EQ(OurTaint("new"), "new-node");
+  EXPECT_EQ(s.unvalidated, std::vector<std::string>{"new"});
+  s = v.Step(Passed("new", false, true));  // IB in a later sweep: both passed now
+  EXPECT_EQ(s.validated, std::vector<std::string>{"new"});
+  EXPECT_EQ(OurTaint("new"), "");
+  EXPECT_TRUE(s.unvalidated.empty());
+  EXPECT_EQ(EventReasons("new"),
+            (std::vector<std::string>{"NcclTriageUnvalidated", "NcclTriageValidated"}));
+  s = v.Step(Passed("new", true, true));
+  EXPECT_TRUE(s.tainted.empty() && s.validated.empty());
+}
+
+TEST_F(NodeValidatorTest, RebootedNodeIsTaintedAndFailedProbesKeepTheTaint) {
+  NodeValidator v = Make();
+  v.Step({});
+  Reboot("n3", "boot-b");
+  ValidationStatus s = v.Step({});
+  EXPECT_EQ(s.tainted, std::vector<std::string>{"n3"});
+  EXPECT_EQ(OurTaint("n3"), "rebooted");
+  s = v.Step({{"n3", {.socket = false, .ib = false}}});
+  EXPECT_EQ(OurTaint("n3"), "rebooted");
+  EXPECT_TRUE(s.validated.empty());
+}
+
+TEST_F(NodeValidatorTest, TimeoutRemovesTheTaintWithAWarning) {
+  NodeValidator v = Make();
+  v.Step({});
+  Reboot("n1", "boot-b");
+  v.Step({});
+  ASSERT_EQ(OurTaint("n1"), "rebooted");
+  clock_.Advance(std::chrono::milliseconds(29 * kMinute));
+  v.Step({});
+  ASSERT_EQ(OurTaint("n1"), "rebooted");
+  clock_.Advance(std::chrono::milliseconds(1 * kMinute));
+  ValidationStatus s = v.Step({});
+  EXPECT_EQ(s.timed_out, std::vector<std::string>{"n1"});
+  EXPECT_EQ(OurTaint("n1"), "");
+  bool warned = false;
+  for (const json& e : server_->Events()) {
+    if (e["reason"] == "NcclTriageValidationTimedOut") {
+      warned = true;
+      EXPECT_EQ(e["type"], "Warning");
+      EXPECT_NE(e["message"].get<std::string>().find("timed out"), std::string::npos);
+    }
+  }
+  EXPECT_TRUE(warned);
+}
+
+TEST_F(NodeValidatorTest, BreakerRefusesTaintsBeyondItsLimit) {
+  NodeValidator v = Make(/*max_nodes=*/10, /*max_percent=*/10);  // 10 % of 20: 2 nodes
+  v.Step({});
+  for (const char* n : {"n1", "n2", "n3", "n4"}) Reboot(n, "boot-b");
+  ValidationStatus s = v.Step({});
+  EXPECT_EQ(s.tainted, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(s.refused, (std::vector<std::string>{"n3", "n4"}));
+  EXPECT_TRUE(s.breaker_open);
+  EXPECT_EQ(OurTaint("n3"), "");
+  EXPECT_EQ(EventReasons("n4"), std::vector<std::string>{"NcclTriageValidationSkipped"});
+  // Refused once, not tainted later either: the bootID is remembered.
+  s = v.Step({});
+  EXPECT_TRUE(s.tainted.empty());
+  EXPECT_FALSE(s.breaker_open);
+}
+
+TEST_F(NodeValidatorTest, OthersTaintsStayAndAConcurrentTaintIsKept) {
+  const json ops = {{"key", "ops/maint"}, {"value", "x"}, {"effect", "NoSchedule"}};
+  NodeValidator v = Make();
+  v.Step({});
+  server_->AddNode(FakeNode("new", "boot-x", json::array({ops})));
+  // Another writer adds a taint between our read and our patch: 409, re-read, both kept.
+  const json other = {{"key", "other/thing"}, {"effect", "NoExecute"}};
+  server_->ChangeNodeBeforeNextPatch("new", [&](json& n) { n["spec"]["taints"].push_back(other); });
+  v.Step({});
+  EXPECT_EQ(OurTaint("new"), "new-node");
+  ASSERT_EQ(Taints("new").size(), 3U) << server_->Node("new").dump();
+  EXPECT_EQ(Taints("new")[0], ops);
+  EXPECT_EQ(Taints("new")[1], other);
+  v.Step(Passed("new", true, true));
+  EXPECT_EQ(Taints("new"), json::array({ops, other}));
+}
+
+TEST_F(NodeValidatorTest, OperatorRemovalIsRespected) {
+  NodeValidator v = Make();
+  v.Step({});
+  Reboot("n5", "boot-b");
+  v.Step({});
+  ASSERT_EQ(OurTaint("n5"), "rebooted");
+  server_->ChangeNode("n5", [](json& n) { n["spec"]["taints"] = json::array(); });
+  ValidationStatus s = v.Step({});
+  EXPECT_TRUE(s.tainted.empty());
+  EXPECT_EQ(OurTaint("n5"), "");
+  EXPECT_TRUE(v.Memory().pending.empty());
+}
+
+TEST_F(NodeValidatorTest, DryRunOnlyTellsWhatItWouldDo) {
+  NodeValidator v = Make(10, 10, /*dry_run=*/true);
+  v.Step({});
+  Reboot("n2", "boot-b");
+  v.Step({});
+  EXPECT_EQ(OurTaint("n2"), "");
+  EXPECT_EQ(EventReasons("n2"), std::vector<std::string>{"NcclTriageWouldMarkUnvalidated"});
+  EXPECT_EQ(server_->CountCalls("PATCH", "/api/v1/nodes"), 0U);
+}
+
+TEST_F(NodeValidatorTest, ARestartKeepsTheBootIdsAndThePendingValidation) {
+  ValidatorMemory kept;
+  {
+    NodeValidator v = Make();
+    v.Step({});
+    Reboot("n7", "boot-b");
+    v.Step({});
+    ASSERT_EQ(OurTaint("n7"), "rebooted");
+    kept = v.Memory();
+  }
+  // Through the ConfigMap, as the coordinator keeps it.
+  CoordinatorState state;
+  state.validation = kept;
+  const CoordinatorState back = DecodeCoordinatorState(EncodeCoordinatorState(state));
+  EXPECT_EQ(back.validation, kept);
+
+  clock_.Advance(std::chrono::milliseconds(20 * kMinute));
+  NodeValidator v = Make();
+  v.Restore(back.validation);
+  ValidationStatus s = v.Step({});
+  EXPECT_TRUE(s.tainted.empty());  // nothing is new to the restarted coordinator
+  EXPECT_EQ(s.unvalidated, std::vector<std::string>{"n7"});
+  // The timeout goes on from before the restart: 20 + 10 minutes.
+  clock_.Advance(std::chrono::milliseconds(10 * kMinute));
+  s = v.Step({});
+  EXPECT_EQ(s.timed_out, std::vector<std::string>{"n7"});
+}
+
+TEST_F(NodeValidatorTest, OurTaintWithoutMemoryIsAdoptedAndTimesOut) {
+  server_->AddNode(FakeNode("stale", "boot-x",
+                            json::array({{{"key", kUnvalidatedTaintKey},
+                                          {"value", "rebooted"},
+                                          {"effect", "NoSchedule"}}})));
+  NodeValidator v = Make();
+  ValidationStatus s = v.Step({});
+  EXPECT_EQ(s.unvalidated, std::vector<std::string>{"stale"});
+  clock_.Advance(std::chrono::milliseconds(30 * kMinute));
+  s = v.Step({});
+  EXPECT_EQ(s.timed_out, std::vector<std::string>{"stale"});
+  EXPECT_EQ(OurTaint("stale"), "");
+}
+
+}  // namespace
+}  // namespace nccl_triage
