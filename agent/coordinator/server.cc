@@ -717,7 +717,8 @@ CoordinatorView CoordinatorServer::Impl::View(bool with_pairs) const {
        .schedule = schedule_,
        .sweeps_done = sweeps_done_,
        .last_sweep_rounds = last_sweep_rounds_,
-       .remediation = remediator_ ? &last_remediation_ : nullptr},
+       .remediation = remediator_ ? &last_remediation_ : nullptr,
+       .validation = validator_ ? &last_validation_ : nullptr},
       with_pairs);
 }
 

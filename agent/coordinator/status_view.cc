@@ -67,6 +67,7 @@ CoordinatorView BuildCoordinatorView(const CoordinatorViewSource& source, bool w
   view.coverage_cycles = source.schedule.cycles_completed();
   view.hold_down = source.verdicts.hold_down().hold_down();
   if (source.remediation) view.remediation = *source.remediation;
+  if (source.validation) view.validation = *source.validation;
   return view;
 }
 
@@ -109,6 +110,7 @@ nlohmann::json ToJson(const CoordinatorView& view) {
                            {"reason", t.fault.reason}});
   }
   if (view.remediation) j["remediation"] = ToJson(*view.remediation);
+  if (view.validation) j["validation"] = ToJson(*view.validation);
   j["predicted"] = nlohmann::json::array();
   for (const auto& [pair, v] : view.predicted) {
     j["predicted"].push_back({{"a", pair.a},

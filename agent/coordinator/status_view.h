@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "coordinator/node_validator.h"
 #include "coordinator/remediator.h"
 #include "planner/cluster_verdicts.h"
 #include "planner/hold_down.h"
@@ -57,6 +58,8 @@ struct CoordinatorView {
   int hold_down = 2;
   // The last sweep's remediation (remediation.mode not off): in dry-run, the plan.
   std::optional<RemediationStatus> remediation;
+  // The last sweep's validation of new and rebooted nodes (validation.new_nodes on).
+  std::optional<ValidationStatus> validation;
 };
 
 // What a view is built from: the coordinator's parts, read under its lock.
@@ -69,6 +72,7 @@ struct CoordinatorViewSource {
   uint64_t sweeps_done = 0;
   int last_sweep_rounds = 0;
   const RemediationStatus* remediation = nullptr;  // null: remediation off
+  const ValidationStatus* validation = nullptr;    // null: validation.new_nodes off
 };
 
 // `with_pairs` false leaves out the pair records (a large cluster has many): the counters, nodes

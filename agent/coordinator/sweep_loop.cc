@@ -226,9 +226,10 @@ void CoordinatorServer::Impl::RemediateLocked(std::unique_lock<std::mutex>& lock
   }
   std::set<std::string> watched;  // nodes with a connected agent: only they can prove healthy
   for (const auto& [node, agent] : agents_) watched.insert(node);
+  // Copied under mu_: agents' streams record probe passes while the API calls run.
+  const std::map<std::string, NodeProbePasses> passes = probe_passes_;
   // The API calls take time (one patch per node that changes): agents' streams go on meanwhile.
   lock.unlock();
-  const std::map<std::string, NodeProbePasses> passes = probe_passes_;
   RemediationStatus status = remediator_->Step(confirmed, &watched, stop);
   ValidationStatus validation;
   if (validator_) {

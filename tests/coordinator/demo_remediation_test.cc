@@ -136,6 +136,11 @@ TEST_F(DemoRemediation, ARebootedNodeIsTaintedUntilTheNextSweepsProbesPass) {
   EXPECT_EQ(api_->Node("node-1")["spec"].value("taints", json::array()), json::array());
   const std::string metrics = t.cluster.coordinator().MetricsText();
   EXPECT_NE(metrics.find("nccl_triage_validation_unvalidated_nodes 0"), std::string::npos);
+  // /status shows the last sweep's validation: node-1 validated, none left unvalidated.
+  const json status = ToJson(t.cluster.coordinator().View(false));
+  ASSERT_TRUE(status.contains("validation")) << status.dump(2);
+  EXPECT_EQ(status["validation"]["validated"], json::array({"node-1"})) << status.dump(2);
+  EXPECT_EQ(status["validation"]["unvalidated"], json::array()) << status.dump(2);
 }
 
 // The coordinator and every agent restart together (the agents remember nothing): the fault
