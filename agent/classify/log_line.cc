@@ -147,6 +147,10 @@ ParsedLine ParseLogLine(std::string_view line) {
         level = NcclLevel::kTrace, word = 5;
       } else if (rest.substr(0, 4) == "DIAG") {
         level = NcclLevel::kDiag, word = 4;
+      } else if (rest.substr(0, 4) == "ATTN") {
+        // 2.32+: `file.cc:LINE (func) NCCL ATTN msg`, a notice of what earlier releases said
+        // in INFO (`Failed to initialize NET plugin IB`): read as INFO.
+        level = NcclLevel::kInfo, word = 4;
       }
       if (level != NcclLevel::kNone && (rest.size() == word || rest[word] == ' ')) {
         out.level = level;

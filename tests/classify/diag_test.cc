@@ -118,35 +118,54 @@ TEST(DiagCoverage, EveryFailedCheckNamesACauseAndNoPassedCheckDoes) {
               total_named, total, rows.size());
 }
 
-// A WARN-less rank of a constructed two-rank log: the socket interface is set on one rank only;
-// the report names the variable, and that, not the bootstrap WARN, is the answer.
+// A constructed log in the report's real shape (tags as NCCL 2.32.6 prints them): a GPU's
+// uncorrected ECC errors, then the CUDA failure they cause; the report, not the WARN, answers.
+constexpr char kEccThenCuda[] = R"(node-a:101:101 [0] NCCL INFO NCCL version 2.32.6+cuda13.0
+node-a:101 NCCL DIAG === RAS Diagnostics ===
+node-a:101 NCCL DIAG [OK]   GPU inventory: 1x NVIDIA H100 80GB HBM3 per node consistent across 2 ranks in comm 0x5c1d
+node-a:101 NCCL DIAG [WARN] ECC: uncorrected volatile errors on rank(s) {1} (worst=2) across 2 ranks in comm 0x5c1d
+node-a:101 NCCL DIAG RAS diagnostics completed in 12.5 ms across 2 ranks
+node-b:202:202 [0] NCCL INFO comm 0x5c1d rank 1 nranks 2 cudaDev 0 busId 60 - Init COMPLETE
+node-b:202:230 [0] enqueue.cc:1610 NCCL WARN Cuda failure 'uncorrectable ECC error encountered'
+node-b:202:230 [0] NCCL INFO enqueue.cc:2244 -> 1
+)";
+
+TEST(DiagClassify, AFailedCheckOutranksTheWarnOfTheFailureItExplains) {
+  const Classification c = ClassifyLogText(kEccThenCuda);
+  ASSERT_FALSE(c.causes.empty());
+  EXPECT_EQ(c.causes.front().cause, "gpu.health");
+  EXPECT_TRUE(c.causes.front().diagnostics);
+  EXPECT_NE(c.reason.find("NCCL's diagnostics report (line 4) names it"), std::string::npos)
+      << c.reason;
+  // The WARN's own cause stays, below it, and is not the report's.
+  bool cuda_cause = false;
+  for (const auto& cause : c.causes) {
+    if (cause.cause != "cuda.driver") continue;
+    cuda_cause = true;
+    EXPECT_FALSE(cause.diagnostics);
+  }
+  EXPECT_TRUE(cuda_cause);
+}
+
+// NCCL reports a setting that differs between ranks as [INFO] (real 2.32.6 captures, where
+// NCCL_HOSTID differs on purpose): named below the call that failed, never above it, and not at
+// all on a run that set up.
 constexpr char kEnvMismatch[] = R"(node-a:101:101 [0] NCCL INFO NCCL version 2.32.6+cuda13.0
 node-b:202:202 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth9
 node-b:202:202 [0] misc/socket.cc:512 NCCL WARN Net : No interface found in the same subnet as remote address 10.0.0.1<43211>
 node-b:202:202 [0] NCCL INFO bootstrap.cc:108 -> 2
 node-a:101 NCCL DIAG === RAS Diagnostics ===
-node-a:101 NCCL DIAG GPU inventory: 1x NVIDIA H100 80GB HBM3 per node consistent across 2 ranks in comm 0x5c1d
-node-a:101 NCCL DIAG NCCL environment: mismatch across 2 ranks in comm 0x5c1d for NCCL_SOCKET_IFNAME
-node-a:101 NCCL DIAG NCCL environment: NCCL_SOCKET_IFNAME=eth9 on rank(s) 1
+node-a:101 NCCL DIAG [INFO] NCCL environment: mismatch across 2 ranks in comm 0x5c1d for NCCL_SOCKET_IFNAME
+node-a:101 NCCL DIAG [INFO] NCCL environment: NCCL_SOCKET_IFNAME=eth9 on rank(s) {1}
 node-a:101 NCCL DIAG RAS diagnostics completed in 12.5 ms across 2 ranks
 )";
 
-TEST(DiagClassify, AFailedCheckOutranksTheWarnOfTheFailureItExplains) {
+TEST(DiagClassify, ASettingThatDiffersIsNamedBelowTheFailingCall) {
   const Classification c = ClassifyLogText(kEnvMismatch);
-  ASSERT_FALSE(c.causes.empty());
-  EXPECT_EQ(c.causes.front().cause, "nccl.env_mismatch");
-  EXPECT_TRUE(c.causes.front().diagnostics);
+  ASSERT_GE(c.causes.size(), 2u);
+  EXPECT_EQ(c.causes[0].cause, "net.connect");
+  EXPECT_EQ(c.causes[1].cause, "nccl.env_mismatch");
   EXPECT_EQ(c.fault_class, FaultClass::kArchitecture);
-  EXPECT_NE(c.reason.find("NCCL's diagnostics report (line 7) names it"), std::string::npos)
-      << c.reason;
-  // The WARN's own cause stays, below it.
-  bool socket_cause = false;
-  for (const auto& cause : c.causes) {
-    if (cause.cause != "net.connect") continue;
-    socket_cause = true;
-    EXPECT_FALSE(cause.diagnostics);
-  }
-  EXPECT_TRUE(socket_cause);
 }
 
 TEST(DiagClassify, AReportWithoutAFailedCheckIsNoProofThatTheJobWorked) {

@@ -184,6 +184,9 @@ const std::multimap<std::string, std::string>& Samples() {
       {"version.mismatch",
        "mix-0:8000:8012 [0] ras/ras.cc:412 NCCL WARN NCCL version mismatch with remote peer "
        "10.0.0.2<38211> (local: 2.30.7, remote 2.29.7)"},
+      {"rma.socket_no_gdrcopy",
+       "[2026-12-06 23:53:42] vm:707:707 [0] transport/rma_socket.cc:32 (ncclRmaSocketProxyInit) "
+       "NCCL WARN RMA/Socket : rma_socket requires GDRCopy; and GDR Copy is not available"},
       // NCCL's diagnostics report (2.31.2, 2.32.6): `host:pid NCCL DIAG <line>`.
       {"diag.xid_benign",
        "gpu-7:5120 NCCL DIAG Xid 43 detected at 1764996612 s on host gpu-7. No user action or "
