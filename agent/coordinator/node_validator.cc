@@ -92,37 +92,22 @@ NodeValidator::NodeRead NodeValidator::ParseNode(const json& node) {
 }
 
 bool NodeValidator::ListNodes(std::vector<NodeRead>* nodes, std::string* error) {
-  NodeListQuery query;
-  query.limit = std::max(options_.list_page, 1);
-  const int max_pages = std::max(options_.max_listed_nodes, 1) / query.limit + 1;
-  auto fail = [&](const std::string& why) {
+  const std::string why = ListEveryPage(
+      [this](const NodeListQuery& q) { return kube_.ListNodes(q); }, NodeListQuery{},
+      options_.list_page, options_.max_listed_nodes, [this] { return CutShort(); },
+      [&](const json& item) {
+        NodeRead n = ParseNode(item);
+        if (!n.name.empty()) nodes->push_back(std::move(n));
+      });
+  if (!why.empty()) {
     *error = "list nodes: " + why;
     if (!list_failing_) log_.Warn(kLogComponent, *error + " (retried next sweep)");
     list_failing_ = true;
     return false;
-  };
-  for (int page = 0; page < max_pages; ++page) {
-    if (std::string cut = CutShort(); !cut.empty()) return fail("cut short: " + cut);
-    KubeResponse r = kube_.ListNodes(query);
-    const json list = r.ok() ? json::parse(r.body, nullptr, false) : json();
-    if (!r.ok() || !list.is_object() || !list.contains("items") || !list["items"].is_array()) {
-      return fail(r.ok() ? std::string("not a NodeList") : r.Describe());
-    }
-    for (const json& item : list["items"]) {
-      if (!item.is_object()) continue;
-      NodeRead n = ParseNode(item);
-      if (!n.name.empty()) nodes->push_back(std::move(n));
-    }
-    const std::string next = Text(list.value("metadata", json::object()), "continue");
-    if (next.empty()) {
-      if (list_failing_) log_.Info(kLogComponent, "the node list reads again");
-      list_failing_ = false;
-      return true;
-    }
-    if (next == query.continue_token) return fail("the server repeats its continue token");
-    query.continue_token = next;
   }
-  return fail("more than " + std::to_string(max_pages) + " pages");
+  if (list_failing_) log_.Info(kLogComponent, "the node list reads again");
+  list_failing_ = false;
+  return true;
 }
 
 bool NodeValidator::PatchTaint(const NodeRead& node, const std::string& value,

@@ -121,37 +121,19 @@ bool Remediator::PendingEvent::Decode(const std::string& text, PendingEvent* out
 }
 
 bool Remediator::ListNodes(std::vector<NodeState>* nodes, std::string* error) {
-  NodeListQuery query;
-  query.limit = std::max(options_.list_page, 1);
-  // A bound on pages: a server that keeps answering a continue token must not hold the sweep.
-  const int max_pages = std::max(options_.max_listed_nodes, 1) / query.limit + 1;
-  auto fail = [&](const std::string& why) {
+  const std::string why = ListEveryPage(
+      [this](const NodeListQuery& q) { return kube_.ListNodes(q); }, NodeListQuery{},
+      options_.list_page, options_.max_listed_nodes, [this] { return CutShort(); },
+      [&](const json& item) { nodes->push_back(ParseNode(item, options_.pool_label)); });
+  if (!why.empty()) {
     *error = "list nodes: " + why;
     if (!list_failing_) log_.Warn(kLogComponent, *error + " (retried next sweep)");
     list_failing_ = true;
     return false;
-  };
-  for (int page = 0; page < max_pages; ++page) {
-    if (std::string cut = CutShort(); !cut.empty()) return fail("cut short: " + cut);
-    KubeResponse r = kube_.ListNodes(query);
-    const json list = r.ok() ? json::parse(r.body, nullptr, false) : json();
-    if (!r.ok() || !list.is_object() || !list.contains("items") || !list["items"].is_array()) {
-      return fail(r.ok() ? std::string("not a NodeList") : r.Describe());
-    }
-    for (const json& item : list["items"]) {
-      if (item.is_object()) nodes->push_back(ParseNode(item, options_.pool_label));
-    }
-    const std::string next = Text(list.value("metadata", json::object()), "continue");
-    if (next.empty()) {
-      if (list_failing_) log_.Info(kLogComponent, "the node list reads again");
-      list_failing_ = false;
-      return true;
-    }
-    if (next == query.continue_token) return fail("the server repeats its continue token");
-    query.continue_token = next;
   }
-  return fail("more than " + std::to_string(max_pages) + " pages (" +
-              std::to_string(options_.max_listed_nodes) + " nodes)");
+  if (list_failing_) log_.Info(kLogComponent, "the node list reads again");
+  list_failing_ = false;
+  return true;
 }
 
 Remediator::NodeState Remediator::ParseNode(const json& node, const std::string& pool_label) {

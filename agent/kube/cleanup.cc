@@ -57,28 +57,9 @@ bool MarkerSaysCordoned(std::string_view marker) {
          marker.substr(marker.size() - kCordon.size()) == kCordon;
 }
 
-// Every page of a list, each item handed to `on_item` as its page arrives (no page is kept);
-// the first failed call returned (ok() when none).
-template <typename ListFn, typename ItemFn>
-KubeResponse ListAll(ListFn list, PodListQuery query, ItemFn on_item) {
-  query.limit = kPageSize;
-  for (;;) {
-    KubeResponse r = list(query);
-    if (!r.ok()) return r;
-    const json page = json::parse(r.body, nullptr, false);
-    if (!page.is_object()) {
-      r.status = 0;
-      r.error = "the API server's list is not JSON";
-      return r;
-    }
-    const json& got = Member(page, "items");
-    if (got.is_array()) {
-      for (const json& item : got) on_item(item);
-    }
-    query.continue_token = Str(Member(page, "metadata"), "continue");
-    if (query.continue_token.empty()) return r;
-  }
-}
+// At most this many nodes or pods are read per list: a cluster of 100,000 nodes and ten times as
+// many pods fits; a server that never stops paging does not hold the command.
+constexpr int kMaxListed = 2'000'000;
 
 }  // namespace
 
@@ -155,14 +136,15 @@ CleanupResult RunCleanup(KubeClient& client, const CleanupOptions& options) {
   std::vector<std::string> node_names;
   PodListQuery node_query;
   node_query.label_selector = options.node_selector;
-  KubeResponse listed = ListAll([&](const PodListQuery& q) { return client.ListNodes(q); },
-                                node_query, [&](const json& node) {
-                                  NodeCleanup plan = PlanNodeCleanup(node);
-                                  node_names.push_back(plan.name);
-                                  if (!plan.Empty()) node_plans.push_back(std::move(plan));
-                                });
-  if (!listed.ok()) {
-    result.errors.push_back("list nodes: " + listed.Describe());
+  const std::string listed = ListEveryPage(
+      [&](const PodListQuery& q) { return client.ListNodes(q); }, node_query, kPageSize,
+      kMaxListed, nullptr, [&](const json& node) {
+        NodeCleanup plan = PlanNodeCleanup(node);
+        node_names.push_back(plan.name);
+        if (!plan.Empty()) node_plans.push_back(std::move(plan));
+      });
+  if (!listed.empty()) {
+    result.errors.push_back("list nodes: " + listed);
     return result;
   }
   for (NodeCleanup& plan : node_plans) {
@@ -216,14 +198,15 @@ CleanupResult RunCleanup(KubeClient& client, const CleanupOptions& options) {
   for (const auto& selector : selectors) {
     PodListQuery query;
     query.field_selector = selector;
-    KubeResponse r = ListAll([&](const PodListQuery& q) { return client.ListAllPods(q); }, query,
-                             [&](const json& pod) {
-                               PodCleanup plan = PlanPodCleanup(pod);
-                               if (!plan.Empty()) pod_plans.push_back(std::move(plan));
-                             });
-    if (!r.ok()) {
+    const std::string listed = ListEveryPage(
+        [&](const PodListQuery& q) { return client.ListAllPods(q); }, query, kPageSize,
+        kMaxListed, nullptr, [&](const json& pod) {
+          PodCleanup plan = PlanPodCleanup(pod);
+          if (!plan.Empty()) pod_plans.push_back(std::move(plan));
+        });
+    if (!listed.empty()) {
       result.errors.push_back("list pods" + (selector.empty() ? "" : " (" + selector + ")") + ": " +
-                              r.Describe());
+                              listed);
     }
   }
   for (const PodCleanup& plan : pod_plans) {

@@ -1,5 +1,6 @@
 #include "kube/kube_api.h"
 
+#include <algorithm>
 #include <charconv>
 #include <sstream>
 
@@ -327,6 +328,37 @@ std::optional<std::chrono::seconds> ParseRetryAfter(std::string_view value) {
     return std::nullopt;
   }
   return std::chrono::seconds(std::min<long long>(secs, 3600));
+}
+
+std::string ListEveryPage(const std::function<KubeResponse(const PodListQuery&)>& list,
+                          PodListQuery query, int page_size, int max_items,
+                          const std::function<std::string()>& cut_short,
+                          const std::function<void(const nlohmann::json&)>& on_item) {
+  query.limit = std::max(page_size, 1);
+  const int max_pages = std::max(max_items, 1) / query.limit + 1;
+  for (int page = 0; page < max_pages; ++page) {
+    if (cut_short) {
+      if (std::string cut = cut_short(); !cut.empty()) return "cut short: " + cut;
+    }
+    KubeResponse r = list(query);
+    if (!r.ok()) return r.Describe();
+    const nlohmann::json got = nlohmann::json::parse(r.body, nullptr, false);
+    if (!got.is_object() || !got.contains("items") || !got["items"].is_array()) {
+      return "not a list";
+    }
+    for (const nlohmann::json& item : got["items"]) {
+      if (item.is_object()) on_item(item);
+    }
+    const nlohmann::json meta = got.value("metadata", nlohmann::json::object());
+    const auto next = meta.is_object() ? meta.find("continue") : meta.end();
+    const std::string token = next != meta.end() && next->is_string() ? next->get<std::string>()
+                                                                       : std::string();
+    if (token.empty()) return {};
+    if (token == query.continue_token) return "the server repeats its continue token";
+    query.continue_token = token;
+  }
+  return "more than " + std::to_string(max_pages) + " pages (" + std::to_string(max_items) +
+         " items)";
 }
 
 }  // namespace nccl_triage

@@ -263,4 +263,15 @@ std::string UrlEncode(std::string_view value);
 // Retry-After in seconds ("120"); nullopt for HTTP-dates and garbage (callers back off instead).
 std::optional<std::chrono::seconds> ParseRetryAfter(std::string_view value);
 
+// Every page of a list call (ListNodes, ListAllPods), each item handed to `on_item` as its page
+// arrives (no page is kept). Bounded, since a list is an untrusted answer: at most
+// `max_items / page_size + 1` pages, a server that repeats its continue token is refused, and
+// `cut_short` (a stop request; may be empty) ends the walk before the next page. Empty on
+// success, else one line: the failed call, "not a list", "cut short: ...", "the server repeats
+// its continue token" or "more than N pages (M items)".
+std::string ListEveryPage(const std::function<KubeResponse(const PodListQuery&)>& list,
+                          PodListQuery query, int page_size, int max_items,
+                          const std::function<std::string()>& cut_short,
+                          const std::function<void(const nlohmann::json&)>& on_item);
+
 }  // namespace nccl_triage

@@ -105,10 +105,11 @@ class PagedCluster final : public KubeClient {
  public:
   std::vector<std::string> calls;
   json gpu1 = Node();
+  bool endless_nodes = false;  // every page says "continue=p2": a server that never ends
 
   KubeResponse ListNodes(const NodeListQuery& q) override {
     calls.push_back("ListNodes " + q.label_selector + " continue=" + q.continue_token);
-    if (q.continue_token.empty()) {
+    if (q.continue_token.empty() || endless_nodes) {
       return Ok({{"metadata", {{"continue", "p2"}}}, {"items", {gpu1}}});
     }
     return Ok({{"metadata", json::object()},
@@ -177,6 +178,22 @@ class PagedCluster final : public KubeClient {
     return {};
   }
 };
+
+// A server that answers every page with the same continue token: one line, nothing patched,
+// instead of a command that never ends.
+TEST(RunCleanup, AServerThatRepeatsItsContinueTokenEndsTheListWithAnError) {
+  PagedCluster cluster;
+  cluster.endless_nodes = true;
+  const CleanupResult result = RunCleanup(cluster, {});
+  ASSERT_EQ(result.errors.size(), 1u);
+  EXPECT_EQ(result.errors[0], "list nodes: the server repeats its continue token");
+  EXPECT_EQ(std::count_if(cluster.calls.begin(), cluster.calls.end(),
+                          [](const std::string& c) { return c.rfind("ListNodes", 0) == 0; }),
+            2);
+  EXPECT_EQ(std::count_if(cluster.calls.begin(), cluster.calls.end(),
+                          [](const std::string& c) { return c.rfind("Patch", 0) == 0; }),
+            0);
+}
 
 TEST(RunCleanup, ReadsEveryPageAndReplansAfterAConflict) {
   PagedCluster cluster;
