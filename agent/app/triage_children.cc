@@ -20,11 +20,6 @@ using nlohmann::json;
 // Logs open at once: the child reads a few in parallel; more means it broke the contract.
 constexpr size_t kMaxOpenLogs = 64;
 
-std::string Str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 std::string FirstLine(const std::string& s) {
   std::string line = s.substr(0, s.find('\n'));
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
@@ -55,19 +50,19 @@ class FetchConsumer {
     }
     json j = json::parse(f.payload, nullptr, false);
     if (!j.is_object()) return InvalidArgument("a record that is not a JSON object");
-    const std::string type = Str(j, "type");
+    const std::string type = StringMember(j, "type");
     if (type == "target") {
-      out_.ns = Str(j, "namespace");
-      out_.api = Str(j, "api");
+      out_.ns = StringMember(j, "namespace");
+      out_.api = StringMember(j, "api");
     } else if (type == "pod") {
       auto pod = triage::JobPodFromJson(j);
       if (!pod.ok()) return pod.status();
       for (const auto& c : pod->containers) total_ += c.restart_count > 0 ? 2 : 1;
       out_.pods.push_back(std::move(pod).value());
     } else if (type == "missing") {
-      out_.missing.push_back(Str(j, "pod"));
+      out_.missing.push_back(StringMember(j, "pod"));
     } else if (type == "pods_done") {
-      out_.found_by = Str(j, "found_by");
+      out_.found_by = StringMember(j, "found_by");
     } else if (type == "agent") {
       auto a = triage::AgentVerdictFromJson(j);
       if (!a.ok()) return a.status();
@@ -75,7 +70,7 @@ class FetchConsumer {
     } else if (type == "agents_done") {
       out_.checks_read = true;
     } else if (type == "agents_error") {
-      out_.checks_error = Str(j, "error");
+      out_.checks_error = StringMember(j, "error");
     } else if (type == "log_begin") {
       auto b = triage::LogStreamBeginFromJson(j);
       if (!b.ok()) return b.status();
@@ -283,9 +278,9 @@ triage::KeepOutcome RunKeep(const std::string& server_exe, const std::vector<std
   }
   k.annotated = answer.value("annotated", 0);
   k.annotate_failed = answer.value("annotate_failed", 0);
-  k.annotate_error = Str(answer, "annotate_error");
+  k.annotate_error = StringMember(answer, "annotate_error");
   k.event_created = answer.value("event_created", false);
-  k.event_error = Str(answer, "event_error");
+  k.event_error = StringMember(answer, "event_error");
   return k;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/log.h"
+#include "core/json_text.h"
 
 namespace nccl_triage {
 namespace {
@@ -12,27 +13,11 @@ using nlohmann::json;
 
 constexpr std::string_view kLogComponent = "validation";
 
-std::string Text(const json& o, const char* key) {
-  if (!o.is_object()) return "";
-  auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-json TaintsWithoutOurs(const json& taints) {
-  json out = json::array();
-  if (!taints.is_array()) return out;
-  for (const json& t : taints) {
-    if (t.is_object() && Text(t, "key") == kUnvalidatedTaintKey) continue;
-    out.push_back(t);
-  }
-  return out;
-}
-
 std::string OurTaintValue(const json& taints) {
   if (!taints.is_array()) return "";
   for (const json& t : taints) {
-    if (t.is_object() && Text(t, "key") == kUnvalidatedTaintKey) {
-      const std::string v = Text(t, "value");
+    if (t.is_object() && StringMember(t, "key") == kUnvalidatedTaintKey) {
+      const std::string v = StringMember(t, "value");
       return v.empty() ? "unknown" : v;
     }
   }
@@ -79,14 +64,15 @@ NodeValidator::NodeRead NodeValidator::ParseNode(const json& node) {
   const json meta = node.value("metadata", json::object());
   const json spec = node.value("spec", json::object());
   const json status = node.value("status", json::object());
-  n.name = Text(meta, "name");
-  n.resource_version = Text(meta, "resourceVersion");
+  n.name = StringMember(meta, "name");
+  n.resource_version = StringMember(meta, "resourceVersion");
   if (spec.is_object()) {
     if (auto t = spec.find("taints"); t != spec.end() && t->is_array()) n.taints = *t;
   }
   n.our_taint = !OurTaintValue(n.taints).empty();
   if (status.is_object()) {
-    n.boot_id = Text(status.value("nodeInfo", json::object()), "bootID").substr(0, kBootIdKept);
+    n.boot_id =
+        StringMember(status.value("nodeInfo", json::object()), "bootID").substr(0, kBootIdKept);
   }
   return n;
 }
@@ -115,7 +101,7 @@ bool NodeValidator::PatchTaint(const NodeRead& node, const std::string& value,
   auto build = [&](const NodeRead& n) {
     NodePatch p;
     p.resource_version = n.resource_version;
-    json t = TaintsWithoutOurs(n.taints);
+    json t = TaintsWithoutKey(n.taints, kUnvalidatedTaintKey);
     if (!value.empty()) {
       t.push_back({{"key", std::string(kUnvalidatedTaintKey)},
                    {"value", value},

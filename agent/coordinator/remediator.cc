@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "core/catalogue.h"
+#include "core/json_text.h"
 
 namespace nccl_triage {
 namespace {
@@ -11,23 +12,6 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kLogComponent = "remediation";
-
-std::string Text(const json& o, const char* key) {
-  auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-// The node's taints without nccl-triage's own (a malformed list counts as empty: a patch then
-// writes only ours, which the API validates).
-json TaintsWithoutOurs(const json& taints) {
-  json out = json::array();
-  if (!taints.is_array()) return out;
-  for (const json& t : taints) {
-    if (t.is_object() && Text(t, "key") == kFaultTaintKey) continue;
-    out.push_back(t);
-  }
-  return out;
-}
 
 std::string ActionName(const RemediationAction& a) {
   if (a.kind == RemediationActionKind::kRelease) return "release";
@@ -114,9 +98,9 @@ std::string Remediator::PendingEvent::Encode() const {
 bool Remediator::PendingEvent::Decode(const std::string& text, PendingEvent* out) {
   const json j = json::parse(text, nullptr, false);
   if (!j.is_object()) return false;
-  out->type = Text(j, "type");
-  out->reason = Text(j, "reason");
-  out->message = Text(j, "message");
+  out->type = StringMember(j, "type");
+  out->reason = StringMember(j, "reason");
+  out->message = StringMember(j, "message");
   return (out->type == "Normal" || out->type == "Warning") && !out->reason.empty();
 }
 
@@ -140,27 +124,28 @@ Remediator::NodeState Remediator::ParseNode(const json& node, const std::string&
   NodeState s;
   const json meta = node.value("metadata", json::object());
   const json spec = node.value("spec", json::object());
-  s.plan.node = Text(meta, "name");
-  s.resource_version = Text(meta, "resourceVersion");
+  s.plan.node = StringMember(meta, "name");
+  s.resource_version = StringMember(meta, "resourceVersion");
   if (auto t = spec.find("taints"); t != spec.end() && t->is_array()) s.taints = *t;
   for (const json& t : s.taints) {
-    if (t.is_object() && Text(t, "key") == kFaultTaintKey) s.our_taint = true;
+    if (t.is_object() && StringMember(t, "key") == kFaultTaintKey) s.our_taint = true;
   }
   if (auto u = spec.find("unschedulable"); u != spec.end() && u->is_boolean()) {
     s.plan.unschedulable = u->get<bool>();
   }
   if (!pool_label.empty()) {
-    s.plan.pool = Text(meta.value("labels", json::object()), pool_label.c_str());
+    s.plan.pool = StringMember(meta.value("labels", json::object()), pool_label.c_str());
   }
   const json annotations = meta.value("annotations", json::object());
   if (annotations.is_object() && annotations.contains(std::string(kRemediatedAnnotation))) {
-    const std::string marker = Text(annotations, std::string(kRemediatedAnnotation).c_str());
+    const std::string marker =
+        StringMember(annotations, std::string(kRemediatedAnnotation).c_str());
     s.marked = true;
     s.plan.remediated = true;
     s.plan.cordoned_by_us = MarkerSaysCordoned(marker);
   }
   if (annotations.is_object()) {
-    s.pending_event = Text(annotations, std::string(kPendingEventAnnotation).c_str());
+    s.pending_event = StringMember(annotations, std::string(kPendingEventAnnotation).c_str());
   }
   return s;
 }
@@ -170,7 +155,7 @@ std::pair<NodePatch, Remediator::PendingEvent> Remediator::Build(const Remediati
   NodePatch p;
   PendingEvent e;
   p.resource_version = node.resource_version;
-  json t = TaintsWithoutOurs(node.taints);
+  json t = TaintsWithoutKey(node.taints, kFaultTaintKey);
   if (action.kind == RemediationActionKind::kApply) {
     t.push_back({{"key", std::string(kFaultTaintKey)},
                  {"value", action.taint_value},

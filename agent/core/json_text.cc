@@ -30,4 +30,10 @@ std::string DumpJson(const nlohmann::json& j, int indent) {
   }
 }
 
+std::string StringMember(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 }  // namespace nccl_triage

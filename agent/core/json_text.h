@@ -18,4 +18,8 @@ std::string DumpJson(const nlohmann::json& j, int indent = -1);
 // A copy of `j` whose strings and keys are valid UTF-8 (for writers that need the value).
 nlohmann::json SanitizedJson(const nlohmann::json& j);
 
+// The string member `key` of an object, or "" (not an object, no such member, not a string):
+// how the readers of API server answers take a field that may be missing or malformed.
+std::string StringMember(const nlohmann::json& j, const char* key);
+
 }  // namespace nccl_triage

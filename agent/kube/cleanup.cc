@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/flags.h"
+#include "core/json_text.h"
 
 namespace nccl_triage {
 namespace {
@@ -13,12 +14,6 @@ constexpr std::string_view kMarkerKey = "nccl-triage.io/remediated";
 constexpr int kPageSize = 500;
 
 bool Owned(std::string_view key) { return key.substr(0, kOwnedPrefix.size()) == kOwnedPrefix; }
-
-std::string Str(const json& j, const char* key) {
-  if (!j.is_object()) return "";
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 const json& Member(const json& j, const char* key) {
   static const json kNull;
@@ -39,9 +34,9 @@ std::vector<std::string> OwnedAnnotations(const json& metadata) {
 }
 
 std::string TaintText(const json& taint) {
-  std::string out = Str(taint, "key");
-  if (const std::string v = Str(taint, "value"); !v.empty()) out += "=" + v;
-  return out + ":" + Str(taint, "effect");
+  std::string out = StringMember(taint, "key");
+  if (const std::string v = StringMember(taint, "value"); !v.empty()) out += "=" + v;
+  return out + ":" + StringMember(taint, "effect");
 }
 
 std::string Join(const std::vector<std::string>& parts) {
@@ -66,13 +61,13 @@ constexpr int kMaxListed = 2'000'000;
 NodeCleanup PlanNodeCleanup(const json& node) {
   NodeCleanup plan;
   const json& metadata = Member(node, "metadata");
-  plan.name = Str(metadata, "name");
-  plan.resource_version = Str(metadata, "resourceVersion");
+  plan.name = StringMember(metadata, "name");
+  plan.resource_version = StringMember(metadata, "resourceVersion");
   const json& spec = Member(node, "spec");
   const json& taints = Member(spec, "taints");
   if (taints.is_array()) {
     for (const json& t : taints) {
-      if (Owned(Str(t, "key"))) {
+      if (Owned(StringMember(t, "key"))) {
         plan.taints.push_back(TaintText(t));
       } else {
         plan.kept_taints.push_back(t);
@@ -80,14 +75,15 @@ NodeCleanup PlanNodeCleanup(const json& node) {
     }
   }
   const json& unschedulable = Member(spec, "unschedulable");
-  const std::string marker = Str(Member(metadata, "annotations"), std::string(kMarkerKey).c_str());
+  const std::string marker =
+      StringMember(Member(metadata, "annotations"), std::string(kMarkerKey).c_str());
   plan.uncordon = unschedulable.is_boolean() && unschedulable.get<bool>() &&
                   MarkerSaysCordoned(marker);
   plan.annotations = OwnedAnnotations(metadata);
   const json& conditions = Member(Member(node, "status"), "conditions");
   if (conditions.is_array()) {
     for (size_t i = 0; i < conditions.size(); ++i) {
-      if (Str(conditions[i], "type") == kFabricConditionType) {
+      if (StringMember(conditions[i], "type") == kFabricConditionType) {
         plan.condition_index = static_cast<int>(i);
         break;
       }
@@ -99,9 +95,9 @@ NodeCleanup PlanNodeCleanup(const json& node) {
 PodCleanup PlanPodCleanup(const json& pod) {
   PodCleanup plan;
   const json& metadata = Member(pod, "metadata");
-  plan.ns = Str(metadata, "namespace");
-  plan.name = Str(metadata, "name");
-  plan.uid = Str(metadata, "uid");
+  plan.ns = StringMember(metadata, "namespace");
+  plan.name = StringMember(metadata, "name");
+  plan.uid = StringMember(metadata, "uid");
   plan.annotations = OwnedAnnotations(metadata);
   return plan;
 }

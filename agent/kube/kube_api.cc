@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/log.h"
+#include "core/json_text.h"
 
 namespace nccl_triage {
 
@@ -359,6 +360,16 @@ std::string ListEveryPage(const std::function<KubeResponse(const PodListQuery&)>
   }
   return "more than " + std::to_string(max_pages) + " pages (" + std::to_string(max_items) +
          " items)";
+}
+
+nlohmann::json TaintsWithoutKey(const nlohmann::json& taints, std::string_view key) {
+  nlohmann::json out = nlohmann::json::array();
+  if (!taints.is_array()) return out;
+  for (const nlohmann::json& t : taints) {
+    if (StringMember(t, "key") == key) continue;
+    out.push_back(t);
+  }
+  return out;
 }
 
 }  // namespace nccl_triage

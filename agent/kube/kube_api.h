@@ -274,4 +274,8 @@ std::string ListEveryPage(const std::function<KubeResponse(const PodListQuery&)>
                           const std::function<std::string()>& cut_short,
                           const std::function<void(const nlohmann::json&)>& on_item);
 
+// A node's taint list without the taints of one key (a malformed list counts as empty: a patch
+// then writes only the caller's taint, which the API server validates).
+nlohmann::json TaintsWithoutKey(const nlohmann::json& taints, std::string_view key);
+
 }  // namespace nccl_triage

@@ -29,11 +29,6 @@ using nlohmann::json;
 constexpr size_t kMaxInput = 1 << 20;
 constexpr int kPatchers = 4;
 
-std::string Str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 }  // namespace
 
 int RunTriageKeepCommand(CliContext& ctx) {
@@ -62,9 +57,9 @@ int RunTriageKeepCommand(CliContext& ctx) {
     ctx.err << access.status().message() << "\n";
     return 2;
   }
-  const std::string ns = Str(req, "namespace");
-  const std::string key = Str(req["annotation"], "key");
-  const std::string value = Str(req["annotation"], "value");
+  const std::string ns = StringMember(req, "namespace");
+  const std::string key = StringMember(req["annotation"], "key");
+  const std::string value = StringMember(req["annotation"], "value");
 
   std::atomic<size_t> next{0};
   std::atomic<int> annotated{0}, failed{0};
@@ -85,9 +80,10 @@ int RunTriageKeepCommand(CliContext& ctx) {
           fail(client.status().message());
           continue;
         }
-        const std::string name = Str(pods[j], "name");
+        const std::string name = StringMember(pods[j], "name");
         KubeResponse r =
-            (*client)->PatchPodAnnotationsIfUid(ns, name, Str(pods[j], "uid"), {{key, value}});
+            (*client)->PatchPodAnnotationsIfUid(ns, name, StringMember(pods[j], "uid"),
+                                                {{key, value}});
         if (r.ok()) {
           ++annotated;
         } else {
@@ -110,14 +106,14 @@ int RunTriageKeepCommand(CliContext& ctx) {
   } else {
     KubeEvent e;
     e.ns = ns;
-    e.involved_api_version = Str(ev, "api_version");
-    e.involved_kind = Str(ev, "kind");
-    e.involved_name = Str(ev, "name");
+    e.involved_api_version = StringMember(ev, "api_version");
+    e.involved_kind = StringMember(ev, "kind");
+    e.involved_name = StringMember(ev, "name");
     e.involved_namespace = ns;
-    e.involved_uid = Str(ev, "uid");
-    e.type = Str(ev, "type");
-    e.reason = Str(ev, "reason");
-    e.message = Str(ev, "message");
+    e.involved_uid = StringMember(ev, "uid");
+    e.type = StringMember(ev, "type");
+    e.reason = StringMember(ev, "reason");
+    e.message = StringMember(ev, "message");
     e.component = "nccl-triage";
     e.at_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())

@@ -39,5 +39,14 @@ TEST(DumpJson, ValidJsonIsWrittenExactlyAsDumpWritesIt) {
   EXPECT_EQ(DumpJson(j, 2), j.dump(2));
 }
 
+TEST(StringMember, IsTheStringOrEmptyWhateverTheShape) {
+  const nlohmann::json node = {{"metadata", {{"name", "gpu-1"}, {"uid", 7}}}};
+  EXPECT_EQ(StringMember(node["metadata"], "name"), "gpu-1");
+  EXPECT_EQ(StringMember(node["metadata"], "uid"), "");      // not a string
+  EXPECT_EQ(StringMember(node["metadata"], "missing"), "");  // no such member
+  EXPECT_EQ(StringMember(nlohmann::json::array({"name"}), "name"), "");  // not an object
+  EXPECT_EQ(StringMember(nlohmann::json(), "name"), "");
+}
+
 }  // namespace
 }  // namespace nccl_triage
