@@ -85,15 +85,8 @@ bool NodeValidator::ListNodes(std::vector<NodeRead>* nodes, std::string* error) 
         NodeRead n = ParseNode(item);
         if (!n.name.empty()) nodes->push_back(std::move(n));
       });
-  if (!why.empty()) {
-    *error = "list nodes: " + why;
-    if (!list_failing_) log_.Warn(kLogComponent, *error + " (retried next sweep)");
-    list_failing_ = true;
-    return false;
-  }
-  if (list_failing_) log_.Info(kLogComponent, "the node list reads again");
-  list_failing_ = false;
-  return true;
+  return NoteRecurringList(why, "list nodes", "the node list reads again", list_failing_, log_,
+                           kLogComponent, error);
 }
 
 bool NodeValidator::PatchTaint(const NodeRead& node, const std::string& value,

@@ -109,15 +109,8 @@ bool Remediator::ListNodes(std::vector<NodeState>* nodes, std::string* error) {
       [this](const NodeListQuery& q) { return kube_.ListNodes(q); }, NodeListQuery{},
       options_.list_page, options_.max_listed_nodes, [this] { return CutShort(); },
       [&](const json& item) { nodes->push_back(ParseNode(item, options_.pool_label)); });
-  if (!why.empty()) {
-    *error = "list nodes: " + why;
-    if (!list_failing_) log_.Warn(kLogComponent, *error + " (retried next sweep)");
-    list_failing_ = true;
-    return false;
-  }
-  if (list_failing_) log_.Info(kLogComponent, "the node list reads again");
-  list_failing_ = false;
-  return true;
+  return NoteRecurringList(why, "list nodes", "the node list reads again", list_failing_, log_,
+                           kLogComponent, error);
 }
 
 Remediator::NodeState Remediator::ParseNode(const json& node, const std::string& pool_label) {

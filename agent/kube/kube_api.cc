@@ -372,4 +372,18 @@ nlohmann::json TaintsWithoutKey(const nlohmann::json& taints, std::string_view k
   return out;
 }
 
+bool NoteRecurringList(const std::string& why, std::string_view what, std::string_view recovered,
+                       bool& failing, Logger& log, std::string_view component,
+                       std::string* error) {
+  if (!why.empty()) {
+    *error = std::string(what) + ": " + why;
+    if (!failing) log.Warn(component, *error + " (retried next sweep)");
+    failing = true;
+    return false;
+  }
+  if (failing) log.Info(component, recovered);
+  failing = false;
+  return true;
+}
+
 }  // namespace nccl_triage

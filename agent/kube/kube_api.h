@@ -23,6 +23,8 @@
 
 namespace nccl_triage {
 
+class Logger;  // base/log.h
+
 struct KubeResponse {
   int status = 0;     // HTTP status; 0 when no response came (see `error`)
   std::string error;  // transport failure: "connection refused", "timeout", "TLS: ..."
@@ -273,6 +275,14 @@ std::string ListEveryPage(const std::function<KubeResponse(const PodListQuery&)>
                           PodListQuery query, int page_size, int max_items,
                           const std::function<std::string()>& cut_short,
                           const std::function<void(const nlohmann::json&)>& on_item);
+
+// The outcome of a list a loop reads again each round (ListEveryPage's answer, `why`): logged
+// once when it starts failing ("<what>: <why> (retried next sweep)") and once, as `recovered`,
+// when it reads again, tracked in `failing`. False with `*error` = "<what>: <why>" when it
+// failed.
+bool NoteRecurringList(const std::string& why, std::string_view what, std::string_view recovered,
+                       bool& failing, Logger& log, std::string_view component,
+                       std::string* error);
 
 // A node's taint list without the taints of one key (a malformed list counts as empty: a patch
 // then writes only the caller's taint, which the API server validates).
