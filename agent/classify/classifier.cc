@@ -100,7 +100,17 @@ bool IsProgramSuccessLine(std::string_view text) {
   static const RE2 kSuccess(
       R"((?i)\b(?:nccl|all[-_ ]?reduce|all[-_ ]?gather|collectives?)\b[^\n]{0,60}\b)"
       R"((?:is successful|succeeded|passed)\b)");
-  return RE2::PartialMatch(text, kSuccess);
+  if (RE2::PartialMatch(text, kSuccess)) return true;
+  // A benchmark's measured result with its own data check (`... busbw_GBps 0.773 check ok`,
+  // `bus bandwidth 12.5 GB/s, results correct`): a collective completed and returned the right
+  // data. A figure alone is not enough (a job can print a rate and then fail its check).
+  static const RE2 kCheckedRate(
+      R"((?i)\b(?:bus[-_ ]?bw|alg[-_ ]?bw|bus bandwidth)\S*\s*[:=]?\s*\d[\d.]*[^\n]{0,80}?)"
+      R"(\b(?:check(?:ed)?\s*[:=]?\s*(?:ok|passed)|results? (?:correct|ok|verified)|verified)\b)");
+  const bool rate = text.find("bw") != std::string_view::npos ||
+                    text.find("BW") != std::string_view::npos ||
+                    text.find("andwidth") != std::string_view::npos;
+  return rate && RE2::PartialMatch(text, kCheckedRate);
 }
 
 // "2.28.9" from "NCCL version 2.28.9+cuda13.0", or empty.
@@ -1266,11 +1276,12 @@ void LogClassifier::State::Explain(Classification& out, const KeptMap& kept, boo
     out.fault_class = FaultClass::kHealthy;
     std::string via;
     for (const auto& t : transports) via += (via.empty() ? "" : ", ") + t;
-    out.reason = std::string("run completed (") +
-                 (tests_passed ? "nccl-tests summary"
-                               : init_complete ? "Init COMPLETE and Destroy COMPLETE"
-                                               : "Destroy COMPLETE") +
-                 (via.empty() ? "" : ", channels via " + via) + ")";
+    const std::string proof =
+        tests_passed ? "a finished collective's result at line " + std::to_string(last_success_line)
+        : init_complete ? "Init COMPLETE and Destroy COMPLETE"
+                        : "Destroy COMPLETE";
+    out.reason =
+        "run completed (" + proof + (via.empty() ? "" : ", channels via " + via) + ")";
     if (unmatched_warns > 0) {
       out.reason += "; " + std::to_string(unmatched_warns) +
                     " WARN line(s) matched no rule and no error code followed them";

@@ -51,10 +51,10 @@ constexpr std::array<std::pair<std::string_view, Strength>, 8> kStrengths = {{
     {"ignore", Strength::kIgnore},
 }};
 
-constexpr std::array<std::string_view, 16> kRuleKeys = {
-    "id",        "cause",       "family",     "strength", "lines",     "field",
-    "patterns",  "confidence",  "hint",       "also_next", "boost_env", "result_code",
-    "code_group", "nccl",       "after_env",  "network"};
+constexpr std::array<std::string_view, 17> kRuleKeys = {
+    "id",         "cause", "family",    "strength", "lines",     "field",
+    "patterns",   "confidence", "hint", "also_next", "boost_env", "result_code",
+    "code_group", "nccl",  "after_env", "network",  "differ"};
 
 RE2::Options PatternOptions() {
   RE2::Options o;
@@ -148,6 +148,16 @@ class RuleReader {
       if (re.NumberOfCapturingGroups() < r.code_group) {
         return Error(node_["code_group"], "the first pattern has no group " +
                                               std::to_string(r.code_group));
+      }
+    }
+    if (const YAML::Node d = node_["differ"]) {
+      try {
+        r.differ = d.as<bool>();
+      } catch (const YAML::Exception&) {
+        return Error(d, "differ is not true or false");
+      }
+      if (r.differ && RE2(r.patterns.front(), PatternOptions()).NumberOfCapturingGroups() < 2) {
+        return Error(d, "differ needs two capture groups in the first pattern");
       }
     }
     st = Versions(r);
@@ -358,6 +368,7 @@ struct CompiledRules::Sets {
   };
   One warn, info, text, diag, file;
   std::unordered_map<size_t, std::unique_ptr<RE2>> code_regexes;  // rules with a code_group
+  std::unordered_map<size_t, std::unique_ptr<RE2>> differ_regexes;  // rules with differ
 
   // Sorted, distinct indices of the rules whose patterns match `field`.
   static void Match(const One& s, std::string_view field, std::vector<size_t>& out) {
@@ -410,6 +421,9 @@ StatusOr<std::shared_ptr<const CompiledRules>> CompiledRules::Compile(std::vecto
     if (r.code_group > 0 && !r.patterns.empty()) {
       s.code_regexes.emplace(i, std::make_unique<RE2>(r.patterns.front(), PatternOptions()));
     }
+    if (r.differ && !r.patterns.empty()) {
+      s.differ_regexes.emplace(i, std::make_unique<RE2>(r.patterns.front(), PatternOptions()));
+    }
   }
   for (Sets::One* one : {&s.warn, &s.info, &s.text, &s.diag, &s.file}) {
     if (!one->empty() && !one->set->Compile()) {
@@ -438,6 +452,9 @@ std::vector<CompiledRules::LineMatch> CompiledRules::MatchLine(const ParsedLine&
   std::vector<LineMatch> out;
   for (size_t i : hits) {
     const Rule& r = rules_[i];
+    if (r.differ && !GroupsDiffer(i, r.field == RuleField::kFile ? line.file : line.message)) {
+      continue;
+    }
     int code = r.result_code;
     if (r.code_group > 0) {
       auto re = sets_->code_regexes.find(i);
@@ -459,6 +476,14 @@ std::vector<CompiledRules::LineMatch> CompiledRules::MatchLine(const ParsedLine&
     if (!r.also_next || r.strength == Strength::kIgnore) break;
   }
   return out;
+}
+
+bool CompiledRules::GroupsDiffer(size_t rule, std::string_view field) const {
+  auto re = sets_->differ_regexes.find(rule);
+  if (re == sets_->differ_regexes.end()) return false;
+  std::string a, b;
+  return RE2::PartialMatch(re2::StringPiece(field.data(), field.size()), *re->second, &a, &b) &&
+         a != b;
 }
 
 std::optional<size_t> CompiledRules::MatchFile(std::string_view file) const {

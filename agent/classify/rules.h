@@ -84,6 +84,9 @@ struct Rule {
   std::string boost_env;
   int result_code = -1;  // the ncclResult_t this line implies (c10d's ncclSystemError: 2), or -1
   int code_group = 0;    // > 0: the group of patterns[0] holding an ncclResult_t (`retcode N`)
+  // The rule holds only when groups 1 and 2 of patterns[0] capture different text: NCCL printed
+  // two values it compared (`nranks 2 vs 3`), and which differ says what went wrong.
+  bool differ = false;
   // When not empty, the rule holds only after one of these NCCL_* variables was seen set in the
   // log (`NCCL_TOPO_FILE set by environment to ...` before an XML import error).
   std::vector<std::string> after_env;
@@ -167,6 +170,8 @@ class CompiledRules {
 
  private:
   CompiledRules();
+  // Whether groups 1 and 2 of the first pattern of a `differ` rule capture different text.
+  bool GroupsDiffer(size_t rule, std::string_view field) const;
   struct Sets;
   std::vector<Rule> rules_;
   std::unique_ptr<Sets> sets_;

@@ -520,6 +520,30 @@ TEST(LogClassifier, ALogThatEndsAfterInitCompleteIsUnknownNotHealthy) {
   EXPECT_NE(c.reason.find("ends before the job did"), std::string::npos) << c.reason;
 }
 
+// NCCL 2.30+ logs its teardown under NCCL_DEBUG_SUBSYS=DESTROY, which the default subsystems
+// leave out: a working 2.32 run ends after its channels. A benchmark's own result with its data
+// check is then the proof that a collective finished; a rate without a check, or a failed check,
+// is not.
+TEST(LogClassifier, ABenchmarksCheckedResultIsProofThatTheRunWorked) {
+  const std::string run = kCleanStart + kInitComplete;
+  const std::string checked =
+      "rank 0 bytes 8388608 time_us 10857.6 algbw_GBps 0.773 busbw_GBps 0.773 check ok\n";
+  Classification c = ClassifyLogText(run + checked);
+  EXPECT_EQ(c.fault_class, FaultClass::kHealthy) << c.reason;
+  EXPECT_NE(c.reason.find("a finished collective's result at line"), std::string::npos)
+      << c.reason;
+  EXPECT_EQ(ClassifyLogText(run + "allreduce: bus bandwidth 12.5 GB/s, results correct\n")
+                .fault_class,
+            FaultClass::kHealthy);
+  for (const std::string not_proof :
+       {"rank 0 bytes 8388608 time_us 10857.6 algbw_GBps 0.773 busbw_GBps 0.773 check bad\n",
+        "rank 0 bytes 8388608 time_us 10857.6 algbw_GBps 0.773 busbw_GBps 0.773\n",
+        "check ok\n"}) {
+    Classification u = ClassifyLogText(run + not_proof);
+    EXPECT_EQ(u.fault_class, FaultClass::kUnknown) << not_proof << " -> " << u.reason;
+  }
+}
+
 TEST(LogClassifier, OneRankThatNeverToreDownKeepsTheJobUnknown) {
   const std::string other_init =
       "gpu-b:200:220 [0] NCCL INFO comm 0x66 rank 1 nranks 16 cudaDev 0 busId 1b000 - Init "

@@ -105,20 +105,25 @@ std::string Lower(std::string s) {
   return s;
 }
 
-const fs::path kUnseenDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen";
+// The unseen sets, each gathered after the rules it measures (README in each folder).
+const std::array<fs::path, 2> kUnseenDirs = {
+    fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen",
+    fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-2"};
 
 // The sources of the unseen set, read once (GitHub names are case-insensitive).
 const std::set<std::string>& UnseenSources() {
   static const std::set<std::string> sources = [] {
     std::set<std::string> out;
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(kUnseenDir, ec)) {
-      if (e.path().extension() != ".yaml") continue;
-      try {
-        YAML::Node n = YAML::LoadFile(e.path().string());
-        if (n["source"]) out.insert(Lower(n["source"].as<std::string>()));
-      } catch (const YAML::Exception&) {
-        // A malformed case is reported by the unseen set's own loader.
+    for (const fs::path& dir : kUnseenDirs) {
+      for (const auto& e : fs::directory_iterator(dir, ec)) {
+        if (e.path().extension() != ".yaml") continue;
+        try {
+          YAML::Node n = YAML::LoadFile(e.path().string());
+          if (n["source"]) out.insert(Lower(n["source"].as<std::string>()));
+        } catch (const YAML::Exception&) {
+          // A malformed case is reported by the unseen set's own loader.
+        }
       }
     }
     return out;

@@ -29,7 +29,7 @@ struct Case {
 };
 
 // Threads kept out of the corpus, so that a set measured on them stays unseen: the earlier
-// evaluation threads and every source of tests/classify/unseen.
+// evaluation threads and every source of the unseen sets (tests/classify/unseen, unseen-2).
 bool IsHeldOut(const std::string& source);
 bool IsEarlierEvaluationThread(const std::string& source);
 

@@ -172,5 +172,49 @@ TEST(RuleFiles, AVersionRangeLimitsARuleToTheLogsNcclVersion) {
   EXPECT_EQ(classify("2.23.4"), "");
 }
 
+// `differ`: the rule holds only when the two values NCCL compared differ; with equal values the
+// line goes on to the next rule.
+TEST(RuleFiles, ADifferRuleHoldsOnlyWhenItsTwoGroupsDiffer) {
+  constexpr std::string_view kPair = R"(rules:
+  - id: site.world_size
+    cause: nccl.api_usage
+    family: architecture
+    lines: [warn]
+    patterns: ['mismatch in info from procs, nranks (\d+) vs (\d+)']
+    differ: true
+    confidence: 0.9
+  - id: site.other_field
+    cause: versions.mismatch
+    family: architecture
+    lines: [warn]
+    patterns: ['mismatch in info from procs']
+    confidence: 0.7
+)";
+  auto rules = ParseRules(kPair, "user.yaml");
+  ASSERT_TRUE(rules.ok()) << rules.status().message();
+  auto compiled = CompiledRules::Compile(std::move(rules).value());
+  ASSERT_TRUE(compiled.ok());
+  auto names = [&](const std::string& values) {
+    const std::string line = "n1:1:2 [0] bootstrap.cc:340 NCCL WARN Bootstrap Root : mismatch in "
+                             "info from procs, nranks " + values + ", nroots 1 vs 2";
+    auto v = RuleNamesForLine(line, **compiled);
+    return v.empty() ? std::string() : std::string(v.front());
+  };
+  EXPECT_EQ(names("2 vs 3"), "site.world_size");
+  EXPECT_EQ(names("16 vs 8"), "site.world_size");
+  EXPECT_EQ(names("2 vs 2"), "site.other_field");
+  EXPECT_EQ(names("12 vs 12"), "site.other_field");
+
+  std::string one_group(kPair);
+  const std::string two_groups = "nranks (\\d+) vs (\\d+)";
+  one_group.replace(one_group.find(two_groups), two_groups.size(), "nranks (\\d+) vs \\d+");
+  const std::string error = ErrorOf(one_group);
+  EXPECT_NE(error.find("differ needs two capture groups"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  std::string not_bool(kPair);
+  not_bool.replace(not_bool.find("differ: true"), 12, "differ: maybe");
+  EXPECT_NE(ErrorOf(not_bool).find("differ is not true or false"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace nccl_triage

@@ -259,6 +259,17 @@ const std::multimap<std::string, std::string>& Samples() {
       {"version.bootstrap_mismatch",
        "mix-1:8100:8100 [0] bootstrap.cc:212 NCCL WARN Bootstrap Root : mismatch in info from "
        "procs, offending rank 1"},
+      // The same world size on both sides: another field differs (a layout of another release).
+      {"version.bootstrap_mismatch",
+       "mix-1:8100:8102 [0] bootstrap.cc:327 NCCL WARN Bootstrap Root : mismatch in info from "
+       "procs, nranks 8 vs 8, nroots 1 vs 2, iroot 0 vs 0"},
+      {"socket.bind_address",
+       "[2026-12-06 23:55:12] vm:2888:2888 [0] misc/socket.cc:158 (ncclSocketListen) NCCL WARN "
+       "Call to bind failed: Cannot assign requested address"},
+      {"bootstrap.world_size_mismatch",
+       "[2026-12-06 23:55:16] job-0:2905:2907 [0] bootstrap.cc:340 (bootstrapRoot) NCCL WARN "
+       "Bootstrap Root : mismatch in info from procs, nranks 2 vs 3, nroots 1 vs 1, iroot 0 vs 0, "
+       "offset 0 vs 0"},
       {"version.message_truncated",
        "mix-2:8200:8200 [0] misc/socket.cc:541 NCCL WARN Message truncated : received 1312 bytes "
        "instead of 1280"},

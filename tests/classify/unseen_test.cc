@@ -7,6 +7,7 @@
 // reading these logs: a miss is fixed from what NCCL can print, and measured again.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -22,12 +23,25 @@ namespace fs = std::filesystem;
 using eval::Case;
 
 const fs::path kUnseenDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen";
+const fs::path kUnseen2Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-2";
 const fs::path kCaptureDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/fixtures/nccl-logs";
 const fs::path kCorpusDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/corpus";
 
 std::vector<Case> LoadUnseen() {
   std::vector<std::string> errors;
   auto cases = eval::LoadThreadCases(kUnseenDir, /*refuse_held_out=*/false, errors);
+  for (const auto& e : errors) ADD_FAILURE() << e;
+  return cases;
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<Case> LoadUnseen2() {
+  std::vector<std::string> errors;
+  auto cases = eval::LoadThreadCases(kUnseen2Dir, /*refuse_held_out=*/false, errors);
   for (const auto& e : errors) ADD_FAILURE() << e;
   return cases;
 }
@@ -40,13 +54,16 @@ std::vector<Case> LoadCaptures() {
 }
 
 // Measured on the classifier these bars guard (docs/logs.md has the tables): unseen threads
-// 89.4 % class, 87.2 % cause (47 cases); GPU captures 85.7 % class, 75.0 % cause (84 cases:
-// NCCL 2.28.9 100 % / 89.3 %, each NCCL 2.32.6 set 78.6 % / 67.9 %, its healthy runs `unknown`
-// because 2.32's logs carry no teardown line).
+// 89.4 % class, 87.2 % cause (47 cases); the second unseen set 75.0 % class, 75.0 % cause (40
+// cases, scored the day it was gathered, before any rule was written after it); GPU captures
+// 100 % class, 96.4 % cause (84 cases: NCCL 2.28.9 and both NCCL 2.32.6 sets alike; the three
+// misses are one scenario, an invalid CUDA_VISIBLE_DEVICES read as a CUDA error).
 constexpr double kUnseenMinClass = 0.85;
 constexpr double kUnseenMinCause = 0.83;
-constexpr double kCaptureMinClass = 0.84;
-constexpr double kCaptureMinCause = 0.73;
+constexpr double kUnseen2MinClass = 0.72;
+constexpr double kUnseen2MinCause = 0.72;
+constexpr double kCaptureMinClass = 0.97;
+constexpr double kCaptureMinCause = 0.93;
 
 TEST(UnseenSet, CasesAreWellFormedAndNoneIsInTheCorpus) {
   auto cases = LoadUnseen();
@@ -69,6 +86,36 @@ TEST(UnseenSet, ClassifierMeetsTheBars) {
   eval::Print("unseen public threads (tests/classify/unseen)", r);
   EXPECT_GE(r.all.Ours(), kUnseenMinClass) << "class accuracy below the bar";
   EXPECT_GE(r.all.Cause(), kUnseenMinCause) << "cause accuracy below the bar";
+  EXPECT_EQ(r.healthy_on_failed, 0u) << "healthy answered on the log of a failed run";
+}
+
+// The second unseen set (tests/classify/unseen-2, gathered 2026-12-07 after every rule above was
+// written): no thread of the corpus, of the first set or of the earlier held-out evaluation.
+TEST(UnseenSet2, CasesAreWellFormedAndNoneIsSeenElsewhere) {
+  auto cases = LoadUnseen2();
+  EXPECT_GE(cases.size(), 40u);
+  std::vector<std::string> errors;
+  std::set<std::string> elsewhere;
+  for (const auto& dir : {kCorpusDir, kUnseenDir}) {
+    for (const auto& k : eval::LoadThreadCases(dir, false, errors)) {
+      elsewhere.insert(Lower(k.source));
+    }
+  }
+  std::set<std::string> seen;
+  for (const auto& k : cases) {
+    EXPECT_EQ(elsewhere.count(Lower(k.source)), 0u) << k.file << ": also in another set";
+    EXPECT_FALSE(eval::IsEarlierEvaluationThread(k.source)) << k.file << ": an earlier set's";
+    EXPECT_TRUE(seen.insert(Lower(k.source)).second) << k.file << ": the same thread twice";
+  }
+}
+
+TEST(UnseenSet2, ClassifierMeetsTheBars) {
+  auto cases = LoadUnseen2();
+  ASSERT_FALSE(cases.empty());
+  const eval::Report r = eval::Score(cases);
+  eval::Print("second unseen set of public threads (tests/classify/unseen-2)", r);
+  EXPECT_GE(r.all.Ours(), kUnseen2MinClass) << "class accuracy below the bar";
+  EXPECT_GE(r.all.Cause(), kUnseen2MinCause) << "cause accuracy below the bar";
   EXPECT_EQ(r.healthy_on_failed, 0u) << "healthy answered on the log of a failed run";
 }
 
