@@ -263,6 +263,44 @@ const std::multimap<std::string, std::string>& Samples() {
       {"version.bootstrap_mismatch",
        "mix-1:8100:8102 [0] bootstrap.cc:327 NCCL WARN Bootstrap Root : mismatch in info from "
        "procs, nranks 8 vs 8, nroots 1 vs 2, iroot 0 vs 0"},
+      {"env.no_transport",
+       "node-4:811:902 [2] proxy.cc:1180 NCCL WARN Rank 2 has no transport for send peer 5 on "
+       "channel 0/1"},
+      {"api.config_attribute",
+       "sharp-1:301:301 [0] transport/coll_net.cc:1210 NCCL WARN Child comms (nRanks 8) fails to "
+       "share parent comms (nRanks 16) sharp resources"},
+      {"api.device_runtime",
+       "b200-2:7001:7001 [0] scheduler/symmetric_sched.cc:92 NCCL WARN Error: no symmetric "
+       "kernel available for function AllReduce.Sum.f64"},
+      {"api.device_runtime",
+       "h100-9:4410:4410 [0] gin/gin_host.cc:61 NCCL WARN GIN not supported."},
+      {"api.device_runtime",
+       "h100-9:4410:4410 [0] gin/gin_host.cc:75 NCCL WARN No GIN-capable devices found."},
+      {"api.device_runtime",
+       "h100-9:4410:4410 [0] gin/gin_host.cc:83 NCCL WARN GIN-capable device type mismatch."},
+      {"api.device_runtime",
+       "h100-9:4410:4410 [0] transport/gdaki/gin_host_gdaki.cc:210 NCCL WARN No network devices "
+       "that support GDAKI found"},
+      {"cuda.thread_context_old_driver",
+       "gpu-3:120:188 [0] proxy.cc:1601 NCCL WARN Unable to create thread context due to old "
+       "driver, disabling."},
+      {"ras.unknown_message",
+       "gpu-6:3300:3371 [0] ras/ras.cc:512 NCCL WARN RAS received unknown message type (9) from "
+       "10.1.2.7<28028>"},
+      {"ib.query_failed",
+       "gpu-8:990:1004 [0] transport/net_ib.cc:640 NCCL WARN NET/IB : Unable to query device "
+       "mlx5_3"},
+      {"ib.query_failed",
+       "gpu-8:990:1004 [0] transport/net_ib.cc:652 NCCL WARN NET/IB : Unable to query port_num 1"},
+      {"collnet.gdr_flush_arch",
+       "gh200-1:5120:5188 [0] transport/coll_net.cc:401 NCCL WARN NET: GDR Flush only supported "
+       "on x86_64"},
+      {"ib.flid_zero",
+       "gpu-2:700:760 [0] transport/net_ib.cc:1312 NCCL WARN NET/IB : Warning: remote FLID "
+       "configured as zero even when endpoints are on different subnets, using dlid as fallback"},
+      {"collnet.init_failed",
+       "gpu-1:100:100 [0] transport.cc:402 NCCL WARN Cannot initialize CollNet, using "
+       "point-to-point network instead"},
       {"socket.bind_address",
        "[2026-12-06 23:55:12] vm:2888:2888 [0] misc/socket.cc:158 (ncclSocketListen) NCCL WARN "
        "Call to bind failed: Cannot assign requested address"},
