@@ -122,6 +122,14 @@ class FakeRasServer {
     ::close(fd_);
   }
 
+  // The answer to DIAGNOSTICS from another transcript (the status report stays this one's).
+  // Call before the first connection.
+  void SetDiagnostics(const std::string& transcript_text) {
+    const Transcript d = ParseTranscript(transcript_text);
+    transcript_.diagnostics = d.diagnostics;
+    transcript_.has_diagnostics = d.has_diagnostics;
+  }
+
   int port() const { return port_; }
   std::string addr() const { return "127.0.0.1:" + std::to_string(port_); }
   int connections() const { return connections_; }
