@@ -202,9 +202,10 @@ TEST(RasDiagnostics, BusyIsAnAnswerNotAnError) {
 }
 
 TEST(RasDiagnostics, AnNcclBefore231SaysSoAndIsNotWaitedFor) {
-  // NCCL 2.28.9 answers "ERROR: Unknown command DIAGNOSTICS" and keeps the connection open: the
-  // client stops at that line (a read to the end would run into the deadline instead).
-  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-1-healthy-text.txt"));
+  // NCCL 2.28.9 answers "ERROR: Unknown command DIAGNOSTICS" and keeps the connection open (as
+  // recorded on a GPU, nccl-2.28.9-5-diag-unknown-command.txt: still open 3 s later): the client
+  // stops at that line (a read to the end would run into the deadline instead).
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-5-diag-unknown-command.txt"));
   QueryOptions o = To(s);
   o.deadline = std::chrono::seconds(2);
   auto r = QueryRasDiagnostics(o);
