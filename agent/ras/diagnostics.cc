@@ -153,7 +153,8 @@ std::string RenderDiagnosticsTable(const Source& s, const DiagReport& r, const D
   os << "state:    " << j.state << ": " << j.summary << "\n";
   if (!j.findings.empty()) {
     os << "\nfindings (" << j.findings.size() << "):\n";
-    std::vector<std::vector<std::string>> rows{{"LINE", "CAUSE", "STRENGTH", "TAG", "FROM", "CHECK"}};
+    std::vector<std::vector<std::string>> rows{
+        {"LINE", "CAUSE", "STRENGTH", "TAG", "FROM", "CHECK"}};
     for (const auto& f : j.findings) {
       rows.push_back({std::to_string(f.line), f.cause.empty() ? "-" : f.cause,
                       f.strength.empty() ? "-" : f.strength, f.tag.empty() ? "-" : Clean(f.tag),

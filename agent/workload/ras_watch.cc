@@ -278,9 +278,8 @@ void RasWatch::Diagnose(const RasTarget& t, Clock::TimePoint until, const std::s
                         Memory& m, RasPodResult& r) {
   if (!config_.diagnostics || m.no_diagnostics) return;
   const auto now = clock_.Now();
-  if (m.diagnosed && now - *m.diagnosed < std::chrono::seconds(config_.diagnostics_interval_seconds)) {
-    return;
-  }
+  const auto interval = std::chrono::seconds(config_.diagnostics_interval_seconds);
+  if (m.diagnosed && now - *m.diagnosed < interval) return;
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
   if (left <= std::chrono::milliseconds(0)) return;  // the status query took it all: next time
   ras::QueryOptions o;

@@ -224,7 +224,9 @@ class FakeRasServer {
     const std::string& report = transcript_.diagnostics;
     if (mode_ == FakeMode::kEndlessLines) {
       std::string chunk;
-      while (chunk.size() < 65536) chunk += "node-a:101 NCCL DIAG [OK]   ECC: no uncorrected volatile errors across 2 ranks in comm 0x5c1d\n";
+      const std::string line =
+          "node-a:101 NCCL DIAG [OK]   ECC: no uncorrected volatile errors across 2 ranks\n";
+      while (chunk.size() < 65536) chunk += line;
       while (!stop_ && ::send(c, chunk.data(), chunk.size(), MSG_NOSIGNAL) > 0) {
       }
       return;
@@ -239,7 +241,9 @@ class FakeRasServer {
       size_t lines = 0;
       for (char ch : report) lines += ch == '\n';
       size_t cut = 0;
-      for (size_t seen = 0; cut < report.size() && seen < lines / 2; ++cut) seen += report[cut] == '\n';
+      for (size_t seen = 0; cut < report.size() && seen < lines / 2; ++cut) {
+        seen += report[cut] == '\n';
+      }
       Send(c, report.substr(0, cut));
       return;
     }

@@ -278,7 +278,8 @@ TEST(RasWatch, DiagnosticsFindingsBecomeTheMetricAndTheAnnotation) {
 
   AgentMetrics metrics(h.state, "test");
   const std::string text = metrics.Scrape();
-  EXPECT_NE(text.find("nccl_triage_job_diagnostics_findings{causes=\"gpu.health,nccl.env_mismatch\","
+  EXPECT_NE(text.find("nccl_triage_job_diagnostics_findings{"
+                      "causes=\"gpu.health,nccl.env_mismatch\","
                       "namespace=\"ml\",pod=\"train-1\"} 3"),
             std::string::npos)
       << text;
