@@ -6,6 +6,10 @@
 // parsed and judged by the pure ras library and printed. Exit 0: every rank answered and agrees;
 // 1: dead, unresponsive or lagging ranks, errors or differing status; 2: usage, or no report
 // (refused, timed out, not a RAS server: one line on stderr).
+//
+// With --diagnostics it sends NCCL 2.31+'s DIAGNOSTICS request instead and judges the report's
+// lines with the classifier's DIAG rules (ras/diagnostics.h). Exit 0: no check failed or
+// differs; 1: findings; 2: usage, or no report (busy, an NCCL before 2.31, refused, ...).
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,7 +25,9 @@
 #include "app/ras_target.h"
 #include "base/flags.h"
 #include "core/json_text.h"
+#include "classify/rules.h"
 #include "ras/client.h"
+#include "ras/diagnostics.h"
 #include "ras/netns.h"
 #include "ras/render.h"
 #include "ras/report.h"
@@ -33,6 +39,8 @@ constexpr const char* kUsage =
     "usage: nccl-triage ras [--addr HOST:PORT | --pod NAMESPACE/NAME | --pid PID]\n"
     "                       [--format table|json] [--timeout SECONDS] [--reply auto|text|json]\n"
     "                       [--again SECONDS] [--verbose] [--raw] [--node NAME]\n"
+    "       nccl-triage ras --diagnostics [--addr HOST:PORT | --pod NAMESPACE/NAME | --pid PID]\n"
+    "                       [--format table|json] [--timeout SECONDS] [--raw] [--node NAME]\n"
     "  Asks a running NCCL job (NCCL 2.24+) through the RAS port of one of its processes\n"
     "  which ranks hold it up: dead ranks, ranks that do not answer, and ranks that launched\n"
     "  fewer collectives than the others (the lagging rank of a hung job).\n"
@@ -49,14 +57,60 @@ constexpr const char* kUsage =
     "             a running job's counts move on, a hung job's do not\n"
     "  --verbose  NCCL's VERBOSE STATUS: the text report names more ranks\n"
     "  --raw      print the report as NCCL sent it, not parsed\n"
-    "  Exit 0: every rank answered and agrees; 1: a rank is dead, silent, lagging, in error or\n"
-    "  in another state; 2: usage, or no report (one line on stderr).\n";
+    "  --diagnostics  NCCL 2.31+: ask for NCCL's own diagnostics report instead (GPU inventory,\n"
+    "             CUDA driver, ECC, NVLink, NCCL_* settings compared across the ranks of each\n"
+    "             communicator) and judge its lines with the classifier's rules: a failed\n"
+    "             check or a setting that differs is a finding with a cause id. NCCL runs one\n"
+    "             such request at a time: a second one is answered busy (ask again later)\n"
+    "  Exit 0: every rank answered and agrees (--diagnostics: no finding); 1: a rank is dead,\n"
+    "  silent, lagging, in error or in another state (--diagnostics: findings); 2: usage, or no\n"
+    "  report (busy, NCCL before 2.31 for --diagnostics; one line on stderr).\n";
 
 std::string DefaultNode() {
   if (const char* n = std::getenv("NODE_NAME"); n != nullptr && *n != '\0') return n;
   char host[256] = "";
   if (::gethostname(host, sizeof host - 1) != 0) return "";
   return host;
+}
+
+// --diagnostics: one DIAGNOSTICS request, its report judged and printed.
+int RunDiagnostics(CliContext& ctx, const ras::QueryOptions& q, const RasTarget& target,
+                   ras::Source source, const std::string& format, bool raw) {
+  std::optional<StatusOr<ras::DiagnosticsReply>> reply;
+  if (target.enter_netns) {
+    Status entered = ras::RunInNetworkNamespace(
+        target.netns_path, [&] { reply.emplace(ras::QueryRasDiagnostics(q)); });
+    if (!entered.ok()) reply.emplace(entered);
+  } else {
+    reply.emplace(ras::QueryRasDiagnostics(q));
+  }
+  if (!reply->ok()) {
+    ctx.err << "nccl-triage ras: " << reply->status().message() << "\n";
+    return 2;
+  }
+  const ras::DiagnosticsReply& r = reply->value();
+  if (r.busy) {
+    ctx.err << "nccl-triage ras: " << r.address
+            << ": busy: NCCL is running another diagnostics request (requests are not queued); "
+               "ask again later\n";
+    return 2;
+  }
+  source.address = r.address;
+  source.protocol = r.server_protocol;
+  source.protocol_known = r.protocol_known;
+  source.elapsed_ms = r.elapsed.count();
+  if (raw) {
+    ctx.out << r.body;
+    return 0;
+  }
+  const ras::DiagReport report = ras::ParseDiagnostics(r.lines);
+  const ras::DiagJudgement j = ras::JudgeDiagnostics(report, *ActiveRules());
+  if (format == "json") {
+    ctx.out << DumpJson(ras::DiagnosticsToJson(source, report, j), 2) << "\n";
+  } else {
+    ctx.out << ras::RenderDiagnosticsTable(source, report, j);
+  }
+  return j.state == "ok" ? 0 : 1;
 }
 
 }  // namespace
@@ -68,7 +122,7 @@ int RunRasCommand(CliContext& ctx) {
   std::string reply_format = "auto";
   int timeout_s = 30;
   int again_s = 2;
-  bool verbose = false, raw = false, help = false;
+  bool verbose = false, raw = false, help = false, diagnostics = false;
   Status parsed = FlagParser()
                       .Switch({"--help", "-h"}, &help)
                       .String({"--addr"}, &addr)
@@ -81,6 +135,7 @@ int RunRasCommand(CliContext& ctx) {
                       .Int({"--again"}, &again_s, 0, 600)
                       .Switch({"--verbose"}, &verbose)
                       .Switch({"--raw"}, &raw)
+                      .Switch({"--diagnostics"}, &diagnostics)
                       .Parse(ctx.args);
   auto usage_error = [&](const std::string& m) {
     ctx.err << "nccl-triage ras: " << m << "\n";
@@ -117,6 +172,7 @@ int RunRasCommand(CliContext& ctx) {
   q.host = hp->first;
   q.port = hp->second;
   q.deadline = std::chrono::seconds(timeout_s);
+  if (diagnostics) return RunDiagnostics(ctx, q, target, source, format, raw);
   q.verbose = verbose;
   q.format = reply_format == "text"   ? ras::ReplyFormat::kText
              : reply_format == "json" ? ras::ReplyFormat::kJson

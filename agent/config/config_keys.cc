@@ -421,6 +421,21 @@ constexpr std::array kSpecs = {
             NT_FIELD(ras.cycle_budget_ms),
             100,
             600000},
+    KeySpec{{"ras.diagnostics", "bool",
+             "NCCL 2.31+: after a pod's status answer the agent also asks its RAS port for "
+             "NCCL's diagnostics report (GPU inventory, driver, ECC, NVLink, NCCL_* settings "
+             "compared across ranks), judges it with the classifier's rules and exports the "
+             "findings (nccl_triage_job_diagnostics_findings, annotation "
+             "nccl-triage.io/nccl-ras-diagnostics); an NCCL before 2.31 is not asked again"},
+            KeyKind::kBool,
+            NT_FIELD(ras.diagnostics)},
+    KeySpec{{"ras.diagnostics_interval_seconds", "integer",
+             "a pod's RAS port is asked for the diagnostics report at most once in this many "
+             "seconds (a busy answer is retried at the next status query)"},
+            KeyKind::kInt,
+            NT_FIELD(ras.diagnostics_interval_seconds),
+            60,
+            604800},
 };
 
 #undef NT_FIELD

@@ -193,6 +193,9 @@ struct RasConfig {
   int timeout_ms = 10000;         // one query, connect to the end of the report
   int max_pods_per_cycle = 4;     // pods asked in one workload pass (one connection at a time)
   int cycle_budget_ms = 30000;    // no query starts after this much of a pass's RAS time
+  // NCCL 2.31+: also send DIAGNOSTICS after a pod's status answer, at most once per interval.
+  bool diagnostics = false;
+  int diagnostics_interval_seconds = 3600;
 
   friend bool operator==(const RasConfig&, const RasConfig&) = default;
 };

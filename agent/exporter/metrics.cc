@@ -132,6 +132,13 @@ constexpr std::array kSpecs = {
     MetricSpec{"nccl_triage_job_ras_last_answer_timestamp_seconds", "gauge", "namespace,pod",
                "Unix time the GPU pod's RAS port last answered a query.",
                "Unix time the pod's RAS port last answered (the age of the three gauges above)"},
+    MetricSpec{"nccl_triage_job_diagnostics_findings", "gauge", "namespace,pod,causes",
+               "Findings in the last NCCL diagnostics report of the GPU pod's RAS port (failed "
+               "checks, settings that differ between ranks); ras.diagnostics only.",
+               "findings in the last diagnostics report of the pod's RAS port (NCCL 2.31+, "
+               "[`ras.diagnostics`](ras.md#diagnostics)): checks NCCL reports failed and "
+               "settings that differ between ranks, judged by the classifier's rules; `causes` "
+               "lists their cause ids, comma-separated; present once a report was read"},
     MetricSpec{"nccl_triage_job_ras_queries_total", "counter", "outcome",
                "RAS queries the agent sent since it started, by outcome: ok, refused, timeout, "
                "protocol_error, error.",
@@ -368,6 +375,7 @@ AgentMetrics::AgentMetrics(const AgentState& state, std::string version,
   job_dead_ = NewGauge(r, Spec("nccl_triage_job_ranks_dead"));
   job_lag_ = NewGauge(r, Spec("nccl_triage_job_collective_lag"));
   job_answered_ = NewGauge(r, Spec("nccl_triage_job_ras_last_answer_timestamp_seconds"));
+  job_diagnostics_ = NewGauge(r, Spec("nccl_triage_job_diagnostics_findings"));
   build_info_->Set({{"version", std::move(version)}}, 1);
 }
 
@@ -505,9 +513,13 @@ void AgentMetrics::RefreshLocked(const AgentStateView& view) {
     job_dead_->Set(labels, j.ranks_dead);
     job_lag_->Set(labels, static_cast<double>(j.collective_lag));
     job_answered_->Set(labels, static_cast<double>(j.answered_at_unix_ms) / 1000.0);
+    if (j.diagnostics_findings >= 0) {
+      job_diagnostics_->Set({{"namespace", j.ns}, {"pod", j.pod}, {"causes", j.diagnostics_causes}},
+                            j.diagnostics_findings);
+    }
   }
   for (GaugeSeries* g : {job_unresponsive_.get(), job_dead_.get(), job_lag_.get(),
-                         job_answered_.get()}) {
+                         job_answered_.get(), job_diagnostics_.get()}) {
     g->Sweep();
   }
   ras_queries_ = view.ras_queries;

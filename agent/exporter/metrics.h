@@ -135,7 +135,8 @@ class AgentMetrics {
   std::unique_ptr<GaugeSeries> node_verdict_, check_status_, port_state_, port_phys_state_,
       port_rate_, expected_bw_, memlock_, shm_, probe_success_, probe_busbw_, rail_success_,
       rail_busbw_, pair_verdict_, last_check_, last_probe_, build_info_, nccl_info_,
-      workload_status_, probe_available_, job_unresponsive_, job_dead_, job_lag_, job_answered_;
+      workload_status_, probe_available_, job_unresponsive_, job_dead_, job_lag_, job_answered_,
+      job_diagnostics_;
 };
 
 }  // namespace nccl_triage

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace nccl_triage::ras {
@@ -109,27 +110,39 @@ class Connection {
 
   // One line without its "\n" (and "\r"). `what` names the awaited answer in errors.
   StatusOr<std::string> ReadLine(std::string_view what, size_t max_line = 4096) {
+    auto line = NextLine(what, max_line, "< ");
+    if (!line.ok()) return line.status();
+    if (!*line) {
+      return Unavailable("the server closed the connection instead of sending the " +
+                         std::string(what));
+    }
+    return std::move(**line);
+  }
+
+  // One line of a report (recorded in the transcript as received), or nullopt where the server
+  // closed the connection after a whole line. At most max_line bytes a line and cap_ bytes in all.
+  StatusOr<std::optional<std::string>> NextLine(std::string_view what, size_t max_line,
+                                                std::string_view prefix = "") {
     for (;;) {
       const auto nl = buffer_.find('\n');
-      if (nl != std::string::npos) {
+      if (nl != std::string::npos && nl <= max_line) {
         std::string line = buffer_.substr(0, nl);
         buffer_.erase(0, nl + 1);
-        *transcript_ += "< " + line + "\n";
+        consumed_ += nl + 1;
+        *transcript_ += std::string(prefix) + line + "\n";
         if (!line.empty() && line.back() == '\r') line.pop_back();
-        return line;
+        return std::optional<std::string>(std::move(line));
       }
       if (buffer_.size() > max_line) {
         return InvalidArgument("not an NCCL RAS server: no line end in the first " +
-                               std::to_string(max_line) + " bytes of the " + std::string(what) +
-                               " ('" + Printable(buffer_) + "')");
+                               std::to_string(max_line) + " bytes of a line of the " +
+                               std::string(what) + " ('" + Printable(buffer_) + "')");
       }
+      if (consumed_ + buffer_.size() > cap_) return TooLong(what);
       auto more = Fill(what);
       if (!more.ok()) return more.status();
       if (*more == 0) {
-        if (buffer_.empty()) {
-          return Unavailable("the server closed the connection instead of sending the " +
-                             std::string(what));
-        }
+        if (buffer_.empty()) return std::optional<std::string>();
         return InvalidArgument("not an NCCL RAS server: the " + std::string(what) +
                                " ended without a line end ('" + Printable(buffer_) + "')");
       }
@@ -139,13 +152,7 @@ class Connection {
   // Everything until the server closes, at most cap_ bytes.
   StatusOr<std::string> ReadToEnd(std::string_view what) {
     for (;;) {
-      if (buffer_.size() > cap_) {
-        const std::string size = cap_ % (size_t{1} << 20) == 0
-                                     ? std::to_string(cap_ >> 20) + " MiB"
-                                     : std::to_string(cap_ >> 10) + " KiB";
-        return InvalidArgument("the " + std::string(what) + " exceeds " + size +
-                               "; stopped reading");
-      }
+      if (buffer_.size() > cap_) return TooLong(what);
       auto more = Fill(what);
       if (!more.ok()) return more.status();
       if (*more == 0) break;
@@ -157,6 +164,12 @@ class Connection {
   }
 
  private:
+  Status TooLong(std::string_view what) const {
+    const std::string size = cap_ % (size_t{1} << 20) == 0 ? std::to_string(cap_ >> 20) + " MiB"
+                                                           : std::to_string(cap_ >> 10) + " KiB";
+    return InvalidArgument("the " + std::string(what) + " exceeds " + size + "; stopped reading");
+  }
+
   // Reads what is there into buffer_; 0 at end of stream.
   StatusOr<size_t> Fill(std::string_view what) {
     char chunk[16384];
@@ -191,6 +204,7 @@ class Connection {
   size_t cap_;
   std::string* transcript_;
   std::string buffer_;
+  size_t consumed_ = 0;  // bytes taken out of buffer_ by NextLine
 };
 
 struct Connected {
@@ -302,6 +316,25 @@ StatusOr<std::pair<std::string, std::string>> SplitHostPort(std::string_view add
   return std::make_pair(host, port);
 }
 
+namespace {
+
+// The handshake. Anything but "SERVER PROTOCOL <v>" is not a RAS server. Returns <v>.
+StatusOr<std::string> Handshake(Connection& conn) {
+  if (Status s = conn.Send("CLIENT PROTOCOL " + std::to_string(kClientProtocol) + "\n"); !s.ok()) {
+    return s;
+  }
+  auto hello = conn.ReadLine("handshake answer");
+  if (!hello.ok()) return hello.status();
+  constexpr std::string_view kServer = "SERVER PROTOCOL ";
+  if (!StartsWithNoCase(*hello, kServer)) {
+    return InvalidArgument("not an NCCL RAS server: answered '" + Printable(*hello) +
+                           "' to the handshake");
+  }
+  return Trim(std::string_view(*hello).substr(kServer.size()));
+}
+
+}  // namespace
+
 StatusOr<RawReply> QueryRas(const QueryOptions& o) {
   const auto start = Clock::now();
   const auto until = start + o.deadline;
@@ -315,18 +348,9 @@ StatusOr<RawReply> QueryRas(const QueryOptions& o) {
     return Status(s.code(), reply.address + ": " + s.message());
   };
 
-  // The handshake. Anything but "SERVER PROTOCOL <v>" is not a RAS server.
-  if (Status s = conn.Send("CLIENT PROTOCOL " + std::to_string(kClientProtocol) + "\n"); !s.ok()) {
-    return fail(s);
-  }
-  auto hello = conn.ReadLine("handshake answer");
-  if (!hello.ok()) return fail(hello.status());
-  constexpr std::string_view kServer = "SERVER PROTOCOL ";
-  if (!StartsWithNoCase(*hello, kServer)) {
-    return fail(InvalidArgument("not an NCCL RAS server: answered '" + Printable(*hello) +
-                                "' to the handshake"));
-  }
-  reply.server_protocol = Trim(std::string_view(*hello).substr(kServer.size()));
+  auto protocol = Handshake(conn);
+  if (!protocol.ok()) return fail(protocol.status());
+  reply.server_protocol = std::move(protocol).value();
   reply.protocol_known = reply.server_protocol == std::to_string(kClientProtocol);
 
   // The format: JSON where the server has it.
@@ -359,6 +383,81 @@ StatusOr<RawReply> QueryRas(const QueryOptions& o) {
                                 Printable(body->substr(0, body->find('\n'))) + "'"));
   }
   reply.body = std::move(body).value();
+  reply.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  return reply;
+}
+
+StatusOr<DiagnosticsReply> QueryRasDiagnostics(const QueryOptions& o) {
+  const auto start = Clock::now();
+  const auto until = start + o.deadline;
+  auto connected = Connect(o, until);
+  if (!connected.ok()) return connected.status();
+
+  DiagnosticsReply reply;
+  reply.address = connected->address;
+  Connection conn(std::move(connected->fd), until, o.max_reply_bytes, &reply.transcript);
+  auto fail = [&](const Status& s) {
+    return Status(s.code(), reply.address + ": " + s.message());
+  };
+  auto protocol = Handshake(conn);
+  if (!protocol.ok()) return fail(protocol.status());
+  reply.server_protocol = std::move(protocol).value();
+  reply.protocol_known = reply.server_protocol == std::to_string(kClientProtocol);
+
+  // The connection is in text format (the default); JSON would make NCCL refuse the request.
+  if (Status s = conn.Send("DIAGNOSTICS\n"); !s.ok()) return fail(s);
+  constexpr size_t kMaxLine = 4096;  // NCCL formats a report line into 2 KiB
+  constexpr std::string_view kWhat = "diagnostics report";
+  constexpr std::string_view kDiag = " NCCL DIAG ";
+  for (;;) {
+    auto next = conn.NextLine(kWhat, kMaxLine);
+    if (!next.ok()) {
+      // A server that keeps the connection open after the completion line: the report is whole.
+      if (next.status().code() == StatusCode::kDeadlineExceeded && reply.complete) break;
+      if (next.status().code() == StatusCode::kDeadlineExceeded && !reply.lines.empty()) {
+        return fail(DeadlineExceeded(next.status().message() + "; " +
+                                     std::to_string(reply.lines.size()) +
+                                     " report line(s) and no completion line"));
+      }
+      return fail(next.status());
+    }
+    if (!*next) break;  // closed
+    std::string& line = **next;
+    if (reply.lines.empty()) {
+      // The first line says what kind of answer this is.
+      if (StartsWithNoCase(line, "BUSY")) {
+        reply.busy = true;
+        break;
+      }
+      if (StartsWithNoCase(line, "ERROR: Unknown command")) {
+        return fail(Status(StatusCode::kNotFound, std::string(kNoDiagnostics) + ": answered '" +
+                                                      Printable(line) + "'"));
+      }
+      if (StartsWithNoCase(line, "ERROR")) {
+        return fail(InvalidArgument("the server refused DIAGNOSTICS: '" + Printable(line) + "'"));
+      }
+      if (line.find(kDiag) == std::string::npos) {
+        return fail(InvalidArgument("not an NCCL diagnostics report: the first line is '" +
+                                    Printable(line) + "'"));
+      }
+    }
+    const auto tag = line.find(kDiag);
+    if (tag != std::string::npos) {
+      const std::string_view text = std::string_view(line).substr(tag + kDiag.size());
+      if (StartsWithNoCase(text, "RAS diagnostics completed in ")) reply.complete = true;
+    }
+    reply.body += line + "\n";
+    reply.lines.push_back(std::move(line));
+  }
+  if (!reply.busy && reply.lines.empty()) {
+    return fail(Unavailable("the server closed the connection without a diagnostics report"));
+  }
+  if (!reply.busy && !reply.complete) {
+    return fail(Unavailable("the server closed the connection after " +
+                            std::to_string(reply.lines.size()) +
+                            " report line(s), before the completion line (the process exited "
+                            "or its RAS thread stopped mid-report)"));
+  }
   reply.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   return reply;
 }

@@ -7,6 +7,13 @@
 //   client: SET FORMAT json            server: OK   (2.28.7+; older: "ERROR: Unknown command ...")
 //   client: STATUS                     server: the report, then it closes the connection
 //
+// NCCL 2.31+ also answers DIAGNOSTICS (what `ncclras -D` sends) on a text connection: lines
+// "<host>:<pid> NCCL DIAG <line>", from "=== RAS Diagnostics ===" to "RAS diagnostics completed
+// in X ms across N RAS peers", then it closes; or "BUSY: diagnostics already in progress" when
+// another request runs (not queued); on a connection set to JSON, "ERROR: diagnostics only
+// supports text output". Before 2.31: "ERROR: Unknown command DIAGNOSTICS", and the connection
+// stays open.
+//
 // The server ignores the client's version and sends its own; a version other than
 // kClientProtocol is reported (RawReply::protocol_known) and the reply is still read, as the
 // NCCL client does. The port is an untrusted peer: the connection has a connect timeout and one
@@ -23,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "ras/protocol.h"
@@ -60,5 +68,34 @@ StatusOr<std::pair<std::string, std::string>> SplitHostPort(std::string_view add
 // One query. Errors (one line each): cannot resolve, refused, connect timed out, no answer by
 // the deadline, closed early, not a RAS server, reply too long.
 StatusOr<RawReply> QueryRas(const QueryOptions& options);
+
+// The answer to DIAGNOSTICS.
+struct DiagnosticsReply {
+  std::string address;
+  std::string server_protocol;
+  bool protocol_known = false;
+  // NCCL runs one diagnostics request at a time and answered "BUSY: ...": ask again later.
+  // lines and body are empty then.
+  bool busy = false;
+  std::vector<std::string> lines;  // the report, one line each, without "\n", as received
+  std::string body;                // the same, as received
+  bool complete = false;           // the "... diagnostics completed in ..." line arrived
+  std::string transcript;          // as RawReply's
+  std::chrono::milliseconds elapsed{0};
+};
+
+// Kept apart from other errors: the server is a RAS port of an NCCL before 2.31, which answers
+// "ERROR: Unknown command DIAGNOSTICS". StatusCode::kNotFound with this message.
+inline constexpr const char* kNoDiagnostics = "this NCCL has no RAS diagnostics (2.31+)";
+
+// One DIAGNOSTICS request (options.format and options.verbose are not used: the report is text).
+// The handshake, then DIAGNOSTICS; the report is read line by line (each line at most 4 KiB, the
+// whole at most max_reply_bytes) until the server closes, all within the one deadline. A server
+// that stops after the completion line without closing is not waited for beyond the deadline:
+// the report is returned. Errors (one line each): those of QueryRas; kNotFound with
+// kNoDiagnostics for an NCCL before 2.31; kInvalidArgument for the server's own ERROR line or a
+// reply that is not a diagnostics report; kUnavailable when the server closed before the
+// completion line (the process died or NCCL tore its RAS thread down mid-report).
+StatusOr<DiagnosticsReply> QueryRasDiagnostics(const QueryOptions& options);
 
 }  // namespace nccl_triage::ras

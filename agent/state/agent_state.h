@@ -78,6 +78,10 @@ struct RasJobStatus {
   int ranks_dead = 0;
   uint64_t collective_lag = 0;  // the largest spread of one collective's counts in a communicator
   int64_t answered_at_unix_ms = 0;
+  // ras.diagnostics: the findings of NCCL's last diagnostics report (-1: none yet) and their
+  // cause ids, comma-separated ("" when none or unnamed).
+  int diagnostics_findings = -1;
+  std::string diagnostics_causes;
   friend bool operator==(const RasJobStatus&, const RasJobStatus&) = default;
 };
 

@@ -205,10 +205,19 @@ void WorkloadMonitor::RunRas(WorkloadPass& pass) {
   const PodDirectory& dir = pass.directory;
   if (options_.annotate && kube_ != nullptr && dir.listed && dir.list_error.empty()) {
     for (const auto& r : pass.ras.asked) {
-      if (r.outcome != RasOutcome::kOk || !r.annotate) continue;
+      if (r.outcome != RasOutcome::kOk) continue;
       auto it = pod_cache_.find(r.target.uid);
       if (it == pod_cache_.end() || !OnNode(it->second, options_.node)) continue;
-      auto change = RasAnnotationChange(r.annotation, it->second.annotations);
+      std::optional<AnnotationPatch> change;
+      if (r.annotate) change = RasAnnotationChange(r.annotation, it->second.annotations);
+      if (r.diagnostics == "ok") {  // a new diagnostics report: its annotation too, one patch
+        auto diag = RasAnnotationChange(r.diagnostics_annotation, it->second.annotations,
+                                        kRasDiagnosticsAnnotationKey);
+        if (diag) {
+          if (!change) change.emplace();
+          change->insert(diag->begin(), diag->end());
+        }
+      }
       if (!change) continue;
       const std::string name = r.target.ns + "/" + r.target.pod;
       KubeResponse resp =
@@ -217,7 +226,11 @@ void WorkloadMonitor::RunRas(WorkloadPass& pass) {
         ++pass.patches_sent;
         ApplyPatch(*change, it->second.annotations);
         log_.Info("ras", "pod " + name + ": " + r.judgement.state + " (" +
-                             r.judgement.summary + ")");
+                             r.judgement.summary + ")" +
+                             (r.diagnostics == "ok" ? "; diagnostics: " +
+                                                          r.diagnostics_judgement.state + " (" +
+                                                          r.diagnostics_judgement.summary + ")"
+                                                    : std::string()));
         continue;
       }
       ++pass.patches_failed;

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <tuple>
 
+#include "classify/rules.h"
 #include "ras/netns.h"
 #include "ras/protocol.h"
 
@@ -147,15 +148,37 @@ std::optional<std::string> RasAnnotation(const ras::Judgement& judgement) {
   return text;
 }
 
+std::optional<std::string> RasDiagnosticsAnnotation(const ras::DiagJudgement& judgement) {
+  if (judgement.findings.empty()) return std::nullopt;
+  ras::Judgement as_status;
+  as_status.state = judgement.state;
+  as_status.summary = judgement.summary;
+  return RasAnnotation(as_status);
+}
+
 std::optional<AnnotationPatch> RasAnnotationChange(
-    const std::optional<std::string>& wanted, const std::map<std::string, std::string>& current) {
-  const std::string key(kRasAnnotationKey);
+    const std::optional<std::string>& wanted, const std::map<std::string, std::string>& current,
+    std::string_view key_view) {
+  const std::string key(key_view);
   auto now = current.find(key);
   if (wanted && (now == current.end() || now->second != *wanted)) {
     return AnnotationPatch{{key, *wanted}};
   }
   if (!wanted && now != current.end()) return AnnotationPatch{{key, std::nullopt}};
   return std::nullopt;
+}
+
+StatusOr<ras::DiagnosticsReply> NamespaceRasQuerier::Diagnostics(
+    const RasTarget& target, const ras::QueryOptions& options) {
+  if (!target.enter_netns) return ras::QueryRasDiagnostics(options);
+  std::optional<StatusOr<ras::DiagnosticsReply>> reply;
+  Status entered = ras::RunInNetworkNamespace(
+      target.netns_path, [&] { reply = ras::QueryRasDiagnostics(options); });
+  if (!entered.ok() || !reply) {
+    return Status(StatusCode::kInternal, "entering the network namespace " + target.netns_path +
+                                             ": " + entered.message());
+  }
+  return std::move(*reply);
 }
 
 StatusOr<ras::RawReply> NamespaceRasQuerier::Query(const RasTarget& target,
@@ -174,9 +197,15 @@ StatusOr<ras::RawReply> NamespaceRasQuerier::Query(const RasTarget& target,
 RasWatch::RasWatch(RasConfig config, RasQuerier& querier, Clock& clock, Logger& log)
     : config_(config), querier_(querier), clock_(clock), log_(log) {
   for (RasOutcome o : kOutcomes) totals_[std::string(ToString(o))] = 0;
+  if (config_.diagnostics) {
+    for (RasOutcome o : kOutcomes) diagnostics_totals_[std::string(ToString(o))] = 0;
+    diagnostics_totals_["busy"] = 0;
+    diagnostics_totals_["unsupported"] = 0;
+  }
 }
 
 RasPodResult RasWatch::Ask(const RasTarget& t, std::chrono::milliseconds deadline, Memory& m) {
+  const auto until = clock_.Now() + deadline;
   RasPodResult r;
   r.target = t;
   ras::QueryOptions o;
@@ -233,11 +262,67 @@ RasPodResult RasWatch::Ask(const RasTarget& t, std::chrono::milliseconds deadlin
   r.status.ranks_dead = counts.dead;
   r.status.collective_lag = counts.lag;
   r.status.answered_at_unix_ms = clock_.NowUnixMs();
+  if (m.status) {  // the last diagnostics answer stands until a new one
+    r.status.diagnostics_findings = m.status->diagnostics_findings;
+    r.status.diagnostics_causes = m.status->diagnostics_causes;
+  }
   m.report = std::move(report).value();
+  Diagnose(t, until, who, m, r);
   m.status = r.status;
   log_.Debug("ras", "RAS query of " + who + ": " + r.judgement.state + " (" +
                         r.judgement.summary + ")");
   return r;
+}
+
+void RasWatch::Diagnose(const RasTarget& t, Clock::TimePoint until, const std::string& who,
+                        Memory& m, RasPodResult& r) {
+  if (!config_.diagnostics || m.no_diagnostics) return;
+  const auto now = clock_.Now();
+  const auto interval = std::chrono::seconds(config_.diagnostics_interval_seconds);
+  if (m.diagnosed && now - *m.diagnosed < interval) return;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
+  if (left <= std::chrono::milliseconds(0)) return;  // the status query took it all: next time
+  ras::QueryOptions o;
+  o.host = t.host;
+  o.port = t.port;
+  o.deadline = left;
+  o.connect_timeout = std::min(o.connect_timeout, left);
+  o.max_reply_bytes = size_t{1} << 20;  // a few lines per check and communicator
+  auto reply = querier_.Diagnostics(t, o);
+  std::string line;
+  if (!reply.ok() && reply.status().code() == StatusCode::kNotFound) {
+    r.diagnostics = "unsupported";
+    m.no_diagnostics = true;
+    log_.Info("ras", "RAS diagnostics of " + who + ": " + reply.status().message() +
+                         "; not asked again");
+  } else if (!reply.ok()) {
+    r.diagnostics = std::string(ToString(OutcomeOf(reply.status())));
+    r.diagnostics_error = reply.status().message();
+    line = "RAS diagnostics of " + who + ": " + r.diagnostics + ": " + r.diagnostics_error;
+  } else if (reply->busy) {
+    r.diagnostics = "busy";  // another client's request runs: asked again at the next query
+    log_.Debug("ras", "RAS diagnostics of " + who + ": busy");
+  } else {
+    r.diagnostics = "ok";
+    m.diagnosed = now;
+    r.diagnostics_judgement =
+        ras::JudgeDiagnostics(ras::ParseDiagnostics(reply->lines), *ActiveRules());
+    r.diagnostics_annotation = RasDiagnosticsAnnotation(r.diagnostics_judgement);
+    r.status.diagnostics_findings = static_cast<int>(r.diagnostics_judgement.findings.size());
+    std::string causes;
+    for (const auto& f : r.diagnostics_judgement.findings) {
+      if (f.cause.empty() || ("," + causes + ",").find("," + f.cause + ",") != std::string::npos) {
+        continue;
+      }
+      causes += (causes.empty() ? "" : ",") + f.cause;
+    }
+    r.status.diagnostics_causes = causes;
+    log_.Debug("ras", "RAS diagnostics of " + who + ": " + r.diagnostics_judgement.state + " (" +
+                          r.diagnostics_judgement.summary + ")");
+  }
+  ++diagnostics_totals_[r.diagnostics];
+  if (!line.empty() && line != m.diagnostics_streak) log_.Info("ras", line);
+  m.diagnostics_streak = line;
 }
 
 RasCycle RasWatch::RunCycle(const std::vector<RasTarget>& targets) {

@@ -16,6 +16,13 @@
 // one collective behind in a running job is not called stuck: a lag seen on the first answer
 // only is not published as stuck until the next answer confirms it.
 //
+// With ras.diagnostics on (NCCL 2.31+), a pod whose status query answered is also sent
+// DIAGNOSTICS when its last diagnostics answer is ras.diagnostics_interval_seconds old or more,
+// within the same query's deadline left: the report's lines are judged with the classifier's
+// DIAG rules (ras/diagnostics.h), its findings are the pod's RasJobStatus.diagnostics_* and the
+// annotation kRasDiagnosticsAnnotationKey. A busy answer is asked again at the next status
+// query; an NCCL before 2.31 is not asked again (until the pod is gone).
+//
 // The socket goes through a RasQuerier: NamespaceRasQuerier enters the pod's network namespace
 // with setns(2) on a thread of its own (ras/netns.h), or asks from here for a hostNetwork pod;
 // tests inject their own. Not thread-safe: one thread (the monitor's pass thread) uses it.
@@ -34,6 +41,7 @@
 #include "core/config.h"
 #include "kube/kube_api.h"
 #include "ras/client.h"
+#include "ras/diagnostics.h"
 #include "ras/report.h"
 #include "state/agent_state.h"
 #include "workload/workload.h"
@@ -45,6 +53,10 @@ namespace nccl_triage::workload {
 // says ok again; left as it is while the port does not answer.
 inline constexpr std::string_view kRasAnnotationKey = "nccl-triage.io/nccl-ras";
 inline constexpr size_t kMaxRasAnnotationBytes = 256;
+// The annotation of a pod whose last diagnostics report had findings ("findings: <summary>",
+// the same bound); removed when a report has none.
+inline constexpr std::string_view kRasDiagnosticsAnnotationKey =
+    "nccl-triage.io/nccl-ras-diagnostics";
 
 // Where one pod's query goes.
 struct RasTarget {
@@ -83,9 +95,13 @@ RasCounts CountRanks(const ras::Report& report);
 // Pure: the annotation value a judgement deserves: nullopt when ok, "<state>: <summary>" cut to
 // kMaxRasAnnotationBytes otherwise.
 std::optional<std::string> RasAnnotation(const ras::Judgement& judgement);
-// The patch that brings `current` to `wanted` for kRasAnnotationKey; nullopt when equal.
+// The same for a diagnostics judgement: nullopt when it has no finding.
+std::optional<std::string> RasDiagnosticsAnnotation(const ras::DiagJudgement& judgement);
+// The patch that brings `current` to `wanted` for `key` (kRasAnnotationKey by default); nullopt
+// when equal.
 std::optional<AnnotationPatch> RasAnnotationChange(
-    const std::optional<std::string>& wanted, const std::map<std::string, std::string>& current);
+    const std::optional<std::string>& wanted, const std::map<std::string, std::string>& current,
+    std::string_view key = kRasAnnotationKey);
 
 // The socket side of one query.
 class RasQuerier {
@@ -94,6 +110,9 @@ class RasQuerier {
   // Errors as ras::QueryRas's; a namespace that cannot be entered is StatusCode::kInternal.
   virtual StatusOr<ras::RawReply> Query(const RasTarget& target,
                                         const ras::QueryOptions& options) = 0;
+  // DIAGNOSTICS (ras::QueryRasDiagnostics), from the same place as Query.
+  virtual StatusOr<ras::DiagnosticsReply> Diagnostics(const RasTarget& target,
+                                                      const ras::QueryOptions& options) = 0;
 };
 
 // The real one: setns(2) into target.netns_path on a thread of its own when enter_netns.
@@ -101,6 +120,8 @@ class NamespaceRasQuerier final : public RasQuerier {
  public:
   StatusOr<ras::RawReply> Query(const RasTarget& target,
                                 const ras::QueryOptions& options) override;
+  StatusOr<ras::DiagnosticsReply> Diagnostics(const RasTarget& target,
+                                              const ras::QueryOptions& options) override;
 };
 
 // One pod's query in a cycle.
@@ -113,6 +134,12 @@ struct RasPodResult {
   // ok only: the annotation the pod deserves now; nullopt with `annotate` false means "leave it".
   std::optional<std::string> annotation;
   bool annotate = false;
+  // ras.diagnostics: "" when not asked in this cycle, else ok, busy, unsupported, or the failed
+  // query's outcome (refused, timeout, protocol_error, error).
+  std::string diagnostics;
+  std::string diagnostics_error;  // one line when not ok
+  ras::DiagJudgement diagnostics_judgement;  // ok only
+  std::optional<std::string> diagnostics_annotation;  // ok only: what the pod deserves now
 };
 
 struct RasCycle {
@@ -131,6 +158,8 @@ class RasWatch {
   std::vector<RasJobStatus> Jobs() const;
   // Queries since the start, by outcome name (every outcome present, 0 until it happens).
   std::map<std::string, uint64_t> Totals() const { return totals_; }
+  // Diagnostics requests since the start, by outcome (ras.diagnostics; empty when off).
+  std::map<std::string, uint64_t> DiagnosticsTotals() const { return diagnostics_totals_; }
 
  private:
   struct Memory {
@@ -138,8 +167,13 @@ class RasWatch {
     std::optional<ras::Report> report;  // the last one that parsed
     std::optional<RasJobStatus> status;
     std::string streak;  // the last failure logged
+    std::optional<Clock::TimePoint> diagnosed;  // the last diagnostics answer (busy excluded)
+    bool no_diagnostics = false;                // an NCCL before 2.31 said so
+    std::string diagnostics_streak;
   };
   RasPodResult Ask(const RasTarget& t, std::chrono::milliseconds deadline, Memory& m);
+  void Diagnose(const RasTarget& t, Clock::TimePoint until, const std::string& who, Memory& m,
+                RasPodResult& r);
 
   const RasConfig config_;
   RasQuerier& querier_;
@@ -147,6 +181,7 @@ class RasWatch {
   Logger& log_;
   std::map<std::string, Memory> pods_;  // by pod UID
   std::map<std::string, uint64_t> totals_;
+  std::map<std::string, uint64_t> diagnostics_totals_;
 };
 
 }  // namespace nccl_triage::workload

@@ -93,7 +93,7 @@ TEST_F(MetricsTest, EveryContractFamilyIsExportedWithItsTypeOnceTheStateIsFull) 
   state_.SetWorkloadFindings(
       {{"ns", "pod", "c",
         TestFinding("limits.memlock", FaultClass::kArchitecture, CheckStatus::kPass)}});
-  state_.SetRasJobs({{"ns", "pod", "ok", 0, 0, 0, 3000}}, {{"ok", 1}});
+  state_.SetRasJobs({{"ns", "pod", "ok", 0, 0, 0, 3000, 0, ""}}, {{"ok", 1}});
   metrics_.SetKernelCounts([] { return kernel::KernelCounts{}; });
   auto fams = metrics_.Collect();
   for (const auto& spec : AgentMetricSpecs()) {

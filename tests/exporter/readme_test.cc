@@ -73,7 +73,8 @@ TEST(MetricSpecs, AFullScrapeExportsExactlyTheDeclaredFamilies) {
   state.SetWorkloadFindings({{"ns", "pod", "c", testing::TestFinding("limits.memlock",
                                                                     FaultClass::kArchitecture,
                                                                     CheckStatus::kFail)}});
-  state.SetRasJobs({{"ns", "pod", "stuck", 1, 0, 1, 5000}}, {{"ok", 1}, {"timeout", 0}});
+  state.SetRasJobs({{"ns", "pod", "stuck", 1, 0, 1, 5000, 2, "gpu.health"}},
+                   {{"ok", 1}, {"timeout", 0}});
   AgentMetrics metrics(state, "v");
   metrics.SetKernelCounts([] {
     kernel::KernelCounts k;

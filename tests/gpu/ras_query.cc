@@ -2,8 +2,9 @@
 // on a GPU machine that lacks the project's build dependencies:
 //
 //   g++ -std=c++20 -O1 -Iagent tests/gpu/ras_query.cc agent/ras/client.cc -o ras_query
-//   ras_query HOST:PORT text|json|auto OUTPUT_FILE
+//   ras_query HOST:PORT text|json|auto|diagnostics OUTPUT_FILE
 //
+// `diagnostics` sends NCCL 2.31+'s DIAGNOSTICS request instead of STATUS.
 // Writes both directions of the exchange to OUTPUT_FILE ("> " sent, "< " received, then the
 // report as received) and prints one line: the address, the protocol, the format, the size and
 // the time, or the client's one-line error. Exit 0 on a report, 1 otherwise.
@@ -16,7 +17,7 @@
 int main(int argc, char** argv) {
   using nccl_triage::ras::ReplyFormat;
   if (argc != 4) {
-    std::fprintf(stderr, "usage: %s HOST:PORT text|json|auto OUTPUT_FILE\n", argv[0]);
+    std::fprintf(stderr, "usage: %s HOST:PORT text|json|auto|diagnostics OUTPUT_FILE\n", argv[0]);
     return 2;
   }
   auto hp = nccl_triage::ras::SplitHostPort(argv[1]);
@@ -28,6 +29,19 @@ int main(int argc, char** argv) {
   o.host = hp->first;
   o.port = hp->second;
   const std::string f = argv[2];
+  if (f == "diagnostics") {
+    auto d = nccl_triage::ras::QueryRasDiagnostics(o);
+    if (!d.ok()) {
+      std::printf("error: %s\n", d.status().message().c_str());
+      std::ofstream(argv[3]) << "# error: " << d.status().message() << "\n";
+      return 1;
+    }
+    std::ofstream(argv[3], std::ios::binary) << d->transcript;
+    std::printf("%s protocol %s: %s, %zu lines in %lld ms\n", d->address.c_str(),
+                d->server_protocol.c_str(), d->busy ? "busy" : "report", d->lines.size(),
+                static_cast<long long>(d->elapsed.count()));
+    return 0;
+  }
   o.format = f == "text"   ? ReplyFormat::kText
              : f == "json" ? ReplyFormat::kJson
                            : ReplyFormat::kAuto;

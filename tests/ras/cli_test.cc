@@ -209,5 +209,80 @@ TEST(RasTarget, PodIsLookedUpThroughTheServerExecutable) {
   std::filesystem::remove_all(dir);
 }
 
+// ---- --diagnostics (NCCL 2.31+)
+
+TEST(RasDiagnosticsCommand, AReportWithoutFindingsIsOk) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.32.6-modelled-diag-ok.txt"));
+  const Outcome r = Ras({"--diagnostics", "--addr", s.addr()});
+  EXPECT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("state:    ok: 4 check(s) passed, none failed or differs"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("2 RAS peers, NCCL took 4.2 ms"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("findings"), std::string::npos) << r.out;
+}
+
+TEST(RasDiagnosticsCommand, AFailedCheckAndADifferingSettingAreFindingsWithCauses) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.32.6-modelled-diag-env-ecc.txt"));
+  const Outcome r = Ras({"--diagnostics", "--addr", s.addr(), "--format", "json"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "nccl-triage/ras-diagnostics/v1");
+  EXPECT_EQ(j["state"], "findings");
+  ASSERT_EQ(j["findings"].size(), 3u) << r.out;
+  EXPECT_EQ(j["findings"][0]["cause"], "gpu.health");
+  EXPECT_EQ(j["findings"][0]["tag"], "WARN");
+  EXPECT_EQ(j["findings"][0]["line"], 4);
+  EXPECT_EQ(j["findings"][1]["cause"], "nccl.env_mismatch");
+  EXPECT_EQ(j["findings"][1]["tag"], "INFO");
+  EXPECT_EQ(j["findings"][2]["text"], "NCCL environment: NCCL_SOCKET_IFNAME=eth9 on rank(s) {1}");
+  EXPECT_EQ(j["report"]["complete"], true);
+  EXPECT_EQ(j["report"]["peers"], 2);
+  EXPECT_EQ(j["passed"], 2);
+
+  const Outcome t = Ras({"--diagnostics", "--addr", s.addr()});
+  EXPECT_EQ(t.code, 1);
+  EXPECT_NE(t.out.find("state:    findings: 3 finding(s): gpu.health, nccl.env_mismatch; first: "
+                       "ECC: uncorrected volatile errors on rank(s) {1}"),
+            std::string::npos)
+      << t.out;
+}
+
+TEST(RasDiagnosticsCommand, AFailedCheckNoRuleKnowsIsStillAFinding) {
+  FakeRasServer s(
+      "> CLIENT PROTOCOL 2\n< SERVER PROTOCOL 2\n> DIAGNOSTICS\n"
+      "node-a:101 NCCL DIAG === RAS Diagnostics ===\n"
+      "node-a:101 NCCL DIAG [WARN] Flux capacitor: out of phase on rank(s) {0}\n"
+      "node-a:101 NCCL DIAG RAS diagnostics completed in 1.0 ms across 1 RAS peers\n");
+  const Outcome r = Ras({"--diagnostics", "--addr", s.addr(), "--format", "json"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["findings"].size(), 1u);
+  EXPECT_TRUE(j["findings"][0]["cause"].is_null());
+  EXPECT_NE(j["summary"].get<std::string>().find("unnamed check"), std::string::npos);
+}
+
+TEST(RasDiagnosticsCommand, BusyAndAnOldNcclAreOneLineAndNoReport) {
+  FakeRasServer busy(ReadTranscriptFile("nccl-2.32.6-modelled-diag-busy.txt"));
+  const Outcome b = Ras({"--diagnostics", "--addr", busy.addr()});
+  EXPECT_EQ(b.code, 2);
+  EXPECT_NE(b.err.find("busy: NCCL is running another diagnostics request"), std::string::npos)
+      << b.err;
+  EXPECT_TRUE(b.out.empty());
+
+  FakeRasServer old(ReadTranscriptFile("nccl-2.28.9-1-healthy-text.txt"));
+  const Outcome o = Ras({"--diagnostics", "--addr", old.addr(), "--timeout", "5"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("this NCCL has no RAS diagnostics (2.31+)"), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << o.err;
+}
+
+TEST(RasDiagnosticsCommand, RawPrintsTheReportAsSent) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.32.6-modelled-diag-ok.txt"));
+  const Outcome r = Ras({"--diagnostics", "--raw", "--addr", s.addr()});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("node-a:101 NCCL DIAG === RAS Diagnostics ===\n", 0), 0u) << r.out;
+}
+
 }  // namespace
 }  // namespace nccl_triage

@@ -176,5 +176,119 @@ TEST(RasNetns, RunsInAnotherThreadOfTheSameNamespace) {
   EXPECT_EQ(gone.code(), StatusCode::kNotFound);
 }
 
+// ---- DIAGNOSTICS (NCCL 2.31+)
+
+TEST(RasDiagnostics, ReadsTheReportToItsCompletionLine) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.32.6-modelled-diag-ok.txt"));
+  auto r = QueryRasDiagnostics(To(s));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // No SET FORMAT: NCCL refuses diagnostics on a JSON connection.
+  EXPECT_EQ(s.received(), (std::vector<std::string>{"CLIENT PROTOCOL 2", "DIAGNOSTICS"}));
+  EXPECT_FALSE(r->busy);
+  EXPECT_TRUE(r->complete);
+  ASSERT_EQ(r->lines.size(), 6u);
+  EXPECT_EQ(r->lines.front(), "node-a:101 NCCL DIAG === RAS Diagnostics ===");
+  EXPECT_EQ(r->server_protocol, "2");
+  EXPECT_EQ(r->transcript.rfind("> CLIENT PROTOCOL 2\n< SERVER PROTOCOL 2\n> DIAGNOSTICS\n", 0),
+            0u);
+}
+
+TEST(RasDiagnostics, BusyIsAnAnswerNotAnError) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.32.6-modelled-diag-busy.txt"));
+  auto r = QueryRasDiagnostics(To(s));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->busy);
+  EXPECT_TRUE(r->lines.empty());
+}
+
+TEST(RasDiagnostics, AnNcclBefore231SaysSoAndIsNotWaitedFor) {
+  // NCCL 2.28.9 answers "ERROR: Unknown command DIAGNOSTICS" and keeps the connection open (as
+  // recorded on a GPU, nccl-2.28.9-5-diag-unknown-command.txt: still open 3 s later): the client
+  // stops at that line (a read to the end would run into the deadline instead).
+  FakeRasServer s(ReadTranscriptFile("nccl-2.28.9-5-diag-unknown-command.txt"));
+  QueryOptions o = To(s);
+  o.deadline = std::chrono::seconds(2);
+  auto r = QueryRasDiagnostics(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find(kNoDiagnostics), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("Unknown command DIAGNOSTICS"), std::string::npos);
+}
+
+TEST(RasDiagnostics, EndlessReportLinesStopAtTheCap) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.32.6-modelled-diag-ok.txt"), FakeMode::kEndlessLines);
+  QueryOptions o = To(s);
+  o.max_reply_bytes = 256 << 10;
+  auto r = QueryRasDiagnostics(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("the diagnostics report exceeds 256 KiB; stopped reading"),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(RasDiagnostics, ALineWithoutEndIsNotAReport) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.32.6-modelled-diag-ok.txt"), FakeMode::kEndless);
+  auto r = QueryRasDiagnostics(To(s));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("no line end in the first 4096 bytes"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
+}
+
+TEST(RasDiagnostics, GarbageInsteadOfAReport) {
+  FakeRasServer s("> CLIENT PROTOCOL 2\n< SERVER PROTOCOL 2\n> DIAGNOSTICS\nHTTP/1.1 200 OK\n");
+  auto r = QueryRasDiagnostics(To(s));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("not an NCCL diagnostics report: the first line is "
+                                      "'HTTP/1.1 200 OK'"),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(RasDiagnostics, TheServersOwnErrorIsOneLine) {
+  FakeRasServer s(
+      "> CLIENT PROTOCOL 2\n< SERVER PROTOCOL 2\n> DIAGNOSTICS\n"
+      "ERROR: diagnostics failed to start (3)\n");
+  auto r = QueryRasDiagnostics(To(s));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("refused DIAGNOSTICS: 'ERROR: diagnostics failed to start"),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(RasDiagnostics, ACloseMidReportIsAnError) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.32.6-modelled-diag-env-ecc.txt"),
+                  FakeMode::kCloseMidway);
+  auto r = QueryRasDiagnostics(To(s));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("after 3 report line(s), before the completion line"),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(RasDiagnostics, AWholeReportOnAConnectionLeftOpenIsKept) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.32.6-modelled-diag-ok.txt"), FakeMode::kHoldOpen);
+  QueryOptions o = To(s);
+  o.deadline = std::chrono::milliseconds(300);
+  auto r = QueryRasDiagnostics(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->complete);
+  EXPECT_EQ(r->lines.size(), 6u);
+}
+
+TEST(RasDiagnostics, ASilentServerTimesOut) {
+  FakeRasServer s("", FakeMode::kSilent);
+  QueryOptions o = To(s);
+  o.deadline = std::chrono::milliseconds(300);
+  auto r = QueryRasDiagnostics(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded);
+}
+
 }  // namespace
 }  // namespace nccl_triage::ras

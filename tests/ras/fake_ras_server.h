@@ -6,6 +6,11 @@
 //                             NCCL before 2.28.7: "ERROR: Unknown command SET FORMAT json"
 //   "SET FORMAT text"      -> "OK"
 //   "STATUS" / "VERBOSE STATUS" -> the transcript's report, then close
+//   "DIAGNOSTICS"          -> (NCCL 2.31+) the transcript's diagnostics report (or its BUSY line),
+//                             then close; on a connection set to JSON, "ERROR: diagnostics only
+//                             supports text output", then close; a transcript without a
+//                             DIAGNOSTICS exchange is a NCCL before 2.31: "ERROR: Unknown command
+//                             DIAGNOSTICS", and the connection stays open
 //   anything else          -> "ERROR: Unknown command <line>"
 //
 // A transcript is what tests/gpu/ras_query.cc records: "> " lines sent by the client, "< " lines
@@ -14,7 +19,9 @@
 // are modelled on the print formats of NCCL's source at the version they name, not recorded.
 //
 // Faults, for the client's tests: a server that never answers, one that answers garbage, one that
-// closes at once, one that sends a report without end, one that speaks another protocol.
+// closes at once, one that sends a report without end, one that speaks another protocol; for
+// DIAGNOSTICS also endless report lines, a close halfway through the report, and a report
+// whose connection is then held open.
 #pragma once
 
 #include <netinet/in.h>
@@ -32,13 +39,24 @@
 
 namespace nccl_triage::ras::testing {
 
-enum class FakeMode { kReplay, kSilent, kGarbage, kCloseAtOnce, kEndless };
+enum class FakeMode {
+  kReplay,
+  kSilent,
+  kGarbage,
+  kCloseAtOnce,
+  kEndless,       // the report: bytes without a line end, until the client closes
+  kEndlessLines,  // DIAGNOSTICS: report lines without end, until the client closes
+  kCloseMidway,   // DIAGNOSTICS: the first half of the report's lines, then close
+  kHoldOpen,      // DIAGNOSTICS: the whole report, then the connection stays open
+};
 
 // The parts of a transcript: the server's recorded answers and the report.
 struct Transcript {
   std::string server_protocol = "2";
   std::string set_format_answer;  // "" when the client did not ask for a format
   std::string body;
+  bool has_diagnostics = false;  // the client sent DIAGNOSTICS (a 2.31+ server's answer follows)
+  std::string diagnostics;       // what came after "> DIAGNOSTICS"
 };
 
 inline Transcript ParseTranscript(const std::string& text) {
@@ -49,10 +67,16 @@ inline Transcript ParseTranscript(const std::string& text) {
   while (std::getline(in, line)) {
     if (line.rfind("> ", 0) == 0) {
       last_sent = line.substr(2);
-      if (last_sent == "STATUS" || last_sent == "VERBOSE STATUS") {
+      if (last_sent == "STATUS" || last_sent == "VERBOSE STATUS" || last_sent == "DIAGNOSTICS") {
         std::ostringstream rest;
         rest << in.rdbuf();
-        t.body = rest.str();
+        if (last_sent == "DIAGNOSTICS") {
+          t.diagnostics = rest.str();
+          // An old server's error is not a 2.31+ server's answer: it is what the fake says then.
+          t.has_diagnostics = t.diagnostics.rfind("ERROR: Unknown command", 0) != 0;
+        } else {
+          t.body = rest.str();
+        }
         break;
       }
     } else if (line.rfind("< ", 0) == 0) {
@@ -96,6 +120,14 @@ class FakeRasServer {
     stop_ = true;
     thread_.join();
     ::close(fd_);
+  }
+
+  // The answer to DIAGNOSTICS from another transcript (the status report stays this one's).
+  // Call before the first connection.
+  void SetDiagnostics(const std::string& transcript_text) {
+    const Transcript d = ParseTranscript(transcript_text);
+    transcript_.diagnostics = d.diagnostics;
+    transcript_.has_diagnostics = d.has_diagnostics;
   }
 
   int port() const { return port_; }
@@ -151,17 +183,28 @@ class FakeRasServer {
       if (ReadLine(c, buffer, line)) Send(c, "HTTP/1.1 400 Bad Request\r\n\r\n");
       return;
     }
+    bool json = false;
     while (ReadLine(c, buffer, line)) {
       received_.push_back(line);
       const std::string upper = Upper(line);
+      if (upper == "DIAGNOSTICS" && transcript_.has_diagnostics) {
+        if (json) {
+          Send(c, "ERROR: diagnostics only supports text output\n");
+        } else {
+          Diagnostics(c);
+        }
+        return;
+      }
       if (upper.rfind("CLIENT PROTOCOL ", 0) == 0) {
         Send(c, "SERVER PROTOCOL " + transcript_.server_protocol + "\n");
       } else if (upper == "SET FORMAT JSON") {
         Send(c, (transcript_.set_format_answer.empty()
                      ? "ERROR: Unknown command " + line
                      : transcript_.set_format_answer) + "\n");
+        json = !transcript_.set_format_answer.empty();
       } else if (upper == "SET FORMAT TEXT") {
         Send(c, "OK\n");
+        json = false;
       } else if (upper == "STATUS" || upper == "VERBOSE STATUS") {
         if (mode_ == FakeMode::kEndless) {
           const std::string chunk(65536, 'x');
@@ -173,6 +216,41 @@ class FakeRasServer {
         return;
       } else {
         Send(c, "ERROR: Unknown command " + line + "\n");
+      }
+    }
+  }
+
+  void Diagnostics(int c) {
+    const std::string& report = transcript_.diagnostics;
+    if (mode_ == FakeMode::kEndlessLines) {
+      std::string chunk;
+      const std::string line =
+          "node-a:101 NCCL DIAG [OK]   ECC: no uncorrected volatile errors across 2 ranks\n";
+      while (chunk.size() < 65536) chunk += line;
+      while (!stop_ && ::send(c, chunk.data(), chunk.size(), MSG_NOSIGNAL) > 0) {
+      }
+      return;
+    }
+    if (mode_ == FakeMode::kEndless) {
+      const std::string chunk(65536, 'x');
+      while (!stop_ && ::send(c, chunk.data(), chunk.size(), MSG_NOSIGNAL) > 0) {
+      }
+      return;
+    }
+    if (mode_ == FakeMode::kCloseMidway) {
+      size_t lines = 0;
+      for (char ch : report) lines += ch == '\n';
+      size_t cut = 0;
+      for (size_t seen = 0; cut < report.size() && seen < lines / 2; ++cut) {
+        seen += report[cut] == '\n';
+      }
+      Send(c, report.substr(0, cut));
+      return;
+    }
+    Send(c, report);
+    if (mode_ == FakeMode::kHoldOpen) {
+      std::string buffer, line;
+      while (ReadLine(c, buffer, line)) {
       }
     }
   }

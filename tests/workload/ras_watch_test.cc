@@ -76,6 +76,9 @@ class ScriptedQuerier final : public RasQuerier {
     clock_.Advance(takes);
     return Status(StatusCode::kDeadlineExceeded, "timed out waiting for the status report");
   }
+  StatusOr<ras::DiagnosticsReply> Diagnostics(const RasTarget&, const ras::QueryOptions&) override {
+    return Status(StatusCode::kInternal, "not scripted");
+  }
   std::vector<std::string> asked;
   std::vector<std::chrono::milliseconds> deadlines;
   std::chrono::milliseconds takes{0};
@@ -239,6 +242,94 @@ TEST(RasWatch, AnnotationIsBoundedAndRemovedWhenOkAgain) {
   ASSERT_TRUE(change);
   EXPECT_FALSE(change->begin()->second.has_value());
   EXPECT_FALSE(RasAnnotationChange(std::nullopt, {}));
+}
+
+// ---- ras.diagnostics (NCCL 2.31+)
+
+RasConfig WithDiagnostics() {
+  RasConfig ras;
+  ras.diagnostics = true;
+  ras.interval_seconds = 60;
+  ras.diagnostics_interval_seconds = 600;
+  return ras;
+}
+
+TEST(RasWatch, DiagnosticsFindingsBecomeTheMetricAndTheAnnotation) {
+  FakeRasServer server(ReadTranscriptFile("nccl-2.28.9-1-healthy-json.txt"));
+  server.SetDiagnostics(ReadTranscriptFile("nccl-2.32.6-modelled-diag-env-ecc.txt"));
+  Harness h({RasProcess(4101, 1, server.addr())}, 1, WithDiagnostics());
+  WorkloadPass pass = h.Pass();
+  ASSERT_EQ(pass.ras.asked.size(), 1u);
+  const RasPodResult& r = pass.ras.asked[0];
+  EXPECT_EQ(r.outcome, RasOutcome::kOk) << r.error;
+  EXPECT_EQ(r.diagnostics, "ok") << r.diagnostics_error;
+  EXPECT_EQ(server.connections(), 2);
+  EXPECT_EQ(r.diagnostics_judgement.findings.size(), 3u);
+
+  const RasJobStatus& job = h.state.View().ras_jobs->front();
+  EXPECT_EQ(job.state, "ok");  // the status report's judgement is its own
+  EXPECT_EQ(job.diagnostics_findings, 3);
+  EXPECT_EQ(job.diagnostics_causes, "gpu.health,nccl.env_mismatch");
+
+  const auto annotations = h.kube.Annotations("ml", "train-1");
+  EXPECT_EQ(annotations.count(std::string(kRasAnnotationKey)), 0u);
+  const std::string diag = annotations.at(std::string(kRasDiagnosticsAnnotationKey));
+  EXPECT_TRUE(diag.starts_with("findings: 3 finding(s): gpu.health, nccl.env_mismatch")) << diag;
+
+  AgentMetrics metrics(h.state, "test");
+  const std::string text = metrics.Scrape();
+  EXPECT_NE(text.find("nccl_triage_job_diagnostics_findings{"
+                      "causes=\"gpu.health,nccl.env_mismatch\","
+                      "namespace=\"ml\",pod=\"train-1\"} 3"),
+            std::string::npos)
+      << text;
+}
+
+TEST(RasWatch, DiagnosticsAreAskedOncePerTheirOwnInterval) {
+  FakeRasServer server(ReadTranscriptFile("nccl-2.28.9-1-healthy-json.txt"));
+  server.SetDiagnostics(ReadTranscriptFile("nccl-2.32.6-modelled-diag-ok.txt"));
+  Harness h({RasProcess(4101, 1, server.addr())}, 1, WithDiagnostics());
+  EXPECT_EQ(h.Pass().ras.asked.at(0).diagnostics, "ok");
+  EXPECT_EQ(h.state.View().ras_jobs->front().diagnostics_findings, 0);
+  h.clock.Advance(std::chrono::seconds(60));
+  const WorkloadPass second = h.Pass();
+  ASSERT_EQ(second.ras.asked.size(), 1u);  // the status query is due, the diagnostics not
+  EXPECT_EQ(second.ras.asked[0].diagnostics, "");
+  EXPECT_EQ(server.connections(), 3);
+  EXPECT_EQ(h.state.View().ras_jobs->front().diagnostics_findings, 0);  // kept
+  h.clock.Advance(std::chrono::seconds(540));
+  EXPECT_EQ(h.Pass().ras.asked.at(0).diagnostics, "ok");
+  EXPECT_EQ(server.connections(), 5);
+}
+
+TEST(RasWatch, AnNcclBefore231IsNotAskedForDiagnosticsAgain) {
+  FakeRasServer server(ReadTranscriptFile("nccl-2.28.9-1-healthy-json.txt"));
+  Harness h({RasProcess(4101, 1, server.addr())}, 1, WithDiagnostics());
+  EXPECT_EQ(h.Pass().ras.asked.at(0).diagnostics, "unsupported");
+  EXPECT_EQ(h.state.View().ras_jobs->front().diagnostics_findings, -1);
+  h.clock.Advance(std::chrono::seconds(3600));
+  EXPECT_EQ(h.Pass().ras.asked.at(0).diagnostics, "");
+  EXPECT_EQ(server.connections(), 3);  // status, diagnostics, status
+  EXPECT_NE(h.log_text.str().find("this NCCL has no RAS diagnostics (2.31+)"), std::string::npos);
+}
+
+TEST(RasWatch, BusyDiagnosticsAreAskedAgainAtTheNextQuery) {
+  FakeRasServer server(ReadTranscriptFile("nccl-2.28.9-1-healthy-json.txt"));
+  server.SetDiagnostics(ReadTranscriptFile("nccl-2.32.6-modelled-diag-busy.txt"));
+  Harness h({RasProcess(4101, 1, server.addr())}, 1, WithDiagnostics());
+  EXPECT_EQ(h.Pass().ras.asked.at(0).diagnostics, "busy");
+  h.clock.Advance(std::chrono::seconds(60));
+  EXPECT_EQ(h.Pass().ras.asked.at(0).diagnostics, "busy");
+  EXPECT_EQ(server.connections(), 4);
+}
+
+TEST(RasWatch, DiagnosticsAreOffByDefault) {
+  FakeRasServer server(ReadTranscriptFile("nccl-2.28.9-1-healthy-json.txt"));
+  server.SetDiagnostics(ReadTranscriptFile("nccl-2.32.6-modelled-diag-env-ecc.txt"));
+  Harness h({RasProcess(4101, 1, server.addr())}, 1);
+  EXPECT_EQ(h.Pass().ras.asked.at(0).diagnostics, "");
+  EXPECT_EQ(server.connections(), 1);
+  EXPECT_EQ(h.state.View().ras_jobs->front().diagnostics_findings, -1);
 }
 
 }  // namespace
