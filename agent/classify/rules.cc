@@ -56,6 +56,17 @@ constexpr std::array<std::string_view, 17> kRuleKeys = {
     "patterns",   "confidence", "hint", "also_next", "boost_env", "result_code",
     "code_group", "nccl",  "after_env", "network",  "differ"};
 
+}  // namespace
+
+std::string_view ToString(Strength s) {
+  for (const auto& [name, value] : kStrengths) {
+    if (value == s) return name;
+  }
+  return "root";
+}
+
+namespace {
+
 RE2::Options PatternOptions() {
   RE2::Options o;
   o.set_log_errors(false);

@@ -63,6 +63,9 @@ using NcclVersion = std::vector<int>;
 // Empty when `text` does not start with a dotted number.
 NcclVersion ParseNcclVersion(std::string_view text);
 
+// The strength's name in rule files ("root", "suspect", ...).
+std::string_view ToString(Strength s);
+
 struct Rule {
   std::string name;        // unique, stable; tests refer to rules by name
   std::string_view cause;  // the catalogue entry's id (static storage)

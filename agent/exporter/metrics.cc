@@ -133,12 +133,14 @@ constexpr std::array kSpecs = {
                "Unix time the GPU pod's RAS port last answered a query.",
                "Unix time the pod's RAS port last answered (the age of the three gauges above)"},
     MetricSpec{"nccl_triage_job_diagnostics_findings", "gauge", "namespace,pod,causes",
-               "Findings in the last NCCL diagnostics report of the GPU pod's RAS port (failed "
-               "checks, settings that differ between ranks); ras.diagnostics only.",
-               "findings in the last diagnostics report of the pod's RAS port (NCCL 2.31+, "
-               "[`ras.diagnostics`](ras.md#diagnostics)): checks NCCL reports failed and "
-               "settings that differ between ranks, judged by the classifier's rules; `causes` "
-               "lists their cause ids, comma-separated; present once a report was read"},
+               "Findings that name a fault in the last NCCL diagnostics report of the GPU pod's RAS "
+               "port (failed checks, not settings that merely differ); ras.diagnostics only.",
+               "findings that name a fault in the last diagnostics report of the pod's RAS port "
+               "(NCCL 2.31+, [`ras.diagnostics`](ras.md#diagnostics)): checks NCCL reports "
+               "failed, judged by the classifier's rules; a setting that differs between ranks "
+               "is in the annotation but not counted (jobs set some per rank on purpose); "
+               "`causes` lists the cause ids of every finding, comma-separated; present once a "
+               "report was read"},
     MetricSpec{"nccl_triage_job_ras_queries_total", "counter", "outcome",
                "RAS queries the agent sent since it started, by outcome: ok, refused, timeout, "
                "protocol_error, error.",

@@ -15,28 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string_view StrengthName(Strength s) {
-  switch (s) {
-    case Strength::kRoot:
-      return "root";
-    case Strength::kGeneric:
-      return "generic";
-    case Strength::kSuspect:
-      return "suspect";
-    case Strength::kContext:
-      return "context";
-    case Strength::kFollow:
-      return "follow";
-    case Strength::kPeer:
-      return "peer";
-    case Strength::kWeak:
-      return "weak";
-    case Strength::kIgnore:
-      return "ignore";
-  }
-  return "root";
-}
-
 // Printable on a terminal: control characters as '?' (the line is the peer's), no cut.
 std::string Clean(std::string_view s) { return detail::Printable(s, s.size()); }
 
@@ -109,7 +87,13 @@ DiagJudgement JudgeDiagnostics(const DiagReport& report, const CompiledRules& ru
     if (rule != nullptr) {
       f.cause = std::string(rule->cause);
       f.rule = rule->name;
-      f.strength = std::string(StrengthName(rule->strength));
+      f.strength = std::string(ToString(rule->strength));
+    }
+    // A suspect or context line (a setting that differs, an [INFO] the report adds) explains a
+    // failure; it is no fault of a job that runs.
+    if (rule == nullptr || (rule->strength != Strength::kSuspect &&
+                            rule->strength != Strength::kContext)) {
+      ++j.faults;
     }
     j.findings.push_back(std::move(f));
   }
@@ -208,6 +192,7 @@ json DiagnosticsToJson(const Source& s, const DiagReport& r, const DiagJudgement
       {"state", j.state},
       {"summary", j.summary},
       {"passed", j.passed},
+      {"faults", j.faults},
       {"findings", findings},
       {"report",
        {{"complete", r.complete},

@@ -59,6 +59,9 @@ struct DiagJudgement {
   std::string summary;  // one line
   std::vector<DiagFinding> findings;
   int passed = 0;  // [OK] lines
+  // Findings that name a fault: a failed check, or a line a root or generic rule names; not the
+  // suspects (a setting that differs between ranks, which jobs may do on purpose).
+  int faults = 0;
 };
 
 DiagJudgement JudgeDiagnostics(const DiagReport& report, const CompiledRules& rules);

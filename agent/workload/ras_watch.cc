@@ -308,7 +308,7 @@ void RasWatch::Diagnose(const RasTarget& t, Clock::TimePoint until, const std::s
     r.diagnostics_judgement =
         ras::JudgeDiagnostics(ras::ParseDiagnostics(reply->lines), *ActiveRules());
     r.diagnostics_annotation = RasDiagnosticsAnnotation(r.diagnostics_judgement);
-    r.status.diagnostics_findings = static_cast<int>(r.diagnostics_judgement.findings.size());
+    r.status.diagnostics_findings = r.diagnostics_judgement.faults;
     std::string causes;
     for (const auto& f : r.diagnostics_judgement.findings) {
       if (f.cause.empty() || ("," + causes + ",").find("," + f.cause + ",") != std::string::npos) {

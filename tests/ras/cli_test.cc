@@ -239,6 +239,9 @@ TEST(RasDiagnosticsCommand, AFailedCheckAndADifferingSettingAreFindingsWithCause
   EXPECT_EQ(j["report"]["complete"], true);
   EXPECT_EQ(j["report"]["peers"], 2);
   EXPECT_EQ(j["passed"], 2);
+  // Only the failed ECC check names a fault; settings that differ are suspects (a job may set
+  // them per rank on purpose), so they alone never raise the pod's gauge.
+  EXPECT_EQ(j["faults"], 1);
 
   const Outcome t = Ras({"--diagnostics", "--addr", s.addr()});
   EXPECT_EQ(t.code, 1);

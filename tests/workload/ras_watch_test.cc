@@ -268,7 +268,8 @@ TEST(RasWatch, DiagnosticsFindingsBecomeTheMetricAndTheAnnotation) {
 
   const RasJobStatus& job = h.state.View().ras_jobs->front();
   EXPECT_EQ(job.state, "ok");  // the status report's judgement is its own
-  EXPECT_EQ(job.diagnostics_findings, 3);
+  // Three findings, one of which names a fault (the ECC check): the gauge counts that one.
+  EXPECT_EQ(job.diagnostics_findings, 1);
   EXPECT_EQ(job.diagnostics_causes, "gpu.health,nccl.env_mismatch");
 
   const auto annotations = h.kube.Annotations("ml", "train-1");
@@ -280,7 +281,7 @@ TEST(RasWatch, DiagnosticsFindingsBecomeTheMetricAndTheAnnotation) {
   const std::string text = metrics.Scrape();
   EXPECT_NE(text.find("nccl_triage_job_diagnostics_findings{"
                       "causes=\"gpu.health,nccl.env_mismatch\","
-                      "namespace=\"ml\",pod=\"train-1\"} 3"),
+                      "namespace=\"ml\",pod=\"train-1\"} 1"),
             std::string::npos)
       << text;
 }
