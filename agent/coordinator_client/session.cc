@@ -23,6 +23,7 @@
 #include "core/rails.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
 #include "wire/convert.h"
+#include "wire/grpc_status.h"
 
 namespace nccl_triage {
 namespace {
@@ -31,40 +32,6 @@ int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string Describe(const grpc::Status& s) {
-  std::string code;
-  switch (s.error_code()) {
-    case grpc::StatusCode::UNAUTHENTICATED:
-      code = "unauthenticated";
-      break;
-    case grpc::StatusCode::UNAVAILABLE:
-      code = "unavailable";
-      break;
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      code = "invalid argument";
-      break;
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      code = "failed precondition";
-      break;
-    case grpc::StatusCode::ALREADY_EXISTS:
-      code = "replaced";
-      break;
-    case grpc::StatusCode::PERMISSION_DENIED:
-      code = "permission denied";
-      break;
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      code = "resource exhausted";
-      break;
-    case grpc::StatusCode::CANCELLED:
-      code = "cancelled";
-      break;
-    default:
-      code = "code " + std::to_string(static_cast<int>(s.error_code()));
-      break;
-  }
-  return s.error_message().empty() ? code : code + ": " + s.error_message();
 }
 
 // A text from the coordinator for a log line or a report: bounded (a cancel reason of megabytes
@@ -189,7 +156,7 @@ class CoordinatorSession::Connection {
     beat.join();
     for (auto& w : workers) w.join();
     grpc::Status status = stream_->Finish();
-    std::string why = stop.stop_requested() ? "stopping" : Describe(status);
+    std::string why = stop.stop_requested() ? "stopping" : GrpcStatusText(status);
     if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
         status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
       // The coordinator says "identity: ..." when it refused the service-account token, and
@@ -198,7 +165,7 @@ class CoordinatorSession::Connection {
                             status.error_message().rfind("identity:", 0) == 0;
       owner_.log_.Error("session",
                         "the coordinator at " + o.target +
-                            " rejected this agent: " + Bounded(Describe(status), 512) +
+                            " rejected this agent: " + GrpcStatusText(status) +
                             (identity ? " (check agent.identity_token_file and the node name)"
                                       : " (check the shared token)"));
     }

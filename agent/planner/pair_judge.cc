@@ -2,27 +2,14 @@
 
 #include <algorithm>
 
-#include "core/catalogue.h"
 #include "core/ids.h"
 #include "core/rails.h"
+#include "core/rank_merge.h"
 #include "core/rates.h"
 #include "planner/cross_node.h"
 
 namespace nccl_triage {
 namespace {
-
-// 2: the log names a specific cause; 1: only consequences (peer exited, timeout); 0: nothing.
-int Specificity(const ProbeResult& r) {
-  if (!r.classification || r.classification->causes.empty()) return 0;
-  for (const auto& c : r.classification->causes) {
-    if (!HasTrait(c.cause, kConsequenceOnly)) return 2;
-  }
-  return 1;
-}
-
-bool Failed(ProbeOutcome o) {
-  return o == ProbeOutcome::kFail || o == ProbeOutcome::kTimeout || o == ProbeOutcome::kCrashed;
-}
 
 // The findings the decision table reads for a pair: both nodes' own (the agents send failing and
 // warning ones) and the cross-node checks (all statuses: a pass there is evidence too).
@@ -180,61 +167,7 @@ ProbeResult MergeRanks(const ModeProbes& probes, ProbeMode mode) {
     merged.detail = probes.lost.empty() ? "a rank did not report" : probes.lost;
     return merged;
   }
-  const ProbeResult& r0 = *probes.rank0;
-  const ProbeResult& r1 = *probes.rank1;
-  // Without a failure, a rank that could not run at all (refused, NCCL missing, cancelled because
-  // its peer could not run) makes the pair unjudgeable by probes. A failure wins over it: the
-  // coordinator cancels the surviving rank once the other has failed before the rendezvous.
-  if (!Failed(r0.outcome) && !Failed(r1.outcome)) {
-    for (const ProbeResult* r : {&r0, &r1}) {
-      if (r->outcome == ProbeOutcome::kNotRun || r->outcome == ProbeOutcome::kUnavailable) {
-        merged = *r;
-        return merged;
-      }
-    }
-  }
-  if (r0.outcome == ProbeOutcome::kPass && r1.outcome == ProbeOutcome::kPass) {
-    merged = r0;
-    // The pair is as fast as its slower rank.
-    merged.busbw_bytes_per_second = std::min(r0.busbw_bytes_per_second, r1.busbw_bytes_per_second);
-    merged.algbw_bytes_per_second = std::min(r0.algbw_bytes_per_second, r1.algbw_bytes_per_second);
-    if (r0.transport != r1.transport && !r1.transport.empty() && r1.transport != "NET/IB") {
-      merged.transport = r1.transport;  // either rank falling back to sockets counts
-    }
-    return merged;
-  }
-  // At least one rank failed: the root is the failing rank whose log says the most.
-  const ProbeResult* root = nullptr;
-  const ProbeResult* other = nullptr;
-  // A named cause first; then a rank that hung or died itself (its peer's "remote process
-  // exited" is the consequence); then a failure that only names consequences.
-  auto rank_score = [](const ProbeResult& r) {
-    if (!Failed(r.outcome)) return 0;
-    if (Specificity(r) == 2) return 3;
-    if (r.outcome == ProbeOutcome::kTimeout || r.outcome == ProbeOutcome::kCrashed) return 2;
-    return 1;
-  };
-  if (rank_score(r1) > rank_score(r0)) {
-    root = &r1;
-    other = &r0;
-  } else {
-    root = &r0;
-    other = &r1;
-  }
-  merged = *root;
-  if (merged.classification && other->classification) {
-    for (const auto& c : other->classification->causes) {
-      if (HasTrait(c.cause, kConsequenceOnly)) continue;
-      auto& mine = merged.classification->causes;
-      if (std::none_of(mine.begin(), mine.end(),
-                       [&](const ClassifiedCause& m) { return m.cause == c.cause; })) {
-        mine.push_back(c);
-      }
-    }
-  } else if (!merged.classification && other->classification && Specificity(*other) == 2) {
-    merged.classification = other->classification;
-  }
-  return merged;
+  return MergeRankResults({*probes.rank0, *probes.rank1});
 }
 
 std::optional<double> ExpectedPairBytesPerSecond(const NodeInfo& a, const NodeInfo& b) {

@@ -1,8 +1,8 @@
 // JudgePair: from the probe results of one pair (two ranks x two modes) to the pair's verdict.
 //
 // A probe has two ranks and both report. When one fails, the other usually fails only as a
-// consequence ("remote process exited", a timeout waiting for the peer); MergeRanks keeps the rank
-// whose NCCL log names the most specific cause as the root, and adds the other's specific causes.
+// consequence ("remote process exited", a timeout waiting for the peer); MergeRanks folds them
+// with core MergeRankResults (core/rank_merge.h), the rule `probe --pair-local` uses too.
 // The merged socket and IB results go through core Decide() with the failing findings of both
 // nodes and of the cross-node checks, so the pair verdict names causes the same way everywhere.
 //
@@ -85,7 +85,8 @@ struct PairJudgement {
   double expected_ib_bytes_per_second = 0;
 };
 
-// The two ranks of one mode folded into one result (outcome, root classification, busbw).
+// The two ranks of one mode folded into one result: not_run when the mode was not attempted, was
+// lost or a rank never reported, else MergeRankResults of the two.
 ProbeResult MergeRanks(const ModeProbes& probes, ProbeMode mode);
 
 // What one port of the pair should carry: the lower of the two nodes' best IB port rates.

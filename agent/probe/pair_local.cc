@@ -10,37 +10,9 @@
 #include "core/rail_selection.h"
 #include "core/rates.h"
 #include "core/report.h"
-#include "probe/nccl_abi.h"
 
 namespace nccl_triage {
 namespace {
-
-// A failure that only reflects what happened to the other rank.
-bool PeerCaused(const ProbeResult& r) {
-  if (r.outcome != ProbeOutcome::kFail) return false;
-  if (r.nccl_result == abi::kNcclRemoteError) return true;
-  if (r.detail.rfind("no unique id", 0) == 0 || r.detail.rfind("stopped: ", 0) == 0) return true;
-  return r.classification && !r.classification->causes.empty() &&
-         r.classification->causes.front().cause == ids::kPeerExited;
-}
-
-int Severity(const ProbeResult& r) {
-  switch (r.outcome) {
-    case ProbeOutcome::kUnavailable:
-      return 0;
-    case ProbeOutcome::kCrashed:
-      return 1;
-    case ProbeOutcome::kFail:
-      return PeerCaused(r) ? 4 : 2;
-    case ProbeOutcome::kTimeout:
-      return 3;
-    case ProbeOutcome::kNotRun:
-      return 5;
-    case ProbeOutcome::kPass:
-      return 6;
-  }
-  return 6;
-}
 
 std::string Pad(std::string s, size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
@@ -53,37 +25,6 @@ std::string FormatBandwidth(double bps) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.2f GB/s", bps / 1e9);
   return buf;
-}
-
-ProbeResult MergeRankResults(const std::vector<ProbeResult>& ranks) {
-  if (ranks.empty()) return ProbeResult{};
-  size_t pick = 0;
-  for (size_t i = 1; i < ranks.size(); ++i) {
-    if (Severity(ranks[i]) < Severity(ranks[pick])) pick = i;
-  }
-  ProbeResult merged = ranks[pick];
-  if (merged.outcome == ProbeOutcome::kPass) {
-    for (const auto& r : ranks)
-      merged.duration_seconds = std::max(merged.duration_seconds, r.duration_seconds);
-    return merged;
-  }
-  merged.detail = "rank " + std::to_string(ranks[pick].rank) + ": " + merged.detail;
-  // Keep every rank's explanation: the crashed rank's log is often empty, its peer's is not.
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (i == pick || !ranks[i].classification) continue;
-    if (!merged.classification) {
-      merged.classification = ranks[i].classification;
-      continue;
-    }
-    for (const auto& c : ranks[i].classification->causes) {
-      auto& mine = merged.classification->causes;
-      if (std::none_of(mine.begin(), mine.end(),
-                       [&](const ClassifiedCause& x) { return x.cause == c.cause; })) {
-        mine.push_back(c);
-      }
-    }
-  }
-  return merged;
 }
 
 std::optional<LocalExpectation> ExpectedLocalBandwidth(

@@ -3,8 +3,7 @@
 //
 // The two ranks run with different NCCL_HOSTID values, so NCCL treats them as two nodes and must
 // use the network (socket probe: TCP; IB probe: the HCA in loopback). The per-mode row merges the
-// ranks: the rank whose failure explains the pair (unavailable, then crashed, then its own error,
-// then timeout, then a peer-caused error) gives the row, and the causes of both ranks are kept.
+// ranks with core MergeRankResults, the rule the coordinator's pair verdict uses too.
 // Pure functions, apart from RunPairLocal which drives a ProbeRunner.
 #pragma once
 
@@ -23,6 +22,7 @@
 #include "core/decision.h"
 #include "core/model.h"
 #include "core/probe_result.h"
+#include "core/rank_merge.h"
 #include "core/rails.h"
 #include "probe/runner.h"
 
@@ -74,9 +74,6 @@ struct PairLocalReport {
   std::vector<std::string> warnings;
   std::string work_dir;  // where the NCCL logs are
 };
-
-// One row from the ranks' results.
-ProbeResult MergeRankResults(const std::vector<ProbeResult>& ranks);
 
 // What the local pair's IB probe should carry, as the coordinator derives it for two nodes: per
 // rank, the summed rate of the ports its channels used (ProbeResult::ib_ports); the slower rank

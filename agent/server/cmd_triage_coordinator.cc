@@ -25,6 +25,7 @@
 #include "server/server_cli.h"
 #include "triage/target.h"
 #include "wire/convert.h"
+#include "wire/grpc_status.h"
 
 namespace nccl_triage {
 namespace {
@@ -146,29 +147,24 @@ int RunTriageCoordinatorCommand(CliContext& ctx) {
     out = {{"counted", true}};
   }
   if (!st.ok()) {
-    std::string code;
+    // What the code means for this command, before gRPC's own words.
+    std::string hint;
     switch (st.error_code()) {
-      case grpc::StatusCode::UNAVAILABLE:
-        code = "unavailable";
-        break;
       case grpc::StatusCode::DEADLINE_EXCEEDED:
-        code = "no answer in " + std::to_string(timeout_seconds) + " s";
+        hint = "no answer in " + std::to_string(timeout_seconds) + " s";
         break;
       case grpc::StatusCode::UNAUTHENTICATED:
-        code = "refused the token";
+        hint = "refused the token";
         break;
       case grpc::StatusCode::UNIMPLEMENTED:
-        code = "does not know this call (an older coordinator)";
+        hint = "an older coordinator that does not know this call";
         break;
       default:
-        code = "error " + std::to_string(static_cast<int>(st.error_code()));
+        break;
     }
-    std::string msg = st.error_message();
-    for (char& ch : msg) {
-      if (ch == '\n' || ch == '\r') ch = ' ';
-    }
-    ctx.err << "the coordinator at " << target << ": " << code << (msg.empty() ? "" : ": " + msg)
-            << "\n";
+    const std::string text = GrpcStatusText(st);
+    ctx.err << "the coordinator at " << target << ": "
+            << (hint.empty() ? text : hint + " (" + text + ")") << "\n";
     return 2;
   }
   ctx.out << DumpJson(out) << "\n";

@@ -82,6 +82,64 @@ TEST(MergeRanks, PassingPairIsAsFastAsItsSlowerRank) {
   EXPECT_DOUBLE_EQ(r.busbw_bytes_per_second, 18e9);
 }
 
+// MergeRanks is core MergeRankResults once both ranks reported (tests/core/rank_merge_test.cc
+// has the rule); these are the cases where the coordinator's merge used to differ from it.
+TEST(MergeRanks, TheDetailNamesTheRankThatExplainsTheProbe) {
+  ProbeResult r1 = Result(ProbeMode::kIb, 1, ProbeOutcome::kFail, {"limits.memlock"});
+  r1.detail = "ibv_reg_mr failed";
+  ProbeResult r = MergeRanks(Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kPass), r1),
+                             ProbeMode::kIb);
+  EXPECT_EQ(r.detail, "rank 1: ibv_reg_mr failed");
+}
+
+TEST(MergeRanks, APeerThatCouldNotRunExplainsItsPeersTimeout) {
+  ProbeResult r = MergeRanks(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kTimeout),
+                                  Result(ProbeMode::kSocket, 1, ProbeOutcome::kUnavailable)),
+                             ProbeMode::kSocket);
+  EXPECT_EQ(r.outcome, ProbeOutcome::kUnavailable);
+  EXPECT_EQ(r.rank, 1);
+}
+
+TEST(MergeRanks, UnavailableExplainsThePairBeforeARankThatDidNotRun) {
+  ProbeResult r = MergeRanks(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kNotRun),
+                                  Result(ProbeMode::kSocket, 1, ProbeOutcome::kUnavailable)),
+                             ProbeMode::kSocket);
+  EXPECT_EQ(r.outcome, ProbeOutcome::kUnavailable);
+}
+
+TEST(MergeRanks, ACrashedRankIsTheRootAndItsPeersCauseIsKept) {
+  ModeProbes m = Both(
+      Result(ProbeMode::kIb, 0, ProbeOutcome::kFail, {"ib.fabric"}, FaultClass::kIbResource),
+      Result(ProbeMode::kIb, 1, ProbeOutcome::kCrashed));
+  ProbeResult r = MergeRanks(m, ProbeMode::kIb);
+  EXPECT_EQ(r.outcome, ProbeOutcome::kCrashed);
+  EXPECT_EQ(r.rank, 1);
+  ASSERT_TRUE(r.classification);
+  EXPECT_EQ(r.classification->causes.at(0).cause, "ib.fabric");
+  // And before a timeout of the other rank.
+  r = MergeRanks(Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kTimeout),
+                      Result(ProbeMode::kIb, 1, ProbeOutcome::kCrashed)),
+                 ProbeMode::kIb);
+  EXPECT_EQ(r.outcome, ProbeOutcome::kCrashed);
+}
+
+TEST(MergeRanks, ARealErrorIsTheRootOfItsPeersTimeout) {
+  ProbeResult r1 = Result(ProbeMode::kSocket, 1, ProbeOutcome::kFail);
+  r1.nccl_result = 2;  // ncclSystemError, the log naming nothing
+  ProbeResult r = MergeRanks(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kTimeout), r1),
+                             ProbeMode::kSocket);
+  EXPECT_EQ(r.outcome, ProbeOutcome::kFail);
+  EXPECT_EQ(r.rank, 1);
+}
+
+TEST(MergeRanks, APassingPairTookAsLongAsItsSlowerRank) {
+  ProbeResult r0 = Result(ProbeMode::kIb, 0, ProbeOutcome::kPass);
+  ProbeResult r1 = Result(ProbeMode::kIb, 1, ProbeOutcome::kPass);
+  r0.duration_seconds = 3;
+  r1.duration_seconds = 5;
+  EXPECT_DOUBLE_EQ(MergeRanks(Both(r0, r1), ProbeMode::kIb).duration_seconds, 5);
+}
+
 TEST(MergeRanks, AMissingRankIsNotRun) {
   ModeProbes m;
   m.attempted = true;
@@ -99,6 +157,19 @@ TEST(JudgePair, BothProbesPassIsAPass) {
   EXPECT_EQ(j.status, PairStatus::kPass);
   EXPECT_EQ(j.verdict.fault_class, FaultClass::kHealthy);
   EXPECT_EQ(j.verdict.basis, Basis::kProbes);
+}
+
+TEST(JudgePair, ANodeThatCannotRunTheProbeMakesNoFaultOfItsPeersTimeout) {
+  ProbeResult no_gpu = Result(ProbeMode::kSocket, 1, ProbeOutcome::kUnavailable);
+  no_gpu.unavailable_cause = "probe.no_gpu";
+  ProbeResult ib_no_gpu = no_gpu;
+  ib_no_gpu.mode = ProbeMode::kIb;
+  auto j = JudgePair(Node("a"), Node("b"),
+                     Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kTimeout), no_gpu),
+                            Both(Result(ProbeMode::kIb, 0, ProbeOutcome::kTimeout), ib_no_gpu)),
+                     {});
+  EXPECT_EQ(j.status, PairStatus::kInconclusive) << j.verdict.reason;
+  EXPECT_NE(j.verdict.fault_class, FaultClass::kArchitecture);
 }
 
 TEST(JudgePair, SocketPassIbFailIsIbResourceWithTheNodesFailingCheckAsCause) {

@@ -496,41 +496,6 @@ TEST(ApplyLogRules, WrongDataIsProbeData) {
   EXPECT_EQ(r.classification->causes.front().cause, "probe.data");
 }
 
-ProbeResult Rank(int rank, ProbeOutcome o, std::optional<int> nccl = std::nullopt,
-                 std::string cause = "") {
-  ProbeResult r;
-  r.rank = rank;
-  r.outcome = o;
-  r.nccl_result = nccl;
-  r.detail = "d" + std::to_string(rank);
-  if (!cause.empty()) {
-    Classification c;
-    ClassifiedCause cc;
-    cc.cause = cause;
-    c.causes.push_back(cc);
-    r.classification = c;
-  }
-  return r;
-}
-
-TEST(MergeRankResults, TheCrashedRankExplainsThePairAndThePeerCauseIsKept) {
-  auto m = MergeRankResults(
-      {Rank(0, ProbeOutcome::kFail, 6, "peer.exited"), Rank(1, ProbeOutcome::kCrashed)});
-  EXPECT_EQ(m.outcome, ProbeOutcome::kCrashed);
-  EXPECT_EQ(m.detail, "rank 1: d1");
-  ASSERT_TRUE(m.classification.has_value());
-  EXPECT_EQ(m.classification->causes.front().cause, "peer.exited");
-}
-
-TEST(MergeRankResults, UnavailableWinsAndAllPassIsRankZero) {
-  EXPECT_EQ(
-      MergeRankResults({Rank(0, ProbeOutcome::kUnavailable), Rank(1, ProbeOutcome::kFail)}).outcome,
-      ProbeOutcome::kUnavailable);
-  auto pass = MergeRankResults({Rank(0, ProbeOutcome::kPass), Rank(1, ProbeOutcome::kPass)});
-  EXPECT_EQ(pass.outcome, ProbeOutcome::kPass);
-  EXPECT_EQ(pass.detail, "d0");
-}
-
 TEST(ExitCodeFor, HealthyZeroFaultOneUnknownThree) {
   PairVerdict v;
   v.basis = Basis::kProbes;

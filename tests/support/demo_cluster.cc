@@ -339,7 +339,14 @@ Status DemoCluster::Start() {
     co.rails = options_.rail_list.empty() ? RailSelection{.all = true}
                                           : RailSelection{.items = options_.rail_list};
   }
-  co.parallel_rails = options_.parallel_rails;
+  // With bandwidth judged every probe moves 64 MiB through loopback twice, and on a small
+  // machine eight pairs of eight rails at once (128 probe children) took longer than the probe
+  // deadline: timeouts and peers that exited, confirmed as fabric faults of healthy nodes. One
+  // rail after the other keeps the children a loaded CPU can carry.
+  const int parallel_rails = options_.parallel_rails > 0 ? options_.parallel_rails
+                             : co.judge.check_bandwidth  ? 1
+                                                         : ProbeConfig{}.parallel_rails;
+  co.parallel_rails = parallel_rails;
   coordinator_ = std::make_unique<CoordinatorServer>(co, log_);
   Status started = coordinator_->Start();
   if (!started.ok()) return started;
@@ -427,11 +434,12 @@ Status DemoCluster::Start() {
     config.probe.size_bytes = probe_size;
     config.probe.busbw_min_fraction = co.judge.busbw_min_fraction;
     config.probe.iterations = co.judge.check_bandwidth ? 1 : 2;  // a slowed 64 MiB run takes 3 s
-    config.probe.warmup_iterations = 1;
+    // The fake NCCL's device time is the model's: a warm-up would only move the data once more.
+    config.probe.warmup_iterations = co.judge.check_bandwidth ? 0 : 1;
     config.probe.timeout_seconds = options_.probe_timeout_seconds;
     config.probe.socket_ifname = "lo";
     config.probe.ib_hca = "mlx5_0";
-    config.probe.parallel_rails = options_.parallel_rails;
+    config.probe.parallel_rails = parallel_rails;
     // All "nodes" share this host: NCCL_HOSTID gives each its own host identity, as separate
     // machines have (otherwise NCCL sees two ranks on one GPU of one host).
     config.probe.env_allowlist = {"NCCL_FAKE_ROOT", "NCCL_HOSTID"};

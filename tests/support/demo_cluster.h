@@ -88,8 +88,9 @@ struct DemoOptions {
   bool rails = false;
   // The rails those probes take ("3", "mlx5_3", as probe.rails' list); empty: all.
   std::vector<std::string> rail_list;
-  // probe.parallel_rails of the coordinator and of every agent.
-  int parallel_rails = ProbeConfig{}.parallel_rails;
+  // probe.parallel_rails of the coordinator and of every agent; 0: ProbeConfig's default, or 1
+  // when bandwidth is judged (64 MiB probes: one rail at a time is what a small machine carries).
+  int parallel_rails = 0;
   // > 0: every HCA of every node carries IB data at this rate in Gb/s (fixture.json
   // "ib_data_gbps"), a fabric slow enough that even a 64 KiB probe lasts seconds, so that tests
   // can see which probes ran at the same time.

@@ -208,7 +208,7 @@ TEST_F(TriageProbes, AWrongTokenIsSaidAndLeavesTheLogVerdict) {
                   {"NCCL_TRIAGE_TOKEN=not-the-token"});
   EXPECT_EQ(r.exit_code, 3) << r.err << r.out;
   EXPECT_NE(r.out.find("probes: the coordinator did not answer: the coordinator at " +
-                       Coordinator() + ": refused the token: invalid token"),
+                       Coordinator() + ": refused the token (unauthenticated: invalid token)"),
             std::string::npos)
       << r.out;
 }
