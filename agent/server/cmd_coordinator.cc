@@ -3,7 +3,8 @@
 // and serves /metrics /livez /readyz /status on its HTTP port (default 0.0.0.0:9502).
 //
 // The shared token comes from coordinator.token_file or the environment (NCCL_TRIAGE_TOKEN), none
-// with coordinator.identity_only (agents then authenticate by node identity alone); TLS is on when coordinator.cert_file and key_file are set. Start-up errors (bad flags, unreadable
+// with coordinator.identity_only (agents then authenticate by node identity alone); TLS is on
+// when coordinator.cert_file and key_file are set. Start-up errors (bad flags, unreadable
 // configuration, token or certificate files, a port in use) end it with one line and exit code
 // 2; SIGTERM and SIGINT stop it cleanly (exit 0).
 #include <signal.h>

@@ -15,6 +15,9 @@
 #   helm_test.sh identity  TOOLS CHART                  token.mode identity: offline renders
 #                          complete and stable, no token Secret or mount, identity_only set;
 #                          the values it cannot work with refused with the reason
+#   helm_test.sh identity-install TOOLS CHART WORK     helm install with token.mode identity: the
+#                          API server accepts every object, no token Secret is made, pods mount
+#                          none, the stored config has identity_only; uninstalled again
 #   helm_test.sh monitors  TOOLS CHART                  prometheus-operator objects only where
 #                          their kinds are served (or monitoring.assumeCRDs)
 #   helm_test.sh dashboard TOOLS CHART                 runbookBaseUrl reaches every docs link of
@@ -137,6 +140,28 @@ identity)
   [ "$by_key" = "$one" ] || die "config.coordinator.identity_only renders otherwise than token.mode identity: $(diff <(echo "$one") <(echo "$by_key") | head -5)"
   refused "at '/token/mode': value must be one of 'shared', 'identity'" --set token.mode=none
   echo "token.mode identity: lint clean, two offline renders equal, no Secret, mount or token file; 5 bad values refused"
+  ;;
+identity-install)
+  chart="$1"; export KUBECONFIG="$2/kubeconfig"
+  release=identity ns=identity-mode
+  kubectl get ns "$ns" >/dev/null 2>&1 || kubectl create ns "$ns" >/dev/null
+  helm uninstall "$release" -n "$ns" --ignore-not-found >/dev/null
+  notes="$(helm install "$release" "$chart" -n "$ns" --set token.mode=identity)" || die "helm install, token.mode identity: $notes"
+  manifest="$(helm get manifest "$release" -n "$ns")"
+  kubectl get -f <(echo "$manifest") -o name >/dev/null || die "objects of $release missing after install"
+  ! kubectl get secret -n "$ns" identity-nccl-triage-token >/dev/null 2>&1 || die "a token Secret was made"
+  grep -q 'token.mode identity: the agents authenticate by their identity tokens alone' <<<"$notes" ||
+    die "the NOTES do not state identity mode: $notes"
+  ! grep -q 'holds no token Secret' <<<"$notes" || die "the NOTES ask for a token Secret: $notes"
+  config="$(kubectl get cm identity-nccl-triage-config -n "$ns" -o jsonpath='{.data.config\.yaml}')"
+  grep -q -E '^ +identity_only: true$' <<<"$config" || die "the stored config lacks identity_only: true"
+  ! grep -q -E '^ +token_file:' <<<"$config" || die "the stored config names a token file"
+  for w in ds/identity-nccl-triage-agent deploy/identity-nccl-triage-coordinator; do
+    vols="$(kubectl get "$w" -n "$ns" -o jsonpath='{.spec.template.spec.volumes[*].name}')"
+    ! grep -q -w token <<<"$vols" || die "$w mounts a token volume: $vols"
+  done
+  helm uninstall "$release" -n "$ns" --wait >/dev/null
+  echo "helm install with token.mode identity: $(grep -c '^kind: ' <<<"$manifest") objects, no token Secret or mount, identity_only stored"
   ;;
 monitors)
   chart="$1"
