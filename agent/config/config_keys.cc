@@ -265,6 +265,12 @@ constexpr std::array kSpecs = {
              "refused"},
             KeyKind::kString,
             NT_FIELD(coordinator.agent_service_account)},
+    KeySpec{{"coordinator.identity_only", "bool",
+             "accept agents by their identity token alone, with no shared token (none may be "
+             "set): needs verify_node_identity; Triage, RecordIncident and POST /sweep, which only "
+             "a shared token authorises, are refused"},
+            KeyKind::kBool,
+            NT_FIELD(coordinator.identity_only)},
     KeySpec{{"coordinator.leader_election", "bool",
              "elect one leader among the coordinator replicas on a coordination.k8s.io/v1 Lease "
              "in the pod's namespace: only the leader sweeps, remediates and accepts agents, the "

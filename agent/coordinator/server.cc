@@ -33,6 +33,7 @@ CoordinatorOptions CoordinatorOptionsFromConfig(const Config& config) {
   o.sweep_interval = std::chrono::seconds(std::max(c.sweep_interval_seconds, 0));
   o.hold_down = std::max(c.hold_down, 1);
   o.topology_label = c.topology_label;
+  o.identity_only = c.identity_only;
   o.heartbeat_timeout = std::chrono::seconds(std::max(c.heartbeat_timeout_seconds, 2));
   o.heartbeat_interval_seconds = std::clamp(c.heartbeat_timeout_seconds / 4, 1, 30);
   o.probe_size_bytes = config.probe.size_bytes;
@@ -211,6 +212,14 @@ CoordinatorServer::Impl::~Impl() { Stop(); }
 
 std::optional<grpc::Status> CoordinatorServer::Impl::Unauthenticated(
     grpc::CallbackServerContext* ctx, const std::string& what) const {
+  if (options_.identity_only) {
+    // Only agents have an identity; the other calls were a shared token's to authorise.
+    log_.Warn("coordinator", "rejected " + what + " from " + ctx->peer() +
+                                 ": identity-only mode has no shared token to authorise it");
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "this coordinator runs in identity-only mode (coordinator.identity_only): "
+                        "it accepts agent sessions only, by their node identity");
+  }
   if (options_.token.empty()) return std::nullopt;
   const auto& md = ctx->client_metadata();
   auto it = md.find("authorization");
@@ -227,21 +236,32 @@ std::optional<grpc::Status> CoordinatorServer::Impl::Unauthenticated(
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>*
 CoordinatorServer::Impl::NewStream(grpc::CallbackServerContext* ctx) {
-  if (auto refused = Unauthenticated(ctx, "agent session")) return new Stream(this, ctx, refused);
+  // In identity-only mode the identity token below is the whole authentication.
+  if (!options_.identity_only) {
+    if (auto refused = Unauthenticated(ctx, "agent session")) {
+      return new Stream(this, ctx, refused);
+    }
+  }
   std::string verified_node;
   if (options_.identity) {
     const auto& md = ctx->client_metadata();
     auto it = md.find(std::string(kIdentityMetadata));
-    auto node = options_.identity->NodeOf(
-        it == md.end() ? std::string() : std::string(it->second.data(), it->second.size()));
+    StatusOr<std::string> node =
+        it == md.end()
+            ? StatusOr<std::string>(InvalidArgument("no identity token"))
+            : options_.identity->NodeOf(std::string(it->second.data(), it->second.size()));
     if (!node.ok()) {
-      log_.Warn("coordinator", "rejected agent session from " + ctx->peer() +
-                                   ": identity: " + node.status().message());
+      std::string why = node.status().message();
+      if (it == md.end() && options_.identity_only) {
+        why += " (identity-only mode: an agent needs agent.identity_token_file; a shared token is "
+               "not accepted)";
+      }
+      log_.Warn("coordinator", "rejected agent session from " + ctx->peer() + ": identity: " + why);
       const bool retry = node.status().code() == StatusCode::kUnavailable;
       return new Stream(this, ctx,
                         grpc::Status(retry ? grpc::StatusCode::UNAVAILABLE
                                            : grpc::StatusCode::UNAUTHENTICATED,
-                                     "identity: " + node.status().message()));
+                                     "identity: " + why));
     }
     verified_node = *node;
   }
@@ -274,7 +294,16 @@ Status CoordinatorServer::Impl::Start() {
   } else {
     creds = grpc::InsecureServerCredentials();
   }
-  if (options_.token.empty()) {
+  if (options_.identity_only) {
+    if (!options_.identity) {
+      return InvalidArgument(
+          "coordinator.identity_only needs coordinator.verify_node_identity: without it no agent "
+          "would be authenticated");
+    }
+    log_.Info("coordinator",
+              "identity-only mode: agents are accepted by their node identity token alone; "
+              "Triage, RecordIncident and POST /sweep are refused (no shared token)");
+  } else if (options_.token.empty()) {
     log_.Warn("coordinator", "no token configured: agent sessions are not authenticated");
   }
   // The port is ours: the gate accepts, caps the connections and hands them to gRPC.

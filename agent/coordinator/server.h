@@ -50,6 +50,10 @@ struct CoordinatorOptions {
   // name of its Hello must be the node the token binds it to. Not owned by the options alone:
   // shared with whoever built it.
   std::shared_ptr<NodeIdentity> identity;
+  // No shared token exists: agents are accepted on their identity token alone (`identity` must be
+  // set, or Start fails), and the calls only a shared token authorises (Triage, RecordIncident,
+  // POST /sweep) are refused with the reason.
+  bool identity_only = false;
   // /metrics and /status of the HTTP server behind it (server.auth: kubernetes); null: open.
   std::shared_ptr<HttpAuthorizer> http_authorizer;
   std::string cert_pem;  // TLS when cert and key are both set

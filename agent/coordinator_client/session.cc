@@ -554,7 +554,11 @@ StatusOr<std::unique_ptr<CoordinatorLink>> MakeCoordinatorLink(
     o.tls = true;
     o.ca_pem = *ca;
   }
-  if (o.token.empty()) {
+  if (o.token.empty() && !o.identity_token_file.empty()) {
+    log.Info("session",
+             "no shared token: this agent presents its identity token only (a coordinator in "
+             "identity-only mode accepts it; one that requires a shared token rejects it)");
+  } else if (o.token.empty()) {
     log.Warn("session",
              "no token (agent.token_file or NCCL_TRIAGE_TOKEN): a coordinator that "
              "requires one will reject this agent");

@@ -100,6 +100,10 @@ struct CoordinatorConfig {
   // Bind each agent's node name to its pod's service-account token (TokenReview).
   bool verify_node_identity = false;
   std::string agent_service_account;  // "namespace:name" of the agents' service account
+  // Accept agents by their node identity alone: no shared token is read or asked for (needs
+  // verify_node_identity); Triage, RecordIncident and POST /sweep, which only a shared token
+  // authorises, are refused.
+  bool identity_only = false;
   // Leader election between coordinator replicas on a Lease (kube/leader_election.h); client-go's
   // default timings.
   bool leader_election = false;

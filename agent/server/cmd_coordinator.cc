@@ -2,8 +2,9 @@
 // agent (default 0.0.0.0:9501), sweeps every coordinator.sweep_interval_seconds and on POST /sweep,
 // and serves /metrics /livez /readyz /status on its HTTP port (default 0.0.0.0:9502).
 //
-// The shared token comes from coordinator.token_file or the environment (NCCL_TRIAGE_TOKEN); TLS is
-// on when coordinator.cert_file and key_file are set. Start-up errors (bad flags, unreadable
+// The shared token comes from coordinator.token_file or the environment (NCCL_TRIAGE_TOKEN), none
+// with coordinator.identity_only (agents then authenticate by node identity alone); TLS is on
+// when coordinator.cert_file and key_file are set. Start-up errors (bad flags, unreadable
 // configuration, token or certificate files, a port in use) end it with one line and exit code
 // 2; SIGTERM and SIGINT stop it cleanly (exit 0).
 #include <signal.h>
@@ -35,7 +36,8 @@ constexpr const char* kUsage =
     "  /status and POST /sweep on --http-listen (default 0.0.0.0:9502).\n"
     "  Token: coordinator.token_file, else $NCCL_TRIAGE_TOKEN. TLS: coordinator.cert_file and\n"
     "  coordinator.key_file. coordinator.verify_node_identity asks the API server with the pod's\n"
-    "  service account (or $NCCL_TRIAGE_SERVICE_ACCOUNT_DIR laid out so).\n"
+    "  service account (or $NCCL_TRIAGE_SERVICE_ACCOUNT_DIR laid out so); with\n"
+    "  coordinator.identity_only it is the agents' only authentication (no shared token).\n"
     "  coordinator.leader_election: one leader among the replicas on a Lease in $POD_NAMESPACE,\n"
     "  held as $POD_NAME; the others answer /readyz 503 and refuse agents until they lead.\n"
     "  --log-format text (default) or json: one JSON object per line on stderr\n";
@@ -75,7 +77,14 @@ int RunCoordinatorCommand(CliContext& ctx) {
   if (listen) options.listen = *listen;
   if (http_listen) options.http_listen = *http_listen;
   options.version = NCCL_TRIAGE_VERSION;
-  if (config.coordinator.token_file) {
+  if (config.coordinator.identity_only) {
+    // A token set beside it would say that something is meant to present one: refuse the mix.
+    if (config.coordinator.token_file || std::getenv("NCCL_TRIAGE_TOKEN") != nullptr) {
+      ctx.err << "nccl-triage-server coordinator: coordinator.identity_only uses no shared token: "
+                 "unset coordinator.token_file and NCCL_TRIAGE_TOKEN\n";
+      return 2;
+    }
+  } else if (config.coordinator.token_file) {
     auto token = ReadTokenFile(*config.coordinator.token_file);
     if (!token.ok()) {
       ctx.err << "nccl-triage-server coordinator: " << token.status().message() << "\n";

@@ -9,6 +9,11 @@ namespace nccl_triage {
 StatusOr<NodeIdentitySetup> SetUpNodeIdentity(const Config& config, const NodeIdentityEnv& env) {
   NodeIdentitySetup setup;
   const CoordinatorConfig& c = config.coordinator;
+  if (c.identity_only && !c.verify_node_identity) {
+    return InvalidArgument(
+        "coordinator.identity_only needs coordinator.verify_node_identity: true (without it no "
+        "agent would be authenticated)");
+  }
   if (!c.verify_node_identity) return setup;
   const std::string account =
       c.agent_service_account.empty() ? env.agent_service_account : c.agent_service_account;

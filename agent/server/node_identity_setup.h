@@ -30,8 +30,8 @@ struct NodeIdentityEnv {
   std::string service_account_dir;
 };
 
-// Errors: the check is on but the service account is not "namespace:name", or there is no API
-// server to ask.
+// Errors: coordinator.identity_only without the check; the check on but the service account not
+// "namespace:name", or no API server to ask.
 StatusOr<NodeIdentitySetup> SetUpNodeIdentity(const Config& config, const NodeIdentityEnv& env);
 
 }  // namespace nccl_triage

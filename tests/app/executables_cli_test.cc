@@ -148,6 +148,38 @@ TEST(ServerStartUp, CoordinatorRefusesToStartWithAnEmptyTokenFile) {
       << r.err;
 }
 
+// coordinator.identity_only: the identity check is the agents' only authentication, so the
+// coordinator will not start without it, nor with a shared token that nothing would check.
+TEST(ServerStartUp, IdentityOnlyCoordinatorRefusesToStartWithoutTheIdentityCheck) {
+  const fs::path dir = fs::temp_directory_path() / ("identity-only-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "token") << "a-shared-token\n";
+  std::ofstream(dir / "off.yaml") << "coordinator:\n  identity_only: true\n"
+                                     "  verify_node_identity: false\n";
+  std::ofstream(dir / "mixed.yaml") << "coordinator:\n  identity_only: true\n"
+                                       "  verify_node_identity: true\n  token_file: "
+                                    << (dir / "token").string() << "\n";
+  const std::vector<std::string> listen = {"--listen", "127.0.0.1:0", "--http-listen",
+                                           "127.0.0.1:0"};
+  auto args = [&](const char* file) {
+    std::vector<std::string> a = {"coordinator", "--config", (dir / file).string()};
+    a.insert(a.end(), listen.begin(), listen.end());
+    return a;
+  };
+  auto off = Exec(kServer, args("off.yaml"));
+  auto mixed = Exec(kServer, args("mixed.yaml"));
+  fs::remove_all(dir);
+  EXPECT_EQ(off.exit_code, 2) << off.err;
+  EXPECT_EQ(off.err,
+            "nccl-triage-server coordinator: coordinator.identity_only needs "
+            "coordinator.verify_node_identity: true (without it no agent would be "
+            "authenticated)\n");
+  EXPECT_EQ(mixed.exit_code, 2) << mixed.err;
+  EXPECT_EQ(mixed.err,
+            "nccl-triage-server coordinator: coordinator.identity_only uses no shared token: "
+            "unset coordinator.token_file and NCCL_TRIAGE_TOKEN\n");
+}
+
 // server.auth: kubernetes with no API server to ask, or no service account to ask with: both
 // refuse to start with one line, rather than serve /metrics and /status to anyone.
 TEST(ServerStartUp, HttpAuthWithoutTheApiServerRefusesToStart) {

@@ -32,7 +32,7 @@ struct Coordinator {
   explicit Coordinator(CoordinatorOptions o = {}) : log(text, LogLevel::kDebug) {
     o.listen = "127.0.0.1:0";
     o.sweep_interval = 0ms;
-    if (o.token.empty()) o.token = "right-token";
+    if (o.token.empty() && !o.identity_only) o.token = "right-token";
     server = std::make_unique<CoordinatorServer>(o, log);
     Status s = server->Start();
     EXPECT_TRUE(s.ok()) << s.message();
@@ -681,6 +681,116 @@ TEST(CoordinatorIdentity, AHelloMustNameTheNodeOfTheIdentityToken) {
   }
   EXPECT_NE(c.text.str().find("identity: identity token not accepted"), std::string::npos);
   EXPECT_EQ(c.server->ConnectedAgents(), 1u);
+}
+
+// Identity-only mode: no shared token exists, and the identity token is an agent's whole
+// authentication. Each refusal names its reason to the agent and in one log line.
+TEST(CoordinatorIdentityOnly, AnAgentIsAcceptedOnlyWithAnIdentityTokenOfItsNode) {
+  CoordinatorOptions o;
+  o.identity = std::make_shared<MapIdentity>();
+  o.identity_only = true;
+  Coordinator c(o);
+  ASSERT_TRUE(c.token.empty());
+  EXPECT_NE(c.text.str().find("identity-only mode: agents are accepted by their node identity"),
+            std::string::npos)
+      << c.text.str();
+  EXPECT_EQ(c.text.str().find("no token configured"), std::string::npos) << c.text.str();
+
+  // node-b's identity token, no shared token: accepted.
+  RawAgent b(c.target, "", "id-b");
+  ASSERT_TRUE(b.Send(RawAgent::Hello("node-b")));
+  ASSERT_TRUE(b.Next(Body::kWelcome, 5s).has_value());
+
+  // node-a's identity token, hello as node-b: refused, and node-b keeps its session.
+  RawAgent impostor(c.target, "", "id-a");
+  impostor.Send(RawAgent::Hello("node-b"));
+  auto wrong_node = impostor.WaitEnd(5s);
+  ASSERT_TRUE(wrong_node.has_value());
+  EXPECT_EQ(wrong_node->error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(wrong_node->error_message().find("identity token is of node node-a"),
+            std::string::npos);
+
+  // Nothing, and a shared token without an identity token (whatever its value): refused, saying
+  // that this mode takes identity tokens only.
+  for (const std::string shared : {"", "right-token", "any-token"}) {
+    RawAgent a(c.target, shared);
+    a.Send(RawAgent::Hello("node-a"));
+    auto end = a.WaitEnd(5s);
+    ASSERT_TRUE(end.has_value()) << shared;
+    EXPECT_EQ(end->error_code(), grpc::StatusCode::UNAUTHENTICATED) << shared;
+    EXPECT_EQ(end->error_message(),
+              "identity: no identity token (identity-only mode: an agent needs "
+              "agent.identity_token_file; a shared token is not accepted)")
+        << shared;
+  }
+  // A forged identity token, with a shared token beside it: refused as forged.
+  RawAgent forged(c.target, "right-token", "forged");
+  forged.Send(RawAgent::Hello("node-a"));
+  auto end = forged.WaitEnd(5s);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(end->error_message(), "identity: identity token not accepted");
+
+  const std::string log = c.text.str();
+  EXPECT_NE(log.find(": identity: no identity token (identity-only mode: an agent needs "
+                     "agent.identity_token_file; a shared token is not accepted)"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(c.server->ConnectedAgents(), 1u);
+  EXPECT_EQ(c.server->View(false).agents.at(0).info.name, "node-b");
+}
+
+// What only a shared token authorised is refused with the reason, whatever token comes with it.
+TEST(CoordinatorIdentityOnly, TriageAndIncidentRecordsAreRefusedWithTheReason) {
+  CoordinatorOptions o;
+  o.identity = std::make_shared<MapIdentity>();
+  o.identity_only = true;
+  o.http_listen = "127.0.0.1:0";
+  Coordinator c(o);
+  auto stub = v1::Coordinator::NewStub(
+      grpc::CreateChannel(c.target, grpc::InsecureChannelCredentials()));
+  for (const std::string token : {"", "right-token"}) {
+    grpc::ClientContext triage_ctx;
+    triage_ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    if (!token.empty()) triage_ctx.AddMetadata("authorization", "Bearer " + token);
+    triage_ctx.AddMetadata("x-nccl-triage-identity", "id-a");
+    v1::TriageRequest request;
+    request.add_nodes("node-a");
+    v1::TriageAnswer answer;
+    grpc::Status s = stub->Triage(&triage_ctx, request, &answer);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << token;
+    EXPECT_NE(s.error_message().find("identity-only mode"), std::string::npos) << s.error_message();
+
+    grpc::ClientContext incident_ctx;
+    incident_ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    if (!token.empty()) incident_ctx.AddMetadata("authorization", "Bearer " + token);
+    v1::IncidentRecorded recorded;
+    s = stub->RecordIncident(&incident_ctx, v1::IncidentRecord(), &recorded);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << token;
+  }
+  EXPECT_NE(c.text.str().find("rejected triage request from "), std::string::npos);
+  EXPECT_NE(c.text.str().find(": identity-only mode has no shared token to authorise it"),
+            std::string::npos);
+  httplib::Client http("127.0.0.1", c.server->http_port());
+  auto r = http.Post("/sweep", httplib::Headers{{"Authorization", "Bearer right-token"}}, "",
+                     "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+}
+
+TEST(CoordinatorIdentityOnly, DoesNotStartWithoutTheIdentityCheck) {
+  std::ostringstream text;
+  Logger log(text);
+  CoordinatorOptions o;
+  o.listen = "127.0.0.1:0";
+  o.sweep_interval = 0ms;
+  o.identity_only = true;
+  CoordinatorServer server(o, log);
+  Status s = server.Start();
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.message(),
+            "coordinator.identity_only needs coordinator.verify_node_identity: without it no "
+            "agent would be authenticated");
 }
 
 // 3,000 hellos with made-up names were all kept, and /status grew for good.

@@ -12,6 +12,12 @@
 #   helm_test.sh uninstall TOOLS WORK                   helm uninstall of the default release
 #   helm_test.sh offline   TOOLS CHART WORK             lint, template and a client dry run need no
 #                          cluster objects: no failure, the same render twice, no token Secret
+#   helm_test.sh identity  TOOLS CHART                  token.mode identity: offline renders
+#                          complete and stable, no token Secret or mount, identity_only set;
+#                          the values it cannot work with refused with the reason
+#   helm_test.sh identity-install TOOLS CHART WORK     helm install with token.mode identity: the
+#                          API server accepts every object, no token Secret is made, pods mount
+#                          none, the stored config has identity_only; uninstalled again
 #   helm_test.sh monitors  TOOLS CHART                  prometheus-operator objects only where
 #                          their kinds are served (or monitoring.assumeCRDs)
 #   helm_test.sh dashboard TOOLS CHART                 runbookBaseUrl reaches every docs link of
@@ -89,6 +95,73 @@ offline)
   helm template nccl-triage "$chart" -n nccl-triage "${offline_token[@]}" | grep -A3 '^kind: Secret$' |
     grep -q 'name: nccl-triage-token$' || die "token.value did not render the token Secret"
   echo "lint clean, offline renders stable without a token Secret, client dry run explains it"
+  ;;
+identity)
+  chart="$1"
+  mode=(--set token.mode=identity)
+  out="$(helm lint --strict "$chart" "${mode[@]}" 2>&1)" || die "helm lint --strict, token.mode identity: $out"
+  if grep -q -i -E 'fail:|\[error\]|\[warning\]' <<<"$out"; then die "helm lint reported: $out"; fi
+  one="$(helm template nccl-triage "$chart" -n nccl-triage "${mode[@]}")" || die "helm template, token.mode identity"
+  two="$(helm template nccl-triage "$chart" -n nccl-triage "${mode[@]}")" || die "helm template, again"
+  [ "$one" = "$two" ] || die "two offline renders differ: $(diff <(echo "$one") <(echo "$two") | head -5)"
+  # Nothing of a shared token: no Secret, no comment about a missing one, no mount, no checksum.
+  ! grep -q 'nccl-triage-token' <<<"$one" || die "the render names the token Secret: $(grep -m3 nccl-triage-token <<<"$one")"
+  # (the scraper's Secret is the API server's to fill: nothing in it is rendered)
+  others="$(grep -A1 '^kind: Secret$' <<<"$one" | grep -v -E '^(kind: Secret|type: kubernetes.io/service-account-token|--)$' || true)"
+  [ -z "$others" ] || die "the render holds a Secret other than service-account tokens: $others"
+  ! grep -q -E 'mountPath: /var/run/secrets/nccl-triage$' <<<"$one" || die "a pod mounts the token directory"
+  ! grep -q 'checksum/token' <<<"$one" || die "a pod carries checksum/token"
+  ! grep -q -E '^ +token_file:' <<<"$one" || die "config.yaml names a token file"
+  [ "$(grep -c -E '^ +identity_only: true$' <<<"$one")" = 1 ] || die "config.yaml lacks coordinator.identity_only: true"
+  grep -q 'mountPath: /var/run/secrets/nccl-triage-identity$' <<<"$one" || die "the agents do not mount their identity token"
+  grep -q 'audience: nccl-triage$' <<<"$one" || die "no identity token projected for the audience nccl-triage"
+  grep -q 'NCCL_TRIAGE_AGENT_SERVICE_ACCOUNT' <<<"$one" || die "the coordinator is not told the agents' account"
+  # The shared mode's render is what it was: the Secret only with a token it can keep.
+  shared="$(helm template nccl-triage "$chart" -n nccl-triage "${offline_token[@]}")" || die "helm template, shared"
+  [ "$(grep -c -E '^ +token_file: /var/run/secrets/nccl-triage/token$' <<<"$shared")" = 2 ] ||
+    die "token.mode shared lost the token files"
+  grep -q -E 'mountPath: /var/run/secrets/nccl-triage$' <<<"$shared" || die "token.mode shared mounts no token"
+  # What identity mode cannot work with is refused, with the reason.
+  refused() {  # EXPECTED ARGS...
+    local want="$1"; shift
+    local got; if got="$(helm template t "$chart" -n t "$@" 2>&1)"; then die "rendered: $*"; fi
+    grep -q -F -- "$want" <<<"$got" || die "helm template $*: said '$got', not '$want'"
+  }
+  refused 'token.mode identity (config.coordinator.identity_only) needs config.coordinator.verify_node_identity: true' \
+    "${mode[@]}" --set config.coordinator.verify_node_identity=false
+  refused 'token.mode identity (config.coordinator.identity_only) needs config.agent.identity_token_file' \
+    "${mode[@]}" --set config.agent.identity_token_file=
+  refused 'token.mode identity (config.coordinator.identity_only) uses no shared token: unset token.value and token.existingSecret' \
+    "${mode[@]}" --set token.value=x
+  refused 'token.mode identity (config.coordinator.identity_only) uses no shared token' "${mode[@]}" --set token.existingSecret=s
+  # The configuration key alone is the same mode: the chart drops what it would refuse.
+  by_key="$(helm template nccl-triage "$chart" -n nccl-triage --set config.coordinator.identity_only=true)" ||
+    die "helm template, config.coordinator.identity_only"
+  [ "$by_key" = "$one" ] || die "config.coordinator.identity_only renders otherwise than token.mode identity: $(diff <(echo "$one") <(echo "$by_key") | head -5)"
+  refused "at '/token/mode': value must be one of 'shared', 'identity'" --set token.mode=none
+  echo "token.mode identity: lint clean, two offline renders equal, no Secret, mount or token file; 5 bad values refused"
+  ;;
+identity-install)
+  chart="$1"; export KUBECONFIG="$2/kubeconfig"
+  release=identity ns=identity-mode
+  kubectl get ns "$ns" >/dev/null 2>&1 || kubectl create ns "$ns" >/dev/null
+  helm uninstall "$release" -n "$ns" --ignore-not-found >/dev/null
+  notes="$(helm install "$release" "$chart" -n "$ns" --set token.mode=identity)" || die "helm install, token.mode identity: $notes"
+  manifest="$(helm get manifest "$release" -n "$ns")"
+  kubectl get -f <(echo "$manifest") -o name >/dev/null || die "objects of $release missing after install"
+  ! kubectl get secret -n "$ns" identity-nccl-triage-token >/dev/null 2>&1 || die "a token Secret was made"
+  grep -q 'token.mode identity: the agents authenticate by their identity tokens alone' <<<"$notes" ||
+    die "the NOTES do not state identity mode: $notes"
+  ! grep -q 'holds no token Secret' <<<"$notes" || die "the NOTES ask for a token Secret: $notes"
+  config="$(kubectl get cm identity-nccl-triage-config -n "$ns" -o jsonpath='{.data.config\.yaml}')"
+  grep -q -E '^ +identity_only: true$' <<<"$config" || die "the stored config lacks identity_only: true"
+  ! grep -q -E '^ +token_file:' <<<"$config" || die "the stored config names a token file"
+  for w in ds/identity-nccl-triage-agent deploy/identity-nccl-triage-coordinator; do
+    vols="$(kubectl get "$w" -n "$ns" -o jsonpath='{.spec.template.spec.volumes[*].name}')"
+    ! grep -q -w token <<<"$vols" || die "$w mounts a token volume: $vols"
+  done
+  helm uninstall "$release" -n "$ns" --wait >/dev/null
+  echo "helm install with token.mode identity: $(grep -c '^kind: ' <<<"$manifest") objects, no token Secret or mount, identity_only stored"
   ;;
 monitors)
   chart="$1"

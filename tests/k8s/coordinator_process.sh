@@ -16,13 +16,18 @@
 #   bad-shared  the wrong shared token
 # The coordinator's /status must list the two agents, connected, and none of the others; its
 # log may hold no refusal of the API server (401/403).
-# Usage: coordinator_process.sh TOOLS WORK SERVER_BINARY FIXTURE_ROOT
+# MODE identity-only (coordinator.identity_only, the chart's token.mode identity): no shared
+# token anywhere; the two agents are accepted on their identity tokens alone, and refused:
+#   impostor, unbound as above
+#   no-identity  no token at all
+#   shared-only  a shared token and no identity token
+# Usage: coordinator_process.sh TOOLS WORK SERVER_BINARY FIXTURE_ROOT [shared|identity-only]
 set -euo pipefail
-tools="$1"; work="$2"; server="$3"; root="$4"
+tools="$1"; work="$2"; server="$3"; root="$4"; mode="${5:-shared}"
 export KUBECONFIG="$work/kubeconfig"
 k() { "$tools/bin/kubectl" "$@"; }
 . "$work/env"
-run="$work/coordinator-process"; rm -rf "$run"; mkdir -p "$run"
+run="$work/coordinator-process-$mode"; rm -rf "$run"; mkdir -p "$run"
 ns=kt agent_sa=kt-nccl-triage-agent coordinator_sa=kt-nccl-triage-coordinator
 pids=()
 cleanup() {
@@ -76,8 +81,13 @@ coordinator:
   agent_service_account: $ns:$agent_sa
 YAML
 shared="coordinator-process-$$-$RANDOM"
-KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$API_PORT" \
-NCCL_TRIAGE_SERVICE_ACCOUNT_DIR="$work/kube/coordinator" NCCL_TRIAGE_TOKEN="$shared" \
+coordinator_env=(NCCL_TRIAGE_TOKEN="$shared")
+if [ "$mode" = identity-only ]; then
+  echo "  identity_only: true" >>"$run/coordinator.yaml"
+  coordinator_env=(-u NCCL_TRIAGE_TOKEN)
+fi
+env "${coordinator_env[@]}" KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$API_PORT" \
+NCCL_TRIAGE_SERVICE_ACCOUNT_DIR="$work/kube/coordinator" \
   "$server" coordinator --config "$run/coordinator.yaml" --listen 127.0.0.1:0 \
   --http-listen 127.0.0.1:0 >"$run/coordinator.log" 2>&1 &
 coordinator=$!; pids+=("$coordinator")
@@ -112,30 +122,47 @@ $identity
 kernel:
   state_dir: ""
 YAML
-  NCCL_TRIAGE_TOKEN="$4" "$server" agent --config "$run/agent-$1.yaml" --root "$root" \
+  local shared_env=(NCCL_TRIAGE_TOKEN="$4"); [ -n "$4" ] || shared_env=(-u NCCL_TRIAGE_TOKEN)
+  env "${shared_env[@]}" "$server" agent --config "$run/agent-$1.yaml" --root "$root" \
     --node "$2" --coordinator "127.0.0.1:$grpc_port" >"$run/agent-$1.log" 2>&1 &
   pids+=($!)
 }
-agent good-1 coord-node-1 good-1.token "$shared"
-agent good-2 coord-node-2 good-2.token "$shared"
-agent impostor coord-node-2 impostor.token "$shared"
-agent unbound coord-node-3 unbound.token "$shared"
-agent foreign coord-node-3 foreign.token "$shared"
-agent audience coord-node-1 audience.token "$shared"
-agent pending coord-node-3 pending.token "$shared"
-agent no-identity coord-node-3 "" "$shared"
-agent bad-shared coord-node-1 good-1.token "not-$shared"
-
 # What the coordinator must log for each refused case.
-declare -A reason=(
-  [impostor]='hello as coord-node-2, but the identity token is of node coord-node-1'
-  [unbound]='identity: identity token not bound to a pod'
-  [foreign]="identity: identity token of system:serviceaccount:$ns:$coordinator_sa, not of system:serviceaccount:$ns:$agent_sa"
-  [audience]='identity: identity token not accepted'
-  [pending]='identity: the pod of the identity token has no node'
-  [no-identity]='identity: no identity token'
-  [bad-shared]='rejected agent session from .*: wrong token'
-)
+declare -A reason
+if [ "$mode" = identity-only ]; then
+  agent good-1 coord-node-1 good-1.token ""
+  agent good-2 coord-node-2 good-2.token ""
+  agent impostor coord-node-2 impostor.token ""
+  agent unbound coord-node-3 unbound.token ""
+  agent no-identity coord-node-3 "" ""
+  agent shared-only coord-node-3 "" "$shared"
+  reason=(
+    [impostor]='hello as coord-node-2, but the identity token is of node coord-node-1'
+    [unbound]='identity: identity token not bound to a pod'
+    [no-identity]='identity: no identity token \(identity-only mode: an agent needs agent.identity_token_file; a shared token is not accepted\)'
+  )
+  identity_refused=(impostor unbound no-identity shared-only)
+else
+  agent good-1 coord-node-1 good-1.token "$shared"
+  agent good-2 coord-node-2 good-2.token "$shared"
+  agent impostor coord-node-2 impostor.token "$shared"
+  agent unbound coord-node-3 unbound.token "$shared"
+  agent foreign coord-node-3 foreign.token "$shared"
+  agent audience coord-node-1 audience.token "$shared"
+  agent pending coord-node-3 pending.token "$shared"
+  agent no-identity coord-node-3 "" "$shared"
+  agent bad-shared coord-node-1 good-1.token "not-$shared"
+  reason=(
+    [impostor]='hello as coord-node-2, but the identity token is of node coord-node-1'
+    [unbound]='identity: identity token not bound to a pod'
+    [foreign]="identity: identity token of system:serviceaccount:$ns:$coordinator_sa, not of system:serviceaccount:$ns:$agent_sa"
+    [audience]='identity: identity token not accepted'
+    [pending]='identity: the pod of the identity token has no node'
+    [no-identity]='identity: no identity token'
+    [bad-shared]='rejected agent session from .*: wrong token'
+  )
+  identity_refused=(impostor unbound foreign audience pending no-identity)
+fi
 status_agents() {  # "node:connected ..." from /status, sorted
   curl -sf --max-time 10 "http://127.0.0.1:$http_port/status" | python3 -c '
 import json, sys
@@ -160,15 +187,26 @@ for c in "${!reason[@]}"; do echo "refused $c: $(grep -m1 -oE -- "${reason[$c]}"
 grep -q 'agent coord-node-1 connected' "$run/coordinator.log" || fail "no session of coord-node-1 in the log"
 grep -q 'agent coord-node-2 connected' "$run/coordinator.log" || fail "no session of coord-node-2 in the log"
 # The refused agents were told so (and know which setting to check).
-for c in impostor unbound foreign audience pending no-identity; do
+for c in "${identity_refused[@]}"; do
   grep -q 'rejected this agent: .*(check agent.identity_token_file and the node name)' "$run/agent-$c.log" ||
     { tail -5 "$run/agent-$c.log"; fail "agent $c does not say it was rejected for its identity"; }
 done
-grep -q 'rejected this agent: .*(check the shared token)' "$run/agent-bad-shared.log" ||
-  fail "agent bad-shared does not say the shared token was wrong"
+if [ "$mode" = identity-only ]; then
+  # Without an identity token, each is told that this coordinator takes nothing else.
+  for c in no-identity shared-only; do
+    grep -q 'rejected this agent: .*identity-only mode: an agent needs agent.identity_token_file' \
+      "$run/agent-$c.log" || { tail -5 "$run/agent-$c.log"; fail "agent $c is not told why"; }
+  done
+  grep -q 'identity-only mode: agents are accepted by their node identity token alone' \
+    "$run/coordinator.log" || fail "the coordinator does not say it runs in identity-only mode"
+  if grep -q 'no token configured' "$run/coordinator.log"; then fail "identity-only mode warns of no token"; fi
+else
+  grep -q 'rejected this agent: .*(check the shared token)' "$run/agent-bad-shared.log" ||
+    fail "agent bad-shared does not say the shared token was wrong"
+fi
 # The impostor did not take coord-node-2's session.
 if grep -q 'agent coord-node-2 disconnected' "$run/coordinator.log"; then fail "coord-node-2 lost its session"; fi
 # Every call of the coordinator to the API server was allowed by the chart's RBAC.
 if grep -E 'HTTP 40[13]' "$run/coordinator.log"; then fail "the API server refused a call of the coordinator"; fi
 if grep -E 'identity: (TokenReview|GET pod)' "$run/coordinator.log"; then fail "a TokenReview or pod GET failed"; fi
-echo "coordinator: 2 agents accepted for their nodes, ${#reason[@]} refused for the right reason, no API refusal"
+echo "coordinator ($mode): 2 agents accepted for their nodes, ${#identity_refused[@]} refused for the right reason, no API refusal"

@@ -122,6 +122,45 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{/*
+  "true" with token.mode identity (or config.coordinator.identity_only, the key it sets): no
+  shared token exists. The agents authenticate by their projected identity token alone (the
+  coordinator's TokenReview binds each to its node), so no Secret is rendered or mounted and an
+  offline render is complete. It needs what makes that
+  check work, and refuses a shared token set beside it.
+*/}}
+{{- define "nccl-triage.identityOnly" -}}
+{{- if or (eq (.Values.token.mode | default "shared") "identity") .Values.config.coordinator.identity_only }}
+{{- if not .Values.config.coordinator.verify_node_identity }}
+{{- fail "token.mode identity (config.coordinator.identity_only) needs config.coordinator.verify_node_identity: true (the agents' identity tokens are then their only authentication)" }}
+{{- end }}
+{{- if not .Values.config.agent.identity_token_file }}
+{{- fail "token.mode identity (config.coordinator.identity_only) needs config.agent.identity_token_file (the identity token each agent presents)" }}
+{{- end }}
+{{- if or .Values.token.value .Values.token.existingSecret }}
+{{- fail "token.mode identity (config.coordinator.identity_only) uses no shared token: unset token.value and token.existingSecret" }}
+{{- end -}}
+true
+{{- end }}
+{{- end }}
+
+{{/*
+  The configuration file of the agent and the coordinator: .Values.config; with token.mode
+  identity, without the token files and with coordinator.identity_only.
+*/}}
+{{- define "nccl-triage.config" -}}
+{{- $config := deepCopy .Values.config }}
+{{- if include "nccl-triage.identityOnly" . }}
+{{- $_ := unset $config.agent "token_file" }}
+{{- $_ := unset $config.coordinator "token_file" }}
+{{- $_ := set $config.coordinator "identity_only" true }}
+{{- end }}
+{{- if .Values.classify.extraRules }}
+{{- $_ := set $config "classify" (dict "rule_files" (list "/etc/nccl-triage/classify-rules.yaml")) }}
+{{- end }}
+{{- toYaml $config }}
+{{- end }}
+
+{{/*
   The shared token, resolved once per render (the Secret and the pods' checksum/token annotation
   must agree, and a generated token is random): token.value; else the token of the chart's Secret
   from an earlier install (a new random one would cut every agent off); else a new random one,
@@ -134,7 +173,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "nccl-triage.token" -}}
 {{- if not (hasKey .Values.token "_resolved") }}
 {{- $token := .Values.token.value }}
-{{- if .Values.token.existingSecret }}
+{{- if include "nccl-triage.identityOnly" . }}
+{{- $token = "" }}
+{{- else if .Values.token.existingSecret }}
 {{- $existing := lookup "v1" "Secret" (include "nccl-triage.namespace" .) .Values.token.existingSecret }}
 {{- if and $existing $existing.data (hasKey $existing.data "token") }}
 {{- $token = index $existing.data "token" | b64dec }}
