@@ -3,7 +3,8 @@
 // "Validating new and rebooted nodes").
 //
 // Once per sweep it reads every node (from the coordinator's NodeCache, kept by a watch, or else
-// pages of GET /api/v1/nodes: name, taints and status.nodeInfo.bootID) and compares each bootID with the one it remembers:
+// pages of GET /api/v1/nodes: name, taints and status.nodeInfo.bootID) and compares each bootID
+// with the one it remembers:
 //   unknown node     a node that joined: NoSchedule taint nccl-triage.io/unvalidated=new-node;
 //   other bootID     a node that rebooted: the same taint with the value "rebooted";
 // with a Warning event on the node. The taint goes once the node has passed a socket probe and an

@@ -50,7 +50,9 @@ CachedNode CachedNodeFromJson(const json& node, const NodeCacheOptions& keep) {
   n.name = StringMember(meta, "name");
   n.resource_version = StringMember(meta, "resourceVersion");
   if (const json& t = Member(spec, "taints"); t.is_array()) n.taints = t;
-  if (const json& u = Member(spec, "unschedulable"); u.is_boolean()) n.unschedulable = u.get<bool>();
+  if (const json& u = Member(spec, "unschedulable"); u.is_boolean()) {
+    n.unschedulable = u.get<bool>();
+  }
   const json& labels = Member(meta, "labels");
   for (const std::string& key : keep.labels) {
     if (const json& v = Member(labels, key.c_str()); v.is_string()) n.labels[key] = v;
@@ -179,8 +181,8 @@ bool NodeCache::OnEvent(std::string_view line, std::string* problem, bool* gone)
     const json& code = Member(object, "code");
     *gone = code.is_number_integer() && code.get<int>() == 410;
     *problem = "an ERROR event (" + (code.is_number() ? "code " + code.dump() + ", " : "") +
-               StringMember(object, "reason") + ": " + StringMember(object, "message").substr(0, 200) +
-               ")";
+               StringMember(object, "reason") + ": " +
+               StringMember(object, "message").substr(0, 200) + ")";
     return false;
   }
   const std::string version = StringMember(Member(object, "metadata"), "resourceVersion");

@@ -144,8 +144,8 @@ TEST_F(NodeCacheTest, KeepsOnlyTheFieldsItsReadersParse) {
 TEST_F(NodeCacheTest, ABookmarkMovesWhereTheNextWatchStarts) {
   NodeCache& cache = Make();
   cache.RunOnce({});
-  server_->ScriptNextWatch(
-      {.lines = {Event("BOOKMARK", {{"kind", "Node"}, {"metadata", {{"resourceVersion", "9000"}}}})}});
+  server_->ScriptNextWatch({.lines = {Event(
+      "BOOKMARK", {{"kind", "Node"}, {"metadata", {{"resourceVersion", "9000"}}}})}});
   EXPECT_TRUE(cache.RunOnce({}));
   EXPECT_EQ(cache.stats().resource_version, "9000");
   cache.RunOnce({});
@@ -228,6 +228,15 @@ TEST_F(NodeCacheTest, ACutStreamIsWatchedAgainFromTheLastResourceVersion) {
   cache.RunOnce({});
   EXPECT_EQ(cache.stats().lists, 1U);
   EXPECT_NE(Watches().back().query.find("resourceVersion=5000"), std::string::npos);
+}
+
+TEST_F(NodeCacheTest, ALineLongerThanTheBoundIsRefusedNotHeld) {
+  NodeCache& cache = Make();
+  cache.RunOnce({});
+  server_->ScriptNextWatch({.lines = {std::string(kMaxWatchLineBytes + 1024, 'x') + "\n"}});
+  EXPECT_FALSE(cache.RunOnce({}));
+  EXPECT_EQ(LogLines("a watch event longer than 4194304 bytes"), 1U) << out_.str().substr(0, 500);
+  EXPECT_EQ(Nodes().size(), 5U);
 }
 
 TEST_F(NodeCacheTest, RepeatedWatchFailuresEndInAList) {
