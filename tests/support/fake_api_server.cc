@@ -253,6 +253,7 @@ struct FakeApiServer::Impl {
     std::string line;
   };
   std::vector<WatchEvent> node_events;
+  std::atomic<uint64_t> node_bytes{0};  // bodies of node lists and gets, and watch event lines
   uint64_t compacted = 0;
   std::deque<WatchScript> watch_scripts;
   uint64_t watch_generation = 0;  // EndNodeWatches: the open watches end when it moves
@@ -319,6 +320,7 @@ struct FakeApiServer::Impl {
             if (next < node_events.size()) {
               const std::string line = node_events[next++].line;
               lock.unlock();
+              node_bytes += line.size();
               return sink.write(line.data(), line.size());
             }
             if (stopping || watch_generation != generation || watch_ends_when_idle ||
@@ -351,10 +353,11 @@ struct FakeApiServer::Impl {
       items.push_back(*match[i]);
     json meta = {{"resourceVersion", std::to_string(resource_version)}};
     if (i < match.size()) meta["continue"] = std::to_string(i);
-    res.set_content(
+    const std::string body =
         json{{"kind", "NodeList"}, {"apiVersion", "v1"}, {"metadata", meta}, {"items", items}}
-            .dump(),
-        "application/json");
+            .dump();
+    node_bytes += body.size();
+    res.set_content(body, "application/json");
   }
 
   void GetNode(const httplib::Request& req, httplib::Response& res) {
@@ -364,7 +367,9 @@ struct FakeApiServer::Impl {
       Fail(res, 404, "nodes \"" + std::string(req.matches[1]) + "\" not found");
       return;
     }
-    res.set_content(n->dump(), "application/json");
+    const std::string body = n->dump();
+    node_bytes += body.size();
+    res.set_content(body, "application/json");
   }
 
   void PatchNode(const httplib::Request& req, httplib::Response& res) {
@@ -898,6 +903,8 @@ void FakeApiServer::ScriptNextWatch(WatchScript script) {
   std::lock_guard lock(impl_->mu);
   impl_->watch_scripts.push_back(std::move(script));
 }
+
+uint64_t FakeApiServer::node_bytes_served() const { return impl_->node_bytes; }
 
 void FakeApiServer::EndWatchesWhenIdle(bool end) {
   std::lock_guard lock(impl_->mu);

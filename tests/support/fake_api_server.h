@@ -151,6 +151,8 @@ class FakeApiServer {
                                                  const std::string& pod) const;
   std::vector<nlohmann::json> Events() const;
   uint64_t log_bytes_served() const { return log_bytes_served_; }
+  // Bytes of node list and get bodies and of watch event lines served.
+  uint64_t node_bytes_served() const;
 
  private:
   struct Impl;
