@@ -83,7 +83,7 @@ for _ in range(200):
 bytes_now() {
   k get --raw /metrics | awk '
     /^apiserver_response_sizes_sum\{/ && /resource="nodes"/ && /verb="(LIST|GET)"/ { r += $NF }
-    /^apiserver_watch_events_sizes_sum\{/ && /kind="Node"/ { w += $NF }
+    /^apiserver_watch_events_sizes_sum\{/ && (/kind="Node"/ || /resource="nodes"/) { w += $NF }
     END { printf "list_get %d\nwatch_events %d\n", r, w }'
   awk '/^rchar:/ { print "coordinator_rchar", $2 }' "/proc/$coordinator_pid/io" 2>/dev/null || echo "coordinator_rchar 0"
 }
@@ -98,7 +98,7 @@ bytes_window() {  # BEFORE AFTER SECONDS
 # the API server's own informers, which re-open WATCHes (neither client ever watches). Other rows
 # are the API server's own loops.
 window() {  # LABEL BEFORE AFTER SECONDS
-  local total=0 lists=0 reviews=0 verb res count was d
+  local total=0 lists=0 reviews=0 coord=0 verb res count was d
   echo "  -- $1"
   while read -r verb res count; do
     was="$(awk -v k="$verb $res" '$1 " " $2 == k { print $3 }' <<<"$2")"
@@ -106,20 +106,25 @@ window() {  # LABEL BEFORE AFTER SECONDS
     [ "$d" -gt 0 ] || continue
     case "$verb $res" in
       "WATCH nodes")  # the coordinator's node watch (counted when each watch ends)
-        echo "  $verb $res: $d"; total=$((total + d)) ;;
+        echo "  $verb $res: $d"; total=$((total + d)); coord=$((coord + d)) ;;
       "WATCH "*) echo "  ($verb $res: $d, the API server's own)" ;;
       *" pods"|*" pods/"*|*" nodes"|*" nodes/"*|*" events"|*" tokenreviews"|*" configmaps")
         echo "  $verb $res: $d"; total=$((total + d))
         [ "$verb $res" = "LIST pods" ] && lists=$d
-        [ "$res" = tokenreviews ] && reviews=$d ;;
+        [ "$res" = tokenreviews ] && reviews=$d
+        case "$verb $res" in "LIST nodes"|"GET nodes"|*" configmaps") coord=$((coord + d)) ;; esac ;;
       *) echo "  ($verb $res: $d, the API server's own)" ;;
     esac
   done <<<"$3"
-  echo "  LIST pods in the window: $lists; TokenReviews: $reviews"
+  echo "  LIST pods in the window: $lists; TokenReviews: $reviews; the coordinator's node and state reads: $coord"
   awk -v t="$total" -v s="$4" -v a="$agents" -v n="$n" 'BEGIN {
     per = t / s / a
     printf "  %d requests in %d s for %d agents: %.5f req/s per agent; fleet of %d: %.3f req/s (%.4f per 100 nodes)\n",
            t, s, a, per, n, per * n, per * 100 }'
+  # The coordinator's reads are the fleet's already (one coordinator): not extrapolated.
+  awk -v c="$coord" -v s="$4" -v n="$n" 'BEGIN {
+    printf "  coordinator: %d node/state reads in %d s: %.4f req/s for the fleet of %d (%.5f per 100 nodes)\n",
+           c, s, c / s, n, c / s * 100 / n }'
 }
 
 for n in ${sizes//,/ }; do
