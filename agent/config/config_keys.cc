@@ -338,6 +338,14 @@ constexpr std::array kSpecs = {
              "node label whose value names a node's pool for max_percent; empty: one pool"},
             KeyKind::kString,
             NT_FIELD(remediation.pool_label)},
+    KeySpec{{"remediation.node_resync_seconds", "integer",
+             "the coordinator reads the nodes (for remediation and validation.new_nodes) from a "
+             "watch, and lists them all again this often, and whenever the watch breaks in a way "
+             "it cannot resume from"},
+            KeyKind::kInt,
+            NT_FIELD(remediation.node_resync_seconds),
+            60,
+            1e7},
     // validation: nodes that join or reboot are kept off NCCL jobs until their probes pass
     KeySpec{{"validation.new_nodes", "bool",
              "a node that joins or reboots (a new status.nodeInfo.bootID) carries the NoSchedule "

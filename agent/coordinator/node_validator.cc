@@ -31,8 +31,14 @@ std::string Undo(const std::string& node) {
 }  // namespace
 
 NodeValidator::NodeValidator(KubeClient& kube, NodeValidatorOptions options, Logger& log,
-                             Clock& clock)
-    : kube_(kube), options_(std::move(options)), log_(log), clock_(clock) {}
+                             Clock& clock, NodeCache* nodes)
+    : kube_(kube), options_(std::move(options)), log_(log), clock_(clock), nodes_(nodes) {}
+
+void NodeValidator::Observe(const KubeResponse& r) {
+  if (nodes_ == nullptr || !r.ok()) return;
+  const json n = json::parse(r.body, nullptr, false);
+  if (n.is_object()) nodes_->Observe(n);
+}
 
 int64_t NodeValidator::MonotonicMs() const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now().time_since_epoch())
@@ -59,32 +65,34 @@ std::string NodeValidator::CutShort() const {
   return "";
 }
 
-NodeValidator::NodeRead NodeValidator::ParseNode(const json& node) {
+NodeValidator::NodeRead NodeValidator::ParseNode(const CachedNode& node) {
   NodeRead n;
-  const json meta = node.value("metadata", json::object());
-  const json spec = node.value("spec", json::object());
-  const json status = node.value("status", json::object());
-  n.name = StringMember(meta, "name");
-  n.resource_version = StringMember(meta, "resourceVersion");
-  if (spec.is_object()) {
-    if (auto t = spec.find("taints"); t != spec.end() && t->is_array()) n.taints = *t;
-  }
+  n.name = node.name;
+  n.resource_version = node.resource_version;
+  n.taints = node.taints;
   n.our_taint = !OurTaintValue(n.taints).empty();
-  if (status.is_object()) {
-    n.boot_id =
-        StringMember(status.value("nodeInfo", json::object()), "bootID").substr(0, kBootIdKept);
-  }
+  n.boot_id = node.boot_id.substr(0, kBootIdKept);
   return n;
 }
 
 bool NodeValidator::ListNodes(std::vector<NodeRead>* nodes, std::string* error) {
-  const std::string why = ListEveryPage(
-      [this](const NodeListQuery& q) { return kube_.ListNodes(q); }, NodeListQuery{},
-      options_.list_page, options_.max_listed_nodes, [this] { return CutShort(); },
-      [&](const json& item) {
-        NodeRead n = ParseNode(item);
-        if (!n.name.empty()) nodes->push_back(std::move(n));
-      });
+  std::string why;
+  if (nodes_ != nullptr) {
+    std::vector<CachedNode> cached;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ -
+                                                                            clock_.Now());
+    if (nodes_->Nodes(&cached, &why, std::max(left, std::chrono::milliseconds(0)), stop_)) {
+      for (const CachedNode& c : cached) nodes->push_back(ParseNode(c));
+    }
+  } else {
+    why = ListEveryPage(
+        [this](const NodeListQuery& q) { return kube_.ListNodes(q); }, NodeListQuery{},
+        options_.list_page, options_.max_listed_nodes, [this] { return CutShort(); },
+        [&](const json& item) {
+          NodeRead n = ParseNode(CachedNodeFromJson(item, NodeCacheOptions{}));
+          if (!n.name.empty()) nodes->push_back(std::move(n));
+        });
+  }
   return NoteRecurringList(why, "list nodes", "the node list reads again", list_failing_, log_,
                            kLogComponent, error);
 }
@@ -104,11 +112,17 @@ bool NodeValidator::PatchTaint(const NodeRead& node, const std::string& value,
     return p;
   };
   KubeResponse r = kube_.PatchNode(node.name, build(node));
+  Observe(r);
   if (r.status == 409 && CutShort().empty()) {
-    // Changed since the list: the taints as they are now, so that nobody else's change is lost.
+    // Changed since it was read (or the cache was behind): the taints as they are now, so that
+    // nobody else's change is lost.
     KubeResponse fresh = kube_.GetNode(node.name);
     const json n = fresh.ok() ? json::parse(fresh.body, nullptr, false) : json();
-    if (n.is_object() && CutShort().empty()) r = kube_.PatchNode(node.name, build(ParseNode(n)));
+    if (n.is_object()) Observe(fresh);
+    if (n.is_object() && CutShort().empty()) {
+      r = kube_.PatchNode(node.name, build(ParseNode(CachedNodeFromJson(n, NodeCacheOptions{}))));
+      Observe(r);
+    }
   }
   if (!r.ok()) {
     const std::string why = (value.empty() ? "remove taint: " : "taint: ") + r.Describe();

@@ -2,8 +2,9 @@
 // coordinator's A/B probes have shown it works (validation.new_nodes, docs/remediation.md,
 // "Validating new and rebooted nodes").
 //
-// Once per sweep it reads every node (pages of GET /api/v1/nodes: name, taints and
-// status.nodeInfo.bootID) and compares each bootID with the one it remembers:
+// Once per sweep it reads every node (from the coordinator's NodeCache, kept by a watch, or else
+// pages of GET /api/v1/nodes: name, taints and status.nodeInfo.bootID) and compares each bootID
+// with the one it remembers:
 //   unknown node     a node that joined: NoSchedule taint nccl-triage.io/unvalidated=new-node;
 //   other bootID     a node that rebooted: the same taint with the value "rebooted";
 // with a Warning event on the node. The taint goes once the node has passed a socket probe and an
@@ -40,6 +41,7 @@
 
 #include "base/clock.h"
 #include "kube/kube_api.h"
+#include "kube/node_cache.h"
 
 namespace nccl_triage {
 
@@ -110,8 +112,11 @@ nlohmann::json ToJson(const ValidationStatus& status);
 
 class NodeValidator {
  public:
-  // `kube`, `log` and `clock` must outlive the validator.
-  NodeValidator(KubeClient& kube, NodeValidatorOptions options, Logger& log, Clock& clock);
+  // `kube`, `log`, `clock` and `nodes` must outlive the validator. With `nodes` (kept by a
+  // watch; it must keep status.nodeInfo.bootID, as every NodeCache does), a step reads the nodes
+  // from it; without, it lists them. The patches go to `kube`, their answers to `nodes`.
+  NodeValidator(KubeClient& kube, NodeValidatorOptions options, Logger& log, Clock& clock,
+                NodeCache* nodes = nullptr);
 
   // One step with what the last sweep's probes showed (nodes absent: not probed).
   ValidationStatus Step(const std::map<std::string, NodeProbePasses>& probed,
@@ -129,7 +134,9 @@ class NodeValidator {
     nlohmann::json taints = nlohmann::json::array();
     bool our_taint = false;
   };
-  static NodeRead ParseNode(const nlohmann::json& node);
+  static NodeRead ParseNode(const CachedNode& node);
+  // A node as the API answered a patch or a get, handed to the cache.
+  void Observe(const KubeResponse& r);
   bool ListNodes(std::vector<NodeRead>* nodes, std::string* error);
   std::string CutShort() const;
   // Adds (`value` non-empty) or removes our taint; a 409 is retried once on a fresh read.
@@ -142,6 +149,7 @@ class NodeValidator {
   NodeValidatorOptions options_;
   Logger& log_;
   Clock& clock_;
+  NodeCache* nodes_;
   ValidatorMemory memory_;
   std::map<std::string, int64_t> since_ms_;  // pending node -> monotonic ms of since_unix_ms
   std::map<std::string, std::string> failing_;

@@ -50,8 +50,22 @@ bool MarkerSaysCordoned(const std::string& marker) {
   return at != std::string::npos && at + 7 == marker.size();
 }
 
-Remediator::Remediator(KubeClient& kube, RemediatorOptions options, Logger& log, Clock& clock)
-    : kube_(kube), options_(std::move(options)), log_(log), clock_(clock) {}
+NodeCacheOptions RemediationNodeFields(const std::string& pool_label) {
+  NodeCacheOptions o;
+  if (!pool_label.empty()) o.labels.push_back(pool_label);
+  o.annotations = {std::string(kRemediatedAnnotation), std::string(kPendingEventAnnotation)};
+  return o;
+}
+
+Remediator::Remediator(KubeClient& kube, RemediatorOptions options, Logger& log, Clock& clock,
+                       NodeCache* nodes)
+    : kube_(kube), options_(std::move(options)), log_(log), clock_(clock), nodes_(nodes) {}
+
+void Remediator::Observe(const KubeResponse& r) {
+  if (nodes_ == nullptr || !r.ok()) return;
+  const json n = json::parse(r.body, nullptr, false);
+  if (n.is_object()) nodes_->Observe(n);
+}
 
 int64_t Remediator::MonotonicMs() const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now().time_since_epoch())
@@ -105,40 +119,49 @@ bool Remediator::PendingEvent::Decode(const std::string& text, PendingEvent* out
 }
 
 bool Remediator::ListNodes(std::vector<NodeState>* nodes, std::string* error) {
-  const std::string why = ListEveryPage(
-      [this](const NodeListQuery& q) { return kube_.ListNodes(q); }, NodeListQuery{},
-      options_.list_page, options_.max_listed_nodes, [this] { return CutShort(); },
-      [&](const json& item) { nodes->push_back(ParseNode(item, options_.pool_label)); });
+  std::string why;
+  if (nodes_ != nullptr) {
+    // The first step may come before the cache's first list: it waits for it, within its time.
+    std::vector<CachedNode> cached;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ -
+                                                                            clock_.Now());
+    if (nodes_->Nodes(&cached, &why, std::max(left, std::chrono::milliseconds(0)), stop_)) {
+      for (const CachedNode& n : cached) nodes->push_back(ParseNode(n, options_.pool_label));
+    }
+  } else {
+    const NodeCacheOptions fields = RemediationNodeFields(options_.pool_label);
+    why = ListEveryPage(
+        [this](const NodeListQuery& q) { return kube_.ListNodes(q); }, NodeListQuery{},
+        options_.list_page, options_.max_listed_nodes, [this] { return CutShort(); },
+        [&](const json& item) {
+          nodes->push_back(ParseNode(CachedNodeFromJson(item, fields), options_.pool_label));
+        });
+  }
   return NoteRecurringList(why, "list nodes", "the node list reads again", list_failing_, log_,
                            kLogComponent, error);
 }
 
-Remediator::NodeState Remediator::ParseNode(const json& node, const std::string& pool_label) {
+Remediator::NodeState Remediator::ParseNode(const CachedNode& node, const std::string& pool_label) {
   NodeState s;
-  const json meta = node.value("metadata", json::object());
-  const json spec = node.value("spec", json::object());
-  s.plan.node = StringMember(meta, "name");
-  s.resource_version = StringMember(meta, "resourceVersion");
-  if (auto t = spec.find("taints"); t != spec.end() && t->is_array()) s.taints = *t;
+  s.plan.node = node.name;
+  s.resource_version = node.resource_version;
+  s.taints = node.taints;
   for (const json& t : s.taints) {
     if (t.is_object() && StringMember(t, "key") == kFaultTaintKey) s.our_taint = true;
   }
-  if (auto u = spec.find("unschedulable"); u != spec.end() && u->is_boolean()) {
-    s.plan.unschedulable = u->get<bool>();
-  }
+  s.plan.unschedulable = node.unschedulable;
   if (!pool_label.empty()) {
-    s.plan.pool = StringMember(meta.value("labels", json::object()), pool_label.c_str());
+    if (auto it = node.labels.find(pool_label); it != node.labels.end()) s.plan.pool = it->second;
   }
-  const json annotations = meta.value("annotations", json::object());
-  if (annotations.is_object() && annotations.contains(std::string(kRemediatedAnnotation))) {
-    const std::string marker =
-        StringMember(annotations, std::string(kRemediatedAnnotation).c_str());
+  if (auto it = node.annotations.find(std::string(kRemediatedAnnotation));
+      it != node.annotations.end()) {
     s.marked = true;
     s.plan.remediated = true;
-    s.plan.cordoned_by_us = MarkerSaysCordoned(marker);
+    s.plan.cordoned_by_us = MarkerSaysCordoned(it->second);
   }
-  if (annotations.is_object()) {
-    s.pending_event = StringMember(annotations, std::string(kPendingEventAnnotation).c_str());
+  if (auto it = node.annotations.find(std::string(kPendingEventAnnotation));
+      it != node.annotations.end()) {
+    s.pending_event = it->second;
   }
   return s;
 }
@@ -180,14 +203,19 @@ KubeResponse Remediator::Patch(RemediationAction& action, const NodeState& node,
   auto [patch, e] = Build(action, node);
   *event = e;
   KubeResponse r = kube_.PatchNode(action.node, patch);
+  Observe(r);
   if (r.status != 409 || !CutShort().empty()) return r;
-  // Someone changed the node since the list: read it again and decide again from what is there
-  // now, so that their cordon is not taken for ours nor their release undone.
+  // Someone changed the node since it was read (or the cache was behind): read it again and
+  // decide again from what is there now, so that their cordon is not taken for ours nor their
+  // release undone.
   KubeResponse fresh = kube_.GetNode(action.node);
   if (!fresh.ok()) return r;
   const json n = json::parse(fresh.body, nullptr, false);
   if (!n.is_object()) return r;
-  const NodeState now = ParseNode(n, options_.pool_label);
+  Observe(fresh);
+  const NodeState now =
+      ParseNode(CachedNodeFromJson(n, RemediationNodeFields(options_.pool_label)),
+                options_.pool_label);
   if (action.kind == RemediationActionKind::kApply) {
     if (now.marked) {  // marked meanwhile: nothing left to do (the next step reads it)
       *skip = true;
@@ -211,7 +239,9 @@ KubeResponse Remediator::Patch(RemediationAction& action, const NodeState& node,
   if (!CutShort().empty()) return r;
   auto [again, e2] = Build(action, now);
   *event = e2;
-  return kube_.PatchNode(action.node, again);
+  KubeResponse second = kube_.PatchNode(action.node, again);
+  Observe(second);
+  return second;
 }
 
 void Remediator::Failed(const std::string& node, const std::string& what, const KubeResponse& r,
@@ -258,6 +288,7 @@ void Remediator::Deliver(const std::string& node, const PendingEvent& event,
   NodePatch clear;
   clear.annotations[std::string(kPendingEventAnnotation)] = std::nullopt;
   KubeResponse r = kube_.PatchNode(node, clear);
+  Observe(r);
   if (!r.ok()) {
     Failed(node, "clear pending event", r, status);
     return;
@@ -311,6 +342,7 @@ void Remediator::Forget(const NodeState& node, RemediationStatus& status) {
   p.annotations[std::string(kRemediatedAnnotation)] = std::nullopt;
   p.annotations[std::string(kPendingEventAnnotation)] = event.Encode();
   KubeResponse r = kube_.PatchNode(name, p);
+  Observe(r);
   status.outcomes.push_back({"release", r.ok() ? "ok" : r.status == 409 ? "conflict" : "error"});
   if (!r.ok()) {
     Failed(name, "remove the marker", r, status);  // seen again next step

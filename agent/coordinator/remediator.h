@@ -1,8 +1,9 @@
 // Remediator: applies the remediation plan (planner/remediation.h) to the cluster's nodes, once
 // per sweep (docs/remediation.md).
 //
-// A step reads every node (pages of GET /api/v1/nodes: taints, spec.unschedulable, labels, the
-// annotations nccl-triage.io/remediated and nccl-triage.io/pending-event), plans from the
+// A step reads every node (from the coordinator's NodeCache, kept by a watch, or else pages of
+// GET /api/v1/nodes: taints, spec.unschedulable, the pool label, the annotations
+// nccl-triage.io/remediated and nccl-triage.io/pending-event), plans from the
 // coordinator's confirmed node faults and carries the plan out:
 //   apply    a JSON merge patch of the node with its full spec.taints (the taints read plus
 //            nccl-triage.io/fault=<class>:NoSchedule), spec.unschedulable in cordon mode and the
@@ -53,6 +54,7 @@
 #include "base/clock.h"
 #include "core/model.h"
 #include "kube/kube_api.h"
+#include "kube/node_cache.h"
 #include "planner/remediation.h"
 
 namespace nccl_triage {
@@ -68,6 +70,9 @@ struct RemediatorOptions {
   int max_listed_nodes = 50'000;  // pages beyond this many nodes are not read (a step fails)
   std::chrono::milliseconds step_deadline{120'000};  // no API call starts after this long
 };
+
+// What the remediator and the validator read of a node (their NodeCache keeps these fields).
+NodeCacheOptions RemediationNodeFields(const std::string& pool_label);
 
 // A node fault the coordinator has confirmed (probes and hold-down), as the remediator needs it.
 struct ConfirmedNodeFault {
@@ -115,8 +120,11 @@ nlohmann::json ToJson(const RemediationStatus& status);
 
 class Remediator {
  public:
-  // `kube`, `log` and `clock` must outlive the remediator.
-  Remediator(KubeClient& kube, RemediatorOptions options, Logger& log, Clock& clock);
+  // `kube`, `log`, `clock` and `nodes` must outlive the remediator. With `nodes` (kept by a
+  // watch, with RemediationNodeFields), a step reads the nodes from it; without, it lists them.
+  // Either way the patches go to `kube`, and what they answer is handed to `nodes`.
+  Remediator(KubeClient& kube, RemediatorOptions options, Logger& log, Clock& clock,
+             NodeCache* nodes = nullptr);
 
   // One step now with the faults confirmed now, by node. `watched`, when given, names the nodes
   // whose agents are connected: a node outside it is not being probed, so its healthy time does
@@ -158,9 +166,12 @@ class Remediator {
   // Why no further API call may start now ("" when one may).
   std::string CutShort() const;
 
-  // Every node, page by page; false (and `error`) when a page fails or the step is cut short.
+  // Every node, from the cache or page by page; false (and `error`) when the cache has no list
+  // to serve, a page fails or the step is cut short.
   bool ListNodes(std::vector<NodeState>* nodes, std::string* error);
-  static NodeState ParseNode(const nlohmann::json& node, const std::string& pool_label);
+  static NodeState ParseNode(const CachedNode& node, const std::string& pool_label);
+  // A node as the API answered a patch or a get, handed to the cache.
+  void Observe(const KubeResponse& r);
   // The action's patch and the event it announces, computed from the node as read.
   std::pair<NodePatch, PendingEvent> Build(const RemediationAction& action,
                                            const NodeState& node) const;
@@ -187,6 +198,7 @@ class Remediator {
   RemediatorOptions options_;
   Logger& log_;
   Clock& clock_;
+  NodeCache* nodes_;
   std::map<std::string, int64_t> healthy_since_;     // node -> monotonic ms, nodes without a fault
   std::map<std::string, int64_t> healthy_since_unix_;  // the same times, on the wall clock
   bool breaker_open_ = false;

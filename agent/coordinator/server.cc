@@ -55,6 +55,7 @@ CoordinatorOptions CoordinatorOptionsFromConfig(const Config& config) {
                           .max_percent = r.max_percent,
                           .healthy_ms = int64_t{std::max(r.recover_after_seconds, 0)} * 1000};
   o.remediation.pool_label = r.pool_label;
+  o.node_resync = std::chrono::seconds(std::max(r.node_resync_seconds, 1));
   const ValidationConfig& v = config.validation;
   o.validation.policy = {.enabled = v.new_nodes,
                          .timeout_ms = int64_t{std::max(v.timeout_seconds, 0)} * 1000,
@@ -194,13 +195,23 @@ CoordinatorServer::Impl::Impl(CoordinatorOptions options, Logger& log)
     unfenced_kube_ = options_.kube;
     options_.kube = std::make_shared<LeaderFencedKubeClient>(*unfenced_kube_, *options_.leader);
   }
-  if (options_.kube && options_.remediation.policy.mode != RemediationMode::kOff) {
-    remediator_ =
-        std::make_unique<Remediator>(*options_.kube, options_.remediation, log_, wall_clock_);
+  const bool remediates = options_.remediation.policy.mode != RemediationMode::kOff;
+  if (options_.kube && (remediates || options_.validation.policy.enabled)) {
+    // A read: the watch goes around the fence (a follower's cache is warm when it leads).
+    NodeCacheOptions nodes = RemediationNodeFields(options_.remediation.pool_label);
+    nodes.list_page = options_.remediation.list_page;
+    nodes.max_nodes = options_.remediation.max_listed_nodes;
+    nodes.resync = options_.node_resync;
+    node_cache_ = std::make_unique<NodeCache>(unfenced_kube_ ? *unfenced_kube_ : *options_.kube,
+                                              std::move(nodes), log_, wall_clock_);
+  }
+  if (options_.kube && remediates) {
+    remediator_ = std::make_unique<Remediator>(*options_.kube, options_.remediation, log_,
+                                               wall_clock_, node_cache_.get());
   }
   if (options_.kube && options_.validation.policy.enabled) {
-    validator_ =
-        std::make_unique<NodeValidator>(*options_.kube, options_.validation, log_, wall_clock_);
+    validator_ = std::make_unique<NodeValidator>(*options_.kube, options_.validation, log_,
+                                                 wall_clock_, node_cache_.get());
   }
   if ((remediator_ || validator_) && !options_.state_configmap.empty()) {
     state_ = std::make_unique<StateStore>(*options_.kube, options_.state_namespace,
@@ -374,6 +385,7 @@ Status CoordinatorServer::Impl::Start() {
     std::lock_guard lock(mu_);
     started_ = true;
   }
+  if (node_cache_) node_cache_->Start();
   sweep_thread_ = std::jthread([this](std::stop_token st) { SweepLoop(st); });
   if (options_.leader) {
     metrics_.SetLeader(false);  // until the Lease is ours
@@ -409,6 +421,8 @@ void CoordinatorServer::Impl::Stop() {
     }
     agents_.clear();
   }
+  // After the sweep thread: nothing reads the nodes any more.
+  if (node_cache_) node_cache_->Stop();
   // After the sweep thread: no remediation runs any more when the Lease is given up.
   if (election_thread_.joinable()) {
     election_thread_.request_stop();

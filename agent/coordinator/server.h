@@ -99,6 +99,9 @@ struct CoordinatorOptions {
   // Validation of nodes that join or reboot (node_validator.h): after each sweep, when
   // validation.new_nodes is on and `kube` is set.
   NodeValidatorOptions validation;
+  // Both read the nodes from a NodeCache (kube/node_cache.h) kept by a watch of `kube`, listed
+  // whole this often (remediation.node_resync_seconds).
+  std::chrono::seconds node_resync{3600};
   std::shared_ptr<KubeClient> kube;
   // Where the faults and the remediator's memory survive a restart (state_store.h): a ConfigMap
   // of this name in this namespace, read before the first sweep and written after each sweep

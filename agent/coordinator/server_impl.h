@@ -201,6 +201,8 @@ class CoordinatorServer::Impl {
   uint64_t triages_run_ = 0;
   CoverageSchedule schedule_;
   ClusterVerdicts verdicts_;
+  // The nodes the remediator and the validator read, kept by a watch; null when both are off.
+  std::unique_ptr<NodeCache> node_cache_;
   std::unique_ptr<Remediator> remediator_;  // null: remediation off
   std::unique_ptr<NodeValidator> validator_;  // null: validation.new_nodes off
   // What the last sweep's probes showed of each node, for the validator.

@@ -141,6 +141,7 @@ struct RemediationConfig {
   double max_percent = 10.0;   // circuit breaker: % of the nodes of one pool (rounded down)
   int recover_after_seconds = 3600;  // healthy this long before our taint/cordon is removed
   std::string pool_label;      // node label whose value names the pool; empty: one pool
+  int node_resync_seconds = 3600;  // the nodes are watched, and listed whole this often
 
   friend bool operator==(const RemediationConfig&, const RemediationConfig&) = default;
 };

@@ -143,6 +143,19 @@ KubeResponse KubeClient::RemoveNodeCondition(const std::string&, int, const std:
   return NotSupported("patch node status");
 }
 
+KubeResponse KubeClient::WatchNodes(const NodeWatchQuery&, const LineSink&, std::stop_token) {
+  return NotSupported("watch nodes");
+}
+
+std::string NodeWatchQueryString(const NodeWatchQuery& q) {
+  std::string out;
+  AddParam(out, "watch", "1");
+  if (!q.resource_version.empty()) AddParam(out, "resourceVersion", q.resource_version);
+  if (q.allow_bookmarks) AddParam(out, "allowWatchBookmarks", "true");
+  if (q.timeout_seconds > 0) AddParam(out, "timeoutSeconds", std::to_string(q.timeout_seconds));
+  return out;
+}
+
 nlohmann::json NodeConditionRemovalBody(int index, const std::string& type) {
   const std::string path = "/status/conditions/" + std::to_string(index);
   return nlohmann::json::array({{{"op", "test"}, {"path", path + "/type"}, {"value", type}},
@@ -334,7 +347,8 @@ std::optional<std::chrono::seconds> ParseRetryAfter(std::string_view value) {
 std::string ListEveryPage(const std::function<KubeResponse(const PodListQuery&)>& list,
                           PodListQuery query, int page_size, int max_items,
                           const std::function<std::string()>& cut_short,
-                          const std::function<void(const nlohmann::json&)>& on_item) {
+                          const std::function<void(const nlohmann::json&)>& on_item,
+                          std::string* resource_version) {
   query.limit = std::max(page_size, 1);
   const int max_pages = std::max(max_items, 1) / query.limit + 1;
   for (int page = 0; page < max_pages; ++page) {
@@ -351,6 +365,7 @@ std::string ListEveryPage(const std::function<KubeResponse(const PodListQuery&)>
       if (item.is_object()) on_item(item);
     }
     const nlohmann::json meta = got.value("metadata", nlohmann::json::object());
+    if (resource_version != nullptr) *resource_version = StringMember(meta, "resourceVersion");
     const auto next = meta.is_object() ? meta.find("continue") : meta.end();
     const std::string token = next != meta.end() && next->is_string() ? next->get<std::string>()
                                                                        : std::string();

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -131,6 +132,20 @@ struct PodLogQuery {
 // Receives a log as it arrives, in chunks of any size; returning false stops the read.
 using LogChunkSink = std::function<bool(std::string_view chunk)>;
 
+// A watch of the nodes (GET /api/v1/nodes?watch=1): the changes after `resource_version`, one JSON
+// event per line, with BOOKMARK events asked for; the API server ends it after `timeout_seconds`.
+struct NodeWatchQuery {
+  std::string resource_version;
+  int timeout_seconds = 300;
+  bool allow_bookmarks = true;
+};
+
+// Receives a stream one line at a time (without its newline); returning false stops the read.
+using LineSink = std::function<bool(std::string_view line)>;
+
+// The longest watch event line a client reads: an object's JSON (etcd holds at most 1.5 MiB).
+inline constexpr size_t kMaxWatchLineBytes = 4 << 20;
+
 // Whom a SubjectAccessReview asks about (as a TokenReview named them) and what they want to do to
 // a non-resource URL: kube-rbac-proxy's question for an HTTP request.
 struct AccessReviewRequest {
@@ -214,6 +229,15 @@ class KubeClient {
   virtual KubeResponse CreateLease(const std::string& ns, const nlohmann::json& lease);
   virtual KubeResponse UpdateLease(const std::string& ns, const std::string& name,
                                    const nlohmann::json& lease);
+  // A watch of the nodes (kube/node_cache.h): each event line handed to `sink` as it arrives,
+  // until the server ends the stream (status 200, no error), the sink returns false, `stop` is
+  // requested (both: status 200, error "stopped"), the stream breaks (status 0, the error) or a
+  // line is longer than kMaxWatchLineBytes (status 0). An HTTP error (410 Gone for a
+  // resourceVersion too old) comes back with its body, as for the other calls. It runs on a
+  // connection of its own, so that the other calls do not wait behind it, and a stop requested
+  // from another thread ends it at once. Default: "not supported".
+  virtual KubeResponse WatchNodes(const NodeWatchQuery& query, const LineSink& sink,
+                                  std::stop_token stop);
 };
 
 // What a TokenReview answered. A bound service-account token carries the pod it was issued for
@@ -260,6 +284,8 @@ nlohmann::json ConfigMapBody(const std::string& ns, const std::string& name,
 // The query strings of the two reads above ("?labelSelector=...&limit=500").
 std::string PodListQueryString(const PodListQuery& query);
 std::string PodLogQueryString(const PodLogQuery& query);
+// "?watch=1&resourceVersion=...&allowWatchBookmarks=true&timeoutSeconds=300"
+std::string NodeWatchQueryString(const NodeWatchQuery& query);
 // Percent-encodes a query value ("spec.nodeName=a" -> "spec.nodeName%3Da").
 std::string UrlEncode(std::string_view value);
 // Retry-After in seconds ("120"); nullopt for HTTP-dates and garbage (callers back off instead).
@@ -270,11 +296,13 @@ std::optional<std::chrono::seconds> ParseRetryAfter(std::string_view value);
 // `max_items / page_size + 1` pages, a server that repeats its continue token is refused, and
 // `cut_short` (a stop request; may be empty) ends the walk before the next page. Empty on
 // success, else one line: the failed call, "not a list", "cut short: ...", "the server repeats
-// its continue token" or "more than N pages (M items)".
+// its continue token" or "more than N pages (M items)". `resource_version`, when given, gets the
+// list's metadata.resourceVersion (where a watch of the same objects starts).
 std::string ListEveryPage(const std::function<KubeResponse(const PodListQuery&)>& list,
                           PodListQuery query, int page_size, int max_items,
                           const std::function<std::string()>& cut_short,
-                          const std::function<void(const nlohmann::json&)>& on_item);
+                          const std::function<void(const nlohmann::json&)>& on_item,
+                          std::string* resource_version = nullptr);
 
 // The outcome of a list a loop reads again each round (ListEveryPage's answer, `why`): logged
 // once when it starts failing ("<what>: <why> (retried next sweep)") and once, as `recovered`,

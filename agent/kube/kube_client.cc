@@ -4,8 +4,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "base/files.h"
 #include "base/log.h"
@@ -18,10 +20,18 @@ struct InClusterKubeClient::Impl {
   KubeTimeouts timeouts;
   std::mutex mu;
   std::vector<int> memory_files;  // inline PEM material, as /proc/self/fd/N paths for OpenSSL
+  std::string ca_path, cert_path, key_path;  // as OpenSSL opens them
   std::unique_ptr<httplib::SSLClient> client;
+  // Watches: a connection of their own (a watch lasts minutes), made at the first one.
+  std::mutex watch_mu;
+  std::unique_ptr<httplib::SSLClient> watch_client;
+
+  // A client of the API server with these read and connect settings.
+  std::unique_ptr<httplib::SSLClient> MakeClient(std::chrono::milliseconds read_timeout) const;
 
   ~Impl() {
     client.reset();
+    watch_client.reset();
     for (int fd : memory_files) ::close(fd);
   }
 };
@@ -137,27 +147,38 @@ StatusOr<std::unique_ptr<InClusterKubeClient>> InClusterKubeClient::Connect(
     auto read = ReadWholeFile(access.token_file, "token");
     if (!read.ok()) return read.status();
   }
-  impl->client = cert->empty()
-                     ? std::make_unique<httplib::SSLClient>(access.host, access.port)
-                     : std::make_unique<httplib::SSLClient>(access.host, access.port, *cert, *key);
-  auto& c = *impl->client;
-  if (!c.is_valid()) {
+  impl->ca_path = *ca;
+  impl->cert_path = *cert;
+  impl->key_path = *key;
+  impl->client = impl->MakeClient(timeouts.read);
+  if (!impl->client->is_valid()) {
     return InvalidArgument("the client certificate and key do not load (not PEM, or not a pair)");
   }
-  if (!ca->empty()) c.set_ca_cert_path(ca->c_str());
+  return std::unique_ptr<InClusterKubeClient>(new InClusterKubeClient(std::move(impl)));
+}
+
+std::unique_ptr<httplib::SSLClient> InClusterKubeClient::Impl::MakeClient(
+    std::chrono::milliseconds read_timeout) const {
+  auto made = cert_path.empty()
+                  ? std::make_unique<httplib::SSLClient>(access.host, access.port)
+                  : std::make_unique<httplib::SSLClient>(access.host, access.port, cert_path,
+                                                         key_path);
+  auto& c = *made;
+  if (!c.is_valid()) return made;
+  if (!ca_path.empty()) c.set_ca_cert_path(ca_path.c_str());
   c.enable_server_certificate_verification(!access.insecure_skip_tls_verify);
   auto split = [](std::chrono::milliseconds ms, auto setter) {
     setter(static_cast<time_t>(ms.count() / 1000), static_cast<time_t>((ms.count() % 1000) * 1000));
   };
   split(timeouts.connect, [&](time_t s, time_t us) { c.set_connection_timeout(s, us); });
-  split(timeouts.read, [&](time_t s, time_t us) { c.set_read_timeout(s, us); });
+  split(read_timeout, [&](time_t s, time_t us) { c.set_read_timeout(s, us); });
   split(timeouts.write, [&](time_t s, time_t us) { c.set_write_timeout(s, us); });
   c.set_keep_alive(true);
   // A PATCH or POST goes out as two writes (headers, then body): with Nagle's algorithm the body
   // waits for the ACK of the headers, which the server delays (40 ms on Linux) — per request, on
   // a kept-alive connection (README, the bench_triage row).
   c.set_tcp_nodelay(true);
-  return std::unique_ptr<InClusterKubeClient>(new InClusterKubeClient(std::move(impl)));
+  return made;
 }
 
 InClusterKubeClient::InClusterKubeClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -249,6 +270,102 @@ KubeResponse InClusterKubeClient::StreamPodLog(const std::string& ns, const std:
     if (out.status != 0 && out.ok()) out.error = "log stream broken: " + out.error;
     out.status = 0;
   }
+  return out;
+}
+
+KubeResponse InClusterKubeClient::WatchNodes(const NodeWatchQuery& query, const LineSink& sink,
+                                             std::stop_token stop) {
+  KubeResponse out;
+  httplib::Headers headers;
+  if (!Headers(impl_->access, impl_->timeouts.user_agent, &headers, &out.error)) return out;
+  const std::string path = impl_->access.base_path + "/api/v1/nodes" + NodeWatchQueryString(query);
+  std::lock_guard lock(impl_->watch_mu);
+  if (!impl_->watch_client) {
+    // Quiet for at most timeoutSeconds (the API server's bookmarks come about once a minute, and
+    // it ends the watch then): a read waits that long and a little more before it gives up.
+    impl_->watch_client = impl_->MakeClient(
+        std::chrono::seconds(std::max(query.timeout_seconds, 1) + 30) + impl_->timeouts.read);
+  }
+  httplib::SSLClient& client = *impl_->watch_client;
+  // A stop from another thread shuts the socket down, again and again until the read has
+  // returned: one shutdown could come just before the request opens its socket and be lost.
+  const std::thread::id watcher = std::this_thread::get_id();
+  std::atomic<bool> done{false};
+  std::stop_callback on_stop(stop, [&] {
+    if (std::this_thread::get_id() == watcher) return;  // stopped already: not started below
+    while (!done.load()) {
+      client.stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  if (stop.stop_requested()) {
+    done = true;
+    out.status = 200;
+    out.error = "stopped";
+    return out;
+  }
+  std::string line;
+  bool too_long = false;
+  bool refused = false;  // the sink said stop
+  httplib::Result res = client.Get(
+      path, headers,
+      [&](const httplib::Response& r) {
+        out.status = r.status;
+        return true;
+      },
+      [&](const char* data, size_t n) {
+        if (!out.ok()) {
+          out.body.append(data,
+                          std::min(n, kMaxErrorBody - std::min(kMaxErrorBody, out.body.size())));
+          return true;
+        }
+        std::string_view chunk(data, n);
+        while (!chunk.empty()) {
+          const size_t nl = chunk.find('\n');
+          const std::string_view part = chunk.substr(0, nl);
+          if (line.size() + part.size() > kMaxWatchLineBytes) {
+            too_long = true;
+            return false;
+          }
+          line.append(part);
+          if (nl == std::string_view::npos) break;
+          chunk.remove_prefix(nl + 1);
+          if (!line.empty() && line.back() == '\r') line.pop_back();
+          if (!line.empty() && !sink(line)) {
+            refused = true;
+            return false;
+          }
+          line.clear();
+          if (stop.stop_requested()) return false;
+        }
+        return !stop.stop_requested();
+      });
+  done = true;
+  if (too_long) {
+    out.status = 0;
+    out.error = "a watch event longer than " + std::to_string(kMaxWatchLineBytes) + " bytes";
+    client.stop();  // the rest of that line is not read: the connection is not reusable
+    return out;
+  }
+  if (refused) {
+    client.stop();
+    out.error = "stopped";  // the sink's own reason is the caller's
+    return out;
+  }
+  if (stop.stop_requested()) {
+    out.status = 200;
+    out.error = "stopped";
+    client.stop();
+    return out;
+  }
+  if (!res) {
+    out.error = DescribeError(res.error());
+    if (out.ok()) out.error = "watch stream broken: " + out.error;
+    out.status = 0;
+    return out;
+  }
+  // The server ended the stream: a last line without its newline is still an event.
+  if (out.ok() && !line.empty() && !sink(line)) client.stop();
   return out;
 }
 

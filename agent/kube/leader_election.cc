@@ -335,6 +335,11 @@ KubeResponse LeaderFencedKubeClient::ListNodes(const NodeListQuery& query) {
   return inner_.ListNodes(query);
 }
 
+KubeResponse LeaderFencedKubeClient::WatchNodes(const NodeWatchQuery& query, const LineSink& sink,
+                                                std::stop_token stop) {
+  return inner_.WatchNodes(query, sink, std::move(stop));
+}
+
 KubeResponse LeaderFencedKubeClient::PatchNode(const std::string& node, const NodePatch& patch) {
   if (auto no = Fence("node patch")) return *no;
   return inner_.PatchNode(node, patch);

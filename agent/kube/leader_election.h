@@ -148,6 +148,8 @@ class LeaderFencedKubeClient final : public KubeClient {
   KubeResponse CreateSubjectAccessReview(const AccessReviewRequest& request) override;
   KubeResponse ListNodes(const NodeListQuery& query) override;
   KubeResponse PatchNode(const std::string& node, const NodePatch& patch) override;
+  KubeResponse WatchNodes(const NodeWatchQuery& query, const LineSink& sink,
+                          std::stop_token stop) override;
   // The coordinator's state (coordinator/state_store.h): read by any replica, written only by
   // the leader.
   KubeResponse GetConfigMap(const std::string& ns, const std::string& name) override;

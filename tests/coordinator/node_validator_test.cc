@@ -83,6 +83,27 @@ class NodeValidatorTest : public ::testing::Test {
   Logger log_{out_};
 };
 
+// With the node cache (as the coordinator runs it): a node that joins after the start is seen
+// through the watch, and no step lists the nodes.
+TEST_F(NodeValidatorTest, WithTheNodeCacheANewNodeIsSeenThroughTheWatch) {
+  server_->EndWatchesWhenIdle(true);
+  NodeCache cache(*kube_, NodeCacheOptions{}, log_, clock_);
+  cache.RunOnce({});
+  NodeValidatorOptions o;
+  o.policy = {.enabled = true, .timeout_ms = 30 * kMinute, .max_nodes = 10, .max_percent = 10};
+  NodeValidator v(*kube_, o, log_, clock_, &cache);
+  v.Step({});  // remembers the bootIDs of the nodes there
+  server_->AddNode(FakeNode("late", "boot-z"));
+  Reboot("n4", "boot-b");
+  cache.RunOnce({});  // the watch brings both
+  const size_t lists = server_->CountCalls("GET", "/api/v1/nodes");
+  ValidationStatus s = v.Step({});
+  EXPECT_EQ(s.tainted, (std::vector<std::string>{"late", "n4"}));
+  EXPECT_EQ(OurTaint("late"), "new-node");
+  EXPECT_EQ(OurTaint("n4"), "rebooted");
+  EXPECT_EQ(server_->CountCalls("GET", "/api/v1/nodes"), lists);
+}
+
 TEST_F(NodeValidatorTest, NodesPresentWhenTurnedOnAreNotTainted) {
   NodeValidator v = Make();
   ValidationStatus s = v.Step({});

@@ -193,6 +193,54 @@ TEST_F(RemediatorTest, AConflictIsRetriedOnAFreshReadAndTheConcurrentTaintKept) 
   EXPECT_EQ(server_->CountCalls("GET", "/api/v1/nodes/n3"), 1U);
 }
 
+// With the node cache (kept by a watch, as the coordinator runs it): a step lists nothing, and a
+// cache that is behind (an operator's taint not seen yet) costs a 409 and a fresh read, never
+// the operator's taint; our own patch is in the cache before its watch event.
+TEST_F(RemediatorTest, WithTheNodeCacheAStepListsNothingAndAStaleCacheMeetsA409) {
+  server_->EndWatchesWhenIdle(true);
+  NodeCache cache(*kube_, RemediationNodeFields("pool"), log_, clock_);
+  cache.RunOnce({});
+  RemediatorOptions o;
+  o.policy = {.mode = RemediationMode::kTaint, .max_nodes = 3, .max_percent = 50,
+              .healthy_ms = kHour};
+  o.pool_label = "pool";
+  Remediator r(*kube_, o, log_, clock_, &cache);
+  const size_t gets = server_->CountCalls("GET", "/api/v1/nodes");
+  // Changed after the cache read it, and the cache is not told (no watch runs meanwhile).
+  server_->ChangeNode("n3", [](json& n) {
+    n["spec"]["taints"] = json::array({{{"key", "other/x"}, {"effect", "NoExecute"}}});
+  });
+  RemediationStatus s = StepAt(r, Faulty({"n3"}), kHour);
+  EXPECT_EQ(s.nodes_seen, 10);
+  EXPECT_TRUE(s.errors.empty()) << s.errors.begin()->second;
+  ASSERT_EQ(Taints("n3").size(), 2U) << server_->Node("n3").dump();
+  EXPECT_EQ(Taints("n3")[0]["key"], "other/x");
+  EXPECT_TRUE(HasOurTaint("n3"));
+  // No list: one GET of n3 after the 409, and nothing else read.
+  EXPECT_EQ(server_->CountCalls("GET", "/api/v1/nodes") - gets, 1U);
+  EXPECT_EQ(server_->CountCalls("GET", "/api/v1/nodes/n3"), 1U);
+  // The answer of our patch is in the cache already: the next step sees n3 tainted and marked.
+  s = StepAt(r, Faulty({"n3"}), kHour + 1);
+  EXPECT_TRUE(s.actions.empty());
+  EXPECT_EQ(s.remediated, std::vector<std::string>{"n3"});
+  EXPECT_TRUE(s.released_by_operator.empty());
+  EXPECT_EQ(server_->CountCalls("PATCH", "/api/v1/nodes/n3"), 3U);  // 409, retry, clear event
+}
+
+TEST_F(RemediatorTest, WithTheNodeCacheAFailingWatchIsAListErrorNotAStaleAct) {
+  auto dead = api_.Client(1);
+  NodeCache cache(*dead, RemediationNodeFields("pool"), log_, clock_);
+  cache.RunOnce({});
+  RemediatorOptions o;
+  o.policy = {.mode = RemediationMode::kTaint, .max_nodes = 3, .max_percent = 50,
+              .healthy_ms = kHour};
+  Remediator r(*kube_, o, log_, clock_, &cache);
+  RemediationStatus s = StepAt(r, Faulty({"n3"}), kHour);
+  EXPECT_EQ(s.list_error, "list nodes: connection failed");
+  EXPECT_TRUE(s.actions.empty());
+  EXPECT_FALSE(HasOurTaint("n3"));
+}
+
 TEST_F(RemediatorTest, ForbiddenAndServerErrorsAreLoggedOnceCountedAndRetriedNextStep) {
   Remediator r = Make(RemediationMode::kTaint);
   int64_t t = 0;  // each round starts where the last one ended

@@ -405,7 +405,7 @@ remediation)
     can="$(kubectl auth can-i patch nodes --as "system:serviceaccount:$ns:remedy-nccl-triage-coordinator" || true)"
     case "$mode" in
       taint|cordon)
-        grep -q -F '"patch nodes" (besides get and list nodes and create events) in this mode' <<<"$notes" ||
+        grep -q -F '"patch nodes" (besides get, list and watch nodes and create events) in this mode' <<<"$notes" ||
           die "$mode: the NOTES do not say the coordinator may now patch nodes: $notes"
         [ "$can" = yes ] || die "$mode: the NOTES say patch nodes, the API server says '$can'" ;;
       dry-run)

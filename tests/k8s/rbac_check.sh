@@ -52,6 +52,7 @@ table="$(
   row "create pods --subresource exec -n jobs" create pods --subresource exec -n jobs
   row "get nodes" get nodes
   row "list nodes" list nodes
+  row "watch nodes" watch nodes
   row "patch nodes" patch nodes
   row "update nodes" update nodes
   row "delete nodes" delete nodes

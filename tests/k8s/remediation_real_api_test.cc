@@ -7,20 +7,26 @@
 //   3 confirmed faults      3 nodes tainted and cordoned, marked, events accepted;
 //   40 at once              the circuit breaker: never more than 10 % of the pool (6) tainted;
 //   recovery                our taints, marks and cordons removed after recover_after, an
-//                           operator's own taint and cordon left alone.
+//                           operator's own taint and cordon left alone;
+//   the node watch          a node created and a node tainted after the coordinator's first
+//                           list are seen through its watch (no second list), and remediated
+//                           from there.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/files.h"
@@ -28,6 +34,7 @@
 #include "coordinator/remediator.h"
 #include "kube/kube_client.h"
 #include "kube/kubeconfig.h"
+#include "kube/node_cache.h"
 #include "real_api.h"
 #include "remediation_pool.h"
 #include "support/fake_clock.h"
@@ -368,6 +375,88 @@ TEST_F(RemediationRealApi, OnlyTheCoordinatorMayPatchNodes) {
   EXPECT_EQ(agent_->ListNodes({}).status, 403);
   EXPECT_TRUE(coordinator_->ListNodes({}).ok());
   EXPECT_FALSE(Unschedulable(Node(NodeName(8))));
+}
+
+TEST_F(RemediationRealApi, ANodeAddedOrTaintedAfterStartIsSeenThroughTheWatch) {
+  // As nccl-triage-server does (agent/server/main.cc): a write into a connection the API server
+  // closed (or the watch's, shut down on Stop) is an error to the client, not a signal.
+  std::signal(SIGPIPE, SIG_IGN);
+  const std::string kubectl = std::string(NCCL_TRIAGE_KUBECTL) + " --kubeconfig " + Work() +
+                              "/kubeconfig";
+  const std::string late = "watch-late";
+  ASSERT_EQ(std::system((kubectl + " delete node " + late + " --ignore-not-found >/dev/null")
+                            .c_str()),
+            0);
+  // The coordinator's own client and RBAC (list and watch), on the real clock: the watch runs
+  // on its thread as in the coordinator.
+  SystemClock clock;
+  NodeCacheOptions o = RemediationNodeFields(kPoolLabel);
+  o.list_page = 25;
+  NodeCache cache(*coordinator_, o, log_, clock);
+  cache.Start();
+  std::vector<CachedNode> nodes;
+  std::string error;
+  ASSERT_TRUE(cache.Nodes(&nodes, &error, std::chrono::seconds(60))) << error << out_.str();
+  ASSERT_GE(nodes.size(), static_cast<size_t>(kNodes));
+
+  const std::string manifest = Work() + "/watch-late.yaml";
+  {
+    std::ofstream f(manifest);
+    f << "apiVersion: v1\nkind: Node\nmetadata:\n  name: " << late
+      << "\n  labels: {pool.example/name: remediation}\n";
+  }
+  ASSERT_EQ(std::system((kubectl + " create -f " + manifest + " >/dev/null").c_str()), 0);
+  NodePatch op;
+  op.taints = json::array({{{"key", "ops.example/watched"}, {"effect", "NoSchedule"}}});
+  ASSERT_TRUE(admin_->PatchNode(NodeName(7), op).ok());
+
+  auto seen = [&] {
+    if (!cache.Nodes(&nodes, &error)) return false;
+    bool added = false, tainted = false;
+    for (const CachedNode& n : nodes) {
+      added = added || n.name == late;
+      if (n.name == NodeName(7)) {
+        for (const json& t : n.taints) {
+          tainted = tainted || t.value("key", "") == "ops.example/watched";
+        }
+      }
+    }
+    return added && tainted;
+  };
+  for (int i = 0; i < 300 && !seen(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(seen()) << out_.str();
+  EXPECT_EQ(cache.stats().lists, 1U) << "seen by a list, not the watch";
+  EXPECT_GE(cache.stats().events, 2U);
+
+  // The remediator reads the cache (no list) and taints the new node.
+  RemediatorOptions ro;
+  ro.policy = {.mode = RemediationMode::kTaint, .max_nodes = 10, .max_percent = 10,
+               .healthy_ms = kHour};
+  ro.pool_label = kPoolLabel;
+  Remediator r(*coordinator_, ro, log_, clock, &cache);
+  RemediationStatus s = r.Step({{late, {FaultClass::kIbResource, {"ib.port_state"}}}});
+  EXPECT_TRUE(s.list_error.empty()) << s.list_error;
+  EXPECT_TRUE(s.errors.empty()) << s.errors.begin()->second;
+  EXPECT_TRUE(HasTaint(Node(late), std::string(kFaultTaintKey)));
+  EXPECT_TRUE(HasTaint(Node(NodeName(7)), "ops.example/watched"));
+  EXPECT_EQ(cache.stats().lists, 1U);
+
+  ASSERT_EQ(std::system((kubectl + " delete node " + late + " >/dev/null").c_str()), 0);
+  auto gone = [&] {
+    if (!cache.Nodes(&nodes, &error)) return false;
+    for (const CachedNode& n : nodes) {
+      if (n.name == late) return false;
+    }
+    return true;
+  };
+  for (int i = 0; i < 300 && !gone(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(gone());
+  cache.Stop();
+  ::unlink(manifest.c_str());
 }
 
 }  // namespace

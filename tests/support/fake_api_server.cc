@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <ctime>
 #include <set>
 
@@ -245,7 +246,99 @@ struct FakeApiServer::Impl {
     return nullptr;
   }
 
+  // The watch: every node change as an event, by resourceVersion; those at or before
+  // `compacted` are gone (a watch from there meets 410). Scripted answers go first.
+  struct WatchEvent {
+    uint64_t version;
+    std::string line;
+  };
+  std::vector<WatchEvent> node_events;
+  std::atomic<uint64_t> node_bytes{0};  // bodies of node lists and gets, and watch event lines
+  uint64_t compacted = 0;
+  std::deque<WatchScript> watch_scripts;
+  uint64_t watch_generation = 0;  // EndNodeWatches: the open watches end when it moves
+  bool watch_ends_when_idle = false;
+
+  void RecordNodeEvent(const std::string& type, const json& node) {
+    node_events.push_back(
+        {resource_version, json{{"type", type}, {"object", node}}.dump() + "\n"});
+    stop_cv.notify_all();
+  }
+
+  void WatchNodes(const httplib::Request& req, httplib::Response& res) {
+    std::unique_lock lock(mu);
+    if (!watch_scripts.empty()) {
+      WatchScript script = std::move(watch_scripts.front());
+      watch_scripts.pop_front();
+      lock.unlock();
+      if (script.status != 200) {
+        Fail(res, script.status, script.message);
+        return;
+      }
+      auto lines = std::make_shared<std::vector<std::string>>(std::move(script.lines));
+      const bool broken = script.broken;
+      res.set_chunked_content_provider(
+          "application/json", [lines, broken](size_t, httplib::DataSink& sink) {
+            for (const std::string& l : *lines) {
+              if (!sink.write(l.data(), l.size())) return false;
+            }
+            if (broken) return false;  // cut without the last chunk: a broken stream
+            sink.done();
+            return true;
+          });
+      return;
+    }
+    uint64_t from = 0;
+    const std::string version = req.get_param_value("resourceVersion");
+    if (!version.empty()) from = std::stoull(version);
+    const int timeout = req.has_param("timeoutSeconds")
+                            ? std::stoi(req.get_param_value("timeoutSeconds"))
+                            : 1800;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
+    const uint64_t generation = watch_generation;
+    const bool gone = from < compacted;
+    res.set_chunked_content_provider(
+        "application/json",
+        [this, from, deadline, generation, gone, next = size_t{0}](
+            size_t, httplib::DataSink& sink) mutable {
+          if (gone) {
+            const std::string line =
+                json{{"type", "ERROR"},
+                     {"object",
+                      {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
+                       {"reason", "Expired"}, {"code", 410},
+                       {"message", "too old resource version: " + std::to_string(from)}}}}
+                    .dump() +
+                "\n";
+            sink.write(line.data(), line.size());
+            sink.done();
+            return true;
+          }
+          std::unique_lock lock(mu);
+          while (true) {
+            while (next < node_events.size() && node_events[next].version <= from) ++next;
+            if (next < node_events.size()) {
+              const std::string line = node_events[next++].line;
+              lock.unlock();
+              node_bytes += line.size();
+              return sink.write(line.data(), line.size());
+            }
+            if (stopping || watch_generation != generation || watch_ends_when_idle ||
+                std::chrono::steady_clock::now() >= deadline) {
+              lock.unlock();
+              sink.done();
+              return true;
+            }
+            stop_cv.wait_until(lock, deadline);
+          }
+        });
+  }
+
   void ListNodes(const httplib::Request& req, httplib::Response& res) {
+    if (req.has_param("watch")) {
+      WatchNodes(req, res);
+      return;
+    }
     std::lock_guard lock(mu);
     const std::string labels = req.get_param_value("labelSelector");
     const size_t limit = req.has_param("limit") ? std::stoul(req.get_param_value("limit")) : 0;
@@ -260,10 +353,11 @@ struct FakeApiServer::Impl {
       items.push_back(*match[i]);
     json meta = {{"resourceVersion", std::to_string(resource_version)}};
     if (i < match.size()) meta["continue"] = std::to_string(i);
-    res.set_content(
+    const std::string body =
         json{{"kind", "NodeList"}, {"apiVersion", "v1"}, {"metadata", meta}, {"items", items}}
-            .dump(),
-        "application/json");
+            .dump();
+    node_bytes += body.size();
+    res.set_content(body, "application/json");
   }
 
   void GetNode(const httplib::Request& req, httplib::Response& res) {
@@ -273,7 +367,9 @@ struct FakeApiServer::Impl {
       Fail(res, 404, "nodes \"" + std::string(req.matches[1]) + "\" not found");
       return;
     }
-    res.set_content(n->dump(), "application/json");
+    const std::string body = n->dump();
+    node_bytes += body.size();
+    res.set_content(body, "application/json");
   }
 
   void PatchNode(const httplib::Request& req, httplib::Response& res) {
@@ -296,6 +392,7 @@ struct FakeApiServer::Impl {
     if (auto change = node_changes.find(name); change != node_changes.end()) {
       change->second(*n);
       (*n)["metadata"]["resourceVersion"] = std::to_string(++resource_version);
+      RecordNodeEvent("MODIFIED", *n);
       node_changes.erase(change);
     }
     json body = json::parse(req.body, nullptr, false);
@@ -317,6 +414,7 @@ struct FakeApiServer::Impl {
     }
     n->merge_patch(body);
     (*n)["metadata"]["resourceVersion"] = std::to_string(++resource_version);
+    RecordNodeEvent("MODIFIED", *n);
     res.set_content(n->dump(), "application/json");
   }
 
@@ -778,7 +876,46 @@ void FakeApiServer::DelayReviews(std::chrono::milliseconds delay) {
 void FakeApiServer::AddNode(json node) {
   std::lock_guard lock(impl_->mu);
   node["metadata"]["resourceVersion"] = std::to_string(++impl_->resource_version);
+  impl_->RecordNodeEvent("ADDED", node);
   impl_->nodes.push_back(std::move(node));
+}
+
+void FakeApiServer::DeleteNode(const std::string& name) {
+  std::lock_guard lock(impl_->mu);
+  auto& nodes = impl_->nodes;
+  for (auto it = nodes.begin(); it != nodes.end(); ++it) {
+    if ((*it)["metadata"].value("name", "") != name) continue;
+    json gone = std::move(*it);
+    nodes.erase(it);
+    gone["metadata"]["resourceVersion"] = std::to_string(++impl_->resource_version);
+    impl_->RecordNodeEvent("DELETED", gone);
+    return;
+  }
+}
+
+void FakeApiServer::CompactNodeEvents() {
+  std::lock_guard lock(impl_->mu);
+  impl_->compacted = impl_->resource_version;
+  impl_->node_events.clear();
+}
+
+void FakeApiServer::ScriptNextWatch(WatchScript script) {
+  std::lock_guard lock(impl_->mu);
+  impl_->watch_scripts.push_back(std::move(script));
+}
+
+uint64_t FakeApiServer::node_bytes_served() const { return impl_->node_bytes; }
+
+void FakeApiServer::EndWatchesWhenIdle(bool end) {
+  std::lock_guard lock(impl_->mu);
+  impl_->watch_ends_when_idle = end;
+  impl_->stop_cv.notify_all();
+}
+
+void FakeApiServer::EndNodeWatches() {
+  std::lock_guard lock(impl_->mu);
+  ++impl_->watch_generation;
+  impl_->stop_cv.notify_all();
 }
 
 json FakeApiServer::Node(const std::string& name) const {
@@ -805,6 +942,7 @@ void FakeApiServer::ChangeNode(const std::string& name, std::function<void(json&
   if (json* n = impl_->FindNode(name)) {
     change(*n);
     (*n)["metadata"]["resourceVersion"] = std::to_string(++impl_->resource_version);
+    impl_->RecordNodeEvent("MODIFIED", *n);
   }
 }
 

@@ -8,7 +8,7 @@
 // non-resource URLs (the HTTP servers' authorizer) from a table of tokens and grants, with
 // injected failures and a delay (a stalled API server) — and checks what a real one would: the
 // bearer token (or, when configured, a client certificate signed by its CA). Errors are
-// injected per pod, per log and per call kind. Nodes: list, get and merge patches with the
+// injected per pod, per log and per call kind. Nodes: list, watch, get and merge patches with the
 // resourceVersion precondition, for remediation; ConfigMaps, for the coordinator's state.
 // Thread-safe; binds 127.0.0.1 on a free port.
 //
@@ -96,6 +96,27 @@ class FakeApiServer {
                                  std::function<void(nlohmann::json& node)> change);
   // Changes a node now, as the kubelet or another writer would (a new resourceVersion).
   void ChangeNode(const std::string& name, std::function<void(nlohmann::json& node)> change);
+  void DeleteNode(const std::string& name);
+  // Watches of the nodes (GET /api/v1/nodes?watch=1): every add, change, patch and delete since
+  // the watch's resourceVersion, one JSON event per line, then the later ones as they happen,
+  // until timeoutSeconds, EndNodeWatches or the server's stop. After CompactNodeEvents, a watch
+  // from an earlier resourceVersion gets an ERROR event with code 410 (as the real one does when
+  // etcd has compacted it away).
+  void CompactNodeEvents();
+  // Ends every open watch (the stream ends cleanly; the client watches again).
+  void EndNodeWatches();
+  // A watch ends (cleanly) once it has sent every event there is, instead of waiting for more:
+  // a test drives one watch at a time on its own thread.
+  void EndWatchesWhenIdle(bool end);
+  // The next watch answers this instead: an HTTP error, or these lines (each with its newline,
+  // or not), then the end of the stream or, `broken`, a connection cut mid-stream.
+  struct WatchScript {
+    int status = 200;
+    std::string message;
+    std::vector<std::string> lines;
+    bool broken = false;
+  };
+  void ScriptNextWatch(WatchScript script);
 
   // ConfigMaps (the coordinator's state): get, create (409 when it exists) and update guarded by
   // metadata.resourceVersion (409 when it changed).
@@ -130,6 +151,8 @@ class FakeApiServer {
                                                  const std::string& pod) const;
   std::vector<nlohmann::json> Events() const;
   uint64_t log_bytes_served() const { return log_bytes_served_; }
+  // Bytes of node list and get bodies and of watch event lines served.
+  uint64_t node_bytes_served() const;
 
  private:
   struct Impl;

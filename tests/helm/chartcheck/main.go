@@ -606,7 +606,7 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	c.check(reflect.DeepEqual(rbacRules(ar), wantAgent), "agent rules %v, want %v", rbacRules(ar), wantAgent)
 	// The coordinator: tokenreviews create (identity tokens, and with server.auth the tokens of
 	// /metrics and /status, with subjectaccessreviews create), pods get in its own namespace only
-	// when it checks the agents' identity tokens; nodes get/list and events create with remediation
+	// when it checks the agents' identity tokens; nodes get/list/watch and events create with remediation
 	// (dry-run included), nodes patch only when it taints or cordons; nothing else.
 	clusterRoles, roles := 1, 0
 	wantCoordinator := []string{}
@@ -617,7 +617,8 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 		wantCoordinator = append(wantCoordinator, reviews[1])
 	}
 	if remediation != "off" {
-		wantCoordinator = append(wantCoordinator, "/events:create", "/nodes:get", "/nodes:list")
+		wantCoordinator = append(wantCoordinator, "/events:create", "/nodes:get", "/nodes:list",
+			"/nodes:watch")
 	}
 	if remediation == "taint" || remediation == "cordon" {
 		wantCoordinator = append(wantCoordinator, "/nodes:patch")
@@ -851,6 +852,7 @@ var kubeCalls = map[string]string{
 	"ListNamespacedPods":        "/pods:list",
 	"StreamPodLog":              "/pods/log:get",
 	"ListNodes":                 "/nodes:list",
+	"WatchNodes":                "/nodes:watch",
 	"PatchNode":                 "/nodes:patch",
 	"RemoveNodeCondition":       "/nodes/status:patch",
 	"ListAllPods":               "/pods:list",
