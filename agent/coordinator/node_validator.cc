@@ -76,23 +76,17 @@ NodeValidator::NodeRead NodeValidator::ParseNode(const CachedNode& node) {
 }
 
 bool NodeValidator::ListNodes(std::vector<NodeRead>* nodes, std::string* error) {
-  std::string why;
-  if (nodes_ != nullptr) {
-    std::vector<CachedNode> cached;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ -
-                                                                            clock_.Now());
-    if (nodes_->Nodes(&cached, &why, std::max(left, std::chrono::milliseconds(0)), stop_)) {
-      for (const CachedNode& c : cached) nodes->push_back(ParseNode(c));
-    }
-  } else {
-    why = ListEveryPage(
-        [this](const NodeListQuery& q) { return kube_.ListNodes(q); }, NodeListQuery{},
-        options_.list_page, options_.max_listed_nodes, [this] { return CutShort(); },
-        [&](const json& item) {
-          NodeRead n = ParseNode(CachedNodeFromJson(item, NodeCacheOptions{}));
-          if (!n.name.empty()) nodes->push_back(std::move(n));
-        });
-  }
+  NodeCacheOptions fields;
+  fields.list_page = options_.list_page;
+  fields.max_nodes = options_.max_listed_nodes;
+  const std::string why = ReadNodes(
+      nodes_, kube_, fields,
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - clock_.Now()), stop_,
+      [this] { return CutShort(); },
+      [&](const CachedNode& c) {
+        NodeRead n = ParseNode(c);
+        if (!n.name.empty()) nodes->push_back(std::move(n));
+      });
   return NoteRecurringList(why, "list nodes", "the node list reads again", list_failing_, log_,
                            kLogComponent, error);
 }

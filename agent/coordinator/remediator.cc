@@ -119,24 +119,15 @@ bool Remediator::PendingEvent::Decode(const std::string& text, PendingEvent* out
 }
 
 bool Remediator::ListNodes(std::vector<NodeState>* nodes, std::string* error) {
-  std::string why;
-  if (nodes_ != nullptr) {
-    // The first step may come before the cache's first list: it waits for it, within its time.
-    std::vector<CachedNode> cached;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ -
-                                                                            clock_.Now());
-    if (nodes_->Nodes(&cached, &why, std::max(left, std::chrono::milliseconds(0)), stop_)) {
-      for (const CachedNode& n : cached) nodes->push_back(ParseNode(n, options_.pool_label));
-    }
-  } else {
-    const NodeCacheOptions fields = RemediationNodeFields(options_.pool_label);
-    why = ListEveryPage(
-        [this](const NodeListQuery& q) { return kube_.ListNodes(q); }, NodeListQuery{},
-        options_.list_page, options_.max_listed_nodes, [this] { return CutShort(); },
-        [&](const json& item) {
-          nodes->push_back(ParseNode(CachedNodeFromJson(item, fields), options_.pool_label));
-        });
-  }
+  NodeCacheOptions fields = RemediationNodeFields(options_.pool_label);
+  fields.list_page = options_.list_page;
+  fields.max_nodes = options_.max_listed_nodes;
+  // The first step may come before the cache's first list: it waits for it, within its time.
+  const std::string why = ReadNodes(
+      nodes_, kube_, fields,
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - clock_.Now()), stop_,
+      [this] { return CutShort(); },
+      [&](const CachedNode& n) { nodes->push_back(ParseNode(n, options_.pool_label)); });
   return NoteRecurringList(why, "list nodes", "the node list reads again", list_failing_, log_,
                            kLogComponent, error);
 }

@@ -320,4 +320,21 @@ NodeCache::Stats NodeCache::stats() const {
   return s;
 }
 
+std::string ReadNodes(NodeCache* cache, KubeClient& kube, const NodeCacheOptions& fields,
+                      std::chrono::milliseconds wait, std::stop_token stop,
+                      const std::function<std::string()>& cut_short,
+                      const std::function<void(const CachedNode&)>& each) {
+  std::string why;
+  if (cache != nullptr) {
+    std::vector<CachedNode> cached;
+    if (cache->Nodes(&cached, &why, std::max(wait, std::chrono::milliseconds(0)), stop)) {
+      for (const CachedNode& n : cached) each(n);
+    }
+    return why;
+  }
+  return ListEveryPage([&kube](const NodeListQuery& q) { return kube.ListNodes(q); },
+                       NodeListQuery{}, fields.list_page, fields.max_nodes, cut_short,
+                       [&](const nlohmann::json& item) { each(CachedNodeFromJson(item, fields)); });
+}
+
 }  // namespace nccl_triage

@@ -28,6 +28,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -143,5 +144,14 @@ class NodeCache {
   std::mutex thread_mu_;
   std::jthread thread_;
 };
+
+// The nodes, each with the fields of `fields`: from `cache` when there is one (waiting up to
+// `wait` for its first list), else from one paged LIST through `kube` (`fields.list_page` and
+// `fields.max_nodes` a page and in all, ended early by `cut_short`). Returns why they could not
+// be read, "" when they were. The remediator and the validator read the nodes this way.
+std::string ReadNodes(NodeCache* cache, KubeClient& kube, const NodeCacheOptions& fields,
+                      std::chrono::milliseconds wait, std::stop_token stop,
+                      const std::function<std::string()>& cut_short,
+                      const std::function<void(const CachedNode&)>& each);
 
 }  // namespace nccl_triage

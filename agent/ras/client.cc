@@ -333,25 +333,35 @@ StatusOr<std::string> Handshake(Connection& conn) {
   return Trim(std::string_view(*hello).substr(kServer.size()));
 }
 
+// Connects and says hello: the reply gets the address, the protocol and (through the connection)
+// the transcript. Errors after the connect name the address. The reply must outlive the
+// connection and stay where it is while the connection is used.
+template <class Reply>
+StatusOr<Connection> OpenSession(const QueryOptions& o, Clock::time_point until, Reply& reply) {
+  auto connected = Connect(o, until);
+  if (!connected.ok()) return connected.status();
+  reply.address = connected->address;
+  Connection conn(std::move(connected->fd), until, o.max_reply_bytes, &reply.transcript);
+  auto protocol = Handshake(conn);
+  if (!protocol.ok()) {
+    return Status(protocol.status().code(), reply.address + ": " + protocol.status().message());
+  }
+  reply.server_protocol = std::move(protocol).value();
+  reply.protocol_known = reply.server_protocol == std::to_string(kClientProtocol);
+  return conn;
+}
+
 }  // namespace
 
 StatusOr<RawReply> QueryRas(const QueryOptions& o) {
   const auto start = Clock::now();
-  const auto until = start + o.deadline;
-  auto connected = Connect(o, until);
-  if (!connected.ok()) return connected.status();
-
   RawReply reply;
-  reply.address = connected->address;
-  Connection conn(std::move(connected->fd), until, o.max_reply_bytes, &reply.transcript);
+  auto opened = OpenSession(o, start + o.deadline, reply);
+  if (!opened.ok()) return opened.status();
+  Connection& conn = *opened;
   auto fail = [&](const Status& s) {
     return Status(s.code(), reply.address + ": " + s.message());
   };
-
-  auto protocol = Handshake(conn);
-  if (!protocol.ok()) return fail(protocol.status());
-  reply.server_protocol = std::move(protocol).value();
-  reply.protocol_known = reply.server_protocol == std::to_string(kClientProtocol);
 
   // The format: JSON where the server has it.
   reply.format = ReplyFormat::kText;
@@ -389,20 +399,13 @@ StatusOr<RawReply> QueryRas(const QueryOptions& o) {
 
 StatusOr<DiagnosticsReply> QueryRasDiagnostics(const QueryOptions& o) {
   const auto start = Clock::now();
-  const auto until = start + o.deadline;
-  auto connected = Connect(o, until);
-  if (!connected.ok()) return connected.status();
-
   DiagnosticsReply reply;
-  reply.address = connected->address;
-  Connection conn(std::move(connected->fd), until, o.max_reply_bytes, &reply.transcript);
+  auto opened = OpenSession(o, start + o.deadline, reply);
+  if (!opened.ok()) return opened.status();
+  Connection& conn = *opened;
   auto fail = [&](const Status& s) {
     return Status(s.code(), reply.address + ": " + s.message());
   };
-  auto protocol = Handshake(conn);
-  if (!protocol.ok()) return fail(protocol.status());
-  reply.server_protocol = std::move(protocol).value();
-  reply.protocol_known = reply.server_protocol == std::to_string(kClientProtocol);
 
   // The connection is in text format (the default); JSON would make NCCL refuse the request.
   if (Status s = conn.Send("DIAGNOSTICS\n"); !s.ok()) return fail(s);
