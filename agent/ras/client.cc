@@ -333,6 +333,11 @@ StatusOr<std::string> Handshake(Connection& conn) {
   return Trim(std::string_view(*hello).substr(kServer.size()));
 }
 
+// The error as the caller sees it once the address is known: "127.0.0.1:28028: ...".
+Status AtAddress(const std::string& address, const Status& s) {
+  return Status(s.code(), address + ": " + s.message());
+}
+
 // Connects and says hello: the reply gets the address, the protocol and (through the connection)
 // the transcript. Errors after the connect name the address. The reply must outlive the
 // connection and stay where it is while the connection is used.
@@ -343,9 +348,7 @@ StatusOr<Connection> OpenSession(const QueryOptions& o, Clock::time_point until,
   reply.address = connected->address;
   Connection conn(std::move(connected->fd), until, o.max_reply_bytes, &reply.transcript);
   auto protocol = Handshake(conn);
-  if (!protocol.ok()) {
-    return Status(protocol.status().code(), reply.address + ": " + protocol.status().message());
-  }
+  if (!protocol.ok()) return AtAddress(reply.address, protocol.status());
   reply.server_protocol = std::move(protocol).value();
   reply.protocol_known = reply.server_protocol == std::to_string(kClientProtocol);
   return conn;
@@ -359,9 +362,7 @@ StatusOr<RawReply> QueryRas(const QueryOptions& o) {
   auto opened = OpenSession(o, start + o.deadline, reply);
   if (!opened.ok()) return opened.status();
   Connection& conn = *opened;
-  auto fail = [&](const Status& s) {
-    return Status(s.code(), reply.address + ": " + s.message());
-  };
+  auto fail = [&](const Status& s) { return AtAddress(reply.address, s); };
 
   // The format: JSON where the server has it.
   reply.format = ReplyFormat::kText;
@@ -403,9 +404,7 @@ StatusOr<DiagnosticsReply> QueryRasDiagnostics(const QueryOptions& o) {
   auto opened = OpenSession(o, start + o.deadline, reply);
   if (!opened.ok()) return opened.status();
   Connection& conn = *opened;
-  auto fail = [&](const Status& s) {
-    return Status(s.code(), reply.address + ": " + s.message());
-  };
+  auto fail = [&](const Status& s) { return AtAddress(reply.address, s); };
 
   // The connection is in text format (the default); JSON would make NCCL refuse the request.
   if (Status s = conn.Send("DIAGNOSTICS\n"); !s.ok()) return fail(s);
@@ -447,7 +446,7 @@ StatusOr<DiagnosticsReply> QueryRasDiagnostics(const QueryOptions& o) {
     const auto tag = line.find(kDiag);
     if (tag != std::string::npos) {
       const std::string_view text = std::string_view(line).substr(tag + kDiag.size());
-      if (StartsWithNoCase(text, "RAS diagnostics completed in ")) reply.complete = true;
+      if (StartsWithNoCase(text, kDiagnosticsDone)) reply.complete = true;
     }
     reply.body += line + "\n";
     reply.lines.push_back(std::move(line));

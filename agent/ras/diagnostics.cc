@@ -48,7 +48,7 @@ DiagReport ParseDiagnostics(const std::vector<std::string>& lines) {
     }
     d.text = std::string(text);
     std::string_view rest;
-    if (detail::AfterPrefix(text, "RAS diagnostics completed in ", rest) ||
+    if (detail::AfterPrefix(text, kDiagnosticsDone, rest) ||
         detail::AfterPrefix(text, "NCCL diagnostics completed in ", rest)) {
       // "12.5 ms across 2 RAS peers"
       const auto words = detail::Split(rest);
@@ -96,6 +96,11 @@ DiagJudgement JudgeDiagnostics(const DiagReport& report, const CompiledRules& ru
       ++j.faults;
     }
     j.findings.push_back(std::move(f));
+  }
+  for (const auto& f : j.findings) {
+    if (!f.cause.empty() && std::find(j.causes.begin(), j.causes.end(), f.cause) == j.causes.end()) {
+      j.causes.push_back(f.cause);
+    }
   }
   if (!j.findings.empty()) {
     j.state = "findings";

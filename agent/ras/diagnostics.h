@@ -62,6 +62,8 @@ struct DiagJudgement {
   // Findings that name a fault: a failed check, or a line a root or generic rule names; not the
   // suspects (a setting that differs between ranks, which jobs may do on purpose).
   int faults = 0;
+  // The distinct cause ids the findings name, in report order (findings no rule names add none).
+  std::vector<std::string> causes;
 };
 
 DiagJudgement JudgeDiagnostics(const DiagReport& report, const CompiledRules& rules);

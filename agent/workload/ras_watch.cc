@@ -4,6 +4,7 @@
 #include <charconv>
 #include <tuple>
 
+#include "base/text.h"
 #include "classify/rules.h"
 #include "ras/netns.h"
 #include "ras/protocol.h"
@@ -309,14 +310,7 @@ void RasWatch::Diagnose(const RasTarget& t, Clock::TimePoint until, const std::s
         ras::JudgeDiagnostics(ras::ParseDiagnostics(reply->lines), *ActiveRules());
     r.diagnostics_annotation = RasDiagnosticsAnnotation(r.diagnostics_judgement);
     r.status.diagnostics_findings = r.diagnostics_judgement.faults;
-    std::string causes;
-    for (const auto& f : r.diagnostics_judgement.findings) {
-      if (f.cause.empty() || ("," + causes + ",").find("," + f.cause + ",") != std::string::npos) {
-        continue;
-      }
-      causes += (causes.empty() ? "" : ",") + f.cause;
-    }
-    r.status.diagnostics_causes = causes;
+    r.status.diagnostics_causes = Join(r.diagnostics_judgement.causes, ",");
     log_.Debug("ras", "RAS diagnostics of " + who + ": " + r.diagnostics_judgement.state + " (" +
                           r.diagnostics_judgement.summary + ")");
   }
