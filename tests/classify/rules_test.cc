@@ -222,9 +222,17 @@ const std::multimap<std::string, std::string>& Samples() {
       {"diag.nccl_env",
        "gpu-7:5120 NCCL DIAG NCCL environment: mismatch across 2 ranks in comm 0x7f3a1c for "
        "NCCL_SOCKET_IFNAME"},
-      {"diag.nccl_env",
+      {"diag.nccl_env_count",
        "gpu-7:5120 NCCL DIAG NCCL environment: 1 NCCL_* env var(s) differ across ranks in comm "
        "0x7f3a1c"},
+      {"diag.nccl_env_per_process",
+       "vm:635 NCCL DIAG [INFO] NCCL environment: mismatch across 2 ranks in comm "
+       "0x7c7a7c4da0885580 for NCCL_RAS_ADDR"},
+      {"diag.nccl_env_per_process",
+       "vm:635 NCCL DIAG [INFO] NCCL environment: NCCL_HOSTID=ras-rank1 on rank(s) {1}"},
+      {"diag.nccl_env",
+       "vm:725 NCCL DIAG [INFO] NCCL environment: mismatch across 2 ranks in comm "
+       "0x2e288f80053a7f6a for NCCL_DEBUG_SUBSYS"},
       {"diag.nccl_env",
        "gpu-7:5120 NCCL DIAG NCCL environment: NCCL_IB_HCA=mlx5_0 on rank(s) 1"},
       {"diag.ib_device_missing",

@@ -251,6 +251,51 @@ TEST(RasDiagnosticsCommand, AFailedCheckAndADifferingSettingAreFindingsWithCause
       << t.out;
 }
 
+// Real NCCL 2.32.6 reports (tests/gpu/ras-diag.sh on an H100, two ranks on one GPU with a
+// distinct NCCL_HOSTID and NCCL_RAS_ADDR each). A job that runs: the settings that name the
+// process differ by design and are no finding, the [INFO] lines of checks the machine cannot
+// run (no HCA) neither.
+TEST(RasDiagnosticsCommand, ARealReportOfAJobThatRunsIsOk) {
+  for (const char* file :
+       {"nccl-2.32.6-1-diag-same-rank0.txt", "nccl-2.32.6-1-diag-same-rank1.txt"}) {
+    FakeRasServer s(ReadTranscriptFile(file));
+    const Outcome r = Ras({"--diagnostics", "--addr", s.addr()});
+    EXPECT_EQ(r.code, 0) << file << r.err << r.out;
+    EXPECT_NE(r.out.find("state:    ok: 6 check(s) passed, none failed or differs"),
+              std::string::npos)
+        << file << r.out;
+    EXPECT_NE(r.out.find("2 RAS peers, NCCL took "), std::string::npos) << r.out;
+  }
+}
+
+// The same job with two settings that differ between the ranks: both named, with each rank's
+// value, as suspects (no fault: the gauge stays at zero), and still nothing of the per-process
+// settings.
+TEST(RasDiagnosticsCommand, ARealReportNamesTheSettingsThatDifferAsSuspects) {
+  FakeRasServer s(ReadTranscriptFile("nccl-2.32.6-2-diag-differ.txt"));
+  const Outcome r = Ras({"--diagnostics", "--addr", s.addr(), "--format", "json"});
+  EXPECT_EQ(r.code, 1) << r.err << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["state"], "findings");
+  EXPECT_EQ(j["faults"], 0);
+  EXPECT_EQ(j["passed"], 6);
+  EXPECT_EQ(j["report"]["peers"], 2);
+  ASSERT_EQ(j["findings"].size(), 6u) << r.out;
+  std::string texts;
+  for (const auto& f : j["findings"]) {
+    EXPECT_EQ(f["cause"], "nccl.env_mismatch") << f.dump();
+    EXPECT_EQ(f["strength"], "suspect") << f.dump();
+    texts += f["text"].get<std::string>() + "\n";
+  }
+  EXPECT_NE(texts.find("NCCL_DEBUG_SUBSYS=INIT,RAS,ENV on rank(s) {1}"), std::string::npos)
+      << texts;
+  EXPECT_NE(texts.find("NCCL_TRIAGE_DIAG_MARK=(unset) on rank(s) {0}"), std::string::npos)
+      << texts;
+  EXPECT_EQ(texts.find("NCCL_HOSTID"), std::string::npos) << texts;
+  EXPECT_EQ(texts.find("NCCL_RAS_ADDR"), std::string::npos) << texts;
+  EXPECT_EQ(texts.find("env var(s) differ"), std::string::npos) << texts;
+}
+
 TEST(RasDiagnosticsCommand, AFailedCheckNoRuleKnowsIsStillAFinding) {
   FakeRasServer s(
       "> CLIENT PROTOCOL 2\n< SERVER PROTOCOL 2\n> DIAGNOSTICS\n"
@@ -265,8 +310,9 @@ TEST(RasDiagnosticsCommand, AFailedCheckNoRuleKnowsIsStillAFinding) {
   EXPECT_NE(j["summary"].get<std::string>().find("unnamed check"), std::string::npos);
 }
 
+// The BUSY answer is the real one of NCCL 2.32.6 (four of five requests sent at once).
 TEST(RasDiagnosticsCommand, BusyAndAnOldNcclAreOneLineAndNoReport) {
-  FakeRasServer busy(ReadTranscriptFile("nccl-2.32.6-modelled-diag-busy.txt"));
+  FakeRasServer busy(ReadTranscriptFile("nccl-2.32.6-3-diag-busy.txt"));
   const Outcome b = Ras({"--diagnostics", "--addr", busy.addr()});
   EXPECT_EQ(b.code, 2);
   EXPECT_NE(b.err.find("busy: NCCL is running another diagnostics request"), std::string::npos)

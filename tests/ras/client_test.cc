@@ -194,7 +194,7 @@ TEST(RasDiagnostics, ReadsTheReportToItsCompletionLine) {
 }
 
 TEST(RasDiagnostics, BusyIsAnAnswerNotAnError) {
-  FakeRasServer s(ReadTranscriptFile("nccl-2.32.6-modelled-diag-busy.txt"));
+  FakeRasServer s(ReadTranscriptFile("nccl-2.32.6-3-diag-busy.txt"));
   auto r = QueryRasDiagnostics(To(s));
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->busy);

@@ -15,8 +15,12 @@
 //
 // A transcript is what tests/gpu/ras_query.cc records: "> " lines sent by the client, "< " lines
 // answered, and after "> STATUS" the report as received. tests/ras/transcripts/nccl-2.28.9-* were
-// recorded from real NCCL 2.28.9 processes (tests/gpu/ras-hang.sh); the files named *-modelled-*
-// are modelled on the print formats of NCCL's source at the version they name, not recorded.
+// recorded from real NCCL 2.28.9 processes (tests/gpu/ras-hang.sh), nccl-2.32.6-<n>-diag-* from
+// real NCCL 2.32.6 processes (tests/gpu/ras-diag.sh); the files named *-modelled-* are modelled on
+// the print formats of NCCL's source at the version they name, not recorded (the real 2.32.6
+// reports confirm the shape of nccl-2.32.6-modelled-diag-ok.txt's lines; its [OK] line for a
+// consistent environment and the failed checks of -env-ecc were never seen on the one-GPU
+// machine).
 //
 // Faults, for the client's tests: a server that never answers, one that answers garbage, one that
 // closes at once, one that sends a report without end, one that speaks another protocol; for

@@ -316,7 +316,7 @@ TEST(RasWatch, AnNcclBefore231IsNotAskedForDiagnosticsAgain) {
 
 TEST(RasWatch, BusyDiagnosticsAreAskedAgainAtTheNextQuery) {
   FakeRasServer server(ReadTranscriptFile("nccl-2.28.9-1-healthy-json.txt"));
-  server.SetDiagnostics(ReadTranscriptFile("nccl-2.32.6-modelled-diag-busy.txt"));
+  server.SetDiagnostics(ReadTranscriptFile("nccl-2.32.6-3-diag-busy.txt"));
   Harness h({RasProcess(4101, 1, server.addr())}, 1, WithDiagnostics());
   EXPECT_EQ(h.Pass().ras.asked.at(0).diagnostics, "busy");
   h.clock.Advance(std::chrono::seconds(60));
