@@ -216,8 +216,9 @@ DIAG_SEVERITY = [
     ("nvlink", r"mismatch across|^NVLink: inactive link|^NVLink: inconsistent link speeds",
      "problem"),
     ("nvlink", r", all active ", "ok"),
-    ("nccl_env", r"mismatch across |env var\(s\) differ across|^NCCL environment: %s=%s on rank",
-     "problem"),
+    # The count of differing settings repeats the lines that name each of them: no check of its own.
+    ("nccl_env", r"env var\(s\) differ across", "info"),
+    ("nccl_env", r"mismatch across |^NCCL environment: %s=%s on rank", "problem"),
     ("nccl_env", r"env vars consistent across ", "ok"),
     ("nccl_env", r"comparison may be partial", "info"),
     ("net_device", r"differ from rank|reported on only %d of %d nodes|differs within", "problem"),
