@@ -55,13 +55,14 @@ std::vector<Case> LoadCaptures() {
 // 89.4 % class, 87.2 % cause (47 cases); the second unseen set 75.0 % class, 75.0 % cause (40
 // cases, scored the day it was gathered, before any rule was written after it); GPU captures
 // 100 % class, 96.4 % cause (84 cases: NCCL 2.28.9 and both NCCL 2.32.6 sets alike; the three
-// misses are one scenario, an invalid CUDA_VISIBLE_DEVICES read as a CUDA error).
+// misses are one scenario, an invalid CUDA_VISIBLE_DEVICES read as a CUDA error); the third
+// unseen set 80.6 % class, 72.2 % cause (36 cases, scored on the rules it was gathered against).
 constexpr double kUnseenMinClass = 0.85;
 constexpr double kUnseenMinCause = 0.83;
 constexpr double kUnseen2MinClass = 0.72;
 constexpr double kUnseen2MinCause = 0.72;
-constexpr double kUnseen3MinClass = 0.0;
-constexpr double kUnseen3MinCause = 0.0;
+constexpr double kUnseen3MinClass = 0.77;
+constexpr double kUnseen3MinCause = 0.69;
 constexpr double kCaptureMinClass = 0.97;
 constexpr double kCaptureMinCause = 0.93;
 
