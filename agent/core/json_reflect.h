@@ -84,9 +84,8 @@ void ReadInteger(const nlohmann::json& v, const Path& path, T& out) {
   } else if (v.is_number_integer()) {
     const auto i = v.get<int64_t>();
     if constexpr (std::is_unsigned_v<T>) {
-      if (i < 0 || static_cast<uint64_t>(i) > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
-        Fail(path, "number out of range");
-      }
+      constexpr auto kMax = static_cast<uint64_t>(std::numeric_limits<T>::max());
+      if (i < 0 || static_cast<uint64_t>(i) > kMax) Fail(path, "number out of range");
     } else if (i < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
                i > static_cast<int64_t>(std::numeric_limits<T>::max())) {
       Fail(path, "number out of range");
