@@ -40,9 +40,7 @@ struct Limit {
   friend bool operator==(const Limit&, const Limit&) = default;
 };
 constexpr auto FieldsOf(Type<Limit>) {
-  return std::tuple{
-      Field("unlimited", &Limit::unlimited), Field("value", &Limit::value)
-  };
+  return std::tuple{Field("unlimited", &Limit::unlimited), Field("value", &Limit::value)};
 }
 
 struct LimitPair {
@@ -51,9 +49,7 @@ struct LimitPair {
   friend bool operator==(const LimitPair&, const LimitPair&) = default;
 };
 constexpr auto FieldsOf(Type<LimitPair>) {
-  return std::tuple{
-      Field("soft", &LimitPair::soft), Field("hard", &LimitPair::hard)
-  };
+  return std::tuple{Field("soft", &LimitPair::soft), Field("hard", &LimitPair::hard)};
 }
 
 struct PciDevice {
@@ -71,12 +67,10 @@ struct PciDevice {
   friend bool operator==(const PciDevice&, const PciDevice&) = default;
 };
 constexpr auto FieldsOf(Type<PciDevice>) {
-  return std::tuple{
-      Field("bdf", &PciDevice::bdf), Field("vendor", &PciDevice::vendor),
-      Field("device", &PciDevice::device), Field("class", &PciDevice::class_code),
-      Field("path", &PciDevice::path), Field("path_error", &PciDevice::path_error),
-      Field("numa_node", &PciDevice::numa_node)
-  };
+  return std::tuple{Field("bdf", &PciDevice::bdf), Field("vendor", &PciDevice::vendor),
+                    Field("device", &PciDevice::device), Field("class", &PciDevice::class_code),
+                    Field("path", &PciDevice::path), Field("path_error", &PciDevice::path_error),
+                    Field("numa_node", &PciDevice::numa_node)};
 }
 
 struct IbGid {
@@ -87,10 +81,8 @@ struct IbGid {
   friend bool operator==(const IbGid&, const IbGid&) = default;
 };
 constexpr auto FieldsOf(Type<IbGid>) {
-  return std::tuple{
-      Field("index", &IbGid::index), Field("gid", &IbGid::gid), Field("type", &IbGid::type),
-      Field("ndev", &IbGid::ndev)
-  };
+  return std::tuple{Field("index", &IbGid::index), Field("gid", &IbGid::gid),
+                    Field("type", &IbGid::type), Field("ndev", &IbGid::ndev)};
 }
 
 struct IbPort {
@@ -114,17 +106,17 @@ struct IbPort {
   friend bool operator==(const IbPort&, const IbPort&) = default;
 };
 constexpr auto FieldsOf(Type<IbPort>) {
-  return std::tuple{
-      Field("num", &IbPort::num), Field("state", &IbPort::state),
-      Field("phys_state", &IbPort::phys_state), Field("rate_gbps", &IbPort::rate_gbps),
-      Field("rate_text", &IbPort::rate_text), Field("lid", &IbPort::lid),
-      Field("sm_lid", &IbPort::sm_lid), Field("sm_sl", &IbPort::sm_sl),
-      Field("link_layer", &IbPort::link_layer), Field("cap_mask", &IbPort::cap_mask),
-      Field("pkeys", &IbPort::pkeys), Field("pkey_indices", &IbPort::pkey_indices),
-      Field("pkeys_error", &IbPort::pkeys_error), Field("gids", &IbPort::gids),
-      Field("counters", &IbPort::counters), Field("hw_counters", &IbPort::hw_counters),
-      Field("counters_error", &IbPort::counters_error)
-  };
+  return std::tuple{Field("num", &IbPort::num), Field("state", &IbPort::state),
+                    Field("phys_state", &IbPort::phys_state),
+                    Field("rate_gbps", &IbPort::rate_gbps), Field("rate_text", &IbPort::rate_text),
+                    Field("lid", &IbPort::lid), Field("sm_lid", &IbPort::sm_lid),
+                    Field("sm_sl", &IbPort::sm_sl), Field("link_layer", &IbPort::link_layer),
+                    Field("cap_mask", &IbPort::cap_mask), Field("pkeys", &IbPort::pkeys),
+                    Field("pkey_indices", &IbPort::pkey_indices),
+                    Field("pkeys_error", &IbPort::pkeys_error), Field("gids", &IbPort::gids),
+                    Field("counters", &IbPort::counters),
+                    Field("hw_counters", &IbPort::hw_counters),
+                    Field("counters_error", &IbPort::counters_error)};
 }
 
 struct IbDevice {
@@ -139,12 +131,10 @@ struct IbDevice {
   friend bool operator==(const IbDevice&, const IbDevice&) = default;
 };
 constexpr auto FieldsOf(Type<IbDevice>) {
-  return std::tuple{
-      Field("name", &IbDevice::name), Field("node_type", &IbDevice::node_type),
-      Field("node_guid", &IbDevice::node_guid), Field("fw_ver", &IbDevice::fw_ver),
-      Field("hca_type", &IbDevice::hca_type), Field("board_id", &IbDevice::board_id),
-      Field("pci_bdf", &IbDevice::pci_bdf), Field("ports", &IbDevice::ports)
-  };
+  return std::tuple{Field("name", &IbDevice::name), Field("node_type", &IbDevice::node_type),
+                    Field("node_guid", &IbDevice::node_guid), Field("fw_ver", &IbDevice::fw_ver),
+                    Field("hca_type", &IbDevice::hca_type), Field("board_id", &IbDevice::board_id),
+                    Field("pci_bdf", &IbDevice::pci_bdf), Field("ports", &IbDevice::ports)};
 }
 
 struct UverbsDevice {
@@ -153,9 +143,7 @@ struct UverbsDevice {
   friend bool operator==(const UverbsDevice&, const UverbsDevice&) = default;
 };
 constexpr auto FieldsOf(Type<UverbsDevice>) {
-  return std::tuple{
-      Field("name", &UverbsDevice::name), Field("ibdev", &UverbsDevice::ibdev)
-  };
+  return std::tuple{Field("name", &UverbsDevice::name), Field("ibdev", &UverbsDevice::ibdev)};
 }
 
 struct NetInterface {
@@ -167,11 +155,10 @@ struct NetInterface {
   friend bool operator==(const NetInterface&, const NetInterface&) = default;
 };
 constexpr auto FieldsOf(Type<NetInterface>) {
-  return std::tuple{
-      Field("name", &NetInterface::name), Field("operstate", &NetInterface::operstate),
-      Field("type", &NetInterface::type), Field("mtu", &NetInterface::mtu),
-      Field("addresses", &NetInterface::addresses)
-  };
+  return std::tuple{Field("name", &NetInterface::name),
+                    Field("operstate", &NetInterface::operstate),
+                    Field("type", &NetInterface::type), Field("mtu", &NetInterface::mtu),
+                    Field("addresses", &NetInterface::addresses)};
 }
 
 struct KernelModule {
@@ -182,10 +169,9 @@ struct KernelModule {
   friend bool operator==(const KernelModule&, const KernelModule&) = default;
 };
 constexpr auto FieldsOf(Type<KernelModule>) {
-  return std::tuple{
-      Field("name", &KernelModule::name), Field("loaded", &KernelModule::loaded),
-      Field("version", &KernelModule::version), Field("source", &KernelModule::source)
-  };
+  return std::tuple{Field("name", &KernelModule::name), Field("loaded", &KernelModule::loaded),
+                    Field("version", &KernelModule::version),
+                    Field("source", &KernelModule::source)};
 }
 
 struct MountEntry {
@@ -196,10 +182,9 @@ struct MountEntry {
   friend bool operator==(const MountEntry&, const MountEntry&) = default;
 };
 constexpr auto FieldsOf(Type<MountEntry>) {
-  return std::tuple{
-      Field("mount_point", &MountEntry::mount_point), Field("fs_type", &MountEntry::fs_type),
-      Field("source", &MountEntry::source), Field("super_options", &MountEntry::super_options)
-  };
+  return std::tuple{Field("mount_point", &MountEntry::mount_point),
+                    Field("fs_type", &MountEntry::fs_type), Field("source", &MountEntry::source),
+                    Field("super_options", &MountEntry::super_options)};
 }
 
 struct GpuInfo {
@@ -211,11 +196,9 @@ struct GpuInfo {
   friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
 };
 constexpr auto FieldsOf(Type<GpuInfo>) {
-  return std::tuple{
-      Field("bdf", &GpuInfo::bdf), Field("model", &GpuInfo::model),
-      Field("source", &GpuInfo::source), Field("minor", &GpuInfo::minor),
-      Field("uuid", &GpuInfo::uuid)
-  };
+  return std::tuple{Field("bdf", &GpuInfo::bdf), Field("model", &GpuInfo::model),
+                    Field("source", &GpuInfo::source), Field("minor", &GpuInfo::minor),
+                    Field("uuid", &GpuInfo::uuid)};
 }
 
 // A GPU device the kubelet assigned to a container (its pod-resources List, an nvidia.com/*
@@ -227,10 +210,9 @@ struct GpuAllocation {
   friend bool operator==(const GpuAllocation&, const GpuAllocation&) = default;
 };
 constexpr auto FieldsOf(Type<GpuAllocation>) {
-  return std::tuple{
-      Field("owner", &GpuAllocation::owner), Field("resource", &GpuAllocation::resource),
-      Field("device_id", &GpuAllocation::device_id)
-  };
+  return std::tuple{Field("owner", &GpuAllocation::owner),
+                    Field("resource", &GpuAllocation::resource),
+                    Field("device_id", &GpuAllocation::device_id)};
 }
 
 // A process (other than ours) holding a device node, found through /proc/<pid>/fd.
@@ -244,10 +226,9 @@ struct DeviceHolder {
   friend bool operator==(const DeviceHolder&, const DeviceHolder&) = default;
 };
 constexpr auto FieldsOf(Type<DeviceHolder>) {
-  return std::tuple{
-      Field("pid", &DeviceHolder::pid), Field("comm", &DeviceHolder::comm),
-      Field("device", &DeviceHolder::device), Field("cuda_context", &DeviceHolder::cuda_context)
-  };
+  return std::tuple{Field("pid", &DeviceHolder::pid), Field("comm", &DeviceHolder::comm),
+                    Field("device", &DeviceHolder::device),
+                    Field("cuda_context", &DeviceHolder::cuda_context)};
 }
 
 // Live-only: a real ibv_reg_mr of `bytes` on one HCA (root "/" only).
@@ -259,10 +240,9 @@ struct MrRegistration {
   friend bool operator==(const MrRegistration&, const MrRegistration&) = default;
 };
 constexpr auto FieldsOf(Type<MrRegistration>) {
-  return std::tuple{
-      Field("device", &MrRegistration::device), Field("bytes", &MrRegistration::bytes),
-      Field("ok", &MrRegistration::ok), Field("error", &MrRegistration::error)
-  };
+  return std::tuple{Field("device", &MrRegistration::device),
+                    Field("bytes", &MrRegistration::bytes), Field("ok", &MrRegistration::ok),
+                    Field("error", &MrRegistration::error)};
 }
 
 // Live-only: what libibverbs says about a port (cross-checks sysfs).
@@ -277,13 +257,11 @@ struct VerbsPort {
   friend bool operator==(const VerbsPort&, const VerbsPort&) = default;
 };
 constexpr auto FieldsOf(Type<VerbsPort>) {
-  return std::tuple{
-      Field("device", &VerbsPort::device), Field("port", &VerbsPort::port),
-      Field("state", &VerbsPort::state), Field("active_mtu", &VerbsPort::active_mtu),
-      Field("gid_table_len", &VerbsPort::gid_table_len),
-      Field("pkey_table_len", &VerbsPort::pkey_table_len),
-      Field("link_layer", &VerbsPort::link_layer)
-  };
+  return std::tuple{Field("device", &VerbsPort::device), Field("port", &VerbsPort::port),
+                    Field("state", &VerbsPort::state), Field("active_mtu", &VerbsPort::active_mtu),
+                    Field("gid_table_len", &VerbsPort::gid_table_len),
+                    Field("pkey_table_len", &VerbsPort::pkey_table_len),
+                    Field("link_layer", &VerbsPort::link_layer)};
 }
 
 // Live-only: an HCA libibverbs lists but could not open or query.
@@ -293,9 +271,8 @@ struct VerbsDeviceError {
   friend bool operator==(const VerbsDeviceError&, const VerbsDeviceError&) = default;
 };
 constexpr auto FieldsOf(Type<VerbsDeviceError>) {
-  return std::tuple{
-      Field("device", &VerbsDeviceError::device), Field("error", &VerbsDeviceError::error)
-  };
+  return std::tuple{Field("device", &VerbsDeviceError::device),
+                    Field("error", &VerbsDeviceError::error)};
 }
 
 struct LiveFacts {
@@ -308,13 +285,12 @@ struct LiveFacts {
   friend bool operator==(const LiveFacts&, const LiveFacts&) = default;
 };
 constexpr auto FieldsOf(Type<LiveFacts>) {
-  return std::tuple{
-      Field("gathered", &LiveFacts::gathered), Field("verbs_error", &LiveFacts::verbs_error),
-      Field("verbs_devices", &LiveFacts::verbs_devices),
-      Field("verbs_ports", &LiveFacts::verbs_ports),
-      Field("verbs_device_errors", &LiveFacts::verbs_device_errors),
-      Field("mr_registrations", &LiveFacts::mr_registrations)
-  };
+  return std::tuple{Field("gathered", &LiveFacts::gathered),
+                    Field("verbs_error", &LiveFacts::verbs_error),
+                    Field("verbs_devices", &LiveFacts::verbs_devices),
+                    Field("verbs_ports", &LiveFacts::verbs_ports),
+                    Field("verbs_device_errors", &LiveFacts::verbs_device_errors),
+                    Field("mr_registrations", &LiveFacts::mr_registrations)};
 }
 
 struct NodeSnapshot {
@@ -376,40 +352,45 @@ struct NodeSnapshot {
   friend bool operator==(const NodeSnapshot&, const NodeSnapshot&) = default;
 };
 constexpr auto FieldsOf(Type<NodeSnapshot>) {
-  return std::tuple{
-      Field("schema", &NodeSnapshot::schema), Field("node", &NodeSnapshot::node),
-      Field("root", &NodeSnapshot::root),
-      Field("taken_at_unix_ms", &NodeSnapshot::taken_at_unix_ms),
-      Field("self_pid", &NodeSnapshot::self_pid),
-      Field("kernel_release", &NodeSnapshot::kernel_release), Field("arch", &NodeSnapshot::arch),
-      Field("hypervisor", &NodeSnapshot::hypervisor),
-      Field("mem_total_bytes", &NodeSnapshot::mem_total_bytes),
-      Field("boot_id", &NodeSnapshot::boot_id),
-      Field("boot_time_unix_s", &NodeSnapshot::boot_time_unix_s),
-      Field("pci_devices", &NodeSnapshot::pci_devices),
-      Field("pci_error", &NodeSnapshot::pci_error),
-      Field("infiniband_class_present", &NodeSnapshot::infiniband_class_present),
-      Field("ib_devices", &NodeSnapshot::ib_devices),
-      Field("uverbs_class_present", &NodeSnapshot::uverbs_class_present),
-      Field("uverbs", &NodeSnapshot::uverbs),
-      Field("dev_infiniband_present", &NodeSnapshot::dev_infiniband_present),
-      Field("dev_infiniband", &NodeSnapshot::dev_infiniband),
-      Field("interfaces", &NodeSnapshot::interfaces), Field("modules", &NodeSnapshot::modules),
-      Field("memlock", &NodeSnapshot::memlock), Field("nofile", &NodeSnapshot::nofile),
-      Field("cap_eff", &NodeSnapshot::cap_eff), Field("seccomp_mode", &NodeSnapshot::seccomp_mode),
-      Field("mounts", &NodeSnapshot::mounts), Field("mounts_error", &NodeSnapshot::mounts_error),
-      Field("self_netns", &NodeSnapshot::self_netns),
-      Field("init_netns", &NodeSnapshot::init_netns),
-      Field("selinux_enforce", &NodeSnapshot::selinux_enforce),
-      Field("apparmor_profile", &NodeSnapshot::apparmor_profile),
-      Field("nvidia_driver_version", &NodeSnapshot::nvidia_driver_version),
-      Field("gpus", &NodeSnapshot::gpus), Field("uverbs_holders", &NodeSnapshot::uverbs_holders),
-      Field("gpu_holders", &NodeSnapshot::gpu_holders),
-      Field("proc_scan_error", &NodeSnapshot::proc_scan_error),
-      Field("gpu_allocations", &NodeSnapshot::gpu_allocations),
-      Field("gpu_allocations_error", &NodeSnapshot::gpu_allocations_error),
-      Field("live", &NodeSnapshot::live), Field("files_read", &NodeSnapshot::files_read)
-  };
+  return std::tuple{Field("schema", &NodeSnapshot::schema), Field("node", &NodeSnapshot::node),
+                    Field("root", &NodeSnapshot::root),
+                    Field("taken_at_unix_ms", &NodeSnapshot::taken_at_unix_ms),
+                    Field("self_pid", &NodeSnapshot::self_pid),
+                    Field("kernel_release", &NodeSnapshot::kernel_release),
+                    Field("arch", &NodeSnapshot::arch),
+                    Field("hypervisor", &NodeSnapshot::hypervisor),
+                    Field("mem_total_bytes", &NodeSnapshot::mem_total_bytes),
+                    Field("boot_id", &NodeSnapshot::boot_id),
+                    Field("boot_time_unix_s", &NodeSnapshot::boot_time_unix_s),
+                    Field("pci_devices", &NodeSnapshot::pci_devices),
+                    Field("pci_error", &NodeSnapshot::pci_error),
+                    Field("infiniband_class_present", &NodeSnapshot::infiniband_class_present),
+                    Field("ib_devices", &NodeSnapshot::ib_devices),
+                    Field("uverbs_class_present", &NodeSnapshot::uverbs_class_present),
+                    Field("uverbs", &NodeSnapshot::uverbs),
+                    Field("dev_infiniband_present", &NodeSnapshot::dev_infiniband_present),
+                    Field("dev_infiniband", &NodeSnapshot::dev_infiniband),
+                    Field("interfaces", &NodeSnapshot::interfaces),
+                    Field("modules", &NodeSnapshot::modules),
+                    Field("memlock", &NodeSnapshot::memlock),
+                    Field("nofile", &NodeSnapshot::nofile),
+                    Field("cap_eff", &NodeSnapshot::cap_eff),
+                    Field("seccomp_mode", &NodeSnapshot::seccomp_mode),
+                    Field("mounts", &NodeSnapshot::mounts),
+                    Field("mounts_error", &NodeSnapshot::mounts_error),
+                    Field("self_netns", &NodeSnapshot::self_netns),
+                    Field("init_netns", &NodeSnapshot::init_netns),
+                    Field("selinux_enforce", &NodeSnapshot::selinux_enforce),
+                    Field("apparmor_profile", &NodeSnapshot::apparmor_profile),
+                    Field("nvidia_driver_version", &NodeSnapshot::nvidia_driver_version),
+                    Field("gpus", &NodeSnapshot::gpus),
+                    Field("uverbs_holders", &NodeSnapshot::uverbs_holders),
+                    Field("gpu_holders", &NodeSnapshot::gpu_holders),
+                    Field("proc_scan_error", &NodeSnapshot::proc_scan_error),
+                    Field("gpu_allocations", &NodeSnapshot::gpu_allocations),
+                    Field("gpu_allocations_error", &NodeSnapshot::gpu_allocations_error),
+                    Field("live", &NodeSnapshot::live),
+                    Field("files_read", &NodeSnapshot::files_read)};
 }
 
 // Port `num` of the HCA named `dev` in `s`, or null.
