@@ -4,41 +4,20 @@
 #include <cstdio>
 #include <ctime>
 #include <ostream>
+#include <string>
 
 #include "base/utf8.h"
 
 namespace nccl_triage {
 
-std::string_view ToString(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug:
-      return "DEBUG";
-    case LogLevel::kInfo:
-      return "INFO";
-    case LogLevel::kWarn:
-      return "WARN";
-    case LogLevel::kError:
-      return "ERROR";
-  }
-  return "INFO";
-}
-
 bool ParseLogLevel(std::string_view s, LogLevel* out) {
-  for (auto level : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError}) {
-    std::string_view name = ToString(level);
-    if (name.size() != s.size()) continue;
-    bool same = true;
-    for (size_t i = 0; i < s.size(); ++i) {
-      char c = s[i];
-      if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-      same &= c == name[i];
-    }
-    if (same) {
-      *out = level;
-      return true;
-    }
+  std::string upper(s);
+  for (char& c : upper) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
   }
-  return false;
+  auto level = FromString<LogLevel>(upper);
+  if (level) *out = *level;
+  return level.has_value();
 }
 
 std::string FormatRfc3339(int64_t unix_ms, bool with_millis) {
@@ -63,14 +42,9 @@ std::string FormatRfc3339(int64_t unix_ms, bool with_millis) {
 }
 
 bool ParseLogFormat(std::string_view s, LogFormat* out) {
-  if (s == "text") {
-    *out = LogFormat::kText;
-  } else if (s == "json") {
-    *out = LogFormat::kJson;
-  } else {
-    return false;
-  }
-  return true;
+  auto format = FromString<LogFormat>(s);
+  if (format) *out = *format;
+  return format.has_value();
 }
 
 namespace {

@@ -19,15 +19,23 @@
 #include <string>
 #include <string_view>
 
+#include "base/reflect.h"
+
 namespace nccl_triage {
 
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
+constexpr auto NamesOf(Type<LogLevel>) {
+  return std::array{Named(LogLevel::kDebug, "DEBUG"), Named(LogLevel::kInfo, "INFO"),
+                    Named(LogLevel::kWarn, "WARN"), Named(LogLevel::kError, "ERROR")};
+}
 
-std::string_view ToString(LogLevel level);
 // Parses debug|info|warn|error (case-insensitive); false on anything else.
 bool ParseLogLevel(std::string_view s, LogLevel* out);
 
 enum class LogFormat { kText, kJson };
+constexpr auto NamesOf(Type<LogFormat>) {
+  return std::array{Named(LogFormat::kText, "text"), Named(LogFormat::kJson, "json")};
+}
 // Parses text|json; false on anything else.
 bool ParseLogFormat(std::string_view s, LogFormat* out);
 

@@ -40,30 +40,12 @@ constexpr std::array kCodes = {
     ResultCodeCause{8, "ncclTimeout", ids::kNcclTimeout, kUnk},
 };
 
-constexpr std::array<std::pair<std::string_view, Strength>, 8> kStrengths = {{
-    {"root", Strength::kRoot},
-    {"generic", Strength::kGeneric},
-    {"suspect", Strength::kSuspect},
-    {"context", Strength::kContext},
-    {"follow", Strength::kFollow},
-    {"peer", Strength::kPeer},
-    {"weak", Strength::kWeak},
-    {"ignore", Strength::kIgnore},
-}};
-
 constexpr std::array<std::string_view, 17> kRuleKeys = {
     "id",         "cause", "family",    "strength", "lines",     "field",
     "patterns",   "confidence", "hint", "also_next", "boost_env", "result_code",
     "code_group", "nccl",  "after_env", "network",  "differ"};
 
 }  // namespace
-
-std::string_view ToString(Strength s) {
-  for (const auto& [name, value] : kStrengths) {
-    if (value == s) return name;
-  }
-  return "root";
-}
 
 namespace {
 
@@ -98,17 +80,16 @@ class RuleReader {
     if (info == nullptr) return Error(node_["cause"], "cause `" + text + "` is not in the catalogue");
     r.cause = info->id;
     if (!Scalar("family", text)) return Error(node_, "needs a `family`");
-    auto family = ParseFaultClass(text);
+    auto family = FromString<FaultClass>(text);
     if (!family || *family == FaultClass::kHealthy) {
       return Error(node_["family"], "family `" + text + "` is not ib_resource, architecture or unknown");
     }
     r.verdict = *family;
     text = "root";
     Scalar("strength", text);
-    auto strength = std::find_if(kStrengths.begin(), kStrengths.end(),
-                                 [&](const auto& s) { return s.first == text; });
-    if (strength == kStrengths.end()) return Error(node_["strength"], "unknown strength `" + text + "`");
-    r.strength = strength->second;
+    auto strength = FromString<Strength>(text);
+    if (!strength) return Error(node_["strength"], "unknown strength `" + text + "`");
+    r.strength = *strength;
     Status st = Lines(r);
     if (!st.ok()) return st;
     text = "message";

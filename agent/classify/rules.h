@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/reflect.h"
 #include "base/status.h"
 #include "classify/log_line.h"
 #include "core/catalogue.h"
@@ -56,15 +57,18 @@ enum class Strength {
   kWeak,     // only an error code or its text (ncclSystemError, `-> 2`): no failing call named
   kIgnore,   // a WARN that healthy runs print too (async GID-table events): never a root
 };
+constexpr auto NamesOf(Type<Strength>) {
+  return std::array{Named(Strength::kRoot, "root"), Named(Strength::kGeneric, "generic"),
+                    Named(Strength::kSuspect, "suspect"), Named(Strength::kContext, "context"),
+                    Named(Strength::kFollow, "follow"), Named(Strength::kPeer, "peer"),
+                    Named(Strength::kWeak, "weak"), Named(Strength::kIgnore, "ignore")};
+}
 
 // A dotted NCCL version as numbers: "2.19.3" -> {2, 19, 3}. Compared component by component,
 // missing components are 0.
 using NcclVersion = std::vector<int>;
 // Empty when `text` does not start with a dotted number.
 NcclVersion ParseNcclVersion(std::string_view text);
-
-// The strength's name in rule files ("root", "suspect", ...).
-std::string_view ToString(Strength s);
 
 struct Rule {
   std::string name;        // unique, stable; tests refer to rules by name

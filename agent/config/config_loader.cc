@@ -455,7 +455,7 @@ class Loader {
       }
       case KeyKind::kRemediationMode: {
         constexpr std::string_view kModes = "off, dry-run, taint or cordon";
-        auto mode = v.IsScalar() ? ParseRemediationMode(v.Scalar()) : std::nullopt;
+        auto mode = v.IsScalar() ? FromString<RemediationMode>(v.Scalar()) : std::nullopt;
         if (!mode) return TypeError(spec, v, kModes);
         *static_cast<RemediationMode*>(field) = *mode;
         return Status::Ok();

@@ -45,7 +45,7 @@ bool FaultFromJson(const json& j, TrackedFault* out) {
     f.nodes.push_back(n.get<std::string>());
   }
   if (f.nodes.size() != (f.kind == FaultKind::kNode ? 1u : 2u)) return false;
-  const auto fault_class = ParseFaultClass(j.value("class", ""));
+  const auto fault_class = FromString<FaultClass>(j.value("class", ""));
   if (!fault_class) return false;
   f.fault_class = *fault_class;
   const json causes = j.value("causes", json::array());

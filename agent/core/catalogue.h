@@ -38,6 +38,14 @@ enum class CauseKind {
   kWorkloadCheck,  // a pure check of a workload container's own settings (its NCCL environment)
   kKernelLog,      // judged from the host's kernel log (kernel/kernel_judge.h)
 };
+// The names `dump-schema` gives the kinds (tools/gen-docs reads them).
+constexpr auto NamesOf(Type<CauseKind>) {
+  return std::array{Named(CauseKind::kHostCheck, "host_check"),
+                    Named(CauseKind::kLogCause, "log_cause"),
+                    Named(CauseKind::kCrossNode, "cross_node"),
+                    Named(CauseKind::kWorkloadCheck, "workload_check"),
+                    Named(CauseKind::kKernelLog, "kernel_log")};
+}
 
 // Properties of an id that code outside the catalogue acts on (a bit set; CauseInfo::traits).
 enum CauseTrait : unsigned {

@@ -16,26 +16,4 @@ const PoolConfig* SelectPool(const std::vector<PoolConfig>& pools,
   return nullptr;
 }
 
-std::optional<RemediationMode> ParseRemediationMode(std::string_view s) {
-  if (s == "off") return RemediationMode::kOff;
-  if (s == "dry-run") return RemediationMode::kDryRun;
-  if (s == "taint") return RemediationMode::kTaint;
-  if (s == "cordon") return RemediationMode::kCordon;
-  return std::nullopt;
-}
-
-std::string_view ToString(RemediationMode m) {
-  switch (m) {
-    case RemediationMode::kOff:
-      return "off";
-    case RemediationMode::kDryRun:
-      return "dry-run";
-    case RemediationMode::kTaint:
-      return "taint";
-    case RemediationMode::kCordon:
-      return "cordon";
-  }
-  return "off";
-}
-
 }  // namespace nccl_triage

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/reflect.h"
+
 namespace nccl_triage {
 
 // What the node is expected to look like. Unset means "derive from the node itself".
@@ -130,8 +132,11 @@ struct ServerConfig {
 // What the coordinator does about a confirmed node fault (planner/remediation.h): nothing, say
 // what it would do (events, metrics, /status), taint the node NoSchedule, or taint and cordon it.
 enum class RemediationMode { kOff, kDryRun, kTaint, kCordon };
-std::optional<RemediationMode> ParseRemediationMode(std::string_view s);
-std::string_view ToString(RemediationMode m);
+constexpr auto NamesOf(Type<RemediationMode>) {
+  return std::array{Named(RemediationMode::kOff, "off"), Named(RemediationMode::kDryRun, "dry-run"),
+                    Named(RemediationMode::kTaint, "taint"),
+                    Named(RemediationMode::kCordon, "cordon")};
+}
 
 // Remediation of confirmed node faults by the coordinator (docs/remediation.md). A fault is
 // confirmed over coordinator.hold_down sweeps before it is acted on.

@@ -10,21 +10,30 @@
 #include <string_view>
 #include <vector>
 
+#include "base/reflect.h"
+
 namespace nccl_triage {
 
 enum class FaultClass { kHealthy, kArchitecture, kIbResource, kUnknown };
+constexpr auto NamesOf(Type<FaultClass>) {
+  return std::array{Named(FaultClass::kHealthy, "healthy"),
+                    Named(FaultClass::kArchitecture, "architecture"),
+                    Named(FaultClass::kIbResource, "ib_resource"),
+                    Named(FaultClass::kUnknown, "unknown")};
+}
 enum class CheckStatus { kPass, kWarn, kFail, kSkip };
+constexpr auto NamesOf(Type<CheckStatus>) {
+  return std::array{Named(CheckStatus::kPass, "pass"), Named(CheckStatus::kWarn, "warn"),
+                    Named(CheckStatus::kFail, "fail"), Named(CheckStatus::kSkip, "skip")};
+}
 // How a verdict was reached: from host checks alone (a prediction) or from NCCL probes.
 enum class Basis { kChecks, kProbes };
+constexpr auto NamesOf(Type<Basis>) {
+  return std::array{Named(Basis::kChecks, "checks"), Named(Basis::kProbes, "probes")};
+}
 
-std::string_view ToString(FaultClass c);
-std::string_view ToString(CheckStatus s);
 // The order that picks one status among several findings of one check: fail > warn > pass > skip.
 int Severity(CheckStatus s);
-std::string_view ToString(Basis b);
-std::optional<FaultClass> ParseFaultClass(std::string_view s);
-std::optional<CheckStatus> ParseCheckStatus(std::string_view s);
-std::optional<Basis> ParseBasis(std::string_view s);
 
 // One value that a check looked at, and where it came from (a path relative to the root, a
 // libibverbs call, a config key). Evidence is what lets an operator trust or dispute a verdict.

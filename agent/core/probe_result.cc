@@ -4,51 +4,6 @@
 
 namespace nccl_triage {
 
-std::string_view ToString(ProbeMode m) {
-  switch (m) {
-    case ProbeMode::kSocket:
-      return "socket";
-    case ProbeMode::kIb:
-      return "ib";
-    case ProbeMode::kIntraNode:
-      return "intra";
-  }
-  return "socket";
-}
-
-std::string_view ToString(ProbeOutcome o) {
-  switch (o) {
-    case ProbeOutcome::kPass:
-      return "pass";
-    case ProbeOutcome::kFail:
-      return "fail";
-    case ProbeOutcome::kTimeout:
-      return "timeout";
-    case ProbeOutcome::kCrashed:
-      return "crashed";
-    case ProbeOutcome::kUnavailable:
-      return "unavailable";
-    case ProbeOutcome::kNotRun:
-      return "not_run";
-  }
-  return "not_run";
-}
-
-std::optional<ProbeMode> ParseProbeMode(std::string_view s) {
-  if (s == "socket") return ProbeMode::kSocket;
-  if (s == "ib") return ProbeMode::kIb;
-  if (s == "intra") return ProbeMode::kIntraNode;
-  return std::nullopt;
-}
-
-std::optional<ProbeOutcome> ParseProbeOutcome(std::string_view s) {
-  for (auto o : {ProbeOutcome::kPass, ProbeOutcome::kFail, ProbeOutcome::kTimeout,
-                 ProbeOutcome::kCrashed, ProbeOutcome::kUnavailable, ProbeOutcome::kNotRun}) {
-    if (ToString(o) == s) return o;
-  }
-  return std::nullopt;
-}
-
 nlohmann::json ToJson(const ProbeResult& r) {
   nlohmann::json j = {
       {"mode", ToString(r.mode)},
@@ -87,8 +42,8 @@ nlohmann::json ToJson(const ProbeResult& r) {
 
 ProbeResult ProbeResultFromJson(const nlohmann::json& j) {
   ProbeResult r;
-  r.mode = ParseProbeMode(j.at("mode").get<std::string>()).value_or(ProbeMode::kSocket);
-  auto outcome = ParseProbeOutcome(j.at("outcome").get<std::string>());
+  r.mode = FromString<ProbeMode>(j.at("mode").get<std::string>()).value_or(ProbeMode::kSocket);
+  auto outcome = FromString<ProbeOutcome>(j.at("outcome").get<std::string>());
   if (!outcome) throw nlohmann::json::other_error::create(501, "unknown probe outcome", &j);
   r.outcome = *outcome;
   r.rank = j.value("rank", 0);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/reflect.h"
 #include "core/classification.h"
 
 namespace nccl_triage {
@@ -18,12 +19,18 @@ namespace nccl_triage {
 // kIntraNode: the GPUs of one node among themselves (one rank per GPU, one host hash), NCCL's
 // choice of transport left alone (P2P over NVLink/PCIe, SHM, or NET as a last resort).
 enum class ProbeMode { kSocket, kIb, kIntraNode };
+constexpr auto NamesOf(Type<ProbeMode>) {
+  return std::array{Named(ProbeMode::kSocket, "socket"), Named(ProbeMode::kIb, "ib"),
+                    Named(ProbeMode::kIntraNode, "intra")};
+}
 enum class ProbeOutcome { kPass, kFail, kTimeout, kCrashed, kUnavailable, kNotRun };
-
-std::string_view ToString(ProbeMode m);
-std::string_view ToString(ProbeOutcome o);
-std::optional<ProbeMode> ParseProbeMode(std::string_view s);
-std::optional<ProbeOutcome> ParseProbeOutcome(std::string_view s);
+constexpr auto NamesOf(Type<ProbeOutcome>) {
+  return std::array{Named(ProbeOutcome::kPass, "pass"), Named(ProbeOutcome::kFail, "fail"),
+                    Named(ProbeOutcome::kTimeout, "timeout"),
+                    Named(ProbeOutcome::kCrashed, "crashed"),
+                    Named(ProbeOutcome::kUnavailable, "unavailable"),
+                    Named(ProbeOutcome::kNotRun, "not_run")};
+}
 
 struct ProbeResult {
   ProbeMode mode = ProbeMode::kSocket;

@@ -60,20 +60,6 @@ std::pair<std::string, int> SplitRailPortName(std::string_view name) {
   return {std::string(name.substr(0, slash)), port};
 }
 
-std::string_view ToString(RailAffinity a) {
-  switch (a) {
-    case RailAffinity::kPcieSwitch:
-      return "pcie_switch";
-    case RailAffinity::kNuma:
-      return "numa";
-    case RailAffinity::kNone:
-      return "none";
-    case RailAffinity::kUnknown:
-      break;
-  }
-  return "unknown";
-}
-
 std::vector<std::string> GpuBusIds(const NodeSnapshot& s) {
   std::vector<std::string> out;
   for (const auto& g : s.gpus) out.push_back(g.bdf);

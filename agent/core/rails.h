@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/reflect.h"
 #include "core/snapshot.h"
 
 namespace nccl_triage {
@@ -36,7 +37,11 @@ enum class RailAffinity {
   kNone,        // neither: the GPU's traffic crosses the CPU interconnect
   kUnknown,     // the PCIe path of the HCA or of every GPU could not be read
 };
-std::string_view ToString(RailAffinity a);  // "pcie_switch", "numa", "none", "unknown"
+constexpr auto NamesOf(Type<RailAffinity>) {
+  return std::array{Named(RailAffinity::kPcieSwitch, "pcie_switch"),
+                    Named(RailAffinity::kNuma, "numa"), Named(RailAffinity::kNone, "none"),
+                    Named(RailAffinity::kUnknown, "unknown")};
+}
 
 struct Rail {
   int index = 0;       // rail number: the port's position among the node's HCA ports, in name order

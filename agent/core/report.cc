@@ -79,8 +79,10 @@ nlohmann::json ToJson(const NodeReport& r) {
 Finding FindingFromJson(const nlohmann::json& j) {
   Finding f;
   f.check = j.at("check").get<std::string>();
-  f.fault_class = ParseFaultClass(j.at("class").get<std::string>()).value_or(FaultClass::kUnknown);
-  f.status = ParseCheckStatus(j.at("status").get<std::string>()).value_or(CheckStatus::kSkip);
+  f.fault_class =
+      FromString<FaultClass>(j.at("class").get<std::string>()).value_or(FaultClass::kUnknown);
+  f.status =
+      FromString<CheckStatus>(j.at("status").get<std::string>()).value_or(CheckStatus::kSkip);
   f.message = j.value("message", "");
   f.remedy = j.value("remedy", "");
   for (const auto& e : j.value("evidence", nlohmann::json::array())) {
@@ -93,8 +95,9 @@ Finding FindingFromJson(const nlohmann::json& j) {
 NodeReport ReportFromJson(const nlohmann::json& j) {
   NodeReport r;
   r.node = j.value("node", "");
-  r.fault_class = ParseFaultClass(j.value("class", "unknown")).value_or(FaultClass::kUnknown);
-  r.basis = ParseBasis(j.value("basis", "checks")).value_or(Basis::kChecks);
+  r.fault_class =
+      FromString<FaultClass>(j.value("class", "unknown")).value_or(FaultClass::kUnknown);
+  r.basis = FromString<Basis>(j.value("basis", "checks")).value_or(Basis::kChecks);
   r.causes = j.value("causes", std::vector<std::string>{});
   r.generated_at_unix_ms = j.value("generated_at_unix_ms", int64_t{0});
   for (const auto& f : j.value("findings", nlohmann::json::array())) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "base/reflect.h"
+
 namespace nccl_triage {
 
 template <typename T>
@@ -25,6 +27,11 @@ struct Fact {
   bool ok() const { return value.has_value(); }
   friend bool operator==(const Fact&, const Fact&) = default;
 };
+template <typename T>
+constexpr auto FieldsOf(Type<Fact<T>>) {
+  return std::tuple{Field("value", &Fact<T>::value), Field("source", &Fact<T>::source),
+                    Field("error", &Fact<T>::error)};
+}
 
 // A resource limit as /proc/<pid>/limits writes it; unlimited is its own state.
 struct Limit {
@@ -32,12 +39,18 @@ struct Limit {
   uint64_t value = 0;  // bytes for memlock, count for nofile; meaningless when unlimited
   friend bool operator==(const Limit&, const Limit&) = default;
 };
+constexpr auto FieldsOf(Type<Limit>) {
+  return std::tuple{Field("unlimited", &Limit::unlimited), Field("value", &Limit::value)};
+}
 
 struct LimitPair {
   Limit soft;
   Limit hard;
   friend bool operator==(const LimitPair&, const LimitPair&) = default;
 };
+constexpr auto FieldsOf(Type<LimitPair>) {
+  return std::tuple{Field("soft", &LimitPair::soft), Field("hard", &LimitPair::hard)};
+}
 
 struct PciDevice {
   std::string bdf;      // "0000:17:00.0"
@@ -53,6 +66,12 @@ struct PciDevice {
   Fact<int> numa_node;     // <device>/numa_node; the kernel writes -1 when the platform has none
   friend bool operator==(const PciDevice&, const PciDevice&) = default;
 };
+constexpr auto FieldsOf(Type<PciDevice>) {
+  return std::tuple{Field("bdf", &PciDevice::bdf), Field("vendor", &PciDevice::vendor),
+                    Field("device", &PciDevice::device), Field("class", &PciDevice::class_code),
+                    Field("path", &PciDevice::path), Field("path_error", &PciDevice::path_error),
+                    Field("numa_node", &PciDevice::numa_node)};
+}
 
 struct IbGid {
   int index = 0;
@@ -61,6 +80,10 @@ struct IbGid {
   std::string ndev;  // gid_attrs/ndevs: netdev name, empty for IB
   friend bool operator==(const IbGid&, const IbGid&) = default;
 };
+constexpr auto FieldsOf(Type<IbGid>) {
+  return std::tuple{Field("index", &IbGid::index), Field("gid", &IbGid::gid),
+                    Field("type", &IbGid::type), Field("ndev", &IbGid::ndev)};
+}
 
 struct IbPort {
   int num = 0;
@@ -82,6 +105,19 @@ struct IbPort {
   std::string counters_error;  // first counter that could not be read or parsed, empty if none
   friend bool operator==(const IbPort&, const IbPort&) = default;
 };
+constexpr auto FieldsOf(Type<IbPort>) {
+  return std::tuple{Field("num", &IbPort::num), Field("state", &IbPort::state),
+                    Field("phys_state", &IbPort::phys_state),
+                    Field("rate_gbps", &IbPort::rate_gbps), Field("rate_text", &IbPort::rate_text),
+                    Field("lid", &IbPort::lid), Field("sm_lid", &IbPort::sm_lid),
+                    Field("sm_sl", &IbPort::sm_sl), Field("link_layer", &IbPort::link_layer),
+                    Field("cap_mask", &IbPort::cap_mask), Field("pkeys", &IbPort::pkeys),
+                    Field("pkey_indices", &IbPort::pkey_indices),
+                    Field("pkeys_error", &IbPort::pkeys_error), Field("gids", &IbPort::gids),
+                    Field("counters", &IbPort::counters),
+                    Field("hw_counters", &IbPort::hw_counters),
+                    Field("counters_error", &IbPort::counters_error)};
+}
 
 struct IbDevice {
   std::string name;             // "mlx5_0"
@@ -94,12 +130,21 @@ struct IbDevice {
   std::vector<IbPort> ports;
   friend bool operator==(const IbDevice&, const IbDevice&) = default;
 };
+constexpr auto FieldsOf(Type<IbDevice>) {
+  return std::tuple{Field("name", &IbDevice::name), Field("node_type", &IbDevice::node_type),
+                    Field("node_guid", &IbDevice::node_guid), Field("fw_ver", &IbDevice::fw_ver),
+                    Field("hca_type", &IbDevice::hca_type), Field("board_id", &IbDevice::board_id),
+                    Field("pci_bdf", &IbDevice::pci_bdf), Field("ports", &IbDevice::ports)};
+}
 
 struct UverbsDevice {
   std::string name;   // "uverbs0"
   std::string ibdev;  // "mlx5_0"
   friend bool operator==(const UverbsDevice&, const UverbsDevice&) = default;
 };
+constexpr auto FieldsOf(Type<UverbsDevice>) {
+  return std::tuple{Field("name", &UverbsDevice::name), Field("ibdev", &UverbsDevice::ibdev)};
+}
 
 struct NetInterface {
   std::string name;
@@ -109,6 +154,12 @@ struct NetInterface {
   std::vector<std::string> addresses;  // live only (getifaddrs), "10.0.0.1/24"
   friend bool operator==(const NetInterface&, const NetInterface&) = default;
 };
+constexpr auto FieldsOf(Type<NetInterface>) {
+  return std::tuple{Field("name", &NetInterface::name),
+                    Field("operstate", &NetInterface::operstate),
+                    Field("type", &NetInterface::type), Field("mtu", &NetInterface::mtu),
+                    Field("addresses", &NetInterface::addresses)};
+}
 
 struct KernelModule {
   std::string name;
@@ -117,6 +168,11 @@ struct KernelModule {
   std::string source;
   friend bool operator==(const KernelModule&, const KernelModule&) = default;
 };
+constexpr auto FieldsOf(Type<KernelModule>) {
+  return std::tuple{Field("name", &KernelModule::name), Field("loaded", &KernelModule::loaded),
+                    Field("version", &KernelModule::version),
+                    Field("source", &KernelModule::source)};
+}
 
 struct MountEntry {
   std::string mount_point;
@@ -125,6 +181,11 @@ struct MountEntry {
   std::string super_options;  // "rw,size=65536k,inode64"
   friend bool operator==(const MountEntry&, const MountEntry&) = default;
 };
+constexpr auto FieldsOf(Type<MountEntry>) {
+  return std::tuple{Field("mount_point", &MountEntry::mount_point),
+                    Field("fs_type", &MountEntry::fs_type), Field("source", &MountEntry::source),
+                    Field("super_options", &MountEntry::super_options)};
+}
 
 struct GpuInfo {
   std::string bdf;
@@ -134,6 +195,11 @@ struct GpuInfo {
   std::string uuid;  // "GPU-6f4d3b8e-..." (its "GPU UUID"), what the device plugin assigns by
   friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
 };
+constexpr auto FieldsOf(Type<GpuInfo>) {
+  return std::tuple{Field("bdf", &GpuInfo::bdf), Field("model", &GpuInfo::model),
+                    Field("source", &GpuInfo::source), Field("minor", &GpuInfo::minor),
+                    Field("uuid", &GpuInfo::uuid)};
+}
 
 // A GPU device the kubelet assigned to a container (its pod-resources List, an nvidia.com/*
 // resource): the GPU belongs to that container whether or not a process has opened it yet.
@@ -143,6 +209,11 @@ struct GpuAllocation {
   std::string device_id;  // "GPU-<uuid>", "GPU-<uuid>::2" (a time-sliced replica), "MIG-...", "3"
   friend bool operator==(const GpuAllocation&, const GpuAllocation&) = default;
 };
+constexpr auto FieldsOf(Type<GpuAllocation>) {
+  return std::tuple{Field("owner", &GpuAllocation::owner),
+                    Field("resource", &GpuAllocation::resource),
+                    Field("device_id", &GpuAllocation::device_id)};
+}
 
 // A process (other than ours) holding a device node, found through /proc/<pid>/fd.
 struct DeviceHolder {
@@ -154,6 +225,11 @@ struct DeviceHolder {
   bool cuda_context = false;
   friend bool operator==(const DeviceHolder&, const DeviceHolder&) = default;
 };
+constexpr auto FieldsOf(Type<DeviceHolder>) {
+  return std::tuple{Field("pid", &DeviceHolder::pid), Field("comm", &DeviceHolder::comm),
+                    Field("device", &DeviceHolder::device),
+                    Field("cuda_context", &DeviceHolder::cuda_context)};
+}
 
 // Live-only: a real ibv_reg_mr of `bytes` on one HCA (root "/" only).
 struct MrRegistration {
@@ -163,6 +239,11 @@ struct MrRegistration {
   std::string error;  // "ibv_reg_mr: Cannot allocate memory (errno 12)"
   friend bool operator==(const MrRegistration&, const MrRegistration&) = default;
 };
+constexpr auto FieldsOf(Type<MrRegistration>) {
+  return std::tuple{Field("device", &MrRegistration::device),
+                    Field("bytes", &MrRegistration::bytes), Field("ok", &MrRegistration::ok),
+                    Field("error", &MrRegistration::error)};
+}
 
 // Live-only: what libibverbs says about a port (cross-checks sysfs).
 struct VerbsPort {
@@ -175,6 +256,13 @@ struct VerbsPort {
   std::string link_layer;
   friend bool operator==(const VerbsPort&, const VerbsPort&) = default;
 };
+constexpr auto FieldsOf(Type<VerbsPort>) {
+  return std::tuple{Field("device", &VerbsPort::device), Field("port", &VerbsPort::port),
+                    Field("state", &VerbsPort::state), Field("active_mtu", &VerbsPort::active_mtu),
+                    Field("gid_table_len", &VerbsPort::gid_table_len),
+                    Field("pkey_table_len", &VerbsPort::pkey_table_len),
+                    Field("link_layer", &VerbsPort::link_layer)};
+}
 
 // Live-only: an HCA libibverbs lists but could not open or query.
 struct VerbsDeviceError {
@@ -182,6 +270,10 @@ struct VerbsDeviceError {
   std::string error;  // "ibv_open_device(mlx5_1): Permission denied (errno 13)"
   friend bool operator==(const VerbsDeviceError&, const VerbsDeviceError&) = default;
 };
+constexpr auto FieldsOf(Type<VerbsDeviceError>) {
+  return std::tuple{Field("device", &VerbsDeviceError::device),
+                    Field("error", &VerbsDeviceError::error)};
+}
 
 struct LiveFacts {
   bool gathered = false;    // true only when the root was "/" and live gathering ran
@@ -192,6 +284,14 @@ struct LiveFacts {
   std::vector<MrRegistration> mr_registrations;
   friend bool operator==(const LiveFacts&, const LiveFacts&) = default;
 };
+constexpr auto FieldsOf(Type<LiveFacts>) {
+  return std::tuple{Field("gathered", &LiveFacts::gathered),
+                    Field("verbs_error", &LiveFacts::verbs_error),
+                    Field("verbs_devices", &LiveFacts::verbs_devices),
+                    Field("verbs_ports", &LiveFacts::verbs_ports),
+                    Field("verbs_device_errors", &LiveFacts::verbs_device_errors),
+                    Field("mr_registrations", &LiveFacts::mr_registrations)};
+}
 
 struct NodeSnapshot {
   std::string schema = "nccl-triage/node-snapshot/v1";
@@ -251,6 +351,47 @@ struct NodeSnapshot {
   std::map<std::string, int> files_read;
   friend bool operator==(const NodeSnapshot&, const NodeSnapshot&) = default;
 };
+constexpr auto FieldsOf(Type<NodeSnapshot>) {
+  return std::tuple{Field("schema", &NodeSnapshot::schema), Field("node", &NodeSnapshot::node),
+                    Field("root", &NodeSnapshot::root),
+                    Field("taken_at_unix_ms", &NodeSnapshot::taken_at_unix_ms),
+                    Field("self_pid", &NodeSnapshot::self_pid),
+                    Field("kernel_release", &NodeSnapshot::kernel_release),
+                    Field("arch", &NodeSnapshot::arch),
+                    Field("hypervisor", &NodeSnapshot::hypervisor),
+                    Field("mem_total_bytes", &NodeSnapshot::mem_total_bytes),
+                    Field("boot_id", &NodeSnapshot::boot_id),
+                    Field("boot_time_unix_s", &NodeSnapshot::boot_time_unix_s),
+                    Field("pci_devices", &NodeSnapshot::pci_devices),
+                    Field("pci_error", &NodeSnapshot::pci_error),
+                    Field("infiniband_class_present", &NodeSnapshot::infiniband_class_present),
+                    Field("ib_devices", &NodeSnapshot::ib_devices),
+                    Field("uverbs_class_present", &NodeSnapshot::uverbs_class_present),
+                    Field("uverbs", &NodeSnapshot::uverbs),
+                    Field("dev_infiniband_present", &NodeSnapshot::dev_infiniband_present),
+                    Field("dev_infiniband", &NodeSnapshot::dev_infiniband),
+                    Field("interfaces", &NodeSnapshot::interfaces),
+                    Field("modules", &NodeSnapshot::modules),
+                    Field("memlock", &NodeSnapshot::memlock),
+                    Field("nofile", &NodeSnapshot::nofile),
+                    Field("cap_eff", &NodeSnapshot::cap_eff),
+                    Field("seccomp_mode", &NodeSnapshot::seccomp_mode),
+                    Field("mounts", &NodeSnapshot::mounts),
+                    Field("mounts_error", &NodeSnapshot::mounts_error),
+                    Field("self_netns", &NodeSnapshot::self_netns),
+                    Field("init_netns", &NodeSnapshot::init_netns),
+                    Field("selinux_enforce", &NodeSnapshot::selinux_enforce),
+                    Field("apparmor_profile", &NodeSnapshot::apparmor_profile),
+                    Field("nvidia_driver_version", &NodeSnapshot::nvidia_driver_version),
+                    Field("gpus", &NodeSnapshot::gpus),
+                    Field("uverbs_holders", &NodeSnapshot::uverbs_holders),
+                    Field("gpu_holders", &NodeSnapshot::gpu_holders),
+                    Field("proc_scan_error", &NodeSnapshot::proc_scan_error),
+                    Field("gpu_allocations", &NodeSnapshot::gpu_allocations),
+                    Field("gpu_allocations_error", &NodeSnapshot::gpu_allocations_error),
+                    Field("live", &NodeSnapshot::live),
+                    Field("files_read", &NodeSnapshot::files_read)};
+}
 
 // Port `num` of the HCA named `dev` in `s`, or null.
 inline const IbPort* FindPort(const NodeSnapshot& s, const std::string& dev, int num) {

@@ -156,22 +156,6 @@ bool Fill(KernelEvent* e, const Match& m, const KernelRule& rule) {
 
 }  // namespace
 
-std::string_view ToString(EventKind kind) {
-  switch (kind) {
-    case EventKind::kPortState:
-      return "port_state";
-    case EventKind::kModule:
-      return "module";
-    case EventKind::kAer:
-      return "aer";
-    case EventKind::kXid:
-      return "xid";
-    case EventKind::kGpuOffBus:
-      return "gpu_off_bus";
-  }
-  return "unknown";
-}
-
 std::span<const KernelRule> KernelRules() { return kRules; }
 
 std::optional<KernelEvent> EventFromRecord(const KernelRecord& record) {

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/reflect.h"
 #include "kernel/kernel_log.h"
 
 namespace nccl_triage::kernel {
@@ -28,8 +29,11 @@ enum class EventKind {
   kXid,        // an NVIDIA Xid
   kGpuOffBus,  // "fallen off the bus" without an Xid
 };
-
-std::string_view ToString(EventKind kind);
+constexpr auto NamesOf(Type<EventKind>) {
+  return std::array{Named(EventKind::kPortState, "port_state"), Named(EventKind::kModule, "module"),
+                    Named(EventKind::kAer, "aer"), Named(EventKind::kXid, "xid"),
+                    Named(EventKind::kGpuOffBus, "gpu_off_bus")};
+}
 
 // An Xid line whose code is not a decimal in 0..kMaxXidCode (xid_table.h) has this code; the text
 // as written is kept, up to this many bytes.

@@ -55,20 +55,4 @@ const XidInfo* FindXid(int code) {
   return it != kXids.end() && it->code == code ? &*it : nullptr;
 }
 
-std::string_view ToString(XidAction action) {
-  switch (action) {
-    case XidAction::kNone:
-      return "none";
-    case XidAction::kApplication:
-      return "application";
-    case XidAction::kResetGpu:
-      return "reset_gpu";
-    case XidAction::kRebootNode:
-      return "reboot_node";
-    case XidAction::kHardware:
-      return "hardware";
-  }
-  return "none";
-}
-
 }  // namespace nccl_triage::kernel

@@ -10,6 +10,8 @@
 #include <span>
 #include <string_view>
 
+#include "base/reflect.h"
+
 namespace nccl_triage::kernel {
 
 // The largest code an Xid line may carry: NVIDIA's catalogue ends below 200, so a code above 999
@@ -24,6 +26,12 @@ enum class XidAction {
   kRebootNode,   // the GPU is unreachable: reboot, then check power, cooling and seating
   kHardware,     // repeated or unrecoverable hardware error: run diagnostics, replace the part
 };
+constexpr auto NamesOf(Type<XidAction>) {
+  return std::array{Named(XidAction::kNone, "none"), Named(XidAction::kApplication, "application"),
+                    Named(XidAction::kResetGpu, "reset_gpu"),
+                    Named(XidAction::kRebootNode, "reboot_node"),
+                    Named(XidAction::kHardware, "hardware")};
+}
 
 struct XidInfo {
   int code;
@@ -36,9 +44,6 @@ std::span<const XidInfo> XidTable();
 
 // The row of `code`, or nullptr.
 const XidInfo* FindXid(int code);
-
-// "none", "application", "reset_gpu", "reboot_node", "hardware".
-std::string_view ToString(XidAction action);
 
 // Whether the action makes a finding fail (a GPU or node needs an operator) rather than warn.
 constexpr bool IsNodeFault(XidAction action) {

@@ -142,18 +142,6 @@ std::optional<ExpectedBandwidth> ExpectedRailBandwidth(const NodeInfo& a, const 
   return ExpectedBandwidth{std::min(rates[0], rates[1]) * 1e9 / 8, basis};
 }
 
-std::string_view ToString(PairStatus s) {
-  switch (s) {
-    case PairStatus::kPass:
-      return "pass";
-    case PairStatus::kFail:
-      return "fail";
-    case PairStatus::kInconclusive:
-      return "inconclusive";
-  }
-  return "inconclusive";
-}
-
 ProbeResult MergeRanks(const ModeProbes& probes, ProbeMode mode) {
   ProbeResult merged;
   merged.mode = mode;

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/reflect.h"
 #include "core/decision.h"
 #include "core/probe_result.h"
 #include "planner/node_info.h"
@@ -24,7 +25,10 @@
 namespace nccl_triage {
 
 enum class PairStatus { kPass, kFail, kInconclusive };
-std::string_view ToString(PairStatus s);
+constexpr auto NamesOf(Type<PairStatus>) {
+  return std::array{Named(PairStatus::kPass, "pass"), Named(PairStatus::kFail, "fail"),
+                    Named(PairStatus::kInconclusive, "inconclusive")};
+}
 
 // One mode of one pair as the coordinator saw it.
 struct ModeProbes {

@@ -35,18 +35,6 @@ std::string RailText(int rail, const std::string& device) {
 
 }  // namespace
 
-std::string_view ToString(RailFaultKind k) {
-  switch (k) {
-    case RailFaultKind::kNodeRail:
-      return "node_rail";
-    case RailFaultKind::kNode:
-      return "node";
-    case RailFaultKind::kLinkRail:
-      return "link_rail";
-  }
-  return "node_rail";
-}
-
 RailLocalisation LocaliseRails(const std::vector<RailPairOutcome>& outcomes) {
   std::map<NodeRail, RailRecord> records;
   for (const auto& o : outcomes) {

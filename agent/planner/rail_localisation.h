@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/reflect.h"
 #include "core/model.h"
 #include "planner/node_info.h"
 #include "planner/pair_judge.h"
@@ -43,7 +44,11 @@ struct RailPairOutcome {
 };
 
 enum class RailFaultKind { kNodeRail, kNode, kLinkRail };
-std::string_view ToString(RailFaultKind k);  // "node_rail", "node", "link_rail"
+constexpr auto NamesOf(Type<RailFaultKind>) {
+  return std::array{Named(RailFaultKind::kNodeRail, "node_rail"),
+                    Named(RailFaultKind::kNode, "node"),
+                    Named(RailFaultKind::kLinkRail, "link_rail")};
+}
 
 struct RailFault {
   RailFaultKind kind = RailFaultKind::kNodeRail;

@@ -6,10 +6,6 @@
 
 namespace nccl_triage {
 
-std::string_view ToString(RemediationActionKind k) {
-  return k == RemediationActionKind::kApply ? "apply" : "release";
-}
-
 RemediationPlan PlanRemediation(const std::vector<RemediationNode>& nodes,
                                 const RemediationPolicy& policy, int64_t now_ms) {
   RemediationPlan plan;

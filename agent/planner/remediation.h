@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/reflect.h"
 #include "core/config.h"
 #include "core/model.h"
 
@@ -66,7 +67,10 @@ struct RemediationNode {
 };
 
 enum class RemediationActionKind { kApply, kRelease };
-std::string_view ToString(RemediationActionKind k);
+constexpr auto NamesOf(Type<RemediationActionKind>) {
+  return std::array{Named(RemediationActionKind::kApply, "apply"),
+                    Named(RemediationActionKind::kRelease, "release")};
+}
 
 struct RemediationAction {
   RemediationActionKind kind = RemediationActionKind::kApply;

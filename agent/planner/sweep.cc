@@ -7,36 +7,6 @@
 
 namespace nccl_triage {
 
-std::string_view ToString(FaultKind k) { return k == FaultKind::kNode ? "node" : "link"; }
-
-std::string_view ToString(NodeState s) {
-  switch (s) {
-    case NodeState::kUntested:
-      return "untested";
-    case NodeState::kGood:
-      return "good";
-    case NodeState::kNodeFault:
-      return "node_fault";
-    case NodeState::kInconclusive:
-      return "inconclusive";
-  }
-  return "untested";
-}
-
-std::string_view ToString(PairLocalisation l) {
-  switch (l) {
-    case PairLocalisation::kNone:
-      return "none";
-    case PairLocalisation::kNode:
-      return "node";
-    case PairLocalisation::kLink:
-      return "link";
-    case PairLocalisation::kInconclusive:
-      return "inconclusive";
-  }
-  return "none";
-}
-
 namespace {
 
 struct NodeAcc {

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "base/reflect.h"
 #include "planner/node_info.h"
 #include "planner/pair_judge.h"
 #include "planner/rail_localisation.h"
@@ -39,13 +40,23 @@
 namespace nccl_triage {
 
 enum class FaultKind { kNode, kLink };
-std::string_view ToString(FaultKind k);
+constexpr auto NamesOf(Type<FaultKind>) {
+  return std::array{Named(FaultKind::kNode, "node"), Named(FaultKind::kLink, "link")};
+}
 
 enum class NodeState { kUntested, kGood, kNodeFault, kInconclusive };
-std::string_view ToString(NodeState s);
+constexpr auto NamesOf(Type<NodeState>) {
+  return std::array{Named(NodeState::kUntested, "untested"), Named(NodeState::kGood, "good"),
+                    Named(NodeState::kNodeFault, "node_fault"),
+                    Named(NodeState::kInconclusive, "inconclusive")};
+}
 
 enum class PairLocalisation { kNone, kNode, kLink, kInconclusive };
-std::string_view ToString(PairLocalisation l);
+constexpr auto NamesOf(Type<PairLocalisation>) {
+  return std::array{Named(PairLocalisation::kNone, "none"), Named(PairLocalisation::kNode, "node"),
+                    Named(PairLocalisation::kLink, "link"),
+                    Named(PairLocalisation::kInconclusive, "inconclusive")};
+}
 
 struct LocalisedFault {
   FaultKind kind = FaultKind::kNode;

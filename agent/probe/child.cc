@@ -560,7 +560,7 @@ StatusOr<ChildOptions> ParseChildArgs(const std::vector<std::string>& args) {
       FlagParser()
           .Custom({"--mode"},
                   [&o](const std::string& v) -> Status {
-                    auto m = ParseProbeMode(v);
+                    auto m = FromString<ProbeMode>(v);
                     if (!m) {
                       return InvalidArgument("expects one of socket, ib, intra (not '" + v + "')");
                     }

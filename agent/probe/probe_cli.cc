@@ -87,7 +87,7 @@ Status ParsePairArgs(const std::vector<std::string>& args, PairArgs& p, Override
                     p.mode_given = true;
                     if (v == "both") {
                       p.modes = {ProbeMode::kSocket, ProbeMode::kIb};
-                    } else if (auto m = ParseProbeMode(v)) {
+                    } else if (auto m = FromString<ProbeMode>(v)) {
                       p.modes = {*m};
                     } else {
                       return InvalidArgument("expects one of socket, ib, both (not '" + v + "')");

@@ -42,20 +42,6 @@ std::string Errno(const char* what, int err) { return std::string(what) + ": " +
 
 }  // namespace
 
-std::string_view ToString(ExitKind k) {
-  switch (k) {
-    case ExitKind::kExited:
-      return "exited";
-    case ExitKind::kSignaled:
-      return "signaled";
-    case ExitKind::kTimedOut:
-      return "timed_out";
-    case ExitKind::kSpawnFailed:
-      return "spawn_failed";
-  }
-  return "spawn_failed";
-}
-
 Subprocess::Subprocess(SubprocessOptions& options)
     : max_output_bytes_(options.max_output_bytes), on_stdout_(std::move(options.on_stdout)) {}
 

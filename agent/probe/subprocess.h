@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/reflect.h"
 #include "base/status.h"
 
 namespace nccl_triage {
@@ -40,8 +41,11 @@ struct SubprocessOptions {
 };
 
 enum class ExitKind { kExited, kSignaled, kTimedOut, kSpawnFailed };
-
-std::string_view ToString(ExitKind k);
+constexpr auto NamesOf(Type<ExitKind>) {
+  return std::array{Named(ExitKind::kExited, "exited"), Named(ExitKind::kSignaled, "signaled"),
+                    Named(ExitKind::kTimedOut, "timed_out"),
+                    Named(ExitKind::kSpawnFailed, "spawn_failed")};
+}
 
 struct SubprocessResult {
   ExitKind kind = ExitKind::kSpawnFailed;

@@ -145,31 +145,6 @@ void Finish(const Report& r, Judgement& j) {
 
 }  // namespace
 
-std::string_view ToString(RankState s) {
-  switch (s) {
-    case RankState::kRunning: return "running";
-    case RankState::kInit: return "init";
-    case RankState::kFinalize: return "finalize";
-    case RankState::kAbort: return "abort";
-    case RankState::kNoComm: return "nocomm";
-    case RankState::kUnresponsive: return "unresponsive";
-    case RankState::kDead: return "dead";
-    case RankState::kUnknown: break;
-  }
-  return "unknown";
-}
-
-std::string_view ToString(FindingKind k) {
-  switch (k) {
-    case FindingKind::kDead: return "dead";
-    case FindingKind::kUnresponsive: return "unresponsive";
-    case FindingKind::kLagging: return "lagging";
-    case FindingKind::kError: return "error";
-    case FindingKind::kStatus: return "status";
-  }
-  return "unknown";
-}
-
 void TallyRanks(Communicator& c) {
   c.dead = 0;
   int named_missing = 0;

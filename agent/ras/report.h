@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/reflect.h"
 #include "base/status.h"
 
 namespace nccl_triage::ras {
@@ -44,7 +45,13 @@ enum class RankState {
   kUnresponsive,  // its process did not answer this query
   kDead,          // its process is considered dead by the RAS network
 };
-std::string_view ToString(RankState s);
+constexpr auto NamesOf(Type<RankState>) {
+  return std::array{Named(RankState::kUnknown, "unknown"), Named(RankState::kRunning, "running"),
+                    Named(RankState::kInit, "init"), Named(RankState::kFinalize, "finalize"),
+                    Named(RankState::kAbort, "abort"), Named(RankState::kNoComm, "nocomm"),
+                    Named(RankState::kUnresponsive, "unresponsive"),
+                    Named(RankState::kDead, "dead")};
+}
 
 struct RankInfo {
   RankRef ref;
@@ -134,7 +141,12 @@ enum class FindingKind {
   kError,         // a rank reported an initialisation or asynchronous error
   kStatus,        // a rank's status differs from the others (INIT, FINALIZE, ABORT, NOCOMM)
 };
-std::string_view ToString(FindingKind k);
+constexpr auto NamesOf(Type<FindingKind>) {
+  return std::array{Named(FindingKind::kDead, "dead"),
+                    Named(FindingKind::kUnresponsive, "unresponsive"),
+                    Named(FindingKind::kLagging, "lagging"), Named(FindingKind::kError, "error"),
+                    Named(FindingKind::kStatus, "status")};
+}
 
 struct Finding {
   FindingKind kind;

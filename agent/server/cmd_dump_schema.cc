@@ -74,22 +74,6 @@ void AddMetrics(Json& out, std::string_view component, std::span<const MetricSpe
   }
 }
 
-std::string_view KindName(CauseKind kind) {
-  switch (kind) {
-    case CauseKind::kHostCheck:
-      return "host_check";
-    case CauseKind::kLogCause:
-      return "log_cause";
-    case CauseKind::kCrossNode:
-      return "cross_node";
-    case CauseKind::kWorkloadCheck:
-      return "workload_check";
-    case CauseKind::kKernelLog:
-      return "kernel_log";
-  }
-  return "unknown";
-}
-
 Json Traits(const CauseInfo& e) {
   static constexpr std::pair<CauseTrait, std::string_view> kNames[] = {
       {kRunsInContainers, "runs_in_containers"}, {kExplainsSlowIb, "explains_slow_ib"},
@@ -108,7 +92,7 @@ Json CatalogueJson() {
   for (const CauseInfo& e : Catalogue()) {
     Json row = {{"id", e.id},
                 {"class", ToString(e.fault_class)},
-                {"kind", KindName(e.kind)},
+                {"kind", ToString(e.kind)},
                 {"traits", Traits(e)},
                 {"title", e.title},
                 {"why", e.why},

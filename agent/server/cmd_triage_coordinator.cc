@@ -135,7 +135,7 @@ int RunTriageCoordinatorCommand(CliContext& ctx) {
     out = ToJson(answer);
   } else {
     v1::IncidentRecord req;
-    auto c = ParseFaultClass(*count);
+    auto c = FromString<FaultClass>(*count);
     if (!c.has_value()) {
       ctx.err << kWho << "'" << *count << "' is not a class\n";
       return 2;

@@ -364,21 +364,21 @@ class IncidentJudge {
     for (const auto& n : focus_) {
       auto it = by_node.find(n);
       if (hit == nullptr && it != by_node.end()) {
-        auto c = ParseFaultClass(it->second->verdict);
+        auto c = FromString<FaultClass>(it->second->verdict);
         if (c && IsFault(*c)) hit = it->second;
       }
     }
     int healthy_nodes = 0;
     for (const auto& [n, a] : by_node) {
       if (!nodes_.count(n)) continue;
-      auto c = ParseFaultClass(a->verdict);
+      auto c = FromString<FaultClass>(a->verdict);
       if (c == FaultClass::kHealthy) ++healthy_nodes;
       if (hit == nullptr && c && IsFault(*c)) hit = a;
     }
     const int seen = static_cast<int>(nodes_.size() - missing.size());
     checks_.looked = seen > 0;
     if (hit != nullptr) {
-      checks_.fault_class = ParseFaultClass(hit->verdict).value_or(FaultClass::kUnknown);
+      checks_.fault_class = FromString<FaultClass>(hit->verdict).value_or(FaultClass::kUnknown);
       checks_.cause = hit->causes.empty() ? std::string() : hit->causes.front();
       checks_.summary = "agent on " + hit->node + ": " + hit->verdict + " (basis " + hit->basis +
                         ")" + (checks_.cause.empty() ? "" : ", " + checks_.cause) + "; " +
@@ -503,7 +503,7 @@ class IncidentJudge {
       out_.where = {"node", out_.peer->match.node, "", "log"};
     } else if (out_.basis == "checks") {
       for (const AgentVerdict& a : in_.agents) {
-        if (ParseFaultClass(a.verdict) == checks_.fault_class && nodes_.count(a.node)) {
+        if (FromString<FaultClass>(a.verdict) == checks_.fault_class && nodes_.count(a.node)) {
           out_.where = {"node", a.node, "", "checks"};
           break;
         }
@@ -813,7 +813,7 @@ StatusOr<ProbeOutcome> ProbeOutcomeFromJson(const nlohmann::json& j) {
     pf.kind = str(f, "kind");
     pf.node = nodes.empty() ? std::string() : nodes[0];
     pf.peer = nodes.size() > 1 ? nodes[1] : std::string();
-    pf.fault_class = ParseFaultClass(str(f, "class")).value_or(FaultClass::kUnknown);
+    pf.fault_class = FromString<FaultClass>(str(f, "class")).value_or(FaultClass::kUnknown);
     pf.causes = strs(f, "causes");
     pf.reason = str(f, "reason");
     out.faults.push_back(std::move(pf));

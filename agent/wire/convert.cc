@@ -7,6 +7,7 @@
 #include "core/config.h"
 #include "core/rails.h"
 #include "core/report.h"
+#include "wire/enum_map.h"
 
 namespace nccl_triage {
 namespace {
@@ -40,106 +41,39 @@ std::string StateName(const std::string& text) {
 
 }  // namespace
 
+// The enums: value for value by name (wire/enum_map.h). What follows each lookup is the reading of
+// a value without a partner: UNSPECIFIED (or a number from a newer peer) as the .proto documents
+// it, and ProbeMode::kIntraNode, which no assignment carries (intra-node probes never cross the
+// wire), as socket.
 v1::FaultClass ToProto(FaultClass c) {
-  switch (c) {
-    case FaultClass::kHealthy:
-      return v1::FAULT_CLASS_HEALTHY;
-    case FaultClass::kArchitecture:
-      return v1::FAULT_CLASS_ARCHITECTURE;
-    case FaultClass::kIbResource:
-      return v1::FAULT_CLASS_IB_RESOURCE;
-    case FaultClass::kUnknown:
-      return v1::FAULT_CLASS_UNKNOWN;
-  }
-  return v1::FAULT_CLASS_UNKNOWN;
+  return ToWire<v1::FaultClass>(c).value_or(v1::FAULT_CLASS_UNKNOWN);
 }
-
 FaultClass FromProto(v1::FaultClass c) {
-  switch (c) {
-    case v1::FAULT_CLASS_HEALTHY:
-      return FaultClass::kHealthy;
-    case v1::FAULT_CLASS_ARCHITECTURE:
-      return FaultClass::kArchitecture;
-    case v1::FAULT_CLASS_IB_RESOURCE:
-      return FaultClass::kIbResource;
-    default:
-      return FaultClass::kUnknown;
-  }
+  return FromWire<FaultClass>(c).value_or(FaultClass::kUnknown);
 }
-
-v1::Basis ToProto(Basis b) { return b == Basis::kProbes ? v1::BASIS_PROBES : v1::BASIS_CHECKS; }
-Basis FromProto(v1::Basis b) { return b == v1::BASIS_PROBES ? Basis::kProbes : Basis::kChecks; }
-
+v1::Basis ToProto(Basis b) { return ToWire<v1::Basis>(b).value_or(v1::BASIS_CHECKS); }
+Basis FromProto(v1::Basis b) { return FromWire<Basis>(b).value_or(Basis::kChecks); }
 v1::ProbeMode ToProto(ProbeMode m) {
-  return m == ProbeMode::kIb ? v1::PROBE_MODE_IB : v1::PROBE_MODE_SOCKET;
+  return ToWire<v1::ProbeMode>(m).value_or(v1::PROBE_MODE_SOCKET);
 }
-
-std::optional<ProbeMode> FromProto(v1::ProbeMode m) {
-  if (m == v1::PROBE_MODE_SOCKET) return ProbeMode::kSocket;
-  if (m == v1::PROBE_MODE_IB) return ProbeMode::kIb;
-  return std::nullopt;
-}
-
+std::optional<ProbeMode> FromProto(v1::ProbeMode m) { return FromWire<ProbeMode>(m); }
 v1::ProbeOutcome ToProto(ProbeOutcome o) {
-  switch (o) {
-    case ProbeOutcome::kPass:
-      return v1::PROBE_OUTCOME_PASS;
-    case ProbeOutcome::kFail:
-      return v1::PROBE_OUTCOME_FAIL;
-    case ProbeOutcome::kTimeout:
-      return v1::PROBE_OUTCOME_TIMEOUT;
-    case ProbeOutcome::kCrashed:
-      return v1::PROBE_OUTCOME_CRASHED;
-    case ProbeOutcome::kUnavailable:
-      return v1::PROBE_OUTCOME_UNAVAILABLE;
-    case ProbeOutcome::kNotRun:
-      return v1::PROBE_OUTCOME_NOT_RUN;
-  }
-  return v1::PROBE_OUTCOME_NOT_RUN;
+  return ToWire<v1::ProbeOutcome>(o).value_or(v1::PROBE_OUTCOME_NOT_RUN);
 }
-
 ProbeOutcome FromProto(v1::ProbeOutcome o) {
-  switch (o) {
-    case v1::PROBE_OUTCOME_PASS:
-      return ProbeOutcome::kPass;
-    case v1::PROBE_OUTCOME_FAIL:
-      return ProbeOutcome::kFail;
-    case v1::PROBE_OUTCOME_TIMEOUT:
-      return ProbeOutcome::kTimeout;
-    case v1::PROBE_OUTCOME_CRASHED:
-      return ProbeOutcome::kCrashed;
-    case v1::PROBE_OUTCOME_UNAVAILABLE:
-      return ProbeOutcome::kUnavailable;
-    default:
-      return ProbeOutcome::kNotRun;
-  }
+  return FromWire<ProbeOutcome>(o).value_or(ProbeOutcome::kNotRun);
 }
-
 v1::CheckStatus ToProto(CheckStatus s) {
-  switch (s) {
-    case CheckStatus::kPass:
-      return v1::CHECK_STATUS_PASS;
-    case CheckStatus::kWarn:
-      return v1::CHECK_STATUS_WARN;
-    case CheckStatus::kFail:
-      return v1::CHECK_STATUS_FAIL;
-    case CheckStatus::kSkip:
-      return v1::CHECK_STATUS_SKIP;
-  }
-  return v1::CHECK_STATUS_SKIP;
+  return ToWire<v1::CheckStatus>(s).value_or(v1::CHECK_STATUS_SKIP);
 }
-
 CheckStatus FromProto(v1::CheckStatus s) {
-  switch (s) {
-    case v1::CHECK_STATUS_PASS:
-      return CheckStatus::kPass;
-    case v1::CHECK_STATUS_WARN:
-      return CheckStatus::kWarn;
-    case v1::CHECK_STATUS_FAIL:
-      return CheckStatus::kFail;
-    default:
-      return CheckStatus::kSkip;
-  }
+  return FromWire<CheckStatus>(s).value_or(CheckStatus::kSkip);
+}
+v1::Localisation ToProto(PairLocalisation l) {
+  return ToWire<v1::Localisation>(l).value_or(v1::LOCALISATION_UNSPECIFIED);
+}
+PairLocalisation FromProto(v1::Localisation l) {
+  return FromWire<PairLocalisation>(l).value_or(PairLocalisation::kNone);
 }
 
 std::optional<uint64_t> ProbeSizeBytes(v1::ProbeSize s) {
@@ -427,20 +361,6 @@ ProbeResult FromProbeReport(const v1::ProbeReport& p, ProbeMode mode, int rank,
   return r;
 }
 
-v1::Localisation ToProto(PairLocalisation l) {
-  switch (l) {
-    case PairLocalisation::kNone:
-      return v1::LOCALISATION_NONE;
-    case PairLocalisation::kNode:
-      return v1::LOCALISATION_NODE;
-    case PairLocalisation::kLink:
-      return v1::LOCALISATION_LINK;
-    case PairLocalisation::kInconclusive:
-      return v1::LOCALISATION_INCONCLUSIVE;
-  }
-  return v1::LOCALISATION_UNSPECIFIED;
-}
-
 v1::PairVerdict ToProto(const std::string& peer, const PairVerdict& v, ProbeOutcome socket,
                         ProbeOutcome ib, PairLocalisation loc, bool confirmed) {
   v1::PairVerdict p;
@@ -464,19 +384,6 @@ PairVerdict FromProto(const v1::PairVerdict& p) {
   v.reason = Cut(p.reason());
   v.degraded = IsDegraded(v.causes);
   return v;
-}
-
-PairLocalisation FromProto(v1::Localisation l) {
-  switch (l) {
-    case v1::LOCALISATION_NODE:
-      return PairLocalisation::kNode;
-    case v1::LOCALISATION_LINK:
-      return PairLocalisation::kLink;
-    case v1::LOCALISATION_INCONCLUSIVE:
-      return PairLocalisation::kInconclusive;
-    default:
-      return PairLocalisation::kNone;
-  }
 }
 
 AgentVerdicts AgentVerdictsFromProto(const v1::Verdicts& v) {

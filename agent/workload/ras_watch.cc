@@ -77,22 +77,6 @@ std::vector<RasTarget> RasTargets(const ScanResult& scan,
   return out;
 }
 
-std::string_view ToString(RasOutcome o) {
-  switch (o) {
-    case RasOutcome::kOk:
-      return "ok";
-    case RasOutcome::kRefused:
-      return "refused";
-    case RasOutcome::kTimeout:
-      return "timeout";
-    case RasOutcome::kProtocolError:
-      return "protocol_error";
-    case RasOutcome::kError:
-      return "error";
-  }
-  return "error";
-}
-
 RasOutcome OutcomeOf(const Status& failed) {
   switch (failed.code()) {
     case StatusCode::kOk:

@@ -35,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/reflect.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/status.h"
@@ -77,7 +78,12 @@ std::vector<RasTarget> RasTargets(const ScanResult& scan,
                                   const std::string& root);
 
 enum class RasOutcome { kOk, kRefused, kTimeout, kProtocolError, kError };
-std::string_view ToString(RasOutcome o);
+constexpr auto NamesOf(Type<RasOutcome>) {
+  return std::array{Named(RasOutcome::kOk, "ok"), Named(RasOutcome::kRefused, "refused"),
+                    Named(RasOutcome::kTimeout, "timeout"),
+                    Named(RasOutcome::kProtocolError, "protocol_error"),
+                    Named(RasOutcome::kError, "error")};
+}
 // The outcome of a failed query from its status code (ras/client.h): unavailable (refused,
 // closed, reset) -> refused; deadline -> timeout; invalid argument (not a RAS server, a reply
 // over the cap) -> protocol_error; anything else (the namespace could not be entered) -> error.

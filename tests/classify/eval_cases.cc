@@ -145,7 +145,7 @@ std::string Str(const YAML::Node& n, const char* key) {
 
 // Fills the label fields shared by both kinds of case; an empty error means well-formed.
 std::string LoadLabel(const YAML::Node& n, Case& out) {
-  auto cls = ParseFaultClass(Str(n, "class"));
+  auto cls = FromString<FaultClass>(Str(n, "class"));
   if (!cls) return "unknown class '" + Str(n, "class") + "'";
   out.expected = *cls;
   out.cause = Str(n, "cause");
