@@ -170,6 +170,10 @@ struct RankState {
   bool net_socket = false;
   bool net_ib = false;
   bool has_code = false;  // a failing `-> N` seen on this rank (before or after its WARN)
+  // Its NET plugin: an external one loaded (`Plugin Path :`, `Loaded net plugin`), or none
+  // (`Using internal network plugin`, `Could not find: libnccl-net.so`).
+  bool plugin_external = false;
+  bool plugin_internal = false;
   int code_after_warn = -1;
 };
 
@@ -256,6 +260,13 @@ struct LogClassifier::State {
   // NCCL_NET matches (plugin/net.cc), so a WARN with no plugin tried means NCCL_NET named none.
   std::vector<std::string> net_plugins_failed;
   std::optional<LogLine> no_net_plugin_line;
+  // `Error: network gIB not found.` (a network no built-in plugin provides), and the first line
+  // that says a net plugin did not load; the first plugin line of each kind per rank.
+  std::optional<LogLine> net_not_found_line;
+  std::optional<LogLine> plugin_not_loaded_line;
+  std::optional<LogLine> plugin_external_line, plugin_internal_line;
+  // The first `-> 2` inside NET/IB of a rank that printed no WARN before it.
+  std::optional<LogLine> ib_trace_line;
   size_t info_lines_before_no_net = 0;
   const GpuArchitecture* gpu_arch = nullptr;  // the first GPU generation a line names
   LogLine gpu_line;
@@ -431,6 +442,7 @@ struct LogClassifier::State {
     const auto rules = compiled.rules();
     if (!matches.empty() && rules[matches.front().rule].strength == Strength::kIgnore) return;
     last_warn_line = line_no;
+    if (!net_not_found_line) OnNetNotFound(p.message, line);
     if (!no_net_plugin_line && p.message.find("Failed to initialize any NET plugin") == 0) {
       no_net_plugin_line = LogLine{line_no, Sanitize(Cap(line, 512))};
       info_lines_before_no_net = nccl_lines - warn_lines;
@@ -487,6 +499,10 @@ struct LogClassifier::State {
     RankState* rs = Rank(rank);
     if (rs != nullptr && !rs->has_code) {
       rs->has_code = true;
+      if (code == 2 && !ib_trace_line &&
+          message.substr(0, message.find(' ')).find("net_ib") != std::string_view::npos) {
+        ib_trace_line = LogLine{line_no, Sanitize(Cap(line, 512))};
+      }
       if (!trace_root && code == 2) {
         std::string_view file = message.substr(0, message.find(' '));
         auto rule = compiled.MatchFile(file);
@@ -501,6 +517,50 @@ struct LogClassifier::State {
     if (orphan_code < 0) {
       orphan_code = code;
       orphan_line = {line_no, Sanitize(line)};
+    }
+  }
+
+  // `Error: network X not found.` for a network that only a plugin provides (not IB, Socket).
+  void OnNetNotFound(std::string_view msg, std::string_view line) {
+    const size_t at = msg.find("Error: network ");
+    if (at == std::string_view::npos) return;
+    std::string_view name = msg.substr(at + 15);
+    const size_t end = name.find(" not found");
+    if (end == std::string_view::npos) return;
+    name = name.substr(0, end);
+    if (name == "IB" || name == "Socket" || name.empty()) return;
+    net_not_found_line = LogLine{line_no, Sanitize(Cap(line, 512))};
+  }
+
+  // NET plugin lines (INFO, or text when pasted without the prefix): whether a rank loaded an
+  // external plugin or runs without one, and whether a plugin failed to load.
+  void OnPluginLine(std::string_view rank, std::string_view msg, std::string_view line) {
+    const bool plugin = StartsWith(msg, "NET/Plugin") || StartsWith(msg, "Plugin Path :");
+    if (!plugin) return;
+    const bool external = StartsWith(msg, "Plugin Path :") ||
+                          msg.find("Loaded net plugin") != std::string_view::npos;
+    const bool internal = msg.find("Using internal network plugin") != std::string_view::npos ||
+                          msg.find("Could not find: libnccl-net") != std::string_view::npos ||
+                          msg.find("No plugin found") != std::string_view::npos;
+    const bool failed =
+        internal || msg.find("returned ") != std::string_view::npos ||
+        msg.find("Failed to find ncclNetPlugin") != std::string_view::npos ||
+        msg.find("cannot open shared object") != std::string_view::npos ||
+        msg.find("undefined symbol") != std::string_view::npos;
+    const LogLine here{line_no, Sanitize(Cap(line, 512))};
+    // `Plugin load returned 0` is a success; any other code, or the texts above, is a failure.
+    const bool load_ok = msg.find("returned 0 ") != std::string_view::npos ||
+                         EndsWith(msg, "returned 0");
+    if (failed && !load_ok && !plugin_not_loaded_line) plugin_not_loaded_line = here;
+    if (!external && !internal) return;
+    RankState* rs = Rank(rank);
+    if (rs == nullptr) return;
+    if (external) {
+      rs->plugin_external = true;
+      if (!plugin_external_line) plugin_external_line = here;
+    } else {
+      rs->plugin_internal = true;
+      if (!plugin_internal_line) plugin_internal_line = here;
     }
   }
 
@@ -720,6 +780,7 @@ struct LogClassifier::State {
       OnIbUsing(msg);
     }
     if (StartsWith(msg, "NCCL_")) OnEnv(msg);
+    OnPluginLine(p.rank, msg, line);
     for (const auto& m : Match(p)) {
       const Rule& r = compiled.rules()[m.rule];
       AddCause(r, TierFor(r.strength, false, false), r.confidence, line, p.timestamp);
@@ -744,6 +805,7 @@ struct LogClassifier::State {
       tests_passed = true;
       last_success_line = line_no;
     }
+    if (!net_not_found_line) OnNetNotFound(p.message, line);
     bool root_found = false;
     for (const auto& m : Match(p)) {
       const Rule& r = compiled.rules()[m.rule];
@@ -1046,6 +1108,38 @@ void LogClassifier::State::AddMultiLineFindings(bool completed) {
     std::vector<LogLine> lines = {gpu_line};
     if (!versions_seen.empty()) lines.push_back(versions_seen.front().second);
     AddDerived(kNcclTooOld, kTierRoot, 0.8, std::move(lines));
+  }
+  // A network only a plugin provides was asked for and a plugin did not load: the plugin (its
+  // library, its dependencies, its ABI) is the fault, not the network's name.
+  if (net_not_found_line && plugin_not_loaded_line) {
+    AddDerived(kPluginNotLoaded, kTierRoot, 0.9, {*net_not_found_line, *plugin_not_loaded_line});
+  }
+  // Ranks that loaded an external net plugin beside ranks that run without one: the nodes run
+  // different software images (plugin, LD_LIBRARY_PATH), so their network stacks differ.
+  bool some_external_only = false, some_internal_only = false;
+  for (const auto& [key, rs] : ranks) {
+    some_external_only = some_external_only || (rs.plugin_external && !rs.plugin_internal);
+    some_internal_only = some_internal_only || (rs.plugin_internal && !rs.plugin_external);
+  }
+  if (some_external_only && some_internal_only && plugin_external_line && plugin_internal_line) {
+    AddDerived(kVersionSkew, kTierSuspect, 0.6, {*plugin_internal_line, *plugin_external_line},
+               /*keep_until_completed=*/true);
+  }
+  // No WARN, a system error raised inside NET/IB, after the job steered the RoCE GID choice: the
+  // GID those settings select (or fail to find) is the likely fault.
+  if (ib_trace_line) {
+    std::vector<LogLine> lines;
+    for (size_t i = 0; i < env_set.size(); ++i) {
+      if (env_set[i] == "NCCL_IB_GID_INDEX" || env_set[i] == "NCCL_IB_ADDR_RANGE" ||
+          env_set[i] == "NCCL_IB_ADDR_FAMILY" || env_set[i] == "NCCL_IB_ROCE_VERSION_NUM") {
+        if (lines.size() + 1 < kMaxEvidence) lines.push_back(env_lines[i]);
+      }
+    }
+    if (!lines.empty()) {
+      lines.push_back(*ib_trace_line);
+      AddDerived(kGidSelection, kTierSuspect, 0.5, std::move(lines),
+                 /*keep_until_completed=*/true);
+    }
   }
 }
 
