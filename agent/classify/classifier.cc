@@ -267,6 +267,10 @@ struct LogClassifier::State {
   std::optional<LogLine> plugin_external_line, plugin_internal_line;
   // The first `-> 2` inside NET/IB of a rank that printed no WARN before it.
   std::optional<LogLine> ib_trace_line;
+  // CUDA found no device (`no CUDA-capable device is detected`, CUDA 100), and the first NCCL
+  // init line that names a process's CUDA device (`... cudaDev 0 nvmlDev 0 busId 60 ...`).
+  std::optional<LogLine> no_device_line;
+  std::optional<LogLine> device_opened_line;
   size_t info_lines_before_no_net = 0;
   const GpuArchitecture* gpu_arch = nullptr;  // the first GPU generation a line names
   LogLine gpu_line;
@@ -443,6 +447,7 @@ struct LogClassifier::State {
     if (!matches.empty() && rules[matches.front().rule].strength == Strength::kIgnore) return;
     last_warn_line = line_no;
     if (!net_not_found_line) OnNetNotFound(p.message, line);
+    OnNoDevice(p.message, line);
     if (!no_net_plugin_line && p.message.find("Failed to initialize any NET plugin") == 0) {
       no_net_plugin_line = LogLine{line_no, Sanitize(Cap(line, 512))};
       info_lines_before_no_net = nccl_lines - warn_lines;
@@ -517,6 +522,15 @@ struct LogClassifier::State {
     if (orphan_code < 0) {
       orphan_code = code;
       orphan_line = {line_no, Sanitize(line)};
+    }
+  }
+
+  void OnNoDevice(std::string_view msg, std::string_view line) {
+    if (no_device_line) return;
+    if (msg.find("no CUDA-capable device is detected") != std::string_view::npos ||
+        msg.find("CUDA_ERROR_NO_DEVICE") != std::string_view::npos ||
+        msg.find("Cuda failure 100 ") != std::string_view::npos) {
+      no_device_line = LogLine{line_no, Sanitize(Cap(line, 512))};
     }
   }
 
@@ -781,6 +795,9 @@ struct LogClassifier::State {
     }
     if (StartsWith(msg, "NCCL_")) OnEnv(msg);
     OnPluginLine(p.rank, msg, line);
+    if (!device_opened_line && msg.find(" cudaDev ") != std::string_view::npos) {
+      device_opened_line = LogLine{line_no, Sanitize(Cap(line, 512))};
+    }
     for (const auto& m : Match(p)) {
       const Rule& r = compiled.rules()[m.rule];
       AddCause(r, TierFor(r.strength, false, false), r.confidence, line, p.timestamp);
@@ -806,6 +823,7 @@ struct LogClassifier::State {
       last_success_line = line_no;
     }
     if (!net_not_found_line) OnNetNotFound(p.message, line);
+    OnNoDevice(p.message, line);
     bool root_found = false;
     for (const auto& m : Match(p)) {
       const Rule& r = compiled.rules()[m.rule];
@@ -1124,6 +1142,11 @@ void LogClassifier::State::AddMultiLineFindings(bool completed) {
   if (some_external_only && some_internal_only && plugin_external_line && plugin_internal_line) {
     AddDerived(kVersionSkew, kTierSuspect, 0.6, {*plugin_internal_line, *plugin_external_line},
                /*keep_until_completed=*/true);
+  }
+  // No CUDA device in one process while another opened its GPU: not the driver (it works for the
+  // other process) but the device this process was given.
+  if (no_device_line && device_opened_line) {
+    AddDerived(kDeviceNotGiven, kTierRoot, 0.95, {*no_device_line, *device_opened_line});
   }
   // No WARN, a system error raised inside NET/IB, after the job steered the RoCE GID choice: the
   // GID those settings select (or fail to find) is the likely fault.

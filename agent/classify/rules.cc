@@ -356,7 +356,8 @@ std::vector<Rule> MergeRules(std::vector<Rule> base, std::vector<Rule> overrides
 std::span<const DerivedCause> DerivedCauses() {
   static constexpr std::array kDerived = {kVersionSkew,  kMtuSkew,         kBadSetting,
                                           kNetworkSkew,  kGdrSkew,         kCudaMajorSkew,
-                                          kNcclTooOld,   kPluginNotLoaded, kGidSelection};
+                                          kNcclTooOld,   kPluginNotLoaded, kGidSelection,
+                                          kDeviceNotGiven};
   return kDerived;
 }
 

@@ -150,6 +150,10 @@ inline constexpr DerivedCause kPluginNotLoaded{ids::kNetPlugin, FaultClass::kArc
 // RoCE GID by NCCL_IB_GID_INDEX, NCCL_IB_ADDR_RANGE, NCCL_IB_ADDR_FAMILY or
 // NCCL_IB_ROCE_VERSION_NUM.
 inline constexpr DerivedCause kGidSelection{ids::kIbGid, FaultClass::kIbResource};
+// One process finds no CUDA device while another process of the job opened its GPU (NCCL's
+// `cudaDev N` init line): the driver works, that process was given no GPU (device assignment,
+// CUDA_VISIBLE_DEVICES).
+inline constexpr DerivedCause kDeviceNotGiven{ids::kGpuVisibility, FaultClass::kArchitecture};
 std::span<const DerivedCause> DerivedCauses();
 
 std::span<const Refinement> Refinements();
