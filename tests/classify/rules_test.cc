@@ -724,6 +724,10 @@ const std::multimap<std::string, std::string>& Samples() {
        "mlx5dv_get_data_direct_sysfs_path with device mlx5_0"},
       {"ib.query_failed",
        "ib-3:77:77 [0] transport/net_ib.cc:230 NCCL WARN NET/IB : Unable to query port 1"},
+      {"socket.loopback_first",
+       "master-0:1:1 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0> [1]eth0:192.168.4.230<0>"},
+      {"socket.loopback_first",
+       "gpu-b12:4152:4206 [0] NCCL INFO NET : Using interface lo:127.0.0.1<0>"},
   };
   return kSamples;
 }
