@@ -709,6 +709,9 @@ const std::multimap<std::string, std::string>& Samples() {
        "trn-7:900:900 [0] init.cc:1520 NCCL WARN NCCL_CGA_CLUSTER_SIZE value 16 is too big. "
        "Limiting value to 8."},
       {"env.capped_value",
+       "trn-7:900:900 [0] init.cc:1031 NCCL WARN CollNet currently only supports up to 8 GPUs per "
+       "node, disabling CollNet"},
+      {"env.capped_value",
        "trn-7:900:900 [0] init.cc:1402 NCCL WARN NCCL_WORK_FIFO_DEPTH=1000 is being ignored "
        "because it is not a power of 2."},
       {"env.capped_value",
