@@ -1233,8 +1233,11 @@ KeptMap LogClassifier::State::KeepCauses(bool success, bool set_up, bool complet
     // A rule that holds after an NCCL_* setting shows that line too, first.
     if (acc.rule != nullptr && !acc.rule->after_env.empty()) {
       for (size_t i = 0; i < env_set.size(); ++i) {
-        if (std::find(acc.rule->after_env.begin(), acc.rule->after_env.end(), env_set[i]) !=
-            acc.rule->after_env.end()) {
+        const bool shown =
+            std::any_of(k.evidence.begin(), k.evidence.end(),
+                        [&](const LogLine& l) { return l.number == env_lines[i].number; });
+        if (!shown && std::find(acc.rule->after_env.begin(), acc.rule->after_env.end(),
+                                env_set[i]) != acc.rule->after_env.end()) {
           k.evidence.insert(k.evidence.begin(), env_lines[i]);
           if (k.evidence.size() > kMaxEvidence) k.evidence.pop_back();
         }

@@ -727,6 +727,14 @@ const std::multimap<std::string, std::string>& Samples() {
        "mlx5dv_get_data_direct_sysfs_path with device mlx5_0"},
       {"ib.query_failed",
        "ib-3:77:77 [0] transport/net_ib.cc:230 NCCL WARN NET/IB : Unable to query port 1"},
+      {"socket.connect_retrying",
+       "worker:101542:101934 [0] NCCL INFO Call to connect returned Connection timed out, "
+       "retrying"},
+      {"topo.search_fallback",
+       "Meowth:8756:8772 [1] graph/search.cc:890 NCCL WARN Could not find a path for pattern 4, "
+       "falling back to simple order"},
+      {"env.graph_file_set",
+       "vm-a:73025:73112 [0] NCCL INFO NCCL_GRAPH_FILE set by environment to /opt/vm/graph.xml"},
       {"socket.loopback_first",
        "master-0:1:1 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0> [1]eth0:192.168.4.230<0>"},
       {"socket.loopback_first",
