@@ -446,8 +446,7 @@ struct LogClassifier::State {
     const auto rules = compiled.rules();
     if (!matches.empty() && rules[matches.front().rule].strength == Strength::kIgnore) return;
     last_warn_line = line_no;
-    if (!net_not_found_line) OnNetNotFound(p.message, line);
-    OnNoDevice(p.message, line);
+    for (const auto& m : matches) OnNamedLine(rules[m.rule], p.message, line);
     if (!no_net_plugin_line && p.message.find("Failed to initialize any NET plugin") == 0) {
       no_net_plugin_line = LogLine{line_no, Sanitize(Cap(line, 512))};
       info_lines_before_no_net = nccl_lines - warn_lines;
@@ -522,6 +521,17 @@ struct LogClassifier::State {
     if (orphan_code < 0) {
       orphan_code = code;
       orphan_line = {line_no, Sanitize(line)};
+    }
+  }
+
+  // A line a rule named, read for what the derived findings need (only named lines are read, so
+  // the common line pays nothing): a CUDA line for "no device", a network-not-found line.
+  void OnNamedLine(const Rule& r, std::string_view msg, std::string_view line) {
+    if (ids::kCudaDriver == r.cause) {
+      OnNoDevice(msg, line);
+    } else if (!net_not_found_line &&
+               (ids::kNcclApiUsage == r.cause || ids::kIbHcaPresent == r.cause)) {
+      OnNetNotFound(msg, line);
     }
   }
 
@@ -795,7 +805,10 @@ struct LogClassifier::State {
     }
     if (StartsWith(msg, "NCCL_")) OnEnv(msg);
     OnPluginLine(p.rank, msg, line);
-    if (!device_opened_line && msg.find(" cudaDev ") != std::string_view::npos) {
+    // `comm 0x.. rank 0 nranks 2 cudaDev 0 ...`, `ncclCommInitRank comm ...`, 2.32's `[Rank 0] ...`.
+    if (!device_opened_line &&
+        (StartsWith(msg, "comm ") || StartsWith(msg, "ncclCommInit") || StartsWith(msg, "[Rank ")) &&
+        msg.find(" cudaDev ") != std::string_view::npos) {
       device_opened_line = LogLine{line_no, Sanitize(Cap(line, 512))};
     }
     for (const auto& m : Match(p)) {
@@ -822,12 +835,11 @@ struct LogClassifier::State {
       tests_passed = true;
       last_success_line = line_no;
     }
-    if (!net_not_found_line) OnNetNotFound(p.message, line);
-    OnNoDevice(p.message, line);
     bool root_found = false;
     for (const auto& m : Match(p)) {
       const Rule& r = compiled.rules()[m.rule];
       if (r.strength == Strength::kIgnore) break;
+      OnNamedLine(r, p.message, line);
       int tier = TierFor(r.strength, false, false);
       // Quoted text is a little less direct than the WARN itself.
       AddCause(r, tier, Boost(r, r.confidence) * 0.9, line, p.timestamp);
