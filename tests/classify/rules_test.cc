@@ -735,6 +735,19 @@ const std::multimap<std::string, std::string>& Samples() {
        "falling back to simple order"},
       {"env.graph_file_set",
        "vm-a:73025:73112 [0] NCCL INFO NCCL_GRAPH_FILE set by environment to /opt/vm/graph.xml"},
+      {"mlx5dv.call",
+       "gb200-4:77:77 [0] misc/mlx5dvwrap.cc:88 NCCL WARN NET/MLX5: Call to mlx5dv_reg_dmabuf_mr "
+       "failed with error Operation not supported"},
+      {"mlx5dv.call",
+       "gb200-4:77:77 [0] misc/mlx5dvwrap.cc:88 NCCL WARN Call to mlx5dv_get_data_direct_sysfs_path "
+       "failed with error Input/output error"},
+      {"c10d.watchdog_timeout",
+       "[rank3]:[E1207 10:12:44.123456789 ProcessGroupNCCL.cpp:1420] [PG ID 0 PG GUID "
+       "0(default_pg) Rank 3] Heartbeat monitor timed out! Process will be terminated after "
+       "dumping debug info. workMetaList_.size()=2"},
+      {"c10d.watchdog_timeout",
+       "[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 0] ProcessGroupNCCL's watchdog got stuck "
+       "for 480 seconds without making progress in monitoring enqueued collectives."},
       {"socket.loopback_first",
        "master-0:1:1 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0> [1]eth0:192.168.4.230<0>"},
       {"socket.loopback_first",
