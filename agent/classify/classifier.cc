@@ -170,6 +170,10 @@ struct RankState {
   bool net_socket = false;
   bool net_ib = false;
   bool has_code = false;  // a failing `-> N` seen on this rank (before or after its WARN)
+  // Its NET plugin: an external one loaded (`Plugin Path :`, `Loaded net plugin`), or none
+  // (`Using internal network plugin`, `Could not find: libnccl-net.so`).
+  bool plugin_external = false;
+  bool plugin_internal = false;
   int code_after_warn = -1;
 };
 
@@ -256,6 +260,17 @@ struct LogClassifier::State {
   // NCCL_NET matches (plugin/net.cc), so a WARN with no plugin tried means NCCL_NET named none.
   std::vector<std::string> net_plugins_failed;
   std::optional<LogLine> no_net_plugin_line;
+  // `Error: network gIB not found.` (a network no built-in plugin provides), and the first line
+  // that says a net plugin did not load; the first plugin line of each kind per rank.
+  std::optional<LogLine> net_not_found_line;
+  std::optional<LogLine> plugin_not_loaded_line;
+  std::optional<LogLine> plugin_external_line, plugin_internal_line;
+  // The first `-> 2` inside NET/IB of a rank that printed no WARN before it.
+  std::optional<LogLine> ib_trace_line;
+  // CUDA found no device (`no CUDA-capable device is detected`, CUDA 100), and the first NCCL
+  // init line that names a process's CUDA device (`... cudaDev 0 nvmlDev 0 busId 60 ...`).
+  std::optional<LogLine> no_device_line;
+  std::optional<LogLine> device_opened_line;
   size_t info_lines_before_no_net = 0;
   const GpuArchitecture* gpu_arch = nullptr;  // the first GPU generation a line names
   LogLine gpu_line;
@@ -431,6 +446,7 @@ struct LogClassifier::State {
     const auto rules = compiled.rules();
     if (!matches.empty() && rules[matches.front().rule].strength == Strength::kIgnore) return;
     last_warn_line = line_no;
+    for (const auto& m : matches) OnNamedLine(rules[m.rule], p.message, line);
     if (!no_net_plugin_line && p.message.find("Failed to initialize any NET plugin") == 0) {
       no_net_plugin_line = LogLine{line_no, Sanitize(Cap(line, 512))};
       info_lines_before_no_net = nccl_lines - warn_lines;
@@ -487,6 +503,10 @@ struct LogClassifier::State {
     RankState* rs = Rank(rank);
     if (rs != nullptr && !rs->has_code) {
       rs->has_code = true;
+      if (code == 2 && !ib_trace_line &&
+          message.substr(0, message.find(' ')).find("net_ib") != std::string_view::npos) {
+        ib_trace_line = LogLine{line_no, Sanitize(Cap(line, 512))};
+      }
       if (!trace_root && code == 2) {
         std::string_view file = message.substr(0, message.find(' '));
         auto rule = compiled.MatchFile(file);
@@ -501,6 +521,70 @@ struct LogClassifier::State {
     if (orphan_code < 0) {
       orphan_code = code;
       orphan_line = {line_no, Sanitize(line)};
+    }
+  }
+
+  // A line a rule named, read for what the derived findings need (only named lines are read, so
+  // the common line pays nothing): a CUDA line for "no device", a network-not-found line.
+  void OnNamedLine(const Rule& r, std::string_view msg, std::string_view line) {
+    if (ids::kCudaDriver == r.cause) {
+      OnNoDevice(msg, line);
+    } else if (!net_not_found_line &&
+               (ids::kNcclApiUsage == r.cause || ids::kIbHcaPresent == r.cause)) {
+      OnNetNotFound(msg, line);
+    }
+  }
+
+  void OnNoDevice(std::string_view msg, std::string_view line) {
+    if (no_device_line) return;
+    if (msg.find("no CUDA-capable device is detected") != std::string_view::npos ||
+        msg.find("CUDA_ERROR_NO_DEVICE") != std::string_view::npos ||
+        msg.find("Cuda failure 100 ") != std::string_view::npos) {
+      no_device_line = LogLine{line_no, Sanitize(Cap(line, 512))};
+    }
+  }
+
+  // `Error: network X not found.` for a network that only a plugin provides (not IB, Socket).
+  void OnNetNotFound(std::string_view msg, std::string_view line) {
+    const size_t at = msg.find("Error: network ");
+    if (at == std::string_view::npos) return;
+    std::string_view name = msg.substr(at + 15);
+    const size_t end = name.find(" not found");
+    if (end == std::string_view::npos) return;
+    name = name.substr(0, end);
+    if (name == "IB" || name == "Socket" || name.empty()) return;
+    net_not_found_line = LogLine{line_no, Sanitize(Cap(line, 512))};
+  }
+
+  // NET plugin lines (INFO, or text when pasted without the prefix): whether a rank loaded an
+  // external plugin or runs without one, and whether a plugin failed to load.
+  void OnPluginLine(std::string_view rank, std::string_view msg, std::string_view line) {
+    const bool plugin = StartsWith(msg, "NET/Plugin") || StartsWith(msg, "Plugin Path :");
+    if (!plugin) return;
+    const bool external = StartsWith(msg, "Plugin Path :") ||
+                          msg.find("Loaded net plugin") != std::string_view::npos;
+    const bool internal = msg.find("Using internal network plugin") != std::string_view::npos ||
+                          msg.find("Could not find: libnccl-net") != std::string_view::npos ||
+                          msg.find("No plugin found") != std::string_view::npos;
+    const bool failed =
+        internal || msg.find("returned ") != std::string_view::npos ||
+        msg.find("Failed to find ncclNetPlugin") != std::string_view::npos ||
+        msg.find("cannot open shared object") != std::string_view::npos ||
+        msg.find("undefined symbol") != std::string_view::npos;
+    const LogLine here{line_no, Sanitize(Cap(line, 512))};
+    // `Plugin load returned 0` is a success; any other code, or the texts above, is a failure.
+    const bool load_ok = msg.find("returned 0 ") != std::string_view::npos ||
+                         EndsWith(msg, "returned 0");
+    if (failed && !load_ok && !plugin_not_loaded_line) plugin_not_loaded_line = here;
+    if (!external && !internal) return;
+    RankState* rs = Rank(rank);
+    if (rs == nullptr) return;
+    if (external) {
+      rs->plugin_external = true;
+      if (!plugin_external_line) plugin_external_line = here;
+    } else {
+      rs->plugin_internal = true;
+      if (!plugin_internal_line) plugin_internal_line = here;
     }
   }
 
@@ -720,6 +804,13 @@ struct LogClassifier::State {
       OnIbUsing(msg);
     }
     if (StartsWith(msg, "NCCL_")) OnEnv(msg);
+    OnPluginLine(p.rank, msg, line);
+    // `comm 0x.. rank 0 nranks 2 cudaDev 0 ...`, `ncclCommInitRank comm ...`, 2.32's `[Rank 0] ...`.
+    if (!device_opened_line &&
+        (StartsWith(msg, "comm ") || StartsWith(msg, "ncclCommInit") || StartsWith(msg, "[Rank ")) &&
+        msg.find(" cudaDev ") != std::string_view::npos) {
+      device_opened_line = LogLine{line_no, Sanitize(Cap(line, 512))};
+    }
     for (const auto& m : Match(p)) {
       const Rule& r = compiled.rules()[m.rule];
       AddCause(r, TierFor(r.strength, false, false), r.confidence, line, p.timestamp);
@@ -748,6 +839,7 @@ struct LogClassifier::State {
     for (const auto& m : Match(p)) {
       const Rule& r = compiled.rules()[m.rule];
       if (r.strength == Strength::kIgnore) break;
+      OnNamedLine(r, p.message, line);
       int tier = TierFor(r.strength, false, false);
       // Quoted text is a little less direct than the WARN itself.
       AddCause(r, tier, Boost(r, r.confidence) * 0.9, line, p.timestamp);
@@ -1047,6 +1139,43 @@ void LogClassifier::State::AddMultiLineFindings(bool completed) {
     if (!versions_seen.empty()) lines.push_back(versions_seen.front().second);
     AddDerived(kNcclTooOld, kTierRoot, 0.8, std::move(lines));
   }
+  // A network only a plugin provides was asked for and a plugin did not load: the plugin (its
+  // library, its dependencies, its ABI) is the fault, not the network's name.
+  if (net_not_found_line && plugin_not_loaded_line) {
+    AddDerived(kPluginNotLoaded, kTierRoot, 0.9, {*net_not_found_line, *plugin_not_loaded_line});
+  }
+  // Ranks that loaded an external net plugin beside ranks that run without one: the nodes run
+  // different software images (plugin, LD_LIBRARY_PATH), so their network stacks differ.
+  bool some_external_only = false, some_internal_only = false;
+  for (const auto& [key, rs] : ranks) {
+    some_external_only = some_external_only || (rs.plugin_external && !rs.plugin_internal);
+    some_internal_only = some_internal_only || (rs.plugin_internal && !rs.plugin_external);
+  }
+  if (some_external_only && some_internal_only && plugin_external_line && plugin_internal_line) {
+    AddDerived(kVersionSkew, kTierSuspect, 0.6, {*plugin_internal_line, *plugin_external_line},
+               /*keep_until_completed=*/true);
+  }
+  // No CUDA device in one process while another opened its GPU: not the driver (it works for the
+  // other process) but the device this process was given.
+  if (no_device_line && device_opened_line) {
+    AddDerived(kDeviceNotGiven, kTierRoot, 0.95, {*no_device_line, *device_opened_line});
+  }
+  // No WARN, a system error raised inside NET/IB, after the job steered the RoCE GID choice: the
+  // GID those settings select (or fail to find) is the likely fault.
+  if (ib_trace_line) {
+    std::vector<LogLine> lines;
+    for (size_t i = 0; i < env_set.size(); ++i) {
+      if (env_set[i] == "NCCL_IB_GID_INDEX" || env_set[i] == "NCCL_IB_ADDR_RANGE" ||
+          env_set[i] == "NCCL_IB_ADDR_FAMILY" || env_set[i] == "NCCL_IB_ROCE_VERSION_NUM") {
+        if (lines.size() + 1 < kMaxEvidence) lines.push_back(env_lines[i]);
+      }
+    }
+    if (!lines.empty()) {
+      lines.push_back(*ib_trace_line);
+      AddDerived(kGidSelection, kTierSuspect, 0.5, std::move(lines),
+                 /*keep_until_completed=*/true);
+    }
+  }
 }
 
 // The causes that stay, with the evidence they show: context only when the run failed and IB
@@ -1116,8 +1245,11 @@ KeptMap LogClassifier::State::KeepCauses(bool success, bool set_up, bool complet
     // A rule that holds after an NCCL_* setting shows that line too, first.
     if (acc.rule != nullptr && !acc.rule->after_env.empty()) {
       for (size_t i = 0; i < env_set.size(); ++i) {
-        if (std::find(acc.rule->after_env.begin(), acc.rule->after_env.end(), env_set[i]) !=
-            acc.rule->after_env.end()) {
+        const bool shown =
+            std::any_of(k.evidence.begin(), k.evidence.end(),
+                        [&](const LogLine& l) { return l.number == env_lines[i].number; });
+        if (!shown && std::find(acc.rule->after_env.begin(), acc.rule->after_env.end(),
+                                env_set[i]) != acc.rule->after_env.end()) {
           k.evidence.insert(k.evidence.begin(), env_lines[i]);
           if (k.evidence.size() > kMaxEvidence) k.evidence.pop_back();
         }

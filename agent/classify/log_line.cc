@@ -73,6 +73,7 @@ std::string_view HostPid(std::string_view token) {
 // Reads the prefix before `NCCL <LEVEL>`: host token, `[dev]`, optional `file:LINE`, `(func)`.
 void ParsePrefix(std::string_view prefix, ParsedLine& out) {
   bool first = true;
+  bool seen_device = false;
   while (!prefix.empty()) {
     prefix = TrimLeft(prefix);
     size_t end = prefix.find(' ');
@@ -87,7 +88,16 @@ void ParsePrefix(std::string_view prefix, ParsedLine& out) {
         out.rank = key;
         continue;
       }
+    } else if (out.rank.empty() && !seen_device && out.file.empty()) {
+      // A quoting or launcher prefix before the rank (`> `, `node2: `, `(RayWorker pid=1) `): the
+      // first later token of the shape `host:pid:tid` whose host is a name, not a clock time.
+      std::string_view key = RankKey(token);
+      if (!key.empty() && key.find_first_not_of("0123456789:") != std::string_view::npos) {
+        out.rank = key;
+        continue;
+      }
     }
+    if (token.front() == '[') seen_device = true;
     if (token.front() == '[' || token.front() == '(') continue;
     size_t colon = token.rfind(':');
     if (colon != std::string_view::npos && colon > 0 && AllDigits(token.substr(colon + 1))) {

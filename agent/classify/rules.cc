@@ -27,6 +27,9 @@ constexpr std::array kRefinements = {
     // `Failed to initialize any NET plugin` because NCCL_NET named no network, or forced IB
     // while NCCL_IB_DISABLE turned it off: the setting, not the HCA.
     Refinement{ids::kIbHcaPresent, ids::kNcclEnvValue},
+    // A socket connect that failed while NCCL's interface choice shows a loopback, link-local or
+    // container-bridge address (or the connect went to one): the choice, not the network.
+    Refinement{ids::kNetConnect, ids::kNetSocketIfname},
 };
 
 // NCCL_FACTS A2. ncclSuccess and ncclInProgress are not failures.
@@ -335,8 +338,10 @@ std::vector<Rule> MergeRules(std::vector<Rule> base, std::vector<Rule> overrides
 }
 
 std::span<const DerivedCause> DerivedCauses() {
-  static constexpr std::array kDerived = {kVersionSkew, kMtuSkew,       kBadSetting, kNetworkSkew,
-                                          kGdrSkew,     kCudaMajorSkew, kNcclTooOld};
+  static constexpr std::array kDerived = {kVersionSkew,  kMtuSkew,         kBadSetting,
+                                          kNetworkSkew,  kGdrSkew,         kCudaMajorSkew,
+                                          kNcclTooOld,   kPluginNotLoaded, kGidSelection,
+                                          kDeviceNotGiven};
   return kDerived;
 }
 

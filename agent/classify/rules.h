@@ -147,6 +147,17 @@ inline constexpr DerivedCause kNetworkSkew{ids::kIbHcaPresent, FaultClass::kIbRe
 inline constexpr DerivedCause kGdrSkew{ids::kIbPeermem, FaultClass::kIbResource};
 inline constexpr DerivedCause kCudaMajorSkew{ids::kVersionsCudaDriver, FaultClass::kArchitecture};
 inline constexpr DerivedCause kNcclTooOld{ids::kVersionsNccl, FaultClass::kArchitecture};
+// `Error: network gIB not found.` with a line that says the net plugin did not load: the plugin
+// that provides that network is missing or broken, not the name.
+inline constexpr DerivedCause kPluginNotLoaded{ids::kNetPlugin, FaultClass::kArchitecture};
+// A rank that failed inside NET/IB with no WARN (`net_ib.cc:282 -> 2`) after the job chose its
+// RoCE GID by NCCL_IB_GID_INDEX, NCCL_IB_ADDR_RANGE, NCCL_IB_ADDR_FAMILY or
+// NCCL_IB_ROCE_VERSION_NUM.
+inline constexpr DerivedCause kGidSelection{ids::kIbGid, FaultClass::kIbResource};
+// One process finds no CUDA device while another process of the job opened its GPU (NCCL's
+// `cudaDev N` init line): the driver works, that process was given no GPU (device assignment,
+// CUDA_VISIBLE_DEVICES).
+inline constexpr DerivedCause kDeviceNotGiven{ids::kGpuVisibility, FaultClass::kArchitecture};
 std::span<const DerivedCause> DerivedCauses();
 
 std::span<const Refinement> Refinements();

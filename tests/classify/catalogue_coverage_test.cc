@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -108,10 +109,12 @@ struct Bar {
   double min_path;
   double min_specific;
 };
-// Measured: 2.18 98.3 % / 75.9 %, 2.21 98.4 % / 74.5 %, 2.28 97.9 % / 74.3 %. A WARN that is
-// benign (a GID-table event) or context (libibverbs not loaded: it matters only when IB was
-// wanted) has no path on its own, which is why the path share fell from 99 %.
-constexpr Bar kBars[] = {{"2.18", 0.97, 0.75}, {"2.21", 0.97, 0.73}, {"2.28", 0.97, 0.73}};
+// Measured: 2.18 97.9 % / 78.3 %, 2.21 98.0 % / 78.1 %, 2.28 97.7 % / 74.3 %. A WARN that is
+// benign (a GID-table event) or context (libibverbs not loaded, aws-ofi-nccl declining to start:
+// they matter only when that network was wanted) has no path on its own, which is why the path
+// share is under 99 %; the bare no-algorithm WARN of 2.24+ is NCCL's internal error and the graph
+// search's fallback to a simpler order is benign (neither has a path).
+constexpr Bar kBars[] = {{"2.18", 0.97, 0.78}, {"2.21", 0.97, 0.78}, {"2.28", 0.97, 0.74}};
 
 TEST(CatalogueCoverage, EveryWarnOfNcclHasAPathAndMostHaveASpecificCause) {
   const Status parsed = MessageCatalogue::BuiltinStatus();
@@ -120,6 +123,7 @@ TEST(CatalogueCoverage, EveryWarnOfNcclHasAPathAndMostHaveASpecificCause) {
   ASSERT_FALSE(cat->messages().empty()) << "the build has no message catalogue";
   std::printf("\n%-8s %8s %14s %18s %18s\n", "NCCL", "WARNs", "with a path", "specific cause",
               "named by a rule");
+  std::set<std::string> listed;
   for (const Bar& bar : kBars) {
     std::vector<std::string> unnamed;
     const Coverage cov = Measure(ParseNcclVersion(bar.version), &unnamed);
@@ -129,10 +133,11 @@ TEST(CatalogueCoverage, EveryWarnOfNcclHasAPathAndMostHaveASpecificCause) {
     EXPECT_GT(cov.sites, 100u) << bar.version << ": the catalogue lacks this release";
     EXPECT_GE(cov.Path(), bar.min_path) << bar.version;
     EXPECT_GE(cov.Specific(), bar.min_specific) << bar.version;
-    if (std::string(bar.version) == "2.28") {
-      for (size_t i = 0; i < unnamed.size() && i < 400; ++i) {
-        std::printf("  no specific cause: %s\n", unnamed[i].c_str());
-      }
+    // Each release's formats without a specific cause, each format once (a later release lists
+    // only the formats an earlier one did not).
+    for (size_t i = 0; i < unnamed.size() && i < 400; ++i) {
+      if (!listed.insert(unnamed[i]).second) continue;
+      std::printf("  %s no specific cause: %s\n", bar.version, unnamed[i].c_str());
     }
   }
 }

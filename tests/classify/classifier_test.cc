@@ -858,5 +858,74 @@ TEST(LogClassifierInference, AMissingVerbsProviderExplainsNoDevice) {
   EXPECT_EQ(Cause0(c), "ib.rdma_core_missing") << c.reason;
 }
 
+TEST(ParseLogLine, FindsTheRankAfterAQuotingOrLauncherPrefix) {
+  EXPECT_EQ(ParseLogLine("> > hgx-11:18226:18274 [5] NCCL INFO NET/Plugin: x").rank, "hgx-11:18226");
+  EXPECT_EQ(ParseLogLine("node2: node2:15874:17284 [4] NCCL INFO Channel 00").rank, "node2:15874");
+  // A clock time is no rank, and a token after the device or the file is message, not prefix.
+  EXPECT_EQ(ParseLogLine("> 07:42:11 [0] NCCL INFO x").rank, "");
+  EXPECT_EQ(ParseLogLine("> [0] misc/socket.cc:10 a:1:2 NCCL WARN x").rank, "");
+}
+
+TEST(LogClassifierInference, APluginNetworkNotFoundWhileAPluginFailedToLoadIsThePlugin) {
+  const std::string warn = "s:565:565 [7] net.cc:579 NCCL WARN Error: network gIB not found.\n";
+  Classification c = ClassifyLogText(
+      "s:565:565 [7] NCCL INFO NET/Plugin: Plugin load returned 2 : libc.so.6: version "
+      "`GLIBC_2.34' not found (required by libnccl-net.so)\n" + warn);
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture) << c.reason;
+  EXPECT_EQ(Cause0(c), "net.plugin") << c.reason;
+  // Without a line about the plugin, the name itself is what the log shows.
+  EXPECT_EQ(Cause0(ClassifyLogText(warn)), "nccl.api_usage");
+  // IB is no plugin's network: NCCL_NET=IB without an HCA stays ib.hca_present.
+  EXPECT_EQ(Cause0(ClassifyLogText(
+                "s:1:1 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so\n"
+                "s:1:1 [0] net.cc:579 NCCL WARN Error: network IB not found.\n")),
+            "ib.hca_present");
+}
+
+TEST(LogClassifierInference, RanksWithAndWithoutAnExternalNetPluginAreASoftwareSkew) {
+  const std::string internal =
+      "a:1:1 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network "
+      "plugin.\n";
+  const std::string external =
+      "b:2:2 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n";
+  Classification c = ClassifyLogText(internal + external);
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture) << c.reason;
+  EXPECT_EQ(Cause0(c), "versions.mismatch") << c.reason;
+  // Every rank alike is no skew.
+  EXPECT_TRUE(ClassifyLogText(internal + "c:3:3 [0] NCCL INFO NET/Plugin: Could not find: "
+                                         "libnccl-net.so. Using internal network plugin.\n")
+                  .causes.empty());
+  // A run that completed keeps no such suspect.
+  Classification done = ClassifyLogText(
+      internal + external + "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 - Init COMPLETE\n"
+      "b:2:2 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 - Init COMPLETE\n"
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 - Destroy COMPLETE\n"
+      "b:2:2 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 - Destroy COMPLETE\n");
+  EXPECT_EQ(done.fault_class, FaultClass::kHealthy) << done.reason;
+}
+
+TEST(LogClassifierInference, AnIbBacktraceAfterGidSelectionSettingsNamesTheGid) {
+  const std::string trace =
+      "p:7:7 [3] NCCL INFO transport/net_ib.cc:282 -> 2\n"
+      "p:7:7 [3] NCCL INFO transport/net.cc:687 -> 2\n";
+  Classification c = ClassifyLogText(
+      "p:7:7 [3] NCCL INFO NCCL_IB_ADDR_RANGE set by environment to 10.20.0.0/16\n" + trace);
+  EXPECT_EQ(c.fault_class, FaultClass::kIbResource) << c.reason;
+  EXPECT_EQ(Cause0(c), "ib.gid") << c.reason;
+  // Without such a setting a NET/IB back-trace alone names no path (its socket fails there too).
+  EXPECT_NE(Cause0(ClassifyLogText(trace)), "ib.gid");
+}
+
+TEST(LogClassifierInference, NoCudaDeviceBesideAnOpenedGpuIsTheDeviceAssignment) {
+  const std::string none = "cudaSetDevice(0): no CUDA-capable device is detected\n";
+  Classification c = ClassifyLogText(
+      "vm:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId "
+      "60 - Init START\n" + none);
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture) << c.reason;
+  EXPECT_EQ(Cause0(c), "gpu.visibility") << c.reason;
+  // Alone, it is the driver or the runtime that shows no GPU.
+  EXPECT_EQ(Cause0(ClassifyLogText(none)), "cuda.driver");
+}
+
 }  // namespace
 }  // namespace nccl_triage

@@ -40,11 +40,12 @@ struct SplitBar {
   double min_class;     // the classifier's class accuracy on the split
   double min_vs_regex;  // its lead over the regex (negative: how far behind it may be)
 };
-constexpr double kMinClass = 0.92;
-constexpr double kMinCause = 0.85;
+// Measured: 96.7 % class, 90.1 % cause (212 cases; architecture split 97.5 %).
+constexpr double kMinClass = 0.96;
+constexpr double kMinCause = 0.90;
 constexpr std::array kBars = {
     SplitBar{FaultClass::kIbResource, 0.91, 0.20},
-    SplitBar{FaultClass::kArchitecture, 0.90, 0.0},
+    SplitBar{FaultClass::kArchitecture, 0.97, 0.0},
     SplitBar{FaultClass::kHealthy, 0.95, 0.05},
 };
 

