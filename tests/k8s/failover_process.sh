@@ -40,7 +40,9 @@ cleanup() {
   k delete lease -n "$ns" "$lease" --ignore-not-found >/dev/null 2>&1 || true
   k delete configmap -n "$ns" "$state" --ignore-not-found >/dev/null 2>&1 || true
   k delete node "${nodes[@]}" --ignore-not-found >/dev/null 2>&1 || true
-  k delete events -n default --field-selector source=nccl-triage-coordinator >/dev/null 2>&1 || true
+  for n in "${nodes[@]}"; do
+    k delete events -n default --field-selector "involvedObject.name=$n" >/dev/null 2>&1 || true
+  done
 }
 trap cleanup EXIT
 fail() {
