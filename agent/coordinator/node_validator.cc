@@ -245,9 +245,17 @@ ValidationStatus NodeValidator::Step(const std::map<std::string, NodeProbePasses
     if (p == memory_.pending.end()) continue;
     PendingValidation& v = p->second;
     if (v.tainted && !n.our_taint) {
-      log_.Info(kLogComponent, "node " + n.name + ": the taint " +
-                                   std::string(kUnvalidatedTaintKey) +
-                                   " was removed by someone else: not validated, not put back");
+      // Removed by our own patch whose event is still pending (a kill came after it): the event
+      // below says so. Otherwise by someone else.
+      PendingNodeEvent e;
+      const bool ours = PendingNodeEvent::Decode(n.pending_event, &e) &&
+                        (e.reason == "NcclTriageValidated" ||
+                         e.reason == "NcclTriageValidationTimedOut");
+      if (!ours) {
+        log_.Info(kLogComponent, "node " + n.name + ": the taint " +
+                                     std::string(kUnvalidatedTaintKey) +
+                                     " was removed by someone else: not validated, not put back");
+      }
       memory_.pending.erase(p);
       since_ms_.erase(n.name);
       continue;

@@ -20,12 +20,18 @@
 #      taint, no second event, no release.
 # Prints the failover and reconnect times of both kills ("FIGURES ..."), never asserts them:
 # deadlines are generous, for a loaded machine (bench/k8s/leader_failover.sh collects them).
+# With "answer" as the last argument, step 1 holds the patch's answer instead: the taint is on
+# the node when the leader dies, without its event (left in nccl-triage.io/pending-event). The
+# new leader then finds the node tainted and marked: it posts the event and taints nothing.
 # Usage: failover_process.sh TOOLS WORK SERVER_BINARY FIXTURES FAKES READY_PROXY FAULT_PROXY
+#                            [request|answer]
 #   FIXTURES: the fixture roots of the build (dgx-a100 is used); FAKES: the folder holding
 #   lib/libnccl.so.2 and lib/libcuda.so.1 of the fake NCCL and CUDA.
 # Environment: LEASE_DURATION RENEW_DEADLINE RETRY_PERIOD (seconds; default 15 10 2, client-go's).
 set -euo pipefail
 tools="$1"; work="$2"; server="$3"; fixtures="$4"; fakes="$5"; ready_proxy="$6"; fault_proxy="$7"
+held="${8:-request}"
+hold_answer=(); [ "$held" = answer ] && hold_answer=(--hold-answer)
 lease_duration="${LEASE_DURATION:-15}" renew_deadline="${RENEW_DEADLINE:-10}" retry="${RETRY_PERIOD:-2}"
 export KUBECONFIG="$work/kubeconfig"
 k() { "$tools/bin/kubectl" "$@"; }
@@ -71,7 +77,7 @@ port="$run/root-$faulty/sys/class/infiniband/mlx5_0/ports/1"
 echo "1: DOWN" >"$port/state"; echo "3: Disabled" >"$port/phys_state"
 
 python3 "$fault_proxy" "$work" "$run/api.port" --hold-patch "$faulty" --hold-dir "$run/hold" \
-  >"$run/fault-proxy.log" 2>&1 &
+  "${hold_answer[@]}" >"$run/fault-proxy.log" 2>&1 &
 pids+=($!)
 wait_for 30 "the API proxy did not start" test -s "$run/api.port"
 api_port="$(cat "$run/api.port")"
@@ -200,13 +206,18 @@ first="$(holder)"
 wait_for 180 "the agents did not connect to $first" has_agents "$first"
 echo "leader $first with agents ${nodes[*]}"
 
-# 1. kill -9 during a taint. The sweep that confirms the fault taints the node: held in flight.
+# 1. kill -9 during a taint. The sweep that confirms the fault taints the node: held in flight
+# (or, "answer", done but its answer held).
 wait_for 400 "no patch tainting $faulty came (no fault confirmed?)" test -s "$run/hold/held"
 [ "$(holder)" = "$first" ] || fail "the patch was held while $(holder) leads, not $first"
 [ "$(events NcclTriageTainted)" = 0 ] || fail "an event before the patch"
+if [ "$held" = answer ]; then
+  tainted_once || fail "the patch whose answer is held did not taint $faulty"
+  no_pending_event && fail "the patch did not leave its event in nccl-triage.io/pending-event"
+fi
 killed="$(now)"
 kill -9 "${pid[$first]}"
-echo "killed $first (pid ${pid[$first]}) with its taint of $faulty in flight"
+echo "killed $first (pid ${pid[$first]}) with its taint of $faulty in flight ($held held)"
 wait_for 180 "no replica took the Lease over from $first" new_holder "$first"
 failover1="$(since "$killed")"
 second="$(holder)"
@@ -215,21 +226,29 @@ ready1="$(since "$killed")"
 wait_for 180 "the agents did not reconnect to $second" has_agents "$second"
 reconnect1="$(since "$killed")"
 wait_for 400 "$second did not taint $faulty" tainted_once
+wait_for 400 "$second did not post the taint's event" no_pending_event
 tainted1="$(since "$killed")"
-wait_for 60 "$second did not post the taint's event" no_pending_event
-# The dead leader's patch reaches the API server now.
+# The dead leader's patch reaches the API server now (or its answer comes back to nobody).
 touch "$run/hold/release"
 wait_for 60 "the held patch was not forwarded" test -s "$run/hold/released"
 late="$(head -1 "$run/hold/released")"
-[ "$late" = 409 ] || fail "the dead leader's patch was answered $late, not 409: $(cat "$run/hold/released")"
+if [ "$held" = request ]; then
+  [ "$late" = 409 ] ||
+    fail "the dead leader's patch was answered $late, not 409: $(cat "$run/hold/released")"
+else
+  # The new leader found the node tainted and marked: it only posted the event.
+  taints="$(curl -s --max-time 5 "http://127.0.0.1:${http[$second]}/metrics" |
+    sed -n 's/^nccl_triage_remediation_actions_total{action="taint"[^}]*result="ok"} \([0-9]*\).*/\1/p')"
+  [ -z "$taints" ] || [ "$taints" = 0 ] || fail "$second tainted $taints node(s) again"
+fi
 tainted_once || fail "$faulty carries $(our_taints "$faulty" | tr '\n' ' ')"
 [ "$(events NcclTriageTainted)" = 1 ] || fail "$(events NcclTriageTainted) NcclTriageTainted events"
 for n in failover-1 failover-2; do
   [ -z "$(our_taints "$n")" ] || fail "$n is tainted: $(our_taints "$n")"
 done
-echo "kill -9 during the taint: Lease taken by $second after ${failover1} s, ready ${ready1} s," \
-  "agents back ${reconnect1} s, $faulty tainted once ${tainted1} s after the kill; the dead" \
-  "leader's patch, arriving later, answered $late"
+echo "kill -9 during the taint ($held held): Lease taken by $second after ${failover1} s," \
+  "ready ${ready1} s, agents back ${reconnect1} s, $faulty tainted once and its event posted" \
+  "${tainted1} s after the kill; the dead leader's patch answered $late"
 
 # 2. kill -9 during a sweep. A third replica stands by.
 coordinator coord-c
@@ -262,7 +281,7 @@ taints="$(curl -s --max-time 5 "http://127.0.0.1:${http[$third]}/metrics" |
 [ -z "$taints" ] || [ "$taints" = 0 ] || fail "$third tainted $taints node(s) again"
 echo "kill -9 during a sweep: Lease taken by $third after ${failover2} s, ready ${ready2} s," \
   "agents back ${reconnect2} s; the fault stays confirmed and $faulty keeps its one taint"
-echo "FIGURES taint_failover_s=$failover1 taint_ready_s=$ready1 taint_reconnect_s=$reconnect1" \
+echo "FIGURES held=$held taint_failover_s=$failover1 taint_ready_s=$ready1 taint_reconnect_s=$reconnect1" \
   "retaint_s=$tainted1 sweep_failover_s=$failover2 sweep_ready_s=$ready2" \
   "sweep_reconnect_s=$reconnect2 lease_duration_s=$lease_duration"
 if grep -E 'HTTP 40[13]' "$run"/coord-*.log; then fail "the API server refused a call"; fi
