@@ -267,7 +267,9 @@ void Remediator::Deliver(const std::string& node, const PendingEvent& event,
         return r;
       },
       &cleared);
-  if (d == PendingEvents::Delivered::kNotCleared) Failed(node, "clear pending event", cleared, status);
+  if (d == PendingEvents::Delivered::kNotCleared) {
+    Failed(node, "clear pending event", cleared, status);
+  }
 }
 
 bool Remediator::Apply(RemediationAction action, const NodeState& node,

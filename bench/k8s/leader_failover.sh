@@ -18,7 +18,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs="$2"; shift 2 ;; --build) build="$2"; shift 2 ;;
     --timings) timings="$2"; shift 2 ;; --test) test="$2"; shift 2 ;;
-    *) echo "usage: leader_failover.sh [--runs N] [--build DIR] [--timings \"D/R/P ...\"] [--test NAME]" >&2
+    *) echo "usage: leader_failover.sh [--runs N] [--build DIR] [--timings \"D/R/P ...\"]" \
+            "[--test NAME]" >&2
        exit 2 ;;
   esac
 done

@@ -71,9 +71,9 @@ std::string Output(const std::string& command) {
 // As a kubelet reports a boot: the status subresource, by the cluster admin.
 bool SetBootId(const std::string& node, const std::string& boot_id) {
   const std::string patch = "{\"status\":{\"nodeInfo\":{\"bootID\":\"" + boot_id + "\"}}}";
-  return std::system((Kubectl() + " patch node " + node + " --subresource=status --type=merge -p '" +
-                      patch + "' >/dev/null")
-                         .c_str()) == 0;
+  const std::string command = Kubectl() + " patch node " + node +
+                              " --subresource=status --type=merge -p '" + patch + "' >/dev/null";
+  return std::system(command.c_str()) == 0;
 }
 
 // Events of `reason` about `node` (in "default", where the coordinator posts them).
