@@ -5,6 +5,7 @@
 
 #include "base/log.h"
 #include "core/json_text.h"
+#include "planner/remediation.h"
 
 namespace nccl_triage {
 namespace {
@@ -32,7 +33,12 @@ std::string Undo(const std::string& node) {
 
 NodeValidator::NodeValidator(KubeClient& kube, NodeValidatorOptions options, Logger& log,
                              Clock& clock, NodeCache* nodes)
-    : kube_(kube), options_(std::move(options)), log_(log), clock_(clock), nodes_(nodes) {}
+    : kube_(kube),
+      options_(std::move(options)),
+      log_(log),
+      clock_(clock),
+      nodes_(nodes),
+      pending_(std::string(kPendingValidationEventAnnotation)) {}
 
 void NodeValidator::Observe(const KubeResponse& r) {
   if (nodes_ == nullptr || !r.ok()) return;
@@ -72,11 +78,16 @@ NodeValidator::NodeRead NodeValidator::ParseNode(const CachedNode& node) {
   n.taints = node.taints;
   n.our_taint = !OurTaintValue(n.taints).empty();
   n.boot_id = node.boot_id.substr(0, kBootIdKept);
+  if (auto it = node.annotations.find(std::string(kPendingValidationEventAnnotation));
+      it != node.annotations.end()) {
+    n.pending_event = it->second;
+  }
   return n;
 }
 
 bool NodeValidator::ListNodes(std::vector<NodeRead>* nodes, std::string* error) {
   NodeCacheOptions fields;
+  fields.annotations = {std::string(kPendingValidationEventAnnotation)};
   fields.list_page = options_.list_page;
   fields.max_nodes = options_.max_listed_nodes;
   const std::string why = ReadNodes(
@@ -92,10 +103,11 @@ bool NodeValidator::ListNodes(std::vector<NodeRead>* nodes, std::string* error) 
 }
 
 bool NodeValidator::PatchTaint(const NodeRead& node, const std::string& value,
-                               ValidationStatus& status) {
+                               const PendingNodeEvent& event, ValidationStatus& status) {
   auto build = [&](const NodeRead& n) {
     NodePatch p;
     p.resource_version = n.resource_version;
+    p.annotations[std::string(kPendingValidationEventAnnotation)] = event.Encode();
     json t = TaintsWithoutKey(n.taints, kUnvalidatedTaintKey);
     if (!value.empty()) {
       t.push_back({{"key", std::string(kUnvalidatedTaintKey)},
@@ -114,7 +126,9 @@ bool NodeValidator::PatchTaint(const NodeRead& node, const std::string& value,
     const json n = fresh.ok() ? json::parse(fresh.body, nullptr, false) : json();
     if (n.is_object()) Observe(fresh);
     if (n.is_object() && CutShort().empty()) {
-      r = kube_.PatchNode(node.name, build(ParseNode(CachedNodeFromJson(n, NodeCacheOptions{}))));
+      NodeCacheOptions fields;
+      fields.annotations = {std::string(kPendingValidationEventAnnotation)};
+      r = kube_.PatchNode(node.name, build(ParseNode(CachedNodeFromJson(n, fields))));
       Observe(r);
     }
   }
@@ -129,13 +143,33 @@ bool NodeValidator::PatchTaint(const NodeRead& node, const std::string& value,
   if (failing_.erase(node.name) > 0) {
     log_.Info(kLogComponent, "node " + node.name + ": API calls work again");
   }
+  Deliver(node.name, event, event.Encode(), status);
   return true;
 }
 
-void NodeValidator::PostEvent(const std::string& node, const std::string& type,
+void NodeValidator::Deliver(const std::string& node, const PendingNodeEvent& event,
+                            const std::string& encoded, ValidationStatus& status) {
+  KubeResponse cleared;
+  const PendingEvents::Delivered d = pending_.Deliver(
+      node, event, encoded, [this] { return CutShort().empty(); },
+      [&](const PendingNodeEvent& e) {
+        return PostEvent(node, e.type, e.reason, e.message, status);
+      },
+      [this](const std::string& n, const NodePatch& p) {
+        KubeResponse r = kube_.PatchNode(n, p);
+        Observe(r);
+        return r;
+      },
+      &cleared);
+  if (d == PendingEvents::Delivered::kNotCleared) {
+    status.errors[node] = "clear pending event: " + cleared.Describe();
+  }
+}
+
+bool NodeValidator::PostEvent(const std::string& node, const std::string& type,
                               const std::string& reason, const std::string& message,
                               ValidationStatus& status) {
-  if (!CutShort().empty()) return;
+  if (!CutShort().empty()) return false;
   KubeEvent e;
   e.ns = options_.event_namespace;
   e.involved_name = node;
@@ -148,6 +182,7 @@ void NodeValidator::PostEvent(const std::string& node, const std::string& type,
   e.at_unix_ms = clock_.NowUnixMs();
   KubeResponse r = kube_.CreateEvent(e);
   if (!r.ok()) status.errors[node] = "event " + reason + ": " + r.Describe();
+  return r.ok();
 }
 
 ValidationStatus NodeValidator::Step(const std::map<std::string, NodeProbePasses>& probed,
@@ -170,6 +205,8 @@ ValidationStatus NodeValidator::Step(const std::map<std::string, NodeProbePasses
   std::erase_if(memory_.pending, [&](const auto& kv) { return !listed.count(kv.first); });
   std::erase_if(since_ms_, [&](const auto& kv) { return !listed.count(kv.first); });
   std::erase_if(failing_, [&](const auto& kv) { return !listed.count(kv.first); });
+  pending_.Keep(listed);
+  std::set<std::string> touched;  // patched by this step: their events are posted with it
 
   auto start_pending = [&](const std::string& name, const std::string& reason, bool tainted) {
     memory_.pending[name] = {.reason = reason, .since_unix_ms = now_unix, .tainted = tainted};
@@ -208,9 +245,17 @@ ValidationStatus NodeValidator::Step(const std::map<std::string, NodeProbePasses
     if (p == memory_.pending.end()) continue;
     PendingValidation& v = p->second;
     if (v.tainted && !n.our_taint) {
-      log_.Info(kLogComponent, "node " + n.name + ": the taint " +
-                                   std::string(kUnvalidatedTaintKey) +
-                                   " was removed by someone else: not validated, not put back");
+      // Removed by our own patch whose event is still pending (a kill came after it): the event
+      // below says so. Otherwise by someone else.
+      PendingNodeEvent e;
+      const bool ours = PendingNodeEvent::Decode(n.pending_event, &e) &&
+                        (e.reason == "NcclTriageValidated" ||
+                         e.reason == "NcclTriageValidationTimedOut");
+      if (!ours) {
+        log_.Info(kLogComponent, "node " + n.name + ": the taint " +
+                                     std::string(kUnvalidatedTaintKey) +
+                                     " was removed by someone else: not validated, not put back");
+      }
       memory_.pending.erase(p);
       since_ms_.erase(n.name);
       continue;
@@ -226,32 +271,35 @@ ValidationStatus NodeValidator::Step(const std::map<std::string, NodeProbePasses
       continue;
     }
     if (!status.cut_short.empty() || !(status.cut_short = CutShort()).empty()) break;
-    if (v.tainted && !options_.dry_run && !PatchTaint(n, "", status)) continue;
     const std::string reason = v.reason;
+    const bool was_tainted = v.tainted;
+    const std::string seconds = std::to_string(options_.policy.timeout_ms / 1000);
+    const PendingNodeEvent event =
+        passed ? PendingNodeEvent{"Normal", "NcclTriageValidated",
+                                  "The node (" + reason + ") passed nccl-triage's socket and IB "
+                                  "probes: the taint " + std::string(kUnvalidatedTaintKey) +
+                                      " was removed"}
+               : PendingNodeEvent{
+                     "Warning", "NcclTriageValidationTimedOut",
+                     "Validation timed out: the node (" + reason + ") did not pass nccl-triage's "
+                     "socket and IB probes within validation.timeout_seconds (" + seconds +
+                         " s); the taint " + std::string(kUnvalidatedTaintKey) +
+                         " was removed so that the node is not kept out of service. Check that "
+                         "its nccl-triage agent runs and is probed (coordinator /status)"};
+    if (was_tainted && !options_.dry_run) {
+      touched.insert(n.name);
+      if (!PatchTaint(n, "", event, status)) continue;  // the event was posted with the patch
+    }
     memory_.pending.erase(p);
     since_ms_.erase(n.name);
     if (passed) {
       status.validated.push_back(n.name);
       log_.Info(kLogComponent, "node " + n.name + " (" + reason + ") passed its socket and IB "
                                "probes: taint removed");
-      PostEvent(n.name, "Normal", "NcclTriageValidated",
-                "The node (" + reason + ") passed nccl-triage's socket and IB probes: the taint " +
-                    std::string(kUnvalidatedTaintKey) + " was removed",
-                status);
     } else {
       status.timed_out.push_back(n.name);
-      const std::string seconds = std::to_string(options_.policy.timeout_ms / 1000);
       log_.Warn(kLogComponent, "node " + n.name + " (" + reason + "): validation timed out after " +
-                                   seconds + " s: taint removed");
-      if (v.tainted) {
-        PostEvent(n.name, "Warning", "NcclTriageValidationTimedOut",
-                  "Validation timed out: the node (" + reason + ") did not pass nccl-triage's "
-                  "socket and IB probes within validation.timeout_seconds (" + seconds +
-                      " s); the taint " + std::string(kUnvalidatedTaintKey) +
-                      " was removed so that the node is not kept out of service. Check that its "
-                      "nccl-triage agent runs and is probed (coordinator /status)",
-                  status);
-      }
+                                   seconds + " s" + (was_tainted ? ": taint removed" : ""));
     }
   }
 
@@ -296,19 +344,28 @@ ValidationStatus NodeValidator::Step(const std::map<std::string, NodeProbePasses
     if (options_.dry_run) break;
     if (!status.cut_short.empty() || !(status.cut_short = CutShort()).empty()) break;
     PendingValidation& v = memory_.pending[n->name];
-    if (!PatchTaint(*n, v.reason, status)) continue;
+    const PendingNodeEvent event{
+        "Warning", "NcclTriageUnvalidated",
+        "The node " + std::string(v.reason == "rebooted" ? "rebooted" : "joined") +
+            " (new bootID): tainted " + std::string(kUnvalidatedTaintKey) + "=" + v.reason +
+            ":NoSchedule until it passes nccl-triage's socket and IB probes, or for at most "
+            "validation.timeout_seconds (" + std::to_string(options_.policy.timeout_ms / 1000) +
+            " s). Undo by hand: " + Undo(n->name)};
+    touched.insert(n->name);
+    if (!PatchTaint(*n, v.reason, event, status)) continue;  // the event posted with the patch
     v.tainted = true;
     status.tainted.push_back(n->name);
     log_.Info(kLogComponent, "node " + n->name + " (" + v.reason + "): tainted " +
                                  std::string(kUnvalidatedTaintKey) + " until it passes its probes");
-    PostEvent(n->name, "Warning", "NcclTriageUnvalidated",
-              "The node " + std::string(v.reason == "rebooted" ? "rebooted" : "joined") +
-                  " (new bootID): tainted " + std::string(kUnvalidatedTaintKey) + "=" + v.reason +
-                  ":NoSchedule until it passes nccl-triage's socket and IB probes, or for at "
-                  "most validation.timeout_seconds (" +
-                  std::to_string(options_.policy.timeout_ms / 1000) + " s). Undo by hand: " +
-                  Undo(n->name),
-              status);
+  }
+  // Events a patch left pending (a kill, a stop or a failed post came in between), whichever
+  // coordinator made the patch.
+  for (const NodeRead& n : nodes) {
+    if (options_.dry_run) break;
+    if (n.pending_event.empty() || touched.count(n.name)) continue;
+    if (!status.cut_short.empty() || !(status.cut_short = CutShort()).empty()) break;
+    Deliver(n.name, PendingEvents::Read(n.pending_event, "NcclTriageValidation"), n.pending_event,
+            status);
   }
   relearn_ = false;
   if (first) {

@@ -22,7 +22,10 @@
 // Only the taint nccl-triage.io/unvalidated is ever added or removed: the node's full taint list
 // is written back (a JSON merge patch) guarded by metadata.resourceVersion, and a 409 Conflict is
 // retried once on a fresh read. A taint of ours an operator removed is not put back. In dry-run
-// nothing is patched: a Normal event says what would have been done.
+// nothing is patched: a Normal event says what would have been done. The event of a patch is
+// written into the node's annotation nccl-triage.io/pending-validation-event by that patch and
+// posted after it (coordinator/pending_event.h, as the remediator's): a coordinator killed in
+// between loses no event, the next step of whichever coordinator leads posts it.
 //
 // What must survive a restart (the bootIDs, the nodes being validated and since when, on the wall
 // clock) is Memory(), kept by coordinator/state_store.h; Restore() takes it back. Timeouts run on
@@ -40,6 +43,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "coordinator/pending_event.h"
 #include "kube/kube_api.h"
 #include "kube/node_cache.h"
 
@@ -133,15 +137,21 @@ class NodeValidator {
     std::string resource_version;
     nlohmann::json taints = nlohmann::json::array();
     bool our_taint = false;
+    std::string pending_event;  // the pending-validation-event annotation: not yet posted
   };
   static NodeRead ParseNode(const CachedNode& node);
   // A node as the API answered a patch or a get, handed to the cache.
   void Observe(const KubeResponse& r);
   bool ListNodes(std::vector<NodeRead>* nodes, std::string* error);
   std::string CutShort() const;
-  // Adds (`value` non-empty) or removes our taint; a 409 is retried once on a fresh read.
-  bool PatchTaint(const NodeRead& node, const std::string& value, ValidationStatus& status);
-  void PostEvent(const std::string& node, const std::string& type, const std::string& reason,
+  // Adds (`value` non-empty) or removes our taint, with `event` left pending on the node and
+  // posted once the patch is done; a 409 is retried once on a fresh read.
+  bool PatchTaint(const NodeRead& node, const std::string& value, const PendingNodeEvent& event,
+                  ValidationStatus& status);
+  // Posts an event a patch left pending on `node`, then removes the annotation.
+  void Deliver(const std::string& node, const PendingNodeEvent& event, const std::string& encoded,
+               ValidationStatus& status);
+  bool PostEvent(const std::string& node, const std::string& type, const std::string& reason,
                  const std::string& message, ValidationStatus& status);
   int64_t MonotonicMs() const;
 
@@ -153,6 +163,7 @@ class NodeValidator {
   ValidatorMemory memory_;
   std::map<std::string, int64_t> since_ms_;  // pending node -> monotonic ms of since_unix_ms
   std::map<std::string, std::string> failing_;
+  PendingEvents pending_;
   // The restored bootIDs were cut at kMaxValidatorBootIds: a node unknown to them is taken as
   // present, not new, at the next step.
   bool relearn_ = false;

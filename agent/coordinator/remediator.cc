@@ -53,7 +53,8 @@ bool MarkerSaysCordoned(const std::string& marker) {
 NodeCacheOptions RemediationNodeFields(const std::string& pool_label) {
   NodeCacheOptions o;
   if (!pool_label.empty()) o.labels.push_back(pool_label);
-  o.annotations = {std::string(kRemediatedAnnotation), std::string(kPendingEventAnnotation)};
+  o.annotations = {std::string(kRemediatedAnnotation), std::string(kPendingEventAnnotation),
+                   std::string(kPendingValidationEventAnnotation)};
   return o;
 }
 
@@ -103,19 +104,6 @@ std::string Remediator::CutShort() const {
   if (stop_.stop_requested()) return "stop requested";
   if (clock_.Now() >= deadline_) return "deadline";
   return "";
-}
-
-std::string Remediator::PendingEvent::Encode() const {
-  return json({{"type", type}, {"reason", reason}, {"message", message}}).dump();
-}
-
-bool Remediator::PendingEvent::Decode(const std::string& text, PendingEvent* out) {
-  const json j = json::parse(text, nullptr, false);
-  if (!j.is_object()) return false;
-  out->type = StringMember(j, "type");
-  out->reason = StringMember(j, "reason");
-  out->message = StringMember(j, "message");
-  return (out->type == "Normal" || out->type == "Warning") && !out->reason.empty();
 }
 
 bool Remediator::ListNodes(std::vector<NodeState>* nodes, std::string* error) {
@@ -269,22 +257,19 @@ bool Remediator::PostEvent(const std::string& node, const PendingEvent& event,
 
 void Remediator::Deliver(const std::string& node, const PendingEvent& event,
                          const std::string& encoded, RemediationStatus& status) {
-  // Posted already by an earlier step whose removal of the annotation failed: not again.
-  auto posted = delivered_.find(node);
-  if (posted == delivered_.end() || posted->second != encoded) {
-    if (!CutShort().empty() || !PostEvent(node, event, status)) return;
-    delivered_[node] = encoded;
+  KubeResponse cleared;
+  const PendingEvents::Delivered d = pending_.Deliver(
+      node, event, encoded, [this] { return CutShort().empty(); },
+      [&](const PendingEvent& e) { return PostEvent(node, e, status); },
+      [this](const std::string& n, const NodePatch& p) {
+        KubeResponse r = kube_.PatchNode(n, p);
+        Observe(r);
+        return r;
+      },
+      &cleared);
+  if (d == PendingEvents::Delivered::kNotCleared) {
+    Failed(node, "clear pending event", cleared, status);
   }
-  if (!CutShort().empty()) return;
-  NodePatch clear;
-  clear.annotations[std::string(kPendingEventAnnotation)] = std::nullopt;
-  KubeResponse r = kube_.PatchNode(node, clear);
-  Observe(r);
-  if (!r.ok()) {
-    Failed(node, "clear pending event", r, status);
-    return;
-  }
-  delivered_.erase(node);
 }
 
 bool Remediator::Apply(RemediationAction action, const NodeState& node,
@@ -378,7 +363,7 @@ RemediationStatus Remediator::Step(const std::map<std::string, ConfirmedNodeFaul
   std::erase_if(healthy_since_, [&](const auto& kv) { return listed.count(kv.first) == 0; });
   std::erase_if(healthy_since_unix_,
                 [&](const auto& kv) { return healthy_since_.count(kv.first) == 0; });
-  std::erase_if(delivered_, [&](const auto& kv) { return listed.count(kv.first) == 0; });
+  pending_.Keep(listed);
   std::erase_if(failing_, [&](const auto& kv) { return listed.count(kv.first) == 0; });
   std::erase_if(operator_released_, [&](const std::string& n) {
     return listed.count(n) == 0 || confirmed.count(n) == 0;  // the fault cleared: forgotten
@@ -449,11 +434,8 @@ RemediationStatus Remediator::Step(const std::map<std::string, ConfirmedNodeFaul
   for (const NodeState& n : nodes) {
     if (n.pending_event.empty() || touched.count(n.plan.node)) continue;
     if (!status.cut_short.empty() || !(status.cut_short = CutShort()).empty()) break;
-    PendingEvent e;
-    if (!PendingEvent::Decode(n.pending_event, &e)) {
-      e = {"Normal", "NcclTriageRemediation", n.pending_event.substr(0, 1024)};
-    }
-    Deliver(n.plan.node, e, n.pending_event, status);
+    Deliver(n.plan.node, PendingEvents::Read(n.pending_event, "NcclTriageRemediation"),
+            n.pending_event, status);
   }
   if (!status.cut_short.empty()) {
     log_.Info(kLogComponent, "step cut short (" + status.cut_short +

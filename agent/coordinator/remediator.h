@@ -22,7 +22,7 @@
 // An event is never lost between the patch and its post: the patch itself writes the event into
 // the annotation nccl-triage.io/pending-event, and a step posts every pending event it reads
 // (after a restart too) and then removes the annotation (at least once: a kill between the post
-// and the removal posts it twice).
+// and the removal posts it twice; coordinator/pending_event.h, shared with the validator).
 //
 // A 409 Conflict (the node changed since it was read) is retried once at once on a fresh read,
 // from which the patch is computed again (an operator's new cordon is not taken for ours); any
@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "coordinator/pending_event.h"
 #include "core/model.h"
 #include "kube/kube_api.h"
 #include "kube/node_cache.h"
@@ -155,14 +156,8 @@ class Remediator {
     bool our_taint = false;  // carries our taint
     std::string pending_event;  // the annotation's value: an event not yet posted
   };
-  // An event as the pending-event annotation holds it.
-  struct PendingEvent {
-    std::string type;
-    std::string reason;
-    std::string message;
-    std::string Encode() const;
-    static bool Decode(const std::string& text, PendingEvent* out);
-  };
+  // An event as the pending-event annotation holds it (coordinator/pending_event.h).
+  using PendingEvent = PendingNodeEvent;
   // Why no further API call may start now ("" when one may).
   std::string CutShort() const;
 
@@ -206,7 +201,7 @@ class Remediator {
   std::map<std::string, std::string> announced_;     // dry-run: node -> taint value announced
   std::set<std::string> placed_;                     // carrying our marker after the last step
   std::set<std::string> operator_released_;          // see RemediationStatus
-  std::map<std::string, std::string> delivered_;     // node -> pending event posted, not cleared
+  PendingEvents pending_{std::string(kPendingEventAnnotation)};
   bool list_failing_ = false;
   // During a step: its faults, its stop and its deadline.
   const std::map<std::string, ConfirmedNodeFault>* confirmed_ = nullptr;

@@ -115,6 +115,12 @@ struct CoordinatorOptions {
   // that loses the Lease closes them, so agents reconnect through the Service to the new one);
   // /readyz answers 503 with the reason on a follower; every write through `kube` is fenced.
   std::shared_ptr<LeaderElector> leader;
+  // Tests only (the failover tests on the real API server; $NCCL_TRIAGE_TEST_HOLD_DIR of
+  // `nccl-triage-server coordinator`, never set by the chart): while the file `hold-sweep` exists
+  // in this folder, a sweep that has run its first round of probes, before it judges them, writes
+  // `held-sweep` (this process's id) and waits there, so that a test can kill the coordinator
+  // exactly in the middle of a sweep. Empty: no hold.
+  std::string test_hold_dir;
   uint64_t seed = 1;
   std::string version;
 };

@@ -145,6 +145,8 @@ class CoordinatorServer::Impl {
   // Runs a sweep of `setup` through its rounds to its result (sweep_ is set meanwhile, so an
   // agent that leaves is taken out of it).
   SweepResult DriveSweepLocked(std::unique_lock<std::mutex>& lock, SweepSetup setup);
+  // Tests only: waits while options_.test_hold_dir/hold-sweep exists (server.h).
+  void TestHoldLocked(std::unique_lock<std::mutex>& lock);
 
   // triage_rpc.cc: the incident calls.
   grpc::ServerUnaryReactor* Triage(grpc::CallbackServerContext* ctx, const v1::TriageRequest* req,

@@ -1,6 +1,10 @@
 // The sweep half of CoordinatorServer::Impl (server_impl.h): when a sweep is due, its plan, its
 // rounds of PairRuns and the publication of its outcome.
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "base/log.h"
@@ -122,6 +126,7 @@ SweepResult CoordinatorServer::Impl::DriveSweepLocked(std::unique_lock<std::mute
     if (pairs.empty() || stopping_) break;
     current_round_ = sweep_->round();
     RunRoundLocked(lock, pairs);
+    if (!options_.test_hold_dir.empty()) TestHoldLocked(lock);
     for (auto& run : runs_) {
       const NodePair& p = run->pair();
       const NodeInfo& a = KnownLocked(p.a);
@@ -134,6 +139,23 @@ SweepResult CoordinatorServer::Impl::DriveSweepLocked(std::unique_lock<std::mute
   SweepResult result = sweep_->Result();
   sweep_.reset();
   return result;
+}
+
+void CoordinatorServer::Impl::TestHoldLocked(std::unique_lock<std::mutex>& lock) {
+  namespace fs = std::filesystem;
+  const fs::path dir(options_.test_hold_dir);
+  std::error_code ec;
+  if (!fs::exists(dir / "hold-sweep", ec)) return;
+  log_.Warn("coordinator", "test hold: sweep " + std::to_string(sweeps_started_) +
+                               " waits in the middle while " + (dir / "hold-sweep").string() +
+                               " exists");
+  {
+    std::ofstream(dir / "held-sweep.tmp") << ::getpid() << "\n";
+    fs::rename(dir / "held-sweep.tmp", dir / "held-sweep", ec);
+  }
+  while (!stopping_ && fs::exists(dir / "hold-sweep", ec)) {
+    cv_.wait_for(lock, std::chrono::milliseconds(100));
+  }
 }
 
 void CoordinatorServer::Impl::RunOneSweep(std::stop_token stop) {

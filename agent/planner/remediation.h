@@ -38,6 +38,10 @@ inline constexpr std::string_view kRemediatedAnnotation = "nccl-triage.io/remedi
 // An event about the node written with the patch that caused it and removed once it is posted
 // (coordinator/remediator.h): a coordinator killed in between posts it after its restart.
 inline constexpr std::string_view kPendingEventAnnotation = "nccl-triage.io/pending-event";
+// The same for the events of the validation of new nodes (coordinator/node_validator.h), apart
+// so that neither overwrites an event of the other not yet posted.
+inline constexpr std::string_view kPendingValidationEventAnnotation =
+    "nccl-triage.io/pending-validation-event";
 
 // RemediationMode and its names (off, dry-run, taint, cordon) are in core/config.h: the
 // configuration key remediation.mode holds one.

@@ -156,6 +156,9 @@ int RunCoordinatorCommand(CliContext& ctx) {
     if (options.state_namespace.empty()) options.state_namespace = "default";
   }
 
+  // Tests only (server.h, CoordinatorOptions::test_hold_dir).
+  options.test_hold_dir = env("NCCL_TRIAGE_TEST_HOLD_DIR");
+
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);

@@ -15,6 +15,7 @@
 #include "support/fake_api_harness.h"
 #include "support/fake_api_server.h"
 #include "support/fake_clock.h"
+#include "support/stop_after_patch.h"
 
 namespace nccl_triage {
 namespace {
@@ -271,6 +272,66 @@ TEST_F(NodeValidatorTest, OurTaintWithoutMemoryIsAdoptedAndTimesOut) {
   s = v.Step({});
   EXPECT_EQ(s.timed_out, std::vector<std::string>{"stale"});
   EXPECT_EQ(OurTaint("stale"), "");
+}
+
+// The coordinator dies between the patch that taints a node and the event that says so: the
+// patch left the event in the node's annotation, and the next validator (restored from the kept
+// memory, which is kept at the end of a sweep and so knows nothing of that step) posts it once
+// and removes the annotation; the same for the release.
+TEST_F(NodeValidatorTest, AnEventLostToAKillAfterThePatchIsPostedByTheNextValidator) {
+  const std::string key(kPendingValidationEventAnnotation);
+  auto pending = [&](const std::string& node) {
+    return server_->Node(node)["metadata"].value("annotations", json::object()).contains(key);
+  };
+  ValidatorMemory kept;
+  {
+    NodeValidator v = Make();
+    v.Step({});
+    Reboot("n6", "boot-b");
+    kept = v.Memory();
+  }
+  {
+    // The process dies right after the patch: no event, no clean-up.
+    testing::StopAfterFirstPatch api(*kube_);
+    NodeValidatorOptions o;
+    o.policy = {.enabled = true, .timeout_ms = 30 * kMinute, .max_nodes = 10, .max_percent = 10};
+    NodeValidator v(api, o, log_, clock_);
+    v.Restore(kept);
+    v.Step({}, api.stop.get_token());
+    EXPECT_EQ(api.patches, 1);
+    EXPECT_EQ(api.events, 0);
+  }  // killed: what it learnt in this step was never kept
+  ASSERT_EQ(OurTaint("n6"), "rebooted");
+  ASSERT_TRUE(EventReasons("n6").empty());
+  ASSERT_TRUE(pending("n6")) << server_->Node("n6").dump();
+  NodeValidator next = Make();
+  next.Restore(kept);
+  ValidationStatus s = next.Step({});
+  EXPECT_TRUE(s.tainted.empty());  // tainted once, by the patch before the kill
+  EXPECT_EQ(s.unvalidated, std::vector<std::string>{"n6"});
+  EXPECT_EQ(EventReasons("n6"), std::vector<std::string>{"NcclTriageUnvalidated"});
+  EXPECT_FALSE(pending("n6"));
+  next.Step({});
+  EXPECT_EQ(EventReasons("n6"), std::vector<std::string>{"NcclTriageUnvalidated"});  // once
+
+  // The release: killed after the patch that removed the taint.
+  kept = next.Memory();
+  {
+    testing::StopAfterFirstPatch api(*kube_);
+    NodeValidatorOptions o;
+    o.policy = {.enabled = true, .timeout_ms = 30 * kMinute, .max_nodes = 10, .max_percent = 10};
+    NodeValidator v(api, o, log_, clock_);
+    v.Restore(kept);
+    v.Step(Passed("n6", true, true), api.stop.get_token());
+  }
+  ASSERT_EQ(OurTaint("n6"), "");
+  ASSERT_TRUE(pending("n6"));
+  NodeValidator last = Make();
+  last.Restore(kept);
+  last.Step({});
+  EXPECT_EQ(EventReasons("n6"),
+            (std::vector<std::string>{"NcclTriageUnvalidated", "NcclTriageValidated"}));
+  EXPECT_FALSE(pending("n6"));
 }
 
 }  // namespace

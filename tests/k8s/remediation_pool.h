@@ -1,6 +1,7 @@
 // The pool of 64 nodes remediation-00 .. remediation-63 that kube_prepare.sh makes for the real-API
 // tests of remediation and of the coordinator's state, and how each test starts from it clean:
-// none of our taints, cordons or annotations (the admin undoes what an earlier test left).
+// none of our taints (nccl-triage.io/fault, nccl-triage.io/unvalidated), cordons or annotations
+// (the admin undoes what an earlier test left).
 // Header-only; the tests that use it share the RESOURCE_LOCK remediation_nodes.
 #pragma once
 
@@ -30,6 +31,7 @@ inline ::testing::AssertionResult ResetPool(KubeClient& admin) {
     p.unschedulable = false;
     p.annotations[std::string(kRemediatedAnnotation)] = std::nullopt;
     p.annotations[std::string(kPendingEventAnnotation)] = std::nullopt;
+    p.annotations[std::string(kPendingValidationEventAnnotation)] = std::nullopt;
     KubeResponse r = admin.PatchNode(PoolNodeName(i), p);
     if (!r.ok()) {
       return ::testing::AssertionFailure()
