@@ -38,9 +38,12 @@ cleanup() {
     echo "--- pods"; k get pods -A -o wide 2>/dev/null || true
     k describe pods -n kt 2>/dev/null | tail -40 || true
     echo "--- coordinator log (last lines)"; k logs -n kt deploy/kt-nccl-triage-coordinator 2>/dev/null | tail -15 || true
+    echo "--- agent log (last lines)"; k logs -n kt ds/kt-nccl-triage-agent 2>/dev/null | tail -15 || true
+    echo "--- kube-proxy log (last lines)"; tail -8 "$work/kube-proxy.log" 2>/dev/null || true
+    echo "--- device plugin log"; tail -8 "$work/device-plugin.log" 2>/dev/null || true
   fi
   if [ -z "$keep" ]; then
-    [ -f "$work/device-plugin.pid" ] && kill "$(cat "$work/device-plugin.pid")" 2>/dev/null
+    if [ -f "$work/device-plugin.pid" ]; then kill "$(cat "$work/device-plugin.pid")" 2>/dev/null || true; fi
     rm -f "$work/device-plugin.pid"
     "$here/node.sh" stop "$work" >/dev/null 2>&1 || true
   fi
