@@ -159,6 +159,18 @@ StatusOr<StopTarget> ParseStopTarget(const std::string& text, bool workloads) {
   return t;
 }
 
+bool PodMarkedUninstalling(const json& pod_list, const std::string& ns, const std::string& name) {
+  const json& items = Member(pod_list, "items");
+  if (!items.is_array()) return false;
+  for (const json& pod : items) {
+    const json& meta = Member(pod, "metadata");
+    if (StringMember(meta, "name") != name || StringMember(meta, "namespace") != ns) continue;
+    const json& annotations = Member(meta, "annotations");
+    return annotations.is_object() && annotations.contains(std::string(kUninstallingAnnotation));
+  }
+  return false;
+}
+
 bool PodOfTarget(const json& pod, const StopTarget& target) {
   const json& meta = Member(pod, "metadata");
   if (StringMember(meta, "namespace") != target.ns) return false;

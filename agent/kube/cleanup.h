@@ -47,6 +47,10 @@ struct StopTarget {
 // "NS/KIND/NAME" -> the target; KIND daemonset or deployment (workloads = true), else configmap or
 // lease (each also as the plural).
 StatusOr<StopTarget> ParseStopTarget(const std::string& text, bool workloads = true);
+// Whether a pod list (the API's answer to a list of pods) holds the pod ns/name with
+// kUninstallingAnnotation: the agent's question as it stops.
+bool PodMarkedUninstalling(const nlohmann::json& pod_list, const std::string& ns,
+                           const std::string& name);
 // Whether a pod (JSON of the API) belongs to the target: owned by the DaemonSet, or by one of the
 // Deployment's ReplicaSets (<name>-<hash>).
 bool PodOfTarget(const nlohmann::json& pod, const StopTarget& target);

@@ -404,14 +404,7 @@ void RemoveStateIfUninstalling(const Config& config, const std::string& node,
                           r.Describe() + "): " + dir + " stays");
     return;
   }
-  bool marked = false;
-  for (const auto& item : list.value("items", nlohmann::json::array())) {
-    const auto meta = item.value("metadata", nlohmann::json::object());
-    if (meta.value("name", "") != pod || meta.value("namespace", "") != ns) continue;
-    marked = meta.value("annotations", nlohmann::json::object())
-                 .contains(std::string(kUninstallingAnnotation));
-  }
-  if (!marked) return;
+  if (!PodMarkedUninstalling(list, ns, pod)) return;
   std::error_code ec;
   for (const char* name : kStateFiles) {
     std::filesystem::remove(dir + "/" + name, ec);

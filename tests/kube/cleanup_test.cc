@@ -364,6 +364,20 @@ TEST(CleanupFlags, StopTargetsAreNamespaceKindName) {
   EXPECT_FALSE(ParseCleanupFlags({"--stop", "kt/job/x"}, flags).ok());
 }
 
+TEST(CleanupPlan, AnAgentFindsItsOwnPodMarkedOnlyByTheUninstallAnnotation) {
+  const json list = json::parse(R"({"items": [
+    {"metadata": {"namespace": "kt", "name": "agent-a",
+                  "annotations": {"nccl-triage.io/uninstalling": "true"}}},
+    {"metadata": {"namespace": "kt", "name": "agent-b", "annotations": {"x": "y"}}},
+    {"metadata": {"namespace": "other", "name": "agent-c",
+                  "annotations": {"nccl-triage.io/uninstalling": "true"}}}]})");
+  EXPECT_TRUE(PodMarkedUninstalling(list, "kt", "agent-a"));
+  EXPECT_FALSE(PodMarkedUninstalling(list, "kt", "agent-b"));
+  EXPECT_FALSE(PodMarkedUninstalling(list, "kt", "agent-c"));  // another namespace's pod
+  EXPECT_FALSE(PodMarkedUninstalling(list, "kt", "agent-x"));
+  EXPECT_FALSE(PodMarkedUninstalling(json::parse("{}"), "kt", "agent-a"));
+}
+
 TEST(CleanupPlan, APodBelongsToItsDaemonSetOrItsDeploymentsReplicaSets) {
   const StopTarget ds{"kt", "daemonsets", "kt-agent"};
   const StopTarget deploy{"kt", "deployments", "kt-coord"};
