@@ -3,7 +3,8 @@
 // nvidia.com/gpu or an rdma/* resource are admitted by the real kubelet, and the pod-resources API
 // the agent reads reports the kubelet's own assignments. There are no GPUs or HCAs behind it.
 //
-//   kt_device_plugin --dir KUBELET_ROOT/device-plugins --resource NAME=COUNT[:HOST_NODE]...
+//   kt_device_plugin --dir /var/lib/kubelet/device-plugins --resource NAME=COUNT[:HOST_NODE]...
+// (the kubelet's registration socket is there whatever its --root-dir)
 //
 // Per resource: a gRPC server on DIR/kt-<n>.sock (ListAndWatch: COUNT healthy devices <n>-0 ...;
 // Allocate: the ids in NVIDIA_VISIBLE_DEVICES (for nvidia.com/*) or KT_DEVICES, and with HOST_NODE

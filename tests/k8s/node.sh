@@ -15,9 +15,11 @@
 # Everything lives under WORK (kubelet root, containerd root and state, CNI config) and listens on
 # free ports; the pods' cgroups are under one cgroup root of this run; the CNI bridge and subnet
 # are named after this run, so several clusters can run on one machine. Needs root and writable
-# cgroups (a privileged container is enough; cgroup v1 or v2) and nft. kube-proxy's nftables
-# tables have fixed names in the machine's network namespace: one cluster's kube-proxy runs at a
-# time on a machine (a lock file in /tmp; a second waits), its tables removed when it stops.
+# cgroups (a privileged container is enough; cgroup v1 or v2) and nft. Two things have fixed
+# names on the machine: the kubelet's device-plugin directory (/var/lib/kubelet/device-plugins,
+# whatever its root directory) and kube-proxy's nftables tables. So one node of the tests runs at
+# a time on a machine: `start` takes a lock file in /tmp (a second waits) and `stop` removes the
+# tables, then gives the lock back.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 die() { echo "node.sh: $*" >&2; exit 1; }
@@ -35,8 +37,11 @@ kill_pidfile() {
 stop() {
   local work="$1" sock cg ns
   for c in kubelet kube-scheduler kube-controller-manager kube-proxy; do kill_pidfile "$work/$c.pid"; done
-  # kube-proxy's wrapper removes its tables, then lets the next cluster's kube-proxy have the lock.
-  kill_pidfile "$work/kube-proxy-lock.pid"
+  # kube-proxy's tables, while this run still holds the machine's lock (they may be another's).
+  if [ -f "$work/node-lock.pid" ] && kill -0 "$(cat "$work/node-lock.pid")" 2>/dev/null; then
+    nft delete table ip kube-proxy 2>/dev/null || true
+    nft delete table ip6 kube-proxy 2>/dev/null || true
+  fi
   sock="$work/containerd/containerd.sock"
   if [ -S "$sock" ] && [ -f "$work/node-tools" ]; then
     local crictl; crictl="$(cat "$work/node-tools")/bin/crictl"
@@ -61,6 +66,7 @@ stop() {
   if [ -f "$work/bridge" ]; then ip link del "$(cat "$work/bridge")" 2>/dev/null || true; fi
   "$here/cluster.sh" stop "$work" >/dev/null
   rm -rf "$work/kubelet" "$work/containerd" "$work/cni"
+  kill_pidfile "$work/node-lock.pid"
 }
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -86,6 +92,18 @@ done
 mkdir -p "$work"; work="$(cd "$work" && pwd)"
 stop "$work"
 start_s=$SECONDS
+# The machine's lock, held by a process of this run until `stop` (see the header).
+lock=/tmp/nccl-triage-node.lock
+exec 8>>"$lock"
+if ! flock -n 8; then say "waiting for another node of the tests on this machine to stop ($lock)"; fi
+exec 8>&-
+flock -w 1800 "$lock" bash -c 'echo $$ >"$1"; exec sleep infinity' node-lock "$work/node-lock.pid" \
+  </dev/null >/dev/null 2>&1 &
+for _ in $(seq 1 3600); do
+  [ -f "$work/node-lock.pid" ] && break
+  kill -0 $! 2>/dev/null || die "no lock on $lock in 30 minutes"
+  sleep 0.5
+done
 # The node's address: the kubelet refuses a loopback one. The source address of the default
 # route, else the first global IPv4 address. hostNetwork pods (the agent) have it as pod IP, so
 # the kubelet's probes of them go there; the API server listens there too (the endpoint of the
@@ -280,22 +298,8 @@ nodePortAddresses: [$node_ip/32]
 # A shared machine: leave its conntrack table size and timeouts alone.
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 YAML
-lock=/tmp/nccl-triage-kube-proxy.lock
-exec 8>>"$lock"
-if ! flock -n 8; then say "waiting for another cluster's kube-proxy to stop ($lock)"; fi
-exec 8>&-
-# The wrapper holds the lock while kube-proxy runs, then removes its tables.
-flock -w 1800 "$lock" bash -c '"$1" --config "$2" >"$3" 2>&1 & echo $! >"$4"; wait $!
-  nft delete table ip kube-proxy 2>/dev/null; nft delete table ip6 kube-proxy 2>/dev/null; true' \
-  kube-proxy "$ntools/bin/kube-proxy" "$work/kube-proxy-config.yaml" "$work/kube-proxy.log" \
-  "$work/kube-proxy.pid" &
-echo $! >"$work/kube-proxy-lock.pid"
-for _ in $(seq 1 3600); do
-  [ -f "$work/kube-proxy.pid" ] && break
-  kill -0 "$(cat "$work/kube-proxy-lock.pid")" 2>/dev/null || die "kube-proxy's lock wrapper exited"
-  sleep 0.5
-done
-[ -f "$work/kube-proxy.pid" ] || die "no kube-proxy lock in 30 minutes ($lock)"
+"$ntools/bin/kube-proxy" --config "$work/kube-proxy-config.yaml" >"$work/kube-proxy.log" 2>&1 &
+echo $! >"$work/kube-proxy.pid"
 for _ in $(seq 1 600); do
   kill -0 "$(cat "$work/kube-proxy.pid")" 2>/dev/null || { tail -20 "$work/kube-proxy.log" >&2; die "kube-proxy exited"; }
   curl -sf "http://127.0.0.1:$proxy_health/healthz" >/dev/null 2>&1 && break
