@@ -436,9 +436,10 @@ umbrella)
   while read -r image; do
     [[ "$image" == registry.example/mirror/* ]] || die "image $image is not from global.imageRegistry"
   done <<<"$images"
-  pods="$(grep -c -E '^kind: (DaemonSet|Deployment)$' <<<"$rendered")"
+  # (the uninstall hook's Job included)
+  pods="$(grep -c -E '^kind: (DaemonSet|Deployment|Job)$' <<<"$rendered")"
   secrets="$(grep -c -E '^ +- name: mirror-credentials$' <<<"$rendered")"
-  [ "$pods" -ge 2 ] && [ "$secrets" -eq "$pods" ] ||
+  [ "$pods" -ge 3 ] && [ "$secrets" -eq "$pods" ] ||
     die "$pods workloads, $secrets name the pull secret mirror-credentials"
   grep -q 'path: /opt/nccl-2.28/lib' <<<"$rendered" || die "the probes' NCCL hostPath did not reach the DaemonSet"
   echo "umbrella chart: subchart rendered, $pods workloads from registry.example/mirror with the pull secret"
