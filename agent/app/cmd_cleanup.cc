@@ -23,8 +23,9 @@ int RunCleanupCommand(CliContext& ctx) {
     return 2;
   }
   if (flags.help) {
-    ctx.out << "usage: nccl-triage cleanup [--dry-run] [--selector LABELS] [--stop NS/KIND/NAME]...\n"
-               "                           [--stop-timeout S] [--delete NS/KIND/NAME]...\n"
+    ctx.out << "usage: nccl-triage cleanup [--dry-run] [--selector LABELS]\n"
+               "                           [--stop NS/KIND/NAME]... [--stop-timeout S]\n"
+               "                           [--delete NS/KIND/NAME]...\n"
                "                           [--kubeconfig FILE] [--context NAME]\n\n"
             << kCleanupHelp
             << "\nRuns nccl-triage-server cleanup, installed beside nccl-triage. Exit 0: done;\n"

@@ -125,7 +125,8 @@ bool StopWorkloads(KubeClient& client, const CleanupOptions& options, CleanupRes
     }
     if (left == 0) return ok;
     if (std::chrono::steady_clock::now() >= deadline) {
-      result.errors.push_back(std::to_string(left) + " pod(s) of " + waiting + " still there after " +
+      result.errors.push_back(std::to_string(left) + " pod(s) of " + waiting +
+                              " still there after " +
                               std::to_string(options.stop_timeout_seconds) + " s");
       return false;
     }

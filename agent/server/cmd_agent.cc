@@ -386,8 +386,8 @@ std::unique_ptr<workload::WorkloadMonitor> StartWorkloads(Agent& agent, AgentSta
 constexpr const char* kStateFiles[] = {"kmsg.cursor", "ports.state"};
 
 // When the release is being uninstalled, the agent's files on the host go with it: the chart's
-// pre-delete hook (`cleanup --stop`) marks the agents' pods before it deletes their DaemonSet, and
-// an agent that finds its own pod marked as it stops removes its state files and, when it can,
+// pre-delete hook (`cleanup --stop`) marks the agents' pods before it deletes their DaemonSet,
+// and an agent that finds its own pod marked as it stops removes its state files and, when it can,
 // the directory (the hostPath volume's mount point here, removable from the host's view of the
 // filesystem through pid 1's root when the pod shares the host's PID namespace). A restart, a
 // rollout or an eviction leaves them: the kernel-log cursor must survive those.
@@ -413,8 +413,9 @@ void RemoveStateIfUninstalling(const Config& config, const std::string& node,
   // Only an empty directory is removed: anything else in it is not ours.
   bool gone = std::filesystem::remove(dir, ec);
   if (!gone) gone = std::filesystem::remove("/proc/1/root" + dir, ec);
-  log.Info("agent", "the release is being uninstalled: removed the state files in " + dir +
-                        (gone ? " and the directory" : " (the directory stays: " + ec.message() + ")"));
+  const std::string what =
+      gone ? " and the directory" : " (the directory stays: " + ec.message() + ")";
+  log.Info("agent", "the release is being uninstalled: removed the state files in " + dir + what);
 }
 
 }  // namespace
