@@ -103,7 +103,7 @@ struct CleanupOptions {
 
 struct CleanupResult {
   std::vector<std::string> stopped;  // one per stop target: "daemonset ns/name: 2 pod(s)"
-  std::vector<std::string> deleted;  // per object deleted (or, dry run, to delete): "configmap ns/x"
+  std::vector<std::string> deleted;  // per object deleted (dry run: to delete), "configmap ns/x"
   std::vector<std::string> lines;   // one per object cleaned (or, dry run, to clean)
   std::vector<std::string> errors;  // one per call that failed
   int nodes = 0;                    // objects cleaned, or to clean
