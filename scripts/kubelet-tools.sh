@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds the pinned node components of the one-node cluster of the tests: kubelet,
-# kube-scheduler, kube-controller-manager and crictl (tools/kubelet/go.mod, the Kubernetes pin of
-# tools/k8s) and containerd 2, its runc shim, ctr, runc and the CNI plugins bridge, host-local,
-# loopback and portmap (tools/containerd/go.mod). Cached like scripts/k8s-tools.sh, under its own
-# key, so the tools of tools/k8s are not rebuilt when these pins move (and the reverse).
+# kube-scheduler, kube-controller-manager, kube-proxy and crictl (tools/kubelet/go.mod, the
+# Kubernetes pin of tools/k8s), containerd 2, its runc shim, ctr, runc and the CNI plugins bridge,
+# host-local, loopback and portmap (tools/containerd/go.mod) and CoreDNS (tools/coredns).
+# Cached like scripts/k8s-tools.sh, under its own key, so the tools of tools/k8s are not rebuilt
+# when these pins move (and the reverse).
 #   scripts/kubelet-tools.sh          build what is missing; prints the tools directory last
 #   scripts/kubelet-tools.sh --dir    prints the tools directory only (built or not)
-# The directory holds bin/{kubelet,kube-scheduler,kube-controller-manager,crictl,containerd,
-# containerd-shim-runc-v2,ctr,runc}, cni/{bridge,host-local,loopback,portmap}, versions.txt.
+# The directory holds bin/{kubelet,kube-scheduler,kube-controller-manager,kube-proxy,crictl,
+# containerd,containerd-shim-runc-v2,ctr,runc,coredns}, cni/{bridge,host-local,loopback,portmap},
+# versions.txt.
 # Cache root: $NCCL_TRIAGE_KUBELET_TOOLS_CACHE, else
 # ${XDG_CACHE_HOME:-~/.cache}/nccl-triage/kubelet-tools.
 # Builds run under `nice` with GOFLAGS=-p=${K8S_TOOLS_JOBS:-2}.
@@ -15,9 +17,10 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 kmod="$(dirname "$here")/tools/kubelet"
 cmod="$(dirname "$here")/tools/containerd"
+dmod="$(dirname "$here")/tools/coredns"
 cache="${NCCL_TRIAGE_KUBELET_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nccl-triage/kubelet-tools}"
 key="$(cat "$kmod/go.mod" "$kmod/go.sum" "$kmod/tools.go" "$cmod/go.mod" "$cmod/go.sum" \
-           "$cmod/tools.go" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
+           "$cmod/tools.go" "$dmod/go.mod" "$dmod/go.sum" "$dmod/main.go" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
 dir="$cache/$key"
 if [ "${1:-}" = "--dir" ]; then echo "$dir"; exit 0; fi
 if [ -f "$dir/complete" ]; then echo "$dir"; exit 0; fi
@@ -36,6 +39,7 @@ kube="$(version "$kmod" k8s.io/kubernetes)"; crictl="$(version "$kmod" sigs.k8s.
 ctd="$(version "$cmod" github.com/containerd/containerd/v2)"
 runc="$(version "$cmod" github.com/opencontainers/runc)"
 cni="$(version "$cmod" github.com/containernetworking/plugins)"
+coredns="$(version "$dmod" github.com/coredns/coredns)"
 kmajor="${kube#v}"; kminor="${kmajor#*.}"; kminor="${kminor%%.*}"; kmajor="${kmajor%%.*}"
 kv="-X k8s.io/component-base/version.gitVersion=$kube -X k8s.io/component-base/version.gitMajor=$kmajor
     -X k8s.io/component-base/version.gitMinor=$kminor -X k8s.io/component-base/version.gitTreeState=clean
@@ -69,10 +73,14 @@ done
 build "$kmod" "$tmp/bin/kubelet" k8s.io/kubernetes/cmd/kubelet "$kv"
 build "$kmod" "$tmp/bin/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler "$kv"
 build "$kmod" "$tmp/bin/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager "$kv"
+build "$kmod" "$tmp/bin/kube-proxy" k8s.io/kubernetes/cmd/kube-proxy "$kv"
+# Static: it runs in a pod of an image holding only itself (tests/k8s/node.sh).
+CGO_ENABLED=0 build "$dmod" "$tmp/bin/coredns" . \
+  "-X github.com/coredns/coredns/coremain.GitCommit=$coredns"
 build "$kmod" "$tmp/bin/crictl" sigs.k8s.io/cri-tools/cmd/crictl \
   "-X sigs.k8s.io/cri-tools/pkg/version.Version=$crictl"
-printf 'kubernetes %s\ncri-tools %s\ncontainerd %s\nrunc %s\ncni-plugins %s\ngo %s\n' \
-  "$kube" "$crictl" "$ctd" "$runc" "$cni" "$(go env GOVERSION)" >"$tmp/versions.txt"
+printf 'kubernetes %s\ncri-tools %s\ncontainerd %s\nrunc %s\ncni-plugins %s\ncoredns %s\ngo %s\n' \
+  "$kube" "$crictl" "$ctd" "$runc" "$cni" "$coredns" "$(go env GOVERSION)" >"$tmp/versions.txt"
 echo "kubelet-tools: all built in $((SECONDS - total)) s" >&2
 touch "$tmp/complete"
 rm -rf "$dir"; mv "$tmp" "$dir"; trap - EXIT

@@ -23,8 +23,10 @@ int RunCleanupCommand(CliContext& ctx) {
     return 2;
   }
   if (flags.help) {
-    ctx.out << "usage: nccl-triage cleanup [--dry-run] [--selector LABELS] [--kubeconfig FILE]\n"
-               "                           [--context NAME]\n\n"
+    ctx.out << "usage: nccl-triage cleanup [--dry-run] [--selector LABELS]\n"
+               "                           [--stop NS/KIND/NAME]... [--stop-timeout S]\n"
+               "                           [--delete NS/KIND/NAME]...\n"
+               "                           [--kubeconfig FILE] [--context NAME]\n\n"
             << kCleanupHelp
             << "\nRuns nccl-triage-server cleanup, installed beside nccl-triage. Exit 0: done;\n"
                "1: a call failed (each on stderr); 2: bad flags or no usable API.\n";

@@ -1,6 +1,7 @@
 #include "kube/cleanup.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "base/flags.h"
 #include "core/json_text.h"
@@ -56,7 +57,137 @@ bool MarkerSaysCordoned(std::string_view marker) {
 // many pods fits; a server that never stops paging does not hold the command.
 constexpr int kMaxListed = 2'000'000;
 
+std::string TargetText(const StopTarget& t) {
+  // "daemonsets" -> "daemonset ns/name"
+  return t.resource.substr(0, t.resource.size() - 1) + " " + t.ns + "/" + t.name;
+}
+
+// The target's pods now; `error` gets the failed list.
+std::vector<json> PodsOfTarget(KubeClient& client, const StopTarget& t, std::string* error) {
+  std::vector<json> pods;
+  *error = ListEveryPage(
+      [&](const PodListQuery& q) { return client.ListNamespacedPods(t.ns, q); }, PodListQuery{},
+      kPageSize, kMaxListed, nullptr, [&](const json& pod) {
+        if (PodOfTarget(pod, t)) pods.push_back(pod);
+      });
+  return pods;
+}
+
+// The stop step (see the header): mark the DaemonSets' pods, delete the workloads, wait until
+// their pods are gone. False when it failed or timed out (the errors say which).
+bool StopWorkloads(KubeClient& client, const CleanupOptions& options, CleanupResult& result) {
+  bool ok = true;
+  for (const StopTarget& t : options.stop) {
+    std::string error;
+    const std::vector<json> pods = PodsOfTarget(client, t, &error);
+    if (!error.empty()) {
+      result.errors.push_back("list pods of " + TargetText(t) + ": " + error);
+      ok = false;
+      continue;
+    }
+    result.stopped.push_back(TargetText(t) + ": " + std::to_string(pods.size()) + " pod(s)");
+    if (options.dry_run) continue;
+    if (t.resource == "daemonsets") {
+      for (const json& pod : pods) {
+        const json& meta = Member(pod, "metadata");
+        AnnotationPatch mark;
+        mark[std::string(kUninstallingAnnotation)] = "true";
+        KubeResponse r = client.PatchPodAnnotationsIfUid(
+            StringMember(meta, "namespace"), StringMember(meta, "name"), StringMember(meta, "uid"),
+            mark);
+        if (!r.ok() && r.status != 404) {
+          result.errors.push_back("mark pod " + t.ns + "/" + StringMember(meta, "name") + ": " +
+                                  r.Describe());
+        }
+      }
+    }
+    KubeResponse r = client.DeleteObject(t.ns, t.resource, t.name);
+    if (!r.ok() && r.status != 404) {
+      result.errors.push_back("delete " + TargetText(t) + ": " + r.Describe());
+      ok = false;
+    }
+  }
+  if (options.dry_run || options.stop.empty()) return ok;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(options.stop_timeout_seconds);
+  while (true) {
+    size_t left = 0;
+    std::string waiting;
+    for (const StopTarget& t : options.stop) {
+      std::string error;
+      const size_t n = PodsOfTarget(client, t, &error).size();
+      if (!error.empty()) {
+        result.errors.push_back("list pods of " + TargetText(t) + ": " + error);
+        return false;
+      }
+      if (n > 0) waiting += (waiting.empty() ? "" : ", ") + TargetText(t);
+      left += n;
+    }
+    if (left == 0) return ok;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      result.errors.push_back(std::to_string(left) + " pod(s) of " + waiting +
+                              " still there after " +
+                              std::to_string(options.stop_timeout_seconds) + " s");
+      return false;
+    }
+    std::this_thread::sleep_for(options.stop_poll);
+  }
+}
+
 }  // namespace
+
+StatusOr<StopTarget> ParseStopTarget(const std::string& text, bool workloads) {
+  const std::string flag = workloads ? "--stop" : "--delete";
+  const char* kinds = workloads ? "daemonset or deployment" : "configmap or lease";
+  const size_t a = text.find('/');
+  const size_t b = a == std::string::npos ? a : text.find('/', a + 1);
+  if (b == std::string::npos || a == 0 || b == a + 1 || b + 1 >= text.size() ||
+      text.find('/', b + 1) != std::string::npos) {
+    return InvalidArgument(flag + " '" + text + "': want NAMESPACE/KIND/NAME, KIND " + kinds);
+  }
+  StopTarget t;
+  t.ns = text.substr(0, a);
+  std::string kind = text.substr(a + 1, b - a - 1);
+  t.name = text.substr(b + 1);
+  if (kind.back() != 's') kind += 's';
+  const bool known = workloads ? (kind == "daemonsets" || kind == "deployments")
+                               : (kind == "configmaps" || kind == "leases");
+  if (!known) {
+    return InvalidArgument(flag + " '" + text + "': kind '" + text.substr(a + 1, b - a - 1) +
+                           "' is not " + kinds);
+  }
+  t.resource = kind;
+  return t;
+}
+
+bool PodMarkedUninstalling(const json& pod_list, const std::string& ns, const std::string& name) {
+  const json& items = Member(pod_list, "items");
+  if (!items.is_array()) return false;
+  for (const json& pod : items) {
+    const json& meta = Member(pod, "metadata");
+    if (StringMember(meta, "name") != name || StringMember(meta, "namespace") != ns) continue;
+    const json& annotations = Member(meta, "annotations");
+    return annotations.is_object() && annotations.contains(std::string(kUninstallingAnnotation));
+  }
+  return false;
+}
+
+bool PodOfTarget(const json& pod, const StopTarget& target) {
+  const json& meta = Member(pod, "metadata");
+  if (StringMember(meta, "namespace") != target.ns) return false;
+  const json& refs = Member(meta, "ownerReferences");
+  if (!refs.is_array()) return false;
+  for (const json& ref : refs) {
+    const std::string kind = StringMember(ref, "kind");
+    const std::string name = StringMember(ref, "name");
+    if (target.resource == "daemonsets" && kind == "DaemonSet" && name == target.name) return true;
+    if (target.resource == "deployments" && kind == "ReplicaSet" &&
+        name.size() > target.name.size() + 1 && name.rfind(target.name + "-", 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
 
 NodeCleanup PlanNodeCleanup(const json& node) {
   NodeCleanup plan;
@@ -128,6 +259,21 @@ std::string DescribePodCleanup(const PodCleanup& plan) {
 
 CleanupResult RunCleanup(KubeClient& client, const CleanupOptions& options) {
   CleanupResult result;
+  // A failed stop is reported, and the cleanup still runs: what it removes now stays removed
+  // unless a surviving agent writes it again.
+  StopWorkloads(client, options, result);
+  for (const StopTarget& t : options.remove) {
+    if (options.dry_run) {
+      result.deleted.push_back(TargetText(t));
+      continue;
+    }
+    KubeResponse r = client.DeleteObject(t.ns, t.resource, t.name);
+    if (r.ok()) {
+      result.deleted.push_back(TargetText(t));
+    } else if (r.status != 404) {  // 404: never made, or gone already
+      result.errors.push_back("delete " + TargetText(t) + ": " + r.Describe());
+    }
+  }
   std::vector<NodeCleanup> node_plans;
   std::vector<std::string> node_names;
   PodListQuery node_query;
@@ -221,13 +367,29 @@ CleanupResult RunCleanup(KubeClient& client, const CleanupOptions& options) {
 }
 
 Status ParseCleanupFlags(const std::vector<std::string>& args, CleanupFlags& flags) {
-  return FlagParser()
-      .Switch({"--help", "-h"}, &flags.help)
-      .Switch({"--dry-run"}, &flags.options.dry_run)
-      .String({"--selector", "-l"}, &flags.options.node_selector)
-      .String({"--kubeconfig"}, &flags.kubeconfig)
-      .String({"--context"}, &flags.context)
-      .Parse(args);
+  std::vector<std::string> stop, remove;
+  Status parsed = FlagParser()
+                      .Switch({"--help", "-h"}, &flags.help)
+                      .Switch({"--dry-run"}, &flags.options.dry_run)
+                      .String({"--selector", "-l"}, &flags.options.node_selector)
+                      .Repeated({"--stop"}, &stop)
+                      .Int({"--stop-timeout"}, &flags.options.stop_timeout_seconds, 1, 3600)
+                      .Repeated({"--delete"}, &remove)
+                      .String({"--kubeconfig"}, &flags.kubeconfig)
+                      .String({"--context"}, &flags.context)
+                      .Parse(args);
+  if (!parsed.ok()) return parsed;
+  for (const std::string& text : stop) {
+    auto target = ParseStopTarget(text);
+    if (!target.ok()) return target.status();
+    flags.options.stop.push_back(*target);
+  }
+  for (const std::string& text : remove) {
+    auto target = ParseStopTarget(text, false);
+    if (!target.ok()) return target.status();
+    flags.options.remove.push_back(*target);
+  }
+  return Status();
 }
 
 const char* const kCleanupHelp =
@@ -240,6 +402,15 @@ const char* const kCleanupHelp =
     "  --dry-run         list what would be removed, change nothing\n"
     "  --selector, -l    only the nodes matching this label selector, and the pods\n"
     "                    on them (default: every node and every pod)\n"
+    "  --stop NS/daemonset/NAME, --stop NS/deployment/NAME (repeatable)\n"
+    "                    first stop these workloads of the release (the chart's\n"
+    "                    pre-delete hook): mark a DaemonSet's pods (its agents then\n"
+    "                    remove their state directory as they stop), delete the\n"
+    "                    workloads and wait until their pods are gone\n"
+    "  --stop-timeout S  how long to wait for those pods (default 300)\n"
+    "  --delete NS/configmap/NAME, --delete NS/lease/NAME (repeatable)\n"
+    "                    then delete these objects the coordinator made (its state\n"
+    "                    ConfigMap, its Lease); one that does not exist is fine\n"
     "  --kubeconfig, --context   credentials as kubectl finds them (else KUBECONFIG,\n"
     "                    ~/.kube/config, the pod's service account)\n";
 

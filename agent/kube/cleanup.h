@@ -10,8 +10,17 @@
 // plans and, unless dry_run, patches: a node's spec and metadata with its resourceVersion as a
 // precondition (re-read and planned again on 409 Conflict), its condition by a JSON patch whose
 // test op guards the index, a pod's annotations with its UID as a precondition.
+//
+// With stop targets (the chart's pre-delete hook: `--stop NS/daemonset/NAME`), the release's
+// agents and coordinator are stopped first, so that none writes again what the cleanup removes:
+// each DaemonSet's pods are marked with kUninstallingAnnotation (an agent that finds its own pod
+// marked when it stops removes its state directory from the host), the workloads are deleted
+// (background propagation) and the cleanup waits until their pods are gone. Objects to delete
+// (`--delete NS/configmap/NAME`, `NS/lease/NAME`: the coordinator's state and Lease, which it made
+// itself and helm does not know) go next.
 #pragma once
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -24,6 +33,27 @@ namespace nccl_triage {
 
 inline constexpr std::string_view kOwnedPrefix = "nccl-triage.io/";
 inline constexpr std::string_view kFabricConditionType = "NcclFabricReady";
+// On an agent's pod while its release is being uninstalled (set by the cleanup's stop step).
+inline constexpr std::string_view kUninstallingAnnotation = "nccl-triage.io/uninstalling";
+
+// A namespaced object of the release: a workload to stop before the cleanup, or an object to
+// delete.
+struct StopTarget {
+  std::string ns;
+  std::string resource;  // "daemonsets", "deployments", "configmaps" or "leases"
+  std::string name;
+  friend bool operator==(const StopTarget&, const StopTarget&) = default;
+};
+// "NS/KIND/NAME" -> the target; KIND daemonset or deployment (workloads = true), else configmap or
+// lease (each also as the plural).
+StatusOr<StopTarget> ParseStopTarget(const std::string& text, bool workloads = true);
+// Whether a pod list (the API's answer to a list of pods) holds the pod ns/name with
+// kUninstallingAnnotation: the agent's question as it stops.
+bool PodMarkedUninstalling(const nlohmann::json& pod_list, const std::string& ns,
+                           const std::string& name);
+// Whether a pod (JSON of the API) belongs to the target: owned by the DaemonSet, or by one of the
+// Deployment's ReplicaSets (<name>-<hash>).
+bool PodOfTarget(const nlohmann::json& pod, const StopTarget& target);
 
 // What to remove from one node.
 struct NodeCleanup {
@@ -65,9 +95,15 @@ struct CleanupOptions {
   // Pods: with a node selector, only the pods on the selected nodes; without, every pod.
   bool dry_run = false;
   int max_conflict_retries = 5;
+  std::vector<StopTarget> stop;    // stopped first, in order (see the file comment)
+  std::vector<StopTarget> remove;  // then deleted (configmaps, leases)
+  int stop_timeout_seconds = 300;
+  std::chrono::milliseconds stop_poll{1000};
 };
 
 struct CleanupResult {
+  std::vector<std::string> stopped;  // one per stop target: "daemonset ns/name: 2 pod(s)"
+  std::vector<std::string> deleted;  // per object deleted (dry run: to delete), "configmap ns/x"
   std::vector<std::string> lines;   // one per object cleaned (or, dry run, to clean)
   std::vector<std::string> errors;  // one per call that failed
   int nodes = 0;                    // objects cleaned, or to clean
@@ -82,7 +118,7 @@ CleanupResult RunCleanup(KubeClient& client, const CleanupOptions& options);
 // `nccl-triage-server cleanup` with the same arguments.
 struct CleanupFlags {
   bool help = false;
-  CleanupOptions options;  // --dry-run, --selector
+  CleanupOptions options;  // --dry-run, --selector, --stop, --stop-timeout, --delete
   std::string kubeconfig, context;
 };
 Status ParseCleanupFlags(const std::vector<std::string>& args, CleanupFlags& flags);

@@ -195,6 +195,11 @@ KubeResponse KubeClient::UpdateLease(const std::string&, const std::string&,
   return NotSupported("update leases");
 }
 
+KubeResponse KubeClient::DeleteObject(const std::string&, const std::string&,
+                                      const std::string&) {
+  return NotSupported("delete objects");
+}
+
 nlohmann::json NodePatchBody(const NodePatch& patch) {
   nlohmann::json body = nlohmann::json::object();
   if (!patch.resource_version.empty()) {

@@ -229,6 +229,12 @@ class KubeClient {
   virtual KubeResponse CreateLease(const std::string& ns, const nlohmann::json& lease);
   virtual KubeResponse UpdateLease(const std::string& ns, const std::string& name,
                                    const nlohmann::json& lease);
+  // Deletes one namespaced object of the release, `resource` "daemonsets" or "deployments"
+  // (apps/v1, background propagation: their pods go through the garbage collector, each with its
+  // grace period), "configmaps" (v1) or "leases" (coordination.k8s.io/v1): the uninstall hook's
+  // `nccl-triage-server cleanup --stop/--delete`. Default: "not supported".
+  virtual KubeResponse DeleteObject(const std::string& ns, const std::string& resource,
+                                    const std::string& name);
   // A watch of the nodes (kube/node_cache.h): each event line handed to `sink` as it arrives,
   // until the server ends the stream (status 200, no error), the sink returns false, `stop` is
   // requested (both: status 200, error "stopped"), the stream breaks (status 0, the error) or a

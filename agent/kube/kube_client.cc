@@ -217,6 +217,8 @@ KubeResponse InClusterKubeClient::Send(const std::string& method, const std::str
                         : method == "PATCH"
                             ? impl_->client->Patch(full, headers, body, content_type)
                         : method == "PUT" ? impl_->client->Put(full, headers, body, content_type)
+                        : method == "DELETE"
+                            ? impl_->client->Delete(full, headers, body, content_type)
                             : impl_->client->Post(full, headers, body, content_type);
   if (!res) {
     out.error = DescribeError(res.error());
@@ -477,6 +479,27 @@ KubeResponse InClusterKubeClient::CreateLease(const std::string& ns, const nlohm
 KubeResponse InClusterKubeClient::UpdateLease(const std::string& ns, const std::string& name,
                                               const nlohmann::json& lease) {
   return Send("PUT", LeasePath(ns) + "/" + UrlEncode(name), "application/json", DumpJson(lease));
+}
+
+KubeResponse InClusterKubeClient::DeleteObject(const std::string& ns, const std::string& resource,
+                                               const std::string& name) {
+  std::string group;
+  if (resource == "daemonsets" || resource == "deployments") {
+    group = "/apis/apps/v1";
+  } else if (resource == "configmaps") {
+    group = "/api/v1";
+  } else if (resource == "leases") {
+    group = "/apis/coordination.k8s.io/v1";
+  } else {
+    KubeResponse r;
+    r.error = "cannot delete " + resource;
+    return r;
+  }
+  const nlohmann::json options = {
+      {"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}};
+  return Send("DELETE",
+              group + "/namespaces/" + UrlEncode(ns) + "/" + resource + "/" + UrlEncode(name),
+              "application/json", DumpJson(options));
 }
 
 }  // namespace nccl_triage

@@ -77,6 +77,8 @@ class InClusterKubeClient final : public KubeClient {
   KubeResponse CreateLease(const std::string& ns, const nlohmann::json& lease) override;
   KubeResponse UpdateLease(const std::string& ns, const std::string& name,
                            const nlohmann::json& lease) override;
+  KubeResponse DeleteObject(const std::string& ns, const std::string& resource,
+                            const std::string& name) override;
   KubeResponse WatchNodes(const NodeWatchQuery& query, const LineSink& sink,
                           std::stop_token stop) override;
 

@@ -38,6 +38,7 @@
 #include "exporter/metrics.h"
 #include "host/gatherer.h"
 #include "kernel/kernel_monitor.h"
+#include "kube/cleanup.h"
 #include "kube/kube_client.h"
 #include "kube/node_labels.h"
 #include "kubelet/pod_resources_client.h"
@@ -381,6 +382,42 @@ std::unique_ptr<workload::WorkloadMonitor> StartWorkloads(Agent& agent, AgentSta
   return workloads;
 }
 
+// The files the agent keeps in kernel.state_dir (each written through a ".tmp" beside it).
+constexpr const char* kStateFiles[] = {"kmsg.cursor", "ports.state"};
+
+// When the release is being uninstalled, the agent's files on the host go with it: the chart's
+// pre-delete hook (`cleanup --stop`) marks the agents' pods before it deletes their DaemonSet,
+// and an agent that finds its own pod marked as it stops removes its state files and, when it can,
+// the directory (the hostPath volume's mount point here, removable from the host's view of the
+// filesystem through pid 1's root when the pod shares the host's PID namespace). A restart, a
+// rollout or an eviction leaves them: the kernel-log cursor must survive those.
+void RemoveStateIfUninstalling(const Config& config, const std::string& node,
+                               const KubeAccess& kube, Logger& log) {
+  const std::string dir = config.kernel.state_dir;
+  const std::string pod = Env("POD_NAME");
+  const std::string ns = Env("POD_NAMESPACE");
+  if (dir.empty() || !kube.client || pod.empty() || ns.empty() || node.empty()) return;
+  const KubeResponse r = kube.client->ListPods("spec.nodeName=" + node);
+  const nlohmann::json list = nlohmann::json::parse(r.body, nullptr, false);
+  if (!r.ok() || !list.is_object()) {
+    log.Warn("agent", "cannot tell whether the release is being uninstalled (list pods: " +
+                          r.Describe() + "): " + dir + " stays");
+    return;
+  }
+  if (!PodMarkedUninstalling(list, ns, pod)) return;
+  std::error_code ec;
+  for (const char* name : kStateFiles) {
+    std::filesystem::remove(dir + "/" + name, ec);
+    std::filesystem::remove(dir + "/" + name + ".tmp", ec);
+  }
+  // Only an empty directory is removed: anything else in it is not ours.
+  bool gone = std::filesystem::remove(dir, ec);
+  if (!gone) gone = std::filesystem::remove("/proc/1/root" + dir, ec);
+  const std::string what =
+      gone ? " and the directory" : " (the directory stays: " + ec.message() + ")";
+  log.Info("agent", "the release is being uninstalled: removed the state files in " + dir + what);
+}
+
 }  // namespace
 
 // Start-up is an ordered list of steps, each failing with one line and exit 2; the teardown runs
@@ -491,6 +528,7 @@ int RunAgentCommand(CliContext& ctx) {
   loop.join();
   if (workloads) workloads->Stop();
   if (publisher) publisher->Stop();
+  RemoveStateIfUninstalling(config, node, kube, log);
   server.Stop();
   return 0;
 }

@@ -1,4 +1,5 @@
-// `nccl-triage-server cleanup [--dry-run] [--selector LABELS] [--kubeconfig FILE] [--context N]`:
+// `nccl-triage-server cleanup [--dry-run] [--selector LABELS] [--stop NS/KIND/NAME]...
+// [--stop-timeout S] [--delete NS/KIND/NAME]... [--kubeconfig FILE] [--context N]`:
 // removes what nccl-triage leaves on the cluster after `helm uninstall` (kube/cleanup.h): our
 // taints, the cordon our remediation placed, nccl-triage.io/* annotations of nodes and pods and
 // the NcclFabricReady condition. Prints one line per object; --dry-run changes nothing.
@@ -21,6 +22,8 @@ int RunServerCleanupCommand(CliContext& ctx) {
   }
   if (flags.help) {
     ctx.out << "usage: nccl-triage-server cleanup [--dry-run] [--selector LABELS]\n"
+               "                                  [--stop NS/KIND/NAME]... [--stop-timeout S]\n"
+               "                                  [--delete NS/KIND/NAME]...\n"
                "                                  [--kubeconfig FILE] [--context NAME]\n\n"
             << kCleanupHelp;
     return 0;
@@ -37,6 +40,12 @@ int RunServerCleanupCommand(CliContext& ctx) {
   }
   const bool dry_run = flags.options.dry_run;
   const CleanupResult result = RunCleanup(**client, flags.options);
+  for (const auto& line : result.stopped) {
+    ctx.out << (dry_run ? "would stop " : "stopped ") << line << "\n";
+  }
+  for (const auto& line : result.deleted) {
+    ctx.out << (dry_run ? "would delete " : "deleted ") << line << "\n";
+  }
   const char* verb = dry_run ? "would remove from " : "removed from ";
   for (const auto& line : result.lines) ctx.out << verb << line << "\n";
   for (const auto& e : result.errors) ctx.err << "nccl-triage-server cleanup: " << e << "\n";

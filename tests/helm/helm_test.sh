@@ -37,7 +37,12 @@
 set -euo pipefail
 die() { echo "FAIL: $*"; exit 1; }
 cmd="$1"; tools="$2"; shift 2
-helm() { "$tools/bin/helm" "$@"; }
+# The tests' API server runs no kubelet or controllers: the chart's pre-delete hook (a Job) could
+# never run, so every uninstall here skips the hooks (node.agent_pod runs it on a real kubelet;
+# `install` checks the hook's objects with chartcheck --hooks).
+helm() {
+  if [ "$1" = uninstall ]; then shift; "$tools/bin/helm" uninstall --no-hooks "$@"; else "$tools/bin/helm" "$@"; fi
+}
 kubectl() { "$tools/bin/kubectl" "$@"; }
 # Offline renders of a chart that asks for a token: the value is fixed, as for GitOps users.
 offline_token=(--set token.value=offline-render-token)
@@ -431,9 +436,10 @@ umbrella)
   while read -r image; do
     [[ "$image" == registry.example/mirror/* ]] || die "image $image is not from global.imageRegistry"
   done <<<"$images"
-  pods="$(grep -c -E '^kind: (DaemonSet|Deployment)$' <<<"$rendered")"
+  # (the uninstall hook's Job included)
+  pods="$(grep -c -E '^kind: (DaemonSet|Deployment|Job)$' <<<"$rendered")"
   secrets="$(grep -c -E '^ +- name: mirror-credentials$' <<<"$rendered")"
-  [ "$pods" -ge 2 ] && [ "$secrets" -eq "$pods" ] ||
+  [ "$pods" -ge 3 ] && [ "$secrets" -eq "$pods" ] ||
     die "$pods workloads, $secrets name the pull secret mirror-credentials"
   grep -q 'path: /opt/nccl-2.28/lib' <<<"$rendered" || die "the probes' NCCL hostPath did not reach the DaemonSet"
   echo "umbrella chart: subchart rendered, $pods workloads from registry.example/mirror with the pull secret"
@@ -491,12 +497,14 @@ install)
   # --wait is no use without kubelet and controllers; every object is created or the install fails.
   helm install "$release" "$chart" -n "$ns" "${args[@]}" >"$out/$mode-install.txt" || die "helm install $release"
   helm get manifest "$release" -n "$ns" >"$out/$mode.yaml"
+  helm get hooks "$release" -n "$ns" >"$out/$mode-hooks.yaml"
   helm get values "$release" -n "$ns" --all -o json >"$out/$mode-values.json"
   kubectl get -f "$out/$mode.yaml" -o name >/dev/null || die "objects of $release missing after install"
   echo "helm install $release: $(grep -c '^kind: ' "$out/$mode.yaml") objects accepted by the API server"
   rc=0
   "$chartcheck" --manifests "$out/$mode.yaml" --values "$out/$mode-values.json" --chart "$chart" \
-    --mode "$mode" --release "$release" --extract-config "$out/$mode-config.yaml" || rc=$?
+    --mode "$mode" --release "$release" --extract-config "$out/$mode-config.yaml" \
+    --hooks "$out/$mode-hooks.yaml" || rc=$?
   if [ "$mode" != default ]; then
     helm uninstall "$release" -n "$ns" --wait >/dev/null
     leftovers "$release" "$fullname"

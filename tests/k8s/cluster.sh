@@ -9,6 +9,9 @@
 #                                          it serves, writes WORK_DIR/kubeconfig (an admin of
 #                                          group system:masters), WORK_DIR/ca.crt, WORK_DIR/env
 #   cluster.sh stop WORK_DIR              stops it and removes its data
+# With CLUSTER_ADVERTISE_IP (node.sh: the node's address), the API server also listens there and
+# advertises it: the Service kubernetes (10.96.0.1) then has that endpoint, so that pods reach the
+# API server through kube-proxy as in a real cluster.
 set -euo pipefail
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
@@ -43,19 +46,26 @@ mkdir -p "$work"; work="$(cd "$work" && pwd)"
 stop "$work"
 pki="$work/pki"; mkdir -p "$pki"
 
-# A CA, the API server's serving certificate (127.0.0.1, localhost), the service-account
-# signing key and an admin token. Made once per work directory.
-if [ ! -f "$pki/apiserver.crt" ]; then
+# A CA, the API server's serving certificate (127.0.0.1, localhost, the Service's names and
+# address, CLUSTER_ADVERTISE_IP), the service-account signing key and an admin token. Made once
+# per work directory (the certificate again when its names change).
+advertise="${CLUSTER_ADVERTISE_IP:-}"
+san="IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+san="$san,IP:10.96.0.1${advertise:+,IP:$advertise}"
+if [ -f "$pki/ext" ] && ! grep -qxF "subjectAltName=$san" "$pki/ext"; then rm -f "$pki/apiserver.crt"; fi
+if [ ! -f "$pki/ca.key" ]; then
   openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=nccl-triage-test-ca" \
     -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
-  openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" \
-    -keyout "$pki/apiserver.key" -out "$pki/apiserver.csr" 2>/dev/null
-  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n' >"$pki/ext"
-  openssl x509 -req -in "$pki/apiserver.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-    -days 30 -extfile "$pki/ext" -out "$pki/apiserver.crt" 2>/dev/null
   openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
   openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
   echo "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'),admin,admin,system:masters" >"$pki/tokens.csv"
+fi
+if [ ! -f "$pki/apiserver.crt" ]; then
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" \
+    -keyout "$pki/apiserver.key" -out "$pki/apiserver.csr" 2>/dev/null
+  printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "$san" >"$pki/ext"
+  openssl x509 -req -in "$pki/apiserver.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+    -days 30 -extfile "$pki/ext" -out "$pki/apiserver.crt" 2>/dev/null
 fi
 cp "$pki/ca.crt" "$work/ca.crt"
 admin_token="$(cut -d, -f1 "$pki/tokens.csv")"
@@ -69,8 +79,13 @@ for attempt in 1 2 3; do
     --initial-cluster "test=http://127.0.0.1:$peer_port" --unsafe-no-fsync --log-level error \
     --quota-backend-bytes $((2 * 1024 * 1024 * 1024)) >"$work/etcd.log" 2>&1 &
   echo $! >"$work/etcd.pid"
-  "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+  if [ -n "$advertise" ]; then
+    listen=(--bind-address 0.0.0.0 --advertise-address "$advertise" --endpoint-reconciler-type lease)
+  else
+    listen=(--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --endpoint-reconciler-type none)
+  fi
+  "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" "${listen[@]}" \
+    --secure-port "$api_port" \
     --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
     --client-ca-file "$pki/ca.crt" --token-auth-file "$pki/tokens.csv" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
@@ -78,7 +93,7 @@ for attempt in 1 2 3; do
     --api-audiences https://kubernetes.default.svc.cluster.local \
     --authorization-mode RBAC --service-cluster-ip-range 10.96.0.0/16 --allow-privileged \
     --enable-priority-and-fairness=false --profiling=false \
-    --endpoint-reconciler-type none --kubelet-preferred-address-types InternalIP >"$work/kube-apiserver.log" 2>&1 &
+    --kubelet-preferred-address-types InternalIP >"$work/kube-apiserver.log" 2>&1 &
   echo $! >"$work/kube-apiserver.pid"
 
   cat >"$work/kubeconfig" <<KC

@@ -19,7 +19,7 @@ k() { "$tools/bin/kubectl" "$@"; }
 out="$work/kube"; rm -rf "$out"; mkdir -p "$out"
 
 # A second run on the same cluster starts over (no namespace controller runs: namespaces stay).
-"$tools/bin/helm" uninstall kt -n kt --wait >/dev/null 2>&1 || true
+"$tools/bin/helm" uninstall kt -n kt --no-hooks --wait >/dev/null 2>&1 || true
 for ns in jobs kt; do k delete pods --all -n "$ns" --grace-period=0 --force >/dev/null 2>&1 || true; done
 "$tools/bin/helm" install kt "$chart" -n kt --create-namespace -f "$values" >/dev/null
 k apply -f - >/dev/null <<'YAML'

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A real one-node cluster for the tests: the control plane of cluster.sh (etcd, kube-apiserver)
-# plus kube-controller-manager, kube-scheduler, containerd 2 with runc and the CNI bridge, and a
-# kubelet registered as node NODE (default kt-node), all of the pinned builds of
+# plus kube-controller-manager, kube-scheduler, containerd 2 with runc and the CNI bridge, a
+# kubelet registered as node NODE (default kt-node), kube-proxy (nftables mode: Services work,
+# the API server's own included) and CoreDNS as a pod behind the Service kube-dns (10.96.0.10,
+# the kubelet's cluster DNS, domain cluster.local), all of the pinned builds of
 # scripts/k8s-tools.sh and scripts/kubelet-tools.sh. Pods really run: images come from
 # `ctr images import` (tests/k8s/oci_image.py assembles them from this machine's files; nothing is
 # pulled), including the sandbox image registry.k8s.io/pause:3.10 (tests/k8s/pause.c).
@@ -13,7 +15,11 @@
 # Everything lives under WORK (kubelet root, containerd root and state, CNI config) and listens on
 # free ports; the pods' cgroups are under one cgroup root of this run; the CNI bridge and subnet
 # are named after this run, so several clusters can run on one machine. Needs root and writable
-# cgroups (a privileged container is enough; cgroup v1 or v2).
+# cgroups (a privileged container is enough; cgroup v1 or v2) and nft. Two things have fixed
+# names on the machine: the kubelet's device-plugin directory (/var/lib/kubelet/device-plugins,
+# whatever its root directory) and kube-proxy's nftables tables. So one node of the tests runs at
+# a time on a machine: `start` takes a lock file in /tmp (a second waits) and `stop` removes the
+# tables, then gives the lock back.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 die() { echo "node.sh: $*" >&2; exit 1; }
@@ -30,7 +36,12 @@ kill_pidfile() {
 }
 stop() {
   local work="$1" sock cg ns
-  for c in kubelet kube-scheduler kube-controller-manager; do kill_pidfile "$work/$c.pid"; done
+  for c in kubelet kube-scheduler kube-controller-manager kube-proxy; do kill_pidfile "$work/$c.pid"; done
+  # kube-proxy's tables, while this run still holds the machine's lock (they may be another's).
+  if [ -f "$work/node-lock.pid" ] && kill -0 "$(cat "$work/node-lock.pid")" 2>/dev/null; then
+    nft delete table ip kube-proxy 2>/dev/null || true
+    nft delete table ip6 kube-proxy 2>/dev/null || true
+  fi
   sock="$work/containerd/containerd.sock"
   if [ -S "$sock" ] && [ -f "$work/node-tools" ]; then
     local crictl; crictl="$(cat "$work/node-tools")/bin/crictl"
@@ -55,6 +66,7 @@ stop() {
   if [ -f "$work/bridge" ]; then ip link del "$(cat "$work/bridge")" 2>/dev/null || true; fi
   "$here/cluster.sh" stop "$work" >/dev/null
   rm -rf "$work/kubelet" "$work/containerd" "$work/cni"
+  kill_pidfile "$work/node-lock.pid"
 }
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -73,13 +85,34 @@ case "$cmd" in
 esac
 ktools="$2"; ntools="$3"; work="$4"; node="${5:-kt-node}"
 [ "$(id -u)" = 0 ] || die "needs root (containerd, runc, the kubelet)"
-for t in kubelet kube-scheduler kube-controller-manager containerd containerd-shim-runc-v2 ctr runc crictl; do
+for t in kubelet kube-scheduler kube-controller-manager kube-proxy containerd containerd-shim-runc-v2 ctr runc \
+         crictl coredns; do
   [ -x "$ntools/bin/$t" ] || die "$ntools/bin/$t missing: run scripts/kubelet-tools.sh"
 done
 mkdir -p "$work"; work="$(cd "$work" && pwd)"
 stop "$work"
 start_s=$SECONDS
-"$here/cluster.sh" start "$ktools" "$work" >/dev/null
+# The machine's lock, held by a process of this run until `stop` (see the header).
+lock=/tmp/nccl-triage-node.lock
+exec 8>>"$lock"
+if ! flock -n 8; then say "waiting for another node of the tests on this machine to stop ($lock)"; fi
+exec 8>&-
+flock -w 1800 "$lock" bash -c 'echo $$ >"$1"; exec sleep infinity' node-lock "$work/node-lock.pid" \
+  </dev/null >/dev/null 2>&1 &
+for _ in $(seq 1 3600); do
+  [ -f "$work/node-lock.pid" ] && break
+  kill -0 $! 2>/dev/null || die "no lock on $lock in 30 minutes"
+  sleep 0.5
+done
+# The node's address: the kubelet refuses a loopback one. The source address of the default
+# route, else the first global IPv4 address. hostNetwork pods (the agent) have it as pod IP, so
+# the kubelet's probes of them go there; the API server listens there too (the endpoint of the
+# Service kubernetes, for pods).
+node_ip="$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p' | head -1)"
+[ -n "$node_ip" ] || node_ip="$(ip -4 -o addr show scope global | awk '{sub("/.*", "", $4); print $4; exit}')"
+[ -n "$node_ip" ] || die "no global IPv4 address for the node"
+command -v nft >/dev/null || die "nft missing (kube-proxy's nftables mode; Debian package nftables)"
+CLUSTER_ADVERTISE_IP="$node_ip" "$here/cluster.sh" start "$ktools" "$work" >/dev/null
 . "$work/env"
 echo "$ntools" >"$work/node-tools"
 kubeconfig="$work/kubeconfig"
@@ -194,12 +227,6 @@ echo $! >"$work/kube-scheduler.pid"
 
 # ------------------------------------------------------------------------------------- kubelet
 kroot="$work/kubelet"; mkdir -p "$kroot"
-# The node's address: the kubelet refuses a loopback one. The source address of the default
-# route, else the first global IPv4 address. hostNetwork pods (the agent) have it as pod IP, so
-# the kubelet's probes of them go there.
-node_ip="$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p' | head -1)"
-[ -n "$node_ip" ] || node_ip="$(ip -4 -o addr show scope global | awk '{sub("/.*", "", $4); print $4; exit}')"
-[ -n "$node_ip" ] || die "no global IPv4 address for the node"
 kubelet_port="$(free_port)"; healthz_port="$(free_port)"
 cat >"$work/kubelet-config.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -226,6 +253,8 @@ imageGCLowThresholdPercent: 99
 localStorageCapacityIsolation: false
 serializeImagePulls: false
 resolvConf: /etc/resolv.conf
+clusterDNS: [10.96.0.10]
+clusterDomain: cluster.local
 podPidsLimit: -1
 maxPods: 30
 YAML
@@ -251,5 +280,122 @@ for c in kube-controller-manager kube-scheduler; do
   kill -0 "$(cat "$work/$c.pid")" 2>/dev/null || { tail -5 "$work/$c.log" >&2; die "$c exited"; }
 done
 [ -z "$taints" ] || die "node $node keeps its taints: $taints (see $work/kube-controller-manager.log)"
+node_s=$((SECONDS - start_s))
+
+# ---------------------------------------------------------------------------------- kube-proxy
+proxy_health="$(free_port)"; proxy_metrics="$(free_port)"
+cat >"$work/kube-proxy-config.yaml" <<YAML
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: nftables
+clientConnection: {kubeconfig: $kubeconfig}
+hostnameOverride: $node
+clusterCIDR: $subnet
+detectLocalMode: ClusterCIDR
+healthzBindAddress: 127.0.0.1:$proxy_health
+metricsBindAddress: 127.0.0.1:$proxy_metrics
+nodePortAddresses: [$node_ip/32]
+# A shared machine: leave its conntrack table size and timeouts alone.
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+YAML
+"$ntools/bin/kube-proxy" --config "$work/kube-proxy-config.yaml" >"$work/kube-proxy.log" 2>&1 &
+echo $! >"$work/kube-proxy.pid"
+for _ in $(seq 1 600); do
+  kill -0 "$(cat "$work/kube-proxy.pid")" 2>/dev/null || { tail -20 "$work/kube-proxy.log" >&2; die "kube-proxy exited"; }
+  curl -sf "http://127.0.0.1:$proxy_health/healthz" >/dev/null 2>&1 && break
+  sleep 0.5
+done
+curl -sf "http://127.0.0.1:$proxy_health/healthz" >/dev/null 2>&1 ||
+  { tail -20 "$work/kube-proxy.log" >&2; die "kube-proxy not healthy (see $work/kube-proxy.log)"; }
+
+# ------------------------------------------------------------------------------------- CoreDNS
+python3 "$here/oci_image.py" "$cdir/coredns.tar" registry.k8s.io/coredns/coredns:kt \
+  --entrypoint /coredns "$ntools/bin/coredns:/coredns" >/dev/null
+"$ntools/bin/ctr" -a "$sock" -n k8s.io images import --snapshotter "$snap" "$cdir/coredns.tar" >/dev/null
+k apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: coredns, namespace: kube-system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: kt:coredns}
+rules:
+  - apiGroups: [""]
+    resources: [endpoints, services, pods, namespaces]
+    verbs: [list, watch]
+  - apiGroups: [discovery.k8s.io]
+    resources: [endpointslices]
+    verbs: [list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: kt:coredns}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kt:coredns}
+subjects: [{kind: ServiceAccount, name: coredns, namespace: kube-system}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: coredns, namespace: kube-system}
+data:
+  Corefile: |
+    .:53 {
+        errors
+        health :8080
+        ready :8181
+        kubernetes cluster.local in-addr.arpa ip6.arpa {
+            pods insecure
+            fallthrough in-addr.arpa ip6.arpa
+        }
+    }
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: coredns, namespace: kube-system, labels: {k8s-app: kube-dns}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {k8s-app: kube-dns}}
+  template:
+    metadata: {labels: {k8s-app: kube-dns}}
+    spec:
+      serviceAccountName: coredns
+      dnsPolicy: Default
+      terminationGracePeriodSeconds: 1
+      containers:
+        - name: coredns
+          image: registry.k8s.io/coredns/coredns:kt
+          imagePullPolicy: Never
+          args: [-conf, /etc/coredns/Corefile]
+          ports:
+            - {name: dns, containerPort: 53, protocol: UDP}
+            - {name: dns-tcp, containerPort: 53, protocol: TCP}
+          readinessProbe:
+            httpGet: {path: /ready, port: 8181}
+            periodSeconds: 1
+          volumeMounts: [{name: config, mountPath: /etc/coredns, readOnly: true}]
+      volumes: [{name: config, configMap: {name: coredns}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: kube-dns, namespace: kube-system, labels: {k8s-app: kube-dns}}
+spec:
+  clusterIP: 10.96.0.10
+  selector: {k8s-app: kube-dns}
+  ports:
+    - {name: dns, port: 53, protocol: UDP}
+    - {name: dns-tcp, port: 53, protocol: TCP}
+YAML
+k -n kube-system rollout status deployment/coredns --timeout 240s >/dev/null ||
+  { k -n kube-system describe pods -l k8s-app=kube-dns | tail -20 >&2; die "CoreDNS not Ready"; }
+# The path a hostNetwork pod of the chart takes: a name of the Service kubernetes, through
+# kube-proxy, to CoreDNS (it answers only after it reached the API server the same way).
+for _ in $(seq 1 120); do
+  ans="$(python3 "$here/dns_query.py" 10.96.0.10 kubernetes.default.svc.cluster.local 2>/dev/null || true)"
+  [ "$ans" = 10.96.0.1 ] && break
+  sleep 0.5
+done
+[ "$ans" = 10.96.0.1 ] || { tail -20 "$work/kube-proxy.log" >&2; k -n kube-system logs deployment/coredns 2>&1 | tail -10 >&2
+  die "kube-dns (10.96.0.10) does not answer kubernetes.default.svc.cluster.local with 10.96.0.1"; }
 printf 'NODE=%s\nNODE_IP=%s\nKUBELET_ROOT=%s\nCONTAINERD_SOCK=%s\n' "$node" "$node_ip" "$kroot" "$sock" >>"$work/env"
-echo "node $node Ready in $((SECONDS - start_s)) s ($snap snapshotter, pods on $subnet)"
+echo "node $node Ready in $node_s s, kube-proxy and CoreDNS in $((SECONDS - start_s - node_s)) s more" \
+  "($snap snapshotter, pods on $subnet)"

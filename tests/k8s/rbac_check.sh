@@ -3,7 +3,8 @@
 # for the ServiceAccounts of the chart as kube_prepare.sh installed it (every option on, the
 # coordinator's remediation in cordon mode):
 #   rbac_check.sh TOOLS WORK CHARTCHECK AGENT_SOURCES DOC
-# 1. What both accounts may do (`can-i --list`, less what every authenticated user may) is exactly
+# 1. What the accounts may do (`can-i --list`, less what every authenticated user may; the agent's,
+#    the coordinator's and the uninstall hook's) is exactly
 #    what the KubeClient calls in the sources need (chartcheck --print-used): a Role granting more
 #    than the code uses fails, and so does code that needs a grant the chart lacks.
 # 2. The table of DOC (docs/install.md) between <!-- rbac-table --> and <!-- /rbac-table --> is the answer
@@ -23,7 +24,18 @@ granted() {
                  for (i = 1; i <= n; i++) print g "/" r ":" v[i] }'
 }
 everyone="$(granted system:serviceaccount:kt:default)"   # an account with no grant of its own
-have="$( { granted "$agent"; granted "$coordinator"; } | grep -v -x -F "$everyone" | sort -u)"
+# The uninstall hook's account exists only while `helm uninstall` runs: its ServiceAccount and
+# RBAC (not its Job) are applied from `helm get hooks` for the question, and deleted after.
+cleanup=system:serviceaccount:kt:kt-nccl-triage-cleanup
+"$tools/bin/helm" get hooks kt -n kt >"$work/kt-hooks.yaml"
+python3 - "$work/kt-hooks.yaml" >"$work/kt-hooks-rbac.yaml" <<'PY'
+import sys
+docs = open(sys.argv[1]).read().split("\n---\n")
+print("\n---\n".join(d for d in docs if "\nkind: Job\n" not in "\n" + d + "\n"))
+PY
+k apply -f "$work/kt-hooks-rbac.yaml" >/dev/null
+trap 'k delete -f "$work/kt-hooks-rbac.yaml" --ignore-not-found >/dev/null 2>&1 || true' EXIT
+have="$( { granted "$agent"; granted "$coordinator"; granted "$cleanup"; } | grep -v -x -F "$everyone" | sort -u)"
 want="$("$chartcheck" --rbac-code "$sources" --print-used | sort -u)"
 if [ "$have" != "$want" ]; then
   echo "FAIL: the chart's service accounts may do more or less than the code uses"

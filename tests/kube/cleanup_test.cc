@@ -235,5 +235,164 @@ TEST(RunCleanup, DryRunOnlyReadsAndSelectorLimitsThePodsToItsNodes) {
   EXPECT_EQ(cluster.calls.front(), "ListNodes pool=h100 continue=");
 }
 
+// The uninstall hook's stop step: a DaemonSet's pods marked, both workloads deleted, the cleanup
+// waiting until their pods are gone (two polls here), then the usual cleanup.
+class ReleaseWithPods final : public KubeClient {
+ public:
+  std::vector<std::string> calls;
+  int polls_with_pods = 2;  // namespace lists after the deletes that still show the pods
+  bool deleted = false;
+
+  KubeResponse ListNamespacedPods(const std::string& ns, const PodListQuery&) override {
+    calls.push_back("ListNamespacedPods " + ns);
+    json items = json::array();
+    if (!deleted || polls_with_pods-- > 0) {
+      items.push_back(PodOwnedBy("agent-x1", "DaemonSet", "kt-agent"));
+      items.push_back(PodOwnedBy("coord-1", "ReplicaSet", "kt-coordinator-6d9f"));
+      items.push_back(PodOwnedBy("other", "ReplicaSet", "kt-coordinator2-1"));
+    }
+    return Ok({{"metadata", json::object()}, {"items", items}});
+  }
+  KubeResponse DeleteObject(const std::string& ns, const std::string& resource,
+                            const std::string& name) override {
+    calls.push_back("Delete " + ns + "/" + resource + "/" + name);
+    deleted = true;
+    KubeResponse r;
+    r.status = resource == "deployments" || resource == "leases" ? 404 : 200;  // gone: fine
+    return r;
+  }
+  KubeResponse PatchPodAnnotationsIfUid(const std::string& ns, const std::string& pod,
+                                        const std::string& uid,
+                                        const AnnotationPatch& annotations) override {
+    calls.push_back("PatchPod " + ns + "/" + pod + " uid=" + uid + " " +
+                    AnnotationPatchBody(annotations).dump());
+    return Ok(json::object());
+  }
+  KubeResponse ListNodes(const NodeListQuery&) override {
+    calls.push_back("ListNodes");
+    return Ok({{"metadata", json::object()}, {"items", json::array()}});
+  }
+  KubeResponse ListAllPods(const PodListQuery&) override {
+    calls.push_back("ListAllPods");
+    return Ok({{"metadata", json::object()}, {"items", json::array()}});
+  }
+  KubeResponse PatchPodAnnotations(const std::string&, const std::string&,
+                                   const AnnotationPatch&) override {
+    return {};
+  }
+  KubeResponse PatchNodeCondition(const std::string&, const NodeCondition&) override { return {}; }
+  KubeResponse CreateEvent(const KubeEvent&) override { return {}; }
+  KubeResponse GetPod(const std::string&, const std::string&) override { return {}; }
+  KubeResponse ListPods(const std::string&) override { return {}; }
+  KubeResponse GetNode(const std::string&) override { return {}; }
+
+ private:
+  static json PodOwnedBy(const std::string& name, const std::string& kind,
+                         const std::string& owner) {
+    return {{"metadata",
+             {{"namespace", "kt"},
+              {"name", name},
+              {"uid", "u-" + name},
+              {"ownerReferences", {{{"kind", kind}, {"name", owner}}}}}}};
+  }
+  static KubeResponse Ok(const json& body) {
+    KubeResponse r;
+    r.status = 200;
+    r.body = body.dump();
+    return r;
+  }
+};
+
+TEST(RunCleanup, StopMarksTheAgentsDeletesTheWorkloadsAndWaitsForTheirPods) {
+  ReleaseWithPods cluster;
+  CleanupFlags flags;
+  ASSERT_TRUE(ParseCleanupFlags({"--stop", "kt/daemonset/kt-agent", "--stop",
+                                 "kt/deployment/kt-coordinator", "--stop-timeout", "60", "--delete",
+                                 "kt/configmap/kt-state", "--delete", "kt/lease/kt-lease"},
+                                flags)
+                  .ok());
+  flags.options.stop_poll = std::chrono::milliseconds(0);
+  const CleanupResult result = RunCleanup(cluster, flags.options);
+  EXPECT_TRUE(result.errors.empty()) << result.errors.front();
+  EXPECT_EQ(result.stopped, (std::vector<std::string>{"daemonset kt/kt-agent: 1 pod(s)",
+                                                      "deployment kt/kt-coordinator: 1 pod(s)"}));
+  // The deployment answered 404 (gone already): fine, and so is a Lease that was never made.
+  EXPECT_EQ(result.deleted, (std::vector<std::string>{"configmap kt/kt-state"}));
+  const std::string mark = R"({"metadata":{"annotations":{"nccl-triage.io/uninstalling":"true"}}})";
+  EXPECT_EQ(cluster.calls, (std::vector<std::string>{
+                               "ListNamespacedPods kt",
+                               "PatchPod kt/agent-x1 uid=u-agent-x1 " + mark,
+                               "Delete kt/daemonsets/kt-agent",
+                               "ListNamespacedPods kt",
+                               "Delete kt/deployments/kt-coordinator",
+                               "ListNamespacedPods kt",  // poll 1, the DaemonSet's: still there
+                               "ListNamespacedPods kt",  // poll 1, the Deployment's: gone
+                               "ListNamespacedPods kt",  // poll 2: all gone
+                               "ListNamespacedPods kt",
+                               "Delete kt/configmaps/kt-state",
+                               "Delete kt/leases/kt-lease",
+                               "ListNodes",
+                               "ListAllPods",
+                           }));
+}
+
+TEST(RunCleanup, StopGivesUpAfterItsTimeoutAndStillCleans) {
+  ReleaseWithPods cluster;
+  cluster.polls_with_pods = 1'000'000;
+  CleanupOptions options;
+  options.stop = {{"kt", "daemonsets", "kt-agent"}};
+  options.stop_timeout_seconds = 0;
+  options.stop_poll = std::chrono::milliseconds(0);
+  const CleanupResult result = RunCleanup(cluster, options);
+  ASSERT_EQ(result.errors.size(), 1u);
+  EXPECT_EQ(result.errors[0], "1 pod(s) of daemonset kt/kt-agent still there after 0 s");
+  EXPECT_EQ(cluster.calls.back(), "ListAllPods");
+}
+
+TEST(CleanupFlags, StopTargetsAreNamespaceKindName) {
+  EXPECT_EQ(*ParseStopTarget("kt/daemonset/a"), (StopTarget{"kt", "daemonsets", "a"}));
+  EXPECT_EQ(*ParseStopTarget("kt/deployments/b"), (StopTarget{"kt", "deployments", "b"}));
+  EXPECT_EQ(*ParseStopTarget("kt/configmap/c", false), (StopTarget{"kt", "configmaps", "c"}));
+  EXPECT_EQ(*ParseStopTarget("kt/lease/d", false), (StopTarget{"kt", "leases", "d"}));
+  EXPECT_FALSE(ParseStopTarget("kt/configmap/c").ok());
+  EXPECT_FALSE(ParseStopTarget("kt/daemonset/a", false).ok());
+  for (const char* bad : {"kt/a", "kt/statefulset/a", "/daemonset/a", "kt//a", "kt/daemonset/",
+                          "kt/daemonset/a/b"}) {
+    EXPECT_FALSE(ParseStopTarget(bad).ok()) << bad;
+  }
+  CleanupFlags flags;
+  EXPECT_FALSE(ParseCleanupFlags({"--stop", "kt/job/x"}, flags).ok());
+}
+
+TEST(CleanupPlan, AnAgentFindsItsOwnPodMarkedOnlyByTheUninstallAnnotation) {
+  const json list = json::parse(R"({"items": [
+    {"metadata": {"namespace": "kt", "name": "agent-a",
+                  "annotations": {"nccl-triage.io/uninstalling": "true"}}},
+    {"metadata": {"namespace": "kt", "name": "agent-b", "annotations": {"x": "y"}}},
+    {"metadata": {"namespace": "other", "name": "agent-c",
+                  "annotations": {"nccl-triage.io/uninstalling": "true"}}}]})");
+  EXPECT_TRUE(PodMarkedUninstalling(list, "kt", "agent-a"));
+  EXPECT_FALSE(PodMarkedUninstalling(list, "kt", "agent-b"));
+  EXPECT_FALSE(PodMarkedUninstalling(list, "kt", "agent-c"));  // another namespace's pod
+  EXPECT_FALSE(PodMarkedUninstalling(list, "kt", "agent-x"));
+  EXPECT_FALSE(PodMarkedUninstalling(json::parse("{}"), "kt", "agent-a"));
+}
+
+TEST(CleanupPlan, APodBelongsToItsDaemonSetOrItsDeploymentsReplicaSets) {
+  const StopTarget ds{"kt", "daemonsets", "kt-agent"};
+  const StopTarget deploy{"kt", "deployments", "kt-coord"};
+  auto pod = [](const char* ns, const char* kind, const char* owner) {
+    return json{{"metadata",
+                 {{"namespace", ns}, {"ownerReferences", {{{"kind", kind}, {"name", owner}}}}}}};
+  };
+  EXPECT_TRUE(PodOfTarget(pod("kt", "DaemonSet", "kt-agent"), ds));
+  EXPECT_FALSE(PodOfTarget(pod("other", "DaemonSet", "kt-agent"), ds));
+  EXPECT_FALSE(PodOfTarget(pod("kt", "DaemonSet", "kt-agent2"), ds));
+  EXPECT_TRUE(PodOfTarget(pod("kt", "ReplicaSet", "kt-coord-5c7b9"), deploy));
+  EXPECT_FALSE(PodOfTarget(pod("kt", "ReplicaSet", "kt-coord"), deploy));
+  EXPECT_FALSE(PodOfTarget(pod("kt", "DaemonSet", "kt-coord-1"), deploy));
+  EXPECT_FALSE(PodOfTarget(json{{"metadata", {{"namespace", "kt"}}}}, ds));
+}
+
 }  // namespace
 }  // namespace nccl_triage

@@ -251,6 +251,7 @@ func main() {
 	readme := flag.String("readme-values", "", "chart README whose tables must document every value")
 	rbacCode := flag.String("rbac-code", "", "C++ sources whose Kubernetes client calls the agent's RBAC must match")
 	printUsed := flag.Bool("print-used", false, "with --rbac-code: print the permissions the sources use, one a line")
+	hooks := flag.String("hooks", "", "the release's hooks (helm get hooks): the uninstall cleanup hook is checked")
 	flag.Parse()
 	c := &checker{}
 	var err error
@@ -268,6 +269,9 @@ func main() {
 		err = runConfigSubset(c, *subset, *dump)
 	} else {
 		err = runManifests(c, *manifests, *valuesFile, *chartDir, *mode, *release, *keptToken, *extract)
+		if err == nil && *hooks != "" {
+			err = runHooks(c, *hooks, *valuesFile, *mode)
+		}
 	}
 	if err != nil {
 		fmt.Printf("chartcheck: %v\n", err)
@@ -861,6 +865,7 @@ var kubeCalls = map[string]string{
 	"GetLease":                  "coordination.k8s.io/leases:get",
 	"CreateLease":               "coordination.k8s.io/leases:create",
 	"UpdateLease":               "coordination.k8s.io/leases:update",
+	"DeleteObject":              "apps/daemonsets:delete,apps/deployments:delete,/configmaps:delete,coordination.k8s.io/leases:delete",
 }
 
 // runRbacCode derives the agent's permissions from the KubeClient calls in the sources and
@@ -924,9 +929,14 @@ func runRbacCode(c *checker, manifests, sources string) error {
 		return err
 	}
 	c.check(len(want) > 0, "no KubeClient calls found in %s", sources)
-	objs, err := loadManifests(manifests)
-	if err != nil {
-		return err
+	// A comma list: the release's objects and its hooks (the uninstall cleanup's RBAC).
+	var objs []obj
+	for _, file := range strings.Split(manifests, ",") {
+		more, err := loadManifests(file)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, more...)
 	}
 	var got []string
 	for _, o := range objs {
@@ -947,6 +957,99 @@ func runRbacCode(c *checker, manifests, sources string) error {
 	got = unique
 	sort.Strings(got)
 	c.check(reflect.DeepEqual(got, want), "RBAC with every option on grants %v; the code calls for %v", got, want)
+	return nil
+}
+
+// runHooks checks the release's hooks: with uninstall.cleanup (the default) the pre-delete Job
+// running `nccl-triage-server cleanup --stop` on the agent DaemonSet (and the coordinator
+// Deployment), its ServiceAccount, and RBAC of exactly what the cleanup calls; nothing else.
+func runHooks(c *checker, hooksFile, valuesFile, mode string) error {
+	c.scope = "uninstall-hook"
+	objs, err := loadManifests(hooksFile)
+	if err != nil {
+		return err
+	}
+	vb, err := os.ReadFile(valuesFile)
+	if err != nil {
+		return err
+	}
+	var values obj
+	if err := json.Unmarshal(vb, &values); err != nil {
+		return err
+	}
+	s := set{objs}
+	full, ns := "nccl-triage", "nccl-triage"
+	switch mode {
+	case "all-on":
+		full = "triage"
+	case "standalone":
+		full, ns = "standalone-nccl-triage", "standalone"
+	}
+	name := full + "-cleanup"
+	cleanup, _ := get(values, "uninstall.cleanup").(bool)
+	rbacCreate, _ := get(values, "rbac.create").(bool)
+	coordinator, _ := get(values, "coordinator.enabled").(bool)
+	lease := str(values, "config.coordinator.lease_name")
+	if lease == "" {
+		lease = "nccl-triage-coordinator"
+	}
+	var want []string
+	if cleanup {
+		want = append(want, "Job/"+name, "ServiceAccount/"+name)
+		if rbacCreate {
+			want = append(want, "ClusterRole/"+name, "ClusterRoleBinding/"+name, "Role/"+name, "RoleBinding/"+name)
+		}
+	}
+	sort.Strings(want)
+	got := s.inventory()
+	if len(got) == 0 {
+		got = nil
+	}
+	c.check(reflect.DeepEqual(got, want), "hooks\n got  %v\n want %v", got, want)
+	if !cleanup {
+		return nil
+	}
+	for _, o := range objs {
+		ann, _ := get(o, "metadata.annotations").(obj)
+		c.check(ann["helm.sh/hook"] == "pre-delete" &&
+			ann["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded",
+			"%s/%s hook annotations %v", o["kind"], str(o, "metadata.name"), ann)
+	}
+	if rbacCreate {
+		cr := s.find("ClusterRole", name)
+		wantCluster := []string{"/nodes/status:patch", "/nodes:get", "/nodes:list", "/nodes:patch", "/pods:list", "/pods:patch"}
+		c.check(reflect.DeepEqual(rbacRules(cr), wantCluster), "cleanup cluster rules %v, want %v", rbacRules(cr), wantCluster)
+		r := s.find("Role", name)
+		wantNs := []string{"apps/daemonsets:delete"}
+		if coordinator {
+			wantNs = append(wantNs, "/configmaps:delete", "apps/deployments:delete", "coordination.k8s.io/leases:delete")
+		}
+		sort.Strings(wantNs)
+		c.check(reflect.DeepEqual(rbacRules(r), wantNs) && str(r, "metadata.namespace") == ns,
+			"cleanup namespace rules %v in %q, want %v", rbacRules(r), str(r, "metadata.namespace"), wantNs)
+		byResource := map[string]string{"daemonsets": full + "-agent", "deployments": full + "-coordinator",
+			"configmaps": full + "-state", "leases": lease}
+		for _, rule := range list(r, "rules") {
+			names := strs(list(rule, "resourceNames"))
+			want := byResource[strs(list(rule, "resources"))[0]]
+			c.check(reflect.DeepEqual(names, []string{want}), "cleanup deletes %v, want [%s]", names, want)
+		}
+		for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
+			b := s.find(kind, name)
+			c.check(str(b, "subjects.0.name") == name && str(b, "subjects.0.namespace") == ns && len(list(b, "subjects")) == 1,
+				"%s %s subjects %v", kind, name, get(b, "subjects"))
+		}
+	}
+	job := s.find("Job", name)
+	c.check(str(job, "spec.template.spec.serviceAccountName") == name, "cleanup Job runs as %q",
+		str(job, "spec.template.spec.serviceAccountName"))
+	args := strings.Join(strs(list(job, "spec.template.spec.containers.0.args")), " ")
+	wantArgs := "cleanup --stop " + ns + "/daemonset/" + full + "-agent"
+	if coordinator {
+		wantArgs += " --stop " + ns + "/deployment/" + full + "-coordinator --delete " + ns +
+			"/configmap/" + full + "-state --delete " + ns + "/lease/" + lease
+	}
+	c.check(strings.HasPrefix(args, wantArgs+" --stop-timeout "), "cleanup Job args %q, want %q ...", args, wantArgs)
 	return nil
 }
 
