@@ -373,6 +373,12 @@ constexpr std::array kSpecs = {
             NT_FIELD(validation.max_percent),
             0,
             100},
+    KeySpec{{"validation.node_selector", "mapping",
+             "only nodes whose labels hold every label: value pair here are validated (the "
+             "nodes the agent runs on); empty: every node. The chart fills it from "
+             "agent.nodeSelector when it is left empty"},
+            KeyKind::kLabelMap,
+            NT_FIELD(validation.node_selector)},
     // classify
     KeySpec{{"classify.rule_files", "list of strings",
              "rule files for the NCCL log classifier, loaded at start-up on top of the shipped "
@@ -500,6 +506,8 @@ std::string_view KindName(KeyKind kind) {
       return "http_auth";
     case KeyKind::kRemediationMode:
       return "remediation_mode";
+    case KeyKind::kLabelMap:
+      return "label_map";
   }
   return "unknown";
 }
@@ -551,6 +559,8 @@ nlohmann::json DefaultValue(const KeySpec& spec) {
     case KeyKind::kNcclEnvNames:
     case KeyKind::kCheckIds:
       return *static_cast<std::vector<std::string>*>(field);
+    case KeyKind::kLabelMap:
+      return nlohmann::json(*static_cast<std::map<std::string, std::string>*>(field));
   }
   return nullptr;
 }

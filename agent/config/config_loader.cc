@@ -288,6 +288,52 @@ class Loader {
     return Status::Ok();
   }
 
+  // A node label's key as Kubernetes takes it: an optional DNS-subdomain prefix and '/', then a
+  // name of at most 63 characters, alphanumeric at both ends, with '-', '_' and '.' inside.
+  // A label value is such a name too, or empty.
+  static bool IsLabelName(std::string_view n, size_t max) {
+    if (n.empty() || n.size() > max) return false;
+    auto alnum = [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    };
+    if (!alnum(n.front()) || !alnum(n.back())) return false;
+    return std::all_of(n.begin(), n.end(),
+                       [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+  }
+  static bool IsLabelKey(std::string_view key) {
+    const size_t slash = key.find('/');
+    if (slash == std::string_view::npos) return IsLabelName(key, 63);
+    return IsLabelName(key.substr(0, slash), 253) && IsLabelName(key.substr(slash + 1), 63);
+  }
+
+  // A mapping of node labels to values (a nodeSelector); null is empty.
+  Status SetLabelMap(const KeySpec& spec, const YAML::Node& v,
+                     std::map<std::string, std::string>& out) const {
+    out.clear();
+    if (v.IsNull()) return Status::Ok();
+    if (!v.IsMap()) return TypeError(spec, v, "a mapping of node labels to values");
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const YAML::Node label = it->first;
+      const YAML::Node value = it->second;
+      if (!label.IsScalar() || !IsLabelKey(label.Scalar())) {
+        return Error(label.Mark(), std::string(spec.info.key) + ": '" +
+                                       (label.IsScalar() ? label.Scalar() : std::string("?")) +
+                                       "' is not a node label key");
+      }
+      if (!value.IsScalar() || (!value.Scalar().empty() && !IsLabelName(value.Scalar(), 63))) {
+        return Error(value.IsScalar() ? value.Mark() : label.Mark(),
+                     std::string(spec.info.key) + "." + label.Scalar() +
+                         ": expected a label value (at most 63 letters, digits, '-', '_' or "
+                         "'.', alphanumeric at both ends)");
+      }
+      if (!out.emplace(label.Scalar(), value.Scalar()).second) {
+        return Error(label.Mark(),
+                     std::string(spec.info.key) + ": duplicate label '" + label.Scalar() + "'");
+      }
+    }
+    return Status::Ok();
+  }
+
   // An optional key set to null goes back to unset.
   static bool ResetIfOptional(KeyKind kind, void* field) {
     switch (kind) {
@@ -462,6 +508,8 @@ class Loader {
       }
       case KeyKind::kStringList:
         return Strings(spec, v, *static_cast<std::vector<std::string>*>(field));
+      case KeyKind::kLabelMap:
+        return SetLabelMap(spec, v, *static_cast<std::map<std::string, std::string>*>(field));
       case KeyKind::kNcclEnvNames:
         return SetCheckedList(spec, v, field, IsNcclVariableName,
                               "is not an NCCL_* variable name (only NCCL_ followed by upper-case "
@@ -721,6 +769,16 @@ void EmitValue(YAML::Emitter& out, const KeySpec& spec, Config& config) {
       out << YAML::Flow << YAML::BeginSeq;
       for (const auto& s : list) out << YAML::DoubleQuoted << s;
       out << YAML::EndSeq;
+      return;
+    }
+    case KeyKind::kLabelMap: {
+      const auto& labels = *static_cast<std::map<std::string, std::string>*>(field);
+      out << YAML::Flow << YAML::BeginMap;
+      for (const auto& [label, value] : labels) {
+        out << YAML::Key << YAML::DoubleQuoted << label << YAML::Value << YAML::DoubleQuoted
+            << value;
+      }
+      out << YAML::EndMap;
       return;
     }
   }

@@ -29,6 +29,7 @@ enum class KeyKind {
   kOptRails,      // std::optional<std::string>: all, a count or a list (core/rail_selection.h)
   kHttpAuth,      // std::string: kubernetes | none (core/config.h ServerConfig)
   kRemediationMode,  // RemediationMode: off, dry-run, taint or cordon (core/config.h)
+  kLabelMap,  // std::map<std::string, std::string>: node label -> value (a nodeSelector)
 };
 
 struct KeySpec {

@@ -71,8 +71,20 @@ std::string NodeValidator::CutShort() const {
   return "";
 }
 
-NodeValidator::NodeRead NodeValidator::ParseNode(const CachedNode& node) {
+NodeCacheOptions NodeValidator::Fields() const {
+  NodeCacheOptions fields;
+  fields.annotations = {std::string(kPendingValidationEventAnnotation)};
+  for (const auto& [label, value] : options_.node_selector) fields.labels.push_back(label);
+  return fields;
+}
+
+NodeValidator::NodeRead NodeValidator::ParseNode(const CachedNode& node) const {
   NodeRead n;
+  n.selected = std::all_of(options_.node_selector.begin(), options_.node_selector.end(),
+                           [&](const auto& kv) {
+                             auto it = node.labels.find(kv.first);
+                             return it != node.labels.end() && it->second == kv.second;
+                           });
   n.name = node.name;
   n.resource_version = node.resource_version;
   n.taints = node.taints;
@@ -86,8 +98,7 @@ NodeValidator::NodeRead NodeValidator::ParseNode(const CachedNode& node) {
 }
 
 bool NodeValidator::ListNodes(std::vector<NodeRead>* nodes, std::string* error) {
-  NodeCacheOptions fields;
-  fields.annotations = {std::string(kPendingValidationEventAnnotation)};
+  NodeCacheOptions fields = Fields();
   fields.list_page = options_.list_page;
   fields.max_nodes = options_.max_listed_nodes;
   const std::string why = ReadNodes(
@@ -126,9 +137,7 @@ bool NodeValidator::PatchTaint(const NodeRead& node, const std::string& value,
     const json n = fresh.ok() ? json::parse(fresh.body, nullptr, false) : json();
     if (n.is_object()) Observe(fresh);
     if (n.is_object() && CutShort().empty()) {
-      NodeCacheOptions fields;
-      fields.annotations = {std::string(kPendingValidationEventAnnotation)};
-      r = kube_.PatchNode(node.name, build(ParseNode(CachedNodeFromJson(n, fields))));
+      r = kube_.PatchNode(node.name, build(ParseNode(CachedNodeFromJson(n, Fields()))));
       Observe(r);
     }
   }
@@ -193,6 +202,11 @@ ValidationStatus NodeValidator::Step(const std::map<std::string, NodeProbePasses
   deadline_ = clock_.Now() + options_.step_deadline;
   std::vector<NodeRead> nodes;
   if (!ListNodes(&nodes, &status.list_error)) return status;
+  // Outside the selector: not validated, not remembered; one we are validating (our taint on
+  // it, or pending) is seen through to its release.
+  std::erase_if(nodes, [&](const NodeRead& n) {
+    return !n.selected && !n.our_taint && !memory_.pending.count(n.name);
+  });
   std::sort(nodes.begin(), nodes.end(),
             [](const NodeRead& a, const NodeRead& b) { return a.name < b.name; });
   status.nodes_seen = static_cast<int>(nodes.size());

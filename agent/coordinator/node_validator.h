@@ -12,6 +12,12 @@
 // coordinator runs no IB probe), with a Normal event; or once `timeout_ms` has passed without
 // that, with a Warning event (capacity is never stranded by a node the probes could not reach).
 //
+// Only the nodes whose labels hold `node_selector` (the chart: the agent's nodeSelector) are
+// validated: a node without an agent is never probed, and would only wait out the timeout. A node
+// outside it is not remembered, so one that gains the labels later (GPU feature discovery labels
+// a node after it joins) is validated as a new node; one that loses them while it carries our
+// taint is still released by its probes or its timeout.
+//
 // The first step ever (nothing remembered yet) only remembers the bootIDs: nodes that existed
 // when the feature was turned on are not tainted. A breaker of its own: never more than
 // `max_nodes` nodes, nor more than `max_percent` % of the nodes listed (rounded down, at least
@@ -69,6 +75,9 @@ struct NodeValidatorOptions {
   bool dry_run = false;  // remediation.mode dry-run: events only
   std::string component = "nccl-triage-coordinator";
   std::string event_namespace = "default";
+  // Only nodes whose labels hold every pair are validated (the nodes the agent runs on); empty:
+  // every node. The node cache must keep these label keys (NodeCacheOptions::labels).
+  std::map<std::string, std::string> node_selector;
   int list_page = 500;
   int max_listed_nodes = 50'000;
   std::chrono::milliseconds step_deadline{120'000};  // no API call starts after this long
@@ -138,8 +147,10 @@ class NodeValidator {
     nlohmann::json taints = nlohmann::json::array();
     bool our_taint = false;
     std::string pending_event;  // the pending-validation-event annotation: not yet posted
+    bool selected = true;       // its labels hold NodeValidatorOptions::node_selector
   };
-  static NodeRead ParseNode(const CachedNode& node);
+  NodeRead ParseNode(const CachedNode& node) const;
+  NodeCacheOptions Fields() const;  // what a node read keeps
   // A node as the API answered a patch or a get, handed to the cache.
   void Observe(const KubeResponse& r);
   bool ListNodes(std::vector<NodeRead>* nodes, std::string* error);

@@ -61,6 +61,7 @@ CoordinatorOptions CoordinatorOptionsFromConfig(const Config& config) {
                          .timeout_ms = int64_t{std::max(v.timeout_seconds, 0)} * 1000,
                          .max_nodes = std::max(v.max_nodes, 0),
                          .max_percent = v.max_percent};
+  o.validation.node_selector = v.node_selector;
   o.validation.dry_run = r.mode == RemediationMode::kDryRun;
   return o;
 }
@@ -199,6 +200,11 @@ CoordinatorServer::Impl::Impl(CoordinatorOptions options, Logger& log)
   if (options_.kube && (remediates || options_.validation.policy.enabled)) {
     // A read: the watch goes around the fence (a follower's cache is warm when it leads).
     NodeCacheOptions nodes = RemediationNodeFields(options_.remediation.pool_label);
+    for (const auto& [label, value] : options_.validation.node_selector) {
+      if (std::find(nodes.labels.begin(), nodes.labels.end(), label) == nodes.labels.end()) {
+        nodes.labels.push_back(label);
+      }
+    }
     nodes.list_page = options_.remediation.list_page;
     nodes.max_nodes = options_.remediation.max_listed_nodes;
     nodes.resync = options_.node_resync;

@@ -158,6 +158,8 @@ struct ValidationConfig {
   int timeout_seconds = 1800;  // the taint goes after this long even without passing probes
   int max_nodes = 10;          // breaker: nodes carrying the taint at once
   double max_percent = 10.0;   // breaker: % of the nodes (rounded down, at least one)
+  // Only nodes whose labels hold every pair are validated; empty: every node.
+  std::map<std::string, std::string> node_selector;
 
   friend bool operator==(const ValidationConfig&, const ValidationConfig&) = default;
 };

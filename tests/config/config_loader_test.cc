@@ -212,6 +212,32 @@ TEST(ConfigLoader, EnvAllowlistTakesOnlyNcclNames) {
             (std::vector<std::string>{"NCCL_IB_TIMEOUT", "NCCL_P2P_LEVEL"}));
 }
 
+// validation.node_selector is a nodeSelector, as the chart's agent.nodeSelector is written.
+TEST(ConfigLoader, ValidationNodeSelectorTakesNodeLabels) {
+  EXPECT_TRUE(Load("").validation.node_selector.empty());
+  EXPECT_TRUE(Load("validation:\n  node_selector:\n").validation.node_selector.empty());
+  EXPECT_TRUE(Load("validation:\n  node_selector: {}\n").validation.node_selector.empty());
+  EXPECT_EQ(Load("validation:\n  node_selector:\n    nvidia.com/gpu.present: \"true\"\n"
+                 "    node-role: gpu\n")
+                .validation.node_selector,
+            (std::map<std::string, std::string>{{"nvidia.com/gpu.present", "true"},
+                                                {"node-role", "gpu"}}));
+  EXPECT_EQ(ErrorOf("validation:\n  node_selector: [nvidia.com/gpu.present]\n"),
+            "config:2: validation.node_selector: expected a mapping of node labels to values, "
+            "got a list");
+  EXPECT_EQ(ErrorOf("validation:\n  node_selector:\n    \"gpu present\": \"true\"\n"),
+            "config:3: validation.node_selector: 'gpu present' is not a node label key");
+  EXPECT_EQ(ErrorOf("validation:\n  node_selector:\n    a/b/c: x\n"),
+            "config:3: validation.node_selector: 'a/b/c' is not a node label key");
+  EXPECT_EQ(ErrorOf("validation:\n  node_selector:\n    gpu: {a: b}\n"),
+            "config:3: validation.node_selector.gpu: expected a label value (at most 63 letters, "
+            "digits, '-', '_' or '.', alphanumeric at both ends)");
+  EXPECT_NE(ErrorOf("validation:\n  node_selector:\n    gpu: \"a b\"\n").find("label value"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("validation:\n  node_selector:\n    gpu: a\n    gpu: b\n").find("duplicate"),
+            std::string::npos);
+}
+
 TEST(ConfigLoader, RejectsDuplicateKeysAndSeveralDocuments) {
   EXPECT_EQ(ErrorOf("expect:\n  hcas: 8\n  hcas: 4\n"), "config:3: duplicate key 'expect.hcas'");
   EXPECT_EQ(ErrorOf("expect:\n  hcas: 8\n---\nexpect:\n  hcas: 4\n"),
@@ -321,6 +347,7 @@ Config EverythingSet() {
   c.remediation.max_percent = 12.5;
   c.remediation.recover_after_seconds = 600;
   c.remediation.pool_label = "nvidia.com/gpu.product";
+  c.validation.node_selector = {{"nvidia.com/gpu.present", "true"}, {"pool", "a_b.c-d"}};
   return c;
 }
 

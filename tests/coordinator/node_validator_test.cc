@@ -105,6 +105,75 @@ TEST_F(NodeValidatorTest, WithTheNodeCacheANewNodeIsSeenThroughTheWatch) {
   EXPECT_EQ(server_->CountCalls("GET", "/api/v1/nodes"), lists);
 }
 
+// validation.node_selector (the chart: the agent's nodeSelector): a node without the labels is
+// never tainted and not counted by the breaker; one that gets them later (GPU feature discovery
+// labels a node after it joins) is a new node; one that loses them under our taint still goes
+// through to its timeout, from the cache as from a list.
+TEST_F(NodeValidatorTest, OnlyNodesOfTheSelectorAreValidated) {
+  auto gpu = [](json n) {
+    n["metadata"]["labels"] = {{"nvidia.com/gpu.present", "true"}};
+    return n;
+  };
+  for (int i = 0; i < 10; ++i) {
+    server_->ChangeNode("n" + std::to_string(i), [](json& n) {
+      n["metadata"]["labels"] = {{"nvidia.com/gpu.present", "true"}, {"zone", "a"}};
+    });
+  }
+  for (const bool cached : {false, true}) {
+    SCOPED_TRACE(cached ? "from the node cache" : "from lists");
+    server_->EndWatchesWhenIdle(true);
+    NodeCacheOptions fields;
+    fields.labels = {"nvidia.com/gpu.present"};
+    NodeCache cache(*kube_, fields, log_, clock_);
+    NodeValidatorOptions o;
+    o.policy = {.enabled = true, .timeout_ms = 30 * kMinute, .max_nodes = 10, .max_percent = 10};
+    o.node_selector = {{"nvidia.com/gpu.present", "true"}};
+    o.list_page = 7;
+    NodeValidator v(*kube_, o, log_, clock_, cached ? &cache : nullptr);
+    const std::string sfx = cached ? "-c" : "-l";
+    auto step = [&](const std::map<std::string, NodeProbePasses>& probed = {}) {
+      if (cached) cache.RunOnce({});
+      return v.Step(probed);
+    };
+    ValidationStatus s = step();
+    const int gpu_nodes = cached ? 11 : 10;  // the second round: the first's CPU node labelled
+    EXPECT_EQ(s.nodes_seen, gpu_nodes);
+    EXPECT_EQ(v.Memory().boot_ids.size(), static_cast<size_t>(gpu_nodes));
+
+    // A CPU node joins and another reboots: neither is ours to validate.
+    server_->AddNode(FakeNode("cpu" + sfx, "boot-x"));
+    Reboot("n15", cached ? "boot-c" : "boot-l");
+    // A GPU node joins: the only one tainted (10 % of the GPU nodes: one at a time).
+    server_->AddNode(gpu(FakeNode("gpu" + sfx, "boot-y")));
+    s = step();
+    EXPECT_EQ(s.tainted, std::vector<std::string>{"gpu" + sfx}) << out_.str();
+    EXPECT_TRUE(s.refused.empty());
+    EXPECT_EQ(OurTaint("cpu" + sfx), "");
+    EXPECT_EQ(OurTaint("n15"), "");
+    EXPECT_TRUE(EventReasons("cpu" + sfx).empty());
+
+    // The CPU node is labelled later: it joins the validated nodes as a new node. The GPU node
+    // loses its label while tainted: it is still released, by its timeout.
+    server_->ChangeNode("gpu" + sfx, [](json& n) { n["metadata"]["labels"] = json::object(); });
+    server_->ChangeNode("cpu" + sfx, [](json& n) {
+      n["metadata"]["labels"] = {{"nvidia.com/gpu.present", "true"}};
+    });
+    s = step();
+    EXPECT_TRUE(s.tainted.empty()) << "the breaker: one at a time";
+    EXPECT_EQ(s.refused, std::vector<std::string>{"cpu" + sfx});
+    EXPECT_EQ(s.unvalidated, std::vector<std::string>{"gpu" + sfx});
+    clock_.Advance(std::chrono::milliseconds(30 * kMinute));
+    s = step();
+    EXPECT_EQ(s.timed_out, std::vector<std::string>{"gpu" + sfx}) << out_.str();
+    EXPECT_EQ(OurTaint("gpu" + sfx), "");
+    s = step();
+    EXPECT_TRUE(s.unvalidated.empty());
+    EXPECT_EQ(v.Memory().boot_ids.count("gpu" + sfx), 0U) << "outside the selector: forgotten";
+    EXPECT_EQ(v.Memory().boot_ids.count("cpu" + sfx), 1U);
+    EXPECT_EQ(v.Memory().boot_ids.count("n15"), 0U);
+  }
+}
+
 TEST_F(NodeValidatorTest, NodesPresentWhenTurnedOnAreNotTainted) {
   NodeValidator v = Make();
   ValidationStatus s = v.Step({});

@@ -2,8 +2,10 @@
 // kube-apiserver (tests/k8s/cluster.sh), with the coordinator ServiceAccount's token and the RBAC
 // the chart gives it (kube_prepare.sh, values-kube.yaml), the nodes read from a NodeCache kept by
 // a real watch as the coordinator reads them, and its state kept in the real ConfigMap. The nodes
-// are the remediation pool's plain Node objects (the same lock), whose status.nodeInfo.bootID the
-// cluster admin patches as a kubelet reports a new boot, and one node created during the test:
+// are the remediation pool's plain Node objects (the same lock; validation.node_selector names
+// their pool label, as the chart names the agent's nodeSelector, so that the nodes other tests
+// create meanwhile are not validated), whose status.nodeInfo.bootID the cluster admin patches as
+// a kubelet reports a new boot, and one node of the pool created during the test:
 //   - a node that rebooted and a node that joined are tainted nccl-triage.io/unvalidated, each
 //     with one Warning event; the rebooted one is released after its probes pass;
 //   - a coordinator restarted meanwhile (a new process: a new monotonic clock, the ConfigMap
@@ -85,9 +87,16 @@ int Events(const std::string& node, const std::string& reason) {
   return n;
 }
 
+// The pool's nodes only (validation.node_selector): other tests running meanwhile create nodes
+// of their own in this cluster, which are not this test's to taint, as a CPU node is not the
+// coordinator's.
+constexpr const char* kPoolLabel = "pool.example/name";
+constexpr const char* kPool = "remediation";
+
 NodeValidatorOptions Options() {
   NodeValidatorOptions o;
   o.policy = {.enabled = true, .timeout_ms = 30 * kMinute, .max_nodes = 10, .max_percent = 10};
+  o.node_selector = {{kPoolLabel, kPool}};
   o.list_page = 25;
   return o;
 }
@@ -98,7 +107,7 @@ NodeValidatorOptions Options() {
 struct Coordinator {
   Coordinator(KubeClient& kube, Logger& log, int64_t start_unix_ms)
       : clock(start_unix_ms), store(kube, kNs, kName, log) {
-    NodeCacheOptions fields = RemediationNodeFields("");
+    NodeCacheOptions fields = RemediationNodeFields(kPoolLabel);  // as server.cc adds the key
     fields.list_page = 25;
     cache = std::make_unique<NodeCache>(kube, fields, log, system_clock);
     cache->Start();
@@ -216,14 +225,14 @@ TEST_F(ValidationRealApi, ARebootAndAJoinAreTaintedUntilProbesPassOrTheTimeoutAc
     ValidationStatus s = first.Sweep();  // turned on: remembers every node's bootID
     ASSERT_TRUE(s.list_error.empty()) << s.list_error;
     EXPECT_TRUE(s.tainted.empty());
-    EXPECT_GE(s.nodes_seen, testing::kPoolNodes);
+    EXPECT_EQ(s.nodes_seen, testing::kPoolNodes) << "only the pool's nodes";
 
     // remediation-10 reboots, a new node joins: both seen through the watch.
     ASSERT_TRUE(SetBootId(rebooted, "boot-b"));
     {
       const std::string manifest = Work() + "/validation-late.yaml";
       std::ofstream(manifest) << "apiVersion: v1\nkind: Node\nmetadata:\n  name: " << kLate
-                              << "\n";
+                              << "\n  labels: {" << kPoolLabel << ": " << kPool << "}\n";
       ASSERT_EQ(std::system((Kubectl() + " create -f " + manifest + " >/dev/null").c_str()), 0);
       ::unlink(manifest.c_str());
     }

@@ -129,6 +129,9 @@ def yaml_value(value):
         return "true" if value else "false"
     if isinstance(value, list):
         return "[" + ", ".join(json.dumps(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join("%s: %s" % (json.dumps(k), json.dumps(v))
+                               for k, v in sorted(value.items())) + "}"
     if isinstance(value, float):
         return str(int(value)) if value.is_integer() else repr(value)
     if isinstance(value, str):
@@ -241,6 +244,17 @@ def key_schema(k, schema):
         # A string: YAML reads a bare off as false, which the schema must refuse.
         s["type"] = "string"
         s["enum"] = ["off", "dry-run", "taint", "cordon"]
+    elif kind == "label_map":
+        # A nodeSelector: label keys as Kubernetes takes them, string values.
+        s["type"] = ["object", "null"]
+        s["propertyNames"] = {
+            "pattern": r"^([a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?/)?"
+            r"[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$"
+        }
+        s["additionalProperties"] = {
+            "type": "string",
+            "pattern": r"^([a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?)?$",
+        }
     elif kind in ("string_list", "check_ids", "nccl_env_names"):
         s["type"] = "array"
         items = {"type": "string"}

@@ -145,7 +145,8 @@ true
 
 {{/*
   The configuration file of the agent and the coordinator: .Values.config; with token.mode
-  identity, without the token files and with coordinator.identity_only.
+  identity, without the token files and with coordinator.identity_only; validation.node_selector
+  left empty is agent.nodeSelector.
 */}}
 {{- define "nccl-triage.config" -}}
 {{- $config := deepCopy .Values.config }}
@@ -156,6 +157,13 @@ true
 {{- end }}
 {{- if .Values.classify.extraRules }}
 {{- $_ := set $config "classify" (dict "rule_files" (list "/etc/nccl-triage/classify-rules.yaml")) }}
+{{- end }}
+{{- /* Validation taints only the nodes the agent runs on (a node without an agent is never probed). */}}
+{{- if not $config.validation }}
+{{- $_ := set $config "validation" (dict) }}
+{{- end }}
+{{- if not $config.validation.node_selector }}
+{{- $_ := set $config.validation "node_selector" (default (dict) .Values.agent.nodeSelector) }}
 {{- end }}
 {{- toYaml $config }}
 {{- end }}
