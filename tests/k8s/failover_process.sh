@@ -57,13 +57,7 @@ fail() {
   for f in "$run"/agent-*.log; do echo "--- $f"; tail -8 "$f" || true; done
   exit 1
 }
-now() { date +%s.%N; }
-since() { python3 -c "print('%.1f' % ($(now) - $1))"; }
-wait_for() {  # SECONDS WHAT COMMAND...: until the command succeeds
-  local deadline=$((SECONDS + $1)) what="$2"; shift 2
-  while [ "$SECONDS" -lt "$deadline" ]; do "$@" && return 0; sleep 0.2; done
-  fail "$what"
-}
+. "$(dirname "$0")/replicas.sh"
 cleanup
 
 # The nodes (plain Node objects of a pool of their own) and the roots of their agents: a DGX
@@ -103,40 +97,13 @@ probe:
   size_bytes: 65536
   timeout_seconds: 60
 YAML
-declare -A grpc http pid
 coordinator() {  # NAME: a replica, as its pod runs it, whose API server is the fault proxy
-  KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$api_port" \
-  NCCL_TRIAGE_SERVICE_ACCOUNT_DIR="$work/kube/coordinator" NCCL_TRIAGE_TOKEN="$shared" \
-  NCCL_TRIAGE_STATE_CONFIGMAP="$state" NCCL_TRIAGE_TEST_HOLD_DIR="$run/hold" \
-  POD_NAME="$1" POD_NAMESPACE="$ns" \
-    "$server" coordinator --config "$run/coordinator.yaml" --listen 127.0.0.1:0 \
-    --http-listen 127.0.0.1:0 >"$run/$1.log" 2>&1 &
-  pid[$1]=$!; pids+=($!)
-  local deadline=$((SECONDS + 60)) line=""
-  while [ "$SECONDS" -lt "$deadline" ]; do
-    kill -0 "${pid[$1]}" 2>/dev/null || fail "$1 exited"
-    line="$(grep -m1 'listening for agents on port' "$run/$1.log" || true)"
-    [ -n "$line" ] && break
-    sleep 0.2
-  done
-  [ -n "$line" ] || fail "$1 did not start listening"
-  grpc[$1]="$(sed -E 's/.*listening for agents on port ([0-9]+).*/\1/' <<<"$line")"
-  http[$1]="$(sed -E 's/.*HTTP on port ([0-9]+).*/\1/' <<<"$line")"
+  replica_start "$1" KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$api_port" \
+    NCCL_TRIAGE_SERVICE_ACCOUNT_DIR="$work/kube/coordinator" NCCL_TRIAGE_TOKEN="$shared" \
+    NCCL_TRIAGE_STATE_CONFIGMAP="$state" NCCL_TRIAGE_TEST_HOLD_DIR="$run/hold"
   printf '%s:%s\n' "${grpc[$1]}" "${http[$1]}" >>"$run/endpoints"  # it joins the Service
 }
-holder() { k get lease -n "$ns" "$lease" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true; }
-code() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:${http[$1]}$2" || true; }
-status() { curl -sf --max-time 5 "http://127.0.0.1:${http[$1]}/status" 2>/dev/null || true; }
-connected() {  # NAME: the connected agents of its /status, sorted
-  status "$1" | python3 -c '
-import json, sys
-print(" ".join(sorted(a["node"] for a in json.load(sys.stdin)["agents"] if a["connected"])))' \
-    2>/dev/null || true
-}
 has_agents() { [ "$(connected "$1")" = "${nodes[*]}" ]; }
-is_holder() { [ "$(holder)" = "$1" ]; }
-new_holder() { local h; h="$(holder)"; [ -n "$h" ] && [ "$h" != "$1" ]; }
-is_code() { [ "$(code "$1" "$2")" = "$3" ]; }
 # Our taints on a node, one "key=value" a line.
 our_taints() {
   k get node "$1" -o json | python3 -c '

@@ -36,8 +36,7 @@ fail() {
   for f in "$run"/coord-*.log; do echo "--- $f"; tail -25 "$f" || true; done
   exit 1
 }
-now() { date +%s.%N; }
-since() { python3 -c "print('%.1f' % ($(now) - $1))"; }
+. "$(dirname "$0")/replicas.sh"
 cleanup
 
 shared="leader-election-$$-$RANDOM"
@@ -52,41 +51,11 @@ coordinator:
 remediation:
   mode: dry-run
 YAML
-declare -A grpc http pid
 coordinator() {  # NAME: a replica, as its pod runs it (POD_NAME, POD_NAMESPACE)
-  KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$API_PORT" \
-  NCCL_TRIAGE_SERVICE_ACCOUNT_DIR="$work/kube/coordinator" NCCL_TRIAGE_TOKEN="$shared" \
-  POD_NAME="$1" POD_NAMESPACE="$ns" \
-    "$server" coordinator --config "$run/coordinator.yaml" --listen 127.0.0.1:0 \
-    --http-listen 127.0.0.1:0 >"$run/$1.log" 2>&1 &
-  pid[$1]=$!; pids+=($!)
-  local deadline=$((SECONDS + 60)) line=""
-  while [ "$SECONDS" -lt "$deadline" ]; do
-    kill -0 "${pid[$1]}" 2>/dev/null || fail "$1 exited"
-    line="$(grep -m1 'listening for agents on port' "$run/$1.log" || true)"
-    [ -n "$line" ] && break
-    sleep 0.2
-  done
-  [ -n "$line" ] || fail "$1 did not start listening"
-  grpc[$1]="$(sed -E 's/.*listening for agents on port ([0-9]+).*/\1/' <<<"$line")"
-  http[$1]="$(sed -E 's/.*HTTP on port ([0-9]+).*/\1/' <<<"$line")"
+  replica_start "$1" KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$API_PORT" \
+    NCCL_TRIAGE_SERVICE_ACCOUNT_DIR="$work/kube/coordinator" NCCL_TRIAGE_TOKEN="$shared"
 }
-holder() { k get lease -n "$ns" "$lease" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true; }
 transitions() { k get lease -n "$ns" "$lease" -o jsonpath='{.spec.leaseTransitions}' 2>/dev/null || true; }
-code() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:${http[$1]}$2" || true; }
-connected() {  # NAME: the connected agents of its /status, sorted
-  curl -sf --max-time 5 "http://127.0.0.1:${http[$1]}/status" | python3 -c '
-import json, sys
-print(" ".join(sorted(a["node"] for a in json.load(sys.stdin)["agents"] if a["connected"])))' \
-    2>/dev/null || true
-}
-wait_for() {  # SECONDS WHAT COMMAND...: until the command succeeds
-  local deadline=$((SECONDS + $1)) what="$2"; shift 2
-  while [ "$SECONDS" -lt "$deadline" ]; do "$@" && return 0; sleep 0.2; done
-  fail "$what"
-}
-is_holder() { [ "$(holder)" = "$1" ]; }
-is_code() { [ "$(code "$1" "$2")" = "$3" ]; }
 has_agents() { [ "$(connected "$1")" = "leader-node-1 leader-node-2" ]; }
 
 # 1. Two replicas: one leader, one live standby that is not ready.
