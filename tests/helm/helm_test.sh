@@ -18,6 +18,8 @@
 #   helm_test.sh identity-install TOOLS CHART WORK     helm install with token.mode identity: the
 #                          API server accepts every object, no token Secret is made, pods mount
 #                          none, the stored config has identity_only; uninstalled again
+#   helm_test.sh validation-selector TOOLS CHART       validation.node_selector defaults to the
+#                          agent's nodeSelector in the rendered config
 #   helm_test.sh monitors  TOOLS CHART                  prometheus-operator objects only where
 #                          their kinds are served (or monitoring.assumeCRDs)
 #   helm_test.sh dashboard TOOLS CHART                 runbookBaseUrl reaches every docs link of
@@ -184,6 +186,25 @@ monitors)
   n="$(helm template t "$chart" -n t "${on[@]}" --set monitoring.assumeCRDs=true | count)"
   [ "$n" = 6 ] || die "$n prometheus-operator objects with monitoring.assumeCRDs, want 6"
   echo "prometheus-operator objects: 0 without their CRDs, 6 with them or with monitoring.assumeCRDs"
+  ;;
+validation-selector)
+  # validation.node_selector left empty is the agent's nodeSelector: only the nodes an agent runs
+  # on are tainted while they are validated; one set is kept; none anywhere is every node.
+  chart="$1"
+  selector() {  # HELM ARGS...: the rendered config's validation.node_selector, one label a line
+    helm template nccl-triage "$chart" -n nccl-triage --show-only templates/configmap.yaml "$@" |
+      awk '/^ +node_selector:/ { n = match($0, /[^ ]/); on = 1; if ($0 ~ /\{\}$/) print "{}"; next }
+           on { if (match($0, /[^ ]/) <= n) exit; sub(/^ +/, ""); print }'
+  }
+  got="$(selector)"
+  [ "$got" = 'nvidia.com/gpu.present: "true"' ] || die "default node_selector: '$got'"
+  got="$(selector --set-string agent.nodeSelector.node-role/gpu=yes --set agent.nodeSelector.nvidia\\.com/gpu\\.present=null)"
+  [ "$got" = 'node-role/gpu: "yes"' ] || die "node_selector from agent.nodeSelector: '$got'"
+  got="$(selector --set-string config.validation.node_selector.pool=train)"
+  [ "$got" = 'pool: train' ] || die "node_selector set: '$got'"
+  got="$(selector --set agent.nodeSelector=null)"
+  [ "$got" = '{}' ] || die "no selector anywhere: '$got'"
+  echo "validation.node_selector: the agent's nodeSelector by default, a set one kept"
   ;;
 job-hangs)
   # The job-hang alerts are opt-in: absent by default, present with prometheusRule.jobHangs.enabled,
