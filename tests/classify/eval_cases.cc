@@ -106,10 +106,11 @@ std::string Lower(std::string s) {
 }
 
 // The unseen sets, each gathered after the rules it measures (README in each folder).
-const std::array<fs::path, 3> kUnseenDirs = {
+const std::array<fs::path, 4> kUnseenDirs = {
     fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen",
     fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-2",
-    fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-3"};
+    fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-3",
+    fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-4"};
 
 // The sources of the unseen set, read once (GitHub names are case-insensitive).
 const std::set<std::string>& UnseenSources() {
