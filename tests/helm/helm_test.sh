@@ -46,6 +46,11 @@ helm() {
   if [ "$1" = uninstall ]; then shift; "$tools/bin/helm" uninstall --no-hooks "$@"; else "$tools/bin/helm" "$@"; fi
 }
 kubectl() { "$tools/bin/kubectl" "$@"; }
+# The namespace exists afterwards: tests running at the same time may create the same one.
+ensure_ns() {
+  kubectl get ns "$1" >/dev/null 2>&1 || kubectl create ns "$1" >/dev/null 2>&1 ||
+    kubectl get ns "$1" >/dev/null || die "namespace $1"
+}
 # Offline renders of a chart that asks for a token: the value is fixed, as for GitOps users.
 offline_token=(--set token.value=offline-render-token)
 
@@ -151,7 +156,7 @@ identity)
 identity-install)
   chart="$1"; export KUBECONFIG="$2/kubeconfig"
   release=identity ns=identity-mode
-  kubectl get ns "$ns" >/dev/null 2>&1 || kubectl create ns "$ns" >/dev/null
+  ensure_ns "$ns"
   helm uninstall "$release" -n "$ns" --ignore-not-found >/dev/null
   notes="$(helm install "$release" "$chart" -n "$ns" --set token.mode=identity)" || die "helm install, token.mode identity: $notes"
   manifest="$(helm get manifest "$release" -n "$ns")"
@@ -234,7 +239,7 @@ cleanup)
   [ -n "$block" ] || die "no uninstall-cleanup block in $doc"
   # What the agents leave: two nodes with NcclFabricReady among other conditions, one without;
   # workload pods with nccl-triage.io/* annotations beside their own.
-  kubectl get ns cleanup-jobs >/dev/null 2>&1 || kubectl create ns cleanup-jobs >/dev/null
+  ensure_ns cleanup-jobs
   kubectl create serviceaccount default -n cleanup-jobs >/dev/null 2>&1 || true
   for n in cleanup-gpu-1 cleanup-gpu-2 cleanup-cpu-1 cleanup-gone-1; do
     kubectl delete node "$n" --ignore-not-found >/dev/null
@@ -290,7 +295,7 @@ report)
   command -v jq >/dev/null || { echo "SKIP: the documented command needs jq"; exit 77; }
   cmd="$(sed -n "/^### A node's report$/,/^### /p" "$doc" | sed -n '/^```sh$/,/^```$/p' | sed '1d;$d')"
   [ -n "$cmd" ] || die "no command under \"A node's report\" in $doc"
-  kubectl get ns report-agents >/dev/null 2>&1 || kubectl create ns report-agents >/dev/null
+  ensure_ns report-agents
   kubectl create serviceaccount default -n report-agents >/dev/null 2>&1 || true
   for n in 1 2; do
     kubectl delete pod "agent-$n" -n report-agents --ignore-not-found --grace-period=0 --force >/dev/null 2>&1 || true
@@ -335,7 +340,7 @@ print(json.dumps({"apiVersion": "v1", "kind": "Pod",
   helm list -A --filter '^psa' | awk 'NR > 1 {print $1, $2}' | while read -r r n; do
     helm uninstall "$r" -n "$n" >/dev/null 2>&1 || true
   done
-  kubectl get ns psa-baseline >/dev/null 2>&1 || kubectl create ns psa-baseline >/dev/null
+  ensure_ns psa-baseline
   kubectl label --overwrite ns psa-baseline pod-security.kubernetes.io/enforce=baseline >/dev/null
   notes="$(helm install psa "$chart" -n psa-baseline)" || die "helm install into a baseline namespace"
   grep -q 'WARNING: namespace psa-baseline enforces the Pod Security level "baseline"' <<<"$notes" ||
@@ -379,7 +384,7 @@ print(json.dumps({"apiVersion": "v1", "kind": "Pod",
 scraper)
   chart="$1"; export KUBECONFIG="$2/kubeconfig"; ns=scrape
   helm uninstall scrape -n "$ns" --ignore-not-found >/dev/null 2>&1 || true
-  kubectl get ns "$ns" >/dev/null 2>&1 || kubectl create ns "$ns" >/dev/null
+  ensure_ns "$ns"
   notes="$(helm install scrape "$chart" -n "$ns")" || die "helm install"
   sa="system:serviceaccount:$ns:scrape-nccl-triage-scraper"
   for path in /status /metrics; do
@@ -411,7 +416,7 @@ scraper)
 remediation)
   chart="$1"; export KUBECONFIG="$2/kubeconfig"; ns=remedy
   helm uninstall remedy -n "$ns" --ignore-not-found >/dev/null 2>&1 || true
-  kubectl get ns "$ns" >/dev/null 2>&1 || kubectl create ns "$ns" >/dev/null
+  ensure_ns "$ns"
   notes="$(helm install remedy "$chart" -n "$ns")" || die "helm install"
   grep -q 'changes no node' <<<"$notes" || die "install NOTES do not say remediation is off: $notes"
   # As an SRE turns it on: helm upgrade --set, each mode in turn.
@@ -482,7 +487,7 @@ template)
   ;;
 rejects)
   chart="$1"; export KUBECONFIG="$2/kubeconfig"; cases="$3"; failed=0
-  kubectl get ns nccl-triage >/dev/null 2>&1 || kubectl create ns nccl-triage >/dev/null
+  ensure_ns nccl-triage
   for f in "$cases"/*.yaml; do
     # As a user meets them: `helm install` against the cluster (server-side dry run: lookup sees
     # it), or `helm template` for the cases that say "# render: offline".
@@ -510,7 +515,7 @@ install)
   read -r ns fullname <<<"$(where "$release")"
   mkdir -p "$out"
   # all-on puts the Grafana dashboard into the monitoring stack's namespace.
-  for n in "$ns" monitoring; do kubectl get ns "$n" >/dev/null 2>&1 || kubectl create ns "$n" >/dev/null; done
+  for n in "$ns" monitoring; do ensure_ns "$n"; done
   args=()
   for f in "${values[@]}"; do args+=(-f "$f"); done
   # A release left by an earlier, interrupted run goes first.
