@@ -4,14 +4,9 @@
 // chart's values.schema.json). A key names its kind in config_keys.cc; a new kind is a new struct
 // here (and its test), nothing else. Internal to agent/config.
 //
-// A kind is a struct with
-//   using Value = <the Config member's type>;
-//   static constexpr std::string_view kName;            // dump-schema's "kind"
-//   static Status Parse(const ValueReader&, const YAML::Node&, Value&);
-//   static void Emit(YAML::Emitter&, const Value&);
-//   static Json ToJson(const Value&);
-//   static Json Schema(const ConfigSchemaContext&);     // without the key's range
-// and KindDefaults' constants unless it says otherwise. Optional<K> makes a kind that null unsets.
+// A kind is a struct with a `Value` (the type of the Config members it sets) and the static
+// members the concept ValueKind (config_schema.h) lists; KindDefaults gives the constants most
+// kinds share. Optional<K> makes a kind that null unsets.
 #pragma once
 
 #include <yaml-cpp/yaml.h>

@@ -9,6 +9,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <concepts>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <span>
@@ -56,6 +57,20 @@ class ValueReader {
   double max_;
 };
 
+// What a kind (config_kinds.h) provides; Key<> refuses a type that lacks any of it.
+template <typename K>
+concept ValueKind = requires(const ValueReader& in, const YAML::Node& node, typename K::Value& v,
+                             YAML::Emitter& out, const ConfigSchemaContext& context) {
+  { K::kName } -> std::convertible_to<std::string_view>;  // dump-schema's "kind"
+  { K::kOptional } -> std::convertible_to<bool>;          // null unsets it
+  { K::kUnsigned } -> std::convertible_to<bool>;          // bounded below by 0 by its type
+  { K::kPattern } -> std::convertible_to<std::string_view>;
+  { K::Parse(in, node, v) } -> std::same_as<Status>;
+  K::Emit(out, std::as_const(v));                         // as --dump-config writes it
+  { K::ToJson(std::as_const(v)) } -> std::same_as<Json>;  // the documented default
+  { K::Schema(context) } -> std::same_as<Json>;           // JSON schema, without the range
+};
+
 // What every key of one kind shares.
 struct KindInfo {
   std::string_view name;  // ConfigKeySchema::kind
@@ -65,7 +80,7 @@ struct KindInfo {
   Json (*schema)(const ConfigSchemaContext&);  // the JSON-schema fragment, without range
 };
 
-template <typename Kind>
+template <ValueKind Kind>
 inline constexpr KindInfo kKindInfo = {Kind::kName, Kind::kOptional, Kind::kUnsigned,
                                        Kind::kPattern, &Kind::Schema};
 
@@ -83,7 +98,7 @@ struct KeySpec {
 };
 
 // The spec of the key `info` whose value is config.*kSection.*kMember, written as `Kind` says.
-template <typename Kind, auto kSection, auto kMember>
+template <ValueKind Kind, auto kSection, auto kMember>
 constexpr KeySpec Key(ConfigKeyInfo info, double min = -std::numeric_limits<double>::infinity(),
                       double max = std::numeric_limits<double>::infinity()) {
   using Member = std::remove_cvref_t<decltype(std::declval<Config&>().*kSection.*kMember)>;
