@@ -3,25 +3,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <array>
-#include <charconv>
-#include <cmath>
-#include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 
-#include "base/byte_size.h"
 #include "base/files.h"
 #include "config/config_schema.h"
-#include "core/catalogue.h"
-#include "core/env_names.h"
-#include "core/rail_selection.h"
 
 namespace nccl_triage {
 namespace {
 
-using config_internal::KeyKind;
 using config_internal::KeySpec;
 using config_internal::KeySpecs;
 
@@ -36,8 +26,7 @@ class Loader {
   explicit Loader(std::string_view name) : name_(name) {}
 
   Status Error(const YAML::Mark& mark, const std::string& what) const {
-    const int line = mark.line >= 0 ? mark.line + 1 : 1;
-    return InvalidArgument(std::string(name_) + ":" + std::to_string(line) + ": " + what);
+    return config_internal::ErrorAt(name_, mark, what);
   }
 
   Status Load(const YAML::Node& root, Config& config) {
@@ -199,337 +188,15 @@ class Loader {
     return best.empty() ? "" : " (did you mean '" + std::string(best) + "'?)";
   }
 
-  // A scalar written without quotes; quoted scalars are strings, never numbers or booleans.
-  static bool IsPlainScalar(const YAML::Node& v) { return v.IsScalar() && v.Tag() != "!"; }
-
-  // `v` is described; the error points at `at_` (the value, or its key when the value is an
-  // implicit null without a position of its own).
-  Status TypeError(const KeySpec& spec, const YAML::Node& v, std::string_view expected) const {
-    std::string got;
-    if (v.IsNull()) {
-      got = "null";
-    } else if (v.IsScalar()) {
-      got = "'" + v.Scalar() + "'";
-    } else if (v.IsSequence()) {
-      got = "a list";
-    } else {
-      got = "a mapping";
-    }
-    return Error(v.IsNull() ? at_ : v.Mark(), std::string(spec.info.key) + ": expected " +
-                                                  std::string(expected) + ", got " + got);
-  }
-
-  Status RangeCheck(const KeySpec& spec, const YAML::Node& v, double value) const {
-    if (value < spec.min || value > spec.max) {
-      std::ostringstream os;
-      os << spec.info.key << ": " << v.Scalar() << " is out of range [" << spec.min << ", "
-         << spec.max << "]";
-      return Error(v.Mark(), os.str());
-    }
-    return Status::Ok();
-  }
-
-  static std::optional<int64_t> ParseInteger(std::string_view text) {
-    bool negative = false;
-    if (!text.empty() && (text[0] == '-' || text[0] == '+')) {
-      negative = text[0] == '-';
-      text.remove_prefix(1);
-    }
-    int base = 10;
-    if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-      base = 16;
-      text.remove_prefix(2);
-    }
-    if (text.empty()) return std::nullopt;
-    uint64_t v = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
-    if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
-    if (v > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
-    return negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
-  }
-
-  static bool IsVersion(std::string_view t) {
-    if (t.empty() || t.front() == '.' || t.back() == '.') return false;
-    bool dot_before = true;
-    for (char c : t) {
-      if (c == '.') {
-        if (dot_before) return false;
-        dot_before = true;
-      } else if (c >= '0' && c <= '9') {
-        dot_before = false;
-      } else {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  static bool IsListen(std::string_view t) {
-    const size_t colon = t.rfind(':');
-    if (colon == std::string_view::npos || colon + 1 >= t.size() || t.size() - colon - 1 > 5) {
-      return false;
-    }
-    for (char c : t.substr(colon + 1)) {
-      if (c < '0' || c > '9') return false;
-    }
-    std::string_view host = t.substr(0, colon);
-    if (!host.empty() && host.front() == '[') return host.back() == ']';
-    return host.find_first_of(":[]") == std::string_view::npos;
-  }
-
-  Status Strings(const KeySpec& spec, const YAML::Node& v, std::vector<std::string>& out) const {
-    out.clear();
-    if (v.IsNull()) return Status::Ok();
-    if (!v.IsSequence()) return TypeError(spec, v, "a list of strings");
-    for (const auto& item : v) {
-      if (!item.IsScalar()) return TypeError(spec, item, "a string");
-      out.push_back(item.Scalar());
-    }
-    return Status::Ok();
-  }
-
-  // A node label's key as Kubernetes takes it: an optional DNS-subdomain prefix and '/', then a
-  // name of at most 63 characters, alphanumeric at both ends, with '-', '_' and '.' inside.
-  // A label value is such a name too, or empty.
-  static bool IsLabelName(std::string_view n, size_t max) {
-    if (n.empty() || n.size() > max) return false;
-    auto alnum = [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    };
-    if (!alnum(n.front()) || !alnum(n.back())) return false;
-    return std::all_of(n.begin(), n.end(),
-                       [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
-  }
-  static bool IsLabelKey(std::string_view key) {
-    const size_t slash = key.find('/');
-    if (slash == std::string_view::npos) return IsLabelName(key, 63);
-    return IsLabelName(key.substr(0, slash), 253) && IsLabelName(key.substr(slash + 1), 63);
-  }
-
-  // A mapping of node labels to values (a nodeSelector); null is empty.
-  Status SetLabelMap(const KeySpec& spec, const YAML::Node& v,
-                     std::map<std::string, std::string>& out) const {
-    out.clear();
-    if (v.IsNull()) return Status::Ok();
-    if (!v.IsMap()) return TypeError(spec, v, "a mapping of node labels to values");
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      const YAML::Node label = it->first;
-      const YAML::Node value = it->second;
-      if (!label.IsScalar() || !IsLabelKey(label.Scalar())) {
-        return Error(label.Mark(), std::string(spec.info.key) + ": '" +
-                                       (label.IsScalar() ? label.Scalar() : std::string("?")) +
-                                       "' is not a node label key");
-      }
-      if (!value.IsScalar() || (!value.Scalar().empty() && !IsLabelName(value.Scalar(), 63))) {
-        return Error(value.IsScalar() ? value.Mark() : label.Mark(),
-                     std::string(spec.info.key) + "." + label.Scalar() +
-                         ": expected a label value (at most 63 letters, digits, '-', '_' or "
-                         "'.', alphanumeric at both ends)");
-      }
-      if (!out.emplace(label.Scalar(), value.Scalar()).second) {
-        return Error(label.Mark(),
-                     std::string(spec.info.key) + ": duplicate label '" + label.Scalar() + "'");
-      }
-    }
-    return Status::Ok();
-  }
-
-  // An optional key set to null goes back to unset.
-  static bool ResetIfOptional(KeyKind kind, void* field) {
-    switch (kind) {
-      case KeyKind::kOptInt:
-        static_cast<std::optional<int>*>(field)->reset();
-        return true;
-      case KeyKind::kOptBytes:
-        static_cast<std::optional<uint64_t>*>(field)->reset();
-        return true;
-      case KeyKind::kOptDouble:
-        static_cast<std::optional<double>*>(field)->reset();
-        return true;
-      case KeyKind::kOptPkey:
-        static_cast<std::optional<uint16_t>*>(field)->reset();
-        return true;
-      case KeyKind::kOptString:
-      case KeyKind::kOptVersion:
-      case KeyKind::kOptRails:
-        static_cast<std::optional<std::string>*>(field)->reset();
-        return true;
-      default:
-        return false;
-    }
-  }
-
-  // kInt, kOptInt, kUint and kOptPkey: a plain integer in range (a PKey loses its membership bit).
-  Status SetInteger(const KeySpec& spec, const YAML::Node& v, void* field) {
-    const bool is_uint = spec.kind == KeyKind::kUint;
-    const std::string_view expected = spec.kind == KeyKind::kOptPkey ? "a PKey (0x0000-0xffff)"
-                                      : is_uint                      ? "a non-negative integer"
-                                                                     : "an integer";
-    // A PKey may be quoted: ibstat and the sysfs pkeys files print it as a string "0x8001".
-    const bool quoted_pkey = spec.kind == KeyKind::kOptPkey && v.IsScalar() &&
-                             v.Scalar().size() > 2 && v.Scalar().size() <= 6 &&
-                             (v.Scalar().starts_with("0x") || v.Scalar().starts_with("0X"));
-    if (!IsPlainScalar(v) && !quoted_pkey) return TypeError(spec, v, expected);
-    auto n = ParseInteger(v.Scalar());
-    if (!n || (is_uint && *n < 0)) return TypeError(spec, v, expected);
-    if (spec.kind == KeyKind::kOptPkey) {
-      if (*n < 0 || *n > 0xffff) return TypeError(spec, v, expected);
-      *static_cast<std::optional<uint16_t>*>(field) = static_cast<uint16_t>(*n & 0x7fff);
-      return Status::Ok();
-    }
-    if (Status s = RangeCheck(spec, v, static_cast<double>(*n)); !s.ok()) return s;
-    if (is_uint) {
-      *static_cast<uint64_t*>(field) = static_cast<uint64_t>(*n);
-    } else {
-      if (*n < INT32_MIN || *n > INT32_MAX) return TypeError(spec, v, expected);
-      if (spec.kind == KeyKind::kInt) {
-        *static_cast<int*>(field) = static_cast<int>(*n);
-      } else {
-        *static_cast<std::optional<int>*>(field) = static_cast<int>(*n);
-      }
-    }
-    return Status::Ok();
-  }
-
-  // A list of strings, each of which `valid` accepts; `what` ends the error for one it refuses.
-  template <typename Valid>
-  Status SetCheckedList(const KeySpec& spec, const YAML::Node& v, void* field, Valid valid,
-                        std::string_view what) {
-    auto& items = *static_cast<std::vector<std::string>*>(field);
-    if (Status s = Strings(spec, v, items); !s.ok()) return s;
-    size_t i = 0;
-    for (const auto& item : v) {
-      if (!valid(items[i])) {
-        return Error(item.Mark(), std::string(spec.info.key) + ": '" + items[i] + "' " +
-                                      std::string(what));
-      }
-      ++i;
-    }
-    return Status::Ok();
-  }
-
+  // The spec reads the value into its member of `config`; its errors name `key`'s line when the
+  // value has none of its own (an implicit null).
   Status Set(const KeySpec& spec, const YAML::Node& key, const YAML::Node& v, Config& config) {
-    void* field = spec.field(config);
-    at_ = key.Mark();
-    if (v.IsNull() && ResetIfOptional(spec.kind, field)) return Status::Ok();
-    switch (spec.kind) {
-      case KeyKind::kInt:
-      case KeyKind::kOptInt:
-      case KeyKind::kUint:
-      case KeyKind::kOptPkey:
-        return SetInteger(spec, v, field);
-      case KeyKind::kBytes:
-      case KeyKind::kOptBytes: {
-        constexpr std::string_view kExpected = "a size in bytes (an integer, or e.g. 64Mi, 1Gi)";
-        if (!v.IsScalar()) return TypeError(spec, v, kExpected);
-        auto n = ParseByteSize(v.Scalar());
-        if (!n) return TypeError(spec, v, kExpected);
-        if (Status s = RangeCheck(spec, v, static_cast<double>(*n)); !s.ok()) return s;
-        if (spec.kind == KeyKind::kBytes) {
-          *static_cast<uint64_t*>(field) = *n;
-        } else {
-          *static_cast<std::optional<uint64_t>*>(field) = *n;
-        }
-        return Status::Ok();
-      }
-      case KeyKind::kDouble:
-      case KeyKind::kOptDouble: {
-        if (!IsPlainScalar(v)) return TypeError(spec, v, "a number");
-        const std::string& t = v.Scalar();
-        double d = 0;
-        auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), d);
-        if (ec != std::errc() || ptr != t.data() + t.size() || !std::isfinite(d)) {
-          return TypeError(spec, v, "a number");
-        }
-        if (Status s = RangeCheck(spec, v, d); !s.ok()) return s;
-        if (spec.kind == KeyKind::kDouble) {
-          *static_cast<double*>(field) = d;
-        } else {
-          *static_cast<std::optional<double>*>(field) = d;
-        }
-        return Status::Ok();
-      }
-      case KeyKind::kBool: {
-        if (!IsPlainScalar(v)) return TypeError(spec, v, "true or false");
-        const std::string& t = v.Scalar();
-        if (t == "true" || t == "True" || t == "TRUE") {
-          *static_cast<bool*>(field) = true;
-        } else if (t == "false" || t == "False" || t == "FALSE") {
-          *static_cast<bool*>(field) = false;
-        } else {
-          return TypeError(spec, v, "true or false");
-        }
-        return Status::Ok();
-      }
-      case KeyKind::kString:
-      case KeyKind::kOptString:
-      case KeyKind::kListen:
-      case KeyKind::kOptVersion:
-      case KeyKind::kHttpAuth: {
-        const std::string_view expected = spec.kind == KeyKind::kListen ? "host:port"
-                                          : spec.kind == KeyKind::kOptVersion
-                                              ? "a version such as \"550.54\""
-                                          : spec.kind == KeyKind::kHttpAuth ? "kubernetes or none"
-                                                                            : "a string";
-        if (!v.IsScalar()) return TypeError(spec, v, expected);
-        const std::string& t = v.Scalar();
-        if (spec.kind == KeyKind::kListen && !IsListen(t)) return TypeError(spec, v, expected);
-        if (spec.kind == KeyKind::kOptVersion && !IsVersion(t)) {
-          return TypeError(spec, v, expected);
-        }
-        if (spec.kind == KeyKind::kHttpAuth && t != kHttpAuthKubernetes && t != kHttpAuthNone) {
-          return TypeError(spec, v, expected);
-        }
-        if (spec.kind == KeyKind::kString || spec.kind == KeyKind::kListen ||
-            spec.kind == KeyKind::kHttpAuth) {
-          *static_cast<std::string*>(field) = t;
-        } else {
-          *static_cast<std::optional<std::string>*>(field) = t;
-        }
-        return Status::Ok();
-      }
-      case KeyKind::kOptRails: {
-        if (!v.IsScalar()) {
-          return TypeError(spec, v, "all, a number of rails or a list such as \"0,3\"");
-        }
-        auto selection = ParseRailSelection(v.Scalar());
-        if (!selection.ok()) {
-          return Error(v.Mark(), std::string(spec.info.key) + ": " + selection.status().message());
-        }
-        *static_cast<std::optional<std::string>*>(field) = v.Scalar();
-        return Status::Ok();
-      }
-      case KeyKind::kRemediationMode: {
-        constexpr std::string_view kModes = "off, dry-run, taint or cordon";
-        auto mode = v.IsScalar() ? FromString<RemediationMode>(v.Scalar()) : std::nullopt;
-        if (!mode) return TypeError(spec, v, kModes);
-        *static_cast<RemediationMode*>(field) = *mode;
-        return Status::Ok();
-      }
-      case KeyKind::kStringList:
-        return Strings(spec, v, *static_cast<std::vector<std::string>*>(field));
-      case KeyKind::kLabelMap:
-        return SetLabelMap(spec, v, *static_cast<std::map<std::string, std::string>*>(field));
-      case KeyKind::kNcclEnvNames:
-        return SetCheckedList(spec, v, field, IsNcclVariableName,
-                              "is not an NCCL_* variable name (only NCCL_ followed by upper-case "
-                              "letters, digits and '_' reach the probe)");
-      case KeyKind::kCheckIds:
-        return SetCheckedList(
-            spec, v, field,
-            [](const std::string& id) {
-              const CauseInfo* info = FindCause(id);
-              return info != nullptr && (info->kind == CauseKind::kHostCheck ||
-                                         info->kind == CauseKind::kWorkloadCheck);
-            },
-            "is not a check id (see nccl-triage check output)");
-    }
-    return Error(v.Mark(), "internal: unhandled key kind");
+    const config_internal::ValueReader in(name_, spec.info.key, key.Mark(), spec.min, spec.max);
+    return spec.set(in, v, config);
   }
 
   std::string_view name_;
-  YAML::Mark at_;      // the key being set, for errors about a value without a position
-  YAML::Node pools_;   // the top-level `pools`, loaded last
+  YAML::Node pools_;  // the top-level `pools`, loaded last
 };
 
 // The 1-based line of the first byte sequence that is not UTF-8 text (invalid UTF-8 or a control
@@ -682,108 +349,6 @@ std::optional<PrescanIssue> Prescan(std::string_view text) {
   return std::nullopt;
 }
 
-std::string FormatDouble(double d) {
-  std::array<char, 32> buf{};
-  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), d);
-  return ec == std::errc() ? std::string(buf.data(), end) : "0";
-}
-
-std::string HexPkey(uint16_t v) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string s = "0x0000";
-  for (int i = 0; i < 4; ++i) s[static_cast<size_t>(5 - i)] = kHex[(v >> (4 * i)) & 0xf];
-  return s;
-}
-
-void EmitValue(YAML::Emitter& out, const KeySpec& spec, Config& config) {
-  void* field = spec.field(config);
-  switch (spec.kind) {
-    case KeyKind::kInt:
-      out << *static_cast<int*>(field);
-      return;
-    case KeyKind::kOptInt: {
-      const auto& o = *static_cast<std::optional<int>*>(field);
-      if (o)
-        out << *o;
-      else
-        out << YAML::Null;
-      return;
-    }
-    case KeyKind::kUint:
-    case KeyKind::kBytes:
-      out << *static_cast<uint64_t*>(field);
-      return;
-    case KeyKind::kOptBytes: {
-      const auto& o = *static_cast<std::optional<uint64_t>*>(field);
-      if (o)
-        out << *o;
-      else
-        out << YAML::Null;
-      return;
-    }
-    case KeyKind::kDouble:
-      out << FormatDouble(*static_cast<double*>(field));
-      return;
-    case KeyKind::kOptDouble: {
-      const auto& o = *static_cast<std::optional<double>*>(field);
-      if (o)
-        out << FormatDouble(*o);
-      else
-        out << YAML::Null;
-      return;
-    }
-    case KeyKind::kBool:
-      out << (*static_cast<bool*>(field) ? "true" : "false");
-      return;
-    case KeyKind::kString:
-    case KeyKind::kListen:
-    case KeyKind::kHttpAuth:
-      out << YAML::DoubleQuoted << *static_cast<std::string*>(field);
-      return;
-    case KeyKind::kOptString:
-    case KeyKind::kOptVersion:
-    case KeyKind::kOptRails: {
-      const auto& o = *static_cast<std::optional<std::string>*>(field);
-      if (o)
-        out << YAML::DoubleQuoted << *o;
-      else
-        out << YAML::Null;
-      return;
-    }
-    case KeyKind::kRemediationMode:
-      // Quoted: YAML 1.1 readers (helm's) take a bare off for false.
-      out << YAML::DoubleQuoted << std::string(ToString(*static_cast<RemediationMode*>(field)));
-      return;
-    case KeyKind::kOptPkey: {
-      const auto& o = *static_cast<std::optional<uint16_t>*>(field);
-      if (o)
-        out << HexPkey(*o);
-      else
-        out << YAML::Null;
-      return;
-    }
-    case KeyKind::kStringList:
-    case KeyKind::kNcclEnvNames:
-    case KeyKind::kCheckIds: {
-      const auto& list = *static_cast<std::vector<std::string>*>(field);
-      out << YAML::Flow << YAML::BeginSeq;
-      for (const auto& s : list) out << YAML::DoubleQuoted << s;
-      out << YAML::EndSeq;
-      return;
-    }
-    case KeyKind::kLabelMap: {
-      const auto& labels = *static_cast<std::map<std::string, std::string>*>(field);
-      out << YAML::Flow << YAML::BeginMap;
-      for (const auto& [label, value] : labels) {
-        out << YAML::Key << YAML::DoubleQuoted << label << YAML::Value << YAML::DoubleQuoted
-            << value;
-      }
-      out << YAML::EndMap;
-      return;
-    }
-  }
-}
-
 }  // namespace
 
 StatusOr<Config> LoadConfigFromString(std::string_view yaml, std::string_view name) {
@@ -821,7 +386,6 @@ StatusOr<Config> LoadConfigFile(const std::string& path) {
 }
 
 std::string DumpConfig(const Config& config) {
-  Config copy = config;  // the accessors take a mutable Config; nothing is changed
   YAML::Emitter out;
   out << YAML::Comment("nccl-triage effective configuration (--dump-config); ~ means unset");
   out << YAML::BeginMap;
@@ -836,7 +400,7 @@ std::string DumpConfig(const Config& config) {
       section = sec;
     }
     out << YAML::Key << std::string(key.substr(dot + 1)) << YAML::Value;
-    EmitValue(out, spec, copy);
+    spec.emit(out, config);
   }
   if (!section.empty()) out << YAML::EndMap;
   // Each pool with its whole effective expect.
@@ -854,7 +418,7 @@ std::string DumpConfig(const Config& config) {
       const std::string_view key = spec.info.key;
       if (!key.starts_with("expect.")) continue;
       out << YAML::Key << std::string(key.substr(7)) << YAML::Value;
-      EmitValue(out, spec, scratch);
+      spec.emit(out, scratch);
     }
     out << YAML::EndMap << YAML::EndMap;
   }

@@ -44,19 +44,31 @@ struct ConfigKeyInfo {
 };
 std::vector<ConfigKeyInfo> ConfigKeys();  // in documentation order
 
+// Facts a key's JSON schema may name that live outside this library.
+struct ConfigSchemaContext {
+  // The agent's metric families (exporter/metrics.h), the names agent.metrics_disabled takes;
+  // empty: any string.
+  std::vector<std::string_view> agent_metric_names;
+};
+
 // Everything the schema knows of one key: what `nccl-triage-server dump-schema` prints and the
 // generated documentation (values.schema.json, values.yaml, docs/configuration.md) is made of.
 struct ConfigKeySchema {
   ConfigKeyInfo info;
   // How a value is written: integer, number, bytes (integer or "64Mi"), bool, string, listen
-  // (host:port), version ("550.54"), pkey, rails (all, N or "0,3"), string_list, check_ids,
-  // nccl_env_names.
+  // (host:port), version ("550.54"), pkey, rails (all, N or "0,3"), http_auth, remediation_mode,
+  // string_list, check_ids, nccl_env_names, label_map.
   std::string_view kind;
   bool optional = false;     // may be unset (`~`), and is by default when its default is null
   std::optional<double> min;  // the accepted range, when bounded
   std::optional<double> max;
   std::string default_json;  // the default Config's value as JSON: 65536, "0.0.0.0:9500", null, []
+  // The JSON schema (draft 7) of a value, range included, description not: the chart's
+  // values.schema.json takes it verbatim. An unset optional key is left out, not null.
+  std::string json_schema;
+  std::string_view pattern;  // bytes only: the grammar of its strings (also in json_schema)
 };
-std::vector<ConfigKeySchema> ConfigKeySchemas();  // in documentation order
+std::vector<ConfigKeySchema> ConfigKeySchemas(  // in documentation order
+    const ConfigSchemaContext& context = {});
 
 }  // namespace nccl_triage

@@ -17,7 +17,6 @@
 #include <string_view>
 #include <utility>
 
-#include "base/byte_size.h"
 #include "base/flags.h"
 #include "config/config_loader.h"
 #include "coordinator/coordinator_metrics.h"
@@ -37,8 +36,10 @@ Json Number(double v) {
 }
 
 Json ConfigKeysJson() {
+  ConfigSchemaContext context;  // agent.metrics_disabled takes the agent's families
+  for (const MetricSpec& m : AgentMetricSpecs()) context.agent_metric_names.push_back(m.name);
   Json keys = Json::array();
-  for (const ConfigKeySchema& k : ConfigKeySchemas()) {
+  for (const ConfigKeySchema& k : ConfigKeySchemas(context)) {
     Json key = {{"name", k.info.key},
                 {"type", k.info.type},
                 {"kind", k.kind},
@@ -46,8 +47,10 @@ Json ConfigKeysJson() {
                 {"default", Json::parse(k.default_json)}};
     if (k.min) key["minimum"] = Number(*k.min);
     if (k.max) key["maximum"] = Number(*k.max);
-    if (k.kind == std::string_view("bytes")) key["pattern"] = kByteSizePattern;
+    if (!k.pattern.empty()) key["pattern"] = k.pattern;
     key["description"] = k.info.meaning;
+    // Built by the key's kind (config/config_kinds.h); values.schema.json takes it verbatim.
+    key["json_schema"] = Json::parse(k.json_schema);
     keys.push_back(std::move(key));
   }
   return keys;

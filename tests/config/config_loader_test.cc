@@ -1,12 +1,17 @@
 #include "config/config_loader.h"
 
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <utility>
+
+#include "json_schema_check.h"
 
 namespace nccl_triage {
 namespace {
@@ -373,6 +378,91 @@ TEST(ConfigDump, WritesEveryKey) {
     const std::string leaf(k.key.substr(k.key.find('.') + 1));
     EXPECT_NE(dump.find("\n  " + leaf + ":"), std::string::npos) << k.key << "\n" << dump;
   }
+}
+
+// The JSON schema each key's kind builds (the chart's values.schema.json holds it) accepts what
+// the binary itself writes: the key's default, and --dump-config of a Config with every kind set.
+TEST(ConfigKeySchemas, JsonSchemaAcceptsTheDefaultAndTheDumpOfEverythingSet) {
+  Config everything = EverythingSet();
+  everything.probe.rails = "0,3";  // the one key of its kind, unset in EverythingSet
+  const YAML::Node dump = YAML::Load(DumpConfig(everything));
+  std::set<std::string> kinds;
+  std::set<std::string> checked;  // kinds with a value checked: each must have one
+  for (const auto& k : ConfigKeySchemas()) {
+    const std::string name(k.info.key);
+    const size_t dot = name.find('.');
+    kinds.insert(std::string(k.kind));
+    const auto schema = nlohmann::ordered_json::parse(k.json_schema);
+    ASSERT_TRUE(schema.is_object() && schema.contains("type")) << name << ": " << k.json_schema;
+    const std::pair<std::string_view, nlohmann::ordered_json> values[] = {
+        {"default", nlohmann::ordered_json::parse(k.default_json)},
+        {"EverythingSet", testing::YamlToJson(dump[name.substr(0, dot)][name.substr(dot + 1)])},
+    };
+    for (const auto& [what, value] : values) {
+      if (value.is_null() && k.optional) continue;  // unset: the chart leaves the key out
+      EXPECT_EQ(testing::SchemaViolation(schema, value), "")
+          << name << " (" << k.kind << "), " << what << " " << value.dump() << ", schema "
+          << k.json_schema;
+      checked.insert(std::string(k.kind));
+    }
+  }
+  EXPECT_EQ(checked, kinds) << "a kind has no value in the defaults or EverythingSet";
+}
+
+// The fragments are no wider than the loader: values it refuses, the schema refuses too.
+TEST(ConfigKeySchemas, JsonSchemaRefusesWhatTheLoaderRefuses) {
+  const std::pair<std::string_view, std::string_view> cases[] = {
+      {"expect.hcas", "\"eight\""},
+      {"expect.hcas", "2000"},
+      {"expect.rate_gbps", "-1"},
+      {"expect.pkey", "\"8001\""},
+      {"expect.nofile_min", "-5"},
+      {"expect.shm_min_bytes", "\"64MB\""},
+      {"expect.gpu_driver_min", "\"v550\""},
+      {"checks.disabled", "[\"no.such.check\"]"},
+      {"probe.iterations", "1.5"},
+      {"probe.env_allowlist", "[\"LD_PRELOAD\"]"},
+      {"probe.allow_when_gpus_busy", "\"yes\""},
+      {"probe.nccl_library_paths", "[[\"nested\"]]"},
+      {"agent.listen", "\"no-port\""},
+      {"server.auth", "\"basic\""},
+      {"remediation.mode", "false"},
+      {"validation.node_selector", "{\"-bad\": \"x\"}"},
+      {"validation.node_selector", "{\"pool\": \"a b\"}"},
+  };
+  std::map<std::string, nlohmann::ordered_json> schemas;
+  for (const auto& k : ConfigKeySchemas()) {
+    schemas[std::string(k.info.key)] = nlohmann::ordered_json::parse(k.json_schema);
+  }
+  for (const auto& [key, json] : cases) {
+    const std::string name(key);
+    ASSERT_TRUE(schemas.contains(name)) << name;
+    const size_t dot = name.find('.');
+    const std::string yaml = name.substr(0, dot) + ":\n  " + name.substr(dot + 1) + ": " +
+                             std::string(json) + "\n";
+    EXPECT_FALSE(LoadConfigFromString(yaml).ok()) << name << " loaded " << json;
+    EXPECT_NE(testing::SchemaViolation(schemas[name], nlohmann::ordered_json::parse(json)), "")
+        << name << " schema " << schemas[name].dump() << " accepted " << json;
+  }
+}
+
+// agent.metrics_disabled takes the agent's metric families, which this library does not know:
+// the caller names them.
+TEST(ConfigKeySchemas, MetricNamesComeFromTheContext) {
+  auto schema_of = [](const std::vector<ConfigKeySchema>& keys) {
+    for (const auto& k : keys) {
+      if (k.info.key == "agent.metrics_disabled") {
+        return nlohmann::ordered_json::parse(k.json_schema);
+      }
+    }
+    return nlohmann::ordered_json();
+  };
+  const auto with = schema_of(ConfigKeySchemas({.agent_metric_names = {"nccl_triage_up"}}));
+  const auto up = nlohmann::ordered_json::array({"nccl_triage_up"});
+  const auto down = nlohmann::ordered_json::array({"nccl_triage_down"});
+  EXPECT_EQ(testing::SchemaViolation(with, up), "");
+  EXPECT_NE(testing::SchemaViolation(with, down), "");
+  EXPECT_EQ(testing::SchemaViolation(schema_of(ConfigKeySchemas()), down), "");
 }
 
 constexpr std::string_view kTwoPools = R"(expect:

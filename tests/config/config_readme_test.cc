@@ -14,7 +14,8 @@
 namespace nccl_triage {
 namespace {
 
-// key -> the default as --dump-config writes it, as JSON (null, a number, a string, a list).
+// key -> the default as --dump-config writes it, as JSON (null, a number, a string, a list, a
+// mapping).
 std::map<std::string, nlohmann::json> DumpedDefaults() {
   std::map<std::string, nlohmann::json> out;
   YAML::Node root = YAML::Load(DumpConfig(Config{}));
@@ -29,6 +30,12 @@ std::map<std::string, nlohmann::json> DumpedDefaults() {
         nlohmann::json list = nlohmann::json::array();
         for (const auto& item : v) list.push_back(item.Scalar());
         out[name] = list;
+      } else if (v.IsMap()) {
+        nlohmann::json map = nlohmann::json::object();
+        for (auto item = v.begin(); item != v.end(); ++item) {
+          map[item->first.Scalar()] = item->second.Scalar();
+        }
+        out[name] = map;
       } else {
         out[name] = v.Scalar();
       }
@@ -39,7 +46,9 @@ std::map<std::string, nlohmann::json> DumpedDefaults() {
 
 // A JSON default compared with the dumped text: numbers and booleans by their value.
 bool SameDefault(const nlohmann::json& schema, const nlohmann::json& dumped) {
-  if (schema.is_null() || dumped.is_null() || schema.is_array()) return schema == dumped;
+  if (schema.is_null() || dumped.is_null() || schema.is_array() || schema.is_object()) {
+    return schema == dumped;
+  }
   const std::string text = dumped.get<std::string>();
   if (schema.is_string()) return schema.get<std::string>() == text;
   if (schema.is_boolean()) return (schema.get<bool>() ? "true" : "false") == text;

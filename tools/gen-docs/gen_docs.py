@@ -207,76 +207,10 @@ def chart_readme_table(schema, values_text, path):
 
 # ------------------------------------------------------------------------------ values.schema
 
-LISTEN_PATTERN = r"^(\[[0-9a-fA-F:.]*\]|[^:\[\]]*):[0-9]{1,5}$"
-
-
-def key_schema(k, schema):
-    kind = k["kind"]
-    s = {}
-    if kind == "integer":
-        s["type"] = "integer"
-    elif kind == "pkey":
-        # As the binary: an integer, or the hex string ibstat prints ("0x8001", quoted).
-        s["type"] = ["integer", "string"]
-        s["pattern"] = "^0[xX][0-9a-fA-F]{1,4}$"
-    elif kind == "number":
-        s["type"] = "number"
-    elif kind == "bytes":
-        s["type"] = ["integer", "string"]
-        # The binary's own grammar (base/byte_size.h), as dump-schema prints it.
-        s["pattern"] = k["pattern"]
-    elif kind == "bool":
-        s["type"] = "boolean"
-    elif kind == "string":
-        s["type"] = "string"
-    elif kind == "listen":
-        s["type"] = "string"
-        s["pattern"] = LISTEN_PATTERN
-    elif kind == "version":
-        s["type"] = "string"
-        s["pattern"] = r"^[0-9]+(\.[0-9]+)*$"
-    elif kind == "rails":
-        s["type"] = ["string", "integer"]
-    elif kind == "http_auth":
-        s["type"] = "string"
-        s["enum"] = ["kubernetes", "none"]
-    elif kind == "remediation_mode":
-        # A string: YAML reads a bare off as false, which the schema must refuse.
-        s["type"] = "string"
-        s["enum"] = ["off", "dry-run", "taint", "cordon"]
-    elif kind == "label_map":
-        # A nodeSelector: label keys as Kubernetes takes them, string values.
-        s["type"] = ["object", "null"]
-        s["propertyNames"] = {
-            "pattern": r"^([a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?/)?"
-            r"[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$"
-        }
-        s["additionalProperties"] = {
-            "type": "string",
-            "pattern": r"^([a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?)?$",
-        }
-    elif kind in ("string_list", "check_ids", "nccl_env_names"):
-        s["type"] = "array"
-        items = {"type": "string"}
-        if kind == "check_ids":
-            items["enum"] = [
-                c["id"]
-                for c in schema["catalogue"]
-                if c["kind"] in ("host_check", "workload_check")
-            ]
-            s["uniqueItems"] = True
-        elif kind == "nccl_env_names":
-            items["pattern"] = "^NCCL_[A-Z0-9_]+$"
-        elif k["name"] == "agent.metrics_disabled":
-            # The agent refuses to start on a name that is not one of its families.
-            items["enum"] = [m["name"] for m in schema["metrics"] if m["component"] == "agent"]
-        s["items"] = items
-    else:
-        raise GenError("config key %s: unknown kind %r" % (k["name"], kind))
-    if "minimum" in k:
-        s["minimum"] = int(k["minimum"]) if float(k["minimum"]).is_integer() else k["minimum"]
-    if "maximum" in k:
-        s["maximum"] = int(k["maximum"]) if float(k["maximum"]).is_integer() else k["maximum"]
+def key_schema(k):
+    """A key's JSON schema: the fragment its kind builds (dump-schema's json_schema, range
+    included), with the key's description."""
+    s = dict(k["json_schema"])
     s["description"] = k["description"]
     return s
 
@@ -295,7 +229,7 @@ def values_schema(text, schema, path):
     sections = {}
     for k in schema["config"]:
         sec, key = k["name"].split(".", 1)
-        sections.setdefault(sec, {})[key] = key_schema(k, schema)
+        sections.setdefault(sec, {})[key] = key_schema(k)
     for name in [n for n in props if n != "pools" and n not in sections]:
         del props[name]
     for sec, keys in sections.items():
