@@ -731,8 +731,7 @@ bool CoordinatorServer::Impl::OnProbeAvailabilityLocked(
   if (blind && (hello || info.probe != before)) {
     log_.Warn("coordinator", "agent " + node + ": " + ProbesUnavailableText(info) +
                                  "; left out of sweeps and triages until it can");
-  } else if (!blind && before && !before->available && before->reason != "pending" &&
-             info.probe != before) {
+  } else if (!blind && before && before->CannotRun()) {
     log_.Info("coordinator", "agent " + node + ": probes can run again (" +
                                  std::string(ProbeAvailabilityReason(info)) + ")");
   }

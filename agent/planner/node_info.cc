@@ -1,13 +1,17 @@
 #include "planner/node_info.h"
 
+#include "core/probe_availability.h"
+
 namespace nccl_triage {
 
 std::string ToString(const NodePair& p) { return p.a + "<->" + p.b; }
 
-bool ProbesCannotRun(const NodeInfo& info) {
+bool NodeProbeAvailability::CannotRun() const {
   // pending: the agent has not checked yet; its first probe will say (and it answers anyway).
-  return info.probe && !info.probe->available && info.probe->reason != "pending";
+  return !available && reason != kProbesPending;
 }
+
+bool ProbesCannotRun(const NodeInfo& info) { return info.probe && info.probe->CannotRun(); }
 
 std::string_view ProbeAvailabilityReason(const NodeInfo& info) {
   return info.probe ? std::string_view(info.probe->reason) : kProbeAvailabilityUnknown;

@@ -49,6 +49,8 @@ struct NodeProbeAvailability {
   bool available = false;
   std::string reason{};
   std::string evidence{};  // one line: the NCCL found, or the failing call
+  // Said it cannot probe: not available, and not merely pending (not checked yet).
+  bool CannotRun() const;
   friend bool operator==(const NodeProbeAvailability&, const NodeProbeAvailability&) = default;
 };
 
