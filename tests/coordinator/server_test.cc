@@ -796,6 +796,50 @@ TEST(CoordinatorProbeAvailability, ANodeThatLosesItsGpuIsNotHealthyAndIsPairedAg
   EXPECT_EQ(v.basis, Basis::kProbes);
 }
 
+// A triage asked about a node whose probes cannot run does not probe it, says why, and takes
+// it as no reference: the job's other node is probed with a node that can probe.
+TEST(CoordinatorProbeAvailability, ATriageReportsANodeThatCannotProbeAsUnavailable) {
+  Coordinator c;
+  RawAgent a(c.target, c.token), b(c.target, c.token), blind(c.target, c.token),
+      blind_ref(c.target, c.token);
+  ASSERT_TRUE(a.Send(RawAgent::Hello("node-a")));
+  ASSERT_TRUE(b.Send(RawAgent::Hello("node-b")));
+  ASSERT_TRUE(blind.Send(HelloWithProbe("node-c", false, "no_gpu", "cuInit: no device")));
+  ASSERT_TRUE(blind_ref.Send(HelloWithProbe("node-0", false, "no_cuda", "libcuda.so.1")));
+  ASSERT_TRUE(c.server->WaitForAgents(4, 5s));
+  std::atomic<bool> done{false};
+  std::thread pa([&] { Play(a, done); });
+  std::thread pb([&] { Play(b, done); });
+  Received to_blind, to_blind_ref;
+  std::thread pc([&] { to_blind = Collect(blind, done); });
+  std::thread p0([&] { to_blind_ref = Collect(blind_ref, done); });
+  auto stub = v1::Coordinator::NewStub(
+      grpc::CreateChannel(c.target, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+  ctx.AddMetadata("authorization", "Bearer " + c.token);
+  v1::TriageRequest request;
+  request.add_nodes("node-a");
+  request.add_nodes("node-c");
+  v1::TriageAnswer answer;
+  grpc::Status s = stub->Triage(&ctx, request, &answer);
+  done = true;
+  pa.join();
+  pb.join();
+  pc.join();
+  p0.join();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(answer.nodes_size(), 2);
+  EXPECT_EQ(answer.nodes(0).state(), "good") << answer.nodes(0).reason();
+  EXPECT_EQ(answer.nodes(1).state(), "unavailable");
+  EXPECT_EQ(answer.nodes(1).reason(),
+            "probes cannot run on this node (no_gpu: cuInit: no device): not probed");
+  EXPECT_EQ(std::vector<std::string>(answer.references().begin(), answer.references().end()),
+            std::vector<std::string>{"node-b"});
+  EXPECT_TRUE(to_blind.assigned_peers.empty());
+  EXPECT_TRUE(to_blind_ref.assigned_peers.empty());
+}
+
 // "pending" (the agent has not checked yet) is no reason to leave a node out.
 TEST(CoordinatorProbeAvailability, ANodeWhoseAgentHasNotCheckedYetIsPaired) {
   Coordinator c;
