@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "core/probe_availability.h"
 #include "core/rails.h"
 
 namespace nccl_triage {
@@ -32,6 +33,10 @@ constexpr std::array kSpecs = {
                "Pairs of the current node set (n(n-1)/2)."},
     MetricSpec{"nccl_triage_coordinator_node_unprobed_sweeps", "gauge", "node",
                "Sweeps in a row a connected node was left out of (its GPUs busy); 0 once probed."},
+    MetricSpec{"nccl_triage_coordinator_probe_unavailable_nodes", "gauge", "reason",
+               "Connected nodes whose agent says its NCCL probes cannot run, by reason (no_nccl, "
+               "no_cuda, no_gpu, error, as nccl_triage_probe_available): left out of sweeps and "
+               "triages, their verdicts from node checks only, never healthy."},
     MetricSpec{"nccl_triage_coordinator_last_sweep_timestamp_seconds", "gauge", "",
                "Unix time the last sweep finished."},
     MetricSpec{"nccl_triage_coordinator_leader", "gauge", "",
@@ -96,6 +101,9 @@ CoordinatorMetrics::CoordinatorMetrics() : registry_(std::make_shared<prometheus
   localised_link_ = &localised_family_->Add({{"kind", "link"}});
   unprobed_ = std::make_unique<GaugeSeries>(
       GaugeFamily(r, Spec("nccl_triage_coordinator_node_unprobed_sweeps")));
+  probe_unavailable_ = std::make_unique<GaugeSeries>(
+      GaugeFamily(r, Spec("nccl_triage_coordinator_probe_unavailable_nodes")));
+  SetProbeUnavailable({});
   fault_ = std::make_unique<GaugeSeries>(GaugeFamily(r, Spec("nccl_triage_coordinator_fault")));
   fault_since_ = std::make_unique<GaugeSeries>(
       GaugeFamily(r, Spec("nccl_triage_fault_since_timestamp_seconds")));
@@ -177,6 +185,20 @@ void CoordinatorMetrics::SetUnprobedSweeps(const std::map<std::string, uint64_t>
     unprobed_->Set({{"node", node}}, static_cast<double>(sweeps));
   }
   unprobed_->Sweep();
+}
+
+void CoordinatorMetrics::SetProbeUnavailable(const std::map<std::string, size_t>& by_reason) {
+  std::lock_guard lock(mu_);
+  // The reasons the agents have are always served (0 when none): an alert can say "== 0".
+  for (std::string_view reason : kProbeAvailabilityReasons) {
+    if (reason == kProbesAvailable || reason == kProbesPending) continue;
+    const std::string word(reason);
+    if (!by_reason.contains(word)) probe_unavailable_->Set({{"reason", word}}, 0);
+  }
+  for (const auto& [reason, nodes] : by_reason) {
+    probe_unavailable_->Set({{"reason", reason}}, static_cast<double>(nodes));
+  }
+  probe_unavailable_->Sweep();
 }
 
 void CoordinatorMetrics::SetCoverage(uint64_t tested, uint64_t total) {

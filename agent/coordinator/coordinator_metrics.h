@@ -13,6 +13,8 @@
 //   nccl_triage_fault_since_timestamp_seconds{same labels}: unix time first confirmed
 //   pairs_tested / pairs_total               gauges (round-robin coverage of the current cycle)
 //   node_unprobed_sweeps{node}               gauge (sweeps in a row a connected node was left out)
+//   probe_unavailable_nodes{reason}          gauge (connected nodes whose probes cannot run; the
+//                                            agents' reasons, each served, 0 when none)
 //   last_sweep_timestamp_seconds             gauge
 //   leader                                   gauge (1: this replica leads: always without
 //                                            coordinator.leader_election; 0: a standby)
@@ -73,6 +75,8 @@ class CoordinatorMetrics {
   void SetCoverage(uint64_t tested, uint64_t total);
   // One series per connected node; nodes not in the map lose theirs.
   void SetUnprobedSweeps(const std::map<std::string, uint64_t>& by_node);
+  // Connected nodes whose agent says its probes cannot run, by reason (ProbesCannotRun).
+  void SetProbeUnavailable(const std::map<std::string, size_t>& by_reason);
   void CountIncident(std::string_view fault_class, std::string_view cause);
   // The per-rail outcomes of a sweep's pairs; (node, rail)s it did not probe lose their series.
   void SetRailProbes(const std::vector<PairOutcome>& pairs);
@@ -99,6 +103,7 @@ class CoordinatorMetrics {
   std::unique_ptr<GaugeSeries> fault_since_;
   std::map<prometheus::Labels, double> fault_since_unix_s_;  // labels -> first confirmed
   std::unique_ptr<GaugeSeries> unprobed_;
+  std::unique_ptr<GaugeSeries> probe_unavailable_;
   prometheus::Gauge* pairs_tested_ = nullptr;
   prometheus::Gauge* pairs_total_ = nullptr;
   prometheus::Gauge* last_sweep_ = nullptr;

@@ -490,6 +490,8 @@ bool CoordinatorServer::Impl::OnMessage(Stream* stream, const v1::AgentMessage& 
                                        "replaced by a new session of the same node"));
       }
     }
+    std::optional<NodeProbeAvailability> probe_before;
+    if (auto k = known_.find(node); k != known_.end()) probe_before = k->second.probe;
     Agent& a = agents_[node];
     a.stream = stream;
     a.info = *info;
@@ -518,6 +520,7 @@ bool CoordinatorServer::Impl::OnMessage(Stream* stream, const v1::AgentMessage& 
         if (n != node) SendVerdictsLocked(n);
       }
     }
+    OnProbeAvailabilityLocked(node, probe_before, true);
     if (verdicts_.Find(node) != nullptr) SendVerdictsLocked(node);
     metrics_.SetAgentsConnected(agents_.size());
     log_.Info("coordinator", "agent " + node + " connected from " + stream->peer());
@@ -534,8 +537,10 @@ bool CoordinatorServer::Impl::OnMessage(Stream* stream, const v1::AgentMessage& 
   switch (msg.body_case()) {
     case v1::AgentMessage::kHeartbeat:
       if (msg.heartbeat().has_summary()) {
+        const std::optional<NodeProbeAvailability> before = agent->second.info.probe;
         ApplySummary(msg.heartbeat().summary(), agent->second.info);
         known_[node] = agent->second.info;
+        if (OnProbeAvailabilityLocked(node, before, false)) SendVerdictsLocked(node);
       }
       break;
     case v1::AgentMessage::kUniqueId:
@@ -576,6 +581,7 @@ void CoordinatorServer::Impl::DisconnectLocked(const std::string& node, const st
   for (auto& run : runs_) ApplyLocked(*run, run->OnAgentLost(node, why));
   if (sweep_) sweep_->RemoveNode(node);
   metrics_.SetAgentsConnected(agents_.size());
+  CountProbeUnavailableLocked();
   cv_.notify_all();
 }
 
@@ -716,6 +722,29 @@ void CoordinatorServer::Impl::OnReportLocked(const std::string& node,
   // The round waits until its earliest deadline: wake it when the run ended or when a deadline
   // came closer (a rank failed and its peer's grace began).
   if (run.done() || (after && before && *after < *before)) cv_.notify_all();
+}
+
+bool CoordinatorServer::Impl::OnProbeAvailabilityLocked(
+    const std::string& node, const std::optional<NodeProbeAvailability>& before, bool hello) {
+  const NodeInfo& info = KnownLocked(node);
+  const bool blind = ProbesCannotRun(info);
+  if (blind && (hello || info.probe != before)) {
+    log_.Warn("coordinator", "agent " + node + ": " + ProbesUnavailableText(info) +
+                                 "; left out of sweeps and triages until it can");
+  } else if (!blind && before && before->CannotRun()) {
+    log_.Info("coordinator", "agent " + node + ": probes can run again (" +
+                                 std::string(ProbeAvailabilityReason(info)) + ")");
+  }
+  CountProbeUnavailableLocked();
+  return verdicts_.UpdateProbeAvailability(node, info);
+}
+
+void CoordinatorServer::Impl::CountProbeUnavailableLocked() {
+  std::map<std::string, size_t> by_reason;
+  for (const auto& [node, a] : agents_) {
+    if (ProbesCannotRun(a.info)) ++by_reason[a.info.probe->reason];
+  }
+  metrics_.SetProbeUnavailable(by_reason);
 }
 
 void CoordinatorServer::Impl::SendVerdictsLocked(const std::string& node) {

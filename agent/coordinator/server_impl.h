@@ -133,6 +133,14 @@ class CoordinatorServer::Impl {
   // when every node in it is connected.
   bool MakeRoomLocked();
   void SendVerdictsLocked(const std::string& node);
+  // After a hello or a summary of `node` (known_ updated; `before`: what it said until then):
+  // logs a change of its probe availability, publishes the verdict of a node whose probes cannot
+  // run (ClusterVerdicts::UpdateProbeAvailability) and counts such nodes in the metric. True
+  // when the node's published verdict changed (to push it).
+  bool OnProbeAvailabilityLocked(const std::string& node,
+                                 const std::optional<NodeProbeAvailability>& before, bool hello);
+  // nccl_triage_coordinator_probe_unavailable_nodes from the connected agents.
+  void CountProbeUnavailableLocked();
   const NodeInfo& KnownLocked(const std::string& node) const;
   // The check of POST /sweep's bearer token; empty without a token.
   std::function<bool(std::string_view)> SweepTokenCheck() const;

@@ -37,6 +37,17 @@ std::vector<std::pair<NodePair, PairVerdict>> PredictedPairs(
   return out;
 }
 
+// What the node's agent said of its probes: available true or false with the reason word and
+// its evidence, or available null and reason "unknown" from an agent that does not say.
+nlohmann::json ProbeJson(const NodeInfo& info) {
+  if (!info.probe) {
+    return {{"available", nullptr}, {"reason", kProbeAvailabilityUnknown}, {"evidence", ""}};
+  }
+  return {{"available", info.probe->available},
+          {"reason", info.probe->reason},
+          {"evidence", info.probe->evidence}};
+}
+
 }  // namespace
 
 CoordinatorView BuildCoordinatorView(const CoordinatorViewSource& source, bool with_pairs) {
@@ -88,16 +99,23 @@ nlohmann::json ToJson(const CoordinatorView& view) {
                            {"topology", a.info.topology},
                            {"arch", a.info.arch},
                            {"nccl_version", a.info.nccl_version},
-                           {"gpus_busy", a.info.gpus_busy}});
+                           {"gpus_busy", a.info.gpus_busy},
+                           {"probe", ProbeJson(a.info)}});
   }
+  std::map<std::string, const NodeInfo*> infos;
+  for (const auto& a : view.agents) infos[a.info.name] = &a.info;
+  static const NodeInfo kNothingKnown;
   j["nodes"] = nlohmann::json::array();
   for (const auto& [node, v] : view.nodes) {
+    auto it = infos.find(node);
+    const NodeInfo& info = it != infos.end() ? *it->second : kNothingKnown;
     j["nodes"].push_back({{"node", node},
                           {"class", ToString(v.fault_class)},
                           {"basis", ToString(v.basis)},
                           {"causes", v.causes},
                           {"state", ToString(v.state)},
-                          {"reason", v.reason}});
+                          {"reason", v.reason},
+                          {"probe", ProbeJson(info)}});
   }
   j["faults"] = nlohmann::json::array();
   for (const auto& t : view.faults) {

@@ -166,7 +166,15 @@ void CoordinatorServer::Impl::RunOneSweep(std::stop_token stop) {
   SweepSetup setup;
   setup.number = number;
   std::map<std::string, uint64_t> unprobed;
+  std::vector<std::string> blind;
   for (const auto& [node, a] : agents_) {
+    // A node whose probes cannot run (no NCCL, no GPU, ...) is no member of the coverage
+    // schedule: its pairs could never be tested. Its verdict says why (UpdateProbeAvailability).
+    if (ProbesCannotRun(a.info)) {
+      blind.push_back(node);
+      unprobed[node] = 0;  // not left out for busy GPUs: probe_unavailable_nodes counts it
+      continue;
+    }
     members.emplace_back(node, a.info.topology);
     if (!a.info.gpus_busy) setup.nodes.push_back(node);
     auto before = unprobed_sweeps_.find(node);
@@ -186,7 +194,10 @@ void CoordinatorServer::Impl::RunOneSweep(std::stop_token stop) {
   setup.seed = options_.seed + number;
   log_.Info("coordinator", "sweep " + std::to_string(number) + ": " +
                                std::to_string(setup.nodes.size()) + " nodes available, " +
-                               std::to_string(setup.round1.size()) + " pairs in round 1");
+                               std::to_string(setup.round1.size()) + " pairs in round 1" +
+                               (blind.empty() ? std::string()
+                                              : ", " + std::to_string(blind.size()) +
+                                                    " left out: their probes cannot run"));
   SweepResult result = DriveSweepLocked(lock, std::move(setup));
   if (stopping_) return;
   for (const auto& p : result.tested_pairs) schedule_.MarkTested(p);
@@ -207,6 +218,10 @@ void CoordinatorServer::Impl::RunOneSweep(std::stop_token stop) {
     }
   }
   verdicts_.Apply(std::move(result), known_);
+  // A node that said it cannot probe while this sweep ran keeps the verdict that says so.
+  for (const auto& [node, a] : agents_) {
+    if (ProbesCannotRun(a.info)) verdicts_.UpdateProbeAvailability(node, a.info);
+  }
   // Confirmed faults of nodes that were not in this sweep keep their verdict (held down).
   for (const auto& [node, a] : agents_) SendVerdictsLocked(node);
   RemediateLocked(lock, stop);

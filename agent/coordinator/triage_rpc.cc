@@ -109,7 +109,8 @@ void CoordinatorServer::Impl::RunTriageLocked(std::unique_lock<std::mutex>& lock
   }
   std::map<std::string, TriageAgent> agents;
   for (const auto& [node, a] : agents_) {
-    agents[node] = TriageAgent{true, a.info.gpus_busy, faulty.count(node) > 0};
+    agents[node] = TriageAgent{true, a.info.gpus_busy, faulty.count(node) > 0,
+                               ProbesCannotRun(a.info) ? ProbesUnavailableText(a.info) : ""};
   }
   const TriagePlan plan = PlanTriage(job.nodes, agents);
   SweepSetup setup;

@@ -187,7 +187,10 @@ class CoordinatorSession::Connection {
     for (const auto& [key, rec] : view.probes) {
       if (rec && rec->result.cuda_driver_version > 0) cuda = rec->result.cuda_driver_version;
     }
-    return MakeNodeSummary(snapshot.get(), report.get(), view.NcclVersion(), cuda, GpusBusy());
+    v1::NodeSummary summary =
+        MakeNodeSummary(snapshot.get(), report.get(), view.NcclVersion(), cuda, GpusBusy());
+    SetProbeAvailability(view.probe_availability, summary);
+    return summary;
   }
 
   // No idle GPU (core/gpu_use.h) and probe.allow_when_gpus_busy off.

@@ -107,6 +107,10 @@ void Agent::Run(std::stop_token stop) {
   Clock::TimePoint next = clock_.Now();
   while (!stop.stop_requested()) {
     RunCycle();
+    if (library_check_ && library_checked_) {
+      const ProbeAvailability a = state_.View().probe_availability;
+      if (!a.available() && a.reason != kProbesPending) RunLibraryCheck();
+    }
     next += options_.interval;
     Clock::TimePoint now = clock_.Now();
     // After a slow cycle (or a suspended machine) start counting again instead of catching up.
@@ -129,12 +133,18 @@ void Agent::RunLibraryCheck() {
     availability->reason = std::string(kProbesError);
     availability->detail = "library check did not run: " + result.detail;
   }
-  if (availability->available()) {
-    log_.Info("agent", "probes can run: " + availability->detail);
-  } else {
-    log_.Warn("agent", "probes cannot run (" + availability->reason + "): " + availability->detail);
+  // Logged when it changes: a blind node is checked again every cycle.
+  const ProbeAvailability before = state_.View().probe_availability;
+  if (availability->reason != before.reason || availability->detail != before.detail) {
+    if (availability->available()) {
+      log_.Info("agent", "probes can run: " + availability->detail);
+    } else {
+      log_.Warn("agent",
+                "probes cannot run (" + availability->reason + "): " + availability->detail);
+    }
   }
   state_.SetProbeAvailability(std::move(*availability));
+  library_checked_ = true;
   Notify();
 }
 

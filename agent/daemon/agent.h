@@ -10,6 +10,7 @@
 // methods are safe from any thread. The agent does not own the state, clock, logger or sinks.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -73,6 +74,8 @@ class Agent final : public AgentServices {
   // Before Run(): checked once on the link thread before anything probes; its answer is the
   // state's probe_availability (each probe result updates it after that), and while the probes
   // cannot run the node's report carries the cause as a warn finding (AvailabilityFinding).
+  // While they cannot run (not ok, not pending) it is checked again after every cycle: the
+  // coordinator assigns such a node no probe, so no probe result would say they came back.
   void SetLibraryCheck(LibraryCheckFn check);
 
   // One cycle: gather, judge, store, notify. Returns the report it stored.
@@ -96,7 +99,7 @@ class Agent final : public AgentServices {
  private:
   void Notify();
   void RunIntraNodeOnce(std::stop_token stop);  // on the link thread, before the link runs
-  void RunLibraryCheck();                        // on the link thread, first
+  void RunLibraryCheck();  // on the link thread, first; then on the cycle thread while blind
   std::optional<Finding> IntraNodeFinding() const;
   // Holds `gpu` (a bus id; "": every GPU) for one probe stopped by `stop`. False at once when a
   // running probe holds it; a probe being cancelled (its stop requested: its children are being
@@ -112,6 +115,7 @@ class Agent final : public AgentServices {
   ProbeFn probe_;
   IntraNodeFn intra_;
   LibraryCheckFn library_check_;
+  std::atomic<bool> library_checked_{false};  // the start-up check is done (rechecks may run)
   mutable std::mutex intra_mu_;
   std::optional<Finding> intra_finding_;  // guarded by intra_mu_
   AgentState& state_;

@@ -105,7 +105,8 @@ constexpr std::array kSpecs = {
                "why: `pending` (not checked yet), `no_nccl`, `no_cuda`, `no_gpu` (causes "
                "`probe.no_nccl`, `probe.no_cuda`, `probe.no_gpu`), `error` (the check could not "
                "start); one series. Set by the agent's start-up library check, then by every "
-               "probe"},
+               "probe, and checked again after each cycle while it is not ok or pending; the "
+               "agent tells the coordinator too, which then leaves the node out of its sweeps"},
     MetricSpec{"nccl_triage_workload_check_status", "gauge", "namespace,pod,container,check,status",
                "Status of each workload check on each GPU container on this node, one-hot over "
                "status.",

@@ -95,6 +95,17 @@ PublishedNodeVerdict ChecksVerdict(const NodeInfo& info, std::string reason) {
   v.fault_class = report.fault_class;
   v.causes = std::move(report.causes);
   v.reason = std::move(reason);
+  if (ProbesCannotRun(info)) {
+    // Blind: the checks predict, no probe can confirm; an unfailing node is not known healthy.
+    if (v.fault_class == FaultClass::kHealthy) v.fault_class = FaultClass::kUnknown;
+    const std::string cause = "probe." + info.probe->reason;
+    if (FindCause(cause) != nullptr) {
+      std::erase(v.causes, cause);
+      v.causes.insert(v.causes.begin(), cause);
+    }
+    v.reason = ProbesUnavailableText(info) + ": left out of the sweeps, no pair results" +
+               (v.reason.empty() ? "" : "; " + v.reason);
+  }
   return v;
 }
 
@@ -112,11 +123,31 @@ void ClusterVerdicts::Apply(SweepResult result, const std::map<std::string, Node
         NodeVerdict(node, outcome, info != known.end() ? info->second : kNothingKnown);
     v.state = outcome.state;
     nodes_[node] = std::move(v);
+    blind_.erase(node);
   }
+}
+
+bool ClusterVerdicts::UpdateProbeAvailability(const std::string& node, const NodeInfo& info) {
+  auto it = nodes_.find(node);
+  if (it != nodes_.end() && it->second.confirmed_fault) return false;
+  PublishedNodeVerdict v;
+  if (ProbesCannotRun(info)) {
+    v = ChecksVerdict(info, "verdict from node checks");
+    blind_.insert(node);
+  } else if (blind_.erase(node) > 0) {
+    v = ChecksVerdict(info, "probes can run again, not probed since; from node checks");
+  } else {
+    return false;
+  }
+  v.state = NodeState::kUntested;
+  if (it != nodes_.end() && it->second == v) return false;
+  nodes_[node] = std::move(v);
+  return true;
 }
 
 void ClusterVerdicts::Forget(const std::string& node) {
   nodes_.erase(node);
+  blind_.erase(node);
   hold_down_.Forget(node);
   std::erase_if(link_claimed_by_, [&](const auto& claim) {
     return claim.first.a == node || claim.first.b == node;

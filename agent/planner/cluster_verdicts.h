@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ struct PublishedNodeVerdict {
   std::string reason;
   NodeState state = NodeState::kUntested;  // in the last sweep that tested it
   bool confirmed_fault = false;
+  friend bool operator==(const PublishedNodeVerdict&, const PublishedNodeVerdict&) = default;
 };
 
 // The last probe result of one pair.
@@ -82,7 +84,10 @@ struct AgentVerdicts {
 
 // The verdict of a node from its own checks only (basis checks), by core's rule. The agents send
 // their failing and warning findings and count their passes (NodeInfo::checks_passed); an agent
-// that does not count them is taken to have passed some, as before it could say.
+// that does not count them is taken to have passed some, as before it could say. A node whose
+// agent said its probes cannot run (ProbesCannotRun) is never healthy from its checks: unknown
+// instead, its availability cause (probe.no_nccl, ...) first, and the reason says why it has no
+// probe results.
 PublishedNodeVerdict ChecksVerdict(const NodeInfo& info, std::string reason);
 
 class ClusterVerdicts {
@@ -110,6 +115,14 @@ class ClusterVerdicts {
   // Returns the nodes whose verdicts changed (to push them again).
   std::vector<std::string> Restore(const std::vector<TrackedFault>& faults);
 
+  // What a node's agent said of its probes (NodeInfo::probe), after each hello and summary. A
+  // node whose probes cannot run (ProbesCannotRun) is left out of the sweeps, so no sweep would
+  // update its verdict: it becomes its checks' (ChecksVerdict: never healthy, the reason says
+  // why), state untested. When its probes can run again, that verdict gives way to its checks'
+  // plain one until a sweep probes it. A confirmed fault stays either way (held down until the
+  // node passes probes again). Returns whether the published verdict changed (to push it).
+  bool UpdateProbeAvailability(const std::string& node, const NodeInfo& info);
+
   // Drops everything about a node that left the cluster: its verdict, its pair records and the
   // faults that name it (the coordinator's node table expires such nodes).
   void Forget(const std::string& node);
@@ -136,6 +149,8 @@ class ClusterVerdicts {
   std::map<std::string, PublishedNodeVerdict> nodes_;
   // Link faults one node said were confirmed, waiting for the other node to say so (Resume).
   std::map<NodePair, std::string> link_claimed_by_;
+  // Nodes whose published verdict says their probes cannot run (UpdateProbeAvailability).
+  std::set<std::string> blind_;
 };
 
 }  // namespace nccl_triage

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -41,6 +42,21 @@ struct HcaInfo {
   friend bool operator==(const HcaInfo&, const HcaInfo&) = default;
 };
 
+// Whether a node's NCCL probes can run, as its agent said (NodeSummary.probe): the agent's
+// library check and its probes since. `reason` is the word of nccl_triage_probe_available
+// ("ok", "pending", "no_nccl", "no_cuda", "no_gpu", "error", or a newer agent's).
+struct NodeProbeAvailability {
+  bool available = false;
+  std::string reason{};
+  std::string evidence{};  // one line: the NCCL found, or the failing call
+  // Said it cannot probe: not available, and not merely pending (not checked yet).
+  bool CannotRun() const;
+  friend bool operator==(const NodeProbeAvailability&, const NodeProbeAvailability&) = default;
+};
+
+// The reason word of a node whose agent does not say (an agent before NodeSummary.probe).
+inline constexpr std::string_view kProbeAvailabilityUnknown = "unknown";
+
 struct NodeInfo {
   std::string name;
   std::string topology;  // value of the configured topology label ("" when unknown)
@@ -61,8 +77,20 @@ struct NodeInfo {
   // How many probes the agent runs at once, each on its own GPU (its hello); 1 from an agent
   // that does not say.
   int parallel_probes = 1;
+  // Whether its probes can run; nullopt from an agent that does not say (unknown: probed).
+  std::optional<NodeProbeAvailability> probe;
   friend bool operator==(const NodeInfo&, const NodeInfo&) = default;
 };
+
+// Whether the node's agent said its probes cannot run (not available, and not merely pending):
+// the coordinator then leaves it out of sweeps and triages. False when unknown.
+bool ProbesCannotRun(const NodeInfo& info);
+
+// "ok", "pending", "no_nccl", ... as the agent said; "unknown" when it did not.
+std::string_view ProbeAvailabilityReason(const NodeInfo& info);
+
+// Why a node is left out: "probes cannot run on this node (no_nccl: <evidence>)".
+std::string ProbesUnavailableText(const NodeInfo& info);
 
 // An unordered pair of node names, kept with a < b so that it can key maps.
 struct NodePair {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/catalogue.h"
 #include "core/ids.h"
 #include "core/rails.h"
 #include "core/rank_merge.h"
@@ -224,7 +225,20 @@ PairJudgement JudgePairExpecting(const NodeInfo& a, const NodeInfo& b, const Pai
 PairVerdict PredictPair(const NodeInfo& a, const NodeInfo& b) {
   DecisionInputs in;
   in.node_findings = PairFindings(a, b);
-  return Decide(in);
+  PairVerdict v = Decide(in);
+  // A node whose probes cannot run is never probed: its pair is not known healthy from checks,
+  // and its availability cause comes first (a's before b's), as for a probe that was unavailable.
+  for (const NodeInfo* n : {&b, &a}) {
+    if (!ProbesCannotRun(*n)) continue;
+    if (v.fault_class == FaultClass::kHealthy) v.fault_class = FaultClass::kUnknown;
+    const std::string cause = "probe." + n->probe->reason;
+    if (FindCause(cause) != nullptr) {
+      std::erase(v.causes, cause);
+      v.causes.insert(v.causes.begin(), cause);
+    }
+    v.reason = n->name + ": " + ProbesUnavailableText(*n) + "; " + v.reason;
+  }
+  return v;
 }
 
 }  // namespace nccl_triage

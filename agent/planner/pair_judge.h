@@ -105,7 +105,9 @@ PairJudgement JudgePairExpecting(const NodeInfo& a, const NodeInfo& b, const Pai
                                  const JudgeOptions& options,
                                  const std::optional<ExpectedBandwidth>& expected);
 
-// The verdict before any probe ran: the failing node and cross-node findings (basis checks).
+// The verdict before any probe ran: the failing node and cross-node findings (basis checks). A
+// pair with a node whose probes cannot run (ProbesCannotRun) is never healthy: unknown, with
+// that node's probe.no_* cause first.
 PairVerdict PredictPair(const NodeInfo& a, const NodeInfo& b);
 
 }  // namespace nccl_triage

@@ -15,6 +15,9 @@ TriagePlan PlanTriage(const std::vector<std::string>& requested,
     if (it == agents.end() || !it->second.connected) {
       plan.skipped[node] = "absent";
       plan.reasons[node] = "no agent of this node is connected to the coordinator";
+    } else if (!it->second.probes_unavailable.empty()) {
+      plan.skipped[node] = "unavailable";
+      plan.reasons[node] = it->second.probes_unavailable + ": not probed";
     } else if (it->second.gpus_busy) {
       plan.skipped[node] = "busy";
       plan.reasons[node] =
@@ -26,7 +29,8 @@ TriagePlan PlanTriage(const std::vector<std::string>& requested,
   }
   for (const auto& [node, a] : agents) {
     if (plan.references.size() >= max_references) break;
-    if (!job.count(node) && a.connected && !a.gpus_busy && !a.confirmed_fault) {
+    if (!job.count(node) && a.connected && !a.gpus_busy && !a.confirmed_fault &&
+        a.probes_unavailable.empty()) {
       plan.references.push_back(node);
     }
   }

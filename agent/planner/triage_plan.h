@@ -6,8 +6,9 @@
 // the job, none with a confirmed fault — with each other or with the job's odd node, so that a
 // reference has passed in this sweep when round 2 re-pairs a failed node with one; rounds 2 and 3
 // localise as any sweep does. There is no hold-down: the answer is what these probes saw.
-// Nodes whose agent is absent, or whose GPUs are busy (the job is dead, but another job may have
-// started there), are not probed and say so.
+// Nodes whose agent is absent, whose GPUs are busy (the job is dead, but another job may have
+// started there), or whose agent said its probes cannot run (no NCCL, no GPU, ...), are not
+// probed and say so; none of them is a reference.
 #pragma once
 
 #include <map>
@@ -25,13 +26,15 @@ struct TriageAgent {
   bool connected = false;
   bool gpus_busy = false;
   bool confirmed_fault = false;  // a confirmed node fault in the hold-down (no reference)
+  // Why its probes cannot run (ProbesUnavailableText); empty when they can or it did not say.
+  std::string probes_unavailable{};
 };
 
 struct TriagePlan {
   std::vector<std::string> probed;      // the job's nodes that will be probed
   std::vector<std::string> references;  // known-good nodes outside the job
   std::vector<NodePair> round1;
-  std::map<std::string, std::string> skipped;  // node -> state ("absent" | "busy")
+  std::map<std::string, std::string> skipped;  // node -> "absent" | "busy" | "unavailable"
   std::map<std::string, std::string> reasons;  // node -> why it was skipped
 };
 
@@ -42,7 +45,7 @@ TriagePlan PlanTriage(const std::vector<std::string>& requested,
 // One node of the job as the answer reports it.
 struct TriageNodeOutcome {
   std::string node;
-  std::string state;  // good | fault | inconclusive | untested | busy | absent
+  std::string state;  // good | fault | inconclusive | untested | busy | absent | unavailable
   FaultClass fault_class = FaultClass::kUnknown;
   std::vector<std::string> causes;
   std::string reason;

@@ -413,7 +413,7 @@ class IncidentJudge {
     for (const ProbeNodeState& n : p.nodes) {
       if (n.state == "good") ++good;
       if (n.state == "busy" || n.state == "absent" || n.state == "inconclusive" ||
-          n.state == "untested") {
+          n.state == "untested" || n.state == "unavailable") {
         out_.not_looked_at.push_back("probes on " + n.node + ": " + n.state +
                                      (n.reason.empty() ? "" : " (" + n.reason + ")"));
       }

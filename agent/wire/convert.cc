@@ -21,6 +21,7 @@ constexpr int kMaxCauses = 16;
 constexpr int kMaxIbPorts = 32;  // NCCL's MAX_IB_DEVS
 constexpr int kMaxEvidence = 4;
 constexpr int kMaxRails = 64;
+constexpr size_t kMaxReason = 32;
 
 // At most n bytes, never ending inside a UTF-8 character: the text goes into JSON (/status) and
 // protobuf strings, which both refuse a split character.
@@ -28,6 +29,21 @@ std::string Cut(const std::string& s, size_t n = kMaxText) {
   if (s.size() <= n) return s;
   while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xc0) == 0x80) --n;
   return s.substr(0, n);
+}
+
+// A reason word as metrics and /status can show it: 1 to kMaxReason of [a-z0-9_].
+bool ReasonWord(const std::string& s) {
+  return !s.empty() && s.size() <= kMaxReason && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// Control characters (a newline) as spaces: the text is one line of /status and a report table.
+std::string OneLine(std::string s) {
+  for (char& c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return s;
 }
 
 // "4: ACTIVE" -> "ACTIVE" (the kernel's name without its number).
@@ -158,6 +174,13 @@ v1::NodeSummary MakeNodeSummary(const NodeSnapshot* snapshot, const NodeReport* 
   return s;
 }
 
+void SetProbeAvailability(const ProbeAvailability& a, v1::NodeSummary& s) {
+  v1::ProbeAvailability* p = s.mutable_probe();
+  p->set_available(a.available());
+  p->set_reason(Cut(a.reason, kMaxReason));
+  p->set_evidence(Cut(a.detail));
+}
+
 bool ValidNodeName(const std::string& name) {
   if (name.empty() || name.size() > 253) return false;
   auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
@@ -241,6 +264,19 @@ void ApplySummary(const v1::NodeSummary& s, NodeInfo& info) {
     rail.state = rail.active ? "ACTIVE" : "unknown";
     rail.gpu_bdf = Cut(r.gpu_bus_id(), 64);
     info.rails.push_back(std::move(rail));
+  }
+  info.probe.reset();
+  if (s.has_probe()) {
+    NodeProbeAvailability probe;
+    probe.available = s.probe().available();
+    if (probe.available) {
+      probe.reason = "ok";
+    } else {
+      const std::string& reason = s.probe().reason();
+      probe.reason = ReasonWord(reason) && reason != "ok" ? reason : "unspecified";
+    }
+    probe.evidence = OneLine(Cut(s.probe().evidence()));
+    info.probe = std::move(probe);
   }
   info.checks_passed.reset();
   if (s.has_checks_passed()) {

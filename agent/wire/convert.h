@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "core/decision.h"
+#include "core/probe_availability.h"
 #include "core/probe_result.h"
 #include "core/rails.h"
 #include "core/report.h"
@@ -54,9 +55,16 @@ v1::NodeSummary MakeNodeSummary(const NodeSnapshot* snapshot, const NodeReport* 
                                 const std::string& nccl_version, int cuda_driver_version,
                                 bool gpus_busy);
 
+// The agent's probe availability into its summary (NodeSummary.probe): available, the reason word
+// and the detail as evidence, bounded.
+void SetProbeAvailability(const ProbeAvailability& availability, v1::NodeSummary& summary);
+
 // Hello -> NodeInfo (bounded copy). Fails on a missing or unusable node name.
 StatusOr<NodeInfo> NodeInfoFromHello(const v1::Hello& hello, const std::string& topology_label);
-// Applies a summary to an existing NodeInfo (name and topology kept).
+// Applies a summary to an existing NodeInfo (name and topology kept). A summary without `probe`
+// leaves the availability unknown (nullopt); an available node's reason is "ok", an unavailable
+// one's reason is kept when it is a word of [a-z0-9_] (at most 32 bytes), else "unspecified".
+
 void ApplySummary(const v1::NodeSummary& summary, NodeInfo& info);
 
 // One row of a rail table on the wire (NodeSummary.rails, TriageNode.rails' rail).

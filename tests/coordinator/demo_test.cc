@@ -6,6 +6,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "cluster_test_util.h"
@@ -53,6 +54,50 @@ TEST(DemoCluster, HealthyClusterIsHealthyFromProbesWithNoFault) {
     EXPECT_EQ(p.socket, ProbeOutcome::kPass);
     EXPECT_EQ(p.ib, ProbeOutcome::kPass);
   }
+}
+
+// Real agents: node-1's probes find no NCCL (its library check at start says so in the hello).
+// The coordinator never pairs it, shows why, and never calls it healthy; the others are probed.
+TEST(DemoCluster, ANodeWithoutNcclIsNeverPairedAndNeverHealthy) {
+  DemoOptions o = WithFault(TestOptions(4, "no-nccl"), "node:1:no_nccl");
+  o.rounds = 3;  // every pair of the three others, twice over
+  DemoReport r = RunCluster(std::move(o));
+  ASSERT_EQ(r.node_results.size(), 4u);
+  for (const auto& n : r.node_results) {
+    if (n.index == 1) {
+      EXPECT_EQ(n.probes, "no_nccl");
+      EXPECT_EQ(n.fault_class, FaultClass::kUnknown) << n.reason;
+      EXPECT_EQ(n.basis, Basis::kChecks);
+      ASSERT_FALSE(n.causes.empty());
+      EXPECT_EQ(n.causes[0], "probe.no_nccl");
+      EXPECT_NE(n.reason.find("probes cannot run on this node (no_nccl"), std::string::npos)
+          << n.reason;
+    } else {
+      EXPECT_EQ(n.probes, "ok") << n.name;
+      EXPECT_EQ(n.fault_class, FaultClass::kHealthy) << n.name << ": " << n.reason;
+      EXPECT_EQ(n.basis, Basis::kProbes) << n.name;
+    }
+  }
+  int probed = 0;
+  for (const auto& p : r.pairs) {
+    if (p.basis != Basis::kProbes) {
+      // Never probed: a pair with node-1 is predicted unknown, not healthy, and says why.
+      if (p.a == 1 || p.b == 1) {
+        EXPECT_EQ(p.fault_class, FaultClass::kUnknown) << p.a << "-" << p.b;
+        EXPECT_EQ(p.causes, std::vector<std::string>{"probe.no_nccl"}) << p.a << "-" << p.b;
+      }
+      continue;
+    }
+    ++probed;
+    EXPECT_TRUE(p.a != 1 && p.b != 1) << "node-1 was probed with node-" << (p.a == 1 ? p.b : p.a);
+  }
+  EXPECT_EQ(probed, 3);
+  EXPECT_TRUE(r.faults.empty()) << nlohmann::json(ToJson(r)).dump(2);
+  std::ostringstream table;
+  PrintDemoTable(r, table);
+  EXPECT_NE(table.str().find("node-1    unknown       checks  no_nccl   probe.no_nccl"),
+            std::string::npos)
+      << table.str();
 }
 
 struct NodeCase {

@@ -81,6 +81,18 @@ class RawAgent {
     }
   }
 
+  // The next message of any kind, or nullopt after `timeout` / stream end.
+  std::optional<v1::CoordinatorMessage> NextAny(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return !inbox_.empty() || ended_; }) ||
+        inbox_.empty()) {
+      return std::nullopt;
+    }
+    v1::CoordinatorMessage m = inbox_.front();
+    inbox_.pop_front();
+    return m;
+  }
+
   // Waits for the coordinator to end the stream; its status.
   std::optional<grpc::Status> WaitEnd(std::chrono::milliseconds timeout) {
     {

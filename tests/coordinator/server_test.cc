@@ -605,6 +605,260 @@ TEST(CoordinatorMetrics, ANodeLeftOutBecauseItsGpusAreBusyCountsItsSweeps) {
       << m;
 }
 
+// A hello whose summary says whether the node's probes can run (NodeSummary.probe).
+v1::AgentMessage HelloWithProbe(const std::string& node, bool available, const std::string& reason,
+                                const std::string& evidence) {
+  v1::AgentMessage m = RawAgent::Hello(node);
+  auto* probe = m.mutable_hello()->mutable_summary()->mutable_probe();
+  probe->set_available(available);
+  probe->set_reason(reason);
+  probe->set_evidence(evidence);
+  return m;
+}
+
+// A heartbeat carrying a new summary with `probe` set as given.
+v1::AgentMessage HeartbeatWithProbe(bool available, const std::string& reason,
+                                    const std::string& evidence) {
+  v1::AgentMessage m;
+  v1::NodeSummary* summary = m.mutable_heartbeat()->mutable_summary();
+  summary->set_arch("x86_64");
+  summary->mutable_probe()->set_available(available);
+  summary->mutable_probe()->set_reason(reason);
+  summary->mutable_probe()->set_evidence(evidence);
+  return m;
+}
+
+// What an agent that answers nothing receives until `done`: the peers of its assignments and
+// the node verdicts it is pushed.
+struct Received {
+  std::vector<std::string> assigned_peers;
+  std::vector<v1::NodeVerdict> verdicts;
+};
+Received Collect(RawAgent& a, const std::atomic<bool>& done) {
+  Received r;
+  while (!done) {
+    auto m = a.NextAny(50ms);
+    if (!m) continue;
+    if (m->has_assignment()) r.assigned_peers.push_back(m->assignment().peer());
+    if (m->has_verdicts()) r.verdicts.push_back(m->verdicts().node());
+  }
+  return r;
+}
+
+const nlohmann::json* StatusEntry(const nlohmann::json& list, const std::string& node) {
+  for (const auto& e : list) {
+    if (e["node"] == node) return &e;
+  }
+  return nullptr;
+}
+
+// An agent that says it has no NCCL is never paired; /status shows why, per node, and its
+// verdict is not healthy. Agents that do not say (before NodeSummary.probe) read as unknown and
+// are probed as before.
+TEST(CoordinatorProbeAvailability, ANodeWithoutNcclIsShownInStatusAndGetsNoPairs) {
+  Coordinator c;
+  RawAgent a(c.target, c.token), b(c.target, c.token), blind(c.target, c.token);
+  ASSERT_TRUE(a.Send(RawAgent::Hello("node-a")));
+  ASSERT_TRUE(b.Send(RawAgent::Hello("node-b")));
+  ASSERT_TRUE(blind.Send(HelloWithProbe("node-c", false, "no_nccl",
+                                        "libnccl.so.2: not found in /usr/lib/x86_64-linux-gnu")));
+  ASSERT_TRUE(c.server->WaitForAgents(3, 5s));
+  std::atomic<bool> done{false};
+  std::thread pa([&] { Play(a, done); });
+  std::thread pb([&] { Play(b, done); });
+  Received to_blind;
+  std::thread pc([&] { to_blind = Collect(blind, done); });
+  for (int sweep = 0; sweep < 3; ++sweep) {
+    EXPECT_TRUE(c.server->WaitForSweep(c.server->RequestSweep(), 10s)) << c.text.str();
+  }
+  done = true;
+  pa.join();
+  pb.join();
+  pc.join();
+  EXPECT_TRUE(to_blind.assigned_peers.empty())
+      << "node-c was assigned a probe with " << to_blind.assigned_peers.front();
+
+  CoordinatorView view = c.server->View();
+  ASSERT_EQ(view.pairs.size(), 1u);  // a with b, every sweep; nothing with c
+  EXPECT_EQ(view.pairs[0].pair, NodePair("node-a", "node-b"));
+  const PublishedNodeVerdict& v = view.nodes.at("node-c");
+  EXPECT_NE(v.fault_class, FaultClass::kHealthy);
+  EXPECT_EQ(v.fault_class, FaultClass::kUnknown);
+  EXPECT_EQ(v.basis, Basis::kChecks);
+  ASSERT_FALSE(v.causes.empty());
+  EXPECT_EQ(v.causes[0], "probe.no_nccl");
+  EXPECT_NE(v.reason.find("probes cannot run on this node (no_nccl: libnccl.so.2: not found"),
+            std::string::npos)
+      << v.reason;
+  EXPECT_NE(v.reason.find("left out of the sweeps"), std::string::npos) << v.reason;
+  for (const char* node : {"node-a", "node-b"}) {
+    EXPECT_EQ(view.nodes.at(node).fault_class, FaultClass::kHealthy) << node;
+    EXPECT_EQ(view.nodes.at(node).basis, Basis::kProbes) << node;
+  }
+
+  const nlohmann::json j = ToJson(view);
+  const nlohmann::json* node_c = StatusEntry(j["nodes"], "node-c");
+  ASSERT_NE(node_c, nullptr) << j.dump(2);
+  EXPECT_EQ((*node_c)["class"], "unknown");
+  EXPECT_EQ((*node_c)["probe"]["available"], false);
+  EXPECT_EQ((*node_c)["probe"]["reason"], "no_nccl");
+  EXPECT_EQ((*node_c)["probe"]["evidence"], "libnccl.so.2: not found in /usr/lib/x86_64-linux-gnu");
+  const nlohmann::json* agent_c = StatusEntry(j["agents"], "node-c");
+  ASSERT_NE(agent_c, nullptr);
+  EXPECT_EQ((*agent_c)["probe"]["reason"], "no_nccl");
+  const nlohmann::json* node_a = StatusEntry(j["nodes"], "node-a");
+  ASSERT_NE(node_a, nullptr);
+  EXPECT_TRUE((*node_a)["probe"]["available"].is_null()) << node_a->dump();
+  EXPECT_EQ((*node_a)["probe"]["reason"], "unknown");
+
+  // The blind node's agent is told its verdict too, and the coordinator counts it.
+  while (auto m = blind.Next(Body::kVerdicts, 200ms)) {
+    to_blind.verdicts.push_back(m->verdicts().node());
+  }
+  ASSERT_FALSE(to_blind.verdicts.empty());
+  for (const v1::NodeVerdict& told : to_blind.verdicts) {
+    EXPECT_EQ(told.fault_class(), v1::FAULT_CLASS_UNKNOWN);
+    ASSERT_GT(told.causes_size(), 0);
+    EXPECT_EQ(told.causes(0), "probe.no_nccl");
+  }
+  const std::string m = c.server->MetricsText();
+  EXPECT_NE(m.find("nccl_triage_coordinator_probe_unavailable_nodes{reason=\"no_nccl\"} 1"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("nccl_triage_coordinator_probe_unavailable_nodes{reason=\"no_gpu\"} 0"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("nccl_triage_coordinator_node_unprobed_sweeps{node=\"node-c\"} 0"),
+            std::string::npos)
+      << "left out for its probes, not for busy GPUs\n"
+      << m;
+  EXPECT_NE(c.text.str().find("agent node-c: probes cannot run on this node (no_nccl"),
+            std::string::npos)
+      << c.text.str();
+}
+
+// A node healthy from its probes that then says its probes cannot run (a heartbeat's summary)
+// loses that verdict at once, without waiting for a sweep, and is paired again once it can.
+TEST(CoordinatorProbeAvailability, ANodeThatLosesItsGpuIsNotHealthyAndIsPairedAgainOnceBack) {
+  Coordinator c;
+  auto a = c.Agent("node-a");
+  auto b = c.Agent("node-b");
+  auto sweep = [&](std::vector<std::string>* b_peers) {
+    std::atomic<bool> done{false};
+    std::thread pa([&] { Play(*a, done); });
+    std::thread pb([&] {
+      if (b_peers != nullptr) {
+        *b_peers = Collect(*b, done).assigned_peers;
+      } else {
+        Play(*b, done);
+      }
+    });
+    EXPECT_TRUE(c.server->WaitForSweep(c.server->RequestSweep(), 10s)) << c.text.str();
+    done = true;
+    pa.join();
+    pb.join();
+  };
+  sweep(nullptr);
+  ASSERT_EQ(c.server->View().nodes.at("node-b").fault_class, FaultClass::kHealthy);
+
+  ASSERT_TRUE(b->Send(HeartbeatWithProbe(false, "no_gpu", "cuInit: CUDA_ERROR_NO_DEVICE (100)")));
+  ASSERT_TRUE(WaitFor(
+      [&] { return c.server->View().nodes.at("node-b").fault_class != FaultClass::kHealthy; },
+      5s));
+  PublishedNodeVerdict v = c.server->View().nodes.at("node-b");
+  EXPECT_EQ(v.fault_class, FaultClass::kUnknown);
+  EXPECT_EQ(v.causes, std::vector<std::string>{"probe.no_gpu"});
+  bool pushed = false;  // the sweep's healthy verdict may still be queued before it
+  while (auto m = b->Next(Body::kVerdicts, 5s)) {
+    if (m->verdicts().node().fault_class() == v1::FAULT_CLASS_UNKNOWN) {
+      pushed = true;
+      break;
+    }
+  }
+  EXPECT_TRUE(pushed) << "node-b was not told its new verdict";
+
+  std::vector<std::string> b_peers;
+  sweep(&b_peers);
+  EXPECT_TRUE(b_peers.empty()) << "node-b was assigned a probe while its probes cannot run";
+  EXPECT_NE(c.server->View().nodes.at("node-b").fault_class, FaultClass::kHealthy);
+
+  ASSERT_TRUE(b->Send(HeartbeatWithProbe(true, "ok", "NCCL 2.28.9 on NVIDIA H100 80GB HBM3")));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return c.server->View().nodes.at("node-b").reason.find("probes can run again") !=
+               std::string::npos;
+      },
+      5s));
+  EXPECT_NE(c.text.str().find("agent node-b: probes can run again (ok)"), std::string::npos);
+  sweep(nullptr);
+  v = c.server->View().nodes.at("node-b");
+  EXPECT_EQ(v.fault_class, FaultClass::kHealthy) << v.reason;
+  EXPECT_EQ(v.basis, Basis::kProbes);
+}
+
+// A triage asked about a node whose probes cannot run does not probe it, says why, and takes
+// it as no reference: the job's other node is probed with a node that can probe.
+TEST(CoordinatorProbeAvailability, ATriageReportsANodeThatCannotProbeAsUnavailable) {
+  Coordinator c;
+  RawAgent a(c.target, c.token), b(c.target, c.token), blind(c.target, c.token),
+      blind_ref(c.target, c.token);
+  ASSERT_TRUE(a.Send(RawAgent::Hello("node-a")));
+  ASSERT_TRUE(b.Send(RawAgent::Hello("node-b")));
+  ASSERT_TRUE(blind.Send(HelloWithProbe("node-c", false, "no_gpu", "cuInit: no device")));
+  ASSERT_TRUE(blind_ref.Send(HelloWithProbe("node-0", false, "no_cuda", "libcuda.so.1")));
+  ASSERT_TRUE(c.server->WaitForAgents(4, 5s));
+  std::atomic<bool> done{false};
+  std::thread pa([&] { Play(a, done); });
+  std::thread pb([&] { Play(b, done); });
+  Received to_blind, to_blind_ref;
+  std::thread pc([&] { to_blind = Collect(blind, done); });
+  std::thread p0([&] { to_blind_ref = Collect(blind_ref, done); });
+  auto stub = v1::Coordinator::NewStub(
+      grpc::CreateChannel(c.target, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+  ctx.AddMetadata("authorization", "Bearer " + c.token);
+  v1::TriageRequest request;
+  request.add_nodes("node-a");
+  request.add_nodes("node-c");
+  v1::TriageAnswer answer;
+  grpc::Status s = stub->Triage(&ctx, request, &answer);
+  done = true;
+  pa.join();
+  pb.join();
+  pc.join();
+  p0.join();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(answer.nodes_size(), 2);
+  EXPECT_EQ(answer.nodes(0).state(), "good") << answer.nodes(0).reason();
+  EXPECT_EQ(answer.nodes(1).state(), "unavailable");
+  EXPECT_EQ(answer.nodes(1).reason(),
+            "probes cannot run on this node (no_gpu: cuInit: no device): not probed");
+  EXPECT_EQ(std::vector<std::string>(answer.references().begin(), answer.references().end()),
+            std::vector<std::string>{"node-b"});
+  EXPECT_TRUE(to_blind.assigned_peers.empty());
+  EXPECT_TRUE(to_blind_ref.assigned_peers.empty());
+}
+
+// "pending" (the agent has not checked yet) is no reason to leave a node out.
+TEST(CoordinatorProbeAvailability, ANodeWhoseAgentHasNotCheckedYetIsPaired) {
+  Coordinator c;
+  RawAgent a(c.target, c.token), b(c.target, c.token);
+  ASSERT_TRUE(a.Send(HelloWithProbe("node-a", false, "pending", "")));
+  ASSERT_TRUE(b.Send(HelloWithProbe("node-b", true, "ok", "NCCL 2.28.9")));
+  ASSERT_TRUE(c.server->WaitForAgents(2, 5s));
+  std::atomic<bool> done{false};
+  std::thread pa([&] { Play(a, done); });
+  std::thread pb([&] { Play(b, done); });
+  EXPECT_TRUE(c.server->WaitForSweep(c.server->RequestSweep(), 10s));
+  done = true;
+  pa.join();
+  pb.join();
+  CoordinatorView view = c.server->View();
+  EXPECT_EQ(view.pairs.size(), 1u);
+  EXPECT_EQ(view.nodes.at("node-a").fault_class, FaultClass::kHealthy);
+}
+
 TEST(CoordinatorMetrics, ServesTheContractNamesAfterASweep) {
   CoordinatorOptions o;
   o.http_listen = "127.0.0.1:0";

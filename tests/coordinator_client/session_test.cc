@@ -293,6 +293,58 @@ TEST(CoordinatorSession, ANodeWhereNoCheckPassedIsUnknownAtTheCoordinatorAsAtThe
   EXPECT_EQ(server.View().nodes.at("node-a").fault_class, FaultClass::kUnknown);
 }
 
+// The agent's probe availability travels in its summary: a node without NCCL is never assigned
+// a probe and is told a verdict that is not healthy; a node still pending is probed.
+TEST(CoordinatorSession, ANodeWithoutNcclSaysSoAndIsNeverAssignedAProbe) {
+  LiveCoordinator c;
+  CoordinatorServer& server = c.server;
+  auto pass = [](const ProbeAssignment& as, std::stop_token stop) {
+    ProbeResult r;
+    r.mode = as.mode;
+    r.rank = as.rank;
+    r.transport = as.mode == ProbeMode::kIb ? "NET/IB" : "NET/Socket";
+    if (as.rank == 0) {
+      as.publish_unique_id(std::string(256, 'a'));
+    } else if (!as.await_unique_id(stop)) {
+      r.outcome = ProbeOutcome::kFail;
+      return r;
+    }
+    r.outcome = ProbeOutcome::kPass;
+    return r;
+  };
+  FakeServices a("node-a");
+  FakeServices b("node-b");
+  FakeServices blind("node-c");
+  a.run_probe = pass;
+  b.run_probe = pass;
+  std::atomic<int> blind_probes{0};
+  blind.run_probe = [&](const ProbeAssignment& as, std::stop_token stop) {
+    ++blind_probes;
+    return pass(as, stop);
+  };
+  ProbeAvailability none;
+  none.reason = "no_nccl";
+  none.cause = "probe.no_nccl";
+  none.detail = "libnccl.so.2: not found";
+  blind.state().SetProbeAvailability(none);
+  RunningSession sa(c.session, a);
+  RunningSession sb(c.session, b);
+  RunningSession sc(c.session, blind);
+  ASSERT_TRUE(server.WaitForAgents(3, 10s));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(server.WaitForSweep(server.RequestSweep(), 10s));
+  EXPECT_EQ(blind_probes.load(), 0);
+  EXPECT_GT(a.probes_.load(), 0);
+  auto view = server.View();
+  for (const auto& agent : view.agents) {
+    ASSERT_TRUE(agent.info.probe.has_value()) << agent.info.name;
+    EXPECT_EQ(agent.info.probe->reason, agent.info.name == "node-c" ? "no_nccl" : "pending");
+  }
+  ASSERT_TRUE(blind.WaitFor([&] { return blind.node_verdict_.has_value(); }, 5s));
+  EXPECT_EQ(blind.node_verdict()->fault_class, FaultClass::kUnknown);
+  EXPECT_EQ(blind.node_verdict()->causes.front(), "probe.no_nccl");
+  EXPECT_EQ(view.nodes.at("node-a").fault_class, FaultClass::kHealthy);
+}
+
 TEST(CoordinatorSession, KeepsReconnectingWithBackOffWhileNobodyListens) {
   FakeServices a("node-a");
   SessionOptions so;

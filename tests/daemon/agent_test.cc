@@ -293,6 +293,58 @@ TEST_F(AgentTest, TheLibraryCheckSetsAvailabilityAndABlindNodeCarriesTheCauseAsA
   EXPECT_NE(log_text_.str().find("probes cannot run (no_gpu)"), std::string::npos);
 }
 
+// The coordinator sends no probe to a node whose probes cannot run, so no probe result would say
+// they came back: the agent checks its libraries again after each cycle while they cannot run,
+// logs the change once, and stops checking once they can.
+TEST_F(AgentTest, ABlindNodeChecksItsLibrariesAgainUntilTheProbesCanRun) {
+  auto looping = LoopingAgent();
+  Agent& agent = *looping;
+  std::atomic<int> checks{0};
+  agent.SetLibraryCheck([&] {
+    ProbeResult r;
+    if (++checks < 4) {
+      r.outcome = ProbeOutcome::kUnavailable;
+      r.unavailable_cause = "probe.no_nccl";
+      r.detail = "libnccl.so.2: not found";
+    } else {  // NCCL appeared on the host path
+      r.outcome = ProbeOutcome::kPass;
+      r.nccl_version = "2.28.9";
+    }
+    return r;
+  });
+  agent.SetProbeRunner([&](const ProbeAssignment&, std::stop_token) {  // the link's one probe
+    ProbeResult r;  // sees what the check sees at that moment
+    if (checks < 4) {
+      r.outcome = ProbeOutcome::kUnavailable;
+      r.unavailable_cause = "probe.no_nccl";
+      r.detail = "libnccl.so.2: not found";
+    } else {
+      r.outcome = ProbeOutcome::kPass;
+      r.nccl_version = "2.28.9";
+    }
+    return r;
+  });
+  ASSERT_TRUE(RunWithFakeLink(agent, [this] {
+    for (int i = 0; i < 30000 && !state_.View().probe_availability.available(); ++i) {
+      std::this_thread::sleep_for(1ms);
+    }
+    const uint64_t seen = state_.View().cycle.cycles;
+    for (int i = 0; i < 2000 && state_.View().cycle.cycles < seen + 3; ++i) {
+      std::this_thread::sleep_for(1ms);
+    }
+  }));
+  EXPECT_TRUE(state_.View().probe_availability.available());
+  EXPECT_EQ(state_.View().probe_availability.nccl_version, "2.28.9");
+  EXPECT_EQ(checks.load(), 4) << "checked again while blind, no more once available";
+  const std::string log = log_text_.str();
+  const auto first = log.find("probes cannot run (no_nccl)");
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find("probes cannot run (no_nccl)", first + 1), std::string::npos)
+      << "logged once, not at every check\n"
+      << log;
+  EXPECT_NE(log.find("probes can run: NCCL 2.28.9"), std::string::npos) << log;
+}
+
 TEST_F(AgentTest, TheCycleSummaryNamesThePoolWhoseExpectJudgedTheNode) {
   auto agent = ProbingAgent();
   state_.SetPool("h100-ndr");

@@ -170,6 +170,40 @@ TEST(ChecksVerdict, AnAgentThatDoesNotCountItsPassesIsTakenToHavePassedSome) {
   EXPECT_EQ(ChecksVerdict(info, "").fault_class, FaultClass::kArchitecture);
 }
 
+// What an agent says when its probes cannot run (NodeSummary.probe).
+NodeInfo Blind(NodeInfo info, const std::string& reason = "no_nccl") {
+  info.probe = NodeProbeAvailability{false, reason, "libnccl.so.2: not found"};
+  return info;
+}
+
+TEST(ChecksVerdict, ANodeWhoseProbesCannotRunIsNeverHealthyAndSaysWhy) {
+  NodeInfo info =
+      AsSummarised("node-a", {F("ib.driver", FaultClass::kIbResource, CheckStatus::kPass)});
+  ASSERT_EQ(ChecksVerdict(info, "").fault_class, FaultClass::kHealthy);
+  PublishedNodeVerdict v = ChecksVerdict(Blind(info), "not probed yet");
+  EXPECT_EQ(v.fault_class, FaultClass::kUnknown);
+  EXPECT_EQ(v.basis, Basis::kChecks);
+  EXPECT_EQ(v.causes, std::vector<std::string>{"probe.no_nccl"});
+  EXPECT_EQ(v.reason,
+            "probes cannot run on this node (no_nccl: libnccl.so.2: not found): left out of the "
+            "sweeps, no pair results; not probed yet");
+  // A failing check keeps its class; the availability cause still comes first.
+  info.findings.push_back(F("shm.size", FaultClass::kArchitecture, CheckStatus::kFail));
+  v = ChecksVerdict(Blind(info, "no_gpu"), "");
+  EXPECT_EQ(v.fault_class, FaultClass::kArchitecture);
+  EXPECT_EQ(v.causes, (std::vector<std::string>{"probe.no_gpu", "shm.size"}));
+  // A reason without a catalogue cause (error, a newer agent's word) adds none.
+  info.findings.clear();
+  v = ChecksVerdict(Blind(info, "error"), "");
+  EXPECT_EQ(v.fault_class, FaultClass::kUnknown);
+  EXPECT_TRUE(v.causes.empty());
+  // Pending (not checked yet) and unknown (an agent that does not say) change nothing.
+  info.probe = NodeProbeAvailability{false, "pending", ""};
+  EXPECT_EQ(ChecksVerdict(info, "").fault_class, FaultClass::kHealthy);
+  info.probe.reset();
+  EXPECT_EQ(ChecksVerdict(info, "").fault_class, FaultClass::kHealthy);
+}
+
 struct Cluster {
   explicit Cluster(int hold_down = 2, size_t max_records = ClusterVerdicts::kDefaultMaxPairRecords)
       : verdicts(hold_down, max_records) {
@@ -232,6 +266,34 @@ TEST(ClusterVerdicts, ProbesThatPassMakeANodeWhoseChecksAllSkippedHealthy) {
   EXPECT_EQ(c.verdicts.Find("node-a")->basis, Basis::kProbes);
 }
 
+TEST(ClusterVerdicts, ANodeHealthyFromProbesLosesThatVerdictOnceItsProbesCannotRun) {
+  Cluster c;
+  c.verdicts.Apply(OneGoodPair(1, NodePair("node-a", "node-b")), c.known);
+  ASSERT_EQ(c.verdicts.Find("node-a")->fault_class, FaultClass::kHealthy);
+  EXPECT_FALSE(c.verdicts.UpdateProbeAvailability("node-a", c.known["node-a"]))
+      << "probes that can run change nothing";
+  c.known["node-a"] = Blind(c.known["node-a"], "no_gpu");
+  EXPECT_TRUE(c.verdicts.UpdateProbeAvailability("node-a", c.known["node-a"]));
+  const PublishedNodeVerdict* v = c.verdicts.Find("node-a");
+  EXPECT_EQ(v->fault_class, FaultClass::kUnknown);
+  EXPECT_EQ(v->basis, Basis::kChecks);
+  EXPECT_EQ(v->state, NodeState::kUntested);
+  EXPECT_EQ(v->causes, std::vector<std::string>{"probe.no_gpu"});
+  EXPECT_FALSE(c.verdicts.UpdateProbeAvailability("node-a", c.known["node-a"])) << "no change";
+  AgentVerdicts pushed = c.verdicts.ForAgent("node-a");
+  ASSERT_TRUE(pushed.node.has_value());
+  EXPECT_FALSE(pushed.node->confirmed);
+  // Back: its checks' plain verdict until a sweep probes it again.
+  c.known["node-a"].probe = NodeProbeAvailability{true, "ok", "NCCL 2.28.9"};
+  EXPECT_TRUE(c.verdicts.UpdateProbeAvailability("node-a", c.known["node-a"]));
+  EXPECT_EQ(c.verdicts.Find("node-a")->basis, Basis::kChecks);
+  EXPECT_NE(c.verdicts.Find("node-a")->reason.find("probes can run again"), std::string::npos);
+  EXPECT_FALSE(c.verdicts.UpdateProbeAvailability("node-a", c.known["node-a"]));
+  c.verdicts.Apply(OneGoodPair(2, NodePair("node-a", "node-b")), c.known);
+  EXPECT_EQ(c.verdicts.Find("node-a")->fault_class, FaultClass::kHealthy);
+  EXPECT_EQ(c.verdicts.Find("node-a")->basis, Basis::kProbes);
+}
+
 SweepResult NodeFaultSweep(uint64_t number) {
   SweepResult r;
   r.number = number;
@@ -269,6 +331,9 @@ TEST(ClusterVerdicts, ANodeFaultIsPublishedOnlyOnceConfirmedWithItsOwnFailingChe
   AgentVerdicts pushed = c.verdicts.ForAgent("node-a");
   EXPECT_EQ(pushed.node->localisation, PairLocalisation::kNode);
   EXPECT_TRUE(pushed.node->confirmed);
+  // Its probes then stop running: the confirmed fault stays held down, not replaced by checks.
+  EXPECT_FALSE(c.verdicts.UpdateProbeAvailability("node-a", Blind(c.known["node-a"])));
+  EXPECT_TRUE(c.verdicts.Find("node-a")->confirmed_fault);
 }
 
 // node-a's rail fails with node-b and node-c; it also failed with node-d, whose memlock is too

@@ -357,6 +357,25 @@ TEST(PredictPair, CrossNodeFailureIsAChecksBasedVerdict) {
   EXPECT_EQ(PredictPair(Node("a"), Node("b")).fault_class, FaultClass::kHealthy);
 }
 
+TEST(PredictPair, APairWithANodeWhoseProbesCannotRunIsUnknownNotHealthy) {
+  NodeInfo b = Node("b");
+  b.probe = NodeProbeAvailability{false, "no_nccl", "libnccl.so.2: not found"};
+  PairVerdict v = PredictPair(Node("a"), b);
+  EXPECT_EQ(v.basis, Basis::kChecks);
+  EXPECT_EQ(v.fault_class, FaultClass::kUnknown);
+  EXPECT_EQ(v.causes, std::vector<std::string>{"probe.no_nccl"});
+  EXPECT_EQ(v.reason.rfind("b: probes cannot run on this node (no_nccl: ", 0), 0u) << v.reason;
+  // A cross-node failure keeps its class; the node's cause comes first.
+  b.arch = "aarch64";
+  v = PredictPair(Node("a"), b);
+  EXPECT_EQ(v.fault_class, FaultClass::kArchitecture);
+  EXPECT_EQ(v.causes, (std::vector<std::string>{"probe.no_nccl", "pair.arch_mixed"}));
+  // Pending or unknown availability predicts as before.
+  b = Node("b");
+  b.probe = NodeProbeAvailability{false, "pending", ""};
+  EXPECT_EQ(PredictPair(Node("a"), b).fault_class, FaultClass::kHealthy);
+}
+
 TEST(JudgeRails, EachRailIsJudgedOnItsOwnAndALostRailIsLeftOut) {
   PairProbes p = Probes(Both(Result(ProbeMode::kSocket, 0, ProbeOutcome::kPass),
                              Result(ProbeMode::kSocket, 1, ProbeOutcome::kPass)),

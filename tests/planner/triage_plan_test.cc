@@ -46,6 +46,21 @@ TEST(TriagePlan, NoBusyOrConfirmedFaultyNodeIsAReference) {
   EXPECT_EQ(p.references, std::vector<std::string>{"n5"});
 }
 
+TEST(TriagePlan, ANodeWhoseProbesCannotRunIsNotProbedNorAReferenceAndSaysWhy) {
+  auto agents = Agents(6);
+  agents["n1"].probes_unavailable = "probes cannot run on this node (no_nccl: not found)";
+  agents["n4"].probes_unavailable = "probes cannot run on this node (no_gpu)";
+  TriagePlan p = PlanTriage({"n0", "n1", "n2"}, agents);
+  EXPECT_EQ(p.probed, (std::vector<std::string>{"n0", "n2"}));
+  EXPECT_EQ(p.skipped.at("n1"), "unavailable");
+  EXPECT_EQ(p.reasons.at("n1"), "probes cannot run on this node (no_nccl: not found): not probed");
+  EXPECT_EQ(p.references, (std::vector<std::string>{"n3", "n5"}));
+  TriageOutcome out = SummariseTriage({"n0", "n1", "n2"}, p, SweepResult{});
+  ASSERT_EQ(out.nodes.size(), 3U);
+  EXPECT_EQ(out.nodes[1].state, "unavailable");
+  EXPECT_NE(out.nodes[1].reason.find("no_nccl"), std::string::npos);
+}
+
 TEST(TriagePlan, TheAnswerCoversTheAskedNodesAndTheirFaultsOnly) {
   auto agents = Agents(6);
   agents["n1"].gpus_busy = true;

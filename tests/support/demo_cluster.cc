@@ -38,7 +38,7 @@ namespace {
 constexpr const char* kSwitchLabel = "nccl-triage.io/demo-switch";
 constexpr const char* kNodeKinds[] = {"port_down",       "sm_offline",    "memlock",
                                       "no_rdma_devices", "rate_degraded", "shm_small",
-                                      "nccl_version"};
+                                      "nccl_version",    "no_nccl"};
 constexpr const char* kLinkKinds[] = {"pkey_mismatch", "cable"};
 constexpr const char* kRailKinds[] = {"mr_register", "port_down", "rate"};
 constexpr int kDemoRails = 8;  // the DGX A100 fixture: mlx5_0..mlx5_7, one port each
@@ -211,8 +211,10 @@ class DemoCluster::Node {
     options.interval = std::chrono::minutes(10);  // one check cycle is enough for the demo
     options.config = config;
     agent_ = std::make_unique<Agent>(options, gather, judge, state_, clock_, log);
-    agent_->SetProbeRunner(
-        MakeRunnerProbeFn(std::make_shared<const ProbeRunner>(config.probe, probe_options)));
+    auto runner = std::make_shared<const ProbeRunner>(config.probe, probe_options);
+    agent_->SetProbeRunner(MakeRunnerProbeFn(runner));
+    // As the agent command does: the libraries are checked before the session's hello.
+    agent_->SetLibraryCheck([runner] { return runner->CheckLibraries(); });
     agent_->SetCoordinatorLink(std::make_unique<CoordinatorSession>(std::move(session), log));
     if (serve) {
       metrics_ = std::make_unique<AgentMetrics>(state_, "demo");
@@ -356,6 +358,7 @@ Status DemoCluster::Start() {
   // Per-node faults, then the link faults, which need both ends.
   std::map<int, FixtureFaults> node_faults;
   std::map<int, bool> old_nccl;
+  std::map<int, bool> no_nccl;
   std::map<int, std::vector<std::string>> unreachable;
   std::map<int, std::vector<uint16_t>> pkeys;
   for (const auto& f : options_.faults) {
@@ -376,6 +379,7 @@ Status DemoCluster::Start() {
         ff.nccl_version = "2.12.12";
         old_nccl[f.a] = true;
       }
+      if (f.what == "no_nccl") no_nccl[f.a] = true;
     } else if (f.what == "cable") {
       unreachable[f.a].push_back(NodeName(f.b));
       unreachable[f.b].push_back(NodeName(f.a));
@@ -427,8 +431,10 @@ Status DemoCluster::Start() {
     }
 
     Config config;
+    // no_nccl: a path with no library, and no default search: the probe child finds no NCCL.
+    const char* nccl_dir = no_nccl[i] ? "none" : old_nccl[i] ? "old" : "lib";
     config.probe.nccl_library_paths = {
-        (fs::path(options_.fakes_dir) / (old_nccl[i] ? "old" : "lib") / "libnccl.so.2").string()};
+        (fs::path(options_.fakes_dir) / nccl_dir / "libnccl.so.2").string()};
     config.probe.cuda_library_paths = {
         (fs::path(options_.fakes_dir) / "lib" / "libcuda.so.1").string()};
     config.probe.size_bytes = probe_size;
@@ -531,6 +537,8 @@ DemoReport DemoCluster::Report() const {
   r.pairs_total =
       static_cast<uint64_t>(options_.nodes) * static_cast<uint64_t>(options_.nodes - 1) / 2;
   CoordinatorView view = coordinator_->View();
+  std::map<std::string, const CoordinatorView::Agent*> agents;
+  for (const auto& a : view.agents) agents[a.info.name] = &a;
   for (int i = 0; i < options_.nodes; ++i) {
     DemoNode n;
     n.index = i;
@@ -542,10 +550,11 @@ DemoReport DemoCluster::Report() const {
       n.causes = it->second.causes;
       n.reason = it->second.reason;
     }
+    if (auto a = agents.find(n.name); a != agents.end()) {
+      n.probes = std::string(ProbeAvailabilityReason(a->second->info));
+    }
     r.node_results.push_back(std::move(n));
   }
-  std::map<std::string, const CoordinatorView::Agent*> agents;
-  for (const auto& a : view.agents) agents[a.info.name] = &a;
   std::set<NodePair> probed;
   for (const auto& p : view.pairs) {
     DemoPair d;
@@ -669,7 +678,8 @@ nlohmann::json ToJson(const DemoReport& r) {
                           {"name", n.name},
                           {"class", ToString(n.fault_class)},
                           {"basis", ToString(n.basis)},
-                          {"causes", n.causes}});
+                          {"causes", n.causes},
+                          {"probes", n.probes}});
   }
   j["pairs"] = nlohmann::json::array();
   for (const auto& p : r.pairs) {
@@ -706,10 +716,11 @@ void PrintDemoTable(const DemoReport& r, std::ostream& out) {
   out << r.sweeps << " sweep(s), " << r.pairs_covered << "/" << r.pairs_total
       << " pairs probed to a conclusion\n\n";
   out << std::left << std::setw(10) << "NODE" << std::setw(14) << "CLASS" << std::setw(8) << "BASIS"
+      << std::setw(10) << "PROBES"
       << "CAUSES\n";
   for (const auto& n : r.node_results) {
     out << std::setw(10) << n.name << std::setw(14) << ToString(n.fault_class) << std::setw(8)
-        << ToString(n.basis) << join(n.causes) << "\n";
+        << ToString(n.basis) << std::setw(10) << n.probes << join(n.causes) << "\n";
   }
   out << "\n"
       << std::setw(8) << "PAIR" << std::setw(9) << "SOCKET" << std::setw(9) << "IB" << std::setw(14)

@@ -6,7 +6,7 @@
 //
 // Fault specs (0-based node indices):
 //   node:I:KIND   KIND = port_down | sm_offline | memlock | no_rdma_devices | rate_degraded |
-//                        shm_small | nccl_version
+//                        shm_small | nccl_version | no_nccl (its probes find no libnccl.so.2)
 //   link:I-J:KIND KIND = pkey_mismatch (I and J share no PKey with a full member; both still share
 //                        the default partition with everyone else) | cable (the IB path between
 //                        exactly I and J is broken; both reach everyone else)
@@ -123,6 +123,8 @@ struct DemoNode {
   Basis basis = Basis::kChecks;
   std::vector<std::string> causes;
   std::string reason;
+  // What its agent told the coordinator of its probes: "ok", "no_nccl", ..., "unknown".
+  std::string probes = "unknown";
 };
 
 struct DemoPair {

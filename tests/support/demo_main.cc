@@ -42,6 +42,7 @@ constexpr const char* kUsage =
     "  root of its own and the fake NCCL/CUDA libraries; faults go into the roots only.\n"
     "  SPEC (0-based node indices):\n"
     "    node:I:port_down|sm_offline|memlock|no_rdma_devices|rate_degraded|shm_small|nccl_version\n"
+    "           |no_nccl\n"
     "    link:I-J:pkey_mismatch|cable\n"
     "    rail:I:K:mr_register|port_down|rate   (rail K of node I; turns on the per-rail probes;\n"
     "                                         rate: 64 MiB probes judged for bandwidth,\n"
