@@ -11,7 +11,8 @@
 #   - the agent reaches the coordinator by the Service name the chart gives it (CoreDNS, then
 #     kube-proxy), and both reach the API server through the Service kubernetes: the
 #     coordinator's /status, read through its Service's address, lists the node connected, with
-#     its verdict and the probes' causes (probe.no_gpu / probe.no_nccl), never healthy;
+#     its verdict, never healthy, and why its probes cannot run (probe.reason no_gpu / no_nccl,
+#     sent by the agent) among its causes;
 #   - with NCCL_LIBRARY (the tests' fake NCCL), `helm upgrade` sets probe.nccl.fromImage to a
 #     training image carrying it: the DaemonSet rolls, the initContainer copies the library, and
 #     the agent's probes find it (no longer no_nccl);
@@ -192,7 +193,10 @@ coordinator_status() {  # WANT: connected | any
 import json, sys
 s = json.load(open(sys.argv[1]))
 ok = any(a.get("node") == sys.argv[2] and a.get("connected") for a in s.get("agents", []))
-ok = ok and any(n.get("node") == sys.argv[2] for n in s.get("nodes", []))
+# (and the agent's first check of its probes reached the coordinator: not pending, not unknown)
+ok = ok and any(n.get("node") == sys.argv[2] and
+                (n.get("probe") or {}).get("reason") not in (None, "pending", "unknown")
+                for n in s.get("nodes", []))
 sys.exit(0 if ok else 1)
 PY
     sleep 1
@@ -205,19 +209,21 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 agent = next(a for a in s["agents"] if a.get("node") == sys.argv[2])
 node = next(n for n in s["nodes"] if n.get("node") == sys.argv[2])
+probe = node.get("probe") or {}
 print(f"coordinator /status: agent {agent['node']} connected from {agent.get('peer')}; node verdict "
       f"class {node.get('class')}, basis {node.get('basis')}, causes {node.get('causes')}, "
-      f"state {node.get('state')}")
+      f"state {node.get('state')}; probes available={probe.get('available')} "
+      f"reason={probe.get('reason')} ({probe.get('evidence')})")
 if node.get("class") in (None, "", "healthy"):
     sys.exit("FAIL: the coordinator judges a node without GPU, NCCL or HCA healthy (or not at all)")
 causes = node.get("causes") or []
-# A probe that could not run is named in a pair's verdict (probe.no_nccl, ...); one node has no
-# pair, so the coordinator holds the node untested. Why it cannot be probed is the agent's (above).
-if not any(c in ("probe.no_gpu", "probe.no_nccl") for c in causes) and node.get("state") != "untested":
-    sys.exit("FAIL: the coordinator's node is neither untested nor named probe.no_gpu/probe.no_nccl")
+# The agent told the coordinator why its probes cannot run: the node is left out of the sweeps
+# and its verdict names the reason.
+if probe.get("available") is not False or probe.get("reason") not in ("no_gpu", "no_nccl", "no_cuda"):
+    sys.exit("FAIL: the coordinator's /status does not say the node's probes cannot run, and why")
+if not any(c in ("probe.no_gpu", "probe.no_nccl", "probe.no_cuda") for c in causes):
+    sys.exit("FAIL: the coordinator's verdict does not name why the node cannot be probed")
 PY
-echo "  (the coordinator's /status does not say why the node is untested: the agents do not send it"
-echo "  their probes' availability; the agent's /status above names it)"
 
 # 4. probe.nccl.fromImage: the initContainer copies the training image's NCCL.
 if [ -n "$nccl" ]; then
