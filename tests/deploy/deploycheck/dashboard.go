@@ -398,9 +398,20 @@ func runAlertsLive(c *checker, args []string) {
 		}
 		c.check(err == nil && r.Status == "success" && len(r.Data.Result) > 0, "alert %s is not pending or firing (%v %s)", e, err, r.Error)
 	}
+	// An alert that must not be active may be pending for a moment for a scrape that timed out on
+	// a loaded machine (NcclTriageAgentDown is up == 0): a rule that disagrees with the metrics
+	// stays active, a missed scrape clears at the next one (every few seconds here).
 	for _, a := range absent {
+		start := time.Now()
 		r, err := promQuery(*prom, query(a))
-		c.check(err == nil && r.Status == "success" && len(r.Data.Result) == 0, "alert %s is active but must not be (%v %s)", a, err, r.Error)
+		for deadline := start.Add(*wait); (err != nil || len(r.Data.Result) > 0) && time.Now().Before(deadline); {
+			time.Sleep(500 * time.Millisecond)
+			r, err = promQuery(*prom, query(a))
+		}
+		c.check(err == nil && r.Status == "success" && len(r.Data.Result) == 0, "alert %s is active but must not be, for %s (%v %s)", a, *wait, err, r.Error)
+		if waited := time.Since(start); err == nil && len(r.Data.Result) == 0 && waited > time.Second {
+			fmt.Printf("alert %s was active for %.1f s, then cleared (a scrape missed under load)\n", a, waited.Seconds())
+		}
 	}
 }
 
