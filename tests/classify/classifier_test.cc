@@ -927,5 +927,44 @@ TEST(LogClassifierInference, NoCudaDeviceBesideAnOpenedGpuIsTheDeviceAssignment)
   EXPECT_EQ(Cause0(ClassifyLogText(none)), "cuda.driver");
 }
 
+// NCCL's shared-memory setup prints the failing call through its wrapper and then, from the same
+// file, the operation it was doing: the summary names the failure.
+TEST(LogClassifierInference, AWrapperErrorFollowedByItsFilesSummaryIsTheSummarysCause) {
+  const std::string cuda =
+      "node-3:51200:51291 [2] misc/shmutils.cc:101 NCCL WARN Cuda failure 'invalid argument'\n";
+  const std::string summary =
+      "node-3:51200:51291 [2] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory "
+      "segment /dev/shm/nccl-Hq3mZ1 (size 9637888)\n";
+  Classification c = ClassifyLogText(cuda + summary);
+  ASSERT_FALSE(c.causes.empty());
+  EXPECT_EQ(c.causes.front().cause, "shm.size") << c.reason;
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture);
+  ASSERT_FALSE(c.roots.empty());
+  EXPECT_EQ(c.roots.front().line.number, 1u);  // the rank's first failing line stays the wrapper
+  // The wrapper alone (NCCL <= 2.11's include/shm.h prints no summary): the CUDA failure.
+  Classification alone = ClassifyLogText(
+      "heinz:151780:151928 [2] include/shm.h:42 NCCL WARN Cuda failure 'invalid argument'\n");
+  ASSERT_FALSE(alone.causes.empty());
+  EXPECT_EQ(alone.causes.front().cause, "cuda.driver");
+  // A specific CUDA error is no wrapper: the GPU ran out of memory, whatever the file says next.
+  Classification oom = ClassifyLogText(
+      "node-3:51200:51291 [2] misc/shmutils.cc:101 NCCL WARN Cuda failure 'out of memory'\n" +
+      summary);
+  ASSERT_FALSE(oom.causes.empty());
+  EXPECT_EQ(oom.causes.front().cause, "cuda.driver");
+  // A later WARN from another file is another failure (or its consequence), not a summary.
+  Classification other = ClassifyLogText(
+      cuda + "node-3:51200:51291 [2] transport/shm.cc:200 NCCL WARN Error while creating shared "
+             "memory segment /dev/shm/nccl-Hq3mZ1 (size 9637888)\n");
+  ASSERT_FALSE(other.causes.empty());
+  EXPECT_EQ(other.causes.front().cause, "cuda.driver");
+  // Another rank's summary does not explain this rank's wrapper.
+  Classification two_ranks = ClassifyLogText(
+      cuda + "node-3:51201:51290 [3] misc/shmutils.cc:112 NCCL WARN Error while creating shared "
+             "memory segment /dev/shm/nccl-Q1 (size 9637888)\n");
+  ASSERT_FALSE(two_ranks.causes.empty());
+  EXPECT_EQ(two_ranks.causes.front().cause, "cuda.driver");
+}
+
 }  // namespace
 }  // namespace nccl_triage
