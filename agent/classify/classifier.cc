@@ -1273,6 +1273,13 @@ KeptMap LogClassifier::State::KeepCauses(bool success, bool set_up, bool complet
     const bool derived = keep_unless_completed.count(id) > 0;
     if (set_up && path_only.count(id) > 0) continue;
     if (acc.tier == kTierSuspect && (derived ? completed : set_up)) continue;
+    // A line of another layer (a rule that reads only text lines: libfabric, libmlx5, a
+    // framework's CUDA error) before NCCL's proof that the collectives finished did not stop
+    // them: the run is judged by that proof.
+    if (completed && acc.rule != nullptr && acc.rule->lines == kTextLine &&
+        acc.order_line < last_success_line) {
+      continue;
+    }
     if (acc.rule != nullptr && !acc.rule->network.empty() &&
         !(socket_network ? IEqualsPrefix(acc.rule->network, "SOCKET")
                          : IEqualsPrefix(network, ToUpper(acc.rule->network)))) {

@@ -966,5 +966,28 @@ TEST(LogClassifierInference, AWrapperErrorFollowedByItsFilesSummaryIsTheSummarys
   EXPECT_EQ(two_ranks.causes.front().cause, "cuda.driver");
 }
 
+// Lines of the layers under NCCL (libfabric, libmlx5, a framework's CUDA error) name the failure
+// of a run that did not complete; before NCCL's proof that the collectives finished they did not
+// stop it.
+TEST(LogClassifierInference, ALowerLayersLineBeforeACompletedRunIsNotTheVerdict) {
+  const std::string cqe = "(Worker pid=71) mlx5: gpu-b07: got completion with error:\n";
+  const std::string done =
+      "gpu-b07:71:71 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Init COMPLETE\n"
+      "     8388608       2097152     float     sum      -1    81.16  103.36  180.88       0    "
+      "80.46  104.26  182.45       0\n"
+      "# Avg bus bandwidth    : 180.5\n";
+  Classification completed = ClassifyLogText(cqe + done);
+  EXPECT_EQ(completed.fault_class, FaultClass::kHealthy) << completed.reason;
+  Classification failed = ClassifyLogText(
+      "gpu-b07:71:71 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Init COMPLETE\n" +
+      cqe);
+  EXPECT_EQ(failed.fault_class, FaultClass::kIbResource) << failed.reason;
+  ASSERT_FALSE(failed.causes.empty());
+  EXPECT_EQ(failed.causes.front().cause, "ib.fabric");
+  Classification cuda = ClassifyLogText("warning: cudaErrorPeerAccessAlreadyEnabled ignored\n" +
+                                        done);
+  EXPECT_EQ(cuda.fault_class, FaultClass::kHealthy) << cuda.reason;
+}
+
 }  // namespace
 }  // namespace nccl_triage
