@@ -807,6 +807,17 @@ const std::multimap<std::string, std::string>& Samples() {
        "could not synchronize on CUDA context: CUDA_ERROR_LAUNCH_FAILED: unspecified launch "
        "failure"},
       {"cuda.error_name", "RuntimeError: CUDA error: cudaErrorLaunchTimeout"},
+      {"ibv.reg_mr_enomem",
+       "[1733550101.552710] [gpu-n3:40911:0]          ib_md.c:309  UCX  ERROR "
+       "ibv_reg_mr(address=0x7f2b40000000, length=268435456, access=0xf) failed: Cannot allocate "
+       "memory"},
+      {"cuda.invalid_device", "RuntimeError: CUDA error: invalid device ordinal"},
+      {"cuda.out_of_memory",
+       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total "
+       "capacity of 79.19 GiB of which 1.02 GiB is free."},
+      {"cuda.illegal_address",
+       "[rank5]: RuntimeError: CUDA error: an illegal memory access was encountered"},
+      {"cuda.error_name", "torch.AcceleratorError: CUDA error: device-side assert triggered"},
       {"c10d.timeout_too_short",
        "[rank1]:[E1207 09:00:01.123456 77 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught "
        "collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=1024, "
@@ -845,6 +856,11 @@ const std::multimap<std::string, std::string>& NearMisses() {
        "enabled'"},
       {"cuda.error_name", "CUDA_VISIBLE_DEVICES=0,1,2,3 python train.py"},
       {"cuda.error_name", "cuInit returned CUDA_SUCCESS"},
+      {"ibv.reg_mr_enomem",
+       "[1733550101.552710] [gpu-n3:40911:0]          ib_md.c:309  UCX  ERROR "
+       "ibv_reg_mr(address=0x7f2b40000000, length=4096, access=0xf) failed: Bad address"},
+      {"cuda.out_of_memory",
+       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids memory fragmentation"},
       {"c10d.timeout_too_short",
        "[rank1]:[E1207 09:30:01.123456 77 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught "
        "collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=1024, "
