@@ -818,6 +818,12 @@ const std::multimap<std::string, std::string>& Samples() {
       {"cuda.illegal_address",
        "[rank5]: RuntimeError: CUDA error: an illegal memory access was encountered"},
       {"cuda.error_name", "torch.AcceleratorError: CUDA error: device-side assert triggered"},
+      {"host.xid_hardware",
+       "[Mon Dec  1 10:00:00 2025] NVRM: Xid (PCI:0000:b3:00): 79, pid=1234, name=python, GPU "
+       "has fallen off the bus."},
+      {"host.xid_hardware",
+       "kernel: NVRM: Xid (PCI:0000:18:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable "
+       "double bit error (DBE) has been detected on GPU in the framebuffer at partition 6."},
       {"c10d.timeout_too_short",
        "[rank1]:[E1207 09:00:01.123456 77 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught "
        "collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=1024, "
@@ -861,6 +867,12 @@ const std::multimap<std::string, std::string>& NearMisses() {
        "ibv_reg_mr(address=0x7f2b40000000, length=4096, access=0xf) failed: Bad address"},
       {"cuda.out_of_memory",
        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids memory fragmentation"},
+      {"host.xid_hardware",
+       "[ 8812.441201] NVRM: Xid (PCI:0000:1b:00): 13, pid=40211, name=python, Graphics "
+       "Exception: ESR 0x404600=0x80000001"},
+      {"host.xid_hardware",
+       "[ 8812.441201] NVRM: Xid (PCI:0000:1b:00): 31, pid=40211, name=python, Ch 00000008, "
+       "intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f3b_2c000000"},
       {"c10d.timeout_too_short",
        "[rank1]:[E1207 09:30:01.123456 77 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught "
        "collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=1024, "
