@@ -824,6 +824,15 @@ const std::multimap<std::string, std::string>& Samples() {
       {"host.xid_hardware",
        "kernel: NVRM: Xid (PCI:0000:18:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable "
        "double bit error (DBE) has been detected on GPU in the framebuffer at partition 6."},
+      {"c10d.store_connect",
+       "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while "
+       "trying to connect to (10.40.0.3, 29500)."},
+      {"c10d.store_connect",
+       "[W1207 10:00:01.000000000 socket.cpp:755] [c10d] The client socket has failed to connect "
+       "to [gpu-n1.cluster]:29500 (errno: 113 - No route to host)."},
+      {"c10d.store_connect",
+       "[W1207 10:00:01.000000000 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate "
+       "to host 10.40.0.3:29500 - retrying (try=0, timeout=600000ms, delay=33924ms)"},
       {"c10d.timeout_too_short",
        "[rank1]:[E1207 09:00:01.123456 77 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught "
        "collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=1024, "
@@ -873,6 +882,9 @@ const std::multimap<std::string, std::string>& NearMisses() {
       {"host.xid_hardware",
        "[ 8812.441201] NVRM: Xid (PCI:0000:1b:00): 31, pid=40211, name=python, Ch 00000008, "
        "intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f3b_2c000000"},
+      {"c10d.store_connect",
+       "[W1207 10:00:01.000000000 socket.cpp:464] [c10d] The server socket on "
+       "[::ffff:10.10.12.11]:25000 has timed out, will retry."},
       {"c10d.timeout_too_short",
        "[rank1]:[E1207 09:30:01.123456 77 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught "
        "collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=1024, "
