@@ -83,6 +83,12 @@ std::string Sanitize(std::string_view s) {
 
 std::string_view Cap(std::string_view s, size_t n) { return s.size() > n ? s.substr(0, n) : s; }
 
+// The source file of a WARN's `file.cc:LINE` (`misc/shmutils.cc:103 (func)` -> `misc/shmutils.cc`).
+std::string_view FileOnly(std::string_view file) {
+  file = file.substr(0, file.find(' '));
+  return file.substr(0, file.rfind(':'));
+}
+
 // A result row of nccl-tests (`  8388608  2097152  float  sum  -1  123.4  68.00  127.50  0 ...`):
 // size, count, type, [redop,] root, time, algbw, busbw and #wrong, here 0 or N/A.
 bool IsTestsResultRow(std::string_view text) {
@@ -156,6 +162,9 @@ struct CauseAcc {
   std::vector<LogLine> evidence;
   size_t matches = 0;
   bool refined = false;
+  // Named by the summary that followed a rank's first WARN from the same file (OnWarn): ranked
+  // before the wrapper's cause of that WARN.
+  bool summary = false;
   // For causes that come from result codes rather than rules.
   FaultClass code_verdict = FaultClass::kUnknown;
 };
@@ -175,6 +184,14 @@ struct RankState {
   bool plugin_external = false;
   bool plugin_internal = false;
   int code_after_warn = -1;
+  // Its first WARN: where NCCL printed it (`misc/shmutils.cc`, without the line), whether only a
+  // generic rule or the catalogue's path named it (a wrapper's error: `Cuda failure 'invalid
+  // argument'`), and where it was; and how many WARNs the rank printed.
+  std::string first_warn_file;
+  bool first_warn_generic = false;
+  size_t first_warn_line = 0;
+  std::string first_warn_ts;
+  int warns = 0;
 };
 
 // The first back-trace line of a rank without a WARN whose file a file rule names.
@@ -453,10 +470,32 @@ struct LogClassifier::State {
     }
     RankState* rs = Rank(p.rank);
     bool first_warn = rs != nullptr && !rs->has_warn;
-    if (rs != nullptr) rs->has_warn = true;
+    if (rs != nullptr) {
+      rs->has_warn = true;
+      ++rs->warns;
+    }
+    // NCCL's setup code reports a failed step through the wrapper of the call (CUDACHECK's `Cuda
+    // failure '...'`, SYSCHECK's `Call to X failed`), then, from the same source file, its own
+    // summary of the operation (`Error while creating shared memory segment ...`). When the
+    // rank's first WARN was only such a wrapper, the summary that follows it names the failure:
+    // its cause is the rank's root, ranked where the wrapper was.
+    const bool summary_of_first = rs != nullptr && !first_warn && rs->warns == 2 &&
+                                  rs->first_warn_generic && !rs->first_warn_file.empty() &&
+                                  FileOnly(p.file) == rs->first_warn_file;
     int root_tier = kTierContext;
+    bool first_generic = !matches.empty();
     for (const auto& m : matches) {
       const Rule& r = rules[m.rule];
+      if (r.strength != Strength::kGeneric) first_generic = false;
+      if (summary_of_first && r.strength == Strength::kRoot) {
+        AddCause(r, kTierRoot, Boost(r, r.confidence), line, rs->first_warn_ts);
+        CauseAcc& acc = causes.find(r.cause)->second;
+        if (acc.tier == kTierRoot && acc.rule == &r) {
+          acc.order_line = rs->first_warn_line;
+          acc.summary = true;
+        }
+        continue;
+      }
       int tier = TierFor(r.strength, first_warn, true);
       root_tier = std::min(root_tier, tier);
       AddCause(r, tier, Boost(r, r.confidence), line, p.timestamp);
@@ -471,7 +510,14 @@ struct LogClassifier::State {
         root_tier = std::min(root_tier, tier);
         AddPathCause(*path, tier, line, p.timestamp);
         named = path->verdict != FaultClass::kUnknown;
+        first_generic = named;
       }
+    }
+    if (first_warn) {
+      rs->first_warn_file = std::string(Cap(FileOnly(p.file), kMaxFieldBytes));
+      rs->first_warn_generic = first_generic;
+      rs->first_warn_line = line_no;
+      rs->first_warn_ts = std::string(Cap(p.timestamp, kMaxFieldBytes));
     }
     if (!named) ++unmatched_warns;
     if (env_rejected_lines.empty()) {
@@ -983,6 +1029,7 @@ Classification LogClassifier::State::Finish() {
       [](const Ranked& r) { return r.acc->order_line; },
       [](const Ranked& a, const Ranked& b) {
         if (a.acc->refined != b.acc->refined) return a.acc->refined;
+        if (a.acc->summary != b.acc->summary) return a.acc->summary;
         if (a.acc->confidence != b.acc->confidence) return a.acc->confidence > b.acc->confidence;
         return a.id < b.id;
       });
@@ -1226,6 +1273,13 @@ KeptMap LogClassifier::State::KeepCauses(bool success, bool set_up, bool complet
     const bool derived = keep_unless_completed.count(id) > 0;
     if (set_up && path_only.count(id) > 0) continue;
     if (acc.tier == kTierSuspect && (derived ? completed : set_up)) continue;
+    // A line of another layer (a rule that reads only text lines: libfabric, libmlx5, a
+    // framework's CUDA error) before NCCL's proof that the collectives finished did not stop
+    // them: the run is judged by that proof.
+    if (completed && acc.rule != nullptr && acc.rule->lines == kTextLine &&
+        acc.order_line < last_success_line) {
+      continue;
+    }
     if (acc.rule != nullptr && !acc.rule->network.empty() &&
         !(socket_network ? IEqualsPrefix(acc.rule->network, "SOCKET")
                          : IEqualsPrefix(network, ToUpper(acc.rule->network)))) {

@@ -348,6 +348,13 @@ const CatalogueMessage* MessageCatalogue::MatchWarn(std::string_view message) co
   if (best == nullptr) {
     for (size_t i : open_start_) consider(i);
   }
+  // aws-ofi-nccl's NCCL_OFI_WARN prefixes every format with `NET/OFI ` (the catalogue holds the
+  // format as the plugin's source writes it): without the prefix, only the plugin's own formats.
+  constexpr std::string_view kOfiPrefix = "NET/OFI ";
+  if (best == nullptr && message.substr(0, kOfiPrefix.size()) == kOfiPrefix) {
+    const CatalogueMessage* inner = MatchWarn(message.substr(kOfiPrefix.size()));
+    if (inner != nullptr && inner->path == "net_ofi") return inner;
+  }
   return best;
 }
 

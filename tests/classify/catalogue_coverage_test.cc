@@ -68,7 +68,8 @@ bool CatchAll(const std::string& cause) {
          cause == "nccl.system";
 }
 
-Coverage Measure(const NcclVersion& minor, std::vector<std::string>* unnamed = nullptr) {
+Coverage Measure(const std::string& release, std::vector<std::string>* unnamed = nullptr) {
+  const NcclVersion minor = ParseNcclVersion(release);
   Coverage cov;
   const auto cat = MessageCatalogue::Builtin();
   const auto rules = ActiveRules();
@@ -77,7 +78,10 @@ Coverage Measure(const NcclVersion& minor, std::vector<std::string>* unnamed = n
     const std::string line =
         "node-1:4242:4242 [0] " + m.file + ":100 NCCL WARN " + Fill(m.format);
     ++cov.sites;
-    Classification c = ClassifyLogText(line + "\n");
+    // The release's own version line first: a format can mean different things in different
+    // releases (rules with an `nccl:` range), and each release is judged as it prints it.
+    Classification c = ClassifyLogText("node-1:4242:4242 [0] NCCL INFO NCCL version " + release +
+                                       "+cuda12.2\n" + line + "\n");
     const FaultClass path_class =
         FindMessagePath(m.path) ? FindMessagePath(m.path)->verdict : FaultClass::kUnknown;
     if (c.fault_class != FaultClass::kUnknown || path_class == FaultClass::kUnknown) {
@@ -109,12 +113,17 @@ struct Bar {
   double min_path;
   double min_specific;
 };
-// Measured: 2.18 97.9 % / 78.3 %, 2.21 98.0 % / 78.1 %, 2.28 97.7 % / 74.3 %. A WARN that is
-// benign (a GID-table event) or context (libibverbs not loaded, aws-ofi-nccl declining to start:
-// they matter only when that network was wanted) has no path on its own, which is why the path
-// share is under 99 %; the bare no-algorithm WARN of 2.24+ is NCCL's internal error and the graph
-// search's fallback to a simpler order is benign (neither has a path).
-constexpr Bar kBars[] = {{"2.18", 0.97, 0.78}, {"2.21", 0.97, 0.78}, {"2.28", 0.97, 0.74}};
+// Measured: 2.18 97.9 % / 78.0 %, 2.21 98.0 % / 77.8 %, 2.28 97.7 % / 74.3 %. Each format is
+// judged with its release's version line: `Attempt to use communicator before the previous
+// operation returned ncclSuccess` repeats an earlier asynchronous error in 2.14-2.25 (a
+// follow-up, no specific cause) and is API misuse only from 2.26, so 2.18 and 2.21 count one
+// specific cause fewer than the 78.3 % / 78.1 % measured when it was read as misuse everywhere.
+// A WARN that is benign (a GID-table event) or context (libibverbs not loaded, aws-ofi-nccl
+// declining to start: they matter only when that network was wanted) has no path on its own,
+// which is why the path share is under 99 %; the bare no-algorithm WARN of 2.24+ is NCCL's
+// internal error and the graph search's fallback to a simpler order is benign (neither has a
+// path).
+constexpr Bar kBars[] = {{"2.18", 0.97, 0.775}, {"2.21", 0.97, 0.775}, {"2.28", 0.97, 0.74}};
 
 TEST(CatalogueCoverage, EveryWarnOfNcclHasAPathAndMostHaveASpecificCause) {
   const Status parsed = MessageCatalogue::BuiltinStatus();
@@ -126,7 +135,7 @@ TEST(CatalogueCoverage, EveryWarnOfNcclHasAPathAndMostHaveASpecificCause) {
   std::set<std::string> listed;
   for (const Bar& bar : kBars) {
     std::vector<std::string> unnamed;
-    const Coverage cov = Measure(ParseNcclVersion(bar.version), &unnamed);
+    const Coverage cov = Measure(bar.version, &unnamed);
     std::printf("%-8s %8zu %8zu %5.1f%% %11zu %5.1f%% %11zu %5.1f%%\n", bar.version, cov.sites,
                 cov.with_path, 100 * cov.Path(), cov.specific, 100 * cov.Specific(),
                 cov.by_rule, 100 * cov.ByRule());

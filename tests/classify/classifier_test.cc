@@ -927,5 +927,67 @@ TEST(LogClassifierInference, NoCudaDeviceBesideAnOpenedGpuIsTheDeviceAssignment)
   EXPECT_EQ(Cause0(ClassifyLogText(none)), "cuda.driver");
 }
 
+// NCCL's shared-memory setup prints the failing call through its wrapper and then, from the same
+// file, the operation it was doing: the summary names the failure.
+TEST(LogClassifierInference, AWrapperErrorFollowedByItsFilesSummaryIsTheSummarysCause) {
+  const std::string cuda =
+      "node-3:51200:51291 [2] misc/shmutils.cc:101 NCCL WARN Cuda failure 'invalid argument'\n";
+  const std::string summary =
+      "node-3:51200:51291 [2] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory "
+      "segment /dev/shm/nccl-Hq3mZ1 (size 9637888)\n";
+  Classification c = ClassifyLogText(cuda + summary);
+  ASSERT_FALSE(c.causes.empty());
+  EXPECT_EQ(c.causes.front().cause, "shm.size") << c.reason;
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture);
+  ASSERT_FALSE(c.roots.empty());
+  EXPECT_EQ(c.roots.front().line.number, 1u);  // the rank's first failing line stays the wrapper
+  // The wrapper alone (NCCL <= 2.11's include/shm.h prints no summary): the CUDA failure.
+  Classification alone = ClassifyLogText(
+      "heinz:151780:151928 [2] include/shm.h:42 NCCL WARN Cuda failure 'invalid argument'\n");
+  ASSERT_FALSE(alone.causes.empty());
+  EXPECT_EQ(alone.causes.front().cause, "cuda.driver");
+  // A specific CUDA error is no wrapper: the GPU ran out of memory, whatever the file says next.
+  Classification oom = ClassifyLogText(
+      "node-3:51200:51291 [2] misc/shmutils.cc:101 NCCL WARN Cuda failure 'out of memory'\n" +
+      summary);
+  ASSERT_FALSE(oom.causes.empty());
+  EXPECT_EQ(oom.causes.front().cause, "cuda.driver");
+  // A later WARN from another file is another failure (or its consequence), not a summary.
+  Classification other = ClassifyLogText(
+      cuda + "node-3:51200:51291 [2] transport/shm.cc:200 NCCL WARN Error while creating shared "
+             "memory segment /dev/shm/nccl-Hq3mZ1 (size 9637888)\n");
+  ASSERT_FALSE(other.causes.empty());
+  EXPECT_EQ(other.causes.front().cause, "cuda.driver");
+  // Another rank's summary does not explain this rank's wrapper.
+  Classification two_ranks = ClassifyLogText(
+      cuda + "node-3:51201:51290 [3] misc/shmutils.cc:112 NCCL WARN Error while creating shared "
+             "memory segment /dev/shm/nccl-Q1 (size 9637888)\n");
+  ASSERT_FALSE(two_ranks.causes.empty());
+  EXPECT_EQ(two_ranks.causes.front().cause, "cuda.driver");
+}
+
+// Lines of the layers under NCCL (libfabric, libmlx5, a framework's CUDA error) name the failure
+// of a run that did not complete; before NCCL's proof that the collectives finished they did not
+// stop it.
+TEST(LogClassifierInference, ALowerLayersLineBeforeACompletedRunIsNotTheVerdict) {
+  const std::string cqe = "(Worker pid=71) mlx5: gpu-b07: got completion with error:\n";
+  const std::string done =
+      "gpu-b07:71:71 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Init COMPLETE\n"
+      "     8388608       2097152     float     sum      -1    81.16  103.36  180.88       0    "
+      "80.46  104.26  182.45       0\n"
+      "# Avg bus bandwidth    : 180.5\n";
+  Classification completed = ClassifyLogText(cqe + done);
+  EXPECT_EQ(completed.fault_class, FaultClass::kHealthy) << completed.reason;
+  Classification failed = ClassifyLogText(
+      "gpu-b07:71:71 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 60 - Init COMPLETE\n" +
+      cqe);
+  EXPECT_EQ(failed.fault_class, FaultClass::kIbResource) << failed.reason;
+  ASSERT_FALSE(failed.causes.empty());
+  EXPECT_EQ(failed.causes.front().cause, "ib.fabric");
+  Classification cuda = ClassifyLogText("warning: cudaErrorPeerAccessAlreadyEnabled ignored\n" +
+                                        done);
+  EXPECT_EQ(cuda.fault_class, FaultClass::kHealthy) << cuda.reason;
+}
+
 }  // namespace
 }  // namespace nccl_triage

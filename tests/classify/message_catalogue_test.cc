@@ -120,5 +120,34 @@ TEST(LogClassifierCatalogue, ACatalogueOnlyWarnBeforeACleanRunIsSetUpNoise) {
   EXPECT_EQ(c.fault_class, FaultClass::kHealthy) << c.reason;
 }
 
+TEST(MessageCatalogue, AnOfiPluginWarnIsMatchedWithoutItsNetOfiPrefix) {
+  // aws-ofi-nccl prints every WARN as `NET/OFI <format>`; its catalogue holds the bare format.
+  auto cat = MessageCatalogue::Parse(
+      "level\tformat\tfile\tpath\n"
+      "WARN\tUnexpected status (%d) for message %hu\tsrc/nccl_ofi_rdma.cpp\tnet_ofi\n"
+      "WARN\tsocketStartConnect: Connect to %s failed : %s\tmisc/socket.cc\tsocket\n");
+  ASSERT_TRUE(cat.ok()) << cat.status().message();
+  const CatalogueMessage* m = (*cat)->MatchWarn("NET/OFI Unexpected status (0) for message 17");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->path, "net_ofi");
+  // Only the plugin's own formats answer for the prefix: NCCL's socket message does not.
+  EXPECT_EQ((*cat)->MatchWarn("NET/OFI socketStartConnect: Connect to 10.0.0.2<1> failed : x"),
+            nullptr);
+}
+
+TEST(LogClassifierCatalogue, AnOfiWarnNoRuleNamesIsTheEfaPathNotTheCallThatFollows) {
+  // The built-in catalogue: a WARN of aws-ofi-nccl's completion handling, then NCCL 2.21's
+  // report that the communicator already holds an error.
+  Classification c = ClassifyLogText(
+      "ip-10-8-1-77:2019:2019 [5] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+      "ip-10-8-1-77:2019:2101 [5] process_completions:1702 NCCL WARN NET/OFI Send completion from "
+      "unexpected request type\n"
+      "ip-10-8-1-77:2019:2019 [5] init.cc:290 NCCL WARN Attempt to use communicator before the "
+      "previous operation returned ncclSuccess\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kIbResource) << c.reason;
+  ASSERT_FALSE(c.causes.empty());
+  EXPECT_EQ(c.causes.front().cause, "efa.fabric");
+}
+
 }  // namespace
 }  // namespace nccl_triage

@@ -634,7 +634,10 @@ const std::multimap<std::string, std::string>& Samples() {
        "trainer-0:61:61 [0] init.cc:1952 NCCL WARN improper usage of ncclCommInitRank: nId = 0, "
        "nranks=8"},
       {"api.rank_device", "trainer-0:61:61 [0] init.cc:2185 NCCL WARN rank 8 exceeds ndev=8"},
-      {"api.comm_state",
+      {"api.comm_error_state",
+       "trainer-0:61:61 [0] init.cc:290 NCCL WARN Attempt to use communicator before the "
+       "previous operation returned ncclSuccess"},
+      {"api.comm_in_progress",
        "trainer-0:61:61 [0] init.cc:2290 NCCL WARN Attempt to use communicator before the "
        "previous operation returned ncclSuccess"},
       {"api.comm_state",
@@ -760,8 +763,138 @@ const std::multimap<std::string, std::string>& Samples() {
        "master-0:1:1 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0> [1]eth0:192.168.4.230<0>"},
       {"socket.loopback_first",
        "gpu-b12:4152:4206 [0] NCCL INFO NET : Using interface lo:127.0.0.1<0>"},
+      {"libfabric.mr_enomem",
+       "libfabric:20331:1733550101::efa:mr:efa_mr_reg_impl():842<warn> Unable to register MR: "
+       "Cannot allocate memory"},
+      {"libfabric.mr_enomem",
+       "libfabric:4410:1699000000::verbs;ofi_rxm:mr:vrb_mr_reg_common():97<warn> ibv_reg_mr: "
+       "Cannot allocate memory(12)"},
+      {"libfabric.mr_other",
+       "libfabric:5510:1733551200::efa:mr:efa_mr_regattr():905<warn> Unable to register MR: Bad "
+       "address"},
+      {"libfabric.efa_completion_error",
+       "libfabric:71022:1733552000::efa:cq:efa_rdm_rxe_handle_error():512<warn> err: 113, "
+       "message: Unreachable remote (12) My EFA addr: fi_addr_efa://[fe80::4a1:2bff:fe9e:1c2d]:1:"
+       "1193046 My host id: i-0a1b2c3d4e5f60718"},
+      {"libfabric.efa_completion_error",
+       "[1,5]<stderr>:libfabric:912:1668017255::efa:cq:rxr_cq_handle_tx_error():198<warn> "
+       "rxr_cq_handle_tx_error: err: 20, prov_err: Unknown error -20 (20)"},
+      {"mlx5.error_cqe", "mlx5: gpu-b07: got completion with error:"},
+      {"mlx5.error_cqe",
+       "(InferenceActor pid=66130, ip=10.40.3.9) mlx5: gpu-b07.cluster.local: got completion with "
+       "error:"},
+      {"ib.resiliency_device_failed",
+       "[2026-03-02 10:11:12] b300-n4:88120:88311 [3] transport/net_ib/p2p_resiliency.cc:376 NCCL "
+       "WARN NET/IB: ncclIbResiliencyHandleDeviceFailure: Device 1 marked as failed. Initiating "
+       "recovery? No (recv comm=0x7f1c2c0a1000, outstandingRecovery=0)"},
+      {"ib.resiliency_device_failed",
+       "b300-n4:88120:88311 [3] transport/net_ib/p2p_resiliency.cc:47 NCCL WARN NET/IB: Fatal "
+       "error. Detected 2 failed devices out of 2 devices on the send communicator "
+       "(comm=0x7f1c2c0a1000). No support for more than a single failed device."},
+      {"ib.resiliency_device_failed",
+       "b300-n4:88120:88311 [3] transport/net_ib/p2p_resiliency.cc:488 NCCL WARN NET/IB: Could not "
+       "find a functional device to post the probe for request 0x7f1c2c0b4400 (id=42)"},
+      {"cuda.too_many_peers",
+       "[2026-01-12 04:22:19] pcie-srv:40211:40211 [0] allocator.cc:79 NCCL WARN Cuda failure 711 "
+       "'peer mapping resources exhausted'"},
+      {"cuda.too_many_peers",
+       "2019-08-01 10:00:02.000001: W tensorflow/core/common_runtime/gpu/gpu_device.cc:1597] "
+       "Unable to enable peer access between device ordinals 4 and 9, status: Internal: failed "
+       "to enable peer access from 0x5600 to 0x5700: CUDA_ERROR_TOO_MANY_PEERS"},
+      {"cuda.too_many_peers", "cudaDeviceEnablePeerAccess(9) failed: cudaErrorTooManyPeers"},
+      {"cuda.error_name",
+       "2025-10-02 11:20:33.910554: E external/xla/xla/stream_executor/cuda/cuda_driver.cc:1203] "
+       "could not synchronize on CUDA context: CUDA_ERROR_LAUNCH_FAILED: unspecified launch "
+       "failure"},
+      {"cuda.error_name", "RuntimeError: CUDA error: cudaErrorLaunchTimeout"},
+      {"ibv.reg_mr_enomem",
+       "[1733550101.552710] [gpu-n3:40911:0]          ib_md.c:309  UCX  ERROR "
+       "ibv_reg_mr(address=0x7f2b40000000, length=268435456, access=0xf) failed: Cannot allocate "
+       "memory"},
+      {"cuda.invalid_device", "RuntimeError: CUDA error: invalid device ordinal"},
+      {"cuda.out_of_memory",
+       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total "
+       "capacity of 79.19 GiB of which 1.02 GiB is free."},
+      {"cuda.illegal_address",
+       "[rank5]: RuntimeError: CUDA error: an illegal memory access was encountered"},
+      {"cuda.error_name", "torch.AcceleratorError: CUDA error: device-side assert triggered"},
+      {"host.xid_hardware",
+       "[Mon Dec  1 10:00:00 2025] NVRM: Xid (PCI:0000:b3:00): 79, pid=1234, name=python, GPU "
+       "has fallen off the bus."},
+      {"host.xid_hardware",
+       "kernel: NVRM: Xid (PCI:0000:18:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable "
+       "double bit error (DBE) has been detected on GPU in the framebuffer at partition 6."},
+      {"c10d.store_connect",
+       "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while "
+       "trying to connect to (10.40.0.3, 29500)."},
+      {"c10d.store_connect",
+       "[W1207 10:00:01.000000000 socket.cpp:755] [c10d] The client socket has failed to connect "
+       "to [gpu-n1.cluster]:29500 (errno: 113 - No route to host)."},
+      {"c10d.store_connect",
+       "[W1207 10:00:01.000000000 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate "
+       "to host 10.40.0.3:29500 - retrying (try=0, timeout=600000ms, delay=33924ms)"},
+      {"c10d.timeout_too_short",
+       "[rank1]:[E1207 09:00:01.123456 77 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught "
+       "collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=1024, "
+       "NumelOut=1024, Timeout(ms)=5000) ran for 5012 milliseconds before timing out."},
   };
   return kSamples;
+}
+
+// rule name -> a line of the same family that the rule must not name: a benign or different
+// line the rule's patterns come close to (the wording another layer prints in a healthy run,
+// another provider, another status, a realistic setting).
+const std::multimap<std::string, std::string>& NearMisses() {
+  static const std::multimap<std::string, std::string> kNearMisses = {
+      {"libfabric.mr_enomem",
+       "libfabric:30211:1733550101::efa:cq:efa_rdm_ep_grow_rx_pools():1170<warn> cannot allocate "
+       "memory for EFA's RX packet pool. error: Cannot allocate memory"},
+      {"libfabric.mr_enomem",
+       "libfabric:5510:1733551200::efa:mr:efa_mr_regattr():905<warn> Unable to register MR: Bad "
+       "address"},
+      {"libfabric.mr_other",
+       "libfabric:7:1700000000::efa:mr:efa_mr_dereg_impl():1010<warn> Unable to deregister memory "
+       "registration"},
+      {"libfabric.efa_completion_error",
+       "libfabric:88123:1712000000::verbs;ofi_rxm:cq:vrb_poll_cq():140<warn> fi_cq_readerr: err: "
+       "5, prov_err: Input/output error (5)"},
+      {"libfabric.efa_completion_error",
+       "libfabric:30214:1733550101::efa:eq:efa_eq_write_error():662<warn> Writing error Cannot "
+       "allocate memory to EQ."},
+      {"mlx5.error_cqe", "libibverbs: Warning: couldn't stat '/sys/class/infiniband/mlx5_4'."},
+      {"mlx5.error_cqe", "00000000 00008813 120101c6 0a3fd4d2"},
+      {"ib.resiliency_device_failed",
+       "b300-n4:88120:88311 [3] NCCL INFO NET/IB: ncclIbResiliencyHandleDeviceFailure: Device 0 was "
+       "already marked as failed."},
+      {"cuda.too_many_peers",
+       "gpu-2:88:88 [0] transport/p2p.cc:380 NCCL WARN Cuda failure 704 'peer access is already "
+       "enabled'"},
+      {"cuda.error_name", "CUDA_VISIBLE_DEVICES=0,1,2,3 python train.py"},
+      {"cuda.error_name", "cuInit returned CUDA_SUCCESS"},
+      {"ibv.reg_mr_enomem",
+       "[1733550101.552710] [gpu-n3:40911:0]          ib_md.c:309  UCX  ERROR "
+       "ibv_reg_mr(address=0x7f2b40000000, length=4096, access=0xf) failed: Bad address"},
+      {"cuda.out_of_memory",
+       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids memory fragmentation"},
+      {"host.xid_hardware",
+       "[ 8812.441201] NVRM: Xid (PCI:0000:1b:00): 13, pid=40211, name=python, Graphics "
+       "Exception: ESR 0x404600=0x80000001"},
+      {"host.xid_hardware",
+       "[ 8812.441201] NVRM: Xid (PCI:0000:1b:00): 31, pid=40211, name=python, Ch 00000008, "
+       "intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f3b_2c000000"},
+      {"c10d.store_connect",
+       "[W1207 10:00:01.000000000 socket.cpp:464] [c10d] The server socket on "
+       "[::ffff:10.10.12.11]:25000 has timed out, will retry."},
+      {"c10d.timeout_too_short",
+       "[rank1]:[E1207 09:30:01.123456 77 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught "
+       "collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=1024, "
+       "NumelOut=1024, Timeout(ms)=600000) ran for 600012 milliseconds before timing out."},
+      {"api.comm_in_progress",
+       "trainer-0:61:61 [0] init.cc:2402 NCCL WARN comm 0x55d1d1c1f680 has already been destroyed"},
+      {"api.comm_error_state",
+       "trainer-0:61:61 [0] init.cc:2402 NCCL WARN comm 0x55d1d1c1f680 has already been destroyed"},
+  };
+  return kNearMisses;
 }
 
 bool Contains(const std::vector<std::string_view>& v, std::string_view x) {
@@ -821,6 +954,37 @@ TEST(RuleTable, EverySampleLineMatchesItsRule) {
     auto matched = RuleNamesForLine(line);
     EXPECT_TRUE(Contains(matched, name)) << name << " does not match its sample: " << line;
   }
+}
+
+// The other side of each sample: a line close to the rule's family that it must leave alone.
+TEST(RuleTable, NearMissLinesAreNotNamedByTheirRule) {
+  for (const auto& [name, line] : NearMisses()) {
+    EXPECT_TRUE(Samples().count(name)) << "near miss for a rule without a sample: " << name;
+    EXPECT_FALSE(Contains(RuleNamesForLine(line), name)) << name << " names " << line;
+  }
+}
+
+// The same WARN means another thing in another release: before 2.26 the communicator holds an
+// earlier error (a follow-up of the first WARN), from 2.26 a non-blocking call came too early.
+TEST(RuleTable, CommunicatorNotReadyIsAFollowUpBefore226AndMisuseFrom226) {
+  const std::string warn = Sample("api.comm_error_state");
+  const std::string first =
+      "gpu-c12:7702:7780 [1] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
+      "10.30.4.9<52113> with status=12 opcode=0 len=0 vendor err 129 (Send)";
+  auto version = [](const char* v) {
+    return std::string("trainer-0:61:61 [0] NCCL INFO NCCL version ") + v + "+cuda12.4\n";
+  };
+  Classification old_alone = ClassifyLogText(version("2.21.5") + warn);
+  EXPECT_EQ(old_alone.fault_class, FaultClass::kUnknown) << old_alone.reason;
+  Classification unknown_version = ClassifyLogText(warn);
+  EXPECT_EQ(unknown_version.fault_class, FaultClass::kUnknown) << unknown_version.reason;
+  Classification old_after = ClassifyLogText(version("2.21.5") + first + "\n" + warn);
+  ASSERT_FALSE(old_after.causes.empty());
+  EXPECT_EQ(old_after.causes.front().cause, "ib.fabric");
+  Classification new_alone = ClassifyLogText(version("2.28.9") + warn);
+  ASSERT_FALSE(new_alone.causes.empty());
+  EXPECT_EQ(new_alone.causes.front().cause, "nccl.api_usage");
+  EXPECT_EQ(new_alone.fault_class, FaultClass::kArchitecture);
 }
 
 // The end-to-end meaning of each rule: its sample alone (plus what the rule needs around it)

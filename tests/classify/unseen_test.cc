@@ -1,7 +1,7 @@
-// The classifier on logs its rules were not written from: two sets of public threads
-// (tests/classify/unseen, tests/classify/unseen-2, gathered and labelled apart from the rules,
-// README there) and the real NCCL failures captured on a GPU (tests/fixtures/nccl-logs/*-failures,
-// one misconfiguration each, labelled from what was done). Both thread sets have since become
+// The classifier on logs its rules were not written from: three sets of public threads
+// (tests/classify/unseen, unseen-2, unseen-3, gathered and labelled apart from the rules, README
+// there) and the real NCCL failures captured on a GPU (tests/fixtures/nccl-logs/*-failures, one
+// misconfiguration each, labelled from what was done). All three thread sets have since become
 // development data: their misses were studied, grouped by the kind of knowledge missing, and fixed
 // from what NCCL and the layers under it can print (docs/logs.md, "Accuracy on logs no rule was
 // written from"), never from one thread's text; a set gathered afterwards is the measure of that
@@ -56,16 +56,18 @@ std::vector<Case> LoadCaptures() {
 // Measured on the classifier these bars guard (docs/logs.md has the tables): unseen threads
 // 97.9 % class, 100 % cause (47 cases; 89.4 % / 87.2 % before their misses were studied); the
 // second set 90.0 % class, 90.0 % cause (40 cases; 75.0 % / 75.0 % before); GPU captures 100 %
-// class, 100 % cause (84 cases: NCCL 2.28.9 and both NCCL 2.32.6 sets alike); the third unseen
-// set: 80.6 % class, 72.2 % cause on the rules it was gathered against (36 cases); the fourth,
+// class, 100 % cause (84 cases: NCCL 2.28.9 and both NCCL 2.32.6 sets alike); the third set
+// 97.2 % class, 94.4 % cause (36 cases) since its misses were studied. Its unseen figure, on the
+// rules it was gathered against and after the work on sets 1 and 2, was 80.6 % / 72.2 %: the
+// bars below are a guard against regressions, not a measure of unseen logs. The fourth set,
 // never studied: 85.0 % class, 77.5 % cause and one healthy answer on a failed run's log (40
-// cases), on the rules it was gathered against.
+// cases), on the rules it was gathered against (before the third set's work).
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
 constexpr double kUnseen2MinClass = 0.89;
 constexpr double kUnseen2MinCause = 0.89;
-constexpr double kUnseen3MinClass = 0.77;
-constexpr double kUnseen3MinCause = 0.69;
+constexpr double kUnseen3MinClass = 0.97;
+constexpr double kUnseen3MinCause = 0.94;
 constexpr double kUnseen4MinClass = 0.82;
 constexpr double kUnseen4MinCause = 0.75;
 constexpr size_t kUnseen4MaxHealthyOnFailed = 1;
@@ -146,7 +148,8 @@ TEST(UnseenSet2, ClassifierMeetsTheBars) {
 }
 
 // The third unseen set (tests/classify/unseen-3, gathered 2026-12-07 by someone who did not run
-// the classifier, while the rules were being changed by someone who never saw it).
+// the classifier, while the rules were being changed by someone who never saw it; scored unseen
+// twice, studied since).
 TEST(UnseenSet3, CasesAreWellFormedAndNoneIsSeenElsewhere) {
   ExpectSetApart(kUnseen3Dir, 36, {kCorpusDir, kUnseenDir, kUnseen2Dir});
 }
