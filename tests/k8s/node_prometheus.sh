@@ -18,6 +18,7 @@
 #   node_prometheus.sh K8S_TOOLS WORK SOURCE_DIR NAMESPACE FULLNAME NODE [TRAINING_POD]
 set -euo pipefail
 ktools="$1"; work="$2"; src="$3"; ns="$4"; fullname="$5"; node="$6"; training="${7:-}"
+start_s=$SECONDS
 prometheus="${PROMETHEUS:-$(command -v prometheus || true)}"
 if [ -z "$prometheus" ]; then
   echo "NOT SHOWN HERE: a real Prometheus scraping the chart's pods (no prometheus binary: the"
@@ -37,7 +38,12 @@ stop_prometheus() {
     rm -f "$pdir/prometheus.pid"
   fi
 }
-trap stop_prometheus EXIT
+finish() {  # Prometheus stopped, and the test's accounts gone (the uninstall check counts them)
+  stop_prometheus
+  k -n "$ns" delete serviceaccount/kt-prometheus-sd serviceaccount/kt-unbound role/kt-prometheus-sd \
+    rolebinding/kt-prometheus-sd --ignore-not-found >/dev/null 2>&1 || true
+}
+trap finish EXIT
 
 # The discovery's account: pods of the release's namespace, nothing else (it is not the scrape's).
 k apply -f - >/dev/null <<YAML
@@ -135,7 +141,7 @@ PY
 done
 sleep 4
 curl -s --max-time 5 -o "$pdir/targets.json" "$url/api/v1/targets" || fail "no answer from $url/api/v1/targets"
-echo "targets discovered and scraped in $((SECONDS - t0)) s:"
+echo "every target scraped, and 4 s more, $((SECONDS - t0)) s after the start:"
 query() {  # EXPR -> the result vector as JSON on stdout
   curl -s --max-time 10 -G "$url/api/v1/query" --data-urlencode "query=$1"
 }
@@ -195,3 +201,4 @@ for job, code in (("nccl-triage-agent-no-token", "401"), ("nccl-triage-agent-unb
 if errors:
     sys.exit("FAIL: " + "; ".join(errors))
 PY
+echo "Prometheus: done in $((SECONDS - start_s)) s (accounts, targets, start, scrapes, queries)"
