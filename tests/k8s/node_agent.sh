@@ -18,6 +18,9 @@
 #     the agent's probes find it (no longer no_nccl);
 #   - a "training" pod requesting the plugin's GPU, with NCCL variables and no /dev/infiniband,
 #     is judged by the agent through the kubelet's pod-resources API and annotated;
+#   - a real Prometheus (Debian's) scrapes the agent and the coordinator with the jobs of
+#     deploy/prometheus/scrape-config.yaml and the chart's scraper token; no token gets 401, an
+#     unbound account's 403 (node_prometheus.sh);
 #   - the agent's container stopped on the runtime (crictl) is restarted by the kubelet; the
 #     coordinator's pod deleted comes back and the agent connects again;
 #   - `helm uninstall` (its pre-delete hook) leaves nothing of ours: no object of the release, no
@@ -311,6 +314,10 @@ rdma = [f for f in c.get("findings", []) if f.get("check") == "container.rdma_de
 print("container.rdma_devices: " + (json.dumps(rdma[0])[:400] if rdma else "absent"))
 PY
 
+# 4c. A real Prometheus scrapes the release's pods (the training pod's series included).
+"$here/node_prometheus.sh" "$ktools" "$work" "$src" kt kt-nccl-triage "$NODE" training ||
+  fail "Prometheus does not scrape the chart's pods as docs/install.md says"
+
 # 5. The agent's container stopped under the kubelet (crictl, on the runtime): it is restarted.
 pod="$(k get pods -n kt -l app.kubernetes.io/component=agent -o name | head -1)"
 printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 30\n' \
@@ -438,8 +445,9 @@ k delete daemonset tolerant intolerant --wait=false >/dev/null
 
 echo "NOT SHOWN HERE (this cluster or machine cannot): verdicts on a GPU, a CUDA driver or an"
 echo "  HCA (this machine has none: the plugin's devices are stand-ins), A/B probes between nodes"
-echo "  (one node: the remediated fault is one the coordinator's state held), Prometheus scraping"
-echo "  the pod.$([ -n "$nccl" ] || echo ' No NCCL library given: probe.nccl.fromImage not shown either.')"
+echo "  (one node: the remediated fault is one the coordinator's state held), Prometheus' own"
+echo "  Kubernetes discovery (Debian builds Prometheus without it: the scrape above used file_sd)."
+[ -n "$nccl" ] || echo "  No NCCL library given: probe.nccl.fromImage not shown either."
 
 # 7. helm uninstall: the pre-delete hook stops the agents and the coordinator (the agents remove
 # their state directory as their DaemonSet is being deleted), then removes the condition, the
