@@ -19,11 +19,24 @@
 //   }
 //
 // then ToString(Basis::kProbes) is "probes" and FromString<Basis>("checks") is kChecks. A new
-// field or value is written in its table and nowhere else. Thread-safe (everything is constant).
+// field or value is written in its table and nowhere else: a field left out of FieldsOf, or an
+// enumerator left out of NamesOf, does not compile (an enumerator is found by the compiler's name
+// for the value, from 16 below the table's lowest value to 16 above its highest).
+//
+// A field may carry the bounds it has where it crosses a trust boundary (wire/fields.h copies
+// such fields to and from protobuf messages), beside its name:
+//
+//   Field("arch", &NodeInfo::arch, Bound{.max = 64})     // at most 64 bytes
+//   Field("hcas", &NodeInfo::hcas, Bound{.items = 64})   // at most 64 entries
+//
+// Thread-safe (everything is constant).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <tuple>
@@ -38,16 +51,24 @@ struct Type {};
 
 // ---- structs ----
 
-// One field of struct S: its name where the struct is written out, and where it lives.
+// The most a field may hold where it is read from (or written to) a peer. 0: no bound of its own
+// (the reader's default applies).
+struct Bound {
+  uint64_t max = 0;    // a string's bytes (cut on a character boundary), a number's largest value
+  uint64_t items = 0;  // a list's entries
+};
+
+// One field of struct S: its name where the struct is written out, where it lives, and its bounds.
 template <typename S, typename T>
 struct FieldInfo {
   std::string_view name;
   T S::*member;
+  Bound bound{};
 };
 
 template <typename S, typename T>
-constexpr FieldInfo<S, T> Field(std::string_view name, T S::*member) {
-  return {name, member};
+constexpr FieldInfo<S, T> Field(std::string_view name, T S::*member, Bound bound = {}) {
+  return {name, member, bound};
 }
 
 template <typename S>
@@ -119,10 +140,78 @@ concept NamedEnum = std::is_enum_v<E> && requires { NamesOf(Type<E>{}); };
 
 namespace reflect_internal {
 
-// The table of E, refused at compile time when a value or a name is listed twice or a name is
-// empty (the throw is not a constant expression).
+// Whether V is an enumerator of its type: the compiler writes an enumerator by its name in the
+// function's signature ("[with auto V = nccl_triage::Basis::kChecks]" in g++, "[V = ...]" in
+// clang) and any other value as a cast ("(nccl_triage::Basis)5").
+template <auto V>
+constexpr bool IsEnumerator() {
+  // The signature ends with the value, after the last '=' and a space.
+  constexpr std::string_view f = __PRETTY_FUNCTION__;
+  size_t at = f.size();
+  while (at > 0 && f[at - 1] != '=') --at;
+  return at > 0 && at + 1 < f.size() && f[at + 1] != '(';
+}
+
+// The values the enumerator check looks at: from kScanMargin under the table's lowest value to
+// kScanMargin over its highest (kScanMaxWidth at most), within the underlying type's range.
+inline constexpr long long kScanMargin = 16;
+inline constexpr long long kScanMaxWidth = 256;
+
+template <typename E>
+constexpr bool ListsValue(const auto& names, E e) {
+  for (const auto& n : names) {
+    if (n.value == e) return true;
+  }
+  return false;
+}
+
+// The window [first, last] for a table spanning [lowest, highest] in the underlying type U.
+template <typename U>
+consteval std::pair<long long, long long> ScanWindow(long long lowest, long long highest) {
+  long long first = lowest - kScanMargin;
+  long long last = std::min(highest + kScanMargin, first + kScanMaxWidth - 1);
+  if constexpr (std::is_signed_v<U> || sizeof(U) < sizeof(long long)) {
+    first = std::max(first, static_cast<long long>(std::numeric_limits<U>::min()));
+    last = std::min(last, static_cast<long long>(std::numeric_limits<U>::max()));
+  }
+  return {first, last};
+}
+
+template <typename E, long long kFirst, size_t... I>
+consteval bool NamesWindow(std::index_sequence<I...>) {
+  constexpr auto names = NamesOf(Type<E>{});
+  return ((!IsEnumerator<static_cast<E>(kFirst + static_cast<long long>(I))>() ||
+           ListsValue(names, static_cast<E>(kFirst + static_cast<long long>(I)))) &&
+          ...);
+}
+
+// Whether every enumerator of E in the window is in its table.
+template <typename E>
+consteval bool NamesEveryEnumerator() {
+  constexpr auto window = ScanWindow<std::underlying_type_t<E>>(
+      [] {
+        long long lowest = std::numeric_limits<long long>::max();
+        for (const auto& n : NamesOf(Type<E>{})) {
+          lowest = std::min(lowest, static_cast<long long>(n.value));
+        }
+        return lowest;
+      }(),
+      [] {
+        long long highest = std::numeric_limits<long long>::min();
+        for (const auto& n : NamesOf(Type<E>{})) {
+          highest = std::max(highest, static_cast<long long>(n.value));
+        }
+        return highest;
+      }());
+  return NamesWindow<E, window.first>(
+      std::make_index_sequence<static_cast<size_t>(window.second - window.first + 1)>{});
+}
+
+// The table of E, refused at compile time when a value or a name is listed twice, a name is
+// empty, or an enumerator has no name (the throw is not a constant expression).
 template <typename E, size_t N>
-consteval std::array<EnumName<E>, N> Checked(std::array<EnumName<E>, N> names) {
+consteval std::array<EnumName<E>, N> Checked(std::array<EnumName<E>, N> names,
+                                             bool every_enumerator) {
   for (size_t i = 0; i < N; ++i) {
     if (names[i].name.empty()) throw "an enum name is empty";
     for (size_t j = i + 1; j < N; ++j) {
@@ -130,6 +219,7 @@ consteval std::array<EnumName<E>, N> Checked(std::array<EnumName<E>, N> names) {
       if (names[i].name == names[j].name) throw "an enum name is used twice";
     }
   }
+  if (!every_enumerator) throw "an enumerator has no name in its NamesOf table";
   return names;
 }
 
@@ -137,7 +227,8 @@ consteval std::array<EnumName<E>, N> Checked(std::array<EnumName<E>, N> names) {
 
 // Every (value, name) of E, in the order of its table.
 template <NamedEnum E>
-inline constexpr auto kNamesOf = reflect_internal::Checked(NamesOf(Type<E>{}));
+inline constexpr auto kNamesOf = reflect_internal::Checked(
+    NamesOf(Type<E>{}), reflect_internal::NamesEveryEnumerator<E>());
 
 // The name of `e`; "unknown" for a value outside the table (only a cast can make one).
 template <NamedEnum E>

@@ -65,6 +65,42 @@ struct ProbeResult {
   std::string log_path;
   std::optional<Classification> classification;  // of the NCCL log, on failure
 };
+// The bounds are those of a ProbeReport on the wire (wire/fields.h copies the fields of the same
+// names both ways).
+constexpr auto FieldsOf(Type<ProbeResult>) {
+  using R = ProbeResult;
+  return std::tuple{Field("mode", &R::mode),
+                    Field("outcome", &R::outcome),
+                    Field("rank", &R::rank),
+                    Field("nranks", &R::nranks),
+                    Field("peer", &R::peer),
+                    Field("detail", &R::detail),
+                    Field("unavailable_cause", &R::unavailable_cause),
+                    Field("size_bytes", &R::size_bytes),
+                    Field("iterations", &R::iterations),
+                    Field("time_seconds", &R::time_seconds),
+                    Field("algbw_bytes_per_second", &R::algbw_bytes_per_second),
+                    Field("busbw_bytes_per_second", &R::busbw_bytes_per_second),
+                    Field("data_verified", &R::data_verified),
+                    Field("mismatches", &R::mismatches),
+                    Field("transport", &R::transport, Bound{.max = 32}),
+                    Field("ib_ports", &R::ib_ports,
+                          Bound{.max = 64, .items = 32}),  // items: NCCL's MAX_IB_DEVS
+                    Field("gdrdma", &R::gdrdma),
+                    Field("nccl_result", &R::nccl_result),
+                    Field("nccl_error", &R::nccl_error),
+                    Field("last_error", &R::last_error),
+                    Field("cuda_result", &R::cuda_result),
+                    Field("nccl_version", &R::nccl_version, Bound{.max = 64}),
+                    Field("cuda_driver_version", &R::cuda_driver_version, Bound{.max = 1u << 30}),
+                    Field("gpu_name", &R::gpu_name),
+                    Field("gpu_bus_id", &R::gpu_bus_id),
+                    Field("nccl_library", &R::nccl_library),
+                    Field("startup_seconds", &R::startup_seconds),
+                    Field("duration_seconds", &R::duration_seconds),
+                    Field("log_path", &R::log_path),
+                    Field("classification", &R::classification)};
+}
 
 nlohmann::json ToJson(const ProbeResult& r);
 ProbeResult ProbeResultFromJson(const nlohmann::json& j);  // throws nlohmann::json::exception

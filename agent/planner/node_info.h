@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/reflect.h"
 #include "core/model.h"
 #include "core/rails.h"
 
@@ -24,6 +25,10 @@ struct PKeyInfo {
   int index = 0;  // table index
   friend bool operator==(const PKeyInfo&, const PKeyInfo&) = default;
 };
+constexpr auto FieldsOf(Type<PKeyInfo>) {
+  return std::tuple{Field("value", &PKeyInfo::value), Field("full_member", &PKeyInfo::full_member),
+                    Field("index", &PKeyInfo::index, Bound{.max = 65535})};
+}
 
 struct PortInfo {
   int num = 0;
@@ -34,6 +39,14 @@ struct PortInfo {
   std::vector<PKeyInfo> pkeys;
   friend bool operator==(const PortInfo&, const PortInfo&) = default;
 };
+constexpr auto FieldsOf(Type<PortInfo>) {
+  return std::tuple{Field("num", &PortInfo::num, Bound{.max = 255}),
+                    Field("link_layer", &PortInfo::link_layer, Bound{.max = 32}),
+                    Field("rate_gbps", &PortInfo::rate_gbps),
+                    Field("state", &PortInfo::state, Bound{.max = 32}),
+                    Field("phys_state", &PortInfo::phys_state, Bound{.max = 32}),
+                    Field("pkeys", &PortInfo::pkeys, Bound{.items = 128})};
+}
 
 struct HcaInfo {
   std::string name;
@@ -41,6 +54,11 @@ struct HcaInfo {
   std::vector<PortInfo> ports;
   friend bool operator==(const HcaInfo&, const HcaInfo&) = default;
 };
+constexpr auto FieldsOf(Type<HcaInfo>) {
+  return std::tuple{Field("name", &HcaInfo::name, Bound{.max = 64}),
+                    Field("hca_type", &HcaInfo::hca_type, Bound{.max = 64}),
+                    Field("ports", &HcaInfo::ports, Bound{.items = 8})};
+}
 
 // Whether a node's NCCL probes can run, as its agent said (NodeSummary.probe): the agent's
 // library check and its probes since. `reason` is the word of nccl_triage_probe_available
@@ -53,6 +71,11 @@ struct NodeProbeAvailability {
   bool CannotRun() const;
   friend bool operator==(const NodeProbeAvailability&, const NodeProbeAvailability&) = default;
 };
+constexpr auto FieldsOf(Type<NodeProbeAvailability>) {
+  return std::tuple{Field("available", &NodeProbeAvailability::available),
+                    Field("reason", &NodeProbeAvailability::reason, Bound{.max = 32}),
+                    Field("evidence", &NodeProbeAvailability::evidence)};
+}
 
 // The reason word of a node whose agent does not say (an agent before NodeSummary.probe).
 inline constexpr std::string_view kProbeAvailabilityUnknown = "unknown";
@@ -81,6 +104,25 @@ struct NodeInfo {
   std::optional<NodeProbeAvailability> probe;
   friend bool operator==(const NodeInfo&, const NodeInfo&) = default;
 };
+constexpr auto FieldsOf(Type<NodeInfo>) {
+  return std::tuple{Field("name", &NodeInfo::name),
+                    Field("topology", &NodeInfo::topology, Bound{.max = 128}),
+                    Field("arch", &NodeInfo::arch, Bound{.max = 64}),
+                    Field("hcas", &NodeInfo::hcas, Bound{.items = 64}),
+                    Field("nccl_version", &NodeInfo::nccl_version, Bound{.max = 64}),
+                    Field("cuda_driver_version", &NodeInfo::cuda_driver_version,
+                          Bound{.max = 1u << 30}),
+                    Field("nvidia_driver_version", &NodeInfo::nvidia_driver_version,
+                          Bound{.max = 64}),
+                    Field("gpu_model", &NodeInfo::gpu_model, Bound{.max = 128}),
+                    Field("gpu_count", &NodeInfo::gpu_count, Bound{.max = 1024}),
+                    Field("findings", &NodeInfo::findings, Bound{.items = 128}),
+                    Field("checks_passed", &NodeInfo::checks_passed, Bound{.max = 1u << 20}),
+                    Field("gpus_busy", &NodeInfo::gpus_busy),
+                    Field("rails", &NodeInfo::rails, Bound{.items = 64}),
+                    Field("parallel_probes", &NodeInfo::parallel_probes),
+                    Field("probe", &NodeInfo::probe)};
+}
 
 // Whether the node's agent said its probes cannot run (not available, and not merely pending):
 // the coordinator then leaves it out of sweeps and triages. False when unknown.

@@ -8,28 +8,24 @@
 #include "core/rails.h"
 #include "core/report.h"
 #include "wire/enum_map.h"
+#include "wire/fields.h"
 
 namespace nccl_triage {
 namespace {
 
 constexpr size_t kMaxText = 512;
-constexpr int kMaxHcas = 64;
-constexpr int kMaxPorts = 8;
-constexpr int kMaxPkeys = 128;
-constexpr int kMaxFindings = 128;
+// The bounds of the nested lists, as the descriptions (planner/node_info.h) give them.
+constexpr int kMaxHcas = static_cast<int>(BoundOf<NodeInfo>("hcas").items);
+constexpr int kMaxPorts = static_cast<int>(BoundOf<HcaInfo>("ports").items);
+constexpr int kMaxPkeys = static_cast<int>(BoundOf<PortInfo>("pkeys").items);
+constexpr int kMaxFindings = static_cast<int>(BoundOf<NodeInfo>("findings").items);
 constexpr int kMaxCauses = 16;
-constexpr int kMaxIbPorts = 32;  // NCCL's MAX_IB_DEVS
 constexpr int kMaxEvidence = 4;
-constexpr int kMaxRails = 64;
+constexpr int kMaxRails = static_cast<int>(BoundOf<NodeInfo>("rails").items);
 constexpr size_t kMaxReason = 32;
 
-// At most n bytes, never ending inside a UTF-8 character: the text goes into JSON (/status) and
-// protobuf strings, which both refuse a split character.
-std::string Cut(const std::string& s, size_t n = kMaxText) {
-  if (s.size() <= n) return s;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xc0) == 0x80) --n;
-  return s.substr(0, n);
-}
+// At most n bytes, never ending inside a UTF-8 character (wire/fields.h).
+std::string Cut(const std::string& s, size_t n = kMaxText) { return CutUtf8(s, n); }
 
 // A reason word as metrics and /status can show it: 1 to kMaxReason of [a-z0-9_].
 bool ReasonWord(const std::string& s) {
@@ -221,32 +217,22 @@ void ToProto(const Rail& rail, v1::Rail& out) {
 }
 
 void ApplySummary(const v1::NodeSummary& s, NodeInfo& info) {
-  info.arch = Cut(s.arch(), 64);
-  info.nccl_version = Cut(s.nccl_version(), 64);
-  info.cuda_driver_version =
-      static_cast<int>(std::min<uint32_t>(s.cuda_driver_version(), 1u << 30));
-  info.nvidia_driver_version = Cut(s.nvidia_driver_version(), 64);
-  info.gpu_model = Cut(s.gpu_model(), 128);
-  info.gpu_count = static_cast<int>(std::min<uint32_t>(s.gpu_count(), 1024));
-  info.gpus_busy = s.gpus_busy();
+  CopyFromWire<kNodeInfoByHand>(s, info);
   info.hcas.clear();
   for (int i = 0; i < s.hcas_size() && i < kMaxHcas; ++i) {
     const v1::Hca& h = s.hcas(i);
     HcaInfo hca;
-    hca.name = Cut(h.name(), 64);
-    hca.hca_type = Cut(h.hca_type(), 64);
+    CopyFromWire<kHcaInfoByHand>(h, hca);
     for (int j = 0; j < h.ports_size() && j < kMaxPorts; ++j) {
       const v1::Port& p = h.ports(j);
       PortInfo port;
-      port.num = static_cast<int>(std::min<uint32_t>(p.num(), 255));
-      port.link_layer = Cut(p.link_layer(), 32);
+      CopyFromWire<kPortInfoByHand>(p, port);
       port.rate_gbps = PlausiblePortRate(p.rate_gbps());  // NaN and inf are not plausible
-      port.state = Cut(p.state(), 32);
-      port.phys_state = Cut(p.phys_state(), 32);
       for (int k = 0; k < p.pkeys_size() && k < kMaxPkeys; ++k) {
-        port.pkeys.push_back({static_cast<uint16_t>(p.pkeys(k).value() & 0x7fff),
-                              p.pkeys(k).full_member(),
-                              static_cast<int>(std::min<uint32_t>(p.pkeys(k).index(), 65535))});
+        PKeyInfo key;
+        CopyFromWire<kPKeyInfoByHand>(p.pkeys(k), key);
+        key.value = static_cast<uint16_t>(p.pkeys(k).value() & 0x7fff);
+        port.pkeys.push_back(key);
       }
       hca.ports.push_back(std::move(port));
     }
@@ -268,19 +254,15 @@ void ApplySummary(const v1::NodeSummary& s, NodeInfo& info) {
   info.probe.reset();
   if (s.has_probe()) {
     NodeProbeAvailability probe;
-    probe.available = s.probe().available();
+    CopyFromWire<kNodeProbeAvailabilityByHand>(s.probe(), probe);
     if (probe.available) {
       probe.reason = "ok";
     } else {
       const std::string& reason = s.probe().reason();
       probe.reason = ReasonWord(reason) && reason != "ok" ? reason : "unspecified";
     }
-    probe.evidence = OneLine(Cut(s.probe().evidence()));
+    probe.evidence = OneLine(probe.evidence);
     info.probe = std::move(probe);
-  }
-  info.checks_passed.reset();
-  if (s.has_checks_passed()) {
-    info.checks_passed = static_cast<int>(std::min<uint32_t>(s.checks_passed(), 1u << 20));
   }
   info.findings.clear();
   for (int i = 0; i < s.findings_size() && i < kMaxFindings; ++i) {
@@ -319,22 +301,7 @@ v1::ProbeReport ToProbeReport(const ProbeResult& r, const std::string& probe_id)
   v1::ProbeReport p;
   p.set_probe_id(probe_id);
   p.set_outcome(ToProto(r.outcome));
-  p.set_detail(Cut(r.detail));
-  p.set_duration_seconds(r.duration_seconds);
-  p.set_busbw_bytes_per_second(r.busbw_bytes_per_second);
-  p.set_algbw_bytes_per_second(r.algbw_bytes_per_second);
-  p.set_transport(Cut(r.transport, 32));
-  if (r.nccl_result) p.set_nccl_result(*r.nccl_result);
-  p.set_nccl_error(Cut(r.nccl_error));
-  p.set_last_error(Cut(r.last_error));
-  p.set_nccl_version(Cut(r.nccl_version, 64));
-  p.set_cuda_driver_version(static_cast<uint32_t>(std::max(r.cuda_driver_version, 0)));
-  p.set_data_verified(r.data_verified);
-  for (const auto& port : r.ib_ports) {
-    if (p.ib_ports_size() >= kMaxIbPorts) break;
-    p.add_ib_ports(Cut(port, 64));
-  }
-  p.set_gdrdma(r.gdrdma);
+  CopyToWire<kProbeResultNotSent>(r, p);
   if (r.classification) {
     p.set_log_class(ToProto(r.classification->fault_class));
     for (const auto& c : r.classification->causes) {
@@ -359,22 +326,12 @@ ProbeResult FromProbeReport(const v1::ProbeReport& p, ProbeMode mode, int rank,
   r.rank = rank;
   r.peer = peer;
   r.outcome = FromProto(p.outcome());
+  CopyFromWire<kProbeResultNotRead>(p, r);
   r.detail = Cut(!p.skipped_reason().empty() ? p.skipped_reason() : p.detail());
   auto finite = [](double x) { return std::isfinite(x) && x > 0 ? x : 0.0; };
   r.duration_seconds = finite(p.duration_seconds());
   r.busbw_bytes_per_second = finite(p.busbw_bytes_per_second());
   r.algbw_bytes_per_second = finite(p.algbw_bytes_per_second());
-  r.transport = Cut(p.transport(), 32);
-  if (p.has_nccl_result()) r.nccl_result = p.nccl_result();
-  r.nccl_error = Cut(p.nccl_error());
-  r.last_error = Cut(p.last_error());
-  r.nccl_version = Cut(p.nccl_version(), 64);
-  r.cuda_driver_version = static_cast<int>(std::min<uint32_t>(p.cuda_driver_version(), 1u << 30));
-  r.data_verified = p.data_verified();
-  for (int i = 0; i < p.ib_ports_size() && i < kMaxIbPorts; ++i) {
-    r.ib_ports.push_back(Cut(p.ib_ports(i), 64));
-  }
-  r.gdrdma = p.gdrdma();
   if (p.log_class() != v1::FAULT_CLASS_UNSPECIFIED || p.causes_size() > 0) {
     Classification c;
     c.fault_class = FromProto(p.log_class());

@@ -8,9 +8,11 @@
 // coordinator. Pure; thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -24,6 +26,7 @@
 #include "planner/cluster_verdicts.h"
 #include "planner/node_info.h"
 #include "planner/sweep.h"
+#include "wire/fields.h"
 
 namespace nccl_triage {
 
@@ -67,6 +70,21 @@ StatusOr<NodeInfo> NodeInfoFromHello(const v1::Hello& hello, const std::string& 
 
 void ApplySummary(const v1::NodeSummary& summary, NodeInfo& info);
 
+// The fields of each struct ApplySummary fills that are not a copy of the message's field of the
+// same name (wire/fields.h copies the others, within the bounds of their descriptions): nested
+// messages, values that are judged rather than copied, and fields the message does not carry.
+// tests/wire checks that every other described field has its partner in the .proto.
+inline constexpr std::array<std::string_view, 7> kNodeInfoByHand = {
+    "name", "topology", "parallel_probes",  // from the Hello, not the summary
+    "hcas", "findings", "rails", "probe"};  // nested; findings through the catalogue
+inline constexpr std::array<std::string_view, 1> kHcaInfoByHand = {"ports"};
+inline constexpr std::array<std::string_view, 2> kPortInfoByHand = {
+    "rate_gbps",  // only a plausible rate
+    "pkeys"};
+inline constexpr std::array<std::string_view, 1> kPKeyInfoByHand = {"value"};  // 15 bits
+inline constexpr std::array<std::string_view, 1> kNodeProbeAvailabilityByHand = {
+    "reason"};  // a word, "ok" only when available
+
 // One row of a rail table on the wire (NodeSummary.rails, TriageNode.rails' rail).
 void ToProto(const Rail& rail, v1::Rail& out);
 
@@ -82,6 +100,19 @@ bool ValidNodeName(const std::string& name);
 std::vector<std::string> CatalogueCauses(
     const google::protobuf::RepeatedPtrField<std::string>& ids);
 std::string CutWireText(const std::string& text, size_t max = 512);
+
+// The fields of ProbeResult a ProbeReport does not carry as a copy: the assignment's (mode, rank,
+// peer), the enums, the classification (nested) and what stays on the node. Read back, the
+// detail (or the skipped reason) and the times (finite, not negative) are judged by hand too.
+inline constexpr std::array<std::string_view, 17> kProbeResultNotSent = {
+    "mode", "outcome", "rank", "nranks", "peer",  // the assignment's, and enums
+    "unavailable_cause", "size_bytes", "iterations", "time_seconds", "mismatches", "cuda_result",
+    "gpu_name", "gpu_bus_id", "nccl_library", "startup_seconds", "log_path",  // the node's
+    "classification"};  // nested: log_class and causes
+inline constexpr auto kProbeResultNotRead = Joined(
+    kProbeResultNotSent, std::array<std::string_view, 4>{"detail", "duration_seconds",
+                                                         "busbw_bytes_per_second",
+                                                         "algbw_bytes_per_second"});
 
 // One rank's result on the wire, and back.
 v1::ProbeReport ToProbeReport(const ProbeResult& r, const std::string& probe_id);

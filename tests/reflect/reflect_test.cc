@@ -81,6 +81,30 @@ TEST(Reflect, EnumNamesBothWays) {
   static_assert(ToString(Shade::kLight) == "light");  // usable in constant expressions
 }
 
+// The compiler names an enumerator and writes any other value as a cast: how an enumerator left
+// out of its table is found (a table without Shade::kDark does not compile; see compile_fail).
+enum class Wide : int16_t { kLow = -3, kHigh = 200 };
+constexpr auto NamesOf(Type<Wide>) {
+  return std::array{Named(Wide::kLow, "low"), Named(Wide::kHigh, "high")};
+}
+
+TEST(Reflect, EnumeratorsAreToldFromOtherValues) {
+  static_assert(reflect_internal::IsEnumerator<Shade::kDark>());
+  static_assert(!reflect_internal::IsEnumerator<static_cast<Shade>(2)>());
+  static_assert(!reflect_internal::IsEnumerator<static_cast<Shade>(-1)>());
+  static_assert(reflect_internal::IsEnumerator<Wide::kLow>());
+  static_assert(reflect_internal::IsEnumerator<Wide::kHigh>());
+  static_assert(!reflect_internal::IsEnumerator<static_cast<Wide>(0)>());
+  // The window reaches 16 past both ends of the table, inside the underlying type.
+  static_assert(reflect_internal::ScanWindow<int16_t>(-3, 200) ==
+                std::pair<long long, long long>{-19, 216});
+  static_assert(reflect_internal::ScanWindow<uint8_t>(0, 3) ==
+                std::pair<long long, long long>{0, 19});
+  static_assert(reflect_internal::ScanWindow<uint8_t>(250, 255) ==
+                std::pair<long long, long long>{234, 255});
+  EXPECT_EQ(ToString(Wide::kHigh), "high");
+}
+
 TEST(ReflectJson, WritesEveryKindOfField) {
   EXPECT_EQ(ToJsonValue(Full()).dump(),
             R"({"counts":{"a":18446744073709551615},"flag":true,"leaves":[{"n":1,"shade":"light"},)"
