@@ -1,25 +1,23 @@
 #!/usr/bin/env python3
-"""Checks the threads of the fourth unseen set against every earlier source.
+"""Checks the threads of an evaluation set against every other set's sources.
 
-Run from the repository root:
+Run from the repository root, naming the set's folder:
 
-    python3 tests/classify/unseen-4/check_sources.py            # every case here
-    python3 tests/classify/unseen-4/check_sources.py a/b#1 ...  # candidate threads
+    python3 tests/classify/check_sources.py tests/classify/unseen-4            # every case
+    python3 tests/classify/check_sources.py tests/classify/unseen-4 a/b#1 ...  # candidates
 
-Excluded: the `source:` of each YAML file in the corpus and the first three
-unseen sets, and the names in `kEarlierEvaluation` (tests/classify/eval_cases.cc).
-Names are compared case-insensitively. Without arguments the script exits 1 when
-a case here is excluded, when two cases share a thread, or when a case has no
-source line.
+Excluded: the `source:` of each YAML file in the corpus and in every other unseen
+set (tests/classify/unseen*), and the names in `kEarlierEvaluation`
+(tests/classify/eval_cases.cc). Names are compared case-insensitively. Without
+thread arguments the script exits 1 when a case of the set is excluded, when two
+cases share a thread, or when a case has no source line.
 """
 import collections
 import pathlib
 import re
 import sys
 
-HERE = 'tests/classify/unseen-4'
-EARLIER_DIRS = ('tests/classify/corpus', 'tests/classify/unseen',
-                'tests/classify/unseen-2', 'tests/classify/unseen-3')
+CORPUS = pathlib.Path('tests/classify/corpus')
 EVAL_CASES = pathlib.Path('tests/classify/eval_cases.cc')
 SOURCE_LINE = re.compile(r'^source:[ \t]*["\']?([^"\'\s]+)', re.MULTILINE)
 THREAD = re.compile(r'^[\w.-]+/[\w.-]+#\d+$')
@@ -31,10 +29,16 @@ def source_of(path):
     return found.group(1).lower() if found else None
 
 
-def earlier_sources():
+def other_dirs(here):
+    """The corpus and every unseen set but `here`."""
+    sets = sorted(p for p in pathlib.Path('tests/classify').glob('unseen*') if p.is_dir())
+    return [CORPUS] + [p for p in sets if p.resolve() != here.resolve()]
+
+
+def earlier_sources(here):
     """Maps each excluded thread to the places that name it."""
     where = collections.defaultdict(list)
-    for folder in EARLIER_DIRS:
+    for folder in other_dirs(here):
         for path in sorted(pathlib.Path(folder).glob('*.yaml')):
             name = source_of(path)
             if name:
@@ -57,10 +61,10 @@ def check_candidates(names, excluded):
     return 0
 
 
-def check_cases(excluded):
+def check_cases(here, excluded):
     problems = 0
     seen = collections.defaultdict(list)
-    for path in sorted(pathlib.Path(HERE).glob('*.yaml')):
+    for path in sorted(here.glob('*.yaml')):
         name = source_of(path)
         if not name:
             print(f'NO SOURCE {path}')
@@ -80,10 +84,13 @@ def check_cases(excluded):
 
 
 def main(argv):
-    excluded = earlier_sources()
-    if argv:
-        return check_candidates(argv, excluded)
-    return check_cases(excluded)
+    if not argv or not pathlib.Path(argv[0]).is_dir():
+        sys.exit('usage: check_sources.py SET_DIR [owner/repo#N ...] (from the repository root)')
+    here = pathlib.Path(argv[0])
+    excluded = earlier_sources(here)
+    if argv[1:]:
+        return check_candidates(argv[1:], excluded)
+    return check_cases(here, excluded)
 
 
 if __name__ == '__main__':
