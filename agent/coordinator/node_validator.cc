@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/log.h"
+#include "core/config.h"
 #include "core/json_text.h"
 #include "planner/remediation.h"
 
@@ -80,11 +81,7 @@ NodeCacheOptions NodeValidator::Fields() const {
 
 NodeValidator::NodeRead NodeValidator::ParseNode(const CachedNode& node) const {
   NodeRead n;
-  n.selected = std::all_of(options_.node_selector.begin(), options_.node_selector.end(),
-                           [&](const auto& kv) {
-                             auto it = node.labels.find(kv.first);
-                             return it != node.labels.end() && it->second == kv.second;
-                           });
+  n.selected = LabelsHold(options_.node_selector, node.labels);
   n.name = node.name;
   n.resource_version = node.resource_version;
   n.taints = node.taints;

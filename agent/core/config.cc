@@ -4,14 +4,18 @@
 
 namespace nccl_triage {
 
+bool LabelsHold(const std::map<std::string, std::string>& selector,
+                const std::map<std::string, std::string>& labels) {
+  return std::all_of(selector.begin(), selector.end(), [&](const auto& kv) {
+    auto it = labels.find(kv.first);
+    return it != labels.end() && it->second == kv.second;
+  });
+}
+
 const PoolConfig* SelectPool(const std::vector<PoolConfig>& pools,
                              const std::map<std::string, std::string>& node_labels) {
   for (const PoolConfig& pool : pools) {
-    const bool match = std::all_of(pool.selector.begin(), pool.selector.end(), [&](const auto& kv) {
-      auto it = node_labels.find(kv.first);
-      return it != node_labels.end() && it->second == kv.second;
-    });
-    if (match && !pool.selector.empty()) return &pool;
+    if (!pool.selector.empty() && LabelsHold(pool.selector, node_labels)) return &pool;
   }
   return nullptr;
 }

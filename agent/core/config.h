@@ -183,6 +183,11 @@ struct PoolConfig {
   friend bool operator==(const PoolConfig&, const PoolConfig&) = default;
 };
 
+// Whether `labels` hold every label: value pair of `selector` (a nodeSelector; an empty one is
+// held by every node). Pure.
+bool LabelsHold(const std::map<std::string, std::string>& selector,
+                const std::map<std::string, std::string>& labels);
+
 // The first pool (in configuration order) whose selector the node's labels satisfy; null when
 // none does (the node then uses the top-level expect). Pure.
 const PoolConfig* SelectPool(const std::vector<PoolConfig>& pools,
