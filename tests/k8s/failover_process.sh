@@ -136,21 +136,9 @@ sweeps_done() {  # NAME: how many sweeps it finished (its log)
 
 coordinator coord-a
 coordinator coord-b
-python3 "$ready_proxy" "$run/proxy.port" "$run/endpoints" >"$run/ready-proxy.log" 2>&1 &
-pids+=($!)
-wait_for 30 "the Service proxy did not start" test -s "$run/proxy.port"
-service="127.0.0.1:$(cat "$run/proxy.port")"
+service_start "$ready_proxy"
 for n in "${nodes[@]}"; do
-  cat >"$run/agent-$n.yaml" <<YAML
-agent:
-  listen: 127.0.0.1:0
-  interval_seconds: 30
-  annotate_pod: false
-  node_condition: false
-  events: false
-  workloads: false
-kernel:
-  state_dir: ""
+  agent_config "$run/agent-$n.yaml" <<YAML
 probe:
   nccl_library_paths: ["$fakes/lib/libnccl.so.2"]
   cuda_library_paths: ["$fakes/lib/libcuda.so.1"]

@@ -80,22 +80,9 @@ gauge() { curl -s --max-time 5 "http://127.0.0.1:${http[$1]}/metrics" |
 # The Service and the agents.
 printf '%s:%s\n' "${grpc[coord-a]}" "${http[coord-a]}" "${grpc[coord-b]}" "${http[coord-b]}" \
   >"$run/endpoints"
-python3 "$proxy" "$run/proxy.port" "$run/endpoints" >"$run/proxy.log" 2>&1 &
-pids+=($!)
-wait_for 30 "the proxy did not start" test -s "$run/proxy.port"
-service="127.0.0.1:$(cat "$run/proxy.port")"
+service_start "$proxy"
 for n in 1 2; do
-  cat >"$run/agent-$n.yaml" <<YAML
-agent:
-  listen: 127.0.0.1:0
-  interval_seconds: 30
-  annotate_pod: false
-  node_condition: false
-  events: false
-  workloads: false
-kernel:
-  state_dir: ""
-YAML
+  agent_config "$run/agent-$n.yaml" </dev/null
   NCCL_TRIAGE_TOKEN="$shared" "$server" agent --config "$run/agent-$n.yaml" --root "$root" \
     --node "leader-node-$n" --coordinator "$service" >"$run/agent-$n.log" 2>&1 &
   pids+=($!)

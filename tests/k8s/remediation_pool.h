@@ -17,6 +17,9 @@
 namespace nccl_triage::testing {
 
 inline constexpr int kPoolNodes = 64;
+// The label kube_prepare.sh gives every node of the pool, and its value.
+inline constexpr const char* kPoolLabel = "pool.example/name";
+inline constexpr const char* kPoolName = "remediation";
 
 inline std::string PoolNodeName(int i) {
   char name[32];

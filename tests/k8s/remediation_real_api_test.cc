@@ -47,7 +47,7 @@ using nlohmann::json;
 
 constexpr int kNodes = testing::kPoolNodes;
 constexpr int64_t kHour = 3'600'000;
-constexpr const char* kPoolLabel = "pool.example/name";
+using testing::kPoolLabel;
 
 using real_api::Admin;
 using real_api::ApiPort;
@@ -403,7 +403,7 @@ TEST_F(RemediationRealApi, ANodeAddedOrTaintedAfterStartIsSeenThroughTheWatch) {
   {
     std::ofstream f(manifest);
     f << "apiVersion: v1\nkind: Node\nmetadata:\n  name: " << late
-      << "\n  labels: {pool.example/name: remediation}\n";
+      << "\n  labels: {" << kPoolLabel << ": " << testing::kPoolName << "}\n";
   }
   ASSERT_EQ(std::system((kubectl + " create -f " + manifest + " >/dev/null").c_str()), 0);
   NodePatch op;

@@ -4,7 +4,8 @@
 #   ns      the namespace of the pods          lease  the Lease's name
 #   pids    an array the caller's cleanup kills
 # and defines k (kubectl) and fail. Each replica's ports are in grpc[NAME] and http[NAME], its
-# process in pid[NAME], its log in $run/NAME.log.
+# process in pid[NAME], its log in $run/NAME.log. The Service in front of them is service_start's,
+# the agents' configuration agent_config's.
 declare -A grpc http pid
 
 # replica_start NAME [VAR=value...]: starts a replica (POD_NAME, POD_NAMESPACE as the downward
@@ -25,6 +26,35 @@ replica_start() {
   [ -n "$line" ] || fail "$name did not start listening"
   grpc[$name]="$(sed -E 's/.*listening for agents on port ([0-9]+).*/\1/' <<<"$line")"
   http[$name]="$(sed -E 's/.*HTTP on port ([0-9]+).*/\1/' <<<"$line")"
+}
+
+# service_start PROXY: the Service of the replicas listed in $run/endpoints (ready_proxy.py:
+# connections go to the ready one, as kube-proxy sends them to ready endpoints); its address in
+# $service.
+service_start() {
+  python3 "$1" "$run/proxy.port" "$run/endpoints" >"$run/ready-proxy.log" 2>&1 &
+  pids+=($!)
+  wait_for 30 "the Service proxy did not start" test -s "$run/proxy.port"
+  service="127.0.0.1:$(cat "$run/proxy.port")"
+}
+
+# agent_config FILE: an agent of these tests (nothing written to pods or the Node, no kernel
+# state), then the YAML on standard input.
+agent_config() {
+  {
+    cat <<'YAML'
+agent:
+  listen: 127.0.0.1:0
+  interval_seconds: 30
+  annotate_pod: false
+  node_condition: false
+  events: false
+  workloads: false
+kernel:
+  state_dir: ""
+YAML
+    cat
+  } >"$1"
 }
 
 now() { date +%s.%N; }

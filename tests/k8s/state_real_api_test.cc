@@ -39,7 +39,7 @@ constexpr int kNodes = testing::kPoolNodes;
 constexpr int64_t kHour = 3'600'000;
 constexpr int64_t kMinute = 60'000;
 constexpr int64_t kStartUnixMs = 1'700'000'000'000;
-constexpr const char* kPoolLabel = "pool.example/name";
+using testing::kPoolLabel;
 constexpr const char* kNs = "kt";
 constexpr const char* kName = "kt-nccl-triage-state";
 

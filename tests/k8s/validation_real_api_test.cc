@@ -87,16 +87,16 @@ int Events(const std::string& node, const std::string& reason) {
   return n;
 }
 
+using testing::kPoolLabel;
+using testing::kPoolName;
+
 // The pool's nodes only (validation.node_selector): other tests running meanwhile create nodes
 // of their own in this cluster, which are not this test's to taint, as a CPU node is not the
 // coordinator's.
-constexpr const char* kPoolLabel = "pool.example/name";
-constexpr const char* kPool = "remediation";
-
 NodeValidatorOptions Options() {
   NodeValidatorOptions o;
   o.policy = {.enabled = true, .timeout_ms = 30 * kMinute, .max_nodes = 10, .max_percent = 10};
-  o.node_selector = {{kPoolLabel, kPool}};
+  o.node_selector = {{kPoolLabel, kPoolName}};
   o.list_page = 25;
   return o;
 }
@@ -232,7 +232,7 @@ TEST_F(ValidationRealApi, ARebootAndAJoinAreTaintedUntilProbesPassOrTheTimeoutAc
     {
       const std::string manifest = Work() + "/validation-late.yaml";
       std::ofstream(manifest) << "apiVersion: v1\nkind: Node\nmetadata:\n  name: " << kLate
-                              << "\n  labels: {" << kPoolLabel << ": " << kPool << "}\n";
+                              << "\n  labels: {" << kPoolLabel << ": " << kPoolName << "}\n";
       ASSERT_EQ(std::system((Kubectl() + " create -f " + manifest + " >/dev/null").c_str()), 0);
       ::unlink(manifest.c_str());
     }
