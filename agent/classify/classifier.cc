@@ -99,6 +99,25 @@ bool IsTestsResultRow(std::string_view text) {
   return RE2::PartialMatch(text, kRow);
 }
 
+// A step of the program that uses the communicator, printed after it ran (training and
+// benchmark loops: `Iteration: 10. Average time per step so far: 0.0013`, `step 200 | loss 2.31`,
+// `{'loss': 1.92, 'learning_rate': 2e-05, 'epoch': 0.4}`, `Iter #9: 412.3 img/sec per GPU`,
+// `Epoch 1: 100%|...| 50/50 [00:10<00:00, 4.9it/s]`): a counted step with a measured figure.
+// Each step of a data-parallel loop runs collectives, so a step that finished is a collective
+// that completed; a step count alone (a progress bar at 0 %) or a figure alone is not.
+bool IsProgressLine(std::string_view text) {
+  if (text.size() > 512) return false;
+  static const RE2 kStep(
+      R"((?i)(?:\b(?:iter(?:ation)?|step|epoch)s?\s*[:#=]?\s*\[?\s*[1-9]\d*\b[^\n]{0,200}?)"
+      R"(\b(?:loss|time per step|s/it|it/s|img/sec|images/sec|samples?/s(?:ec)?|tokens?/s(?:ec)?|)"
+      R"(throughput|elapsed time|grad[_ ]norm|learning[_ ]rate|lr)\b))");
+  static const RE2 kTrainerDict(R"(\{'loss': [0-9])");
+  static const RE2 kTotal(R"((?i)\btotal (?:img|images|samples|tokens)/sec on \d+ GPU)");
+  const bool digit = text.find_first_of("123456789") != std::string_view::npos;
+  return digit && (RE2::PartialMatch(text, kStep) || RE2::PartialMatch(text, kTrainerDict) ||
+                   RE2::PartialMatch(text, kTotal));
+}
+
 // A program's own word that its NCCL collectives worked (`vLLM NCCL is successful!`, `all_reduce
 // test passed`): positive evidence, as nccl-tests' rows are.
 bool IsProgramSuccessLine(std::string_view text) {
@@ -294,6 +313,7 @@ struct LogClassifier::State {
   // Causes derived from several lines that stay unless the run completed (not only set up).
   std::set<std::string, std::less<>> keep_unless_completed;
   // Positive evidence of a completed run, and WARNs after it.
+  bool progress_seen = false;  // the program's own steps after NCCL set up (IsProgressLine)
   size_t last_success_line = 0;
   size_t last_warn_line = 0;
   bool gdr_enabled = false;  // `GPU Direct RDMA Enabled for HCA`
@@ -380,6 +400,10 @@ struct LogClassifier::State {
     if (const CatalogueMessage* m = catalogue->MatchWarn(Cap(p.message, 1024))) {
       return FindMessagePath(m->path);
     }
+    // aws-ofi-nccl puts `NET/OFI ` before every warning it prints (NCCL_OFI_WARN), also those
+    // whose text the catalogue cannot hold (formats pasted together from macros, releases it has
+    // not read): the plugin's path all the same.
+    if (StartsWith(p.message, "NET/OFI ")) return FindMessagePath("net_ofi");
     return nullptr;
   }
 
@@ -881,8 +905,19 @@ struct LogClassifier::State {
       tests_passed = true;
       last_success_line = line_no;
     }
+    // The program's own steps after NCCL set up (`Iteration: 10. Average time per step`,
+    // `{'loss': 1.2, ...}`): each step runs collectives, so they completed. Once a step after
+    // the last WARN is known, later steps change nothing until another WARN comes.
+    const bool settled = progress_seen && last_success_line > last_warn_line;
+    const bool step = nccl_lines > 0 && !settled && IsProgressLine(p.message);
+    if (step) {
+      progress_seen = true;
+      last_success_line = line_no;
+    }
     bool root_found = false;
-    for (const auto& m : Match(p)) {
+    const std::vector<CompiledRules::LineMatch> matches = Match(p);
+    if (matches.empty() && !step && OnBareNcclMessage(p, line)) return;
+    for (const auto& m : matches) {
       const Rule& r = compiled.rules()[m.rule];
       if (r.strength == Strength::kIgnore) break;
       OnNamedLine(r, p.message, line);
@@ -904,6 +939,39 @@ struct LogClassifier::State {
                               true});
       }
     }
+  }
+
+  // NCCL's own message without its `host:pid:tid [dev] NCCL LEVEL` prefix: a paste of the
+  // message alone, or a framework's quote of NCCL's last error (PyTorch prints `Last error:`
+  // and the WARN's text on the next line). When the text is what one of NCCL's WARN or INFO
+  // formats prints (formats that start with literal text, so prose never matches a hole), it is
+  // read as that line: a WARN names its path, an INFO its set-up step. True when it was.
+  bool OnBareNcclMessage(const ParsedLine& p, std::string_view line) {
+    std::string_view msg = p.message;
+    while (!msg.empty() && (msg.front() == ' ' || msg.front() == '\t')) msg.remove_prefix(1);
+    if (msg.size() < 12 || msg.size() > 1024 || catalogue == nullptr) return false;
+    ParsedLine as_nccl = p;
+    as_nccl.message = msg;
+    // rdma-core's own messages (libibverbs, the mlx5 provider) are always plain text on stderr:
+    // the text rules read them, they are not NCCL's lines without a prefix.
+    auto ncclish = [](const CatalogueMessage* m) {
+      return m != nullptr && !StartsWith(m->file, "libibverbs/") &&
+             !StartsWith(m->file, "providers/");
+    };
+    if (ncclish(catalogue->MatchQuotedWarn(msg))) {
+      as_nccl.level = NcclLevel::kWarn;
+      OnWarn(as_nccl, line);
+      return true;
+    }
+    // `Init COMPLETE` formats open with the caller's name (`%s comm %p rank %d ...`).
+    const bool init_line = EndsWith(msg, "- Init COMPLETE") &&
+                           msg.find(" nranks ") != std::string_view::npos;
+    if (init_line || ncclish(catalogue->MatchBareInfo(msg))) {
+      as_nccl.level = NcclLevel::kInfo;
+      OnInfo(as_nccl, line);
+      return true;
+    }
+    return false;
   }
 
   void Feed(std::string_view line) {
@@ -1005,12 +1073,14 @@ Classification LogClassifier::State::Finish() {
   // A WARN after init means the run went on to fail, even when a teardown follows it.
   const size_t clean_until = init_complete ? std::min(last_init_line, last_success_line)
                                            : last_success_line;
-  const bool completed = (every_rank_torn_down || tests_passed) && last_success_line > 0 &&
+  const bool completed = (every_rank_torn_down || tests_passed || progress_seen) &&
+                         last_success_line > 0 &&
                          last_warn_line <= clean_until;
   // Set up without a failure after it (the old, weaker test): INFO suspects (a bridge interface,
   // GDR off) explain failures to set up, so they are dropped once init completed cleanly.
   const size_t last_setup_line = std::max(last_init_line, last_success_line);
-  const bool set_up = (init_complete || teardown || tests_passed) && last_setup_line > 0 &&
+  const bool set_up = (init_complete || teardown || tests_passed || progress_seen) &&
+                      last_setup_line > 0 &&
                       last_warn_line <= last_setup_line;
   const bool socket_network =
       IEqualsPrefix(network, "SOCKET") ||
@@ -1464,6 +1534,9 @@ void LogClassifier::State::Explain(Classification& out, const KeptMap& kept, boo
     for (const auto& t : transports) via += (via.empty() ? "" : ", ") + t;
     const std::string proof =
         tests_passed ? "a finished collective's result at line " + std::to_string(last_success_line)
+        : progress_seen
+            ? "the program's steps after NCCL set up, at line " +
+                  std::to_string(last_success_line)
         : init_complete ? "Init COMPLETE and Destroy COMPLETE"
                         : "Destroy COMPLETE";
     out.reason =

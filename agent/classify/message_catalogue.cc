@@ -40,6 +40,7 @@ constexpr std::array kPaths = {
     MessagePath{"misc", FC::kUnknown, ids::kNcclInternal, "NCCL's core"},
 };
 
+constexpr size_t kGateBytes = 4;       // bytes of a key in the index's quick rejection
 constexpr size_t kMaxKey = 24;         // leading literal bytes used as the lookup key
 constexpr size_t kMaxMatchSteps = 4096;  // work bound of one FormatMatches call
 constexpr size_t kMinLiteralLetters = 8;  // letters a format needs to name a message by itself
@@ -279,7 +280,7 @@ StatusOr<std::shared_ptr<const MessageCatalogue>> MessageCatalogue::Parse(std::s
       auto [it, inserted] = cat->base_files_.emplace(std::string(Basename(m.file)), m.file);
       if (!inserted && it->second != m.file) cat->base_paths_[it->first] = nullptr;
     }
-    if (m.level != "WARN") continue;
+    if (m.level != "WARN" && m.level != "INFO") continue;
     // A format that is mostly holes (`%s`, `%s: %s`) would match any message: it names nothing.
     size_t literal = 0;
     for (size_t k = 0; k < m.format.size(); ++k) {
@@ -293,17 +294,21 @@ StatusOr<std::shared_ptr<const MessageCatalogue>> MessageCatalogue::Parse(std::s
     if (literal < kMinLiteralLetters) continue;
     std::string_view lead = LeadingLiteral(m.format);
     if (lead.empty()) {
-      cat->open_start_.push_back(i);
+      if (m.level == "WARN") cat->open_start_.push_back(i);
       continue;
     }
+    PrefixIndex& index = m.level == "WARN" ? cat->warn_ : cat->info_;
     std::string key(lead.substr(0, kMaxKey));
-    cat->by_prefix_[key].push_back(i);
-    if (std::find(cat->prefix_lengths_.begin(), cat->prefix_lengths_.end(), key.size()) ==
-        cat->prefix_lengths_.end()) {
-      cat->prefix_lengths_.push_back(key.size());
+    index.by_prefix[key].push_back(i);
+    index.gate.emplace(key.substr(0, kGateBytes), true);
+    index.short_keys = index.short_keys || key.size() < kGateBytes;
+    if (std::find(index.lengths.begin(), index.lengths.end(), key.size()) ==
+        index.lengths.end()) {
+      index.lengths.push_back(key.size());
     }
   }
-  std::sort(cat->prefix_lengths_.rbegin(), cat->prefix_lengths_.rend());
+  std::sort(cat->warn_.lengths.rbegin(), cat->warn_.lengths.rend());
+  std::sort(cat->info_.lengths.rbegin(), cat->info_.lengths.rend());
   return std::shared_ptr<const MessageCatalogue>(std::move(cat));
 }
 
@@ -321,9 +326,15 @@ Status MessageCatalogue::BuiltinStatus() {
   return parsed.ok() ? Status::Ok() : parsed.status();
 }
 
-const CatalogueMessage* MessageCatalogue::MatchWarn(std::string_view message) const {
+const CatalogueMessage* MessageCatalogue::MatchIndexed(const PrefixIndex& index,
+                                                       std::string_view message,
+                                                       bool open_start) const {
   while (!message.empty() && (message.back() == ' ' || message.back() == '\r')) {
     message.remove_suffix(1);
+  }
+  bool gated_in = index.gate.count(message.substr(0, kGateBytes)) > 0;
+  for (size_t n = 1; !gated_in && index.short_keys && n < kGateBytes && n <= message.size(); ++n) {
+    gated_in = index.gate.count(message.substr(0, n)) > 0;
   }
   const CatalogueMessage* best = nullptr;
   size_t best_literal = 0;
@@ -339,23 +350,37 @@ const CatalogueMessage* MessageCatalogue::MatchWarn(std::string_view message) co
       best_literal = literal;
     }
   };
-  for (size_t len : prefix_lengths_) {
+  for (size_t len : index.lengths) {
+    if (!gated_in) break;
     if (len > message.size()) continue;
-    auto it = by_prefix_.find(message.substr(0, len));
-    if (it == by_prefix_.end()) continue;
+    auto it = index.by_prefix.find(message.substr(0, len));
+    if (it == index.by_prefix.end()) continue;
     for (size_t i : it->second) consider(i);
   }
-  if (best == nullptr) {
+  if (best == nullptr && open_start) {
     for (size_t i : open_start_) consider(i);
   }
   // aws-ofi-nccl's NCCL_OFI_WARN prefixes every format with `NET/OFI ` (the catalogue holds the
   // format as the plugin's source writes it): without the prefix, only the plugin's own formats.
   constexpr std::string_view kOfiPrefix = "NET/OFI ";
-  if (best == nullptr && message.substr(0, kOfiPrefix.size()) == kOfiPrefix) {
-    const CatalogueMessage* inner = MatchWarn(message.substr(kOfiPrefix.size()));
+  if (best == nullptr && &index == &warn_ && message.substr(0, kOfiPrefix.size()) == kOfiPrefix) {
+    const CatalogueMessage* inner =
+        MatchIndexed(index, message.substr(kOfiPrefix.size()), open_start);
     if (inner != nullptr && inner->path == "net_ofi") return inner;
   }
   return best;
+}
+
+const CatalogueMessage* MessageCatalogue::MatchWarn(std::string_view message) const {
+  return MatchIndexed(warn_, message, /*open_start=*/true);
+}
+
+const CatalogueMessage* MessageCatalogue::MatchQuotedWarn(std::string_view message) const {
+  return MatchIndexed(warn_, message, /*open_start=*/false);
+}
+
+const CatalogueMessage* MessageCatalogue::MatchBareInfo(std::string_view message) const {
+  return MatchIndexed(info_, message, /*open_start=*/false);
 }
 
 const MessagePath* MessageCatalogue::PathOfFile(std::string_view file_and_line) const {

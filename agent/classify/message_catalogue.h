@@ -60,6 +60,13 @@ class MessageCatalogue {
   // The WARN entry a message is (the one with the longest literal text when several match), or
   // nullptr.
   const CatalogueMessage* MatchWarn(std::string_view message) const;
+  // The same for text that is not an NCCL debug line (a framework's quote of NCCL's last error,
+  // a paste without the `host:pid:tid [dev] NCCL WARN` prefix): only formats that start with
+  // literal text, so that a format opening with a conversion (`%s: %s`) never names prose.
+  const CatalogueMessage* MatchQuotedWarn(std::string_view message) const;
+  // An INFO entry that a message pasted without its prefix is (`Channel 00/0 : 1[1] -> 0[0] via
+  // SHM/direct/direct`, `Connected all rings`), by formats that start with literal text.
+  const CatalogueMessage* MatchBareInfo(std::string_view message) const;
   // The path of a source file as NCCL prints it before WARN ("transport/net_ib.cc:1206",
   // "net_ib.cc:1206"), or nullptr when the catalogue has no WARN from that file or its WARNs
   // sit on several paths.
@@ -75,8 +82,19 @@ class MessageCatalogue {
   };
   template <typename V>
   using Map = std::unordered_map<std::string, V, Hash, std::equal_to<>>;
-  Map<std::vector<size_t>> by_prefix_;  // leading literal, capped
-  std::vector<size_t> prefix_lengths_;                              // distinct key lengths
+  // WARN and INFO formats by their leading literal, capped, and the distinct key lengths.
+  struct PrefixIndex {
+    Map<std::vector<size_t>> by_prefix;
+    std::vector<size_t> lengths;  // longest first
+    // The first kGateBytes of every key (the whole key when shorter): a message whose start is
+    // none of them matches no entry, found with one or a few lookups instead of one per length.
+    Map<bool> gate;
+    bool short_keys = false;  // some key is shorter than kGateBytes
+  };
+  const CatalogueMessage* MatchIndexed(const PrefixIndex& index, std::string_view message,
+                                       bool open_start) const;
+  PrefixIndex warn_;
+  PrefixIndex info_;
   std::vector<size_t> open_start_;  // formats that start with a conversion
   // A source file's path when all its WARNs share one: by its path under src/, by base name.
   Map<const MessagePath*> file_paths_;

@@ -989,5 +989,76 @@ TEST(LogClassifierInference, ALowerLayersLineBeforeACompletedRunIsNotTheVerdict)
   EXPECT_EQ(cuda.fault_class, FaultClass::kHealthy) << cuda.reason;
 }
 
+// PyTorch quotes NCCL's last WARN on the line after `Last error:`, without NCCL's prefix: the
+// text is one of NCCL's WARN formats, so it names its path even though no rule names the text.
+TEST(LogClassifierInference, AQuotedLastErrorIsReadAsNcclsWarn) {
+  Classification c = ClassifyLogText(
+      "[rank1]: torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:317, unhandled "
+      "system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+      "[rank1]: ncclSystemError: System call (e.g. socket, malloc) or external library call "
+      "failed or device error.\n"
+      "[rank1]: Last error:\n"
+      "[rank1]: Failed to open libnvidia-ml.so.1\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture) << c.reason;
+  ASSERT_FALSE(c.causes.empty());
+  EXPECT_EQ(c.causes.front().cause, "cuda.driver");
+  // Prose that only resembles a message, and rdma-core's own stderr lines, stay text.
+  Classification prose = ClassifyLogText(
+      "we failed to open libnvidia-ml.so.1 from the notebook yesterday\n"
+      "libibverbs: Warning: couldn't open config directory '/etc/libibverbs.d'.\n");
+  EXPECT_EQ(prose.fault_class, FaultClass::kUnknown) << prose.reason;
+  EXPECT_TRUE(prose.causes.empty());
+}
+
+// A paste of NCCL's INFO messages without their prefix is still NCCL's set-up, not prose.
+TEST(LogClassifierInference, InfoMessagesPastedWithoutTheirPrefixAreNcclLines) {
+  Classification c = ClassifyLogText(
+      "Channel 00/0 : 1[1] -> 0[0] via SHM/direct/direct\n"
+      "ncclCommInitRank comm 0x55d0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x1 - "
+      "Init COMPLETE\n");
+  EXPECT_TRUE(c.init_complete) << c.reason;
+  EXPECT_EQ(c.fault_class, FaultClass::kUnknown) << c.reason;  // set up, not yet proven
+  EXPECT_EQ(c.reason.find("no NCCL log lines"), std::string::npos) << c.reason;
+}
+
+// The program's own steps after NCCL set up are collectives that finished; the same steps with
+// a failure after them, or before NCCL said anything, prove nothing.
+TEST(LogClassifierInference, TrainingStepsAfterSetUpAreProofTheRunWorked) {
+  const std::string setup =
+      "w1:49:60 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.2<0>\n"
+      "w1:49:60 [0] NCCL INFO Using network IB\n"
+      "w1:49:62 [0] NCCL INFO comm 0x7f rank 0 nranks 1 cudaDev 0 busId 1000 - Init COMPLETE\n";
+  for (const char* step :
+       {"Iteration: 10. Average time per step so far: 0.0013218164443969727",
+        "step 200 | loss 2.314 | lr 3.0e-4 | 812 tokens/s",
+        "{'loss': 1.9215, 'learning_rate': 2e-05, 'epoch': 0.4}",
+        "Iter #9: 412.3 img/sec per GPU", "Total img/sec on 16 GPU(s): 6612.4 +-12.1"}) {
+    Classification ok = ClassifyLogText(setup + step + "\n");
+    EXPECT_EQ(ok.fault_class, FaultClass::kHealthy) << step << ": " << ok.reason;
+  }
+  Classification failed = ClassifyLogText(
+      setup + "step 200 | loss 2.314 | lr 3.0e-4\n"
+              "w1:49:70 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+              "10.0.0.3<33891> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid "
+              "::ffff:10.0.0.2 remoteGidsfe80::1 hca mlx5_0\n");
+  EXPECT_EQ(failed.fault_class, FaultClass::kIbResource) << failed.reason;
+  Classification no_nccl = ClassifyLogText("step 200 | loss 2.314 | lr 3.0e-4\n");
+  EXPECT_EQ(no_nccl.fault_class, FaultClass::kUnknown) << no_nccl.reason;
+  Classification bar = ClassifyLogText(setup + "Epoch 0:   0%|          | 0/50 [00:00<?, ?it/s]\n");
+  EXPECT_EQ(bar.fault_class, FaultClass::kUnknown) << bar.reason;
+}
+
+// Every warning of aws-ofi-nccl carries `NET/OFI `: the plugin's path even for a text the
+// catalogue does not hold.
+TEST(LogClassifierInference, AnOfiWarningTheCatalogueLacksIsStillThePlugins) {
+  Classification c = ClassifyLogText(
+      "p5-7:954:3133 [6] NCCL INFO comm 0x7f rank 6 nranks 16 cudaDev 6 busId b9000 - Init START\n"
+      "p5-7:954:3133 [6] nccl_net_ofi_rdma_init:8123 NCCL WARN NET/OFI Couldn't frobnicate the "
+      "endpoint table of rail 3 (a message of a release not read yet)\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kIbResource) << c.reason;
+  ASSERT_FALSE(c.causes.empty());
+  EXPECT_EQ(c.causes.front().cause, "efa.fabric");
+}
+
 }  // namespace
 }  // namespace nccl_triage
