@@ -13,6 +13,8 @@
 
 namespace nccl_triage::triage {
 
+// The incident's reason, the log lines that support it and the fix (Incident's fields of the
+// same names), built first from the logs, then completed by the decision.
 struct Explanation {
   std::string reason;
   std::vector<EvidenceLine> evidence;
