@@ -198,6 +198,13 @@ struct Incident {
   int exit_code = 3;
 };
 
+// The classes that make the incident a fault (exit code 1): architecture and ib_resource.
+bool IsFault(FaultClass c);
+
+// The steps behind it, each a function of the values it names: incident_scope.h (the job's
+// pods and nodes), incident_logs.h (the logs' verdict), incident_nodes.h (the agents' checks and
+// kernel logs, the coordinator's probes), incident_decide.h (the verdict and where), and
+// incident_explain.h (why, the rows, the event's object).
 Incident JudgeIncident(const IncidentInput& input);
 
 // The JSON document, schema nccl-triage/incident/v1.
