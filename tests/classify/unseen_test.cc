@@ -30,6 +30,7 @@ const fs::path kUnseen2Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/
 const fs::path kUnseen3Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-3";
 const fs::path kUnseen4Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-4";
 const fs::path kUnseen5Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-5";
+const fs::path kUnseen6Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-6";
 const fs::path kCaptureDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/fixtures/nccl-logs";
 const fs::path kCorpusDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/corpus";
 
@@ -62,7 +63,9 @@ std::vector<Case> LoadCaptures() {
 // 80.6 % / 72.2 %); the fourth set 90.0 % / 82.5 % since its misses were studied (85.0 % /
 // 77.5 % unseen, one healthy answer on a failed run's log, still there). The fifth set: 81.0 %
 // class, 76.2 % cause and no healthy answer on a failed run (42 cases), before and after the
-// work on the fourth set's misses alike. The bars are a guard against regressions.
+// work on the fourth set's misses alike. The sixth set, gathered after that work: 78.0 % class,
+// 75.6 % cause, no healthy answer on a failed run (41 cases). The bars are a guard against
+// regressions.
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
 constexpr double kUnseen2MinClass = 0.89;
@@ -75,6 +78,9 @@ constexpr size_t kUnseen4MaxHealthyOnFailed = 1;
 constexpr double kUnseen5MinClass = 0.80;
 constexpr double kUnseen5MinCause = 0.76;
 constexpr size_t kUnseen5MaxHealthyOnFailed = 0;
+constexpr double kUnseen6MinClass = 0.78;
+constexpr double kUnseen6MinCause = 0.75;
+constexpr size_t kUnseen6MaxHealthyOnFailed = 0;
 constexpr double kCaptureMinClass = 0.99;
 constexpr double kCaptureMinCause = 0.99;
 
@@ -184,6 +190,19 @@ TEST(UnseenSet5, CasesAreWellFormedAndNoneIsSeenElsewhere) {
 TEST(UnseenSet5, ClassifierMeetsTheBars) {
   ExpectSetMeetsBars(kUnseen5Dir, "fifth unseen set of public threads (tests/classify/unseen-5)",
                      kUnseen5MinClass, kUnseen5MinCause, kUnseen5MaxHealthyOnFailed);
+}
+
+// The sixth unseen set (tests/classify/unseen-6, gathered 2026-12-07 by someone who did not run
+// the classifier or read its rules, after the work on the fourth set's misses was done; scored
+// once, on that work, its cases not read).
+TEST(UnseenSet6, CasesAreWellFormedAndNoneIsSeenElsewhere) {
+  ExpectSetApart(kUnseen6Dir, 40,
+                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir});
+}
+
+TEST(UnseenSet6, ClassifierMeetsTheBars) {
+  ExpectSetMeetsBars(kUnseen6Dir, "sixth unseen set of public threads (tests/classify/unseen-6)",
+                     kUnseen6MinClass, kUnseen6MinCause, kUnseen6MaxHealthyOnFailed);
 }
 
 TEST(GpuCaptures, ClassifierMeetsTheBars) {
