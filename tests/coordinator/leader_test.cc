@@ -153,7 +153,7 @@ TEST_F(CoordinatorLeader, AStandbyIsReadyRefusesAgentsAndSaysWhoLeads) {
   EXPECT_EQ(election.value("leader", ""), "coord-other") << election;
   EXPECT_EQ(election.value("lease", ""), "kt/nccl-triage-coordinator") << election;
   EXPECT_EQ(election.value("lease_transitions", 0), 7) << election;
-  EXPECT_FALSE(election.contains("pod_label")) << "no label without CoordinatorOptions::leader_label";
+  EXPECT_FALSE(election.contains("pod_label")) << "no label without leader_label";
   httplib::Client http("127.0.0.1", server_->http_port());
   auto live = http.Get("/livez");
   ASSERT_TRUE(live);

@@ -4,9 +4,9 @@
 # (the chart's coordinator token, so only the chart's RBAC lets them hold the Lease, patch nodes
 # and keep the state ConfigMap), three agent processes that run real probes (the fake NCCL and
 # CUDA of the build, TCP over loopback) behind a Service that follows the leader label
-# (service_proxy.py, replicas.sh), one of them on a node whose probe HCA is down. Every call of the replicas to the API server goes
-# through fault_proxy.py, which holds the first patch that taints that node. Nothing waits on a
-# sleep: each kill lands where a hook holds the leader.
+# (service_proxy.py, replicas.sh), one of them on a node whose probe HCA is down. Every call of
+# the replicas to the API server goes through fault_proxy.py, which holds the first patch that
+# taints that node. Nothing waits on a sleep: each kill lands where a hook holds the leader.
 #   1. kill -9 during a taint: the leader's patch is held in flight (sent, not yet at the API
 #      server) and the leader is killed. The other replica takes the Lease and the label (the dead
 #      leader's pod keeps its own until the new leader takes it off), has the agents back,
