@@ -203,7 +203,9 @@ constexpr std::array kSpecs = {
         {"coordinator.leader_election", "bool",
          "elect one leader among the coordinator replicas on a coordination.k8s.io/v1 Lease in "
          "the pod's namespace: only the leader sweeps, remediates and accepts agents, the others "
-         "are live but not ready (needed with more than one replica)"}),
+         "stand by, ready, and refuse agents; the leader labels its pod "
+         "nccl-triage.io/coordinator-role=leader, which the chart's Service selects (needed with "
+         "more than one replica)"}),
     Key<String, &Config::coordinator, &CoordinatorConfig::lease_name>(
         {"coordinator.lease_name", "string", "name of the leader election's Lease"}),
     Key<Int, &Config::coordinator, &CoordinatorConfig::lease_duration_seconds>(

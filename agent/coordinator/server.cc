@@ -288,7 +288,8 @@ CoordinatorServer::Impl::NewStream(grpc::CallbackServerContext* ctx) {
                       grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator shutting down"));
   }
   if (!LeadingLocked()) {
-    // The agent retries, and the Service sends it to the ready replica: the leader.
+    // The agent retries, and the Service sends it to the pod with the leader label (on a stale
+    // label, for the seconds until the leader moves it, it may come here again).
     return new Stream(this, ctx,
                       grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                    "this coordinator replica is not the leader"));
@@ -372,7 +373,7 @@ Status CoordinatorServer::Impl::Start() {
     AddCoordinatorEndpoints(*http_, {.ready =
                                          [this] {
                                            std::lock_guard lock(mu_);
-                                           return started_ && !stopping_ && LeadingLocked();
+                                           return started_ && !stopping_;
                                          },
                                      .not_ready_reason = [this] { return NotReadyReason(); },
                                      .metrics = [this] { return metrics_.Text(); },
@@ -395,6 +396,11 @@ Status CoordinatorServer::Impl::Start() {
   sweep_thread_ = std::jthread([this](std::stop_token st) { SweepLoop(st); });
   if (options_.leader) {
     metrics_.SetLeader(false);  // until the Lease is ours
+    if (options_.leader_label) {
+      // Before the first try: a pod whose former container led may still carry the label.
+      label_thread_ =
+          std::jthread([this](std::stop_token st) { options_.leader_label->Run(st); });
+    }
     election_thread_ = std::jthread([this](std::stop_token st) {
       options_.leader->Run(st, [this](bool leading) { OnLeadership(leading); });
     });
@@ -412,6 +418,13 @@ void CoordinatorServer::Impl::Stop() {
     stopping_ = true;
     FinishTriagesLocked("coordinator shutting down");
     cv_.notify_all();
+  }
+  // Out of the Service first, before the agents are closed and long before the Lease is given
+  // up: they then reconnect to the successor's label instead of to a replica that refuses them.
+  if (label_thread_.joinable()) {
+    label_thread_.request_stop();
+    label_thread_.join();
+    options_.leader_label->ClearOwn();
   }
   if (sweep_thread_.joinable()) {
     sweep_thread_.request_stop();
@@ -786,6 +799,28 @@ bool CoordinatorServer::Impl::WaitForAgents(size_t n, std::chrono::milliseconds 
 }
 
 CoordinatorView CoordinatorServer::Impl::View(bool with_pairs) const {
+  CoordinatorView view = PartsView(with_pairs);
+  if (options_.leader) {
+    // The elector's and the label's own locks, not mu_: the election thread takes mu_ while
+    // holding neither.
+    const LeaderElector::State s = options_.leader->Snapshot();
+    CoordinatorView::Leadership l{.leader = s.leader,
+                                  .holder = s.holder,
+                                  .lease = options_.leader->LeaseRef(),
+                                  .transitions = s.transitions,
+                                  .last_error = s.last_error};
+    if (options_.leader_label) {
+      const LeaderPodLabel::State label = options_.leader_label->Snapshot();
+      l.pod_label = std::string(kLeaderLabelKey) + "=" + kLeaderLabelValue;
+      l.pod_labelled = label.labelled;
+      if (l.last_error.empty()) l.last_error = label.last_error;
+    }
+    view.leadership = std::move(l);
+  }
+  return view;
+}
+
+CoordinatorView CoordinatorServer::Impl::PartsView(bool with_pairs) const {
   std::lock_guard lock(mu_);
   return BuildCoordinatorView(
       {.known = known_,
@@ -807,6 +842,7 @@ bool CoordinatorServer::Impl::LeadingLocked() const {
 }
 
 void CoordinatorServer::Impl::OnLeadership(bool leading) {
+  if (options_.leader_label) options_.leader_label->Wake();  // the label follows at once
   std::lock_guard lock(mu_);
   leading_ = leading;
   cv_.notify_all();
@@ -843,12 +879,7 @@ std::string CoordinatorServer::Impl::NotReadyReason() const {
     if (stopping_) return "shutting down";
     if (!started_) return "starting";
   }
-  if (!options_.leader) return "";
-  const LeaderElector::State s = options_.leader->Snapshot();
-  std::string why = "not the leader: the lease " + options_.leader->LeaseRef() + " is held by " +
-                    (s.holder.empty() ? std::string("nobody yet") : s.holder);
-  if (!s.last_error.empty()) why += " (last error: " + s.last_error + ")";
-  return why;
+  return "";
 }
 
 // ------------------------------------------------------------------------------------ facade

@@ -36,6 +36,7 @@
 #include "core/config.h"
 #include "core/rail_selection.h"
 #include "kube/leader_election.h"
+#include "kube/leader_label.h"
 #include "planner/pair_judge.h"
 
 namespace nccl_triage {
@@ -113,8 +114,15 @@ struct CoordinatorOptions {
   // a client of its own); null: this replica always leads. When set, only the leader sweeps,
   // remediates and accepts agents (a follower refuses sessions with UNAVAILABLE, and a leader
   // that loses the Lease closes them, so agents reconnect through the Service to the new one);
-  // /readyz answers 503 with the reason on a follower; every write through `kube` is fenced.
+  // /readyz answers 200 on every live replica (the Service selects the leader by its pod label,
+  // below, not by readiness) and /status says which one leads; every write through `kube` is
+  // fenced.
   std::shared_ptr<LeaderElector> leader;
+  // With `leader`: the leader's pod label (kube/leader_label.h, fenced by `leader`, made by the
+  // caller with a client of its own), kept on a thread of its own, woken at each change of
+  // leadership; on Stop the label leaves this pod before the Lease is released. Null: no label
+  // (the Service then follows readiness alone, fit for one replica only).
+  std::shared_ptr<LeaderPodLabel> leader_label;
   // Tests only (the failover tests on the real API server; $NCCL_TRIAGE_TEST_HOLD_DIR of
   // `nccl-triage-server coordinator`, never set by the chart): while the file `hold-sweep` exists
   // in this folder, a sweep that has run its first round of probes, before it judges them, writes

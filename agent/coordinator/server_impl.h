@@ -66,7 +66,9 @@ class CoordinatorServer::Impl {
   bool WaitForAgents(size_t n, std::chrono::milliseconds timeout);
   size_t ConnectedAgents() const;
   size_t OutstandingProbes() const;
+  // The parts (under mu_), then who leads (the elector's and the label's locks).
   CoordinatorView View(bool with_pairs) const;
+  CoordinatorView PartsView(bool with_pairs) const;
   std::string MetricsText() const { return metrics_.Text(); }
 
   int grpc_port_ = 0;
@@ -224,6 +226,7 @@ class CoordinatorServer::Impl {
   std::shared_ptr<KubeClient> unfenced_kube_;
   bool leading_ = false;
   std::jthread election_thread_;
+  std::jthread label_thread_;  // options_.leader_label's loop
   RemediationStatus last_remediation_;
   ValidationStatus last_validation_;
   std::jthread sweep_thread_;

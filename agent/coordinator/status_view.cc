@@ -129,6 +129,20 @@ nlohmann::json ToJson(const CoordinatorView& view) {
   }
   if (view.remediation) j["remediation"] = ToJson(*view.remediation);
   if (view.validation) j["validation"] = ToJson(*view.validation);
+  if (view.leadership) {
+    const CoordinatorView::Leadership& l = *view.leadership;
+    const nlohmann::json holder = l.holder.empty() ? nlohmann::json() : nlohmann::json(l.holder);
+    nlohmann::json le = {{"role", l.leader ? "leader" : "standby"},
+                         {"leader", holder},
+                         {"lease", l.lease},
+                         {"lease_transitions", l.transitions},
+                         {"last_error", l.last_error}};
+    if (!l.pod_label.empty()) {
+      le["pod_label"] = l.pod_label;
+      le["pod_labelled"] = l.pod_labelled;
+    }
+    j["leader_election"] = std::move(le);
+  }
   j["predicted"] = nlohmann::json::array();
   for (const auto& [pair, v] : view.predicted) {
     j["predicted"].push_back({{"a", pair.a},

@@ -60,6 +60,19 @@ struct CoordinatorView {
   std::optional<RemediationStatus> remediation;
   // The last sweep's validation of new and rebooted nodes (validation.new_nodes on).
   std::optional<ValidationStatus> validation;
+  // Leader election (coordinator.leader_election): whether this replica leads, who holds the
+  // Lease, and the leader label of its pod. Every replica is ready; this says which one the
+  // Service should send the agents to.
+  struct Leadership {
+    bool leader = false;
+    std::string holder;  // the Lease's holder last read; "" none (yet)
+    std::string lease;   // "namespace/name"
+    int64_t transitions = 0;
+    std::string last_error;
+    std::string pod_label;      // "key=value"; "" when the replica keeps no label
+    bool pod_labelled = false;  // this replica's pod carries it (last written or read)
+  };
+  std::optional<Leadership> leadership;
 };
 
 // What a view is built from: the coordinator's parts, read under its lock.

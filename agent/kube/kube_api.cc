@@ -57,6 +57,12 @@ nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations, const std
   return body;
 }
 
+nlohmann::json LabelPatchBody(const LabelPatch& labels) {
+  nlohmann::json l = nlohmann::json::object();
+  for (const auto& [k, v] : labels) l[k] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  return {{"metadata", {{"labels", l}}}};
+}
+
 nlohmann::json NodeConditionPatchBody(const NodeCondition& c) {
   nlohmann::json cond = {{"type", c.type},
                          {"status", c.status},
@@ -193,6 +199,11 @@ KubeResponse KubeClient::CreateLease(const std::string&, const nlohmann::json&) 
 KubeResponse KubeClient::UpdateLease(const std::string&, const std::string&,
                                      const nlohmann::json&) {
   return NotSupported("update leases");
+}
+
+KubeResponse KubeClient::PatchPodLabels(const std::string&, const std::string&,
+                                        const LabelPatch&) {
+  return NotSupported("patch pod labels");
 }
 
 KubeResponse KubeClient::DeleteObject(const std::string&, const std::string&,

@@ -92,6 +92,7 @@ struct KubeEvent {
 };
 
 using AnnotationPatch = std::map<std::string, std::optional<std::string>>;  // nullopt deletes
+using LabelPatch = std::map<std::string, std::optional<std::string>>;       // nullopt deletes
 
 // One page of a namespaced pod list (GET /api/v1/namespaces/<ns>/pods).
 struct PodListQuery {
@@ -229,6 +230,10 @@ class KubeClient {
   virtual KubeResponse CreateLease(const std::string& ns, const nlohmann::json& lease);
   virtual KubeResponse UpdateLease(const std::string& ns, const std::string& name,
                                    const nlohmann::json& lease);
+  // JSON merge patch of a pod's metadata.labels (nullopt values delete): the coordinators'
+  // leader label (kube/leader_label.h), which their Service selects. Default: "not supported".
+  virtual KubeResponse PatchPodLabels(const std::string& ns, const std::string& pod,
+                                      const LabelPatch& labels);
   // Deletes one namespaced object of the release, `resource` "daemonsets" or "deployments"
   // (apps/v1, background propagation: their pods go through the garbage collector, each with its
   // grace period), "configmaps" (v1) or "leases" (coordination.k8s.io/v1): the uninstall hook's
@@ -279,6 +284,7 @@ StatusOr<AccessDecision> AccessDecisionFromReview(std::string_view body);
 nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations);
 // The same with metadata.uid set (the API's UID precondition).
 nlohmann::json AnnotationPatchBody(const AnnotationPatch& annotations, const std::string& uid);
+nlohmann::json LabelPatchBody(const LabelPatch& labels);
 nlohmann::json NodeConditionPatchBody(const NodeCondition& condition);
 nlohmann::json EventBody(const KubeEvent& event);
 nlohmann::json NodePatchBody(const NodePatch& patch);

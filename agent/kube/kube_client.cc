@@ -383,6 +383,12 @@ KubeResponse InClusterKubeClient::PatchPodAnnotations(const std::string& ns, con
               DumpJson(AnnotationPatchBody(annotations)));
 }
 
+KubeResponse InClusterKubeClient::PatchPodLabels(const std::string& ns, const std::string& pod,
+                                                 const LabelPatch& labels) {
+  return Send("PATCH", PodPath(ns, pod), "application/merge-patch+json",
+              DumpJson(LabelPatchBody(labels)));
+}
+
 KubeResponse InClusterKubeClient::PatchNodeCondition(const std::string& node,
                                                      const NodeCondition& c) {
   return Send("PATCH", "/api/v1/nodes/" + UrlEncode(node) + "/status",

@@ -75,6 +75,8 @@ class InClusterKubeClient final : public KubeClient {
                             const std::string& resource_version) override;
   KubeResponse GetLease(const std::string& ns, const std::string& name) override;
   KubeResponse CreateLease(const std::string& ns, const nlohmann::json& lease) override;
+  KubeResponse PatchPodLabels(const std::string& ns, const std::string& pod,
+                              const LabelPatch& labels) override;
   KubeResponse UpdateLease(const std::string& ns, const std::string& name,
                            const nlohmann::json& lease) override;
   KubeResponse DeleteObject(const std::string& ns, const std::string& resource,

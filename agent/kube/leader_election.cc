@@ -356,4 +356,10 @@ KubeResponse LeaderFencedKubeClient::PutConfigMap(const std::string& ns, const s
   return inner_.PutConfigMap(ns, name, data, resource_version);
 }
 
+KubeResponse LeaderFencedKubeClient::PatchPodLabels(const std::string& ns, const std::string& pod,
+                                                    const LabelPatch& labels) {
+  if (auto no = Fence("pod label patch")) return *no;
+  return inner_.PatchPodLabels(ns, pod, labels);
+}
+
 }  // namespace nccl_triage

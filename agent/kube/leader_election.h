@@ -156,6 +156,8 @@ class LeaderFencedKubeClient final : public KubeClient {
   KubeResponse PutConfigMap(const std::string& ns, const std::string& name,
                             const std::map<std::string, std::string>& data,
                             const std::string& resource_version) override;
+  KubeResponse PatchPodLabels(const std::string& ns, const std::string& pod,
+                              const LabelPatch& labels) override;
 
   // Writes refused so far (the tests and the metrics).
   uint64_t refused() const;

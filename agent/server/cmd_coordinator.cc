@@ -19,6 +19,7 @@
 #include "coordinator/server.h"
 #include "kube/kube_client.h"
 #include "kube/leader_election.h"
+#include "kube/leader_label.h"
 #include "nccl_triage_version.h"
 #include "server/http_auth_setup.h"
 #include "server/node_identity_setup.h"
@@ -39,7 +40,9 @@ constexpr const char* kUsage =
     "  service account (or $NCCL_TRIAGE_SERVICE_ACCOUNT_DIR laid out so); with\n"
     "  coordinator.identity_only it is the agents' only authentication (no shared token).\n"
     "  coordinator.leader_election: one leader among the replicas on a Lease in $POD_NAMESPACE,\n"
-    "  held as $POD_NAME; the others answer /readyz 503 and refuse agents until they lead.\n"
+    "  held as $POD_NAME; the others are ready standbys that refuse agents until they lead.\n"
+    "  With $NCCL_TRIAGE_COORDINATOR_POD_SELECTOR the leader labels its pod\n"
+    "  nccl-triage.io/coordinator-role=leader (the Service's selector) and clears it elsewhere.\n"
     "  --log-format text (default) or json: one JSON object per line on stderr\n";
 
 }  // namespace
@@ -171,6 +174,7 @@ int RunCoordinatorCommand(CliContext& ctx) {
   // whose requests time out at half the renew deadline, so one hung request cannot use it all.
   SystemClock election_clock;
   std::unique_ptr<KubeClient> election_kube;
+  std::unique_ptr<KubeClient> label_kube;
   if (config.coordinator.leader_election) {
     const CoordinatorConfig& c = config.coordinator;
     const std::string port = env("KUBERNETES_SERVICE_PORT");
@@ -205,6 +209,31 @@ int RunCoordinatorCommand(CliContext& ctx) {
     election_kube = std::move(client).value();
     options.leader =
         std::make_shared<LeaderElector>(*election_kube, election, log, election_clock);
+    // The leader's pod label, which the chart's Service selects with more than one replica (the
+    // chart names the release's coordinator pods). A client of its own: a pod patch may wait on
+    // admission webhooks, and the renewals must not wait behind it.
+    if (const std::string selector = env("NCCL_TRIAGE_COORDINATOR_POD_SELECTOR");
+        !selector.empty()) {
+      LeaderLabelOptions labels{.pod_namespace = election.lease_namespace,
+                                .pod_name = election.identity,
+                                .pod_selector = selector,
+                                .retry = election.retry_period};
+      Status label_valid = ValidateLeaderLabel(labels);
+      KubeTimeouts label_timeouts;
+      label_timeouts.user_agent = "nccl-triage-coordinator/leader-label";
+      auto label_client = label_valid.ok()
+                              ? InClusterKubeClient::Connect(*access, label_timeouts)
+                              : StatusOr<std::unique_ptr<InClusterKubeClient>>(label_valid);
+      if (!label_client.ok()) {
+        ctx.err << "nccl-triage-server coordinator: the leader label: "
+                << label_client.status().message() << "\n";
+        return 2;
+      }
+      label_kube = std::move(label_client).value();
+      options.leader_label = std::make_shared<LeaderPodLabel>(
+          *label_kube, labels, [leader = options.leader] { return leader->IsLeader(); }, log,
+          election_clock);
+    }
   }
   int rc = 0;
   {

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Leader failover of two coordinator processes against the real kube-apiserver of the tests
 # (tests/k8s/leader_election_process.sh through ctest, which starts the cluster and installs the
-# chart): how long after kill -9 of the leader the standby holds the Lease, is ready, and has both
-# agents back (they reach the replicas through a Service that follows readiness, and reconnect
-# with their own back-off: 0.5 s doubling to 30 s, with jitter). Runs each timing RUNS times.
+# chart): how long after kill -9 of the leader the standby holds the Lease, carries the leader
+# label alone (its own put on, the dead leader's taken off), and has both agents back (they reach
+# the replicas through a Service that follows the label, and reconnect with their own back-off:
+# 0.5 s doubling to 30 s, with jitter). Runs each timing RUNS times.
 # With --test failover_process, the same for tests/k8s/failover_process.sh: kill -9 of the leader
 # while its taint is in flight and in the middle of a sweep, with three agents running probes.
 #   bench/k8s/leader_failover.sh [--runs 3] [--build build] [--timings "15/10/2 8/6/2"]

@@ -3,12 +3,13 @@
 # kube_prepare.sh: two coordinator processes with leader election and remediation in taint mode
 # (the chart's coordinator token, so only the chart's RBAC lets them hold the Lease, patch nodes
 # and keep the state ConfigMap), three agent processes that run real probes (the fake NCCL and
-# CUDA of the build, TCP over loopback) behind a Service that follows readiness (ready_proxy.py),
-# one of them on a node whose probe HCA is down. Every call of the replicas to the API server goes
-# through fault_proxy.py, which holds the first patch that taints that node. Nothing waits on a
-# sleep: each kill lands where a hook holds the leader.
+# CUDA of the build, TCP over loopback) behind a Service that follows the leader label
+# (service_proxy.py, replicas.sh), one of them on a node whose probe HCA is down. Every call of
+# the replicas to the API server goes through fault_proxy.py, which holds the first patch that
+# taints that node. Nothing waits on a sleep: each kill lands where a hook holds the leader.
 #   1. kill -9 during a taint: the leader's patch is held in flight (sent, not yet at the API
-#      server) and the leader is killed. The other replica takes the Lease, has the agents back,
+#      server) and the leader is killed. The other replica takes the Lease and the label (the dead
+#      leader's pod keeps its own until the new leader takes it off), has the agents back,
 #      resumes the suspected fault from the state ConfigMap, confirms it and taints the node
 #      once. The dead leader's patch then reaches the API server: it carries the resourceVersion
 #      its sender read, so it is refused with 409 Conflict (fencing by resourceVersion), and the
@@ -18,18 +19,18 @@
 #      leader is killed there. The third replica takes over with the fault still confirmed (the
 #      ConfigMap), its first sweep confirms it again, and the node keeps its one taint: no second
 #      taint, no second event, no release.
-# Prints the failover and reconnect times of both kills ("FIGURES ..."), never asserts them:
+# Prints the failover, label and reconnect times of both kills ("FIGURES ..."), never asserts them:
 # deadlines are generous, for a loaded machine (bench/k8s/leader_failover.sh collects them).
 # With "answer" as the last argument, step 1 holds the patch's answer instead: the taint is on
 # the node when the leader dies, without its event (left in nccl-triage.io/pending-event). The
 # new leader then finds the node tainted and marked: it posts the event and taints nothing.
-# Usage: failover_process.sh TOOLS WORK SERVER_BINARY FIXTURES FAKES READY_PROXY FAULT_PROXY
+# Usage: failover_process.sh TOOLS WORK SERVER_BINARY FIXTURES FAKES SERVICE_PROXY FAULT_PROXY
 #                            [request|answer]
 #   FIXTURES: the fixture roots of the build (dgx-a100 is used); FAKES: the folder holding
 #   lib/libnccl.so.2 and lib/libcuda.so.1 of the fake NCCL and CUDA.
 # Environment: LEASE_DURATION RENEW_DEADLINE RETRY_PERIOD (seconds; default 15 10 2, client-go's).
 set -euo pipefail
-tools="$1"; work="$2"; server="$3"; fixtures="$4"; fakes="$5"; ready_proxy="$6"; fault_proxy="$7"
+tools="$1"; work="$2"; server="$3"; fixtures="$4"; fakes="$5"; service_proxy="$6"; fault_proxy="$7"
 held="${8:-request}"
 hold_answer=(); [ "$held" = answer ] && hold_answer=(--hold-answer)
 lease_duration="${LEASE_DURATION:-15}" renew_deadline="${RENEW_DEADLINE:-10}" retry="${RETRY_PERIOD:-2}"
@@ -46,6 +47,8 @@ cleanup() {
   k delete lease -n "$ns" "$lease" --ignore-not-found >/dev/null 2>&1 || true
   k delete configmap -n "$ns" "$state" --ignore-not-found >/dev/null 2>&1 || true
   k delete node "${nodes[@]}" --ignore-not-found >/dev/null 2>&1 || true
+  k delete pods -n "$ns" coord-a coord-b coord-c --grace-period=0 --force --ignore-not-found \
+    >/dev/null 2>&1 || true
   for n in "${nodes[@]}"; do
     k delete events -n default --field-selector "involvedObject.name=$n" >/dev/null 2>&1 || true
   done
@@ -53,7 +56,7 @@ cleanup() {
 trap cleanup EXIT
 fail() {
   echo "FAIL: $*"
-  for f in "$run"/coord-*.log "$run/fault-proxy.log"; do echo "--- $f"; tail -30 "$f" || true; done
+  for f in "$run"/coord-*.log "$run/fault-proxy.log" "$run/service-proxy.log"; do echo "--- $f"; tail -30 "$f" || true; done
   for f in "$run"/agent-*.log; do echo "--- $f"; tail -8 "$f" || true; done
   exit 1
 }
@@ -101,7 +104,7 @@ coordinator() {  # NAME: a replica, as its pod runs it, whose API server is the 
   replica_start "$1" KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$api_port" \
     NCCL_TRIAGE_SERVICE_ACCOUNT_DIR="$work/kube/coordinator" NCCL_TRIAGE_TOKEN="$shared" \
     NCCL_TRIAGE_STATE_CONFIGMAP="$state" NCCL_TRIAGE_TEST_HOLD_DIR="$run/hold"
-  printf '%s:%s\n' "${grpc[$1]}" "${http[$1]}" >>"$run/endpoints"  # it joins the Service
+  endpoint "$1" >>"$run/endpoints"  # it joins the Service
 }
 has_agents() { [ "$(connected "$1")" = "${nodes[*]}" ]; }
 # Our taints on a node, one "key=value" a line.
@@ -136,7 +139,7 @@ sweeps_done() {  # NAME: how many sweeps it finished (its log)
 
 coordinator coord-a
 coordinator coord-b
-service_start "$ready_proxy"
+service_start "$service_proxy"
 for n in "${nodes[@]}"; do
   agent_config "$run/agent-$n.yaml" <<YAML
 probe:
@@ -176,7 +179,7 @@ echo "killed $first (pid ${pid[$first]}) with its taint of $faulty in flight ($h
 wait_for 180 "no replica took the Lease over from $first" new_holder "$first"
 failover1="$(since "$killed")"
 second="$(holder)"
-wait_for 60 "$second is not ready as leader" is_code "$second" /readyz 200
+wait_for 60 "$second's pod alone is not labelled (labelled: '$(labelled)')" is_labelled "$second"
 ready1="$(since "$killed")"
 wait_for 180 "the agents did not reconnect to $second" has_agents "$second"
 reconnect1="$(since "$killed")"
@@ -202,12 +205,13 @@ for n in failover-1 failover-2; do
   [ -z "$(our_taints "$n")" ] || fail "$n is tainted: $(our_taints "$n")"
 done
 echo "kill -9 during the taint ($held held): Lease taken by $second after ${failover1} s," \
-  "ready ${ready1} s, agents back ${reconnect1} s, $faulty tainted once and its event posted" \
+  "labelled ${ready1} s, agents back ${reconnect1} s, $faulty tainted once and its event posted" \
   "${tainted1} s after the kill; the dead leader's patch answered $late"
 
 # 2. kill -9 during a sweep. A third replica stands by.
 coordinator coord-c
-wait_for 60 "coord-c is not a standby" is_code coord-c /readyz 503
+wait_for 60 "coord-c is not a ready standby" is_code coord-c /readyz 200
+[ "$(role coord-c)" = standby ] || fail "coord-c is $(role coord-c)"
 touch "$run/hold/hold-sweep"
 wait_for 300 "$second's sweep did not reach the hold" test -s "$run/hold/held-sweep"
 held_pid="$(head -1 "$run/hold/held-sweep")"
@@ -220,7 +224,7 @@ wait_for 180 "no replica took the Lease over from $second" new_holder "$second"
 failover2="$(since "$killed")"
 third="$(holder)"
 [ "$third" = coord-c ] || fail "the Lease went to $third"
-wait_for 60 "$third is not ready as leader" is_code "$third" /readyz 200
+wait_for 60 "$third's pod alone is not labelled (labelled: '$(labelled)')" is_labelled "$third"
 ready2="$(since "$killed")"
 wait_for 180 "the agents did not reconnect to $third" has_agents "$third"
 reconnect2="$(since "$killed")"
@@ -234,10 +238,10 @@ tainted_once || fail "$faulty carries $(our_taints "$faulty" | tr '\n' ' ')"
 taints="$(curl -s --max-time 5 "http://127.0.0.1:${http[$third]}/metrics" |
   sed -n 's/^nccl_triage_remediation_actions_total{action="taint"[^}]*result="ok"} \([0-9]*\).*/\1/p')"
 [ -z "$taints" ] || [ "$taints" = 0 ] || fail "$third tainted $taints node(s) again"
-echo "kill -9 during a sweep: Lease taken by $third after ${failover2} s, ready ${ready2} s," \
+echo "kill -9 during a sweep: Lease taken by $third after ${failover2} s, labelled ${ready2} s," \
   "agents back ${reconnect2} s; the fault stays confirmed and $faulty keeps its one taint"
-echo "FIGURES held=$held taint_failover_s=$failover1 taint_ready_s=$ready1 taint_reconnect_s=$reconnect1" \
-  "retaint_s=$tainted1 sweep_failover_s=$failover2 sweep_ready_s=$ready2" \
+echo "FIGURES held=$held taint_failover_s=$failover1 taint_labelled_s=$ready1 taint_reconnect_s=$reconnect1" \
+  "retaint_s=$tainted1 sweep_failover_s=$failover2 sweep_labelled_s=$ready2" \
   "sweep_reconnect_s=$reconnect2 lease_duration_s=$lease_duration"
 if grep -E 'HTTP 40[13]' "$run"/coord-*.log; then fail "the API server refused a call"; fi
 echo "failover during a taint and during a sweep: no taint twice, no fault lost, the dead" \

@@ -57,6 +57,8 @@ table="$(
   row "patch pods -n jobs" patch pods -n jobs
   row "get pods -n jobs" get pods -n jobs
   row "get pods -n <release namespace>" get pods -n kt
+  row "list pods -n <release namespace>" list pods -n kt
+  row "patch pods -n <release namespace>" patch pods -n kt
   row "get pods --subresource log -n jobs" get pods --subresource log -n jobs
   row "watch pods --all-namespaces" watch pods -A
   row "create pods -n jobs" create pods -n jobs

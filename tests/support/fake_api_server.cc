@@ -154,6 +154,9 @@ struct FakeApiServer::Impl {
   mutable std::mutex mu;
   std::vector<json> pods;
   std::map<std::string, FakeLog> logs;  // ns/pod/container/{current,previous}
+  int pod_patch_failures = 0;
+  int pod_patch_status = 0;
+  std::string pod_patch_message;
   int pod_read_failures = 0;
   int pod_read_status = 0;
   std::string pod_read_message;
@@ -636,12 +639,19 @@ struct FakeApiServer::Impl {
                       "application/json");
       return;
     }
-    const json annotations = meta.value("annotations", json::object());
-    for (const auto& [k, v] : annotations.items()) {
-      if (v.is_null()) {
-        (*p)["metadata"]["annotations"].erase(k);
-      } else {
-        (*p)["metadata"]["annotations"][k] = v;
+    if (pod_patch_failures > 0) {
+      --pod_patch_failures;
+      Fail(res, pod_patch_status, pod_patch_message);
+      return;
+    }
+    for (const char* field : {"annotations", "labels"}) {
+      const json changes = meta.value(field, json::object());
+      for (const auto& [k, v] : changes.items()) {
+        if (v.is_null()) {
+          if ((*p)["metadata"].contains(field)) (*p)["metadata"][field].erase(k);
+        } else {
+          (*p)["metadata"][field][k] = v;
+        }
       }
     }
     res.set_content(p->dump(), "application/json");
@@ -992,6 +1002,26 @@ std::map<std::string, std::string> FakeApiServer::Annotations(const std::string&
     if (v.is_string()) out[k] = v.get<std::string>();
   }
   return out;
+}
+
+std::map<std::string, std::string> FakeApiServer::Labels(const std::string& ns,
+                                                         const std::string& pod) const {
+  std::lock_guard lock(impl_->mu);
+  std::map<std::string, std::string> out;
+  const json* p = impl_->FindPod(ns, pod);
+  if (p == nullptr) return out;
+  const json labels = (*p)["metadata"].value("labels", json::object());
+  for (const auto& [k, v] : labels.items()) {
+    if (v.is_string()) out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+void FakeApiServer::FailPodPatches(int status, std::string message, int times) {
+  std::lock_guard lock(impl_->mu);
+  impl_->pod_patch_status = status;
+  impl_->pod_patch_message = std::move(message);
+  impl_->pod_patch_failures = times;
 }
 
 std::vector<json> FakeApiServer::Events() const {

@@ -4,12 +4,13 @@
 // selectors, spec.nodeName field selectors, pages of `limit` with a continue token), single pods,
 // container logs (container, previous, timestamps, sinceSeconds, limitBytes, tailLines, streamed
 // in chunks and generated line by line, so a 200,000-line log is never held whole), annotation
-// merge patches with the UID precondition, and events; TokenReviews and SubjectAccessReviews of
-// non-resource URLs (the HTTP servers' authorizer) from a table of tokens and grants, with
-// injected failures and a delay (a stalled API server) — and checks what a real one would: the
-// bearer token (or, when configured, a client certificate signed by its CA). Errors are
-// injected per pod, per log and per call kind. Nodes: list, watch, get and merge patches with the
-// resourceVersion precondition, for remediation; ConfigMaps, for the coordinator's state.
+// and label merge patches (annotations with the UID precondition), and events; TokenReviews and
+// SubjectAccessReviews of non-resource URLs (the HTTP servers' authorizer) from a table of
+// tokens and grants, with injected failures and a delay (a stalled API server) — and checks
+// what a real one would: the bearer token (or, when configured, a client certificate signed by
+// its CA). Errors are injected per pod, per log and per call kind. Nodes: list, watch, get and
+// merge patches with the resourceVersion precondition, for remediation; ConfigMaps, for the
+// coordinator's state.
 // Thread-safe; binds 127.0.0.1 on a free port.
 //
 // The calls themselves are tested against a real kube-apiserver (tests/k8s, the chart's RBAC
@@ -149,6 +150,9 @@ class FakeApiServer {
   size_t CountCalls(const std::string& method, const std::string& path_part) const;
   std::map<std::string, std::string> Annotations(const std::string& ns,
                                                  const std::string& pod) const;
+  std::map<std::string, std::string> Labels(const std::string& ns, const std::string& pod) const;
+  // The next `times` pod patches (annotations or labels) answer this status and change nothing.
+  void FailPodPatches(int status, std::string message, int times = 1);
   std::vector<nlohmann::json> Events() const;
   uint64_t log_bytes_served() const { return log_bytes_served_; }
   // Bytes of node list and get bodies and of watch event lines served.

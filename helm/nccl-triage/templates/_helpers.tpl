@@ -37,6 +37,35 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{- /*
+  The label the leading coordinator puts on its own pod and takes off every other coordinator pod
+  of the release (agent/kube/leader_label.h); with more than one replica the Service selects it.
+*/}}
+{{- define "nccl-triage.leaderLabel" -}}
+nccl-triage.io/coordinator-role: leader
+{{- end }}
+
+{{- /* The coordinator pods of the release as a label selector ("k=v,k=v"), for the leader label. */}}
+{{- define "nccl-triage.coordinatorPodSelector" -}}
+{{- $labels := include "nccl-triage.selectorLabels" (dict "root" . "component" "coordinator") | fromYaml }}
+{{- $terms := list }}
+{{- range $k := keys $labels | sortAlpha }}
+{{- $terms = append $terms (printf "%s=%s" $k (get $labels $k)) }}
+{{- end }}
+{{- join "," $terms }}
+{{- end }}
+
+{{- /* "true" when the coordinator keeps the leader label: with leader election. */}}
+{{- define "nccl-triage.leaderLabelled" -}}
+{{- if and .Values.coordinator.enabled .Values.config.coordinator.leader_election }}true{{ end -}}
+{{- end }}
+
+{{- /* "true" when the chart runs several coordinators: the Service selects the leader label, a
+  PodDisruptionBudget may keep one of them up. */}}
+{{- define "nccl-triage.coordinatorReplicated" -}}
+{{- if and .Values.coordinator.enabled (gt (int .Values.coordinator.replicas) 1) }}true{{ end -}}
+{{- end }}
+
+{{- /*
   image.registry, else global.imageRegistry (an umbrella chart's), before the repository.
 */}}
 {{- define "nccl-triage.image" -}}

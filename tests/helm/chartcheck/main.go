@@ -357,6 +357,19 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	leaderElection, _ := get(values, "config.coordinator.leader_election").(bool)
 	if leaderElection {
 		want = append(want, "Role/"+full+"-coordinator-lease", "RoleBinding/"+full+"-coordinator-lease")
+		// The leader label's admission policy, beside the agent's (same "auto" as above).
+		if p := get(values, "rbac.admissionPolicy.enabled"); p == "auto" || p == true {
+			want = append(want, "ValidatingAdmissionPolicy/"+full+"-coordinator-leader-label",
+				"ValidatingAdmissionPolicyBinding/"+full+"-coordinator-leader-label")
+		}
+	}
+	// The coordinator's PodDisruptionBudget: "auto" (the default) with more than one replica.
+	replicaCount := 1
+	if r, ok := get(values, "coordinator.replicas").(float64); ok {
+		replicaCount = int(r)
+	}
+	if pdb := get(values, "coordinator.podDisruptionBudget.enabled"); pdb == true || (pdb == "auto" && replicaCount > 1) {
+		want = append(want, "PodDisruptionBudget/"+full+"-coordinator")
 	}
 	if httpAuth {
 		want = append(want, "ClusterRole/"+full+"-metrics-reader")
@@ -536,16 +549,49 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	if replicas == "1" {
 		c.check(str(dep, "spec.strategy.type") == "Recreate", "strategy %q", str(dep, "spec.strategy.type"))
 	} else {
-		// A standby is never ready: every pod is replaced at once, never one waiting for another.
+		// Every live replica is ready (the Service selects the leader's label): a plain rolling
+		// update that keeps every replica ready, one new pod before each old one goes.
 		c.check(leaderElection, "%s replicas without leader election", replicas)
 		c.check(str(dep, "spec.strategy.type") == "RollingUpdate" &&
-			fmt.Sprint(get(dep, "spec.strategy.rollingUpdate.maxUnavailable")) == "100%",
+			fmt.Sprint(get(dep, "spec.strategy.rollingUpdate.maxUnavailable")) == "0" &&
+			fmt.Sprint(get(dep, "spec.strategy.rollingUpdate.maxSurge")) == "1",
 			"strategy %v", get(dep, "spec.strategy"))
 		lease := s.find("Role", full+"-coordinator-lease")
 		c.check(toJSON(get(lease, "rules.1.resourceNames")) == `["nccl-triage-coordinator"]` &&
 			toJSON(get(lease, "rules.1.verbs")) == `["get","update"]` &&
-			toJSON(get(lease, "rules.0.verbs")) == `["create"]` && get(lease, "rules.0.resourceNames") == nil,
+			toJSON(get(lease, "rules.0.verbs")) == `["create"]` && get(lease, "rules.0.resourceNames") == nil &&
+			toJSON(get(lease, "rules.2.resources")) == `["pods"]` &&
+			toJSON(get(lease, "rules.2.verbs")) == `["list","patch"]` && get(lease, "rules.2.resourceNames") == nil,
 			"lease role %v", get(lease, "rules"))
+		// A budget that counts the standby: one replica evicted at a time; a replica that is not
+		// ready never holds a drain up.
+		pdb := s.find("PodDisruptionBudget", full+"-coordinator")
+		c.check(fmt.Sprint(get(pdb, "spec.maxUnavailable")) == "1" && get(pdb, "spec.minAvailable") == nil &&
+			str(pdb, "spec.unhealthyPodEvictionPolicy") == "AlwaysAllow",
+			"coordinator budget %v", get(pdb, "spec"))
+		psel, _ := get(pdb, "spec.selector.matchLabels").(obj)
+		dsel, _ := get(dep, "spec.selector.matchLabels").(obj)
+		c.check(len(psel) > 0 && reflect.DeepEqual(psel, dsel), "budget selector %v, Deployment's %v", psel, dsel)
+	}
+	// The leader label: the replicas know their release's coordinator pods (the Deployment's
+	// selector) with leader election, and only then.
+	podSelector := ""
+	for _, e := range list(container(dep, "coordinator"), "env") {
+		if str(e, "name") == "NCCL_TRIAGE_COORDINATOR_POD_SELECTOR" {
+			podSelector = str(e, "value")
+		}
+	}
+	if leaderElection {
+		dsel, _ := get(dep, "spec.selector.matchLabels").(obj)
+		var terms []string
+		for k, v := range dsel {
+			terms = append(terms, fmt.Sprintf("%s=%v", k, v))
+		}
+		sort.Strings(terms)
+		c.check(podSelector == strings.Join(terms, ","), "coordinator pod selector %q, want %q", podSelector,
+			strings.Join(terms, ","))
+	} else {
+		c.check(podSelector == "", "coordinator pod selector %q without leader election", podSelector)
 	}
 	co := container(dep, "coordinator")
 	c.check(get(dep, "spec.template.spec.securityContext.runAsNonRoot") == true, "coordinator may run as root")
@@ -601,9 +647,25 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	csel, _ := get(svc, "spec.selector").(obj)
 	cpl, _ := get(dep, "spec.template.metadata.labels").(obj)
 	for k, v := range csel {
-		c.check(cpl[k] == v, "service selector %s=%v does not match the coordinator pod", k, v)
+		c.check(cpl[k] == v || k == "nccl-triage.io/coordinator-role",
+			"service selector %s=%v does not match the coordinator pod", k, v)
 	}
 	c.check(len(csel) > 0 && csel["app.kubernetes.io/component"] == "coordinator", "service selector %v", csel)
+	// Several replicas: the Service selects the leader label too (not on the pod template: the
+	// leader puts it on its own pod); one replica: readiness alone, the label not required.
+	if replicas == "1" {
+		c.check(csel["nccl-triage.io/coordinator-role"] == nil, "service selector %v requires the leader label of a single replica", csel)
+	} else {
+		dsel, _ := get(dep, "spec.selector.matchLabels").(obj)
+		rest := obj{}
+		for k, v := range csel {
+			if k != "nccl-triage.io/coordinator-role" {
+				rest[k] = v
+			}
+		}
+		c.check(csel["nccl-triage.io/coordinator-role"] == "leader" && reflect.DeepEqual(rest, dsel),
+			"service selector %v, want the Deployment's %v and nccl-triage.io/coordinator-role=leader", csel, dsel)
+	}
 
 	// ---------------------------------------------------------------- RBAC: exactly the verbs used
 	c.scope = "rbac"
@@ -670,7 +732,7 @@ func runManifests(c *checker, manifests, valuesFile, chartDir, mode, release, ke
 	}
 	if leaderElection {
 		r := s.find("Role", full+"-coordinator-lease")
-		c.check(reflect.DeepEqual(rbacRules(r), []string{"coordination.k8s.io/leases:create",
+		c.check(reflect.DeepEqual(rbacRules(r), []string{"/pods:list", "/pods:patch", "coordination.k8s.io/leases:create",
 			"coordination.k8s.io/leases:get", "coordination.k8s.io/leases:update"}) &&
 			str(r, "metadata.namespace") == ns,
 			"coordinator lease rules %v in %q", rbacRules(r), str(r, "metadata.namespace"))
@@ -877,6 +939,7 @@ var kubeCalls = map[string]string{
 	"GetLease":                  "coordination.k8s.io/leases:get",
 	"CreateLease":               "coordination.k8s.io/leases:create",
 	"UpdateLease":               "coordination.k8s.io/leases:update",
+	"PatchPodLabels":            "/pods:patch",
 	"DeleteObject":              "apps/daemonsets:delete,apps/deployments:delete,/configmaps:delete,coordination.k8s.io/leases:delete",
 }
 
