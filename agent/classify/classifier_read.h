@@ -22,6 +22,7 @@ namespace nccl_triage::classify {
 // Longer lines are cut: a log line is never that long.
 inline constexpr size_t kMaxLineBytes = 4096;
 
+// Feeds lines to their handlers; owns what they recorded.
 class LineReader {
  public:
   // `catalogue` may be null: text lines are then never read as NCCL's bare messages.
@@ -35,7 +36,8 @@ class LineReader {
 
  private:
   void OnWarn(const ParsedLine& p, std::string_view line);
-  // The first WARN of a rank: its cause ranks as the rank's root.
+  // What a WARN's causes make of it as its rank's root candidate: the best tier, whether a rule
+  // or a path named it, whether only a generic rule (a wrapper's error) did.
   struct WarnRanking {
     int root_tier = kTierContext;
     bool named = false;
