@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "incident_values.h"
+
 #include "triage/peers.h"
 #include "triage/render.h"
 #include "triage/target.h"
@@ -14,24 +16,12 @@
 namespace nccl_triage::triage {
 namespace {
 
+// The steps' pod builder (incident_values.h) with the host address the report shows.
 JobPod Pod(const std::string& name, const std::string& node, const std::string& ip,
            const std::string& index) {
-  JobPod p;
-  p.name = name;
-  p.ns = "ml";
-  p.uid = "uid-" + name;
-  p.node = node;
-  p.pod_ip = ip;
+  JobPod p = incident_test::PodOn(name, node, index, ip);
   p.pod_ips = {ip};
   p.host_ip = "192.168.0." + index;
-  p.index = index;
-  p.owner = {"batch/v1", "Job", "train", "job-uid"};
-  ContainerState c;
-  c.name = "trainer";
-  c.state = "terminated";
-  c.reason = "Error";
-  c.exit_code = 1;
-  p.containers = {c};
   return p;
 }
 
