@@ -22,7 +22,9 @@
 #     deploy/prometheus/scrape-config.yaml and the chart's scraper token; no token gets 401, an
 #     unbound account's 403 (node_prometheus.sh);
 #   - the agent's container stopped on the runtime (crictl) is restarted by the kubelet; the
-#     coordinator's pod deleted comes back and the agent connects again;
+#     coordinator's pod deleted comes back and the agent connects again; both killed together
+#     while the node is tainted for a confirmed fault: the new coordinator still holds the fault
+#     confirmed, the taint stays, no second taint;
 #   - `helm uninstall` (its pre-delete hook) leaves nothing of ours: no object of the release, no
 #     condition, annotation or taint on the Node or the pods, no state directory on the host.
 # Says what it does not show. Usage:
@@ -336,14 +338,19 @@ done
 echo "agent container stopped with crictl: restarts=$restarts ready=$ready"
 [ "${restarts:-0}" -ge 1 ] && [ "$ready" = true ] || fail "the kubelet did not restart the agent"
 # 6. The coordinator's pod deleted: the Deployment makes another, the agent connects to it.
+replacement_coordinator() {  # OLD: the coordinator pod made after OLD was deleted, once Ready
+  local old=$1 new=""
+  for _ in $(seq 1 120); do
+    new="$(k get pods -n kt -l app.kubernetes.io/component=coordinator -o name | grep -v "^$old\$" | head -1)"
+    [ -n "$new" ] && break; sleep 1
+  done
+  [ -n "$new" ] || fail "no new coordinator pod after $old" >&2
+  k wait -n kt --for condition=Ready "$new" --timeout 180s >/dev/null || fail "$new not Ready" >&2
+  echo "$new"
+}
 old="$(k get pods -n kt -l app.kubernetes.io/component=coordinator -o name | head -1)"
 k delete -n kt "$old" --wait=false >/dev/null
-for _ in $(seq 1 120); do
-  new="$(k get pods -n kt -l app.kubernetes.io/component=coordinator -o name | grep -v "^$old\$" | head -1)"
-  [ -n "$new" ] && break; sleep 1
-done
-[ -n "$new" ] || fail "no new coordinator pod"
-k wait -n kt --for condition=Ready "$new" --timeout 180s >/dev/null || fail "$new not Ready"
+new="$(replacement_coordinator "$old")" || exit 1
 coordinator_status || fail "the agent did not connect to the new coordinator"
 echo "coordinator $old deleted: $new Ready, agent connected again ($((SECONDS - start_s)) s so far)"
 
@@ -442,6 +449,50 @@ echo "after the taint: the tolerant DaemonSet's pod $([ "$now_uid" = "$tolerant_
 [ "${intolerant:-x}" = 0 ] || fail "a DaemonSet without the toleration was scheduled on the tainted node"
 [ "$agent_ready" = true ] || fail "the agent is not ready on the tainted node"
 k delete daemonset tolerant intolerant --wait=false >/dev/null
+
+# 6c. The agent's container and the coordinator's pod killed together (a rollout of both, a node
+# that lost both at once): the kubelet restarts the agent, the Deployment makes a coordinator,
+# and the new coordinator still holds the node's fault confirmed (from its state ConfigMap, not
+# from the agent), the taint stays, and nothing is tainted twice.
+tainted_events() {  # count of NcclTriageTainted events on the Node (an event's count included)
+  k get events -A --field-selector "involvedObject.name=$NODE,reason=NcclTriageTainted" \
+    -o jsonpath='{range .items[*]}{.count}{"\n"}{end}' | awk '{n += ($1 == "" ? 1 : $1)} END {print n + 0}'
+}
+tainted_before="$(tainted_events)"
+pod="$(k get pods -n kt -l app.kubernetes.io/component=agent -o name | head -1)"
+restarts_before="$(k get -n kt "$pod" -o jsonpath='{.status.containerStatuses[0].restartCount}')"
+old="$(k get pods -n kt -l app.kubernetes.io/component=coordinator -o name | head -1)"
+cid="$("${crictl[@]}" ps -q --name '^agent$' | head -1)"
+[ -n "$cid" ] || fail "crictl finds no running agent container"
+"${crictl[@]}" stop --timeout 0 "$cid" >/dev/null
+k delete -n kt "$old" --grace-period=0 --force --wait=false >/dev/null 2>&1
+new="$(replacement_coordinator "$old")" || exit 1
+for _ in $(seq 1 120); do
+  restarts="$(k get -n kt "$pod" -o jsonpath='{.status.containerStatuses[0].restartCount}')"
+  ready="$(k get -n kt "$pod" -o jsonpath='{.status.containerStatuses[0].ready}')"
+  [ "${restarts:-0}" -gt "${restarts_before:-0}" ] && [ "$ready" = true ] && break
+  sleep 1
+done
+[ "${restarts:-0}" -gt "${restarts_before:-0}" ] && [ "$ready" = true ] ||
+  fail "the kubelet did not restart the agent killed with the coordinator"
+coordinator_status || fail "the agent did not connect to the coordinator made after the kill"
+confirmed="$(python3 - "$work/coordinator-status.json" "$NODE" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(" ".join("%s:%s" % (f.get("class"), ",".join(f.get("causes", []))) for f in s.get("faults", [])
+               if sys.argv[2] in f.get("nodes", []) and f.get("confirmed")))
+PY
+)"
+taints="$(k get node "$NODE" -o jsonpath='{range .spec.taints[*]}{.key}={.value}:{.effect} {end}')"
+code="$(sweep)"
+sleep 3
+tainted_after="$(tainted_events)"
+echo "agent container and coordinator pod killed together: agent restarts=$restarts ready=$ready," \
+  "$new Ready; the node's confirmed fault: ${confirmed:-none}; taints: ${taints:-none};" \
+  "NcclTriageTainted events $tainted_before -> $tainted_after after a sweep (POST /sweep -> $code)"
+[ -n "$confirmed" ] || fail "the new coordinator lost the node's confirmed fault"
+case "$taints" in *nccl-triage.io/fault=ib_resource:NoSchedule*) ;; *) fail "the taint went" ;; esac
+[ "$tainted_after" = "$tainted_before" ] || fail "the node was tainted again"
 
 echo "NOT SHOWN HERE (this cluster or machine cannot): verdicts on a GPU, a CUDA driver or an"
 echo "  HCA (this machine has none: the plugin's devices are stand-ins), A/B probes between nodes"
