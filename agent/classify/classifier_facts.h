@@ -71,6 +71,13 @@ struct NetworkFacts {
   std::vector<std::pair<int, LogLine>> mtus_seen;
   // The first `-> 2` inside NET/IB of a rank that printed no WARN before it.
   std::optional<LogLine> ib_trace_line;
+  // `Call to connect returned Connection refused, retrying` (NCCL before 2.12 prints no count):
+  // how many, and the first.
+  size_t refused_retries = 0;
+  std::optional<LogLine> refused_retry_line;
+  // An RDMA network plugin loaded (HPC-X's `P2P plugin IBext`, `Loaded net plugin NCCL RDMA
+  // Plugin`, a SHARP coll plugin): the image was built to use InfiniBand, so IB was wanted.
+  std::optional<LogLine> rdma_plugin_line;
 };
 
 // NET plugin selection (2.27+) and loading.

@@ -197,6 +197,11 @@ void AddMultiLineFindings(const LogFacts& facts, bool completed, CauseTable& tab
                      {*devices.no_device_line, *devices.device_opened_line});
   }
   AddGidFinding(facts.net, facts.env, line_no, table);
+  // Refused connects retried again and again: a suspect, dropped when the run set up after them.
+  constexpr size_t kManyRefusedRetries = 10;
+  if (facts.net.refused_retries >= kManyRefusedRetries && facts.net.refused_retry_line) {
+    table.AddDerived(kRefusedRetries, kTierSuspect, 0.5, line_no, {*facts.net.refused_retry_line});
+  }
 }
 
 }  // namespace nccl_triage::classify

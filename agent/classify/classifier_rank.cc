@@ -41,7 +41,8 @@ struct KeepPolicy {
 
 // Context stays only when the run failed and IB was wanted (forced, or an IB call failed), or
 // when IB was asked for and the run fell back to sockets anyway.
-KeepPolicy DecidePolicy(const CauseMap& causes, const RunOutcome& outcome, const EnvFacts& env) {
+KeepPolicy DecidePolicy(const CauseMap& causes, const RunOutcome& outcome, const EnvFacts& env,
+                        const NetworkFacts& net) {
   KeepPolicy policy;
   bool strong_ib = false;
   for (const auto& [id, acc] : causes) {
@@ -51,8 +52,9 @@ KeepPolicy DecidePolicy(const CauseMap& causes, const RunOutcome& outcome, const
     }
   }
   // IB is wanted when it is forced (NCCL_NET=IB), when an IB call failed, or when the job's
-  // settings ask for it (NCCL_IB_HCA names HCAs, NCCL_IB_DISABLE set to 0 on purpose).
-  bool ib_asked = false;
+  // settings ask for it (NCCL_IB_HCA names HCAs, NCCL_IB_DISABLE set to 0 on purpose), or
+  // when the image loaded an RDMA network plugin (built to run on InfiniBand).
+  bool ib_asked = net.rdma_plugin_line.has_value();
   for (size_t i = 0; i < env.names.size(); ++i) {
     if (env.names[i] == "NCCL_IB_HCA" ||
         (env.names[i] == "NCCL_IB_DISABLE" && (env.values[i] == "0" || env.values[i] == "0."))) {
@@ -202,7 +204,7 @@ KeptMap KeepCauses(const CauseTable& table, const RunOutcome& outcome, const Run
       }
     }
   }
-  const KeepPolicy policy = DecidePolicy(causes, outcome, env);
+  const KeepPolicy policy = DecidePolicy(causes, outcome, env, net);
   KeptMap kept;
   for (const auto& [id, acc] : causes) {
     if (!Keeps(id, acc, policy, table, outcome, run, net)) continue;

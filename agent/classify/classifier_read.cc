@@ -19,12 +19,67 @@ LogLine LineReader::Here(std::string_view line, size_t max) const {
   return LogLine{facts_.counts.lines, Sanitize(Cap(line, max))};
 }
 
+namespace {
+
+// Where the next of NCCL's messages starts in a line that holds several (a paste flattened by a
+// forum or a quoting reply: `[0] NCCL INFO A. [0] NCCL INFO B`): the `[dev]` before its `NCCL
+// INFO`/`NCCL WARN`, or the `host:pid:tid` token before that. npos when none starts after `from`.
+size_t NextMessageStart(std::string_view line, size_t from) {
+  for (size_t pos = from;;) {
+    const size_t info = line.find("] NCCL INFO ", pos);
+    const size_t warn = line.find("] NCCL WARN ", pos);
+    const size_t mark = std::min(info, warn);
+    if (mark == std::string_view::npos) return mark;
+    const size_t open = line.rfind('[', mark);
+    const bool device = open != std::string_view::npos && open >= from && open + 1 < mark &&
+                        std::all_of(line.begin() + static_cast<ptrdiff_t>(open) + 1,
+                                    line.begin() + static_cast<ptrdiff_t>(mark),
+                                    [](char c) { return c >= '0' && c <= '9'; });
+    if (!device) {
+      pos = mark + 1;
+      continue;
+    }
+    size_t start = open;
+    // `host:pid:tid ` just before the `[dev]` belongs to the message.
+    if (start >= 2 && line[start - 1] == ' ') {
+      const size_t token = line.rfind(' ', start - 2);
+      const size_t begin = token == std::string_view::npos ? 0 : token + 1;
+      const std::string_view prev = line.substr(begin, start - 1 - begin);
+      if (std::count(prev.begin(), prev.end(), ':') == 2 && begin >= from) start = begin;
+    }
+    return start;
+  }
+}
+
+}  // namespace
+
 void LineReader::Feed(std::string_view line) {
   ++facts_.counts.lines;
   if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes);
   while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
-  current_line_ = line;
   if (line.find('\0') != std::string_view::npos) ++facts_.counts.binary;
+  // Several of NCCL's messages on one line: each is read as its own line (same line number).
+  // The next message is looked for past the current one's own `] NCCL `.
+  constexpr int kMaxMessagesPerLine = 64;
+  auto past_own_mark = [](std::string_view text) {
+    const size_t mark = text.find("] NCCL ");
+    return mark == std::string_view::npos ? mark : mark + 2;
+  };
+  size_t from = past_own_mark(line);
+  size_t next = from == std::string_view::npos ? from : NextMessageStart(line, from);
+  for (int n = 0; next != std::string_view::npos && n < kMaxMessagesPerLine; ++n) {
+    std::string_view piece = line.substr(0, next);
+    while (!piece.empty() && piece.back() == ' ') piece.remove_suffix(1);
+    FeedOne(piece);
+    line.remove_prefix(next);
+    from = past_own_mark(line);
+    next = from == std::string_view::npos ? from : NextMessageStart(line, from);
+  }
+  FeedOne(line);
+}
+
+void LineReader::FeedOne(std::string_view line) {
+  current_line_ = line;
   ParsedLine p = ParseLogLine(line);
   switch (p.level) {
     case NcclLevel::kWarn:

@@ -20,6 +20,10 @@ void LineReader::OnInfo(const ParsedLine& p, std::string_view line) {
     return;
   }
   OnInitOrTeardown(p.rank, msg);
+  if (msg.find("returned Connection refused, retrying") != std::string_view::npos) {
+    NetworkFacts& net = facts_.net;
+    if (net.refused_retries++ == 0) net.refused_retry_line = Here(line);
+  }
   OnSetupInfo(p, line);
   if (StartsWith(msg, "NCCL_")) OnEnv(msg);
   OnPluginLine(p.rank, msg, line);
@@ -284,6 +288,7 @@ void LineReader::OnEnv(std::string_view msg) {
 // NET plugin lines (INFO, or text when pasted without the prefix): whether a rank loaded an
 // external plugin or runs without one, and whether a plugin failed to load.
 void LineReader::OnPluginLine(std::string_view rank, std::string_view msg, std::string_view line) {
+  if (!facts_.net.rdma_plugin_line && IsRdmaPluginLine(msg)) facts_.net.rdma_plugin_line = Here(line);
   const bool plugin = StartsWith(msg, "NET/Plugin") || StartsWith(msg, "Plugin Path :");
   if (!plugin) return;
   const bool external =
@@ -292,7 +297,10 @@ void LineReader::OnPluginLine(std::string_view rank, std::string_view msg, std::
                         msg.find("Could not find: libnccl-net") != std::string_view::npos ||
                         msg.find("No plugin found") != std::string_view::npos;
   const bool failed = internal || msg.find("returned ") != std::string_view::npos ||
-                      msg.find("Failed to find ncclNetPlugin") != std::string_view::npos ||
+                      // `Failed to find ncclNetPlugin_v6 symbol.` is one step of NCCL's search
+                      // for the plugin's newest interface (v5 may load next); only the form
+                      // without a version says that none was found.
+                      msg.find("Failed to find ncclNetPlugin symbol") != std::string_view::npos ||
                       msg.find("cannot open shared object") != std::string_view::npos ||
                       msg.find("undefined symbol") != std::string_view::npos;
   PluginFacts& plugins = facts_.plugins;

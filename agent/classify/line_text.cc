@@ -35,8 +35,17 @@ bool IsTestsResultRow(std::string_view text) {
   if (text.size() > 512 || text.find_first_of("0123456789") == std::string_view::npos) return false;
   static const RE2 kRow(
       R"(\b\d+\s+\d+\s+(?:float|double|half|bfloat16|u?int(?:8|32|64)|fp8_e4m3|fp8_e5m2)\s+)"
-      R"((?:[a-z]+\s+)?-?\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(?:0|N/A)(?:\s|$))");
+      R"((?:[a-z]+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+\s+)"
+      R"((?:0|N/A|0e\+00|\d(?:\.\d+)?e-(?:0[5-9]|[1-9]\d))(?:\s|$))");
   return RE2::PartialMatch(text, kRow);
+}
+
+bool IsRdmaPluginLine(std::string_view msg) {
+  if (msg.size() > 512) return false;
+  static const RE2 kRdma(
+      R"(^(?:P2P plugin IBext|NET/Plugin ?: Loaded (?:net plugin [^\n]*\b(?:RDMA|IB|[Ii]nfini[Bb]and)\b)"
+      R"(|coll plugin [^\n]*\bSHARP\b)))");
+  return RE2::PartialMatch(msg, kRdma);
 }
 
 bool IsProgressLine(std::string_view text) {
@@ -67,7 +76,14 @@ bool IsProgramSuccessLine(std::string_view text) {
   const bool rate = text.find("bw") != std::string_view::npos ||
                     text.find("BW") != std::string_view::npos ||
                     text.find("andwidth") != std::string_view::npos;
-  return rate && RE2::PartialMatch(text, kCheckedRate);
+  if (!rate) return false;
+  // A benchmark's average over its trials of a named collective (`The average bandwidth of
+  // all_reduce with a 40.0GB payload (5 trials, 16 ranks):`): printed only once every trial
+  // returned.
+  static const RE2 kAverageOf(
+      R"((?i)\b(?:average|avg|mean)\b[^\n]{0,30}\bbandwidth of (?:all[-_ ]?reduce|all[-_ ]?gather|)"
+      R"(reduce[-_ ]?scatter|broadcast|all[-_ ]?to[-_ ]?all|reduce)\b[^\n]{0,60}\b\d+ trials?\b)");
+  return RE2::PartialMatch(text, kCheckedRate) || RE2::PartialMatch(text, kAverageOf);
 }
 
 std::string ParseVersion(std::string_view text) {

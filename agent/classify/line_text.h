@@ -28,8 +28,14 @@ std::string Sanitize(std::string_view s);
 std::string_view FileOnly(std::string_view file);
 
 // A result row of nccl-tests (`  8388608  2097152  float  sum  -1  123.4  68.00  127.50  0 ...`):
-// size, count, type, [redop,] root, time, algbw, busbw and #wrong, here 0 or N/A.
+// size, count, type, [redop,] [root,] time, algbw, busbw and the check: #wrong 0 or N/A in
+// nccl-tests 2.x, and before it the largest error as a float (`0e+00`, or a rounding error of
+// 1e-5 or less; a larger one is wrong data, not a pass).
 bool IsTestsResultRow(std::string_view text);
+
+// A line of an RDMA network plugin that loaded (HPC-X's `P2P plugin IBext`, `NET/Plugin: Loaded
+// net plugin NCCL RDMA Plugin (v5)`, `Loaded coll plugin SHARP`), in the message of an INFO line.
+bool IsRdmaPluginLine(std::string_view msg);
 
 // A step of the program that uses the communicator, printed after it ran (training and
 // benchmark loops: `Iteration: 10. Average time per step so far: 0.0013`, `step 200 | loss 2.31`,

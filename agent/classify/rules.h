@@ -158,6 +158,9 @@ inline constexpr DerivedCause kGidSelection{ids::kIbGid, FaultClass::kIbResource
 // `cudaDev N` init line): the driver works, that process was given no GPU (device assignment,
 // CUDA_VISIBLE_DEVICES).
 inline constexpr DerivedCause kDeviceNotGiven{ids::kGpuVisibility, FaultClass::kArchitecture};
+// Ten and more `connect returned Connection refused, retrying` lines (NCCL before 2.12 counts
+// none itself) and no set-up after them: nothing listens at the peer's address and port.
+inline constexpr DerivedCause kRefusedRetries{ids::kNetConnect, FaultClass::kArchitecture};
 std::span<const DerivedCause> DerivedCauses();
 
 std::span<const Refinement> Refinements();

@@ -230,6 +230,27 @@ inline constexpr std::array kEntries = {
               "NCCL rejected its arguments or configuration (invalid argument/usage, config "
               "struct not initialised): a bug in the caller, not in the node.",
               "Fix the calling program; for nccl-triage itself, report the log."},
+    CauseInfo{"nccl.library", kArch, kLog, kNone, "NCCL library not loadable",
+              "The program could not load libnccl.so.2 at all (not in the image, not on the "
+              "library path, or built for a CUDA the driver lacks): no collective can run.",
+              "Install the NCCL that matches the framework's CUDA in the image (the framework's "
+              "own nvidia-nccl wheel or the distribution's libnccl2), check with `ldd` and "
+              "LD_LIBRARY_PATH that the process finds it, and keep one NCCL per image."},
+    CauseInfo{"job.launcher", kArch, kLog, kNone, "Job launcher could not reach its nodes",
+              "The launcher (mpirun/PRTE, Slurm's PMIx plugin, ssh, MPI's own UCX or TCP "
+              "transport) failed to start or connect the job's processes across nodes, so NCCL "
+              "was never reached.",
+              "Make the launcher work across the same nodes first (an MPI hello-world): ssh or "
+              "the launcher's ports open between pods, the PMIx plugin Slurm was built with, and "
+              "MPI restricted to the routed interface (OMPI_MCA_btl_tcp_if_include, "
+              "UCX_NET_DEVICES)."},
+    CauseInfo{"ib.sharp", kIb, kLog, kNone, "SHARP in-network aggregation unavailable",
+              "The SHARP library or NCCL's SHARP (CollNet) plugin could not use the fabric's "
+              "aggregation: the Aggregation Manager refused a tree, group or quota, the port it "
+              "chose is not a valid data port, or the switches do not offer SHARP.",
+              "Check sharp_am on the subnet manager host and the switches' SHARP support "
+              "(ibdiagnet, sharp_hello), pin the HCA port NCCL uses (NCCL_IB_HCA); or run "
+              "without CollNet (NCCL_COLLNET_ENABLE=0) on the point-to-point network."},
     CauseInfo{"nccl.topology", kArch, kLog, kNone, "NCCL could not map GPUs and NICs",
               "NCCL's topology detection failed: the PCI tree under /sys is hidden or partial (a "
               "VM, a container without /sys), a topology file does not fit the machine, or the "

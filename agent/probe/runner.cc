@@ -144,7 +144,8 @@ void ApplyLogRules(ProbeResult& r, const std::optional<Classification>& log) {
   r.classification = std::move(c);
 }
 
-std::optional<Classification> ClassifyLogFile(const std::string& path) {
+std::optional<Classification> ClassifyLogFile(const std::string& path,
+                                              std::string_view child_output) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   LogClassifier classifier;
@@ -153,6 +154,14 @@ std::optional<Classification> ClassifyLogFile(const std::string& path) {
   while (total < kMaxLogBytes && std::getline(in, line)) {
     total += line.size() + 1;
     classifier.Feed(line);
+  }
+  // The child's output is bounded by the subprocess; only the diagnostics report is NCCL's.
+  while (!child_output.empty()) {
+    const size_t nl = child_output.find('\n');
+    const std::string_view l = child_output.substr(0, nl);
+    if (!l.starts_with('{') && l.find(" NCCL DIAG ") != std::string_view::npos) classifier.Feed(l);
+    if (nl == std::string_view::npos) break;
+    child_output.remove_prefix(nl + 1);
   }
   return classifier.Finish();
 }
@@ -247,7 +256,7 @@ void ProbeChildProcess::StopForPeer(int peer_rank) {
 ProbeResult ProbeChildProcess::Finish() {
   SubprocessResult proc = process_->Wait();
   std::optional<Classification> log;
-  if (proc.kind != ExitKind::kSpawnFailed) log = ClassifyLogFile(log_path_);
+  if (proc.kind != ExitKind::kSpawnFailed) log = ClassifyLogFile(log_path_, proc.out + proc.err);
   ProbeResult r = InterpretChild(request_, proc, log, timeout_seconds_, log_path_);
   if (stopped_for_peer_ && proc.kind == ExitKind::kSignaled) {
     // Killed by us, not crashed: its failure is the peer's.

@@ -154,7 +154,11 @@ std::optional<ProbeResult> ParseChildOutput(const std::string& out);
 // failure carries the classification (with the probe's own cause first when it has one).
 void ApplyLogRules(ProbeResult& result, const std::optional<Classification>& log);
 
-// Reads and classifies an NCCL log file (bounded; absent file -> nullopt).
-std::optional<Classification> ClassifyLogFile(const std::string& path);
+// Reads and classifies an NCCL log file (bounded; absent file -> nullopt), then the lines of
+// NCCL's own diagnostics report (`host:pid NCCL DIAG ...`, NCCL_RUN_DIAGNOSTICS=1, 2.31+) in
+// `child_output`, the child's stdout and stderr: NCCL 2.32 prints that report there, not into
+// NCCL_DEBUG_FILE.
+std::optional<Classification> ClassifyLogFile(const std::string& path,
+                                              std::string_view child_output = {});
 
 }  // namespace nccl_triage

@@ -1060,5 +1060,140 @@ TEST(LogClassifierInference, AnOfiWarningTheCatalogueLacksIsStillThePlugins) {
   EXPECT_EQ(c.causes.front().cause, "efa.fabric");
 }
 
+// The first cause, or "-" when none: a failure message that says which.
+std::string Top(const Classification& c) { return c.causes.empty() ? "-" : c.causes.front().cause; }
+
+// nccl-tests before 2.x printed no root column and the largest error as a float instead of a
+// count of wrong elements: a rounding-level error is a pass, a large one is wrong data.
+TEST(LogClassifierInference, OlderNccltestsRowsAreProofOfCompletion) {
+  for (const char* row :
+       {"     1048576        262144     float    162.1    6.47    5.66  0e+00    162.0    6.47    5.66  0e+00",
+        "        4096          1024     float     sum    47.60    0.09    0.15  2e-07    47.54    0.09    0.15  2e-07"}) {
+    Classification c = ClassifyLogText(std::string(row) + "\n");
+    EXPECT_EQ(c.fault_class, FaultClass::kHealthy) << row << ": " << c.reason;
+  }
+  Classification wrong = ClassifyLogText(
+      "     1048576        262144     float    162.1    6.47    5.66  3e-02    162.0    6.47    5.66  3e-02\n");
+  EXPECT_NE(wrong.fault_class, FaultClass::kHealthy) << wrong.reason;
+}
+
+// A benchmark's average over its trials is printed once every trial returned.
+TEST(LogClassifierInference, AnAverageOverTrialsOfACollectiveIsProof) {
+  Classification c = ClassifyLogText(
+      "[node-0] The average bandwidth of allreduce with a 2.0GB payload (20 trials, 8 ranks):\n"
+      "[node-0]  busbw: 171.20 GBps (1369.6 Gbps)\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kHealthy) << c.reason;
+  Classification figure = ClassifyLogText("[node-0]  busbw: 171.20 GBps (1369.6 Gbps)\n");
+  EXPECT_EQ(figure.fault_class, FaultClass::kUnknown) << figure.reason;
+}
+
+// A forum or a quoting reply flattens a paste onto one line: each of NCCL's messages in it is
+// read as its own line, and a normal line keeps its host:pid:tid.
+TEST(LogClassifierInference, AFlattenedPasteIsReadMessageByMessage) {
+  Classification c = ClassifyLogText(
+      "> [3] NCCL INFO NCCL_IB_DISABLE set by environment to 0. [3] NCCL INFO NET/IB : No "
+      "device found. [3] NCCL INFO NET/Socket : Using [0]eth0:10.4.0.9<0> [3] NCCL INFO Using "
+      "network Socket\n");
+  EXPECT_EQ(c.fault_class, FaultClass::kIbResource) << c.reason;
+  EXPECT_EQ(Top(c), "ib.hca_present");
+  Classification one = ClassifyLogText(
+      "gpu7 :812:901 [2] NCCL INFO misc/socket.cc:373 -> 2\n"
+      "gpu7:812:901 [2] transport/net_socket.cc:470 NCCL WARN NET/Socket : peer 10.0.0.5<4242> "
+      "message truncated : receiving 1024 bytes instead of 512\n");
+  ASSERT_FALSE(one.roots.empty()) << one.reason;
+  EXPECT_NE(one.roots.front().rank.find("gpu7"), std::string::npos) << one.roots.front().rank;
+}
+
+// An RDMA network plugin in the image (HPC-X's) says the job was built for InfiniBand: NET/IB
+// finding no device is then the missing HCA. The plugin's search for its newest interface
+// (`Failed to find ncclNetPlugin_v7 symbol.` before v6 loads) is not a plugin that failed.
+TEST(LogClassifierInference, AnRdmaPluginThatLoadedMeansIbWasWanted) {
+  const std::string head =
+      "n1:40:40 [0] NCCL INFO Bootstrap : Using eth0:10.9.0.4<0>\n"
+      "n1:40:40 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v7 symbol.\n"
+      "n1:40:40 [0] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin (v6)\n";
+  const std::string tail =
+      "n1:40:77 [0] NCCL INFO NET/IB : No device found.\n"
+      "n1:40:77 [0] NCCL INFO NET/Socket : Using [0]eth0:10.9.0.4<0>\n"
+      "n1:40:77 [0] NCCL INFO Using network Socket\n";
+  Classification c = ClassifyLogText(head + "n1:40:77 [0] NCCL INFO P2P plugin IBext\n" + tail);
+  EXPECT_EQ(c.fault_class, FaultClass::kIbResource) << c.reason;
+  EXPECT_EQ(Top(c), "ib.hca_present");
+  Classification plain = ClassifyLogText(tail);
+  EXPECT_NE(plain.fault_class, FaultClass::kIbResource) << plain.reason;
+  for (const auto& cause : c.causes) EXPECT_NE(cause.cause, "net.plugin");
+}
+
+// The launcher's own network failing before any rank reaches NCCL is the architecture around
+// it: ORTE/PRTE daemons, Slurm's PMIx fence, ssh, MPI's UCX or TCP transport.
+TEST(LogClassifierInference, ALauncherThatCannotReachItsNodesIsArchitecture) {
+  for (const char* line :
+       {"ORTE has lost communication with a remote daemon.",
+        "slurmstepd: error:  mpi/pmix_v4: pmixp_coll_ring_reset_if_to: gpu-12 [1]: "
+        "pmixp_coll_ring.c:742: 0x7f: collective timeout seq=0",
+        "ssh: connect to host 10.20.0.7 port 22: No route to host"}) {
+    Classification c = ClassifyLogText(std::string(line) + "\n");
+    EXPECT_EQ(c.fault_class, FaultClass::kArchitecture) << line << ": " << c.reason;
+    EXPECT_EQ(Top(c), "job.launcher") << line;
+  }
+  Classification ucx = ClassifyLogText(
+      "[1712.44] [gpu-3:811  :0]  sock.c:325  UCX  ERROR   connect(fd=52, "
+      "dest_addr=192.168.122.1:39111) failed: No route to host\n");
+  EXPECT_EQ(ucx.fault_class, FaultClass::kArchitecture) << ucx.reason;
+  EXPECT_EQ(Top(ucx), "net.connect");
+}
+
+// A bus error in a container is shared memory /dev/shm could not back; a refused shm_open is
+// /dev/shm's mode, not a security module's verdict on the call.
+TEST(LogClassifierInference, BusErrorsAndRefusedShmOpenAreSharedMemory) {
+  Classification bus = ClassifyLogText(
+      "[2025-03-01 10:00:01] torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
+      "(exitcode: -7) local_rank: 3 (pid: 5512) of binary: /usr/bin/python\n"
+      "Signal 7 (SIGBUS) received by PID 5512\n");
+  EXPECT_EQ(bus.fault_class, FaultClass::kArchitecture) << bus.reason;
+  EXPECT_EQ(Top(bus), "shm.size");
+  Classification denied = ClassifyLogText(
+      "h:9:19 [1] include/shm.h:27 NCCL WARN Call to shm_open failed : Operation not permitted\n");
+  EXPECT_EQ(denied.fault_class, FaultClass::kArchitecture) << denied.reason;
+  EXPECT_EQ(Top(denied), "shm.size");
+}
+
+// Layers other than NCCL name their own faults: NVML losing a GPU, the SHARP library refused by
+// the fabric, a framework that cannot load NCCL at all.
+TEST(LogClassifierInference, OtherLayersNameTheirOwnFaults) {
+  Classification gpu = ClassifyLogText(
+      "$ nvidia-smi\nUnable to determine the device handle for GPU0000:41:00.0: GPU is lost.  "
+      "Reboot the system to recover this GPU\n");
+  EXPECT_EQ(Top(gpu), "gpu.health") << gpu.reason;
+  Classification sharp = ClassifyLogText(
+      "[gpu-9:3:1200 - comm.c:370] ERROR Failed to lock LLT tree(ID:0x1 ret:0x4)\n");
+  EXPECT_EQ(sharp.fault_class, FaultClass::kIbResource) << sharp.reason;
+  EXPECT_EQ(Top(sharp), "ib.sharp");
+  Classification plugin = ClassifyLogText(
+      "gpu-9:77:90 [0] sharp_plugin.c:288 NCCL WARN SHARP coll init failed (-5)\n");
+  EXPECT_EQ(plugin.fault_class, FaultClass::kIbResource) << plugin.reason;
+  Classification lib = ClassifyLogText(
+      "RuntimeError: libnccl.so.2: cannot open shared object file: No such file or directory\n");
+  EXPECT_EQ(lib.fault_class, FaultClass::kArchitecture) << lib.reason;
+  EXPECT_EQ(Top(lib), "nccl.library");
+}
+
+// NCCL before 2.12 retries a refused connect without counting: ten and more retries with no
+// set-up after them mean nothing listens at the peer's address; a few at start-up are routine.
+TEST(LogClassifierInference, ManyUncountedRefusedRetriesAreTheConnect) {
+  std::string many;
+  for (int i = 0; i < 12; ++i) {
+    many += "trainer-1:31:52 [1] NCCL INFO Call to connect returned Connection refused, retrying\n";
+  }
+  Classification c = ClassifyLogText(many);
+  EXPECT_EQ(c.fault_class, FaultClass::kArchitecture) << c.reason;
+  EXPECT_EQ(Top(c), "net.connect");
+  Classification routine = ClassifyLogText(
+      many +
+      "trainer-1:31:52 [1] NCCL INFO comm 0x55 rank 1 nranks 2 cudaDev 1 busId 2000 - Init "
+      "COMPLETE\n");
+  for (const auto& cause : routine.causes) EXPECT_NE(cause.cause, "net.connect") << routine.reason;
+}
+
 }  // namespace
 }  // namespace nccl_triage

@@ -563,7 +563,7 @@ const std::multimap<std::string, std::string>& Samples() {
        "n1:77:77 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : "
        "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so: undefined symbol: ncclGetVersion"},
       {"net.plugin_load_failed", "n1:77:77 [0] NCCL INFO NET/Plugin: Failed to find "
-                                 "ncclNetPlugin_v4 symbol."},
+                                "ncclNetPlugin symbol (v4 or v5)."},
       {"ibv.reg_dmabuf_unsupported",
        "gpu-3:4410:4470 [2] misc/ibvwrap.cc:142 NCCL WARN Call to ibv_reg_dmabuf_mr failed "
        "with error Operation not supported"},
@@ -818,6 +818,54 @@ const std::multimap<std::string, std::string>& Samples() {
       {"cuda.illegal_address",
        "[rank5]: RuntimeError: CUDA error: an illegal memory access was encountered"},
       {"cuda.error_name", "torch.AcceleratorError: CUDA error: device-side assert triggered"},
+      {"launcher.unreachable", "PRTE has lost communication with a remote daemon."},
+      {"launcher.unreachable", "ORTE was unable to reliably start one or more daemons."},
+      {"launcher.unreachable",
+       "An ORTE daemon has unexpectedly failed after launch and before communicating back to "
+       "mpirun."},
+      {"launcher.unreachable",
+       "slurmstepd: error:  mpi/pmix_v3: pmixp_coll_ring_reset_if_to: gpu-3 [0]: "
+       "pmixp_coll_ring.c:742: 0x7f2a0c02cb20: collective timeout seq=0"},
+      {"launcher.unreachable", "ssh: connect to host gpu-node-2 port 22: Connection refused"},
+      {"launcher.unreachable",
+       "ssh: Could not resolve hostname worker-7: Name or service not known"},
+      {"launcher.transport_connect",
+       "[1700554343.440877] [gpu-1:7356 :0]            sock.c:323  UCX  ERROR   connect(fd=48, "
+       "dest_addr=172.17.0.1:42887) failed: Connection refused"},
+      {"launcher.transport_connect",
+       "[gpu-1][[41212,1],3][btl_tcp_endpoint.c:796:mca_btl_tcp_endpoint_complete_connect] "
+       "connect() to 172.17.0.1 failed: Connection refused (111)"},
+      {"launcher.transport_connect",
+       "[gpu-1:07356] pml_ucx.c:424  Error: ucp_ep_create(proc=3) failed: Destination is "
+       "unreachable"},
+      {"nccl.library_missing",
+       "INTERNAL: external/xla/xla/service/gpu/nccl_utils.cc:134: NCCL operation "
+       "ncclGetUniqueId(&id) failed: Unable to load NCCL library. Multi-GPU collectives will "
+       "not work."},
+      {"nccl.library_missing",
+       "OSError: libnccl.so.2: cannot open shared object file: No such file or directory"},
+      {"shm.open_denied",
+       "node3:2710:2790 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission "
+       "denied"},
+      {"shm.bus_error",
+       "[gpu-2:2498 :0:2599] Caught signal 7 (Bus error: nonexistent physical address)"},
+      {"shm.bus_error", "Fatal Python error: Bus error"},
+      {"shm.bus_error", "Signal 7 (SIGBUS) received by PID 5512"},
+      {"shm.bus_error",
+       "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+       "shared memory (shm)."},
+      {"host.gpu_lost", "Unable to determine the device handle for GPU0000:03:00.0: Unknown Error"},
+      {"host.gpu_lost",
+       "Unable to determine the device handle for gpu 0000:41:00.0: GPU is lost.  Reboot the "
+       "system to recover this GPU"},
+      {"sharp.plugin_warn",
+       "gpu-9:77:90 [0] sharp_plugin.c:302 NCCL WARN SHARP group create: Streaming Tree lock "
+       "failed (-18)"},
+      {"sharp.library_error",
+       "[gpu-4:1:28576 unique id 1201360626793454896] ERROR collect_ports_data: device mlx5_0 "
+       "port 1 is not valid (port is used by SM)"},
+      {"sharp.library_error", "[gpu-4:0:24972 - comm.c:374] ERROR Failed to lock SAT tree(ID:0x40 ret:0x4)"},
+      {"sharp.library_error", "SHARP group create: Streaming Tree lock failed (-18)"},
       {"host.xid_hardware",
        "[Mon Dec  1 10:00:00 2025] NVRM: Xid (PCI:0000:b3:00): 79, pid=1234, name=python, GPU "
        "has fallen off the bus."},
@@ -846,6 +894,11 @@ const std::multimap<std::string, std::string>& Samples() {
 // another provider, another status, a realistic setting).
 const std::multimap<std::string, std::string>& NearMisses() {
   static const std::multimap<std::string, std::string> kNearMisses = {
+      // One step of NCCL's search for the plugin's newest interface, not its failure.
+      {"net.plugin_load_failed",
+       "n1:77:77 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v6 symbol."},
+      // A counter named after bus errors is not a bus error.
+      {"shm.bus_error", "bus error counters: 0 (PCIe link healthy)"},
       {"libfabric.mr_enomem",
        "libfabric:30211:1733550101::efa:cq:efa_rdm_ep_grow_rx_pools():1170<warn> cannot allocate "
        "memory for EFA's RX packet pool. error: Cannot allocate memory"},

@@ -31,6 +31,7 @@ const fs::path kUnseen3Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/
 const fs::path kUnseen4Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-4";
 const fs::path kUnseen5Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-5";
 const fs::path kUnseen6Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-6";
+const fs::path kUnseen7Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-7";
 const fs::path kCaptureDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/fixtures/nccl-logs";
 const fs::path kCorpusDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/corpus";
 
@@ -63,8 +64,11 @@ std::vector<Case> LoadCaptures() {
 // 80.6 % / 72.2 %); the fourth set 90.0 % / 82.5 % since its misses were studied (85.0 % /
 // 77.5 % unseen, one healthy answer on a failed run's log, still there). The fifth set: 81.0 %
 // class, 76.2 % cause and no healthy answer on a failed run (42 cases), before and after the
-// work on the fourth set's misses alike. The sixth set, gathered after that work: 78.0 % class,
-// 75.6 % cause, no healthy answer on a failed run (41 cases). The bars are a guard against
+// work on the fourth set's misses alike; 90.5 % / 88.1 % since its misses were studied with the
+// sixth's. The sixth set, gathered after that work: 78.0 % class, 75.6 % cause, no healthy answer
+// on a failed run (41 cases) when first scored; 100 % / 100 % since its misses were studied. The
+// seventh set, gathered while the fifth and sixth were studied and scored once after: 63.6 %
+// class, 56.8 % cause, no healthy answer on a failed run (44 cases). The bars are a guard against
 // regressions.
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
@@ -75,12 +79,15 @@ constexpr double kUnseen3MinCause = 0.94;
 constexpr double kUnseen4MinClass = 0.89;
 constexpr double kUnseen4MinCause = 0.82;
 constexpr size_t kUnseen4MaxHealthyOnFailed = 1;
-constexpr double kUnseen5MinClass = 0.80;
-constexpr double kUnseen5MinCause = 0.76;
+constexpr double kUnseen5MinClass = 0.90;
+constexpr double kUnseen5MinCause = 0.88;
 constexpr size_t kUnseen5MaxHealthyOnFailed = 0;
-constexpr double kUnseen6MinClass = 0.78;
-constexpr double kUnseen6MinCause = 0.75;
+constexpr double kUnseen6MinClass = 0.97;
+constexpr double kUnseen6MinCause = 0.97;
 constexpr size_t kUnseen6MaxHealthyOnFailed = 0;
+constexpr double kUnseen7MinClass = 0.63;
+constexpr double kUnseen7MinCause = 0.56;
+constexpr size_t kUnseen7MaxHealthyOnFailed = 0;
 constexpr double kCaptureMinClass = 0.99;
 constexpr double kCaptureMinCause = 0.99;
 
@@ -203,6 +210,20 @@ TEST(UnseenSet6, CasesAreWellFormedAndNoneIsSeenElsewhere) {
 TEST(UnseenSet6, ClassifierMeetsTheBars) {
   ExpectSetMeetsBars(kUnseen6Dir, "sixth unseen set of public threads (tests/classify/unseen-6)",
                      kUnseen6MinClass, kUnseen6MinCause, kUnseen6MaxHealthyOnFailed);
+}
+
+// The seventh unseen set (tests/classify/unseen-7, gathered 2026-12-07 by someone who did not
+// run the classifier or read its rules, while the fifth and sixth sets' misses were studied;
+// scored before that work and once after it, its cases not read).
+TEST(UnseenSet7, CasesAreWellFormedAndNoneIsSeenElsewhere) {
+  ExpectSetApart(kUnseen7Dir, 40,
+                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
+                  kUnseen6Dir});
+}
+
+TEST(UnseenSet7, ClassifierMeetsTheBars) {
+  ExpectSetMeetsBars(kUnseen7Dir, "seventh unseen set of public threads (tests/classify/unseen-7)",
+                     kUnseen7MinClass, kUnseen7MinCause, kUnseen7MaxHealthyOnFailed);
 }
 
 TEST(GpuCaptures, ClassifierMeetsTheBars) {

@@ -8,8 +8,12 @@
 # ASKED_S (300): the job runs QUIET_S seconds unasked, ASKED_S seconds asked every 10 s (a text and
 # a JSON status report, alternating), then QUIET_S seconds unasked again. The all-reduce rate
 # (1 MiB, one at a time, counted from the ranks' "iter N" lines every 2 s) of each phase goes to
-# soak-rate.tsv; every report to reports/; a report that names anything (a communicator not
-# RUNNING, MISMATCH, INCOMPLETE, DEAD, an error, an unresponsive or dead rank) is counted.
+# soak-rate.tsv; every report to reports.tar.gz. A report whose raw text shows anything (a
+# communicator not RUNNING, MISMATCH, INCOMPLETE, DEAD, an error, an unresponsive or dead rank) is
+# counted and logged. A MISMATCH of one operation is expected now and then on a running job (NCCL
+# reads each rank's counts at a slightly different moment); whether the product names a rank is
+# the judgement of the reports in order, each against the one before, as the agent's watch does:
+# copy them to tests/ras/transcripts/ and replay them (RasJudgeTwice in tests/ras/parse_test.cc).
 set -uo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 NCCL_HOME="${NCCL_HOME:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl}"
@@ -58,7 +62,7 @@ ask() {  # ask N
   if grep -Eq '^# error|MISMATCH|INCOMPLETE|DEAD|"unresponsive": *true|"considered_dead": *true|Remote process error' "$f" \
      || { [[ $fmt == text ]] && ! grep -Eq ' RUNNING +OK' "$f"; }; then
     named=$((named + 1))
-    note "report $1 ($fmt) names something: $(grep -m2 -E 'MISMATCH|INCOMPLETE|DEAD|error|ERROR' "$f" | tr '\n' ' ')"
+    note "report $1 ($fmt) shows in NCCL's raw words: $(grep -m2 -E 'MISMATCH|INCOMPLETE|DEAD|error|ERROR' "$f" | tr '\n' ' ')"
   fi
 }
 phase() {  # phase NAME SECONDS ASK
@@ -78,7 +82,7 @@ printf 'phase\tseconds\tall_reduces\tper_second\tqueries\n' >"$out/soak-rate.tsv
 phase quiet-1 "$QUIET_S" 0
 phase asked "$ASKED_S" 1
 phase quiet-2 "$QUIET_S" 0
-note "asked $asked times, $named report(s) named a rank or an error"
+note "asked $asked times, $named raw report(s) showed a mismatch, a missing rank or an error"
 kill -KILL "${pids[@]}" 2>/dev/null
 wait 2>/dev/null
 tar -C "$out" -czf "$out/reports.tar.gz" reports && rm -rf "$out/reports"

@@ -541,6 +541,26 @@ TEST(ClassifyLogFile, ReadsTheRealProbeLogsOfNccl2289) {
   EXPECT_FALSE(ClassifyLogFile(dir + "absent.log").has_value());
 }
 
+// NCCL 2.32 prints its diagnostics report (NCCL_RUN_DIAGNOSTICS=1) on the child's own output,
+// not into NCCL_DEBUG_FILE: the probe reads those lines too, and nothing else of that output.
+TEST(ClassifyLogFile, ReadsNcclsDiagnosticsReportFromTheChildsOutput) {
+  const std::string log =
+      std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/probe/testdata/h200-nccl-2.28.9-socket-rank0.log";
+  const std::string output =
+      "vm:809 NCCL DIAG === NCCL Diagnostics ===\n"
+      "vm:809 NCCL DIAG [FAIL] p2p: only 52/56 GPU-to-GPU peer accesses passed verification\n"
+      "{\"outcome\": \"pass\", \"detail\": \"vm:1 NCCL DIAG [FAIL] not a line of NCCL\"}\n";
+  auto with = ClassifyLogFile(log, output);
+  ASSERT_TRUE(with.has_value());
+  EXPECT_TRUE(std::any_of(with->causes.begin(), with->causes.end(),
+                          [](const ClassifiedCause& c) { return c.diagnostics; }))
+      << with->reason;
+  auto without = ClassifyLogFile(log, "some text on stdout\n{\"outcome\": \"pass\"}\n");
+  ASSERT_TRUE(without.has_value());
+  EXPECT_TRUE(std::none_of(without->causes.begin(), without->causes.end(),
+                           [](const ClassifiedCause& c) { return c.diagnostics; }));
+}
+
 }  // namespace
 }  // namespace nccl_triage
 
