@@ -17,7 +17,7 @@ void CoordinatorServer::Impl::SyncStateLocked(std::unique_lock<std::mutex>& lock
     state_restored_ = true;
     const std::vector<std::string> changed = verdicts_.Restore(kept.faults);
     for (const std::string& node : changed) {
-      if (agents_.count(node)) SendVerdictsLocked(node);
+      if (agents_.Connected(node)) SendVerdictsLocked(node);
     }
     metrics_.SetFaults(verdicts_.hold_down().Confirmed(), wall_clock_.NowUnixMs());
     log_.Info("coordinator", "resumed from configmap " + state_->name() + ": " +
