@@ -200,30 +200,14 @@ CoordinatorServer::Impl::Impl(CoordinatorOptions options, Logger& log)
     unfenced_kube_ = options_.kube;
     options_.kube = std::make_shared<LeaderFencedKubeClient>(*unfenced_kube_, *options_.leader);
   }
-  const bool remediates = options_.remediation.policy.mode != RemediationMode::kOff;
-  if (options_.kube && (remediates || options_.validation.policy.enabled)) {
-    // A read: the watch goes around the fence (a follower's cache is warm when it leads).
-    NodeCacheOptions nodes = RemediationNodeFields(options_.remediation.pool_label);
-    for (const auto& [label, value] : options_.validation.node_selector) {
-      if (std::find(nodes.labels.begin(), nodes.labels.end(), label) == nodes.labels.end()) {
-        nodes.labels.push_back(label);
-      }
-    }
-    nodes.list_page = options_.remediation.list_page;
-    nodes.max_nodes = options_.remediation.max_listed_nodes;
-    nodes.resync = options_.node_resync;
-    node_cache_ = std::make_unique<NodeCache>(unfenced_kube_ ? *unfenced_kube_ : *options_.kube,
-                                              std::move(nodes), log_, wall_clock_);
-  }
-  if (options_.kube && remediates) {
-    remediator_ = std::make_unique<Remediator>(*options_.kube, options_.remediation, log_,
-                                               wall_clock_, node_cache_.get());
-  }
-  if (options_.kube && options_.validation.policy.enabled) {
-    validator_ = std::make_unique<NodeValidator>(*options_.kube, options_.validation, log_,
-                                                 wall_clock_, node_cache_.get());
-  }
-  if ((remediator_ || validator_) && !options_.state_configmap.empty()) {
+  // The writes go through the fence; the watch, a read, around it (a follower's cache is warm
+  // when it leads).
+  remediation_ = std::make_unique<RemediationStage>(
+      RemediationStageOptions{.remediation = options_.remediation,
+                              .validation = options_.validation,
+                              .node_resync = options_.node_resync},
+      options_.kube.get(), unfenced_kube_.get(), log_, wall_clock_, metrics_);
+  if (remediation_->active() && !options_.state_configmap.empty()) {
     state_ = std::make_unique<StateStore>(*options_.kube, options_.state_namespace,
                                           options_.state_configmap, log_);
   }
@@ -396,7 +380,7 @@ Status CoordinatorServer::Impl::Start() {
     std::lock_guard lock(mu_);
     started_ = true;
   }
-  if (node_cache_) node_cache_->Start();
+  remediation_->Start();
   sweep_thread_ = std::jthread([this](std::stop_token st) { SweepLoop(st); });
   if (options_.leader) {
     metrics_.SetLeader(false);  // until the Lease is ours
@@ -443,7 +427,7 @@ void CoordinatorServer::Impl::Stop() {
     agents_.DropConnections();
   }
   // After the sweep thread: nothing reads the nodes any more.
-  if (node_cache_) node_cache_->Stop();
+  remediation_->Stop();
   // After the sweep thread: no remediation runs any more when the Lease is given up.
   if (election_thread_.joinable()) {
     election_thread_.request_stop();
@@ -771,6 +755,8 @@ CoordinatorView CoordinatorServer::Impl::View(bool with_pairs) const {
 
 CoordinatorView CoordinatorServer::Impl::PartsView(bool with_pairs) const {
   std::lock_guard lock(mu_);
+  const std::optional<RemediationStatus> remediation = remediation_->last_remediation();
+  const std::optional<ValidationStatus> validation = remediation_->last_validation();
   return BuildCoordinatorView(
       {.known = agents_.known(),
        .peers = agents_.peers(),
@@ -779,8 +765,8 @@ CoordinatorView CoordinatorServer::Impl::PartsView(bool with_pairs) const {
        .schedule = schedule_,
        .sweeps_done = sweeps_done_,
        .last_sweep_rounds = last_sweep_rounds_,
-       .remediation = remediator_ ? &last_remediation_ : nullptr,
-       .validation = validator_ ? &last_validation_ : nullptr},
+       .remediation = remediation ? &*remediation : nullptr,
+       .validation = validation ? &*validation : nullptr},
       with_pairs);
 }
 
@@ -817,8 +803,7 @@ void CoordinatorServer::Impl::OnLeadership(bool leading) {
   metrics_.SetFaults({}, wall_clock_.NowUnixMs());
   metrics_.SetRailProbes({});
   metrics_.SetUnprobedSweeps({});
-  if (remediator_) metrics_.SetRemediation(0, 0, 0, false);
-  if (validator_) metrics_.SetValidation(0, false);
+  remediation_->ClearMetrics();
 }
 
 std::string CoordinatorServer::Impl::NotReadyReason() const {

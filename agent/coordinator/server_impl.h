@@ -13,6 +13,8 @@
 // The parts with state of their own, each with its header:
 //   agent_table.h  AgentTable: the connected agents and every node seen, eviction, liveness and
 //                  sweep membership (under mu_).
+//   remediation_stage.h  RemediationStage: remediation and the validation of new nodes after a
+//                  sweep, their node watch and last outcomes (its own lock, taken after mu_).
 //
 // The decisions are not here: PairRun (a pair's probe phases), Sweep, ClusterVerdicts and the
 // view (status_view.h) are plain values the Impl feeds with events under mu_.
@@ -36,6 +38,7 @@
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/server.h"
 #include "coordinator/connection_gate.h"
+#include "coordinator/remediation_stage.h"
 #include "coordinator/state_store.h"
 #include "exporter/http_server.h"
 #include "exporter/listen_socket.h"
@@ -161,12 +164,13 @@ class CoordinatorServer::Impl {
                                            v1::IncidentRecorded* answer);
   void RunTriageLocked(std::unique_lock<std::mutex>& lock, TriageJob job);
 
-  // sweep_loop.cc: remediation (and the validation of new nodes) after a sweep, with mu_
-  // released during the API calls; no call starts once `stop` is requested (Stop).
+  // sweep_loop.cc: the RemediationStage's step after a sweep, with mu_ released during the API
+  // calls; no call starts once `stop` is requested (Stop).
   void RemediateLocked(std::unique_lock<std::mutex>& lock, std::stop_token stop);
   void FinishTriagesLocked(const std::string& why);
   // state_sync.cc: reads the kept state until a read works (then restores the faults and the
-  // remediator's memory), then writes it when it changed; mu_ released during the API calls.
+  // remediation stage's memory), then writes it when it changed; mu_ released during the API
+  // calls.
   void SyncStateLocked(std::unique_lock<std::mutex>& lock);
   // server.cc: leader election. Whether this replica may sweep and remediate now, and the
   // election thread's news (a loss closes every agent's stream).
@@ -203,12 +207,8 @@ class CoordinatorServer::Impl {
   uint64_t triages_run_ = 0;
   CoverageSchedule schedule_;
   ClusterVerdicts verdicts_;
-  // The nodes the remediator and the validator read, kept by a watch; null when both are off.
-  std::unique_ptr<NodeCache> node_cache_;
-  std::unique_ptr<Remediator> remediator_;  // null: remediation off
-  std::unique_ptr<NodeValidator> validator_;  // null: validation.new_nodes off
-  // What the last sweep's probes showed of each node, for the validator.
-  std::map<std::string, NodeProbePasses> probe_passes_;
+  // After each sweep (remediation_stage.h); never null.
+  std::unique_ptr<RemediationStage> remediation_;
   std::unique_ptr<StateStore> state_;       // null: the state is kept in memory only
   bool state_restored_ = false;             // state_ was read (and restored) once
   // Leader election (options_.leader): the client behind the fence, whether this replica leads
@@ -217,8 +217,6 @@ class CoordinatorServer::Impl {
   bool leading_ = false;
   std::jthread election_thread_;
   std::jthread label_thread_;  // options_.leader_label's loop
-  RemediationStatus last_remediation_;
-  ValidationStatus last_validation_;
   std::jthread sweep_thread_;
 };
 

@@ -192,18 +192,7 @@ void CoordinatorServer::Impl::RunOneSweep(std::stop_token stop) {
   const size_t seen = result.faults.size();
   metrics_.SetRailProbes(result.pairs);
   last_rail_faults_ = result.rails.faults;
-  probe_passes_.clear();
-  for (const PairOutcome& p : result.pairs) {
-    // IB counts as passed where no IB probe ran (a cluster probed over sockets only).
-    const bool socket = p.judgement.socket == ProbeOutcome::kPass;
-    const bool ib =
-        p.judgement.ib == ProbeOutcome::kPass || p.judgement.ib == ProbeOutcome::kNotRun;
-    for (const std::string& node : {p.pair.a, p.pair.b}) {
-      NodeProbePasses& passes = probe_passes_[node];
-      passes.socket = passes.socket || socket;
-      passes.ib = passes.ib || (socket && ib);
-    }
-  }
+  remediation_->RecordProbes(result.pairs);
   verdicts_.Apply(std::move(result), agents_.known());
   // A node that said it cannot probe while this sweep ran keeps the verdict that says so.
   for (const auto& [node, a] : agents_.connected()) {
@@ -233,46 +222,20 @@ void CoordinatorServer::Impl::RemediateLocked(std::unique_lock<std::mutex>& lock
                                               std::stop_token stop) {
   // Not before the kept state is back (a node tainted before a restart must not look healed),
   // and only while this replica leads.
-  if ((!remediator_ && !validator_) || (state_ && !state_restored_) || !LeadingLocked()) return;
-  if (!remediator_) {
-    const std::map<std::string, NodeProbePasses> passes = probe_passes_;
-    lock.unlock();
-    ValidationStatus v = validator_->Step(passes, stop);
-    if (v.list_error.empty()) metrics_.SetValidation(v.unvalidated.size(), v.breaker_open);
-    lock.lock();
-    last_validation_ = std::move(v);
-    return;
-  }
+  if (!remediation_->active() || (state_ && !state_restored_) || !LeadingLocked()) return;
   std::map<std::string, ConfirmedNodeFault> confirmed;
-  for (const TrackedFault& t : verdicts_.hold_down().Confirmed()) {
-    if (t.fault.kind != FaultKind::kNode || t.fault.nodes.empty()) continue;
-    confirmed[t.fault.nodes[0]] = {t.fault.fault_class, t.fault.causes};
-  }
   std::set<std::string> watched;  // nodes with a connected agent: only they can prove healthy
-  for (const auto& [node, agent] : agents_.connected()) watched.insert(node);
-  // Copied under mu_: agents' streams record probe passes while the API calls run.
-  const std::map<std::string, NodeProbePasses> passes = probe_passes_;
+  if (remediation_->remediates()) {
+    for (const TrackedFault& t : verdicts_.hold_down().Confirmed()) {
+      if (t.fault.kind != FaultKind::kNode || t.fault.nodes.empty()) continue;
+      confirmed[t.fault.nodes[0]] = {t.fault.fault_class, t.fault.causes};
+    }
+    for (const auto& [node, agent] : agents_.connected()) watched.insert(node);
+  }
   // The API calls take time (one patch per node that changes): agents' streams go on meanwhile.
   lock.unlock();
-  RemediationStatus status = remediator_->Step(confirmed, &watched, stop);
-  ValidationStatus validation;
-  if (validator_) {
-    validation = validator_->Step(passes, stop);
-    if (validation.list_error.empty()) {
-      metrics_.SetValidation(validation.unvalidated.size(), validation.breaker_open);
-    }
-  }
-  const std::string mode(ToString(status.mode));
-  for (const RemediationOutcome& o : status.outcomes) {
-    metrics_.CountRemediation(o.action, mode, o.result);
-  }
-  if (status.list_error.empty()) {
-    metrics_.SetRemediation(status.remediated.size(), status.held_back.size(),
-                            status.would_taint.size(), status.breaker_open);
-  }
+  remediation_->Step(confirmed, watched, stop);
   lock.lock();
-  last_remediation_ = std::move(status);
-  if (validator_) last_validation_ = std::move(validation);
 }
 
 }  // namespace nccl_triage
