@@ -194,19 +194,17 @@ CoordinatorServer::Impl::Impl(CoordinatorOptions options, Logger& log)
                .node_expiry = options_.node_expiry,
                .heartbeat_timeout = options_.heartbeat_timeout}),
       schedule_(options_.seed),
-      verdicts_(options_.hold_down) {
-  if (options_.leader && options_.kube) {
-    // Every write of this replica asks the elector first: none leaves after the Lease is lost.
-    unfenced_kube_ = options_.kube;
-    options_.kube = std::make_shared<LeaderFencedKubeClient>(*unfenced_kube_, *options_.leader);
-  }
+      verdicts_(options_.hold_down),
+      leadership_(options_.leader, options_.leader_label) {
+  // Every write of this replica asks the elector first: none leaves after the Lease is lost.
+  options_.kube = leadership_.Fence(options_.kube);
   // The writes go through the fence; the watch, a read, around it (a follower's cache is warm
   // when it leads).
   remediation_ = std::make_unique<RemediationStage>(
       RemediationStageOptions{.remediation = options_.remediation,
                               .validation = options_.validation,
                               .node_resync = options_.node_resync},
-      options_.kube.get(), unfenced_kube_.get(), log_, wall_clock_, metrics_);
+      options_.kube.get(), leadership_.unfenced(), log_, wall_clock_, metrics_);
   if (remediation_->active() && !options_.state_configmap.empty()) {
     state_ = std::make_unique<StateStore>(*options_.kube, options_.state_namespace,
                                           options_.state_configmap, log_);
@@ -275,7 +273,7 @@ CoordinatorServer::Impl::NewStream(grpc::CallbackServerContext* ctx) {
     return new Stream(this, ctx,
                       grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator shutting down"));
   }
-  if (!LeadingLocked()) {
+  if (!leadership_.Leading()) {
     // The agent retries, and the Service sends it to the pod with the leader label (on a stale
     // label, for the seconds until the leader moves it, it may come here again).
     return new Stream(this, ctx,
@@ -382,17 +380,8 @@ Status CoordinatorServer::Impl::Start() {
   }
   remediation_->Start();
   sweep_thread_ = std::jthread([this](std::stop_token st) { SweepLoop(st); });
-  if (options_.leader) {
-    metrics_.SetLeader(false);  // until the Lease is ours
-    if (options_.leader_label) {
-      // Before the first try: a pod whose former container led may still carry the label.
-      label_thread_ =
-          std::jthread([this](std::stop_token st) { options_.leader_label->Run(st); });
-    }
-    election_thread_ = std::jthread([this](std::stop_token st) {
-      options_.leader->Run(st, [this](bool leading) { OnLeadership(leading); });
-    });
-  }
+  if (leadership_.elects()) metrics_.SetLeader(false);  // until the Lease is ours
+  leadership_.Start([this](bool leading) { OnLeadership(leading); });
   log_.Info("coordinator", "listening for agents on port " + std::to_string(grpc_port_) +
                                " (at most " + std::to_string(cap) + " connections)" +
                                (http_port_ ? ", HTTP on port " + std::to_string(http_port_) : ""));
@@ -409,11 +398,7 @@ void CoordinatorServer::Impl::Stop() {
   }
   // Out of the Service first, before the agents are closed and long before the Lease is given
   // up: they then reconnect to the successor's label instead of to a replica that refuses them.
-  if (label_thread_.joinable()) {
-    label_thread_.request_stop();
-    label_thread_.join();
-    options_.leader_label->ClearOwn();
-  }
+  leadership_.StopLabel();
   if (sweep_thread_.joinable()) {
     sweep_thread_.request_stop();
     sweep_thread_.join();
@@ -429,10 +414,7 @@ void CoordinatorServer::Impl::Stop() {
   // After the sweep thread: nothing reads the nodes any more.
   remediation_->Stop();
   // After the sweep thread: no remediation runs any more when the Lease is given up.
-  if (election_thread_.joinable()) {
-    election_thread_.request_stop();
-    election_thread_.join();
-  }
+  leadership_.StopElection();
   if (gate_) gate_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (http_) http_->Stop();
@@ -733,23 +715,7 @@ bool CoordinatorServer::Impl::WaitForAgents(size_t n, std::chrono::milliseconds 
 
 CoordinatorView CoordinatorServer::Impl::View(bool with_pairs) const {
   CoordinatorView view = PartsView(with_pairs);
-  if (options_.leader) {
-    // The elector's and the label's own locks, not mu_: the election thread takes mu_ while
-    // holding neither.
-    const LeaderElector::State s = options_.leader->Snapshot();
-    CoordinatorView::Leadership l{.leader = s.leader,
-                                  .holder = s.holder,
-                                  .lease = options_.leader->LeaseRef(),
-                                  .transitions = s.transitions,
-                                  .last_error = s.last_error};
-    if (options_.leader_label) {
-      const LeaderPodLabel::State label = options_.leader_label->Snapshot();
-      l.pod_label = std::string(kLeaderLabelKey) + "=" + kLeaderLabelValue;
-      l.pod_labelled = label.labelled;
-      if (l.last_error.empty()) l.last_error = label.last_error;
-    }
-    view.leadership = std::move(l);
-  }
+  view.leadership = leadership_.View();  // not under mu_ (leadership.h)
   return view;
 }
 
@@ -772,25 +738,20 @@ CoordinatorView CoordinatorServer::Impl::PartsView(bool with_pairs) const {
 
 // ------------------------------------------------------------------------------ leader election
 
-bool CoordinatorServer::Impl::LeadingLocked() const {
-  return !options_.leader || (leading_ && options_.leader->IsLeader());
-}
-
 void CoordinatorServer::Impl::OnLeadership(bool leading) {
-  if (options_.leader_label) options_.leader_label->Wake();  // the label follows at once
   std::lock_guard lock(mu_);
-  leading_ = leading;
+  leadership_.Set(leading);
   cv_.notify_all();
   metrics_.SetLeader(leading);
   if (leading) {
     // The state a former leader kept is read again before this replica's first sweep as leader
     // (SyncStateLocked): what it read as a standby may be old.
     state_restored_ = false;
-    log_.Info("coordinator", "leading (lease " + options_.leader->LeaseRef() +
+    log_.Info("coordinator", "leading (lease " + leadership_.LeaseRef() +
                                  "): accepting agents, sweeping");
     return;
   }
-  log_.Warn("coordinator", "not leading any more (lease " + options_.leader->LeaseRef() +
+  log_.Warn("coordinator", "not leading any more (lease " + leadership_.LeaseRef() +
                                "): closing " + std::to_string(agents_.size()) +
                                " agent session(s), no sweep or remediation from here");
   for (const auto& [node, agent] : agents_.connected()) {

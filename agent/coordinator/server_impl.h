@@ -15,6 +15,8 @@
 //                  sweep membership (under mu_).
 //   remediation_stage.h  RemediationStage: remediation and the validation of new nodes after a
 //                  sweep, their node watch and last outcomes (its own lock, taken after mu_).
+//   leadership.h   Leadership: the election's and the pod label's threads, the client behind
+//                  the fence and whether this replica leads (an atomic, written under mu_).
 //
 // The decisions are not here: PairRun (a pair's probe phases), Sweep, ClusterVerdicts and the
 // view (status_view.h) are plain values the Impl feeds with events under mu_.
@@ -38,6 +40,7 @@
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/server.h"
 #include "coordinator/connection_gate.h"
+#include "coordinator/leadership.h"
 #include "coordinator/remediation_stage.h"
 #include "coordinator/state_store.h"
 #include "exporter/http_server.h"
@@ -172,9 +175,8 @@ class CoordinatorServer::Impl {
   // remediation stage's memory), then writes it when it changed; mu_ released during the API
   // calls.
   void SyncStateLocked(std::unique_lock<std::mutex>& lock);
-  // server.cc: leader election. Whether this replica may sweep and remediate now, and the
-  // election thread's news (a loss closes every agent's stream).
-  bool LeadingLocked() const;
+  // server.cc: the election thread's news (Leadership), carried out on the Impl's state: a loss
+  // closes every agent's stream and clears the cluster's series.
   void OnLeadership(bool leading);
   std::string NotReadyReason() const;
 
@@ -207,16 +209,12 @@ class CoordinatorServer::Impl {
   uint64_t triages_run_ = 0;
   CoverageSchedule schedule_;
   ClusterVerdicts verdicts_;
+  // Whether this replica may sweep, remediate and accept agents (leadership.h).
+  Leadership leadership_;
   // After each sweep (remediation_stage.h); never null.
   std::unique_ptr<RemediationStage> remediation_;
   std::unique_ptr<StateStore> state_;       // null: the state is kept in memory only
   bool state_restored_ = false;             // state_ was read (and restored) once
-  // Leader election (options_.leader): the client behind the fence, whether this replica leads
-  // (as last told by the election thread; the fence itself asks the elector), and the thread.
-  std::shared_ptr<KubeClient> unfenced_kube_;
-  bool leading_ = false;
-  std::jthread election_thread_;
-  std::jthread label_thread_;  // options_.leader_label's loop
   std::jthread sweep_thread_;
 };
 

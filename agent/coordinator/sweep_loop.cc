@@ -36,11 +36,11 @@ void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
       std::unique_lock lock(mu_);
       // What a coordinator before this one kept, read before this replica's first sweep as the
       // leader (again after each election it wins: a former leader may have written since).
-      if (state_ && !state_restored_ && LeadingLocked()) SyncStateLocked(lock);
+      if (state_ && !state_restored_ && leadership_.Leading()) SyncStateLocked(lock);
       auto wake = SteadyClock::now() + std::chrono::seconds(1);
       if (options_.sweep_interval.count() > 0) wake = std::min(wake, next_auto);
       cv_.wait_until(lock, wake, [&] {
-        return stopping_ || (sweeps_requested_ > sweeps_started_ && LeadingLocked()) ||
+        return stopping_ || (sweeps_requested_ > sweeps_started_ && leadership_.Leading()) ||
                !triage_jobs_.empty();
       });
       if (stopping_) return;
@@ -53,7 +53,7 @@ void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
         continue;
       }
       // A follower keeps requests for when it leads; its agents are the leader's.
-      due = LeadingLocked() &&
+      due = leadership_.Leading() &&
             (sweeps_requested_ > sweeps_started_ ||
              (options_.sweep_interval.count() > 0 && SteadyClock::now() >= next_auto));
     }
@@ -222,7 +222,7 @@ void CoordinatorServer::Impl::RemediateLocked(std::unique_lock<std::mutex>& lock
                                               std::stop_token stop) {
   // Not before the kept state is back (a node tainted before a restart must not look healed),
   // and only while this replica leads.
-  if (!remediation_->active() || (state_ && !state_restored_) || !LeadingLocked()) return;
+  if (!remediation_->active() || (state_ && !state_restored_) || !leadership_.Leading()) return;
   std::map<std::string, ConfirmedNodeFault> confirmed;
   std::set<std::string> watched;  // nodes with a connected agent: only they can prove healthy
   if (remediation_->remediates()) {
