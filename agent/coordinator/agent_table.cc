@@ -36,6 +36,7 @@ std::optional<NodeProbeAvailability> AgentTable::Connect(const std::string& node
   a.last_seen = now;
   known_[node] = info;
   last_peer_[node] = peer;
+  left_at_.erase(node);  // a replaced session's Disconnect counted it as gone
   sessions_[session] = node;
   return before;
 }

@@ -86,6 +86,21 @@ TEST(AgentTable, ADisconnectKeepsTheNodeKnownAndCountsItGone) {
   EXPECT_FALSE(table.left_at().contains("a"));
 }
 
+TEST(AgentTable, ANodeWhoseSessionWasReplacedIsNotGoneAndNotForgotten) {
+  AgentTable table({.max_nodes = 1, .node_expiry = 60s});
+  FakeSession old_session, new_session;
+  table.Connect("a", &old_session, Info("a"), "p", kT0);
+  // A restarted agent: admitted, its old session disconnected, the new one connected.
+  ASSERT_TRUE(table.Admit("a").admitted);
+  ASSERT_TRUE(table.Disconnect("a", kT0 + 1s));
+  table.Connect("a", &new_session, Info("a"), "p", kT0 + 1s);
+  EXPECT_FALSE(table.left_at().contains("a"));
+  EXPECT_TRUE(table.Housekeeping(kT0 + 2h).forgotten.empty());
+  EXPECT_TRUE(table.known().contains("a"));
+  // Nor is it evicted for a new node while connected.
+  EXPECT_FALSE(table.Admit("b").admitted);
+}
+
 TEST(AgentTable, ASummaryUpdatesTheConnectedNodeAndWhatIsKnown) {
   AgentTable table({});
   FakeSession s;
