@@ -72,7 +72,8 @@ CoordinatorOptions CoordinatorOptionsFromConfig(const Config& config) {
 // allows one outstanding write). Close() may be called from any thread; OnDone deletes it after
 // the Impl has forgotten it.
 class CoordinatorServer::Impl::Stream final
-    : public grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
+    : public grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>,
+      public AgentSession {
  public:
   Stream(Impl* impl, grpc::CallbackServerContext* ctx, std::optional<grpc::Status> reject,
          std::string verified_node = "")
@@ -189,37 +190,22 @@ CoordinatorServer::Impl::Impl(CoordinatorOptions options, Logger& log)
     : options_(std::move(options)),
       log_(log),
       service_(this),
+      agents_({.max_nodes = options_.max_nodes,
+               .node_expiry = options_.node_expiry,
+               .heartbeat_timeout = options_.heartbeat_timeout}),
       schedule_(options_.seed),
-      verdicts_(options_.hold_down) {
-  if (options_.leader && options_.kube) {
-    // Every write of this replica asks the elector first: none leaves after the Lease is lost.
-    unfenced_kube_ = options_.kube;
-    options_.kube = std::make_shared<LeaderFencedKubeClient>(*unfenced_kube_, *options_.leader);
-  }
-  const bool remediates = options_.remediation.policy.mode != RemediationMode::kOff;
-  if (options_.kube && (remediates || options_.validation.policy.enabled)) {
-    // A read: the watch goes around the fence (a follower's cache is warm when it leads).
-    NodeCacheOptions nodes = RemediationNodeFields(options_.remediation.pool_label);
-    for (const auto& [label, value] : options_.validation.node_selector) {
-      if (std::find(nodes.labels.begin(), nodes.labels.end(), label) == nodes.labels.end()) {
-        nodes.labels.push_back(label);
-      }
-    }
-    nodes.list_page = options_.remediation.list_page;
-    nodes.max_nodes = options_.remediation.max_listed_nodes;
-    nodes.resync = options_.node_resync;
-    node_cache_ = std::make_unique<NodeCache>(unfenced_kube_ ? *unfenced_kube_ : *options_.kube,
-                                              std::move(nodes), log_, wall_clock_);
-  }
-  if (options_.kube && remediates) {
-    remediator_ = std::make_unique<Remediator>(*options_.kube, options_.remediation, log_,
-                                               wall_clock_, node_cache_.get());
-  }
-  if (options_.kube && options_.validation.policy.enabled) {
-    validator_ = std::make_unique<NodeValidator>(*options_.kube, options_.validation, log_,
-                                                 wall_clock_, node_cache_.get());
-  }
-  if ((remediator_ || validator_) && !options_.state_configmap.empty()) {
+      verdicts_(options_.hold_down),
+      leadership_(options_.leader, options_.leader_label) {
+  // Every write of this replica asks the elector first: none leaves after the Lease is lost.
+  options_.kube = leadership_.Fence(options_.kube);
+  // The writes go through the fence; the watch, a read, around it (a follower's cache is warm
+  // when it leads).
+  remediation_ = std::make_unique<RemediationStage>(
+      RemediationStageOptions{.remediation = options_.remediation,
+                              .validation = options_.validation,
+                              .node_resync = options_.node_resync},
+      options_.kube.get(), leadership_.unfenced(), log_, wall_clock_, metrics_);
+  if (remediation_->active() && !options_.state_configmap.empty()) {
     state_ = std::make_unique<StateStore>(*options_.kube, options_.state_namespace,
                                           options_.state_configmap, log_);
   }
@@ -287,7 +273,7 @@ CoordinatorServer::Impl::NewStream(grpc::CallbackServerContext* ctx) {
     return new Stream(this, ctx,
                       grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator shutting down"));
   }
-  if (!LeadingLocked()) {
+  if (!leadership_.Leading()) {
     // The agent retries, and the Service sends it to the pod with the leader label (on a stale
     // label, for the seconds until the leader moves it, it may come here again).
     return new Stream(this, ctx,
@@ -392,19 +378,10 @@ Status CoordinatorServer::Impl::Start() {
     std::lock_guard lock(mu_);
     started_ = true;
   }
-  if (node_cache_) node_cache_->Start();
+  remediation_->Start();
   sweep_thread_ = std::jthread([this](std::stop_token st) { SweepLoop(st); });
-  if (options_.leader) {
-    metrics_.SetLeader(false);  // until the Lease is ours
-    if (options_.leader_label) {
-      // Before the first try: a pod whose former container led may still carry the label.
-      label_thread_ =
-          std::jthread([this](std::stop_token st) { options_.leader_label->Run(st); });
-    }
-    election_thread_ = std::jthread([this](std::stop_token st) {
-      options_.leader->Run(st, [this](bool leading) { OnLeadership(leading); });
-    });
-  }
+  if (leadership_.elects()) metrics_.SetLeader(false);  // until the Lease is ours
+  leadership_.Start([this](bool leading) { OnLeadership(leading); });
   log_.Info("coordinator", "listening for agents on port " + std::to_string(grpc_port_) +
                                " (at most " + std::to_string(cap) + " connections)" +
                                (http_port_ ? ", HTTP on port " + std::to_string(http_port_) : ""));
@@ -421,32 +398,23 @@ void CoordinatorServer::Impl::Stop() {
   }
   // Out of the Service first, before the agents are closed and long before the Lease is given
   // up: they then reconnect to the successor's label instead of to a replica that refuses them.
-  if (label_thread_.joinable()) {
-    label_thread_.request_stop();
-    label_thread_.join();
-    options_.leader_label->ClearOwn();
-  }
+  leadership_.StopLabel();
   if (sweep_thread_.joinable()) {
     sweep_thread_.request_stop();
     sweep_thread_.join();
   }
   {
     std::lock_guard lock(mu_);
-    for (auto& [node, agent] : agents_) {
-      if (agent.stream) {
-        agent.stream->Close(
-            grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator shutting down"));
-      }
+    for (const auto& [node, agent] : agents_.connected()) {
+      StreamOf(agent.session)
+          ->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator shutting down"));
     }
-    agents_.clear();
+    agents_.DropConnections();
   }
   // After the sweep thread: nothing reads the nodes any more.
-  if (node_cache_) node_cache_->Stop();
+  remediation_->Stop();
   // After the sweep thread: no remediation runs any more when the Lease is given up.
-  if (election_thread_.joinable()) {
-    election_thread_.request_stop();
-    election_thread_.join();
-  }
+  leadership_.StopElection();
   if (gate_) gate_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (http_) http_->Stop();
@@ -454,13 +422,12 @@ void CoordinatorServer::Impl::Stop() {
 
 bool CoordinatorServer::Impl::OnMessage(Stream* stream, const v1::AgentMessage& msg) {
   std::lock_guard lock(mu_);
-  auto known = stream_nodes_.find(stream);
+  const std::string* known = agents_.NodeOf(stream);
   auto reject = [&](grpc::StatusCode code, const std::string& why) {
     log_.Warn("coordinator", "closing session from " + stream->peer() +
-                                 (known != stream_nodes_.end() ? " (" + known->second + ")" : "") +
-                                 ": " + why);
-    if (known != stream_nodes_.end()) {
-      const std::string node = known->second;
+                                 (known ? " (" + *known + ")" : "") + ": " + why);
+    if (known) {
+      const std::string node = *known;
       DisconnectLocked(node, why);
     }
     stream->Close(grpc::Status(code, why));
@@ -468,7 +435,7 @@ bool CoordinatorServer::Impl::OnMessage(Stream* stream, const v1::AgentMessage& 
   };
 
   if (msg.has_hello()) {
-    if (known != stream_nodes_.end()) {
+    if (known) {
       return reject(grpc::StatusCode::INVALID_ARGUMENT, "second hello on one session");
     }
     const v1::Hello& hello = msg.hello();
@@ -487,32 +454,27 @@ bool CoordinatorServer::Impl::OnMessage(Stream* stream, const v1::AgentMessage& 
                     "hello as " + node + ", but the identity token is of node " +
                         stream->verified_node());
     }
-    if (!known_.contains(node) && !MakeRoomLocked()) {
+    const AgentTable::Admission admission = agents_.Admit(node);
+    if (!admission.admitted) {
       return reject(
           grpc::StatusCode::RESOURCE_EXHAUSTED,
           "node table full: " + std::to_string(options_.max_nodes) + " nodes, all connected");
     }
-    left_at_.erase(node);
-    auto old = agents_.find(node);
-    if (old != agents_.end()) {
-      // The newest session wins: a restarted agent must not wait for the old one to time out.
-      Stream* old_stream = old->second.stream;
-      DisconnectLocked(node, "replaced by a new session from " + stream->peer());
-      if (old_stream) {
-        old_stream->Close(grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
-                                       "replaced by a new session of the same node"));
-      }
+    if (!admission.evicted.empty()) {
+      log_.Info("coordinator", "node table full (" + std::to_string(options_.max_nodes) +
+                                   "): forgetting " + admission.evicted +
+                                   ", disconnected longest");
+      verdicts_.Forget(admission.evicted);
     }
-    std::optional<NodeProbeAvailability> probe_before;
-    if (auto k = known_.find(node); k != known_.end()) probe_before = k->second.probe;
-    Agent& a = agents_[node];
-    a.stream = stream;
-    a.info = *info;
-    a.peer = stream->peer();
-    a.last_seen = SteadyClock::now();
-    known_[node] = *info;
-    last_peer_[node] = stream->peer();
-    stream_nodes_[stream] = node;
+    if (const AgentTable::Agent* old = agents_.Find(node)) {
+      // The newest session wins: a restarted agent must not wait for the old one to time out.
+      Stream* old_stream = StreamOf(old->session);
+      DisconnectLocked(node, "replaced by a new session from " + stream->peer());
+      old_stream->Close(grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
+                                     "replaced by a new session of the same node"));
+    }
+    const std::optional<NodeProbeAvailability> probe_before =
+        agents_.Connect(node, stream, *info, stream->peer(), SteadyClock::now());
     v1::CoordinatorMessage welcome;
     welcome.mutable_welcome()->set_protocol_version(kProtocolVersion);
     welcome.mutable_welcome()->set_heartbeat_interval_seconds(
@@ -540,19 +502,18 @@ bool CoordinatorServer::Impl::OnMessage(Stream* stream, const v1::AgentMessage& 
     cv_.notify_all();
     return true;
   }
-  if (known == stream_nodes_.end()) {
+  if (!known) {
     return reject(grpc::StatusCode::INVALID_ARGUMENT, "the first message must be a hello");
   }
-  const std::string node = known->second;
-  auto agent = agents_.find(node);
-  if (agent == agents_.end() || agent->second.stream != stream) return false;
-  agent->second.last_seen = SteadyClock::now();
+  const std::string node = *known;
+  if (!agents_.Heard(node, stream, SteadyClock::now())) return false;
   switch (msg.body_case()) {
     case v1::AgentMessage::kHeartbeat:
       if (msg.heartbeat().has_summary()) {
-        const std::optional<NodeProbeAvailability> before = agent->second.info.probe;
-        ApplySummary(msg.heartbeat().summary(), agent->second.info);
-        known_[node] = agent->second.info;
+        NodeInfo info = agents_.Find(node)->info;
+        const std::optional<NodeProbeAvailability> before = info.probe;
+        ApplySummary(msg.heartbeat().summary(), info);
+        agents_.Update(node, info);
         if (OnProbeAvailabilityLocked(node, before, false)) SendVerdictsLocked(node);
       }
       break;
@@ -571,24 +532,11 @@ bool CoordinatorServer::Impl::OnMessage(Stream* stream, const v1::AgentMessage& 
 
 void CoordinatorServer::Impl::OnStreamEnd(Stream* stream, const std::string& why) {
   std::lock_guard lock(mu_);
-  auto it = stream_nodes_.find(stream);
-  if (it == stream_nodes_.end()) return;
-  const std::string node = it->second;
-  stream_nodes_.erase(it);
-  auto agent = agents_.find(node);
-  if (agent != agents_.end() && agent->second.stream == stream) {
-    agent->second.stream = nullptr;
-    DisconnectLocked(node, why);
-  }
+  if (std::optional<std::string> node = agents_.EndSession(stream)) DisconnectLocked(*node, why);
 }
 
 void CoordinatorServer::Impl::DisconnectLocked(const std::string& node, const std::string& why) {
-  auto agent = agents_.find(node);
-  if (agent == agents_.end()) return;
-  Stream* stream = agent->second.stream;
-  if (stream) stream_nodes_.erase(stream);
-  agents_.erase(agent);
-  left_at_[node] = SteadyClock::now();
+  if (!agents_.Disconnect(node, SteadyClock::now())) return;
   log_.Info("coordinator", "agent " + node + " disconnected: " + why);
   // Every probe it was part of is lost; its peer's child is cancelled now, not at the deadline.
   for (auto& run : runs_) ApplyLocked(*run, run->OnAgentLost(node, why));
@@ -598,63 +546,30 @@ void CoordinatorServer::Impl::DisconnectLocked(const std::string& node, const st
   cv_.notify_all();
 }
 
-void CoordinatorServer::Impl::ForgetLocked(const std::string& node) {
-  known_.erase(node);
-  last_peer_.erase(node);
-  left_at_.erase(node);
-  verdicts_.Forget(node);
-}
-
-bool CoordinatorServer::Impl::MakeRoomLocked() {
-  if (known_.size() < options_.max_nodes) return true;
-  auto oldest = std::min_element(left_at_.begin(), left_at_.end(),
-                                 [](const auto& x, const auto& y) { return x.second < y.second; });
-  if (oldest == left_at_.end()) return false;
-  log_.Info("coordinator", "node table full (" + std::to_string(options_.max_nodes) +
-                               "): forgetting " + oldest->first + ", disconnected longest");
-  ForgetLocked(oldest->first);
-  return true;
-}
-
 void CoordinatorServer::Impl::HousekeepingLocked() {
-  const auto now = SteadyClock::now();
-  std::vector<std::string> gone;
-  for (const auto& [node, since] : left_at_) {
-    if (now - since >= options_.node_expiry) gone.push_back(node);
-  }
-  for (const auto& node : gone) {
+  const AgentTable::Overdue overdue = agents_.Housekeeping(SteadyClock::now());
+  for (const auto& node : overdue.forgotten) {
     log_.Info("coordinator", "forgetting node " + node + ": disconnected for " +
                                  std::to_string(options_.node_expiry.count() / 1000) + "s");
-    ForgetLocked(node);
+    verdicts_.Forget(node);
   }
-  std::vector<std::string> silent;
-  for (const auto& [node, a] : agents_) {
-    if (now - a.last_seen > options_.heartbeat_timeout) silent.push_back(node);
-  }
-  for (const auto& node : silent) {
-    Stream* stream = agents_[node].stream;
+  for (const auto& [node, session] : overdue.silent) {
     DisconnectLocked(node, "no heartbeat for " +
                                std::to_string(options_.heartbeat_timeout.count() / 1000) + "s");
-    if (stream) stream->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "heartbeat timeout"));
+    StreamOf(session)->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "heartbeat timeout"));
   }
 }
 
 // ------------------------------------------------------------------------------------ probes
 
-bool CoordinatorServer::Impl::ConnectedLocked(const std::string& node) const {
-  auto agent = agents_.find(node);
-  return agent != agents_.end() && agent->second.stream != nullptr;
+CoordinatorServer::Impl::Stream* CoordinatorServer::Impl::StreamOf(AgentSession* session) {
+  return static_cast<Stream*>(session);
 }
 
 void CoordinatorServer::Impl::SendLocked(const std::string& node, v1::CoordinatorMessage msg) {
-  auto agent = agents_.find(node);
-  if (agent != agents_.end() && agent->second.stream) agent->second.stream->Send(std::move(msg));
-}
-
-const NodeInfo& CoordinatorServer::Impl::KnownLocked(const std::string& node) const {
-  static const NodeInfo kNothingKnown;
-  auto it = known_.find(node);
-  return it != known_.end() ? it->second : kNothingKnown;
+  if (const AgentTable::Agent* agent = agents_.Find(node)) {
+    StreamOf(agent->session)->Send(std::move(msg));
+  }
 }
 
 void CoordinatorServer::Impl::ApplyLocked(PairRun& run, const PairRunActions& actions) {
@@ -739,7 +654,7 @@ void CoordinatorServer::Impl::OnReportLocked(const std::string& node,
 
 bool CoordinatorServer::Impl::OnProbeAvailabilityLocked(
     const std::string& node, const std::optional<NodeProbeAvailability>& before, bool hello) {
-  const NodeInfo& info = KnownLocked(node);
+  const NodeInfo& info = agents_.Known(node);
   const bool blind = ProbesCannotRun(info);
   if (blind && (hello || info.probe != before)) {
     log_.Warn("coordinator", "agent " + node + ": " + ProbesUnavailableText(info) +
@@ -754,14 +669,14 @@ bool CoordinatorServer::Impl::OnProbeAvailabilityLocked(
 
 void CoordinatorServer::Impl::CountProbeUnavailableLocked() {
   std::map<std::string, size_t> by_reason;
-  for (const auto& [node, a] : agents_) {
+  for (const auto& [node, a] : agents_.connected()) {
     if (ProbesCannotRun(a.info)) ++by_reason[a.info.probe->reason];
   }
   metrics_.SetProbeUnavailable(by_reason);
 }
 
 void CoordinatorServer::Impl::SendVerdictsLocked(const std::string& node) {
-  if (!ConnectedLocked(node)) return;
+  if (!agents_.Connected(node)) return;
   v1::CoordinatorMessage m;
   v1::Verdicts* v = m.mutable_verdicts();
   v->set_sweep(sweeps_done_ > 0 ? sweeps_done_ : sweeps_started_);
@@ -800,77 +715,56 @@ bool CoordinatorServer::Impl::WaitForAgents(size_t n, std::chrono::milliseconds 
 
 CoordinatorView CoordinatorServer::Impl::View(bool with_pairs) const {
   CoordinatorView view = PartsView(with_pairs);
-  if (options_.leader) {
-    // The elector's and the label's own locks, not mu_: the election thread takes mu_ while
-    // holding neither.
-    const LeaderElector::State s = options_.leader->Snapshot();
-    CoordinatorView::Leadership l{.leader = s.leader,
-                                  .holder = s.holder,
-                                  .lease = options_.leader->LeaseRef(),
-                                  .transitions = s.transitions,
-                                  .last_error = s.last_error};
-    if (options_.leader_label) {
-      const LeaderPodLabel::State label = options_.leader_label->Snapshot();
-      l.pod_label = std::string(kLeaderLabelKey) + "=" + kLeaderLabelValue;
-      l.pod_labelled = label.labelled;
-      if (l.last_error.empty()) l.last_error = label.last_error;
-    }
-    view.leadership = std::move(l);
-  }
+  view.leadership = leadership_.View();  // not under mu_ (leadership.h)
   return view;
 }
 
 CoordinatorView CoordinatorServer::Impl::PartsView(bool with_pairs) const {
   std::lock_guard lock(mu_);
+  const std::optional<RemediationStatus> remediation = remediation_->last_remediation();
+  const std::optional<ValidationStatus> validation = remediation_->last_validation();
   return BuildCoordinatorView(
-      {.known = known_,
-       .peers = last_peer_,
-       .connected = [this](const std::string& n) { return agents_.count(n) > 0; },
+      {.known = agents_.known(),
+       .peers = agents_.peers(),
+       .connected = [this](const std::string& n) { return agents_.Connected(n); },
        .verdicts = verdicts_,
        .schedule = schedule_,
        .sweeps_done = sweeps_done_,
        .last_sweep_rounds = last_sweep_rounds_,
-       .remediation = remediator_ ? &last_remediation_ : nullptr,
-       .validation = validator_ ? &last_validation_ : nullptr},
+       .remediation = remediation ? &*remediation : nullptr,
+       .validation = validation ? &*validation : nullptr},
       with_pairs);
 }
 
 // ------------------------------------------------------------------------------ leader election
 
-bool CoordinatorServer::Impl::LeadingLocked() const {
-  return !options_.leader || (leading_ && options_.leader->IsLeader());
-}
-
 void CoordinatorServer::Impl::OnLeadership(bool leading) {
-  if (options_.leader_label) options_.leader_label->Wake();  // the label follows at once
   std::lock_guard lock(mu_);
-  leading_ = leading;
+  leadership_.Set(leading);
   cv_.notify_all();
   metrics_.SetLeader(leading);
   if (leading) {
     // The state a former leader kept is read again before this replica's first sweep as leader
     // (SyncStateLocked): what it read as a standby may be old.
     state_restored_ = false;
-    log_.Info("coordinator", "leading (lease " + options_.leader->LeaseRef() +
+    log_.Info("coordinator", "leading (lease " + leadership_.LeaseRef() +
                                  "): accepting agents, sweeping");
     return;
   }
-  log_.Warn("coordinator", "not leading any more (lease " + options_.leader->LeaseRef() +
+  log_.Warn("coordinator", "not leading any more (lease " + leadership_.LeaseRef() +
                                "): closing " + std::to_string(agents_.size()) +
                                " agent session(s), no sweep or remediation from here");
-  for (auto& [node, agent] : agents_) {
-    if (agent.stream) {
-      agent.stream->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                       "this coordinator replica is not the leader any more"));
-    }
+  for (const auto& [node, agent] : agents_.connected()) {
+    StreamOf(agent.session)
+        ->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                             "this coordinator replica is not the leader any more"));
   }
   // The leader's series are the cluster's: a standby exporting its last ones would keep alerts
   // firing (or resolving) beside the new leader's.
   metrics_.SetFaults({}, wall_clock_.NowUnixMs());
   metrics_.SetRailProbes({});
   metrics_.SetUnprobedSweeps({});
-  if (remediator_) metrics_.SetRemediation(0, 0, 0, false);
-  if (validator_) metrics_.SetValidation(0, false);
+  remediation_->ClearMetrics();
 }
 
 std::string CoordinatorServer::Impl::NotReadyReason() const {

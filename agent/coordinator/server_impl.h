@@ -1,4 +1,4 @@
-// CoordinatorServer::Impl: the coordinator's state behind its one mutex, and the two halves that
+// CoordinatorServer::Impl: the coordinator's state behind its one mutex, and the halves that
 // work on it. Internal to coordinator_server: include it only from its own .cc files.
 //
 //   server.cc      the transport: the gRPC service, one Stream per agent, authentication,
@@ -9,6 +9,14 @@
 //                  through ClusterVerdicts;
 //   triage_rpc.cc  Coordinator.Triage (an incident's probes, a Sweep planned by TriagePlan and
 //                  run by the sweep thread between sweeps, never published) and RecordIncident.
+//
+// The parts with state of their own, each with its header:
+//   agent_table.h  AgentTable: the connected agents and every node seen, eviction, liveness and
+//                  sweep membership (under mu_).
+//   remediation_stage.h  RemediationStage: remediation and the validation of new nodes after a
+//                  sweep, their node watch and last outcomes (its own lock, taken after mu_).
+//   leadership.h   Leadership: the election's and the pod label's threads, the client behind
+//                  the fence and whether this replica leads (an atomic, written under mu_).
 //
 // The decisions are not here: PairRun (a pair's probe phases), Sweep, ClusterVerdicts and the
 // view (status_view.h) are plain values the Impl feeds with events under mu_.
@@ -28,9 +36,12 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "coordinator/agent_table.h"
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/server.h"
 #include "coordinator/connection_gate.h"
+#include "coordinator/leadership.h"
+#include "coordinator/remediation_stage.h"
 #include "coordinator/state_store.h"
 #include "exporter/http_server.h"
 #include "exporter/listen_socket.h"
@@ -75,13 +86,6 @@ class CoordinatorServer::Impl {
   int http_port_ = 0;
 
  private:
-  struct Agent {
-    Stream* stream = nullptr;
-    NodeInfo info;
-    std::string peer;
-    SteadyClock::time_point last_seen;
-  };
-
   // Where an outstanding probe id belongs: a PairRun of the current round and a rank.
   struct ProbeRef {
     PairRun* run = nullptr;
@@ -121,21 +125,19 @@ class CoordinatorServer::Impl {
   // `what`), or nullopt when the call may go on.
   std::optional<grpc::Status> Unauthenticated(grpc::CallbackServerContext* ctx,
                                               const std::string& what) const;
-  bool ConnectedLocked(const std::string& node) const;
+  // The transport's stream behind a session of the table (every session there is a Stream).
+  static Stream* StreamOf(AgentSession* session);
   void SendLocked(const std::string& node, v1::CoordinatorMessage msg);
   // Carries out a PairRun's actions (messages, the probe-id index, the probe counters).
   void ApplyLocked(PairRun& run, const PairRunActions& actions);
   void OnUniqueIdLocked(const std::string& node, const v1::UniqueId& id);
   void OnReportLocked(const std::string& node, const v1::ProbeReport& report);
   void DisconnectLocked(const std::string& node, const std::string& why);
+  // The table's liveness decisions carried out: forgotten nodes leave the verdicts, silent ones
+  // are disconnected and their streams closed.
   void HousekeepingLocked();
-  // Drops a node that left from the table, the view and the verdicts.
-  void ForgetLocked(const std::string& node);
-  // Room for one more node in the table: evicts the one disconnected longest when full; false
-  // when every node in it is connected.
-  bool MakeRoomLocked();
   void SendVerdictsLocked(const std::string& node);
-  // After a hello or a summary of `node` (known_ updated; `before`: what it said until then):
+  // After a hello or a summary of `node` (the table updated; `before`: what it said until then):
   // logs a change of its probe availability, publishes the verdict of a node whose probes cannot
   // run (ClusterVerdicts::UpdateProbeAvailability) and counts such nodes in the metric. True
   // when the node's published verdict changed (to push it).
@@ -143,7 +145,6 @@ class CoordinatorServer::Impl {
                                  const std::optional<NodeProbeAvailability>& before, bool hello);
   // nccl_triage_coordinator_probe_unavailable_nodes from the connected agents.
   void CountProbeUnavailableLocked();
-  const NodeInfo& KnownLocked(const std::string& node) const;
   // The check of POST /sweep's bearer token; empty without a token.
   std::function<bool(std::string_view)> SweepTokenCheck() const;
 
@@ -166,16 +167,16 @@ class CoordinatorServer::Impl {
                                            v1::IncidentRecorded* answer);
   void RunTriageLocked(std::unique_lock<std::mutex>& lock, TriageJob job);
 
-  // sweep_loop.cc: remediation (and the validation of new nodes) after a sweep, with mu_
-  // released during the API calls; no call starts once `stop` is requested (Stop).
+  // sweep_loop.cc: the RemediationStage's step after a sweep, with mu_ released during the API
+  // calls; no call starts once `stop` is requested (Stop).
   void RemediateLocked(std::unique_lock<std::mutex>& lock, std::stop_token stop);
   void FinishTriagesLocked(const std::string& why);
   // state_sync.cc: reads the kept state until a read works (then restores the faults and the
-  // remediator's memory), then writes it when it changed; mu_ released during the API calls.
+  // remediation stage's memory), then writes it when it changed; mu_ released during the API
+  // calls.
   void SyncStateLocked(std::unique_lock<std::mutex>& lock);
-  // server.cc: leader election. Whether this replica may sweep and remediate now, and the
-  // election thread's news (a loss closes every agent's stream).
-  bool LeadingLocked() const;
+  // server.cc: the election thread's news (Leadership), carried out on the Impl's state: a loss
+  // closes every agent's stream and clears the cluster's series.
   void OnLeadership(bool leading);
   std::string NotReadyReason() const;
 
@@ -193,12 +194,7 @@ class CoordinatorServer::Impl {
   std::condition_variable cv_;
   bool stopping_ = false;
   bool started_ = false;
-  std::map<std::string, Agent> agents_;              // connected, by node
-  std::map<std::string, uint64_t> unprobed_sweeps_;  // connected node -> sweeps left out in a row
-  std::map<Stream*, std::string> stream_nodes_;      // streams that said hello
-  std::map<std::string, NodeInfo> known_;            // every node ever seen
-  std::map<std::string, std::string> last_peer_;
-  std::map<std::string, SteadyClock::time_point> left_at_;  // known, not connected, since
+  AgentTable agents_;  // the connected nodes and every node seen (agent_table.h)
   std::vector<std::unique_ptr<PairRun>> runs_;              // the current round's pairs
   std::map<std::string, ProbeRef> probes_;                  // outstanding probe ids of runs_
   uint64_t run_counter_ = 0;
@@ -213,22 +209,12 @@ class CoordinatorServer::Impl {
   uint64_t triages_run_ = 0;
   CoverageSchedule schedule_;
   ClusterVerdicts verdicts_;
-  // The nodes the remediator and the validator read, kept by a watch; null when both are off.
-  std::unique_ptr<NodeCache> node_cache_;
-  std::unique_ptr<Remediator> remediator_;  // null: remediation off
-  std::unique_ptr<NodeValidator> validator_;  // null: validation.new_nodes off
-  // What the last sweep's probes showed of each node, for the validator.
-  std::map<std::string, NodeProbePasses> probe_passes_;
+  // Whether this replica may sweep, remediate and accept agents (leadership.h).
+  Leadership leadership_;
+  // After each sweep (remediation_stage.h); never null.
+  std::unique_ptr<RemediationStage> remediation_;
   std::unique_ptr<StateStore> state_;       // null: the state is kept in memory only
   bool state_restored_ = false;             // state_ was read (and restored) once
-  // Leader election (options_.leader): the client behind the fence, whether this replica leads
-  // (as last told by the election thread; the fence itself asks the elector), and the thread.
-  std::shared_ptr<KubeClient> unfenced_kube_;
-  bool leading_ = false;
-  std::jthread election_thread_;
-  std::jthread label_thread_;  // options_.leader_label's loop
-  RemediationStatus last_remediation_;
-  ValidationStatus last_validation_;
   std::jthread sweep_thread_;
 };
 

@@ -10,14 +10,13 @@ void CoordinatorServer::Impl::SyncStateLocked(std::unique_lock<std::mutex>& lock
     CoordinatorState kept;
     lock.unlock();
     const bool read = state_->Load(&kept);
-    if (read && remediator_) remediator_->Restore(kept.remediation);  // the sweep thread's own
-    if (read && validator_) validator_->Restore(kept.validation);
+    if (read) remediation_->Restore(kept);  // the sweep thread's own
     lock.lock();
     if (!read) return;
     state_restored_ = true;
     const std::vector<std::string> changed = verdicts_.Restore(kept.faults);
     for (const std::string& node : changed) {
-      if (agents_.count(node)) SendVerdictsLocked(node);
+      if (agents_.Connected(node)) SendVerdictsLocked(node);
     }
     metrics_.SetFaults(verdicts_.hold_down().Confirmed(), wall_clock_.NowUnixMs());
     log_.Info("coordinator", "resumed from configmap " + state_->name() + ": " +
@@ -31,8 +30,7 @@ void CoordinatorServer::Impl::SyncStateLocked(std::unique_lock<std::mutex>& lock
   CoordinatorState now;
   now.faults = verdicts_.hold_down().All();
   lock.unlock();
-  if (remediator_) now.remediation = remediator_->Memory();
-  if (validator_) now.validation = validator_->Memory();
+  remediation_->Remember(now);
   state_->Save(now);
   lock.lock();
 }

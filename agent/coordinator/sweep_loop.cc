@@ -36,11 +36,11 @@ void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
       std::unique_lock lock(mu_);
       // What a coordinator before this one kept, read before this replica's first sweep as the
       // leader (again after each election it wins: a former leader may have written since).
-      if (state_ && !state_restored_ && LeadingLocked()) SyncStateLocked(lock);
+      if (state_ && !state_restored_ && leadership_.Leading()) SyncStateLocked(lock);
       auto wake = SteadyClock::now() + std::chrono::seconds(1);
       if (options_.sweep_interval.count() > 0) wake = std::min(wake, next_auto);
       cv_.wait_until(lock, wake, [&] {
-        return stopping_ || (sweeps_requested_ > sweeps_started_ && LeadingLocked()) ||
+        return stopping_ || (sweeps_requested_ > sweeps_started_ && leadership_.Leading()) ||
                !triage_jobs_.empty();
       });
       if (stopping_) return;
@@ -53,7 +53,7 @@ void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
         continue;
       }
       // A follower keeps requests for when it leads; its agents are the leader's.
-      due = LeadingLocked() &&
+      due = leadership_.Leading() &&
             (sweeps_requested_ > sweeps_started_ ||
              (options_.sweep_interval.count() > 0 && SteadyClock::now() >= next_auto));
     }
@@ -65,9 +65,10 @@ void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
 }
 
 bool CoordinatorServer::Impl::IncompatibleLocked(const std::string& a, const std::string& b) const {
-  auto ia = known_.find(a);
-  auto ib = known_.find(b);
-  if (ia == known_.end() || ib == known_.end()) return false;
+  const std::map<std::string, NodeInfo>& known = agents_.known();
+  auto ia = known.find(a);
+  auto ib = known.find(b);
+  if (ia == known.end() || ib == known.end()) return false;
   return PredictedIncompatible(ia->second, ib->second);
 }
 
@@ -85,10 +86,10 @@ void CoordinatorServer::Impl::RunRoundLocked(std::unique_lock<std::mutex>& lock,
     setup.phase_timeout =
         std::chrono::seconds(options_.probe_deadline_seconds) + options_.report_grace;
     setup.peer_failed_grace = options_.peer_failed_grace;
-    setup.connected = [this](const std::string& node) { return ConnectedLocked(node); };
+    setup.connected = [this](const std::string& node) { return agents_.Connected(node); };
     if (options_.rails) {
-      const NodeInfo& a = KnownLocked(p.a);
-      const NodeInfo& b = KnownLocked(p.b);
+      const NodeInfo& a = agents_.Known(p.a);
+      const NodeInfo& b = agents_.Known(p.b);
       setup.rails = PairRails(a, b, *options_.rails, sweeps_started_);
       setup.parallel_rails =
           std::min({options_.parallel_rails, a.parallel_probes, b.parallel_probes});
@@ -129,8 +130,8 @@ SweepResult CoordinatorServer::Impl::DriveSweepLocked(std::unique_lock<std::mute
     if (!options_.test_hold_dir.empty()) TestHoldLocked(lock);
     for (auto& run : runs_) {
       const NodePair& p = run->pair();
-      const NodeInfo& a = KnownLocked(p.a);
-      const NodeInfo& b = KnownLocked(p.b);
+      const NodeInfo& a = agents_.Known(p.a);
+      const NodeInfo& b = agents_.Known(p.b);
       sweep_->Record(p, JudgePair(a, b, run->probes(), options_.judge),
                      JudgeRails(a, b, run->probes(), options_.judge));
     }
@@ -162,28 +163,14 @@ void CoordinatorServer::Impl::RunOneSweep(std::stop_token stop) {
   const auto started = SteadyClock::now();
   std::unique_lock lock(mu_);
   const uint64_t number = ++sweeps_started_;
-  std::vector<std::pair<std::string, std::string>> members;
   SweepSetup setup;
   setup.number = number;
-  std::map<std::string, uint64_t> unprobed;
-  std::vector<std::string> blind;
-  for (const auto& [node, a] : agents_) {
-    // A node whose probes cannot run (no NCCL, no GPU, ...) is no member of the coverage
-    // schedule: its pairs could never be tested. Its verdict says why (UpdateProbeAvailability).
-    if (ProbesCannotRun(a.info)) {
-      blind.push_back(node);
-      unprobed[node] = 0;  // not left out for busy GPUs: probe_unavailable_nodes counts it
-      continue;
-    }
-    members.emplace_back(node, a.info.topology);
-    if (!a.info.gpus_busy) setup.nodes.push_back(node);
-    auto before = unprobed_sweeps_.find(node);
-    unprobed[node] =
-        a.info.gpus_busy ? (before == unprobed_sweeps_.end() ? 0 : before->second) + 1 : 0;
-  }
-  unprobed_sweeps_ = std::move(unprobed);
-  metrics_.SetUnprobedSweeps(unprobed_sweeps_);
-  schedule_.SetNodes(members);
+  // The blind (probes cannot run) are no members: their verdict says why (UpdateProbeAvailability).
+  AgentTable::SweepMembers members = agents_.StartSweep();
+  const std::vector<std::string>& blind = members.blind;
+  setup.nodes = std::move(members.available);
+  metrics_.SetUnprobedSweeps(agents_.unprobed_sweeps());
+  schedule_.SetNodes(members.members);
   std::set<std::string> available(setup.nodes.begin(), setup.nodes.end());
   setup.round1 = schedule_.NextRound([&](const std::string& n) { return available.count(n) > 0; });
   setup.retest = verdicts_.hold_down().LinksToRetest();
@@ -205,25 +192,14 @@ void CoordinatorServer::Impl::RunOneSweep(std::stop_token stop) {
   const size_t seen = result.faults.size();
   metrics_.SetRailProbes(result.pairs);
   last_rail_faults_ = result.rails.faults;
-  probe_passes_.clear();
-  for (const PairOutcome& p : result.pairs) {
-    // IB counts as passed where no IB probe ran (a cluster probed over sockets only).
-    const bool socket = p.judgement.socket == ProbeOutcome::kPass;
-    const bool ib =
-        p.judgement.ib == ProbeOutcome::kPass || p.judgement.ib == ProbeOutcome::kNotRun;
-    for (const std::string& node : {p.pair.a, p.pair.b}) {
-      NodeProbePasses& passes = probe_passes_[node];
-      passes.socket = passes.socket || socket;
-      passes.ib = passes.ib || (socket && ib);
-    }
-  }
-  verdicts_.Apply(std::move(result), known_);
+  remediation_->RecordProbes(result.pairs);
+  verdicts_.Apply(std::move(result), agents_.known());
   // A node that said it cannot probe while this sweep ran keeps the verdict that says so.
-  for (const auto& [node, a] : agents_) {
+  for (const auto& [node, a] : agents_.connected()) {
     if (ProbesCannotRun(a.info)) verdicts_.UpdateProbeAvailability(node, a.info);
   }
   // Confirmed faults of nodes that were not in this sweep keep their verdict (held down).
-  for (const auto& [node, a] : agents_) SendVerdictsLocked(node);
+  for (const auto& [node, a] : agents_.connected()) SendVerdictsLocked(node);
   RemediateLocked(lock, stop);
   if (stopping_) return;
   SyncStateLocked(lock);
@@ -246,46 +222,20 @@ void CoordinatorServer::Impl::RemediateLocked(std::unique_lock<std::mutex>& lock
                                               std::stop_token stop) {
   // Not before the kept state is back (a node tainted before a restart must not look healed),
   // and only while this replica leads.
-  if ((!remediator_ && !validator_) || (state_ && !state_restored_) || !LeadingLocked()) return;
-  if (!remediator_) {
-    const std::map<std::string, NodeProbePasses> passes = probe_passes_;
-    lock.unlock();
-    ValidationStatus v = validator_->Step(passes, stop);
-    if (v.list_error.empty()) metrics_.SetValidation(v.unvalidated.size(), v.breaker_open);
-    lock.lock();
-    last_validation_ = std::move(v);
-    return;
-  }
+  if (!remediation_->active() || (state_ && !state_restored_) || !leadership_.Leading()) return;
   std::map<std::string, ConfirmedNodeFault> confirmed;
-  for (const TrackedFault& t : verdicts_.hold_down().Confirmed()) {
-    if (t.fault.kind != FaultKind::kNode || t.fault.nodes.empty()) continue;
-    confirmed[t.fault.nodes[0]] = {t.fault.fault_class, t.fault.causes};
-  }
   std::set<std::string> watched;  // nodes with a connected agent: only they can prove healthy
-  for (const auto& [node, agent] : agents_) watched.insert(node);
-  // Copied under mu_: agents' streams record probe passes while the API calls run.
-  const std::map<std::string, NodeProbePasses> passes = probe_passes_;
+  if (remediation_->remediates()) {
+    for (const TrackedFault& t : verdicts_.hold_down().Confirmed()) {
+      if (t.fault.kind != FaultKind::kNode || t.fault.nodes.empty()) continue;
+      confirmed[t.fault.nodes[0]] = {t.fault.fault_class, t.fault.causes};
+    }
+    for (const auto& [node, agent] : agents_.connected()) watched.insert(node);
+  }
   // The API calls take time (one patch per node that changes): agents' streams go on meanwhile.
   lock.unlock();
-  RemediationStatus status = remediator_->Step(confirmed, &watched, stop);
-  ValidationStatus validation;
-  if (validator_) {
-    validation = validator_->Step(passes, stop);
-    if (validation.list_error.empty()) {
-      metrics_.SetValidation(validation.unvalidated.size(), validation.breaker_open);
-    }
-  }
-  const std::string mode(ToString(status.mode));
-  for (const RemediationOutcome& o : status.outcomes) {
-    metrics_.CountRemediation(o.action, mode, o.result);
-  }
-  if (status.list_error.empty()) {
-    metrics_.SetRemediation(status.remediated.size(), status.held_back.size(),
-                            status.would_taint.size(), status.breaker_open);
-  }
+  remediation_->Step(confirmed, watched, stop);
   lock.lock();
-  last_remediation_ = std::move(status);
-  if (validator_) last_validation_ = std::move(validation);
 }
 
 }  // namespace nccl_triage

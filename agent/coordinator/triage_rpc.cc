@@ -108,7 +108,7 @@ void CoordinatorServer::Impl::RunTriageLocked(std::unique_lock<std::mutex>& lock
     if (t.fault.kind == FaultKind::kNode) faulty.insert(t.fault.nodes.begin(), t.fault.nodes.end());
   }
   std::map<std::string, TriageAgent> agents;
-  for (const auto& [node, a] : agents_) {
+  for (const auto& [node, a] : agents_.connected()) {
     agents[node] = TriageAgent{true, a.info.gpus_busy, faulty.count(node) > 0,
                                ProbesCannotRun(a.info) ? ProbesUnavailableText(a.info) : ""};
   }
@@ -142,8 +142,8 @@ void CoordinatorServer::Impl::RunTriageLocked(std::unique_lock<std::mutex>& lock
     p->set_fault_class(ToProto(n.fault_class));
     for (const auto& c : n.causes) p->add_causes(c);
     p->set_reason(n.reason);
-    auto known = known_.find(n.node);
-    AddRails(*p, known == known_.end() ? nullptr : &known->second, result.rails.faults,
+    auto known = agents_.known().find(n.node);
+    AddRails(*p, known == agents_.known().end() ? nullptr : &known->second, result.rails.faults,
              last_rail_faults_);
   }
   for (const LocalisedFault& f : out.faults) {

@@ -53,7 +53,7 @@ TrackedFault Confirmed(const std::string& node) {
   return t;
 }
 
-// What the coordinator composes from its parts (server_impl.h, state_sync.cc), without gRPC.
+// What the coordinator composes from its parts (remediation_stage.h, state_sync.cc), no gRPC.
 struct Coordinator {
   Coordinator(KubeClient& kube, RemediationMode mode, Logger& log, int64_t start_unix_ms)
       : clock(start_unix_ms), store(kube, kNs, kName, log), verdicts(2) {

@@ -101,13 +101,13 @@ NodeValidatorOptions Options() {
   return o;
 }
 
-// What the coordinator composes for validation (server_impl.h, state_sync.cc), without gRPC:
+// What the coordinator composes for validation (remediation_stage.h, state_sync.cc), no gRPC:
 // the node cache on its watch thread, the validator on a clock of its own (a new process starts
 // a new monotonic clock) and the state store.
 struct Coordinator {
   Coordinator(KubeClient& kube, Logger& log, int64_t start_unix_ms)
       : clock(start_unix_ms), store(kube, kNs, kName, log) {
-    NodeCacheOptions fields = RemediationNodeFields(kPoolLabel);  // as server.cc adds the key
+    NodeCacheOptions fields = RemediationNodeFields(kPoolLabel);  // as remediation_stage.cc does
     fields.list_page = 25;
     cache = std::make_unique<NodeCache>(kube, fields, log, system_clock);
     cache->Start();
