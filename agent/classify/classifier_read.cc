@@ -26,10 +26,13 @@ namespace {
 // INFO`/`NCCL WARN`, or the `host:pid:tid` token before that. npos when none starts after `from`.
 size_t NextMessageStart(std::string_view line, size_t from) {
   for (size_t pos = from;;) {
-    const size_t info = line.find("] NCCL INFO ", pos);
-    const size_t warn = line.find("] NCCL WARN ", pos);
-    const size_t mark = std::min(info, warn);
+    const size_t mark = line.find("] NCCL ", pos);
     if (mark == std::string_view::npos) return mark;
+    const std::string_view level = line.substr(mark + 7, 5);
+    if (level != "INFO " && level != "WARN ") {
+      pos = mark + 1;
+      continue;
+    }
     const size_t open = line.rfind('[', mark);
     const bool device = open != std::string_view::npos && open >= from && open + 1 < mark &&
                         std::all_of(line.begin() + static_cast<ptrdiff_t>(open) + 1,
@@ -58,8 +61,13 @@ void LineReader::Feed(std::string_view line) {
   if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes);
   while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
   if (line.find('\0') != std::string_view::npos) ++facts_.counts.binary;
+  ParsedLine p = ParseLogLine(line);
   // Several of NCCL's messages on one line: each is read as its own line (same line number).
-  // The next message is looked for past the current one's own `] NCCL `.
+  // Only a message that itself holds `] NCCL ` can be one.
+  if (p.message.find("] NCCL ") == std::string_view::npos) {
+    Dispatch(p, line);
+    return;
+  }
   constexpr int kMaxMessagesPerLine = 64;
   auto past_own_mark = [](std::string_view text) {
     const size_t mark = text.find("] NCCL ");
@@ -70,17 +78,16 @@ void LineReader::Feed(std::string_view line) {
   for (int n = 0; next != std::string_view::npos && n < kMaxMessagesPerLine; ++n) {
     std::string_view piece = line.substr(0, next);
     while (!piece.empty() && piece.back() == ' ') piece.remove_suffix(1);
-    FeedOne(piece);
+    Dispatch(ParseLogLine(piece), piece);
     line.remove_prefix(next);
     from = past_own_mark(line);
     next = from == std::string_view::npos ? from : NextMessageStart(line, from);
   }
-  FeedOne(line);
+  Dispatch(ParseLogLine(line), line);
 }
 
-void LineReader::FeedOne(std::string_view line) {
+void LineReader::Dispatch(const ParsedLine& p, std::string_view line) {
   current_line_ = line;
-  ParsedLine p = ParseLogLine(line);
   switch (p.level) {
     case NcclLevel::kWarn:
       OnWarn(p, line);
@@ -367,13 +374,7 @@ bool LineReader::OnBareNcclMessage(const ParsedLine& p, std::string_view line) {
   if (msg.size() < 12 || msg.size() > 1024 || catalogue_ == nullptr) return false;
   ParsedLine as_nccl = p;
   as_nccl.message = msg;
-  // rdma-core's own messages (libibverbs, the mlx5 provider) are always plain text on stderr:
-  // the text rules read them, they are not NCCL's lines without a prefix.
-  auto ncclish = [](const CatalogueMessage* m) {
-    return m != nullptr && !StartsWith(m->file, "libibverbs/") &&
-           !StartsWith(m->file, "providers/");
-  };
-  if (ncclish(catalogue_->MatchQuotedWarn(msg))) {
+  if (catalogue_->MatchQuotedWarn(msg) != nullptr) {
     as_nccl.level = NcclLevel::kWarn;
     OnWarn(as_nccl, line);
     return true;
@@ -381,7 +382,7 @@ bool LineReader::OnBareNcclMessage(const ParsedLine& p, std::string_view line) {
   // `Init COMPLETE` formats open with the caller's name (`%s comm %p rank %d ...`).
   const bool init_line =
       EndsWith(msg, "- Init COMPLETE") && msg.find(" nranks ") != std::string_view::npos;
-  if (init_line || ncclish(catalogue_->MatchBareInfo(msg))) {
+  if (init_line || catalogue_->MatchBareInfo(msg) != nullptr) {
     as_nccl.level = NcclLevel::kInfo;
     OnInfo(as_nccl, line);
     return true;

@@ -35,7 +35,8 @@ class LineReader {
   CauseTable& causes() { return causes_; }
 
  private:
-  void FeedOne(std::string_view line);  // one message of the line being fed
+  // One message of the line being fed, parsed, to the handler of its kind.
+  void Dispatch(const ParsedLine& p, std::string_view line);
   void OnWarn(const ParsedLine& p, std::string_view line);
   // What a WARN's causes make of it as its rank's root candidate: the best tier, whether a rule
   // or a path named it, whether only a generic rule (a wrapper's error) did.

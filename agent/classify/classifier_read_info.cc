@@ -20,7 +20,8 @@ void LineReader::OnInfo(const ParsedLine& p, std::string_view line) {
     return;
   }
   OnInitOrTeardown(p.rank, msg);
-  if (msg.find("returned Connection refused, retrying") != std::string_view::npos) {
+  // NCCL before 2.12's uncounted retry (later releases count their retries; a rule reads them).
+  if (StartsWith(msg, "Call to connect returned Connection refused, retrying")) {
     NetworkFacts& net = facts_.net;
     if (net.refused_retries++ == 0) net.refused_retry_line = Here(line);
   }
@@ -288,7 +289,10 @@ void LineReader::OnEnv(std::string_view msg) {
 // NET plugin lines (INFO, or text when pasted without the prefix): whether a rank loaded an
 // external plugin or runs without one, and whether a plugin failed to load.
 void LineReader::OnPluginLine(std::string_view rank, std::string_view msg, std::string_view line) {
-  if (!facts_.net.rdma_plugin_line && IsRdmaPluginLine(msg)) facts_.net.rdma_plugin_line = Here(line);
+  if (!facts_.net.rdma_plugin_line && (StartsWith(msg, "P2P plugin") || StartsWith(msg, "NET/Plugin")) &&
+      IsRdmaPluginLine(msg)) {
+    facts_.net.rdma_plugin_line = Here(line);
+  }
   const bool plugin = StartsWith(msg, "NET/Plugin") || StartsWith(msg, "Plugin Path :");
   if (!plugin) return;
   const bool external =

@@ -375,12 +375,25 @@ const CatalogueMessage* MessageCatalogue::MatchWarn(std::string_view message) co
   return MatchIndexed(warn_, message, /*open_start=*/true);
 }
 
+namespace {
+
+// rdma-core's own messages (libibverbs, the mlx5 provider) are always plain text on stderr, never
+// an NCCL line that lost its prefix: the text rules read them.
+const CatalogueMessage* NcclsOwn(const CatalogueMessage* m) {
+  if (m == nullptr || m->file.starts_with("libibverbs/") || m->file.starts_with("providers/")) {
+    return nullptr;
+  }
+  return m;
+}
+
+}  // namespace
+
 const CatalogueMessage* MessageCatalogue::MatchQuotedWarn(std::string_view message) const {
-  return MatchIndexed(warn_, message, /*open_start=*/false);
+  return NcclsOwn(MatchIndexed(warn_, message, /*open_start=*/false));
 }
 
 const CatalogueMessage* MessageCatalogue::MatchBareInfo(std::string_view message) const {
-  return MatchIndexed(info_, message, /*open_start=*/false);
+  return NcclsOwn(MatchIndexed(info_, message, /*open_start=*/false));
 }
 
 const MessagePath* MessageCatalogue::PathOfFile(std::string_view file_and_line) const {

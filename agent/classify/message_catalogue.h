@@ -63,9 +63,12 @@ class MessageCatalogue {
   // The same for text that is not an NCCL debug line (a framework's quote of NCCL's last error,
   // a paste without the `host:pid:tid [dev] NCCL WARN` prefix): only formats that start with
   // literal text, so that a format opening with a conversion (`%s: %s`) never names prose.
+  // rdma-core's messages (libibverbs, the mlx5 provider) are never matched: they are always plain
+  // text of their own, not NCCL's lines without a prefix.
   const CatalogueMessage* MatchQuotedWarn(std::string_view message) const;
   // An INFO entry that a message pasted without its prefix is (`Channel 00/0 : 1[1] -> 0[0] via
-  // SHM/direct/direct`, `Connected all rings`), by formats that start with literal text.
+  // SHM/direct/direct`, `Connected all rings`), by formats that start with literal text; not
+  // rdma-core's, as above.
   const CatalogueMessage* MatchBareInfo(std::string_view message) const;
   // The path of a source file as NCCL prints it before WARN ("transport/net_ib.cc:1206",
   // "net_ib.cc:1206"), or nullptr when the catalogue has no WARN from that file or its WARNs

@@ -44,6 +44,23 @@ constexpr const char* kTsv =
     "INFO\tNCCL_INIT\tcomm %p rank %d nranks %d cudaDev %d busId %lx - Destroy COMPLETE\t"
     "init.cc\tmisc\t2.12.12\t2.28.9\n";
 
+// rdma-core prints its own messages on stderr; a text line that is one is never read as an
+// NCCL line without its prefix, though an NCCL WARN quoting it still finds its path.
+TEST(MessageCatalogue, RdmaCoresMessagesAreNeverNcclsPastedLines) {
+  auto cat = MessageCatalogue::Parse(
+      "level\tsubsys\tformat\tfile\tpath\tfirst\tlast\n"
+      "WARN\t\tlibibverbs: Warning: couldn't load driver '%s'.\tlibibverbs/dynamic_driver.c\t"
+      "ib_verbs\t30.14\t64.0\n"
+      "INFO\t\tmlx5: Using %d cores for polling\tproviders/mlx5/mlx5.c\tib_verbs\t30.14\t64.0\n"
+      "WARN\t\tCall to %s failed with error %s\tmisc/ibvwrap.cc\tib_verbs\t2.12.12\t2.28.9\n");
+  ASSERT_TRUE(cat.ok()) << cat.status().message();
+  const std::string driver = "libibverbs: Warning: couldn't load driver 'libmlx5-rdmav34.so'.";
+  EXPECT_NE((*cat)->MatchWarn(driver), nullptr);
+  EXPECT_EQ((*cat)->MatchQuotedWarn(driver), nullptr);
+  EXPECT_EQ((*cat)->MatchBareInfo("mlx5: Using 4 cores for polling"), nullptr);
+  EXPECT_NE((*cat)->MatchQuotedWarn("Call to ibv_reg_mr failed with error Bad address"), nullptr);
+}
+
 TEST(MessageCatalogue, ParsesTheGeneratorsTsvAndMatchesTheLongestEntry) {
   auto cat = MessageCatalogue::Parse(kTsv);
   ASSERT_TRUE(cat.ok()) << cat.status().message();
