@@ -156,8 +156,8 @@ void ApplyLogRules(ProbeResult& result, const std::optional<Classification>& log
 
 // Reads and classifies an NCCL log file (bounded; absent file -> nullopt), then the lines of
 // NCCL's own diagnostics report (`host:pid NCCL DIAG ...`, NCCL_RUN_DIAGNOSTICS=1, 2.31+) in
-// `child_output`, the child's stdout and stderr: NCCL 2.32 prints that report there, not into
-// NCCL_DEBUG_FILE.
+// `child_output`, the child's stdout and stderr: NCCL 2.32's ranks print that report on their
+// own output (the probe's NCCL_DEBUG_FILE logs of 2.32.6 held none of it).
 std::optional<Classification> ClassifyLogFile(const std::string& path,
                                               std::string_view child_output = {});
 
