@@ -33,11 +33,12 @@ size_t NextMessageStart(std::string_view line, size_t from) {
       pos = mark + 1;
       continue;
     }
-    const size_t open = line.rfind('[', mark);
-    const bool device = open != std::string_view::npos && open >= from && open + 1 < mark &&
-                        std::all_of(line.begin() + static_cast<ptrdiff_t>(open) + 1,
-                                    line.begin() + static_cast<ptrdiff_t>(mark),
-                                    [](char c) { return c >= '0' && c <= '9'; });
+    // `[dev]`: up to five digits between `[` and the mark (a bounded look back, so a hostile
+    // line full of `] NCCL ` costs no more than its length).
+    size_t open = mark;
+    while (open > from && mark - open <= 4 && line[open - 1] >= '0' && line[open - 1] <= '9') --open;
+    const bool device = open < mark && open > from && line[open - 1] == '[';
+    if (device) --open;
     if (!device) {
       pos = mark + 1;
       continue;

@@ -1104,6 +1104,17 @@ TEST(LogClassifierInference, AFlattenedPasteIsReadMessageByMessage) {
   EXPECT_NE(one.roots.front().rank.find("gpu7"), std::string::npos) << one.roots.front().rank;
 }
 
+// A hostile line made of NCCL's markers: read in bounded pieces, never a crash or a hang.
+TEST(LogClassifierInference, ALineOfMarkersIsReadInBoundedPieces) {
+  std::string markers;
+  while (markers.size() < 4000) markers += "[7] NCCL INFO ] NCCL WARN ";
+  std::string no_device;
+  while (no_device.size() < 4000) no_device += "x] NCCL INFO ";
+  Classification c = ClassifyLogText(markers + "\n" + no_device + "\n" + markers + "\n");
+  EXPECT_EQ(c.lines, 3u);
+  EXPECT_NE(c.fault_class, FaultClass::kHealthy) << c.reason;
+}
+
 // An RDMA network plugin in the image (HPC-X's) says the job was built for InfiniBand: NET/IB
 // finding no device is then the missing HCA. The plugin's search for its newest interface
 // (`Failed to find ncclNetPlugin_v7 symbol.` before v6 loads) is not a plugin that failed.
