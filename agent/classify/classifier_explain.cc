@@ -78,7 +78,7 @@ void ExplainContext(const std::string& env_net, Classification& out) {
   out.fault_class = top.fault_class;
   const std::string asked = env_net.empty()
                                 ? std::string("by the job's NCCL_IB_* settings or its RDMA plugin")
-                                            : "NCCL_NET=" + Sanitize(env_net);
+                                : "NCCL_NET=" + Sanitize(env_net);
   out.reason = "IB was wanted (" + asked + ") and line " + std::to_string(FirstEvidenceLine(top)) +
                " says why it is missing: " + top.cause + "; no WARN named the failing call";
 }

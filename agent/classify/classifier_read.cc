@@ -35,15 +35,14 @@ size_t NextMessageStart(std::string_view line, size_t from) {
     }
     // `[dev]`: up to five digits between `[` and the mark (a bounded look back, so a hostile
     // line full of `] NCCL ` costs no more than its length).
-    size_t open = mark;
-    while (open > from && mark - open <= 4 && line[open - 1] >= '0' && line[open - 1] <= '9') --open;
-    const bool device = open < mark && open > from && line[open - 1] == '[';
-    if (device) --open;
-    if (!device) {
+    auto digit_before = [line](size_t i) { return line[i - 1] >= '0' && line[i - 1] <= '9'; };
+    size_t digits = mark;
+    while (digits > from && mark - digits < 5 && digit_before(digits)) --digits;
+    if (digits == mark || digits == from || line[digits - 1] != '[') {
       pos = mark + 1;
       continue;
     }
-    size_t start = open;
+    size_t start = digits - 1;
     // `host:pid:tid ` just before the `[dev]` belongs to the message.
     if (start >= 2 && line[start - 1] == ' ') {
       const size_t token = line.rfind(' ', start - 2);

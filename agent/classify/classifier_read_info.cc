@@ -289,8 +289,9 @@ void LineReader::OnEnv(std::string_view msg) {
 // NET plugin lines (INFO, or text when pasted without the prefix): whether a rank loaded an
 // external plugin or runs without one, and whether a plugin failed to load.
 void LineReader::OnPluginLine(std::string_view rank, std::string_view msg, std::string_view line) {
-  if (!facts_.net.rdma_plugin_line && (StartsWith(msg, "P2P plugin") || StartsWith(msg, "NET/Plugin")) &&
-      IsRdmaPluginLine(msg)) {
+  // Every INFO line comes here: the regex's two anchors are tested first, without RE2.
+  const bool plugin_word = StartsWith(msg, "P2P plugin") || StartsWith(msg, "NET/Plugin");
+  if (!facts_.net.rdma_plugin_line && plugin_word && IsRdmaPluginLine(msg)) {
     facts_.net.rdma_plugin_line = Here(line);
   }
   const bool plugin = StartsWith(msg, "NET/Plugin") || StartsWith(msg, "Plugin Path :");

@@ -43,8 +43,8 @@ bool IsTestsResultRow(std::string_view text) {
 bool IsRdmaPluginLine(std::string_view msg) {
   if (msg.size() > 512) return false;
   static const RE2 kRdma(
-      R"(^(?:P2P plugin IBext|NET/Plugin ?: Loaded (?:net plugin [^\n]*\b(?:RDMA|IB|[Ii]nfini[Bb]and)\b)"
-      R"(|coll plugin [^\n]*\bSHARP\b)))");
+      R"(^(?:P2P plugin IBext|NET/Plugin ?: Loaded )"
+      R"((?:net plugin [^\n]*\b(?:RDMA|IB|[Ii]nfini[Bb]and)\b|coll plugin [^\n]*\bSHARP\b)))");
   return RE2::PartialMatch(msg, kRdma);
 }
 

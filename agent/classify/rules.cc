@@ -338,9 +338,9 @@ std::vector<Rule> MergeRules(std::vector<Rule> base, std::vector<Rule> overrides
 }
 
 std::span<const DerivedCause> DerivedCauses() {
-  static constexpr std::array kDerived = {kVersionSkew,  kMtuSkew,         kBadSetting,
-                                          kNetworkSkew,  kGdrSkew,         kCudaMajorSkew,
-                                          kNcclTooOld,   kPluginNotLoaded, kGidSelection,
+  static constexpr std::array kDerived = {kVersionSkew,    kMtuSkew,        kBadSetting,
+                                          kNetworkSkew,    kGdrSkew,        kCudaMajorSkew,
+                                          kNcclTooOld,     kPluginNotLoaded, kGidSelection,
                                           kDeviceNotGiven, kRefusedRetries};
   return kDerived;
 }

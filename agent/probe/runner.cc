@@ -18,6 +18,7 @@
 
 #include "base/text.h"
 #include "classify/classifier.h"
+#include "classify/log_line.h"
 #include "core/catalogue.h"
 #include "core/ids.h"
 #include "core/probe_availability.h"
@@ -159,7 +160,8 @@ std::optional<Classification> ClassifyLogFile(const std::string& path,
   while (!child_output.empty()) {
     const size_t nl = child_output.find('\n');
     const std::string_view l = child_output.substr(0, nl);
-    if (!l.starts_with('{') && l.find(" NCCL DIAG ") != std::string_view::npos) classifier.Feed(l);
+    // A DIAG line as the log parser knows one; the JSON result line may quote such a line.
+    if (!l.starts_with('{') && ParseLogLine(l).level == NcclLevel::kDiag) classifier.Feed(l);
     if (nl == std::string_view::npos) break;
     child_output.remove_prefix(nl + 1);
   }

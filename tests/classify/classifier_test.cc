@@ -1066,14 +1066,16 @@ std::string Top(const Classification& c) { return c.causes.empty() ? "-" : c.cau
 // nccl-tests before 2.x printed no root column and the largest error as a float instead of a
 // count of wrong elements: a rounding-level error is a pass, a large one is wrong data.
 TEST(LogClassifierInference, OlderNccltestsRowsAreProofOfCompletion) {
-  for (const char* row :
-       {"     1048576        262144     float    162.1    6.47    5.66  0e+00    162.0    6.47    5.66  0e+00",
-        "        4096          1024     float     sum    47.60    0.09    0.15  2e-07    47.54    0.09    0.15  2e-07"}) {
+  for (const char* row : {"     1048576        262144     float    162.1    6.47    5.66  0e+00    "
+                          "162.0    6.47    5.66  0e+00",
+                          "        4096          1024     float     sum    47.60    0.09    0.15  "
+                          "2e-07    47.54    0.09    0.15  2e-07"}) {
     Classification c = ClassifyLogText(std::string(row) + "\n");
     EXPECT_EQ(c.fault_class, FaultClass::kHealthy) << row << ": " << c.reason;
   }
   Classification wrong = ClassifyLogText(
-      "     1048576        262144     float    162.1    6.47    5.66  3e-02    162.0    6.47    5.66  3e-02\n");
+      "     1048576        262144     float    162.1    6.47    5.66  3e-02    162.0    6.47    "
+      "5.66  3e-02\n");
   EXPECT_NE(wrong.fault_class, FaultClass::kHealthy) << wrong.reason;
 }
 

@@ -864,7 +864,8 @@ const std::multimap<std::string, std::string>& Samples() {
       {"sharp.library_error",
        "[gpu-4:1:28576 unique id 1201360626793454896] ERROR collect_ports_data: device mlx5_0 "
        "port 1 is not valid (port is used by SM)"},
-      {"sharp.library_error", "[gpu-4:0:24972 - comm.c:374] ERROR Failed to lock SAT tree(ID:0x40 ret:0x4)"},
+      {"sharp.library_error",
+       "[gpu-4:0:24972 - comm.c:374] ERROR Failed to lock SAT tree(ID:0x40 ret:0x4)"},
       {"sharp.library_error", "SHARP group create: Streaming Tree lock failed (-18)"},
       {"host.xid_hardware",
        "[Mon Dec  1 10:00:00 2025] NVRM: Xid (PCI:0000:b3:00): 79, pid=1234, name=python, GPU "

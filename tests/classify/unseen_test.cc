@@ -68,8 +68,8 @@ std::vector<Case> LoadCaptures() {
 // sixth's. The sixth set, gathered after that work: 78.0 % class, 75.6 % cause, no healthy answer
 // on a failed run (41 cases) when first scored; 100 % / 100 % since its misses were studied. The
 // seventh set, gathered while the fifth and sixth were studied, scored before and after that
-// work alike: 63.6 % class, 56.8 % cause, no healthy answer on a failed run (44 cases). The bars are a guard against
-// regressions.
+// work alike: 63.6 % class, 56.8 % cause, no healthy answer on a failed run (44 cases). The
+// bars are a guard against regressions.
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
 constexpr double kUnseen2MinClass = 0.89;

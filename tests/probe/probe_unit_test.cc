@@ -544,8 +544,8 @@ TEST(ClassifyLogFile, ReadsTheRealProbeLogsOfNccl2289) {
 // NCCL 2.32 prints its diagnostics report (NCCL_RUN_DIAGNOSTICS=1) on the child's own output,
 // not into NCCL_DEBUG_FILE: the probe reads those lines too, and nothing else of that output.
 TEST(ClassifyLogFile, ReadsNcclsDiagnosticsReportFromTheChildsOutput) {
-  const std::string log =
-      std::string(NCCL_TRIAGE_SOURCE_DIR) + "/tests/probe/testdata/h200-nccl-2.28.9-socket-rank0.log";
+  const std::string log = std::string(NCCL_TRIAGE_SOURCE_DIR) +
+                          "/tests/probe/testdata/h200-nccl-2.28.9-socket-rank0.log";
   const std::string output =
       "vm:809 NCCL DIAG === NCCL Diagnostics ===\n"
       "vm:809 NCCL DIAG [FAIL] p2p: only 52/56 GPU-to-GPU peer accesses passed verification\n"
