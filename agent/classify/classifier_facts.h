@@ -54,6 +54,19 @@ struct RunProgress {
   size_t last_warn_line = 0;
 };
 
+// nccl-tests' device list (`#  Rank  0 Group  0 Pid   3591 on   testgpu1 device  0 [0x03] ...`):
+// the process and line that first listed each rank (bounded), and the first rank listed again by
+// another process before any result row came between the two listings.
+struct TestsBanner {
+  static constexpr size_t kMaxRanks = 4096;
+  struct Listing {
+    long pid = 0;
+    LogLine line;
+  };
+  std::unordered_map<int, Listing> ranks;
+  std::optional<std::pair<LogLine, LogLine>> relisted;  // the first listing and the other
+};
+
 // The network NCCL chose and the channels it built on it.
 struct NetworkFacts {
   std::string network;  // `Using network X`
@@ -205,6 +218,7 @@ struct LogFacts {
   VersionFacts versions;
   DeviceFacts devices;
   RankFacts ranks;
+  TestsBanner tests;
 };
 
 }  // namespace nccl_triage::classify

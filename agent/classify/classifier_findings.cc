@@ -175,8 +175,13 @@ void AddGidFinding(const NetworkFacts& net, const EnvFacts& env, size_t line_no,
 
 void AddMultiLineFindings(const LogFacts& facts, bool completed, CauseTable& table) {
   AddSkews(facts.versions, facts.net, table);
-  if (completed) return;
   const size_t line_no = facts.counts.lines;
+  // Results of tests that each ran alone are no proof that the job ran across the nodes.
+  if (facts.tests.relisted) {
+    const auto& [first, again] = *facts.tests.relisted;
+    table.AddDerived(kSeparateTestJobs, kTierRoot, 0.75, line_no, {first, again});
+  }
+  if (completed) return;
   AddSettingFindings(facts.env, line_no, table);
   AddNoNetPluginFinding(facts.plugins, facts.env, line_no, table);
   AddNetworkSkews(facts.ranks, facts.net, line_no, table);

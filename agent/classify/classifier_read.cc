@@ -1,5 +1,7 @@
 #include "classify/classifier_read.h"
 
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -307,6 +309,7 @@ void LineReader::OnText(const ParsedLine& p, std::string_view line) {
   if (p.message.find("NCCL version ") != std::string_view::npos) {
     OnVersion(ParseVersion(p.message), line);
   }
+  if (p.message.front() == '#') OnTestsBanner(p.message, line);
   const bool step = OnProgressText(p);
   bool root_found = false;
   const std::vector<CompiledRules::LineMatch> matches =
@@ -346,6 +349,32 @@ bool LineReader::OnProgressText(const ParsedLine& p) {
     run.last_success_line = facts_.counts.lines;
   }
   return step;
+}
+
+// nccl-tests' device list: a rank listed by a second process before any result row came
+// between the listings means each process runs a test of its own. A later run pasted after the
+// first one's results lists its ranks again legitimately.
+void LineReader::OnTestsBanner(std::string_view msg, std::string_view line) {
+  if (msg.size() > 512 || msg.find(" Pid ") == std::string_view::npos) return;
+  static const RE2 kListing(
+      R"(^#\s+Rank\s+(\d{1,6})\s+(?:Group\s+\d+\s+)?Pid\s+(\d{1,9})\s+on\s)");
+  int rank = 0;
+  long pid = 0;
+  if (!RE2::PartialMatch(msg, kListing, &rank, &pid)) return;
+  TestsBanner& tests = facts_.tests;
+  auto it = tests.ranks.find(rank);
+  if (it == tests.ranks.end()) {
+    if (tests.ranks.size() < TestsBanner::kMaxRanks) {
+      tests.ranks.emplace(rank, TestsBanner::Listing{pid, Here(line)});
+    }
+    return;
+  }
+  if (it->second.pid == pid) return;
+  if (facts_.run.last_success_line > it->second.line.number) {
+    it->second = TestsBanner::Listing{pid, Here(line)};  // a new run: it lists its ranks anew
+    return;
+  }
+  if (!tests.relisted) tests.relisted = std::make_pair(it->second.line, Here(line));
 }
 
 // A quoted error that names a cause: the rank's root when the log has no WARN lines.

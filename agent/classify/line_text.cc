@@ -33,10 +33,12 @@ std::string_view FileOnly(std::string_view file) {
 
 bool IsTestsResultRow(std::string_view text) {
   if (text.size() > 512 || text.find_first_of("0123456789") == std::string_view::npos) return false;
+  // A launcher that labels each write of a rank (MPICH's and Intel MPI's `-prepend-rank`,
+  // `[0] `) labels the pieces nccl-tests prints a row in, too: `-1[0]    1626.5 ... 0[0] ...`.
   static const RE2 kRow(
       R"(\b\d+\s+\d+\s+(?:float|double|half|bfloat16|u?int(?:8|32|64)|fp8_e4m3|fp8_e5m2)\s+)"
-      R"((?:[a-z]+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+\s+)"
-      R"((?:0|N/A|0e\+00|\d(?:\.\d+)?e-(?:0[5-9]|[1-9]\d))(?:\s|$))");
+      R"((?:[a-z]+\s+)?(?:-?\d+(?:\[\d{1,5}\])?\s+)?[\d.]+\s+[\d.]+\s+[\d.]+\s+)"
+      R"((?:0|N/A|0e\+00|\d(?:\.\d+)?e-(?:0[5-9]|[1-9]\d))(?:\s|$|\[\d))");
   return RE2::PartialMatch(text, kRow);
 }
 

@@ -341,7 +341,7 @@ std::span<const DerivedCause> DerivedCauses() {
   static constexpr std::array kDerived = {kVersionSkew,    kMtuSkew,        kBadSetting,
                                           kNetworkSkew,    kGdrSkew,        kCudaMajorSkew,
                                           kNcclTooOld,     kPluginNotLoaded, kGidSelection,
-                                          kDeviceNotGiven, kRefusedRetries};
+                                          kDeviceNotGiven, kRefusedRetries, kSeparateTestJobs};
   return kDerived;
 }
 

@@ -161,6 +161,10 @@ inline constexpr DerivedCause kDeviceNotGiven{ids::kGpuVisibility, FaultClass::k
 // Ten and more `connect returned Connection refused, retrying` lines (NCCL before 2.12 counts
 // none itself) and no set-up after them: nothing listens at the peer's address and port.
 inline constexpr DerivedCause kRefusedRetries{ids::kNetConnect, FaultClass::kArchitecture};
+// nccl-tests listed the same rank twice, from two processes, before any result: each process
+// ran a test of its own (a binary built without MPI=1 under mpirun, or a launcher of another
+// MPI), not one job across them.
+inline constexpr DerivedCause kSeparateTestJobs{ids::kJobLauncher, FaultClass::kArchitecture};
 std::span<const DerivedCause> DerivedCauses();
 
 std::span<const Refinement> Refinements();

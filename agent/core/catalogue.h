@@ -236,14 +236,16 @@ inline constexpr std::array kEntries = {
               "Install the NCCL that matches the framework's CUDA in the image (the framework's "
               "own nvidia-nccl wheel or the distribution's libnccl2), check with `ldd` and "
               "LD_LIBRARY_PATH that the process finds it, and keep one NCCL per image."},
-    CauseInfo{"job.launcher", kArch, kLog, kNone, "Job launcher could not reach its nodes",
+    CauseInfo{"job.launcher", kArch, kLog, kNone, "Job launcher did not start one job",
               "The launcher (mpirun/PRTE, Slurm's PMIx plugin, ssh, MPI's own UCX or TCP "
-              "transport) failed to start or connect the job's processes across nodes, so NCCL "
-              "was never reached.",
+              "transport) failed to start or connect the job's processes across nodes, or "
+              "started each process as a job of its own, so NCCL never formed the job's "
+              "communicator.",
               "Make the launcher work across the same nodes first (an MPI hello-world): ssh or "
-              "the launcher's ports open between pods, the PMIx plugin Slurm was built with, and "
+              "the launcher's ports open between pods, the PMIx plugin Slurm was built with, "
               "MPI restricted to the routed interface (OMPI_MCA_btl_tcp_if_include, "
-              "UCX_NET_DEVICES)."},
+              "UCX_NET_DEVICES), and nccl-tests built with MPI=1 against the MPI that launches "
+              "it."},
     CauseInfo{"ib.sharp", kIb, kLog, kNone, "SHARP in-network aggregation unavailable",
               "The SHARP library or NCCL's SHARP (CollNet) plugin could not use the fabric's "
               "aggregation: the Aggregation Manager refused a tree, group or quota, the port it "

@@ -1208,5 +1208,26 @@ TEST(LogClassifierInference, ManyUncountedRefusedRetriesAreTheConnect) {
   for (const auto& cause : routine.causes) EXPECT_NE(cause.cause, "net.connect") << routine.reason;
 }
 
+// nccl-tests lists its ranks once per job. The same rank from a second process before any result
+// is a process that ran a test of its own; a second run pasted after the first one's results
+// lists its ranks again and is fine.
+TEST(LogClassifierInference, NcclTestsRanksListedTwiceAreSeparateJobs) {
+  const std::string host1 =
+      "#  Rank  0 Group  0 Pid   3591 on      gpu-1 device  0 [0x03] NVIDIA A100-PCIE-40GB\n";
+  const std::string host2 =
+      "#  Rank  0 Group  0 Pid   2451 on      gpu-2 device  0 [0x03] NVIDIA A100-PCIE-40GB\n";
+  const std::string row =
+      "   268435456      67108864     float     sum      -1   2854.1   94.05   94.05      0   "
+      "2851.7   94.13   94.13      0\n# Avg bus bandwidth    : 47.0207\n";
+  Classification separate = ClassifyLogText(host1 + host2 + row + row);
+  EXPECT_EQ(separate.fault_class, FaultClass::kArchitecture) << separate.reason;
+  EXPECT_EQ(Top(separate), "job.launcher");
+
+  Classification two_runs = ClassifyLogText(host1 + row + host2 + row);
+  EXPECT_EQ(two_runs.fault_class, FaultClass::kHealthy) << two_runs.reason;
+  Classification one_process = ClassifyLogText(host1 + host1 + row);
+  EXPECT_EQ(one_process.fault_class, FaultClass::kHealthy) << one_process.reason;
+}
+
 }  // namespace
 }  // namespace nccl_triage

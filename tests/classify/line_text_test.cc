@@ -29,6 +29,16 @@ TEST(IsTestsResultRow, AcceptsARowWithNoWrongElementsOnly) {
   EXPECT_FALSE(IsTestsResultRow("# size count type redop root time algbw busbw #wrong"));
 }
 
+// MPICH's -prepend-rank labels every write of the rank, so the pieces of one row carry it too.
+TEST(IsTestsResultRow, AcceptsARowWhosePiecesALauncherLabelled) {
+  EXPECT_TRUE(IsTestsResultRow("[0]      1048576        262144     float     sum      -1[0]"
+                               "    1626.5    0.64    1.24      0[0]    2302.3    0.46    0.87"
+                               "      0"));
+  EXPECT_FALSE(IsTestsResultRow("[0]      1048576        262144     float     sum      -1[0]"
+                                "    1626.5    0.64    1.24      3[0]    2302.3    0.46    0.87"
+                                "      3"));
+}
+
 TEST(IsProgressLine, NeedsACountedStepWithAMeasuredFigure) {
   EXPECT_TRUE(IsProgressLine("Iteration: 10. Average time per step so far: 0.0013"));
   EXPECT_TRUE(IsProgressLine("step 200 | loss 2.31"));

@@ -882,6 +882,55 @@ const std::multimap<std::string, std::string>& Samples() {
       {"c10d.store_connect",
        "[W1207 10:00:01.000000000 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate "
        "to host 10.40.0.3:29500 - retrying (try=0, timeout=600000ms, delay=33924ms)"},
+      // Other RDMA libraries on the same fabric (NVSHMEM under DeepEP, UCCL, MSCCL++, UCX).
+      {"nvshmem.peermem_missing",
+       "/home/nvshmem_src/src/modules/transport/ibrc/ibrc.cpp:nvshmemt_init:1851: neither "
+       "nv_peer_mem, or nvidia_peermem detected. Skipping transport."},
+      {"rdma.modify_qp_timeout",
+       "/sgl-workspace/nvshmem/src/modules/transport/ibrc/ibrc.cpp:418: non-zero status: 110 "
+       "ibv_modify_qp failed "},
+      {"rdma.modify_qp_timeout",
+       "/opt/nvshmem/src/modules/transport/ibdevx/ibdevx.cpp:757: non-zero status: 110 Unable "
+       "to set qp to state R2R with errno 110."},
+      {"rdma.modify_qp_timeout", "Failed to modify QP to RTR: Connection timed out"},
+      {"rdma.modify_qp_timeout", "[E] ibv_modify_qp failed (errno 110)"},
+      {"nvshmem.gpu_buffer",
+       "WARN: device mlx5_0 cannot allocate buffer on the specified memory type. Skipping..."},
+      {"nvshmem.nic_unsupported",
+       "WARN: device erdma_0 is not enumerated as an mlx5 device. Skipping..."},
+      {"nvshmem.nic_unsupported",
+       "WARN: device bnxt_re0 is not supported (expected HCA interface: mlx5 or ibp). "
+       "Skipping..."},
+      {"nvshmem.qp_transition",
+       "/root/nvshmem_src/src/modules/transport/ibgda/ibgda.cpp:1345: non-zero status: 121 Error "
+       "in mlx5dv_devx_obj_modify for INIT2RTR_QP with syndrome 29e0df"},
+      {"nvshmem.qp_transition",
+       "/opt/nvshmem/src/modules/transport/ibdevx/ibdevx.cpp:790: non-zero status: 22 Unable to "
+       "set qp to state R2S with errno 22."},
+      {"rdma.reg_mr_enomem", "  what():  ibv_reg_mr failed (errno 12) (Ib failure: Cannot "
+                             "allocate memory)"},
+      {"rdma.reg_mr", "  what():  ibv_reg_mr failed (errno 14) (Ib failure: Bad address)"},
+      {"rdma.reg_mr",
+       "/opt/nvshmem/src/modules/transport/common/transport_ib_common.cpp:128: NULL value mem "
+       "registration failed. Reason: Bad address"},
+      {"nvshmem.ib_transport",
+       "/dvs/p4/build/sw/rel/gpgpu/toolkit/r12.9/main_nvshmem/src/modules/transport/ibgda/"
+       "ibgda.cpp:2234: NULL value Unable to create ah."},
+      {"nvshmem.ib_transport",
+       "/opt/nvshmem/src/modules/transport/common/transport_mlx5_common.cpp:94: non-zero status: "
+       "22 mlx5dv_devx_general_cmd for hca cap failed."},
+      {"rdma.verbs_call", "ibv_modify_qp failed"},
+      {"nccl.symbol_missing",
+       "ImportError: /usr/local/lib/python3.12/dist-packages/torch/lib/libtorch_cuda.so: "
+       "undefined symbol: ncclCommInitRankScalable"},
+      {"rccl.iommu_not_passthrough",
+       "supllm:402:402 [0] /src/out/ubuntu-22.04/22.04/build/rccl/hipify/src/init.cc:179 NCCL "
+       "WARN Missing \"iommu=pt\" from kernel command line which can lead to system instablity "
+       "or hang!"},
+      {"api.mismatched_collective",
+       "[0] init.cc:1256 NCCL WARN Your program may be hanging, this may be caused by a "
+       "collective mismatch around rank 1. Please check your collective calls at and around this "
+       "rank. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs"},
       {"c10d.timeout_too_short",
        "[rank1]:[E1207 09:00:01.123456 77 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught "
        "collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=1024, "
@@ -898,6 +947,18 @@ const std::multimap<std::string, std::string>& NearMisses() {
       // One step of NCCL's search for the plugin's newest interface, not its failure.
       {"net.plugin_load_failed",
        "n1:77:77 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v6 symbol."},
+      // NVSHMEM's own summary of a failed connection set-up names no call: the line before it does.
+      {"nvshmem.ib_transport",
+       "/root/nvshmem_src/src/host/transport/transport.cpp:400: non-zero status: 7 connect EPS "
+       "failed"},
+      // Another status of the same QP transition is not a timeout.
+      {"rdma.modify_qp_timeout",
+       "/sgl-workspace/nvshmem/src/modules/transport/ibrc/ibrc.cpp:418: non-zero status: 22 "
+       "ibv_modify_qp failed "},
+      // A symbol of another library missing is not NCCL's version.
+      {"nccl.symbol_missing",
+       "ImportError: libcudnn_ops.so.9: undefined symbol: cudnnGetVersion, version libcudnn.so.9"},
+      {"rdma.reg_mr_enomem", "  what():  ibv_reg_mr failed (errno 14) (Ib failure: Bad address)"},
       // A counter named after bus errors is not a bus error.
       {"shm.bus_error", "bus error counters: 0 (PCIe link healthy)"},
       {"libfabric.mr_enomem",

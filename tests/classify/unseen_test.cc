@@ -32,6 +32,7 @@ const fs::path kUnseen4Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/
 const fs::path kUnseen5Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-5";
 const fs::path kUnseen6Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-6";
 const fs::path kUnseen7Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-7";
+const fs::path kUnseen8Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-8";
 const fs::path kCaptureDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/fixtures/nccl-logs";
 const fs::path kCorpusDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/corpus";
 
@@ -68,8 +69,11 @@ std::vector<Case> LoadCaptures() {
 // sixth's. The sixth set, gathered after that work: 78.0 % class, 75.6 % cause, no healthy answer
 // on a failed run (41 cases) when first scored; 100 % / 100 % since its misses were studied. The
 // seventh set, gathered while the fifth and sixth were studied, scored before and after that
-// work alike: 63.6 % class, 56.8 % cause, no healthy answer on a failed run (44 cases). The
-// bars are a guard against regressions.
+// work alike: 63.6 % class, 56.8 % cause, no healthy answer on a failed run (44 cases); 95.5 % /
+// 86.4 % since its misses were studied. The eighth set, gathered while the seventh was studied:
+// 53.3 % class, 51.1 % cause and one healthy answer on a failed run's log before that work,
+// 62.2 % / 60.0 % after it, its cases not read (45 cases). The bars are a guard against
+// regressions.
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
 constexpr double kUnseen2MinClass = 0.89;
@@ -85,9 +89,12 @@ constexpr size_t kUnseen5MaxHealthyOnFailed = 0;
 constexpr double kUnseen6MinClass = 0.97;
 constexpr double kUnseen6MinCause = 0.97;
 constexpr size_t kUnseen6MaxHealthyOnFailed = 0;
-constexpr double kUnseen7MinClass = 0.63;
-constexpr double kUnseen7MinCause = 0.56;
+constexpr double kUnseen7MinClass = 0.95;
+constexpr double kUnseen7MinCause = 0.86;
 constexpr size_t kUnseen7MaxHealthyOnFailed = 0;
+constexpr double kUnseen8MinClass = 0.62;
+constexpr double kUnseen8MinCause = 0.60;
+constexpr size_t kUnseen8MaxHealthyOnFailed = 1;
 constexpr double kCaptureMinClass = 0.99;
 constexpr double kCaptureMinCause = 0.99;
 
@@ -214,7 +221,7 @@ TEST(UnseenSet6, ClassifierMeetsTheBars) {
 
 // The seventh unseen set (tests/classify/unseen-7, gathered 2026-12-07 by someone who did not
 // run the classifier or read its rules, while the fifth and sixth sets' misses were studied;
-// scored before and after that work, only its totals and matrix read).
+// scored before and after that work; its misses studied since).
 TEST(UnseenSet7, CasesAreWellFormedAndNoneIsSeenElsewhere) {
   ExpectSetApart(kUnseen7Dir, 40,
                  {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
@@ -224,6 +231,20 @@ TEST(UnseenSet7, CasesAreWellFormedAndNoneIsSeenElsewhere) {
 TEST(UnseenSet7, ClassifierMeetsTheBars) {
   ExpectSetMeetsBars(kUnseen7Dir, "seventh unseen set of public threads (tests/classify/unseen-7)",
                      kUnseen7MinClass, kUnseen7MinCause, kUnseen7MaxHealthyOnFailed);
+}
+
+// The eighth unseen set (tests/classify/unseen-8, gathered 2026-12-07 by someone who did not
+// run the classifier or read its rules, while the seventh set's misses were studied; scored
+// before and after that work, only its totals and matrix read).
+TEST(UnseenSet8, CasesAreWellFormedAndNoneIsSeenElsewhere) {
+  ExpectSetApart(kUnseen8Dir, 40,
+                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
+                  kUnseen6Dir, kUnseen7Dir});
+}
+
+TEST(UnseenSet8, ClassifierMeetsTheBars) {
+  ExpectSetMeetsBars(kUnseen8Dir, "eighth unseen set of public threads (tests/classify/unseen-8)",
+                     kUnseen8MinClass, kUnseen8MinCause, kUnseen8MaxHealthyOnFailed);
 }
 
 TEST(GpuCaptures, ClassifierMeetsTheBars) {
