@@ -920,6 +920,52 @@ const std::multimap<std::string, std::string>& Samples() {
        "/opt/nvshmem/src/modules/transport/common/transport_mlx5_common.cpp:94: non-zero status: "
        "22 mlx5dv_devx_general_cmd for hca cap failed."},
       {"rdma.verbs_call", "ibv_modify_qp failed"},
+      {"ucx.cqe_local_protection_acs",
+       "[1745700389.902821] [labinit01:6274 :0]     ib_mlx5_log.c:179  UCX  ERROR Local "
+       "protection error on mlx5_0:1/RoCE (synd 0x4 vend 0x51 hw_synd 0/2)"},
+      {"ucx.cqe_flushed",
+       "[gpu-3:811  :0:811] ib_mlx5_log.c:179  UCX  ERROR WR flushed because QP in error state on "
+       "mlx5_0:1/IB (synd 0x5 vend 0xf9 hw_synd 0/0)"},
+      {"ucx.cqe_error",
+       "[1,4000]<stderr>:[mel0537:6788 :0:6788] ib_mlx5_log.c:171  Remote access on mlx5_0:1/IB "
+       "(synd 0x13 vend 0x88 hw_synd 0/0)"},
+      {"rdma.wc_retry_exceeded",
+       "E1213 02:57:10.528410 5811 worker_pool.cpp:274] Worker: Process failed for slice (opcode: "
+       "0, source_addr: 0x7efdf3ffd010, length: 404, dest_addr: 140532604981264, local_nic: "
+       "mlx5_1, peer_nic: 10.0.0.2:8149@mlx5_0, dest_rkey: 2105088, retry_cnt: 0): transport "
+       "retry counter exceeded"},
+      {"rdma.wc_flushed",
+       "[1784621081.896667] [prefill-0:532  :0]       srd_iface.c:221  UCX  ERROR send "
+       "completion[0] with error on rdmap96s0/0x55f989790220: Work Request Flushed Error, "
+       "vendor_err 0x1 wr_id 0x7"},
+      {"rdma.wc_error",
+       "[Wed Jul 29 14:40:27 2026] mlx5_bond_0/1: QP 51291 error: local length error (0x8e 0x0 "
+       "0x0)"},
+      {"rdma.async_qp_error",
+       "W0419 23:51:51.067479 114309 worker_pool.cpp:373] Worker: Received context async event "
+       "local access violation work queue error for context mlx5_0"},
+      {"perftest.mr_enomem", "Couldn't allocate MR with error=12"},
+      {"perftest.mr", "Couldn't allocate MR"},
+      {"perftest.mr", "failed to create mr"},
+      {"perftest.no_device", " Unable to find the Infiniband/RoCE device"},
+      {"perftest.no_device", "No IB devices found"},
+      {"perftest.open_device", " Couldn't get context for the device"},
+      {"perftest.modify_qp", "Failed to modify QP 4731 to RTR"},
+      {"perftest.modify_qp", " Unable to Connect the HCA's through the link"},
+      {"perftest.resources", " Couldn't create IB resources"},
+      {"perftest.socket", " Unable to init the socket connection"},
+      {"perftest.socket", "Couldn't connect to 10.0.0.12:18515"},
+      {"launcher.unreachable", "worker@10.0.0.2: Permission denied (publickey,password)."},
+      {"launcher.unreachable", "Host key verification failed."},
+      {"launcher.unreachable", "pdsh@gpu-1: gpu-2: ssh exited with exit code 255"},
+      {"launcher.unreachable",
+       "Error: failed to run torchrun --nproc_per_node=2 --nnodes=2 --node_rank=1 "
+       "--master_addr=192.168.1.11 --master_port=29508 pretrain.py on 192.168.1.12, is "
+       "localhost: False, exception: not a valid RSA private key file"},
+      {"nccl.library_missing", "RuntimeError: Distributed package doesn't have NCCL built in"},
+      {"cuda.invalid_device",
+       "THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line=59 error=101 : invalid "
+       "device ordinal"},
       {"nccl.symbol_missing",
        "ImportError: /usr/local/lib/python3.12/dist-packages/torch/lib/libtorch_cuda.so: "
        "undefined symbol: ncclCommInitRankScalable"},
@@ -959,6 +1005,14 @@ const std::multimap<std::string, std::string>& NearMisses() {
       {"nccl.symbol_missing",
        "ImportError: libcudnn_ops.so.9: undefined symbol: cudnnGetVersion, version libcudnn.so.9"},
       {"rdma.reg_mr_enomem", "  what():  ibv_reg_mr failed (errno 14) (Ib failure: Bad address)"},
+      // The same completion error with another vendor syndrome is not the ACS case.
+      {"ucx.cqe_local_protection_acs",
+       "[1745700389.902821] [labinit01:6274 :0]     ib_mlx5_log.c:179  UCX  ERROR Local "
+       "protection error on mlx5_0:1/RoCE (synd 0x4 vend 0x32 hw_synd 0/2)"},
+      // A counter's name is not a completion status.
+      {"rdma.wc_error", "rx_remote_access_errors: 0"},
+      // A script the shell may not run is not ssh refusing the launcher.
+      {"launcher.unreachable", "bash: ./launch.sh: Permission denied"},
       // A counter named after bus errors is not a bus error.
       {"shm.bus_error", "bus error counters: 0 (PCIe link healthy)"},
       {"libfabric.mr_enomem",

@@ -72,8 +72,8 @@ std::vector<Case> LoadCaptures() {
 // work alike: 63.6 % class, 56.8 % cause, no healthy answer on a failed run (44 cases); 95.5 % /
 // 86.4 % since its misses were studied. The eighth set, gathered while the seventh was studied:
 // 53.3 % class, 51.1 % cause and one healthy answer on a failed run's log before that work,
-// 62.2 % / 60.0 % after it, its cases not read (45 cases). The bars are a guard against
-// regressions.
+// 62.2 % / 60.0 % after it, its cases not read (45 cases); 86.7 % / 82.2 % since its misses were
+// studied. The bars are a guard against regressions.
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
 constexpr double kUnseen2MinClass = 0.89;
@@ -92,8 +92,8 @@ constexpr size_t kUnseen6MaxHealthyOnFailed = 0;
 constexpr double kUnseen7MinClass = 0.95;
 constexpr double kUnseen7MinCause = 0.86;
 constexpr size_t kUnseen7MaxHealthyOnFailed = 0;
-constexpr double kUnseen8MinClass = 0.62;
-constexpr double kUnseen8MinCause = 0.60;
+constexpr double kUnseen8MinClass = 0.86;
+constexpr double kUnseen8MinCause = 0.82;
 constexpr size_t kUnseen8MaxHealthyOnFailed = 1;
 constexpr double kCaptureMinClass = 0.99;
 constexpr double kCaptureMinCause = 0.99;
@@ -235,7 +235,7 @@ TEST(UnseenSet7, ClassifierMeetsTheBars) {
 
 // The eighth unseen set (tests/classify/unseen-8, gathered 2026-12-07 by someone who did not
 // run the classifier or read its rules, while the seventh set's misses were studied; scored
-// before and after that work, only its totals and matrix read).
+// before and after that work; its misses studied since).
 TEST(UnseenSet8, CasesAreWellFormedAndNoneIsSeenElsewhere) {
   ExpectSetApart(kUnseen8Dir, 40,
                  {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
