@@ -299,16 +299,29 @@ StatusOr<std::shared_ptr<const MessageCatalogue>> MessageCatalogue::Parse(std::s
     }
     PrefixIndex& index = m.level == "WARN" ? cat->warn_ : cat->info_;
     std::string key(lead.substr(0, kMaxKey));
-    index.by_prefix[key].push_back(i);
-    index.gate.emplace(key.substr(0, kGateBytes), true);
-    index.short_keys = index.short_keys || key.size() < kGateBytes;
-    if (std::find(index.lengths.begin(), index.lengths.end(), key.size()) ==
-        index.lengths.end()) {
-      index.lengths.push_back(key.size());
+    std::vector<PrefixIndex::Key>& bucket = index.buckets[key.substr(0, kGateBytes)];
+    auto same = std::find_if(bucket.begin(), bucket.end(),
+                             [&](const PrefixIndex::Key& k) { return k.text == key; });
+    if (same == bucket.end()) {
+      if (key.size() < kGateBytes &&
+          std::find(index.short_lengths.begin(), index.short_lengths.end(), key.size()) ==
+              index.short_lengths.end()) {
+        index.short_lengths.push_back(key.size());
+      }
+      bucket.push_back({key, {}});
+      same = bucket.end() - 1;
+    }
+    same->entries.push_back(i);
+  }
+  for (PrefixIndex* index : {&cat->warn_, &cat->info_}) {
+    std::sort(index->short_lengths.rbegin(), index->short_lengths.rend());
+    for (auto& [gate, keys] : index->buckets) {
+      std::stable_sort(keys.begin(), keys.end(),
+                       [](const PrefixIndex::Key& a, const PrefixIndex::Key& b) {
+                         return a.text.size() > b.text.size();
+                       });
     }
   }
-  std::sort(cat->warn_.lengths.rbegin(), cat->warn_.lengths.rend());
-  std::sort(cat->info_.lengths.rbegin(), cat->info_.lengths.rend());
   return std::shared_ptr<const MessageCatalogue>(std::move(cat));
 }
 
@@ -332,10 +345,6 @@ const CatalogueMessage* MessageCatalogue::MatchIndexed(const PrefixIndex& index,
   while (!message.empty() && (message.back() == ' ' || message.back() == '\r')) {
     message.remove_suffix(1);
   }
-  bool gated_in = index.gate.count(message.substr(0, kGateBytes)) > 0;
-  for (size_t n = 1; !gated_in && index.short_keys && n < kGateBytes && n <= message.size(); ++n) {
-    gated_in = index.gate.count(message.substr(0, n)) > 0;
-  }
   const CatalogueMessage* best = nullptr;
   size_t best_literal = 0;
   auto consider = [&](size_t i) {
@@ -350,12 +359,18 @@ const CatalogueMessage* MessageCatalogue::MatchIndexed(const PrefixIndex& index,
       best_literal = literal;
     }
   };
-  for (size_t len : index.lengths) {
-    if (!gated_in) break;
-    if (len > message.size()) continue;
-    auto it = index.by_prefix.find(message.substr(0, len));
-    if (it == index.by_prefix.end()) continue;
-    for (size_t i : it->second) consider(i);
+  // Longest literal first, as the buckets hold them: the full-width bucket, then the short keys.
+  auto scan = [&](std::string_view gate) {
+    auto it = index.buckets.find(gate);
+    if (it == index.buckets.end()) return;
+    for (const PrefixIndex::Key& key : it->second) {
+      if (!message.starts_with(key.text)) continue;
+      for (size_t i : key.entries) consider(i);
+    }
+  };
+  if (message.size() >= kGateBytes) scan(message.substr(0, kGateBytes));
+  for (size_t n : index.short_lengths) {
+    if (n <= message.size()) scan(message.substr(0, n));
   }
   if (best == nullptr && open_start) {
     for (size_t i : open_start_) consider(i);

@@ -85,14 +85,17 @@ class MessageCatalogue {
   };
   template <typename V>
   using Map = std::unordered_map<std::string, V, Hash, std::equal_to<>>;
-  // WARN and INFO formats by their leading literal, capped, and the distinct key lengths.
+  // WARN and INFO formats by their leading literal (capped), bucketed by the literal's first
+  // kGateBytes (the whole literal when shorter): a message is compared only with the literals of
+  // its own bucket, by memcmp, longest first; a message whose start opens no bucket (most text
+  // lines of a job) costs one or a few lookups.
   struct PrefixIndex {
-    Map<std::vector<size_t>> by_prefix;
-    std::vector<size_t> lengths;  // longest first
-    // The first kGateBytes of every key (the whole key when shorter): a message whose start is
-    // none of them matches no entry, found with one or a few lookups instead of one per length.
-    Map<bool> gate;
-    bool short_keys = false;  // some key is shorter than kGateBytes
+    struct Key {
+      std::string text;
+      std::vector<size_t> entries;  // indices into messages_
+    };
+    Map<std::vector<Key>> buckets;    // each bucket longest literal first
+    std::vector<size_t> short_lengths;  // lengths of literals under kGateBytes, longest first
   };
   const CatalogueMessage* MatchIndexed(const PrefixIndex& index, std::string_view message,
                                        bool open_start) const;

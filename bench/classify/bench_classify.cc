@@ -166,6 +166,72 @@ void GenerateQpGid(std::ofstream& out, size_t lines) {
   }
 }
 
+// `lines` lines of a job's own output with no NCCL line: the framework's progress bars, loss
+// dictionaries, warnings, a serving engine's request log, a transfer library's INFO, traceback
+// frames; numbers differ on every line. The last line is an RDMA library's registration failure.
+// Each line goes through the rules that read plain text (other layers, tracebacks, quotes).
+void GenerateText(std::ofstream& out, size_t lines) {
+  std::mt19937 rng(17);
+  char buf[512];
+  for (size_t i = 0; i + 1 < lines; ++i) {
+    const unsigned a = rng();
+    const unsigned b = rng();
+    switch (i % 8) {
+      case 0:
+        std::snprintf(buf, sizeof buf,
+                      "Epoch %u: %2u%%|#####     | %u/1000 [01:%02u<02:%02u, %u.%uit/s, "
+                      "loss=%u.%03u, v_num=%u]",
+                      a % 90, a % 100, a % 1000, b % 60, a % 60, b % 9, a % 10, b % 4, a % 1000,
+                      b % 100);
+        break;
+      case 1:
+        std::snprintf(buf, sizeof buf,
+                      "INFO 12-07 10:%02u:%02u [engine.py:310] Added request chatcmpl-%08x%08x.",
+                      a % 60, b % 60, a, b);
+        break;
+      case 2:
+        std::snprintf(buf, sizeof buf,
+                      "[rank%u]:[W1207 10:%02u:%02u.%06u %u ProcessGroupNCCL.cpp:4561] Warning: "
+                      "TORCH_NCCL_AVOID_RECORD_STREAMS is the default now, this environment "
+                      "variable is ignored",
+                      a % 64, a % 60, b % 60, b % 1000000, a % 100000);
+        break;
+      case 3:
+        std::snprintf(buf, sizeof buf,
+                      "  File \"/usr/local/lib/python3.12/dist-packages/torch/nn/modules/"
+                      "module.py\", line %u, in _call_impl",
+                      1000 + a % 800);
+        break;
+      case 4:
+        std::snprintf(buf, sizeof buf,
+                      "{'loss': %u.%04u, 'grad_norm': %u.%03u, 'learning_rate': %ue-05, 'epoch': "
+                      "%u.%02u}",
+                      a % 4, b % 10000, a % 10, b % 1000, 1 + a % 9, b % 5, a % 100);
+        break;
+      case 5:
+        std::snprintf(buf, sizeof buf,
+                      "I1207 10:%02u:%02u.%06u %u rdma_endpoint.cpp:108] Connection has been "
+                      "established",
+                      a % 60, b % 60, b % 1000000, a % 200000);
+        break;
+      case 6:
+        std::snprintf(buf, sizeof buf,
+                      "2025-12-07 10:%02u:%02u,%03u - INFO - training.py:%u - step %u/%u done in "
+                      "%u.%03us",
+                      a % 60, b % 60, a % 1000, 100 + b % 400, a % 50000, 50000, b % 9, a % 1000);
+        break;
+      default:
+        std::snprintf(buf, sizeof buf,
+                      "WARNING:root:Skipping sample %u of shard %05u: sequence length %u exceeds "
+                      "%u",
+                      a, b % 4096, 4096 + a % 4096, 4096);
+        break;
+    }
+    out << buf << '\n';
+  }
+  out << "  what():  ibv_reg_mr failed (errno 12) (Ib failure: Cannot allocate memory)\n";
+}
+
 // Writes the log line by line, so generating it costs no memory either.
 void GenerateLog(std::ofstream& out, size_t lines, int ranks) {
   std::mt19937 rng(7);
@@ -341,6 +407,7 @@ int main(int argc, char** argv) {
       {"repeated-warn", lines(1000000), GenerateRepeatedWarn, "ib_resource", "ib.fabric"},
       {"distinct-warn", lines(1000000), GenerateDistinctWarn, "ib_resource", "ib.fabric"},
       {"qp-gid", lines(1000000), GenerateQpGid, "ib_resource", "ib.fabric"},
+      {"text", lines(1000000), GenerateText, "ib_resource", "limits.memlock"},
       {"big", big_lines, info, "ib_resource", "limits.memlock"},
   };
   bool all_correct = true;
