@@ -33,6 +33,7 @@ const fs::path kUnseen5Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/
 const fs::path kUnseen6Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-6";
 const fs::path kUnseen7Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-7";
 const fs::path kUnseen8Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-8";
+const fs::path kUnseen9Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-9";
 const fs::path kCaptureDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/fixtures/nccl-logs";
 const fs::path kCorpusDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/corpus";
 
@@ -73,7 +74,9 @@ std::vector<Case> LoadCaptures() {
 // 86.4 % since its misses were studied. The eighth set, gathered while the seventh was studied:
 // 53.3 % class, 51.1 % cause and one healthy answer on a failed run's log before that work,
 // 62.2 % / 60.0 % after it, its cases not read (45 cases); 86.7 % / 82.2 % since its misses were
-// studied. The bars are a guard against regressions.
+// studied. The ninth set, gathered while the eighth was studied: 65.9 % class, 63.6 % cause
+// before that work, 70.5 % / 68.2 % after it, no healthy answer on a failed run, its cases not
+// read (44 cases). The bars are a guard against regressions.
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
 constexpr double kUnseen2MinClass = 0.89;
@@ -95,6 +98,9 @@ constexpr size_t kUnseen7MaxHealthyOnFailed = 0;
 constexpr double kUnseen8MinClass = 0.86;
 constexpr double kUnseen8MinCause = 0.82;
 constexpr size_t kUnseen8MaxHealthyOnFailed = 1;
+constexpr double kUnseen9MinClass = 0.70;
+constexpr double kUnseen9MinCause = 0.68;
+constexpr size_t kUnseen9MaxHealthyOnFailed = 0;
 constexpr double kCaptureMinClass = 0.99;
 constexpr double kCaptureMinCause = 0.99;
 
@@ -245,6 +251,20 @@ TEST(UnseenSet8, CasesAreWellFormedAndNoneIsSeenElsewhere) {
 TEST(UnseenSet8, ClassifierMeetsTheBars) {
   ExpectSetMeetsBars(kUnseen8Dir, "eighth unseen set of public threads (tests/classify/unseen-8)",
                      kUnseen8MinClass, kUnseen8MinCause, kUnseen8MaxHealthyOnFailed);
+}
+
+// The ninth unseen set (tests/classify/unseen-9, gathered 2026-12-07 by someone who did not run
+// the classifier or read its rules, while the eighth set's misses were studied; scored before
+// and after that work, only its totals and matrix read).
+TEST(UnseenSet9, CasesAreWellFormedAndNoneIsSeenElsewhere) {
+  ExpectSetApart(kUnseen9Dir, 40,
+                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
+                  kUnseen6Dir, kUnseen7Dir, kUnseen8Dir});
+}
+
+TEST(UnseenSet9, ClassifierMeetsTheBars) {
+  ExpectSetMeetsBars(kUnseen9Dir, "ninth unseen set of public threads (tests/classify/unseen-9)",
+                     kUnseen9MinClass, kUnseen9MinCause, kUnseen9MaxHealthyOnFailed);
 }
 
 TEST(GpuCaptures, ClassifierMeetsTheBars) {
