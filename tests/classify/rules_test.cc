@@ -944,6 +944,27 @@ const std::multimap<std::string, std::string>& Samples() {
       {"rdma.async_qp_error",
        "W0419 23:51:51.067479 114309 worker_pool.cpp:373] Worker: Received context async event "
        "local access violation work queue error for context mlx5_0"},
+      {"rdma.alloc_enomem", "ERROR mlx5_0: ibv_create_cq() failed: Cannot allocate memory."},
+      {"mscclpp.wc_status",
+       "  what():  a work item failed: status 12 (Ib failure: Cannot allocate memory)"},
+      {"ucx.verbs_object",
+       "[1737742661.094513] [cn0244:260472:0]      ib_mlx5_dv.c:430  UCX  ERROR   "
+       "mlx5dv_devx_obj_create(QP) failed on mlx5_0, syndrome 0x2c4154: Remote I/O error"},
+      {"ucx.verbs_object",
+       "[1530549338.253029] [node-007:20497:0]       rc_iface.c:966  UCX  ERROR failed to create "
+       "qp: Invalid argument"},
+      {"libfabric.verbs_warn",
+       "libfabric:294324:verbs:ep_ctrl:vrb_create_ep():239<warn> rdma_resolve_addr failed: Cannot "
+       "assign requested address (99)"},
+      {"nvml.capability_unsupported",
+       "[2026-02-24 10:44:30] jetson:27998:27998 [0] misc/nvmlwrap.cc:164 NCCL WARN "
+       "nvmlDeviceGetP2PStatus(0,0,NVML_P2P_CAPS_INDEX_READ) failed: Not Supported"},
+      {"nvml.capability_unsupported",
+       "[2026-02-24 10:44:30] jetson:27998:27998 [0] init.cc:471 NCCL WARN Failed to find nvml "
+       "device for busId 0000:00:00.0. This may affect performance."},
+      {"launcher.mpi_abi",
+       "[gpu-1:12576] [ 1] /usr/lib/x86_64-linux-gnu/libmpi.so.20(MPI_Comm_size+0x42)"
+       "[0x7f33a4d353b2]"},
       {"perftest.mr_enomem", "Couldn't allocate MR with error=12"},
       {"perftest.mr", "Couldn't allocate MR"},
       {"perftest.mr", "failed to create mr"},
@@ -1009,6 +1030,13 @@ const std::multimap<std::string, std::string>& NearMisses() {
       {"ucx.cqe_local_protection_acs",
        "[1745700389.902821] [labinit01:6274 :0]     ib_mlx5_log.c:179  UCX  ERROR Local "
        "protection error on mlx5_0:1/RoCE (synd 0x4 vend 0x32 hw_synd 0/2)"},
+      // An NVML call that failed for another reason than a missing capability is not benign.
+      {"nvml.capability_unsupported",
+       "gpu-3:88:88 [0] misc/nvmlwrap.cc:164 NCCL WARN nvmlDeviceGetHandleByPciBusId() failed: "
+       "Not Found"},
+      // A crash in the program's own frames, not in MPI's start-up.
+      {"launcher.mpi_abi",
+       "[gpu-1:12576] [ 2] ./build/all_reduce_perf[0x402101]"},
       // A counter's name is not a completion status.
       {"rdma.wc_error", "rx_remote_access_errors: 0"},
       // A script the shell may not run is not ssh refusing the launcher.

@@ -76,7 +76,8 @@ std::vector<Case> LoadCaptures() {
 // 62.2 % / 60.0 % after it, its cases not read (45 cases); 86.7 % / 82.2 % since its misses were
 // studied. The ninth set, gathered while the eighth was studied: 65.9 % class, 63.6 % cause
 // before that work, 70.5 % / 68.2 % after it, no healthy answer on a failed run, its cases not
-// read (44 cases). The bars are a guard against regressions.
+// read (44 cases); 84.1 % / 81.8 % since its misses were studied. The bars are a guard against
+// regressions.
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
 constexpr double kUnseen2MinClass = 0.89;
@@ -98,8 +99,8 @@ constexpr size_t kUnseen7MaxHealthyOnFailed = 0;
 constexpr double kUnseen8MinClass = 0.86;
 constexpr double kUnseen8MinCause = 0.82;
 constexpr size_t kUnseen8MaxHealthyOnFailed = 1;
-constexpr double kUnseen9MinClass = 0.70;
-constexpr double kUnseen9MinCause = 0.68;
+constexpr double kUnseen9MinClass = 0.84;
+constexpr double kUnseen9MinCause = 0.81;
 constexpr size_t kUnseen9MaxHealthyOnFailed = 0;
 constexpr double kCaptureMinClass = 0.99;
 constexpr double kCaptureMinCause = 0.99;
@@ -255,7 +256,7 @@ TEST(UnseenSet8, ClassifierMeetsTheBars) {
 
 // The ninth unseen set (tests/classify/unseen-9, gathered 2026-12-07 by someone who did not run
 // the classifier or read its rules, while the eighth set's misses were studied; scored before
-// and after that work, only its totals and matrix read).
+// and after that work; its misses studied since).
 TEST(UnseenSet9, CasesAreWellFormedAndNoneIsSeenElsewhere) {
   ExpectSetApart(kUnseen9Dir, 40,
                  {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
