@@ -76,9 +76,9 @@ int RunCoordinatorCommand(CliContext& ctx) {
     }
     config = *loaded;
   }
-  CoordinatorOptions options = CoordinatorOptionsFromConfig(config);
-  if (listen) options.listen = *listen;
-  if (http_listen) options.http_listen = *http_listen;
+  if (listen) config.coordinator.listen = *listen;
+  if (http_listen) config.coordinator.http_listen = *http_listen;
+  CoordinatorOptions options{.config = config};
   options.version = NCCL_TRIAGE_VERSION;
   if (config.coordinator.identity_only) {
     // A token set beside it would say that something is meant to present one: refuse the mix.
@@ -136,8 +136,7 @@ int RunCoordinatorCommand(CliContext& ctx) {
     return 2;
   }
   options.http_authorizer = auth->authorizer;
-  if (options.remediation.policy.mode != RemediationMode::kOff ||
-      options.validation.policy.enabled) {
+  if (config.remediation.mode != RemediationMode::kOff || config.validation.new_nodes) {
     // Its own client: remediation's patches need not wait behind the agents' TokenReviews.
     const std::string host = env("KUBERNETES_SERVICE_HOST");
     const std::string port = env("KUBERNETES_SERVICE_PORT");
@@ -148,7 +147,7 @@ int RunCoordinatorCommand(CliContext& ctx) {
     auto kube = InClusterKubeClient::Create(in_cluster);
     if (!kube.ok()) {
       ctx.err << "nccl-triage-server coordinator: remediation.mode "
-              << ToString(options.remediation.policy.mode)
+              << ToString(config.remediation.mode)
               << " needs the Kubernetes API: " << kube.status().message() << "\n";
       return 2;
     }
@@ -238,7 +237,7 @@ int RunCoordinatorCommand(CliContext& ctx) {
   int rc = 0;
   {
     CoordinatorServer server(options, log);
-    if (!options.http_listen.empty()) log.Info("coordinator", DescribeHttpAuth(config));
+    if (!config.coordinator.http_listen.empty()) log.Info("coordinator", DescribeHttpAuth(config));
     Status s = server.Start();
     if (!s.ok()) {
       ctx.err << "nccl-triage-server coordinator: " << s.message() << "\n";

@@ -75,8 +75,9 @@ TEST(HostileNames, SurviveCheckJsonDumpStatusMetricsAndTheHello) {
   std::ostringstream log_text;
   Logger log(log_text, LogLevel::kDebug);
   CoordinatorOptions co;
-  co.listen = "127.0.0.1:0";
-  co.sweep_interval = 0ms;
+  co.config.coordinator.listen = "127.0.0.1:0";
+  co.config.coordinator.http_listen.clear();
+  co.config.coordinator.sweep_interval_seconds = 0;
   co.token = "hostile-names";
   CoordinatorServer coordinator(co, log);
   ASSERT_TRUE(coordinator.Start().ok()) << log_text.str();
