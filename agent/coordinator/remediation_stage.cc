@@ -4,6 +4,25 @@
 
 namespace nccl_triage {
 
+RemediationStageOptions RemediationStageOptionsFromConfig(const Config& config) {
+  RemediationStageOptions o;
+  const RemediationConfig& r = config.remediation;
+  o.remediation.policy = {.mode = r.mode,
+                          .max_nodes = std::max(r.max_nodes, 0),
+                          .max_percent = r.max_percent,
+                          .healthy_ms = int64_t{std::max(r.recover_after_seconds, 0)} * 1000};
+  o.remediation.pool_label = r.pool_label;
+  o.node_resync = std::chrono::seconds(std::max(r.node_resync_seconds, 1));
+  const ValidationConfig& v = config.validation;
+  o.validation.policy = {.enabled = v.new_nodes,
+                         .timeout_ms = int64_t{std::max(v.timeout_seconds, 0)} * 1000,
+                         .max_nodes = std::max(v.max_nodes, 0),
+                         .max_percent = v.max_percent};
+  o.validation.node_selector = v.node_selector;
+  o.validation.dry_run = r.mode == RemediationMode::kDryRun;
+  return o;
+}
+
 RemediationStage::RemediationStage(const RemediationStageOptions& options, KubeClient* kube,
                                    KubeClient* reads, Logger& log, Clock& clock,
                                    CoordinatorMetrics& metrics)

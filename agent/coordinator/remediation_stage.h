@@ -19,6 +19,7 @@
 #include "coordinator/node_validator.h"
 #include "coordinator/remediator.h"
 #include "coordinator/state_store.h"
+#include "core/config.h"
 #include "kube/kube_api.h"
 #include "kube/node_cache.h"
 #include "planner/sweep.h"
@@ -32,6 +33,10 @@ struct RemediationStageOptions {
   NodeValidatorOptions validation;  // its policy off: no validation
   std::chrono::seconds node_resync{3600};  // the watch's whole list, this often
 };
+
+// The stage's options from the configuration's remediation and validation sections (the
+// remediator's and the validator's policies count milliseconds; the file, seconds).
+RemediationStageOptions RemediationStageOptionsFromConfig(const Config& config);
 
 class RemediationStage {
  public:

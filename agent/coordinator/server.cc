@@ -23,47 +23,24 @@ bool TokenMatches(const std::string& expected, std::string_view got) {
   return CRYPTO_memcmp(expected.data(), got.data(), expected.size()) == 0;
 }
 
+// probe.rails as it parses: the loader already checked the text, and a Config built in code
+// with a selection that does not parse has no per-rail probes.
+std::optional<RailSelection> RailsOf(const ProbeConfig& probe) {
+  if (!probe.rails) return std::nullopt;
+  auto rails = ParseRailSelection(*probe.rails);
+  if (!rails.ok()) return std::nullopt;
+  return *rails;
+}
+
 }  // namespace
 
-CoordinatorOptions CoordinatorOptionsFromConfig(const Config& config) {
-  CoordinatorOptions o;
-  const CoordinatorConfig& c = config.coordinator;
-  o.listen = c.listen;
-  o.http_listen = c.http_listen;
-  o.sweep_interval = std::chrono::seconds(std::max(c.sweep_interval_seconds, 0));
-  o.hold_down = std::max(c.hold_down, 1);
-  o.topology_label = c.topology_label;
-  o.identity_only = c.identity_only;
-  o.heartbeat_timeout = std::chrono::seconds(std::max(c.heartbeat_timeout_seconds, 2));
-  o.heartbeat_interval_seconds = std::clamp(c.heartbeat_timeout_seconds / 4, 1, 30);
-  o.probe_size_bytes = config.probe.size_bytes;
-  o.probe_deadline_seconds = std::max(config.probe.timeout_seconds, 1);
-  o.judge.busbw_min_fraction = config.probe.busbw_min_fraction;
+JudgeOptions PairJudgeOptions(const ProbeConfig& probe) {
   // Judged on what the agents run: an assignment carries the size step at or below
   // probe.size_bytes (64 KiB, 1 MiB, 64 MiB, 1 GiB), so 32 MiB configured runs 1 MiB probes, which
   // measure latency and must not be compared with the ports' rate.
-  const uint64_t assigned = ProbeSizeBytes(ProbeSizeFor(config.probe.size_bytes)).value_or(0);
-  o.judge.check_bandwidth = assigned >= kBandwidthBoundBytes;
-  if (config.probe.rails) {
-    // The loader already checked the text; a selection it let through is used as it parses.
-    if (auto rails = ParseRailSelection(*config.probe.rails); rails.ok()) o.rails = *rails;
-  }
-  o.parallel_rails = config.probe.parallel_rails;
-  const RemediationConfig& r = config.remediation;
-  o.remediation.policy = {.mode = r.mode,
-                          .max_nodes = std::max(r.max_nodes, 0),
-                          .max_percent = r.max_percent,
-                          .healthy_ms = int64_t{std::max(r.recover_after_seconds, 0)} * 1000};
-  o.remediation.pool_label = r.pool_label;
-  o.node_resync = std::chrono::seconds(std::max(r.node_resync_seconds, 1));
-  const ValidationConfig& v = config.validation;
-  o.validation.policy = {.enabled = v.new_nodes,
-                         .timeout_ms = int64_t{std::max(v.timeout_seconds, 0)} * 1000,
-                         .max_nodes = std::max(v.max_nodes, 0),
-                         .max_percent = v.max_percent};
-  o.validation.node_selector = v.node_selector;
-  o.validation.dry_run = r.mode == RemediationMode::kDryRun;
-  return o;
+  const uint64_t assigned = ProbeSizeBytes(ProbeSizeFor(probe.size_bytes)).value_or(0);
+  return {.busbw_min_fraction = probe.busbw_min_fraction,
+          .check_bandwidth = assigned >= kBandwidthBoundBytes};
 }
 
 // ------------------------------------------------------------------------------------ streams
@@ -188,23 +165,23 @@ class CoordinatorServer::Impl::Stream final
 
 CoordinatorServer::Impl::Impl(CoordinatorOptions options, Logger& log)
     : options_(std::move(options)),
+      judge_(PairJudgeOptions(options_.config.probe)),
+      rails_(RailsOf(options_.config.probe)),
       log_(log),
       service_(this),
       agents_({.max_nodes = options_.max_nodes,
                .node_expiry = options_.node_expiry,
-               .heartbeat_timeout = options_.heartbeat_timeout}),
+               .heartbeat_timeout = HeartbeatTimeout(options_.config.coordinator)}),
       schedule_(options_.seed),
-      verdicts_(options_.hold_down),
+      verdicts_(std::max(options_.config.coordinator.hold_down, 1)),
       leadership_(options_.leader, options_.leader_label) {
   // Every write of this replica asks the elector first: none leaves after the Lease is lost.
   options_.kube = leadership_.Fence(options_.kube);
   // The writes go through the fence; the watch, a read, around it (a follower's cache is warm
   // when it leads).
   remediation_ = std::make_unique<RemediationStage>(
-      RemediationStageOptions{.remediation = options_.remediation,
-                              .validation = options_.validation,
-                              .node_resync = options_.node_resync},
-      options_.kube.get(), leadership_.unfenced(), log_, wall_clock_, metrics_);
+      RemediationStageOptionsFromConfig(options_.config), options_.kube.get(),
+      leadership_.unfenced(), log_, wall_clock_, metrics_);
   if (remediation_->active() && !options_.state_configmap.empty()) {
     state_ = std::make_unique<StateStore>(*options_.kube, options_.state_namespace,
                                           options_.state_configmap, log_);
@@ -215,7 +192,7 @@ CoordinatorServer::Impl::~Impl() { Stop(); }
 
 std::optional<grpc::Status> CoordinatorServer::Impl::Unauthenticated(
     grpc::CallbackServerContext* ctx, const std::string& what) const {
-  if (options_.identity_only) {
+  if (options_.config.coordinator.identity_only) {
     // Only agents have an identity; the other calls were a shared token's to authorise.
     log_.Warn("coordinator", "rejected " + what + " from " + ctx->peer() +
                                  ": identity-only mode has no shared token to authorise it");
@@ -240,7 +217,7 @@ std::optional<grpc::Status> CoordinatorServer::Impl::Unauthenticated(
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>*
 CoordinatorServer::Impl::NewStream(grpc::CallbackServerContext* ctx) {
   // In identity-only mode the identity token below is the whole authentication.
-  if (!options_.identity_only) {
+  if (!options_.config.coordinator.identity_only) {
     if (auto refused = Unauthenticated(ctx, "agent session")) {
       return new Stream(this, ctx, refused);
     }
@@ -255,7 +232,7 @@ CoordinatorServer::Impl::NewStream(grpc::CallbackServerContext* ctx) {
             : options_.identity->NodeOf(std::string(it->second.data(), it->second.size()));
     if (!node.ok()) {
       std::string why = node.status().message();
-      if (it == md.end() && options_.identity_only) {
+      if (it == md.end() && options_.config.coordinator.identity_only) {
         why += " (identity-only mode: an agent needs agent.identity_token_file; a shared token is "
                "not accepted)";
       }
@@ -298,7 +275,7 @@ Status CoordinatorServer::Impl::Start() {
   } else {
     creds = grpc::InsecureServerCredentials();
   }
-  if (options_.identity_only) {
+  if (options_.config.coordinator.identity_only) {
     if (!options_.identity) {
       return InvalidArgument(
           "coordinator.identity_only needs coordinator.verify_node_identity: without it no agent "
@@ -311,7 +288,7 @@ Status CoordinatorServer::Impl::Start() {
     log_.Warn("coordinator", "no token configured: agent sessions are not authenticated");
   }
   // The port is ours: the gate accepts, caps the connections and hands them to gRPC.
-  auto addr = ParseListenAddress(options_.listen);
+  auto addr = ParseListenAddress(options_.config.coordinator.listen);
   if (!addr.ok()) return addr.status();
   auto listening = ListenTcp(addr->first, addr->second);
   if (!listening.ok()) return Unavailable("coordinator: " + listening.status().message());
@@ -341,7 +318,7 @@ Status CoordinatorServer::Impl::Start() {
   server_ = builder.BuildAndStart();
   if (!server_) {
     ::close(listening->fd);
-    return Unavailable("coordinator: cannot serve on " + options_.listen);
+    return Unavailable("coordinator: cannot serve on " + options_.config.coordinator.listen);
   }
   size_t cap = options_.max_connections > 0 ? options_.max_connections : options_.max_nodes + 256;
   // Each connection costs two descriptors (gRPC's and the gate's duplicate): the cap must leave
@@ -352,8 +329,8 @@ Status CoordinatorServer::Impl::Start() {
   }
   gate_ = std::make_unique<ConnectionGate>(log_, cap);
   if (Status st = gate_->Start(listening->fd, acceptor_.get()); !st.ok()) return st;
-  if (!options_.http_listen.empty()) {
-    auto addr = ParseListenAddress(options_.http_listen);
+  if (const std::string& http = options_.config.coordinator.http_listen; !http.empty()) {
+    auto addr = ParseListenAddress(http);
     if (!addr.ok()) return addr.status();
     http_ = std::make_unique<HttpServer>(&log_);
     AddCoordinatorEndpoints(*http_, {.ready =
@@ -445,7 +422,7 @@ bool CoordinatorServer::Impl::OnMessage(Stream* stream, const v1::AgentMessage& 
                         " not supported (this coordinator speaks " +
                         std::to_string(kProtocolVersion) + ")");
     }
-    auto info = NodeInfoFromHello(hello, options_.topology_label);
+    auto info = NodeInfoFromHello(hello, options_.config.coordinator.topology_label);
     if (!info.ok()) return reject(grpc::StatusCode::INVALID_ARGUMENT, info.status().message());
     const std::string node = info->name;
     if (options_.identity && node != stream->verified_node()) {
@@ -478,7 +455,7 @@ bool CoordinatorServer::Impl::OnMessage(Stream* stream, const v1::AgentMessage& 
     v1::CoordinatorMessage welcome;
     welcome.mutable_welcome()->set_protocol_version(kProtocolVersion);
     welcome.mutable_welcome()->set_heartbeat_interval_seconds(
-        static_cast<uint32_t>(options_.heartbeat_interval_seconds));
+        static_cast<uint32_t>(HeartbeatIntervalSeconds(options_.config.coordinator)));
     stream->Send(std::move(welcome));
     // After a restart of this coordinator, the agents still know which faults it had confirmed.
     std::vector<std::string> resumed;
@@ -554,8 +531,8 @@ void CoordinatorServer::Impl::HousekeepingLocked() {
     verdicts_.Forget(node);
   }
   for (const auto& [node, session] : overdue.silent) {
-    DisconnectLocked(node, "no heartbeat for " +
-                               std::to_string(options_.heartbeat_timeout.count() / 1000) + "s");
+    const auto timeout = HeartbeatTimeout(options_.config.coordinator);
+    DisconnectLocked(node, "no heartbeat for " + std::to_string(timeout.count() / 1000) + "s");
     StreamOf(session)->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "heartbeat timeout"));
   }
 }
@@ -583,8 +560,9 @@ void CoordinatorServer::Impl::ApplyLocked(PairRun& run, const PairRunActions& ac
         as->set_peer(a.peer);
         as->set_mode(ToProto(a.mode));
         as->set_rank(static_cast<uint32_t>(a.rank));
-        as->set_size(ProbeSizeFor(options_.probe_size_bytes));
-        as->set_deadline_seconds(static_cast<uint32_t>(options_.probe_deadline_seconds));
+        as->set_size(ProbeSizeFor(options_.config.probe.size_bytes));
+        as->set_deadline_seconds(
+            static_cast<uint32_t>(ProbeDeadlineSeconds(options_.config.probe)));
         as->set_sweep(sweeps_started_);
         as->set_round(static_cast<uint32_t>(current_round_));
         if (a.rail >= 0) as->set_rail(static_cast<uint32_t>(a.rail));

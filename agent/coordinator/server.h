@@ -13,9 +13,9 @@
 // and key are given. Everything sent to an agent is a closed assignment (peer, mode, rank, size,
 // deadline). Robustness: a malformed message closes that agent's stream with INVALID_ARGUMENT
 // (or is ignored when harmless) and never affects other streams; an agent silent for
-// heartbeat_timeout is dropped; no probe stays assigned past its deadline plus a grace (the pair
-// is then inconclusive and both agents are told to cancel); an agent that disconnects mid-probe
-// makes its pair inconclusive and its peer's child is cancelled at once.
+// coordinator.heartbeat_timeout_seconds is dropped; no probe stays assigned past its deadline
+// plus a grace (the pair is then inconclusive and both agents are told to cancel); an agent that
+// disconnects mid-probe makes its pair inconclusive and its peer's child is cancelled at once.
 //
 // Threads: gRPC's callback threads handle stream events; one sweep thread plans and waits; the
 // HTTP server has its own pool. All shared state sits behind one mutex. Ownership: the server
@@ -34,7 +34,6 @@
 #include "coordinator/remediator.h"
 #include "coordinator/status_view.h"
 #include "core/config.h"
-#include "core/rail_selection.h"
 #include "kube/leader_election.h"
 #include "kube/leader_label.h"
 #include "planner/pair_judge.h"
@@ -43,66 +42,31 @@ namespace nccl_triage {
 
 class Logger;
 
+// What the coordinator is started with. Its settings are the configuration file's, as loaded
+// (`config`: it reads the coordinator, probe, remediation and validation sections, and derives
+// its durations and policies from them itself), so a new setting is written once, in Config and
+// its key table. The rest is what no configuration key holds: what the caller read or built
+// (token, certificate, clients), and the bounds below, fixed for production and shortened by
+// tests.
 struct CoordinatorOptions {
-  std::string listen = "0.0.0.0:9501";  // gRPC
-  std::string http_listen;              // empty: no HTTP server
-  std::string token;                    // empty: agents are not authenticated (logged)
+  // A Config built in code has the file's defaults: coordinator.http_listen is 0.0.0.0:9502
+  // (empty: no HTTP server), and sweep_interval_seconds 0 (below the file's floor) sweeps only on
+  // demand.
+  Config config;
+  std::string token;  // empty: agents are not authenticated (logged)
   // When set, every agent must also present its identity token (node_identity.h), and the node
   // name of its Hello must be the node the token binds it to. Not owned by the options alone:
-  // shared with whoever built it.
+  // shared with whoever built it. Needed by config.coordinator.identity_only (Start fails
+  // without it): agents are then accepted on their identity token alone, and the calls only a
+  // shared token authorises (Triage, RecordIncident, POST /sweep) are refused with the reason.
   std::shared_ptr<NodeIdentity> identity;
-  // No shared token exists: agents are accepted on their identity token alone (`identity` must be
-  // set, or Start fails), and the calls only a shared token authorises (Triage, RecordIncident,
-  // POST /sweep) are refused with the reason.
-  bool identity_only = false;
   // /metrics and /status of the HTTP server behind it (server.auth: kubernetes); null: open.
   std::shared_ptr<HttpAuthorizer> http_authorizer;
   std::string cert_pem;  // TLS when cert and key are both set
   std::string key_pem;
-  std::chrono::milliseconds sweep_interval{900'000};  // 0: only on demand
-  int hold_down = 2;
-  std::string topology_label;
-  std::chrono::milliseconds heartbeat_timeout{30'000};
-  int heartbeat_interval_seconds = 5;       // told to agents in Welcome
-  uint64_t probe_size_bytes = 64ull << 20;  // mapped onto the closed set of sizes
-  int probe_deadline_seconds = 120;
-  std::chrono::milliseconds report_grace{10'000};  // beyond the deadline before a rank is lost
-  // When one rank failed, how long the other may take to report its own log before it is
-  // cancelled (it cannot pass any more; its log often names the cause).
-  std::chrono::milliseconds peer_failed_grace{5'000};
-  // The node table (every node that ever said hello, kept for /status and its verdicts) is
-  // bounded (3,000 made-up names must not stay for good): a node disconnected this long is
-  // forgotten, and at most max_nodes are kept; a hello from a new name beyond that evicts the node
-  // disconnected longest, or is refused (RESOURCE_EXHAUSTED) while every one is connected.
-  std::chrono::milliseconds node_expiry{3'600'000};
-  size_t max_nodes = 10'000;
-  // The gRPC port's limits (a flood of connections is refused, not absorbed): at most
-  // max_connections connections (0: max_nodes + 256, and no more than half the descriptors the
-  // process may open, less 256 of its own), max_streams_per_connection calls on each, a
-  // connection closed when its handshake is not done in handshake_timeout or it holds no call for
-  // idle_connection_timeout, and gRPC's memory bounded by memory_quota_bytes.
-  size_t max_connections = 0;
-  int max_streams_per_connection = 8;
-  std::chrono::milliseconds handshake_timeout{10'000};
-  std::chrono::milliseconds idle_connection_timeout{120'000};
-  size_t memory_quota_bytes = 256u << 20;
-  JudgeOptions judge;
-  // probe.rails: after each pair's IB probe, one IB probe per rail it selects (PairRails), turn =
-  // the sweep number; nullopt: no per-rail probes.
-  std::optional<RailSelection> rails;
-  // probe.parallel_rails: how many rail probes of one pair run at once (also bounded by what each
-  // of the two agents said in its hello).
-  int parallel_rails = 8;
-  int max_rounds = 3;
-  // Remediation of confirmed node faults (remediator.h, docs/remediation.md): after each sweep,
-  // when the mode is not off and `kube` is set (the caller makes the client; shared with it).
-  RemediatorOptions remediation;
-  // Validation of nodes that join or reboot (node_validator.h): after each sweep, when
-  // validation.new_nodes is on and `kube` is set.
-  NodeValidatorOptions validation;
-  // Both read the nodes from a NodeCache (kube/node_cache.h) kept by a watch of `kube`, listed
-  // whole this often (remediation.node_resync_seconds).
-  std::chrono::seconds node_resync{3600};
+  // Remediation of confirmed node faults (remediator.h, docs/remediation.md) and the validation
+  // of nodes that join or reboot (node_validator.h) run after each sweep when their section turns
+  // them on and `kube` is set (the caller makes the client; shared with it).
   std::shared_ptr<KubeClient> kube;
   // Where the faults and the remediator's memory survive a restart (state_store.h): a ConfigMap
   // of this name in this namespace, read before the first sweep and written after each sweep
@@ -131,11 +95,34 @@ struct CoordinatorOptions {
   std::string test_hold_dir;
   uint64_t seed = 1;
   std::string version;
+
+  // Bounds no configuration key sets.
+  std::chrono::milliseconds report_grace{10'000};  // beyond the deadline before a rank is lost
+  // When one rank failed, how long the other may take to report its own log before it is
+  // cancelled (it cannot pass any more; its log often names the cause).
+  std::chrono::milliseconds peer_failed_grace{5'000};
+  // The node table (every node that ever said hello, kept for /status and its verdicts) is
+  // bounded (3,000 made-up names must not stay for good): a node disconnected this long is
+  // forgotten, and at most max_nodes are kept; a hello from a new name beyond that evicts the node
+  // disconnected longest, or is refused (RESOURCE_EXHAUSTED) while every one is connected.
+  std::chrono::milliseconds node_expiry{3'600'000};
+  size_t max_nodes = 10'000;
+  // The gRPC port's limits (a flood of connections is refused, not absorbed): at most
+  // max_connections connections (0: max_nodes + 256, and no more than half the descriptors the
+  // process may open, less 256 of its own), max_streams_per_connection calls on each, a
+  // connection closed when its handshake is not done in handshake_timeout or it holds no call for
+  // idle_connection_timeout, and gRPC's memory bounded by memory_quota_bytes.
+  size_t max_connections = 0;
+  int max_streams_per_connection = 8;
+  std::chrono::milliseconds handshake_timeout{10'000};
+  std::chrono::milliseconds idle_connection_timeout{120'000};
+  size_t memory_quota_bytes = 256u << 20;
+  int max_rounds = 3;
 };
 
-// Options from the configuration file's coordinator and probe sections (token and TLS material
-// are read by the caller: they come from files or the environment).
-CoordinatorOptions CoordinatorOptionsFromConfig(const Config& config);
+// How the coordinator judges its pairs under probe.busbw_min_fraction and probe.size_bytes:
+// bandwidth only where the size it assigns (the step at or below size_bytes) is bandwidth-bound.
+JudgeOptions PairJudgeOptions(const ProbeConfig& probe);
 
 class CoordinatorServer {
  public:

@@ -24,6 +24,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -43,6 +44,7 @@
 #include "coordinator/leadership.h"
 #include "coordinator/remediation_stage.h"
 #include "coordinator/state_store.h"
+#include "core/rail_selection.h"
 #include "exporter/http_server.h"
 #include "exporter/listen_socket.h"
 #include "nccl_triage/v1/agent.grpc.pb.h"
@@ -52,6 +54,20 @@
 #include "planner/sweep.h"
 
 namespace nccl_triage {
+
+// What the coordinator derives from its configuration's keys (the loader checks each key's
+// range; a Config built in code is held to the floors the coordinator needs).
+inline std::chrono::milliseconds SweepInterval(const CoordinatorConfig& c) {
+  return std::chrono::seconds(std::max(c.sweep_interval_seconds, 0));  // 0: only on demand
+}
+inline std::chrono::milliseconds HeartbeatTimeout(const CoordinatorConfig& c) {
+  return std::chrono::seconds(std::max(c.heartbeat_timeout_seconds, 2));
+}
+// Told to the agents in Welcome: a quarter of the timeout, within 1 to 30 s.
+inline int HeartbeatIntervalSeconds(const CoordinatorConfig& c) {
+  return std::clamp(c.heartbeat_timeout_seconds / 4, 1, 30);
+}
+inline int ProbeDeadlineSeconds(const ProbeConfig& p) { return std::max(p.timeout_seconds, 1); }
 
 class CoordinatorServer::Impl {
  public:
@@ -181,6 +197,8 @@ class CoordinatorServer::Impl {
   std::string NotReadyReason() const;
 
   CoordinatorOptions options_;
+  const JudgeOptions judge_;                   // from probe.busbw_min_fraction and size_bytes
+  const std::optional<RailSelection> rails_;  // probe.rails; nullopt: no per-rail probes
   Logger& log_;
   SystemClock wall_clock_;  // the metrics' timestamps; remediation's durations (monotonic)
   mutable CoordinatorMetrics metrics_;

@@ -29,7 +29,8 @@ bool CoordinatorServer::Impl::WaitForSweep(uint64_t number, std::chrono::millise
 }
 
 void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
-  auto next_auto = SteadyClock::now() + options_.sweep_interval;
+  const std::chrono::milliseconds interval = SweepInterval(options_.config.coordinator);
+  auto next_auto = SteadyClock::now() + interval;
   while (!stop.stop_requested()) {
     bool due = false;
     {
@@ -38,7 +39,7 @@ void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
       // leader (again after each election it wins: a former leader may have written since).
       if (state_ && !state_restored_ && leadership_.Leading()) SyncStateLocked(lock);
       auto wake = SteadyClock::now() + std::chrono::seconds(1);
-      if (options_.sweep_interval.count() > 0) wake = std::min(wake, next_auto);
+      if (interval.count() > 0) wake = std::min(wake, next_auto);
       cv_.wait_until(lock, wake, [&] {
         return stopping_ || (sweeps_requested_ > sweeps_started_ && leadership_.Leading()) ||
                !triage_jobs_.empty();
@@ -55,11 +56,11 @@ void CoordinatorServer::Impl::SweepLoop(std::stop_token stop) {
       // A follower keeps requests for when it leads; its agents are the leader's.
       due = leadership_.Leading() &&
             (sweeps_requested_ > sweeps_started_ ||
-             (options_.sweep_interval.count() > 0 && SteadyClock::now() >= next_auto));
+             (interval.count() > 0 && SteadyClock::now() >= next_auto));
     }
     if (due) {
       RunOneSweep(stop);
-      next_auto = SteadyClock::now() + options_.sweep_interval;
+      next_auto = SteadyClock::now() + interval;
     }
   }
 }
@@ -84,15 +85,15 @@ void CoordinatorServer::Impl::RunRoundLocked(std::unique_lock<std::mutex>& lock,
     setup.rank1 = flip ? p.a : p.b;
     setup.id_prefix = "s" + std::to_string(sweeps_started_) + "-p" + std::to_string(++run_counter_);
     setup.phase_timeout =
-        std::chrono::seconds(options_.probe_deadline_seconds) + options_.report_grace;
+        std::chrono::seconds(ProbeDeadlineSeconds(options_.config.probe)) + options_.report_grace;
     setup.peer_failed_grace = options_.peer_failed_grace;
     setup.connected = [this](const std::string& node) { return agents_.Connected(node); };
-    if (options_.rails) {
+    if (rails_) {
       const NodeInfo& a = agents_.Known(p.a);
       const NodeInfo& b = agents_.Known(p.b);
-      setup.rails = PairRails(a, b, *options_.rails, sweeps_started_);
+      setup.rails = PairRails(a, b, *rails_, sweeps_started_);
       setup.parallel_rails =
-          std::min({options_.parallel_rails, a.parallel_probes, b.parallel_probes});
+          std::min({options_.config.probe.parallel_rails, a.parallel_probes, b.parallel_probes});
     }
     runs_.push_back(std::make_unique<PairRun>(std::move(setup)));
   }
@@ -132,8 +133,8 @@ SweepResult CoordinatorServer::Impl::DriveSweepLocked(std::unique_lock<std::mute
       const NodePair& p = run->pair();
       const NodeInfo& a = agents_.Known(p.a);
       const NodeInfo& b = agents_.Known(p.b);
-      sweep_->Record(p, JudgePair(a, b, run->probes(), options_.judge),
-                     JudgeRails(a, b, run->probes(), options_.judge));
+      sweep_->Record(p, JudgePair(a, b, run->probes(), judge_),
+                     JudgeRails(a, b, run->probes(), judge_));
     }
   }
   runs_.clear();

@@ -60,5 +60,14 @@ struct Finding {
 
   friend bool operator==(const Finding&, const Finding&) = default;
 };
+// The bounds are a finding's on the wire (v1::Finding of a node's summary).
+constexpr auto FieldsOf(Type<Finding>) {
+  return std::tuple{Field("check", &Finding::check, Bound{.max = 64}),
+                    Field("fault_class", &Finding::fault_class),
+                    Field("status", &Finding::status),
+                    Field("message", &Finding::message),
+                    Field("evidence", &Finding::evidence),
+                    Field("remedy", &Finding::remedy)};
+}
 
 }  // namespace nccl_triage

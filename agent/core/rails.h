@@ -59,6 +59,24 @@ struct Rail {
 
   friend bool operator==(const Rail&, const Rail&) = default;
 };
+// The most rails a node's summary carries (NodeSummary.rails); a rail's number is below it.
+inline constexpr int kMaxRails = 64;
+// The bounds are a rail's on the wire (v1::Rail: wire/fields.h copies the fields of the same names
+// both ways, wire/convert.cc the others).
+constexpr auto FieldsOf(Type<Rail>) {
+  return std::tuple{Field("index", &Rail::index, Bound{.max = kMaxRails - 1}),
+                    Field("device", &Rail::device, Bound{.max = 64}),
+                    Field("port", &Rail::port, Bound{.max = 255}),
+                    Field("hca_bdf", &Rail::hca_bdf),
+                    Field("numa_node", &Rail::numa_node),
+                    Field("rate_gbps", &Rail::rate_gbps),
+                    Field("state", &Rail::state),
+                    Field("active", &Rail::active),
+                    Field("gpu", &Rail::gpu),
+                    Field("gpu_bdf", &Rail::gpu_bdf, Bound{.max = 64}),
+                    Field("affinity", &Rail::affinity),
+                    Field("shared_depth", &Rail::shared_depth)};
+}
 
 // A rail's HCA port as reports, verdicts and the coordinator name it: "mlx5_3/1".
 std::string RailPortName(const Rail& rail);

@@ -119,7 +119,7 @@ constexpr auto FieldsOf(Type<NodeInfo>) {
                     Field("findings", &NodeInfo::findings, Bound{.items = 128}),
                     Field("checks_passed", &NodeInfo::checks_passed, Bound{.max = 1u << 20}),
                     Field("gpus_busy", &NodeInfo::gpus_busy),
-                    Field("rails", &NodeInfo::rails, Bound{.items = 64}),
+                    Field("rails", &NodeInfo::rails, Bound{.items = kMaxRails}),
                     Field("parallel_probes", &NodeInfo::parallel_probes),
                     Field("probe", &NodeInfo::probe)};
 }

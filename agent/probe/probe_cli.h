@@ -1,6 +1,6 @@
-// `nccl-triage probe`: the command line of the probe, shared by the full binary (agent/app's
-// cmd_probe.cc, which adds node checks and --config) and the standalone `nccl-triage-probe`
-// built for GPU machines from agent/core, agent/classify and agent/probe only.
+// `nccl-triage probe`: the command line of the probe, shared by the full binary
+// (agent/cmd_nccl_triage/cmd_probe.cc, which adds node checks and --config) and the standalone
+// `nccl-triage-probe` built for GPU machines from agent/core, agent/classify and agent/probe only.
 //
 //   probe --child --mode socket|ib --rank R --nranks N ...   one rank (started by the runner)
 //   probe --pair-local [--mode socket|ib|both] [--format table|json] [--size 64M] [--iters N]

@@ -2,7 +2,7 @@
 // evidence kept apart — the pods' logs (what happened), the agents' node checks (a prediction
 // from each node's state) and the coordinator's probes run for this incident (what happens now
 // between the job's nodes). JudgeIncident is a pure function of what was read; the command
-// (app/cmd_triage.cc) does the reading.
+// (cmd_nccl_triage/cmd_triage.cc) does the reading.
 //
 // The first failing rank is the earliest first failure of any pod's log: by the container
 // runtime's timestamps when the logs have them (one clock for every pod), by the order NCCL

@@ -13,19 +13,28 @@
 namespace nccl_triage {
 namespace {
 
-constexpr size_t kMaxText = 512;
-// The bounds of the nested lists, as the descriptions (planner/node_info.h) give them.
-constexpr int kMaxHcas = static_cast<int>(BoundOf<NodeInfo>("hcas").items);
-constexpr int kMaxPorts = static_cast<int>(BoundOf<HcaInfo>("ports").items);
-constexpr int kMaxPkeys = static_cast<int>(BoundOf<PortInfo>("pkeys").items);
-constexpr int kMaxFindings = static_cast<int>(BoundOf<NodeInfo>("findings").items);
+// The bounds are the descriptions' (planner/node_info.h, core/rails.h, core/model.h): a field
+// the agent writes by hand is cut where the coordinator's copy of it would be. Only the
+// verdicts' causes, which no description covers, have their own.
+template <Described S>
+consteval size_t BytesOf(std::string_view field) {
+  return BoundOf<S>(field).max;
+}
+template <Described S>
+consteval int ItemsOf(std::string_view field) {
+  return static_cast<int>(BoundOf<S>(field).items);
+}
+constexpr int kMaxHcas = ItemsOf<NodeInfo>("hcas");
+constexpr int kMaxPorts = ItemsOf<HcaInfo>("ports");
+constexpr int kMaxPkeys = ItemsOf<PortInfo>("pkeys");
+constexpr int kMaxFindings = ItemsOf<NodeInfo>("findings");
+constexpr size_t kMaxReason = BytesOf<NodeProbeAvailability>("reason");
 constexpr int kMaxCauses = 16;
 constexpr int kMaxEvidence = 4;
-constexpr int kMaxRails = static_cast<int>(BoundOf<NodeInfo>("rails").items);
-constexpr size_t kMaxReason = 32;
+constexpr size_t kMaxCauseId = 64;
 
 // At most n bytes, never ending inside a UTF-8 character (wire/fields.h).
-std::string Cut(const std::string& s, size_t n = kMaxText) { return CutUtf8(s, n); }
+std::string Cut(const std::string& s, size_t n = kWireTextBytes) { return CutUtf8(s, n); }
 
 // A reason word as metrics and /status can show it: 1 to kMaxReason of [a-z0-9_].
 bool ReasonWord(const std::string& s) {
@@ -114,24 +123,33 @@ v1::NodeSummary MakeNodeSummary(const NodeSnapshot* snapshot, const NodeReport* 
                                 const std::string& nccl_version, int cuda_driver_version,
                                 bool gpus_busy) {
   v1::NodeSummary s;
-  s.set_nccl_version(Cut(nccl_version, 64));
+  s.set_nccl_version(Cut(nccl_version, BytesOf<NodeInfo>("nccl_version")));
   s.set_cuda_driver_version(static_cast<uint32_t>(std::max(cuda_driver_version, 0)));
   s.set_gpus_busy(gpus_busy);
   if (snapshot != nullptr) {
-    if (snapshot->arch.ok()) s.set_arch(Cut(*snapshot->arch.value, 64));
+    if (snapshot->arch.ok()) s.set_arch(Cut(*snapshot->arch.value, BytesOf<NodeInfo>("arch")));
     for (const auto& dev : snapshot->ib_devices) {
       if (s.hcas_size() >= kMaxHcas) break;
       v1::Hca* h = s.add_hcas();
-      h->set_name(Cut(dev.name, 64));
-      if (dev.hca_type.ok()) h->set_hca_type(Cut(*dev.hca_type.value, 64));
+      h->set_name(Cut(dev.name, BytesOf<HcaInfo>("name")));
+      if (dev.hca_type.ok()) {
+        h->set_hca_type(Cut(*dev.hca_type.value, BytesOf<HcaInfo>("hca_type")));
+      }
       for (const auto& port : dev.ports) {
         if (h->ports_size() >= kMaxPorts) break;
         v1::Port* p = h->add_ports();
         p->set_num(static_cast<uint32_t>(std::max(port.num, 0)));
-        if (port.link_layer.ok()) p->set_link_layer(Cut(*port.link_layer.value, 32));
+        if (port.link_layer.ok()) {
+          p->set_link_layer(Cut(*port.link_layer.value, BytesOf<PortInfo>("link_layer")));
+        }
         if (port.rate_gbps.ok()) p->set_rate_gbps(*port.rate_gbps.value);
-        if (port.state.ok()) p->set_state(Cut(StateName(*port.state.value), 32));
-        if (port.phys_state.ok()) p->set_phys_state(Cut(StateName(*port.phys_state.value), 32));
+        if (port.state.ok()) {
+          p->set_state(Cut(StateName(*port.state.value), BytesOf<PortInfo>("state")));
+        }
+        if (port.phys_state.ok()) {
+          p->set_phys_state(
+              Cut(StateName(*port.phys_state.value), BytesOf<PortInfo>("phys_state")));
+        }
         for (size_t i = 0; i < port.pkeys.size() && p->pkeys_size() < kMaxPkeys; ++i) {
           v1::PKey* k = p->add_pkeys();
           k->set_value(port.pkeys[i] & 0x7fff);
@@ -141,9 +159,12 @@ v1::NodeSummary MakeNodeSummary(const NodeSnapshot* snapshot, const NodeReport* 
       }
     }
     if (snapshot->nvidia_driver_version.ok()) {
-      s.set_nvidia_driver_version(Cut(*snapshot->nvidia_driver_version.value, 64));
+      s.set_nvidia_driver_version(Cut(*snapshot->nvidia_driver_version.value,
+                                      BytesOf<NodeInfo>("nvidia_driver_version")));
     }
-    if (!snapshot->gpus.empty()) s.set_gpu_model(Cut(snapshot->gpus.front().model, 128));
+    if (!snapshot->gpus.empty()) {
+      s.set_gpu_model(Cut(snapshot->gpus.front().model, BytesOf<NodeInfo>("gpu_model")));
+    }
     s.set_gpu_count(static_cast<uint32_t>(snapshot->gpus.size()));
     for (const Rail& rail : RailTable(*snapshot)) {
       if (s.rails_size() >= kMaxRails) break;
@@ -160,10 +181,9 @@ v1::NodeSummary MakeNodeSummary(const NodeSnapshot* snapshot, const NodeReport* 
       if (s.findings_size() >= kMaxFindings) break;
       if (f.status != CheckStatus::kFail && f.status != CheckStatus::kWarn) continue;
       v1::Finding* out = s.add_findings();
-      out->set_check(Cut(f.check, 64));
+      CopyToWire<kFindingNotSent>(f, *out);
       out->set_fault_class(ToProto(f.fault_class));
       out->set_status(ToProto(f.status));
-      out->set_message(Cut(f.message));
     }
   }
   s.set_checks_passed(passed);
@@ -208,12 +228,9 @@ std::vector<std::string> CatalogueCauses(
 std::string CutWireText(const std::string& text, size_t max) { return Cut(text, max); }
 
 void ToProto(const Rail& rail, v1::Rail& out) {
-  out.set_index(static_cast<uint32_t>(std::max(rail.index, 0)));
-  out.set_device(Cut(rail.device, 64));
-  out.set_port(static_cast<uint32_t>(std::max(rail.port, 0)));
-  out.set_active(rail.active);
+  CopyToWire<kRailByHand>(rail, out);
   if (rail.rate_gbps) out.set_rate_gbps(*rail.rate_gbps);
-  out.set_gpu_bus_id(Cut(rail.gpu_bdf, 64));
+  out.set_gpu_bus_id(Cut(rail.gpu_bdf, BytesOf<Rail>("gpu_bdf")));
 }
 
 void ApplySummary(const v1::NodeSummary& s, NodeInfo& info) {
@@ -242,13 +259,10 @@ void ApplySummary(const v1::NodeSummary& s, NodeInfo& info) {
   for (int i = 0; i < s.rails_size() && i < kMaxRails; ++i) {
     const v1::Rail& r = s.rails(i);
     Rail rail;
-    rail.index = static_cast<int>(std::min<uint32_t>(r.index(), kMaxRails - 1));
-    rail.device = Cut(r.device(), 64);
-    rail.port = static_cast<int>(std::min<uint32_t>(r.port(), 255));
-    rail.active = r.active();
+    CopyFromWire<kRailByHand>(r, rail);
     if (PlausiblePortRate(r.rate_gbps()) > 0) rail.rate_gbps = r.rate_gbps();
     rail.state = rail.active ? "ACTIVE" : "unknown";
-    rail.gpu_bdf = Cut(r.gpu_bus_id(), 64);
+    rail.gpu_bdf = Cut(r.gpu_bus_id(), BytesOf<Rail>("gpu_bdf"));
     info.rails.push_back(std::move(rail));
   }
   info.probe.reset();
@@ -271,10 +285,10 @@ void ApplySummary(const v1::NodeSummary& s, NodeInfo& info) {
     const CauseInfo* cause = FindCause(f.check());
     if (cause == nullptr) continue;
     Finding out;
+    CopyFromWire<kFindingNotRead>(f, out);
     out.check = std::string(cause->id);
     out.fault_class = cause->fault_class;
     out.status = FromProto(f.status());
-    out.message = Cut(f.message());
     out.remedy = std::string(cause->remedy);
     info.findings.push_back(std::move(out));
   }
@@ -289,7 +303,7 @@ StatusOr<NodeInfo> NodeInfoFromHello(const v1::Hello& hello, const std::string& 
   info.name = hello.node();
   if (!topology_label.empty()) {
     auto it = hello.labels().find(topology_label);
-    if (it != hello.labels().end()) info.topology = Cut(it->second, 128);
+    if (it != hello.labels().end()) info.topology = Cut(it->second, BytesOf<NodeInfo>("topology"));
   }
   ApplySummary(hello.summary(), info);
   info.parallel_probes =
@@ -307,7 +321,7 @@ v1::ProbeReport ToProbeReport(const ProbeResult& r, const std::string& probe_id)
     for (const auto& c : r.classification->causes) {
       if (p.causes_size() >= kMaxCauses) break;
       v1::Cause* out = p.add_causes();
-      out->set_cause(Cut(c.cause, 64));
+      out->set_cause(Cut(c.cause, kMaxCauseId));
       out->set_fault_class(ToProto(c.fault_class));
       out->set_diagnostics(c.diagnostics);
       for (const auto& line : c.evidence) {

@@ -85,8 +85,23 @@ inline constexpr std::array<std::string_view, 1> kPKeyInfoByHand = {"value"};  /
 inline constexpr std::array<std::string_view, 1> kNodeProbeAvailabilityByHand = {
     "reason"};  // a word, "ok" only when available
 
+// The fields of a Rail that v1::Rail does not carry as a copy (index, device, port and active are
+// copied): the rate (0 on the wire when unknown, read back only when plausible), the state (read
+// back from active), the GPU's bus id (gpu_bus_id on the wire) and what stays on the node.
+inline constexpr std::array<std::string_view, 8> kRailByHand = {
+    "rate_gbps", "state", "gpu_bdf",                                 // by hand
+    "hca_bdf",   "numa_node", "gpu", "affinity", "shared_depth"};  // the node's
+
 // One row of a rail table on the wire (NodeSummary.rails, TriageNode.rails' rail).
 void ToProto(const Rail& rail, v1::Rail& out);
+
+// The fields of a Finding that v1::Finding does not carry as a copy (check and message are
+// copied): the enums, and what stays on the node. Read back, the check is a catalogue id, or the
+// finding is dropped.
+inline constexpr std::array<std::string_view, 4> kFindingNotSent = {"fault_class", "status",
+                                                                    "evidence", "remedy"};
+inline constexpr auto kFindingNotRead =
+    Joined(kFindingNotSent, std::array<std::string_view, 1>{"check"});
 
 // A node name either end accepts: a Kubernetes node name, i.e. a DNS-1123 subdomain of at most
 // 253 bytes whose dot-separated labels are [a-z0-9-] and start and end alphanumeric. So a peer

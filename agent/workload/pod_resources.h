@@ -3,7 +3,7 @@
 //
 // PodResourcesSource is the seam. The real client (kubelet/pod_resources_client.h, gRPC) lives
 // in the server; `check --workloads` in the small binary reads the same entries through the
-// server binary (app/workload_lookup.h); tests use a fake source.
+// server binary (workload/lookup.h); tests use a fake source.
 #pragma once
 
 #include <string>

@@ -412,16 +412,18 @@ bool StartCluster(Setup& s, Logger& log, const std::string& self, int n, int nod
                   int link_faults, uint64_t seed, int hold_down, RailSetup rs = {}) {
   const int port = FreePort();
   CoordinatorOptions o;
-  o.listen = "127.0.0.1:" + std::to_string(port);
+  CoordinatorConfig& cc = o.config.coordinator;
+  cc.listen = "127.0.0.1:" + std::to_string(port);
+  cc.http_listen.clear();
   o.token = "bench-token";
-  o.sweep_interval = 0ms;
-  o.hold_down = hold_down;
-  o.heartbeat_timeout = 120s;
-  o.probe_size_bytes = 64 << 10;
-  o.probe_deadline_seconds = 30;
+  cc.sweep_interval_seconds = 0;
+  cc.hold_down = hold_down;
+  cc.heartbeat_timeout_seconds = 120;
+  o.config.probe.size_bytes = 64 << 10;
+  o.config.probe.timeout_seconds = 30;
   o.seed = seed;
-  if (rs.rails > 0) o.rails = RailSelection{.all = true};
-  o.parallel_rails = rs.parallel;
+  if (rs.rails > 0) o.config.probe.rails = "all";
+  o.config.probe.parallel_rails = rs.parallel;
   s.server = std::make_unique<CoordinatorServer>(o, log);
   if (!s.server->Start().ok()) return false;
   auto t0 = Clock::now();

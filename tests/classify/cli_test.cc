@@ -1,5 +1,5 @@
 // `nccl-triage classify-log`, run in-process: formats, exit codes, stdin-free error paths.
-#include "app/cli.h"
+#include "cmd_nccl_triage/cli.h"
 #include "support/docs.h"
 
 #include <gtest/gtest.h>

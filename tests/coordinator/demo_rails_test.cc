@@ -154,7 +154,7 @@ TEST(DemoClusterRails, APairsEightRailsRunSideBySideEachOnItsOwnGpu) {
 
 TEST(DemoClusterRails, WithParallelRailsOneTheRailsRunOneAfterTheOther) {
   DemoOptions o = SlowFabricPair("rails-sequential", 1);
-  o.rail_list = {"0", "3", "5"};
+  o.rail_list = "0,3,5";
   TestCluster t(std::move(o));
   Status started = t.cluster.Start();
   ASSERT_TRUE(started.ok()) << started.message() << "\n" << t.log_text.str();

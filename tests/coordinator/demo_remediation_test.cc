@@ -54,8 +54,8 @@ class DemoRemediation : public ::testing::Test {
     auto f = ParseDemoFault("node:2:port_down", 4);
     EXPECT_TRUE(f.ok());
     o.faults.push_back(*f);
-    o.remediation.policy = {
-        .mode = mode, .max_nodes = 2, .max_percent = 50, .healthy_ms = 3'600'000};
+    o.remediation = {
+        .mode = mode, .max_nodes = 2, .max_percent = 50, .recover_after_seconds = 3600};
     o.kube = kube_;
     return o;
   }
@@ -109,8 +109,8 @@ TEST_F(DemoRemediation, ARebootedNodeIsTaintedUntilTheNextSweepsProbesPass) {
   auto options = [&] {
     DemoOptions o = Options(RemediationMode::kOff);
     o.faults.clear();
-    o.validation.policy = {.enabled = true, .timeout_ms = 3'600'000, .max_nodes = 2,
-                           .max_percent = 50};
+    o.validation = {.new_nodes = true, .timeout_seconds = 3600, .max_nodes = 2,
+                    .max_percent = 50};
     o.state_configmap = "nccl-triage-state";
     return o;
   };

@@ -297,7 +297,7 @@ TEST(DemoCluster, RateDegradedRailIsNamedInStatusMetricsAndAnnotation) {
   // rail's port rate). The probes are 64 MiB
   // (kDemoBandwidthProbeBytes), so the coordinator judges busbw; rail 2 is the healthy reference.
   DemoOptions o = WithFault(TestOptions(4, "rail-rate"), "rail:2:3:rate");
-  o.rail_list = {"2", "3"};
+  o.rail_list = "2,3";
   TestCluster t(std::move(o));
   Status started = t.cluster.Start();
   ASSERT_TRUE(started.ok()) << started.message() << "\n" << t.log_text.str();
@@ -345,7 +345,7 @@ TEST(DemoCluster, ASlowRailIsNotJudgedByProbesBelowTheBandwidthBound) {
   // node or pair may be called degraded. The fake still paces rail 3 at a sixteenth of its rate,
   // so its busbw is below the floor at any size: judged, it would be a fault.
   DemoOptions o = WithFault(TestOptions(4, "rail-rate-small"), "rail:2:3:rate");
-  o.rail_list = {"2", "3"};
+  o.rail_list = "2,3";
   o.probe_size_bytes = 64 << 10;
   DemoReport r = RunCluster(std::move(o));
   EXPECT_TRUE(r.faults.empty()) << nlohmann::json(ToJson(r)).dump(2);
@@ -358,7 +358,7 @@ TEST(DemoCluster, ASlowRailIsNotJudgedByProbesBelowTheBandwidthBound) {
 TEST(DemoCluster, HealthyRailsJudgedForBandwidthHaveNoRateFault) {
   DemoOptions o = TestOptions(4, "rails-bandwidth");
   o.rails = true;
-  o.rail_list = {"2", "3"};
+  o.rail_list = "2,3";
   o.probe_size_bytes = kDemoBandwidthProbeBytes;
   DemoReport r = RunCluster(std::move(o));
   EXPECT_TRUE(r.faults.empty()) << nlohmann::json(ToJson(r)).dump(2);

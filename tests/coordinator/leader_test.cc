@@ -72,9 +72,9 @@ class CoordinatorLeader : public ::testing::Test {
     e.retry_period = 50ms;
     elector_ = std::make_shared<LeaderElector>(*election_kube_, e, log_, clock_);
     CoordinatorOptions o;
-    o.listen = "127.0.0.1:0";
-    o.http_listen = "127.0.0.1:0";
-    o.sweep_interval = 0ms;
+    o.config.coordinator.listen = "127.0.0.1:0";
+    o.config.coordinator.http_listen = "127.0.0.1:0";
+    o.config.coordinator.sweep_interval_seconds = 0;
     o.token = "right-token";
     o.kube = kube_;
     o.leader = elector_;

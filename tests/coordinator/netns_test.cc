@@ -119,12 +119,13 @@ TEST(NetworkPartition, PairCutApartIsOneArchitecturePairFaultNotTwoBadNodes) {
   std::ostringstream log_text;
   Logger log(log_text, LogLevel::kDebug);
   CoordinatorOptions co;
-  co.listen = net.BridgeAddress() + ":0";
-  co.sweep_interval = 0ms;
+  co.config.coordinator.listen = net.BridgeAddress() + ":0";
+  co.config.coordinator.http_listen.clear();
+  co.config.coordinator.sweep_interval_seconds = 0;
   co.token = "netns-token";
-  co.hold_down = 1;
-  co.probe_size_bytes = 64 << 10;
-  co.probe_deadline_seconds = 15;
+  co.config.coordinator.hold_down = 1;
+  co.config.probe.size_bytes = 64 << 10;
+  co.config.probe.timeout_seconds = 15;
   co.report_grace = 3s;
   CoordinatorServer coordinator(co, log);
   ASSERT_TRUE(coordinator.Start().ok()) << log_text.str();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "coordinator/remediation_stage.h"
 #include "exporter/http_auth.h"
 #include "exporter/live_util.h"
 #include "raw_agent.h"
@@ -30,9 +31,12 @@ using ::nccl_triage::testing::WaitFor;
 
 struct Coordinator {
   explicit Coordinator(CoordinatorOptions o = {}) : log(text, LogLevel::kDebug) {
-    o.listen = "127.0.0.1:0";
-    o.sweep_interval = 0ms;
-    if (o.token.empty() && !o.identity_only) o.token = "right-token";
+    CoordinatorConfig& cc = o.config.coordinator;
+    cc.listen = "127.0.0.1:0";
+    // The file's default HTTP port is not for tests: no HTTP server unless a test asks.
+    if (cc.http_listen == CoordinatorConfig{}.http_listen) cc.http_listen.clear();
+    cc.sweep_interval_seconds = 0;
+    if (o.token.empty() && !cc.identity_only) o.token = "right-token";
     server = std::make_unique<CoordinatorServer>(o, log);
     Status s = server->Start();
     EXPECT_TRUE(s.ok()) << s.message();
@@ -104,7 +108,7 @@ v1::AgentMessage HelloWithPorts(const std::string& node, double rate_gbps = 200)
 // The coordinator as the server command builds it, with the default configuration.
 PairJudgement SweepWithIbBusbw(double ib_busbw, std::string& log_text, double rate_gbps = 200) {
   Config config;
-  Coordinator c(CoordinatorOptionsFromConfig(config));
+  Coordinator c({.config = config});
   RawAgent a(c.target, c.token), b(c.target, c.token);
   EXPECT_TRUE(a.Send(HelloWithPorts("node-a", rate_gbps)));
   EXPECT_TRUE(b.Send(HelloWithPorts("node-b", rate_gbps)));
@@ -328,7 +332,7 @@ TEST(CoordinatorLimits, ASilentConnectionIsClosedAfterTheHandshakeTimeout) {
 
 TEST(CoordinatorLiveness, SilentAgentIsDroppedAfterTheHeartbeatTimeout) {
   CoordinatorOptions o;
-  o.heartbeat_timeout = 1500ms;
+  o.config.coordinator.heartbeat_timeout_seconds = 2;
   Coordinator c(o);
   auto a = c.Agent("node-quiet");
   EXPECT_EQ(c.server->ConnectedAgents(), 1u);
@@ -389,7 +393,7 @@ TEST(CoordinatorDeadlines, APeerSilentAfterItsPartnerFailedIsCancelledWhenItsGra
 
 TEST(CoordinatorDeadlines, AgentLostMidProbeMakesThePairInconclusiveAndCancelsItsPeerAtOnce) {
   CoordinatorOptions o;
-  o.probe_deadline_seconds = 60;  // the peer must not wait for this
+  o.config.probe.timeout_seconds = 60;  // the peer must not wait for this
   Coordinator c(o);
   auto a = c.Agent("node-a");
   auto b = c.Agent("node-b");
@@ -435,7 +439,7 @@ v1::AgentMessage HelloWithRails(const std::string& node, uint32_t parallel) {
 // together arrive in one batch and rails it runs in turn one by one.
 int MostRailsAtOnce(uint32_t parallel_a, uint32_t parallel_b) {
   CoordinatorOptions o;
-  o.rails = RailSelection{.all = true};
+  o.config.probe.rails = "all";
   Coordinator c(o);
   RawAgent a(c.target, c.token), b(c.target, c.token);
   EXPECT_TRUE(a.Send(HelloWithRails("node-a", parallel_a)));
@@ -541,25 +545,26 @@ TEST(CoordinatorBandwidth, AnAbsurdPortRateInAHelloIsUnknownAndFailsNoHealthyPai
 TEST(CoordinatorBandwidth, SmallProbesAreNotJudgedOnBandwidth) {
   Config config;
   config.probe.size_bytes = 256 << 10;  // latency-bound
-  EXPECT_FALSE(CoordinatorOptionsFromConfig(config).judge.check_bandwidth);
-  EXPECT_TRUE(CoordinatorOptionsFromConfig(Config{}).judge.check_bandwidth);
+  EXPECT_FALSE(PairJudgeOptions(config.probe).check_bandwidth);
+  EXPECT_TRUE(PairJudgeOptions(ProbeConfig{}).check_bandwidth);
   // 48 MiB is above the bound, but the agents are assigned the 1 MiB step below it.
   config.probe.size_bytes = 48ull << 20;
   EXPECT_EQ(ProbeSizeBytes(ProbeSizeFor(config.probe.size_bytes)), 1u << 20);
-  EXPECT_FALSE(CoordinatorOptionsFromConfig(config).judge.check_bandwidth);
+  EXPECT_FALSE(PairJudgeOptions(config.probe).check_bandwidth);
   config.probe.size_bytes = 64ull << 20;
-  EXPECT_TRUE(CoordinatorOptionsFromConfig(config).judge.check_bandwidth);
+  EXPECT_TRUE(PairJudgeOptions(config.probe).check_bandwidth);
 }
 
 TEST(CoordinatorRemediation, OptionsComeFromTheRemediationSection) {
   Config config;
-  EXPECT_EQ(CoordinatorOptionsFromConfig(config).remediation.policy.mode, RemediationMode::kOff);
+  EXPECT_EQ(RemediationStageOptionsFromConfig(config).remediation.policy.mode,
+            RemediationMode::kOff);
   config.remediation.mode = RemediationMode::kCordon;
   config.remediation.max_nodes = 4;
   config.remediation.max_percent = 7.5;
   config.remediation.recover_after_seconds = 90;
   config.remediation.pool_label = "nvidia.com/gpu.product";
-  const RemediatorOptions r = CoordinatorOptionsFromConfig(config).remediation;
+  const RemediatorOptions r = RemediationStageOptionsFromConfig(config).remediation;
   EXPECT_EQ(r.policy.mode, RemediationMode::kCordon);
   EXPECT_EQ(r.policy.max_nodes, 4);
   EXPECT_EQ(r.policy.max_percent, 7.5);
@@ -569,8 +574,8 @@ TEST(CoordinatorRemediation, OptionsComeFromTheRemediationSection) {
 
 TEST(CoordinatorRemediation, WithoutAKubeClientNothingIsPlannedAndStatusSaysSo) {
   CoordinatorOptions o;
-  o.listen = "127.0.0.1:0";
-  o.remediation.policy.mode = RemediationMode::kTaint;  // no client: remediation stays off
+  o.config.coordinator.listen = "127.0.0.1:0";
+  o.config.remediation.mode = RemediationMode::kTaint;  // no client: remediation stays off
   std::ostringstream out;
   Logger log(out);
   CoordinatorServer c(o, log);
@@ -861,7 +866,7 @@ TEST(CoordinatorProbeAvailability, ANodeWhoseAgentHasNotCheckedYetIsPaired) {
 
 TEST(CoordinatorMetrics, ServesTheContractNamesAfterASweep) {
   CoordinatorOptions o;
-  o.http_listen = "127.0.0.1:0";
+  o.config.coordinator.http_listen = "127.0.0.1:0";
   Coordinator c(o);
   auto a = c.Agent("node-a");
   auto b = c.Agent("node-b");
@@ -942,7 +947,7 @@ TEST(CoordinatorIdentity, AHelloMustNameTheNodeOfTheIdentityToken) {
 TEST(CoordinatorIdentityOnly, AnAgentIsAcceptedOnlyWithAnIdentityTokenOfItsNode) {
   CoordinatorOptions o;
   o.identity = std::make_shared<MapIdentity>();
-  o.identity_only = true;
+  o.config.coordinator.identity_only = true;
   Coordinator c(o);
   ASSERT_TRUE(c.token.empty());
   EXPECT_NE(c.text.str().find("identity-only mode: agents are accepted by their node identity"),
@@ -998,8 +1003,8 @@ TEST(CoordinatorIdentityOnly, AnAgentIsAcceptedOnlyWithAnIdentityTokenOfItsNode)
 TEST(CoordinatorIdentityOnly, TriageAndIncidentRecordsAreRefusedWithTheReason) {
   CoordinatorOptions o;
   o.identity = std::make_shared<MapIdentity>();
-  o.identity_only = true;
-  o.http_listen = "127.0.0.1:0";
+  o.config.coordinator.identity_only = true;
+  o.config.coordinator.http_listen = "127.0.0.1:0";
   Coordinator c(o);
   auto stub = v1::Coordinator::NewStub(
       grpc::CreateChannel(c.target, grpc::InsecureChannelCredentials()));
@@ -1036,9 +1041,10 @@ TEST(CoordinatorIdentityOnly, DoesNotStartWithoutTheIdentityCheck) {
   std::ostringstream text;
   Logger log(text);
   CoordinatorOptions o;
-  o.listen = "127.0.0.1:0";
-  o.sweep_interval = 0ms;
-  o.identity_only = true;
+  o.config.coordinator.listen = "127.0.0.1:0";
+  o.config.coordinator.http_listen.clear();
+  o.config.coordinator.sweep_interval_seconds = 0;
+  o.config.coordinator.identity_only = true;
   CoordinatorServer server(o, log);
   Status s = server.Start();
   EXPECT_FALSE(s.ok());
@@ -1087,7 +1093,7 @@ TEST(CoordinatorNodeTable, ExpiresNodesThatLeftAndIsCapped) {
 // node. Only the holder of the coordinator's token may ask now.
 TEST(CoordinatorHttp, SweepNeedsTheCoordinatorsBearerToken) {
   CoordinatorOptions o;
-  o.http_listen = "127.0.0.1:0";
+  o.config.coordinator.http_listen = "127.0.0.1:0";
   Coordinator c(o);
   httplib::Client http("127.0.0.1", c.server->http_port());
   auto none = http.Post("/sweep");
@@ -1116,9 +1122,9 @@ TEST(CoordinatorHttp, SweepIsRefusedWhenTheCoordinatorHasNoToken) {
   std::ostringstream text;
   Logger log(text);
   CoordinatorOptions o;
-  o.listen = "127.0.0.1:0";
-  o.http_listen = "127.0.0.1:0";
-  o.sweep_interval = 0ms;
+  o.config.coordinator.listen = "127.0.0.1:0";
+  o.config.coordinator.http_listen = "127.0.0.1:0";
+  o.config.coordinator.sweep_interval_seconds = 0;
   CoordinatorServer server(o, log);
   ASSERT_TRUE(server.Start().ok());
   httplib::Client http("127.0.0.1", server.http_port());
@@ -1137,7 +1143,7 @@ TEST(CoordinatorHttp, MetricsAndStatusNeedATokenTheApiServerAllows) {
   kube.SetNonResourceGrants({"system:serviceaccount:monitoring:prometheus get /metrics",
                              "system:serviceaccount:monitoring:prometheus get /status"});
   CoordinatorOptions o;
-  o.http_listen = "127.0.0.1:0";
+  o.config.coordinator.http_listen = "127.0.0.1:0";
   o.http_authorizer = std::make_shared<HttpAuthorizer>(kube);
   Coordinator c(o);
   httplib::Client http("127.0.0.1", c.server->http_port());

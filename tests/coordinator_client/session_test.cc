@@ -194,8 +194,9 @@ struct LiveCoordinator {
   }
   static CoordinatorOptions Options() {
     CoordinatorOptions co;
-    co.listen = "127.0.0.1:0";
-    co.sweep_interval = 0ms;
+    co.config.coordinator.listen = "127.0.0.1:0";
+    co.config.coordinator.http_listen.clear();
+    co.config.coordinator.sweep_interval_seconds = 0;
     co.token = "t0ken";
     return co;
   }
@@ -965,8 +966,9 @@ TEST(CoordinatorTls, AgentsConnectOverTlsAndPlaintextIsRefused) {
   std::ostringstream text;
   Logger log(text);
   CoordinatorOptions co;
-  co.listen = "127.0.0.1:0";
-  co.sweep_interval = 0ms;
+  co.config.coordinator.listen = "127.0.0.1:0";
+  co.config.coordinator.http_listen.clear();
+  co.config.coordinator.sweep_interval_seconds = 0;
   co.token = "tls-token";
   co.cert_pem = cert;
   co.key_pem = key;
@@ -1004,8 +1006,9 @@ TEST(CoordinatorIdentity, TheAgentPresentsTheTokenOfItsFileAtEveryConnect) {
   std::ostringstream text;
   Logger log(text);
   CoordinatorOptions co;
-  co.listen = "127.0.0.1:0";
-  co.sweep_interval = 0ms;
+  co.config.coordinator.listen = "127.0.0.1:0";
+  co.config.coordinator.http_listen.clear();
+  co.config.coordinator.sweep_interval_seconds = 0;
   co.identity = std::make_shared<FileTokens>();
   CoordinatorServer server(co, log);
   ASSERT_TRUE(server.Start().ok());

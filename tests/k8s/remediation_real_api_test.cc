@@ -378,8 +378,9 @@ TEST_F(RemediationRealApi, OnlyTheCoordinatorMayPatchNodes) {
 }
 
 TEST_F(RemediationRealApi, ANodeAddedOrTaintedAfterStartIsSeenThroughTheWatch) {
-  // As nccl-triage-server does (agent/server/main.cc): a write into a connection the API server
-  // closed (or the watch's, shut down on Stop) is an error to the client, not a signal.
+  // As nccl-triage-server does (agent/cmd_nccl_triage_server/main.cc): a write into a connection
+  // the API server closed (or the watch's, shut down on Stop) is an error to the client, not a
+  // signal.
   std::signal(SIGPIPE, SIG_IGN);
   const std::string kubectl = std::string(NCCL_TRIAGE_KUBECTL) + " --kubeconfig " + Work() +
                               "/kubeconfig";

@@ -9,10 +9,10 @@
 #include <sstream>
 #include <string>
 
-#include "app/cli.h"
-#include "app/ras_target.h"
-#include "workload/lookup.h"
+#include "cmd_nccl_triage/cli.h"
+#include "cmd_nccl_triage/ras_target.h"
 #include "ras/fake_ras_server.h"
+#include "workload/lookup.h"
 
 namespace nccl_triage {
 namespace {

@@ -297,63 +297,59 @@ Status DemoCluster::Start() {
 
   // The coordinator.
   CoordinatorOptions co;
-  co.listen = options_.coordinator_listen;
-  co.http_listen = options_.serve_http ? "127.0.0.1:0" : "";
+  CoordinatorConfig& cc = co.config.coordinator;
+  ProbeConfig& probe = co.config.probe;  // the coordinator's; the agents' below
+  cc.listen = options_.coordinator_listen;
+  cc.http_listen = options_.serve_http ? "127.0.0.1:0" : "";
   co.token = token_;
-  co.sweep_interval = std::chrono::milliseconds(0);  // on demand: the demo drives the sweeps
-  co.hold_down = options_.hold_down;
-  co.topology_label = kSwitchLabel;
+  cc.sweep_interval_seconds = 0;  // on demand: the demo drives the sweeps
+  cc.hold_down = options_.hold_down;
+  cc.topology_label = kSwitchLabel;
   const bool rate_fault = std::any_of(options_.faults.begin(), options_.faults.end(),
                                       [](const DemoFault& f) { return f.what == "rate"; });
   // Latency-bound unless asked (or a rate fault needs bandwidth judged): the demo is about
   // verdicts, and loopback carries bandwidth only at the demo's 1X SDR port rate.
-  const uint64_t probe_size = options_.probe_size_bytes > 0 ? options_.probe_size_bytes
-                              : rate_fault                  ? kDemoBandwidthProbeBytes
-                                                            : 64 << 10;
-  co.probe_size_bytes = probe_size;
-  {
-    // Whether busbw is judged follows from the size by the coordinator's own rule.
-    Config sized;
-    sized.probe.size_bytes = probe_size;
-    co.judge = CoordinatorOptionsFromConfig(sized).judge;
-  }
-  if (co.judge.check_bandwidth) {
+  probe.size_bytes = options_.probe_size_bytes > 0 ? options_.probe_size_bytes
+                     : rate_fault                  ? kDemoBandwidthProbeBytes
+                                                   : 64 << 10;
+  // Whether busbw is judged follows from the size by the coordinator's own rule.
+  const bool check_bandwidth = PairJudgeOptions(probe).check_bandwidth;
+  if (check_bandwidth) {
     // Loopback on a loaded machine may carry a healthy rail well under its port rate (the probe
     // children compete for the CPU); the slowed rail carries a sixteenth of it (a PCIe link at x1
     // of x16), so an eighth tells them apart with room on both sides.
-    co.judge.busbw_min_fraction = kDemoBusbwMinFraction;
+    probe.busbw_min_fraction = kDemoBusbwMinFraction;
   }
   // Ports loopback can carry at their rate whenever bandwidth is judged or a rail is slowed.
-  const bool slow_ports = co.judge.check_bandwidth || rate_fault;
-  co.probe_deadline_seconds = options_.probe_timeout_seconds;
+  const bool slow_ports = check_bandwidth || rate_fault;
+  probe.timeout_seconds = options_.probe_timeout_seconds;
   co.report_grace = std::chrono::seconds(5);
   co.peer_failed_grace = std::chrono::seconds(2);
   co.seed = options_.seed;
   co.version = "demo";
-  co.remediation = options_.remediation;
-  co.validation = options_.validation;
+  co.config.remediation = options_.remediation;
+  co.config.validation = options_.validation;
   co.kube = options_.kube;
   co.state_namespace = "default";
   co.state_configmap = options_.state_configmap;
   const bool rail_faults = std::any_of(options_.faults.begin(), options_.faults.end(),
                                        [](const DemoFault& f) { return f.rail >= 0; });
   if (options_.rails || rail_faults) {
-    co.rails = options_.rail_list.empty() ? RailSelection{.all = true}
-                                          : RailSelection{.items = options_.rail_list};
+    probe.rails = options_.rail_list.empty() ? "all" : options_.rail_list;
   }
   // With bandwidth judged every probe moves 64 MiB through loopback twice, and on a small
   // machine eight pairs of eight rails at once (128 probe children) took longer than the probe
   // deadline: timeouts and peers that exited, confirmed as fabric faults of healthy nodes. One
   // rail after the other keeps the children a loaded CPU can carry.
-  const int parallel_rails = options_.parallel_rails > 0 ? options_.parallel_rails
-                             : co.judge.check_bandwidth  ? 1
-                                                         : ProbeConfig{}.parallel_rails;
-  co.parallel_rails = parallel_rails;
+  probe.parallel_rails = options_.parallel_rails > 0 ? options_.parallel_rails
+                         : check_bandwidth           ? 1
+                                                     : ProbeConfig{}.parallel_rails;
   coordinator_ = std::make_unique<CoordinatorServer>(co, log_);
   Status started = coordinator_->Start();
   if (!started.ok()) return started;
   coordinator_options_ = co;
-  coordinator_options_.listen = "127.0.0.1:" + std::to_string(coordinator_->grpc_port());
+  coordinator_options_.config.coordinator.listen =
+      "127.0.0.1:" + std::to_string(coordinator_->grpc_port());
 
   // Per-node faults, then the link faults, which need both ends.
   std::map<int, FixtureFaults> node_faults;
@@ -437,15 +433,15 @@ Status DemoCluster::Start() {
         (fs::path(options_.fakes_dir) / nccl_dir / "libnccl.so.2").string()};
     config.probe.cuda_library_paths = {
         (fs::path(options_.fakes_dir) / "lib" / "libcuda.so.1").string()};
-    config.probe.size_bytes = probe_size;
-    config.probe.busbw_min_fraction = co.judge.busbw_min_fraction;
-    config.probe.iterations = co.judge.check_bandwidth ? 1 : 2;  // a slowed 64 MiB run takes 3 s
+    config.probe.size_bytes = probe.size_bytes;
+    config.probe.busbw_min_fraction = probe.busbw_min_fraction;
+    config.probe.iterations = check_bandwidth ? 1 : 2;  // a slowed 64 MiB run takes 3 s
     // The fake NCCL's device time is the model's: a warm-up would only move the data once more.
-    config.probe.warmup_iterations = co.judge.check_bandwidth ? 0 : 1;
+    config.probe.warmup_iterations = check_bandwidth ? 0 : 1;
     config.probe.timeout_seconds = options_.probe_timeout_seconds;
     config.probe.socket_ifname = "lo";
     config.probe.ib_hca = "mlx5_0";
-    config.probe.parallel_rails = parallel_rails;
+    config.probe.parallel_rails = probe.parallel_rails;
     // All "nodes" share this host: NCCL_HOSTID gives each its own host identity, as separate
     // machines have (otherwise NCCL sees two ranks on one GPU of one host).
     config.probe.env_allowlist = {"NCCL_FAKE_ROOT", "NCCL_HOSTID"};

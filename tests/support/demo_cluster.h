@@ -86,8 +86,8 @@ struct DemoOptions {
   // Per-rail IB probes on every rail after each pair's IB probe (probe.rails all); on whenever a
   // rail fault is injected.
   bool rails = false;
-  // The rails those probes take ("3", "mlx5_3", as probe.rails' list); empty: all.
-  std::vector<std::string> rail_list;
+  // The rails those probes take, as probe.rails ("0,3", "mlx5_3,mlx5_5"); empty: all.
+  std::string rail_list;
   // probe.parallel_rails of the coordinator and of every agent; 0: ProbeConfig's default, or 1
   // when bandwidth is judged (64 MiB probes: one rail at a time is what a small machine carries).
   int parallel_rails = 0;
@@ -107,10 +107,11 @@ struct DemoOptions {
   // requested here, the demo's Ctrl-C; Stop() then ends the agents, their probes and the
   // coordinator.
   std::stop_token stop;
-  // The coordinator's remediation after each sweep (coordinator/remediator.h): its options and
-  // the Kubernetes client it patches nodes with (tests: the real client of a fake API server).
-  RemediatorOptions remediation;
-  NodeValidatorOptions validation;  // validation.new_nodes (coordinator/node_validator.h)
+  // The coordinator's remediation after each sweep (coordinator/remediator.h): the configuration
+  // section and the Kubernetes client it patches nodes with (tests: the real client of a fake API
+  // server).
+  RemediationConfig remediation;
+  ValidationConfig validation;  // validation.new_nodes (coordinator/node_validator.h)
   std::shared_ptr<KubeClient> kube;
   // The ConfigMap (in "default") that keeps the coordinator's state (state_store.h); empty: none.
   std::string state_configmap;

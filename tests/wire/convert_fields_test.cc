@@ -82,6 +82,12 @@ TEST(WireFields, EveryDescribedFieldOfTheSummaryHasItsPartnerInTheProto) {
             Mismatches{});
 }
 
+TEST(WireFields, EveryDescribedFieldOfARailAndAFindingHasItsPartnerInTheProto) {
+  EXPECT_EQ(WireMismatches<Rail>(*v1::Rail::descriptor(), kRailByHand), Mismatches{});
+  EXPECT_EQ(WireMismatches<Finding>(*v1::Finding::descriptor(), kFindingNotSent), Mismatches{});
+  EXPECT_EQ(WireMismatches<Finding>(*v1::Finding::descriptor(), kFindingNotRead), Mismatches{});
+}
+
 TEST(WireFields, AProbeResultCrossesTheWireWithinItsBounds) {
   ProbeResult r;
   r.mode = ProbeMode::kIb;

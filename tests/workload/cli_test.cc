@@ -1,6 +1,6 @@
 // `nccl-triage check --workloads` in-process on a fixture root: a DGX A100 with a healthy pod, a
 // pod with a 64 KiB memlock and a pod whose NCCL_SOCKET_IFNAME names no interface.
-#include "app/cli.h"
+#include "cmd_nccl_triage/cli.h"
 
 #include <gtest/gtest.h>
 
