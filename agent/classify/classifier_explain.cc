@@ -73,12 +73,14 @@ void ExplainSuspect(Classification& out) {
 
 // NCCL_NET=IB forced and the IB path missing, in INFO lines only (the log was cut before the
 // WARN, or NCCL printed none): the INFO names the missing piece.
-void ExplainContext(const std::string& env_net, Classification& out) {
+void ExplainContext(const std::string& env_net, const NetworkFacts& net, Classification& out) {
   const ClassifiedCause& top = out.causes.front();
   out.fault_class = top.fault_class;
-  const std::string asked = env_net.empty()
-                                ? std::string("by the job's NCCL_IB_* settings or its RDMA plugin")
-                                : "NCCL_NET=" + Sanitize(env_net);
+  const std::string asked =
+      !env_net.empty() ? "NCCL_NET=" + Sanitize(env_net)
+      : net.rdma_plugin_line
+          ? "an RDMA net plugin loaded at line " + std::to_string(net.rdma_plugin_line->number)
+          : std::string("by the job's NCCL_IB_* settings");
   out.reason = "IB was wanted (" + asked + ") and line " + std::to_string(FirstEvidenceLine(top)) +
                " says why it is missing: " + top.cause + "; no WARN named the failing call";
 }
@@ -211,7 +213,7 @@ void Explain(const ExplainInputs& in, const KeptMap& kept, Classification& out) 
   } else if (top_tier == kTierSuspect) {
     ExplainSuspect(out);
   } else if (top_tier == kTierContext) {
-    ExplainContext(in.env_net, out);
+    ExplainContext(in.env_net, in.net, out);
   } else if (has_follow) {
     out.fault_class = FaultClass::kUnknown;
     out.reason =

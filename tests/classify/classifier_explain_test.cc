@@ -82,6 +82,19 @@ TEST(Explain, SaysWhichSettingWantedIbForAContextCause) {
   EXPECT_THAT(c.reason, HasSubstr("IB was wanted (NCCL_NET=IB) and line 3 says why"));
 }
 
+TEST(Explain, SaysAnRdmaPluginWantedIbWhenNoSettingDid) {
+  Explained e;
+  e.counts.lines = 12;
+  e.net.rdma_plugin_line = LogLine{2, "NET/Plugin: Loaded net plugin NCCL RDMA Plugin (v5)"};
+  const Classification plugin =
+      e.Of({{"ib.hca_present", Kept(kTierContext, 3, FaultClass::kIbResource)}});
+  EXPECT_THAT(plugin.reason, HasSubstr("IB was wanted (an RDMA net plugin loaded at line 2)"));
+  e.net.rdma_plugin_line.reset();
+  const Classification settings =
+      e.Of({{"ib.hca_present", Kept(kTierContext, 3, FaultClass::kIbResource)}});
+  EXPECT_THAT(settings.reason, HasSubstr("IB was wanted (by the job's NCCL_IB_* settings)"));
+}
+
 TEST(Explain, CallsACompletedRunHealthyWithItsProof) {
   Explained e;
   e.counts.lines = 40;
