@@ -154,7 +154,12 @@ void ApplyRefinements(KeptMap& kept) {
     auto g = kept.find(ref.general.str());
     auto s = kept.find(ref.specific.str());
     if (g == kept.end() || s == kept.end() || g->second.tier > kTierSecondary) continue;
-    if (s->second.tier > g->second.tier) {
+    // The specific takes the general's place in the order when it stands behind it (a lower
+    // tier, or the same tier on a later line: the explanation printed after the failure).
+    const bool behind = s->second.tier > g->second.tier ||
+                        (s->second.tier == g->second.tier &&
+                         s->second.order_line > g->second.order_line);
+    if (behind) {
       s->second.tier = g->second.tier;
       s->second.order_line = g->second.order_line;
       s->second.order_ts = g->second.order_ts;

@@ -30,6 +30,10 @@ constexpr std::array kRefinements = {
     // A socket connect that failed while NCCL's interface choice shows a loopback, link-local or
     // container-bridge address (or the connect went to one): the choice, not the network.
     Refinement{ids::kNetConnect, ids::kNetSocketIfname},
+    // An error completion (NCCL's status, rdma-core's `got completion with error`, UCX's) whose
+    // syndrome is the local protection error with vendor syndrome 0x51: GPUDirect RDMA blocked by
+    // PCIe ACS or the IOMMU, the reason the completions fail.
+    Refinement{ids::kIbFabric, ids::kIbGdrAcs},
 };
 
 // NCCL_FACTS A2. ncclSuccess and ncclInProgress are not failures.

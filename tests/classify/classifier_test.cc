@@ -1208,6 +1208,17 @@ TEST(LogClassifierInference, ManyUncountedRefusedRetriesAreTheConnect) {
   for (const auto& cause : routine.causes) EXPECT_NE(cause.cause, "net.connect") << routine.reason;
 }
 
+// rdma-core's dump of an error CQE after `got completion with error` holds the syndrome and the
+// vendor syndrome: local protection with vendor 0x51 says why the completion failed (ACS), and
+// that explanation, printed after the failure, takes the general completion error's place.
+TEST(LogClassifierInference, AnErrorCqeWithTheAcsSyndromeIsGpuDirectBlocked) {
+  const std::string head = "mlx5: gpu-1: got completion with error:\n";
+  Classification acs = ClassifyLogText(head + "00000000 02005104 0a00061e 000164d2\n");
+  EXPECT_EQ(Top(acs), "ib.gdr_acs") << acs.reason;
+  Classification other = ClassifyLogText(head + "00000000 00008813 120101c6 0a3fd4d2\n");
+  EXPECT_EQ(Top(other), "ib.fabric") << other.reason;
+}
+
 // nccl-tests lists its ranks once per job. The same rank from a second process before any result
 // is a process that ran a test of its own; a second run pasted after the first one's results
 // lists its ranks again and is fine.

@@ -944,6 +944,28 @@ const std::multimap<std::string, std::string>& Samples() {
       {"rdma.async_qp_error",
        "W0419 23:51:51.067479 114309 worker_pool.cpp:373] Worker: Received context async event "
        "local access violation work queue error for context mlx5_0"},
+      {"c10d.store_listen",
+       "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+       "network address. The server socket has failed to bind to [::]:98 (errno: 13 - Permission "
+       "denied)."},
+      {"c10d.store_listen",
+       "[W1207 10:00:01.000000000 socket.cpp:464] [c10d] The server socket has failed to bind to "
+       "0.0.0.0:29500 (errno: 98 - Address already in use)."},
+      {"launcher.unreachable",
+       "subprocess.CalledProcessError: Command 'ssh -o PasswordAuthentication=no 192.168.3.100 "
+       "hostname' returned non-zero exit status 255."},
+      {"nccl.library_missing",
+       "No OpKernel was registered to support Op 'NcclAllReduce' used by {{node NcclAllReduce}} "
+       "with these attrs: [reduction=\"sum\", shared_name=\"c1\", T=DT_FLOAT, num_devices=2]"},
+      {"mooncake.reg_mr_enomem",
+       "E0605 17:54:16.878770 178707 rdma_context.cpp:198] Failed to register memory "
+       "0x7f56e6600000: Cannot allocate memory [12]"},
+      {"mooncake.reg_mr",
+       "E0605 10:48:27.885119 10136 rdma_context.cpp:203] Failed to register memory "
+       "0x7b375b400000: Invalid argument [22]"},
+      {"kernel.mlx5_reg_mr",
+       " infiniband mlx5_0: create_mkey_callback:131:(pid 0): async reg mr failed. status -12"},
+      {"mlx5.error_cqe_acs", "00000000 02005104 0a00061e 000164d2"},
       {"rdma.alloc_enomem", "ERROR mlx5_0: ibv_create_cq() failed: Cannot allocate memory."},
       {"mscclpp.wc_status",
        "  what():  a work item failed: status 12 (Ib failure: Cannot allocate memory)"},
@@ -1037,6 +1059,11 @@ const std::multimap<std::string, std::string>& NearMisses() {
       // A crash in the program's own frames, not in MPI's start-up.
       {"launcher.mpi_abi",
        "[gpu-1:12576] [ 2] ./build/all_reduce_perf[0x402101]"},
+      // Another syndrome in the error CQE's dump (0x13, remote access; vendor 0x88).
+      {"mlx5.error_cqe_acs", "00000000 00008813 120101c6 0a3fd4d2"},
+      {"mooncake.reg_mr_enomem",
+       "E0605 10:48:27.885119 10136 rdma_context.cpp:203] Failed to register memory "
+       "0x7b375b400000: Invalid argument [22]"},
       // A counter's name is not a completion status.
       {"rdma.wc_error", "rx_remote_access_errors: 0"},
       // A script the shell may not run is not ssh refusing the launcher.

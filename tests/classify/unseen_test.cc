@@ -79,8 +79,8 @@ std::vector<Case> LoadCaptures() {
 // before that work, 70.5 % / 68.2 % after it, no healthy answer on a failed run, its cases not
 // read (44 cases); 84.1 % / 81.8 % since its misses were studied. The tenth set, gathered while
 // the ninth was studied: 73.8 % class, 71.4 % cause before that work, 76.2 % / 73.8 % after it,
-// no healthy answer on a failed run, its cases not read (42 cases). The bars are a guard against
-// regressions.
+// no healthy answer on a failed run, its cases not read (42 cases); 90.5 % / 90.5 % since its
+// misses were studied. The bars are a guard against regressions.
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
 constexpr double kUnseen2MinClass = 0.89;
@@ -105,8 +105,8 @@ constexpr size_t kUnseen8MaxHealthyOnFailed = 1;
 constexpr double kUnseen9MinClass = 0.84;
 constexpr double kUnseen9MinCause = 0.81;
 constexpr size_t kUnseen9MaxHealthyOnFailed = 0;
-constexpr double kUnseen10MinClass = 0.76;
-constexpr double kUnseen10MinCause = 0.73;
+constexpr double kUnseen10MinClass = 0.90;
+constexpr double kUnseen10MinCause = 0.88;
 constexpr size_t kUnseen10MaxHealthyOnFailed = 0;
 constexpr double kCaptureMinClass = 0.99;
 constexpr double kCaptureMinCause = 0.99;
@@ -276,7 +276,7 @@ TEST(UnseenSet9, ClassifierMeetsTheBars) {
 
 // The tenth unseen set (tests/classify/unseen-10, gathered 2026-12-07 by someone who did not
 // run the classifier or read its rules, while the ninth set's misses were studied; scored before
-// and after that work, only its totals and matrix read).
+// and after that work; its misses studied since).
 TEST(UnseenSet10, CasesAreWellFormedAndNoneIsSeenElsewhere) {
   ExpectSetApart(kUnseen10Dir, 40,
                  {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
