@@ -35,6 +35,7 @@ const fs::path kUnseen7Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/
 const fs::path kUnseen8Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-8";
 const fs::path kUnseen9Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-9";
 const fs::path kUnseen10Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-10";
+const fs::path kUnseen11Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-11";
 const fs::path kCaptureDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/fixtures/nccl-logs";
 const fs::path kCorpusDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/corpus";
 
@@ -80,7 +81,9 @@ std::vector<Case> LoadCaptures() {
 // read (44 cases); 84.1 % / 81.8 % since its misses were studied. The tenth set, gathered while
 // the ninth was studied: 73.8 % class, 71.4 % cause before that work, 76.2 % / 73.8 % after it,
 // no healthy answer on a failed run, its cases not read (42 cases); 90.5 % / 90.5 % since its
-// misses were studied. The bars are a guard against regressions.
+// misses were studied. The eleventh set, gathered while the tenth was studied: 69.8 % class,
+// 67.4 % cause and one healthy answer on a failed run's log, before and after that work alike,
+// its cases not read (43 cases). The bars are a guard against regressions.
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
 constexpr double kUnseen2MinClass = 0.89;
@@ -108,6 +111,9 @@ constexpr size_t kUnseen9MaxHealthyOnFailed = 0;
 constexpr double kUnseen10MinClass = 0.90;
 constexpr double kUnseen10MinCause = 0.88;
 constexpr size_t kUnseen10MaxHealthyOnFailed = 0;
+constexpr double kUnseen11MinClass = 0.69;
+constexpr double kUnseen11MinCause = 0.67;
+constexpr size_t kUnseen11MaxHealthyOnFailed = 1;
 constexpr double kCaptureMinClass = 0.99;
 constexpr double kCaptureMinCause = 0.99;
 
@@ -286,6 +292,21 @@ TEST(UnseenSet10, CasesAreWellFormedAndNoneIsSeenElsewhere) {
 TEST(UnseenSet10, ClassifierMeetsTheBars) {
   ExpectSetMeetsBars(kUnseen10Dir, "tenth unseen set of public threads (tests/classify/unseen-10)",
                      kUnseen10MinClass, kUnseen10MinCause, kUnseen10MaxHealthyOnFailed);
+}
+
+// The eleventh unseen set (tests/classify/unseen-11, gathered 2026-12-07 by someone who did not
+// run the classifier or read its rules, while the tenth set's misses were studied; scored before
+// and after that work, only its totals and matrix read).
+TEST(UnseenSet11, CasesAreWellFormedAndNoneIsSeenElsewhere) {
+  ExpectSetApart(kUnseen11Dir, 40,
+                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
+                  kUnseen6Dir, kUnseen7Dir, kUnseen8Dir, kUnseen9Dir, kUnseen10Dir});
+}
+
+TEST(UnseenSet11, ClassifierMeetsTheBars) {
+  ExpectSetMeetsBars(kUnseen11Dir,
+                     "eleventh unseen set of public threads (tests/classify/unseen-11)",
+                     kUnseen11MinClass, kUnseen11MinCause, kUnseen11MaxHealthyOnFailed);
 }
 
 TEST(GpuCaptures, ClassifierMeetsTheBars) {
