@@ -36,6 +36,7 @@ const fs::path kUnseen8Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/
 const fs::path kUnseen9Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-9";
 const fs::path kUnseen10Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-10";
 const fs::path kUnseen11Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-11";
+const fs::path kUnseen12Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-12";
 const fs::path kCaptureDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/fixtures/nccl-logs";
 const fs::path kCorpusDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/corpus";
 
@@ -83,7 +84,9 @@ std::vector<Case> LoadCaptures() {
 // no healthy answer on a failed run, its cases not read (42 cases); 90.5 % / 90.5 % since its
 // misses were studied. The eleventh set, gathered while the tenth was studied: 69.8 % class,
 // 67.4 % cause and one healthy answer on a failed run's log, before and after that work alike,
-// its cases not read (43 cases). The bars are a guard against regressions.
+// its cases not read (43 cases). The twelfth set, gathered while the eleventh was studied:
+// 61.9 % class, 52.4 % cause, no healthy answer on a failed run, before that work (42 cases).
+// The bars are a guard against regressions.
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
 constexpr double kUnseen2MinClass = 0.89;
@@ -114,6 +117,9 @@ constexpr size_t kUnseen10MaxHealthyOnFailed = 0;
 constexpr double kUnseen11MinClass = 0.69;
 constexpr double kUnseen11MinCause = 0.67;
 constexpr size_t kUnseen11MaxHealthyOnFailed = 1;
+constexpr double kUnseen12MinClass = 0.61;
+constexpr double kUnseen12MinCause = 0.52;
+constexpr size_t kUnseen12MaxHealthyOnFailed = 0;
 constexpr double kCaptureMinClass = 0.99;
 constexpr double kCaptureMinCause = 0.99;
 
@@ -307,6 +313,22 @@ TEST(UnseenSet11, ClassifierMeetsTheBars) {
   ExpectSetMeetsBars(kUnseen11Dir,
                      "eleventh unseen set of public threads (tests/classify/unseen-11)",
                      kUnseen11MinClass, kUnseen11MinCause, kUnseen11MaxHealthyOnFailed);
+}
+
+// The twelfth unseen set (tests/classify/unseen-12, gathered 2026-12-07 by someone who did not
+// run the classifier or read its rules, while the eleventh set's misses were studied; scored
+// before and after that work, only its totals and matrix read).
+TEST(UnseenSet12, CasesAreWellFormedAndNoneIsSeenElsewhere) {
+  ExpectSetApart(kUnseen12Dir, 40,
+                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
+                  kUnseen6Dir, kUnseen7Dir, kUnseen8Dir, kUnseen9Dir, kUnseen10Dir,
+                  kUnseen11Dir});
+}
+
+TEST(UnseenSet12, ClassifierMeetsTheBars) {
+  ExpectSetMeetsBars(kUnseen12Dir,
+                     "twelfth unseen set of public threads (tests/classify/unseen-12)",
+                     kUnseen12MinClass, kUnseen12MinCause, kUnseen12MaxHealthyOnFailed);
 }
 
 TEST(GpuCaptures, ClassifierMeetsTheBars) {
