@@ -65,6 +65,12 @@ struct TestsBanner {
   };
   std::unordered_map<int, Listing> ranks;
   std::optional<std::pair<LogLine, LogLine>> relisted;  // the first listing and the other
+  // Only the process of rank 0 prints the banner (`# nThread 1 nGpus 8 minBytes ...`) and the
+  // summary (`# Avg bus bandwidth : ...`), once each. Two of either printed together (no result
+  // row, and nothing of another run, between them) come from two processes that each are rank 0.
+  std::optional<LogLine> last_header;
+  std::optional<LogLine> last_summary;
+  size_t last_row = 0;  // the line of the last result row
 };
 
 // The network NCCL chose and the channels it built on it.

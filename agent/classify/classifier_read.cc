@@ -310,6 +310,7 @@ void LineReader::OnText(const ParsedLine& p, std::string_view line) {
     OnVersion(ParseVersion(p.message), line);
   }
   if (p.message.front() == '#') OnTestsBanner(p.message, line);
+  OnTestsHeaderOrSummary(p.message, line);
   const bool step = OnProgressText(p);
   bool root_found = false;
   const std::vector<CompiledRules::LineMatch> matches =
@@ -375,6 +376,41 @@ void LineReader::OnTestsBanner(std::string_view msg, std::string_view line) {
     return;
   }
   if (!tests.relisted) tests.relisted = std::make_pair(it->second.line, Here(line));
+}
+
+// nccl-tests' banner and summary lines, and its result rows between them: a banner or summary
+// printed again within a few lines, with no result row (and, for banners, no summary) since the
+// first, is a second process acting as rank 0. A run pasted after another one prints its own
+// rows or summary in between; processes started together print their banners together.
+void LineReader::OnTestsHeaderOrSummary(std::string_view msg, std::string_view line) {
+  if (msg.size() > 512) return;
+  constexpr size_t kTogether = 16;  // lines: the two processes' output interleaves closely
+  TestsBanner& tests = facts_.tests;
+  const size_t now = facts_.counts.lines;
+  auto again = [&](const std::optional<LogLine>& last, size_t since) {
+    return last && !tests.relisted && last->number > tests.last_row && last->number > since &&
+           now - last->number <= kTogether;
+  };
+  if (IsTestsResultRow(msg)) {
+    tests.last_row = now;
+    return;
+  }
+  static const RE2 kHeader(R"(#?\s*nThread \d+ nGpus \d+ minBytes \d+)");
+  if (msg.find("nThread ") != std::string_view::npos && RE2::PartialMatch(msg, kHeader)) {
+    const size_t summary = tests.last_summary ? tests.last_summary->number : 0;
+    if (again(tests.last_header, summary)) {
+      tests.relisted = std::make_pair(*tests.last_header, Here(line));
+    }
+    tests.last_header = Here(line);
+    return;
+  }
+  if (msg.find("# Avg bus bandwidth") != std::string_view::npos) {
+    const size_t header = tests.last_header ? tests.last_header->number : 0;
+    if (again(tests.last_summary, header)) {
+      tests.relisted = std::make_pair(*tests.last_summary, Here(line));
+    }
+    tests.last_summary = Here(line);
+  }
 }
 
 // A quoted error that names a cause: the rank's root when the log has no WARN lines.

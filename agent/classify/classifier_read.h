@@ -73,6 +73,7 @@ class LineReader {
   void OnText(const ParsedLine& p, std::string_view line);
   bool OnProgressText(const ParsedLine& p);
   void OnTestsBanner(std::string_view msg, std::string_view line);
+  void OnTestsHeaderOrSummary(std::string_view msg, std::string_view line);
   void AddTextRoot(const ParsedLine& p, std::string_view line);
   bool OnBareNcclMessage(const ParsedLine& p, std::string_view line);
 

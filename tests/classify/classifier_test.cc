@@ -1240,5 +1240,33 @@ TEST(LogClassifierInference, NcclTestsRanksListedTwiceAreSeparateJobs) {
   EXPECT_EQ(one_process.fault_class, FaultClass::kHealthy) << one_process.reason;
 }
 
+// Only rank 0's process prints nccl-tests' banner and summary. Two banners printed together, or
+// two summaries with no result row between them, come from two processes that are each rank 0;
+// runs pasted one after the other have their rows and summaries between them.
+TEST(LogClassifierInference, NcclTestsBannersOrSummariesPrintedTogetherAreSeparateJobs) {
+  const std::string banner =
+      "# nThread 1 nGpus 1 minBytes 8 maxBytes 268435456 step: 2(factor) warmup iters: 5 iters: "
+      "20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n";
+  const std::string row =
+      "   268435456      67108864     float     sum      -1   2854.1   94.05   94.05      0   "
+      "2851.7   94.13   94.13      0\n";
+  const std::string summary = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 47.0207\n";
+
+  Classification banners = ClassifyLogText(banner + banner + row + row + summary);
+  EXPECT_EQ(banners.fault_class, FaultClass::kArchitecture) << banners.reason;
+  EXPECT_EQ(Top(banners), "job.launcher");
+  Classification summaries = ClassifyLogText(banner + row + row + summary + "#\n" + summary);
+  EXPECT_EQ(summaries.fault_class, FaultClass::kArchitecture) << summaries.reason;
+  EXPECT_EQ(Top(summaries), "job.launcher");
+
+  Classification two_runs = ClassifyLogText(banner + row + summary + banner + row + summary);
+  EXPECT_EQ(two_runs.fault_class, FaultClass::kHealthy) << two_runs.reason;
+  // Far apart (another program's output between), two banners are two runs of a script.
+  std::string apart = banner;
+  for (int i = 0; i < 20; ++i) apart += "preparing shard " + std::to_string(i) + "\n";
+  Classification script = ClassifyLogText(apart + banner + row + summary);
+  EXPECT_EQ(script.fault_class, FaultClass::kHealthy) << script.reason;
+}
+
 }  // namespace
 }  // namespace nccl_triage

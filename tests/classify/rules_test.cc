@@ -187,6 +187,9 @@ const std::multimap<std::string, std::string>& Samples() {
       {"rma.socket_no_gdrcopy",
        "[2026-12-06 23:53:42] vm:707:707 [0] transport/rma_socket.cc:32 (ncclRmaSocketProxyInit) "
        "NCCL WARN RMA/Socket : rma_socket requires GDRCopy; and GDR Copy is not available"},
+      {"ras.client_socket",
+       "[2026-11-30 09:12:44] gpu-a-07:41210:41210 [0] ras/client_support.cc:160 NCCL WARN Call "
+       "to bind failed: Address already in use"},
       // NCCL's diagnostics report (2.31.2, 2.32.6): `host:pid NCCL DIAG <line>`.
       {"diag.xid_benign",
        "gpu-7:5120 NCCL DIAG Xid 43 detected at 1764996612 s on host gpu-7. No user action or "
@@ -337,6 +340,12 @@ const std::multimap<std::string, std::string>& Samples() {
        "probe: cuInit(0) failed: CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804)"},
       {"cuda.no_device", "RuntimeError: CUDA error: no CUDA-capable device is detected"},
       {"cuda.no_device", "probe: cuInit(0) failed: CUDA_ERROR_NO_DEVICE (100)"},
+      {"cuda.no_device",
+       "[rank0]: RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!"},
+      {"cuda.no_device", "RuntimeError: No CUDA GPUs are available"},
+      {"cuda.no_device",
+       "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an "
+       "NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx"},
       {"cuda.stub_library",
        "gpu-x:4321:4321 [0] misc/cudawrap.cc:188 NCCL WARN Cuda failure 34 'CUDA driver is a stub "
        "library'"},
@@ -920,6 +929,13 @@ const std::multimap<std::string, std::string>& Samples() {
        "/opt/nvshmem/src/modules/transport/common/transport_mlx5_common.cpp:94: non-zero status: "
        "22 mlx5dv_devx_general_cmd for hca cap failed."},
       {"rdma.verbs_call", "ibv_modify_qp failed"},
+      {"rdma.verbs_call", "ERROR: failed to modify QP state to RTR"},
+      {"rdma.verbs_call", "[conn] Unable to transition QP to RTS"},
+      {"rdma.verbs_call",
+       "rdma.c:1016:nvmf_rdma_qpair_initialize: *ERROR*: rdma_create_qp failed: errno 22: "
+       "Invalid argument"},
+      {"rdma.verbs_call",
+       "RuntimeError: In operator() at tensorpipe/common/ibv.h:172 \"\": Invalid argument"},
       {"ucx.cqe_local_protection_acs",
        "[1745700389.902821] [labinit01:6274 :0]     ib_mlx5_log.c:179  UCX  ERROR Local "
        "protection error on mlx5_0:1/RoCE (synd 0x4 vend 0x51 hw_synd 0/2)"},
@@ -967,6 +983,11 @@ const std::multimap<std::string, std::string>& Samples() {
        " infiniband mlx5_0: create_mkey_callback:131:(pid 0): async reg mr failed. status -12"},
       {"mlx5.error_cqe_acs", "00000000 02005104 0a00061e 000164d2"},
       {"rdma.alloc_enomem", "ERROR mlx5_0: ibv_create_cq() failed: Cannot allocate memory."},
+      {"rdma.alloc_enomem",
+       "rdma.c:1016:nvmf_rdma_qpair_initialize: *ERROR*: rdma_create_qp failed: errno 12: "
+       "Cannot allocate memory"},
+      {"rdma.alloc_enomem",
+       "RuntimeError: In create at tensorpipe/common/ibv.h:237 \"\": Cannot allocate memory"},
       {"mscclpp.wc_status",
        "  what():  a work item failed: status 12 (Ib failure: Cannot allocate memory)"},
       {"ucx.verbs_object",
@@ -1048,6 +1069,15 @@ const std::multimap<std::string, std::string>& NearMisses() {
       {"nccl.symbol_missing",
        "ImportError: libcudnn_ops.so.9: undefined symbol: cudnnGetVersion, version libcudnn.so.9"},
       {"rdma.reg_mr_enomem", "  what():  ibv_reg_mr failed (errno 14) (Ib failure: Bad address)"},
+      // The bootstrap's own listening socket failing to bind is a real fault, not RAS's port.
+      {"ras.client_socket",
+       "n1:5:5 [0] misc/socket.cc:456 NCCL WARN Call to bind failed: Address already in use"},
+      // Another errno of the same queue creation is not pinned memory.
+      {"rdma.alloc_enomem",
+       "rdma.c:1016:nvmf_rdma_qpair_initialize: *ERROR*: rdma_create_qp failed: errno 22: "
+       "Invalid argument"},
+      // A QP moved on its way, logged by a program that says it succeeded.
+      {"rdma.verbs_call", "[conn] modified QP to RTR, then RTS"},
       // The same completion error with another vendor syndrome is not the ACS case.
       {"ucx.cqe_local_protection_acs",
        "[1745700389.902821] [labinit01:6274 :0]     ib_mlx5_log.c:179  UCX  ERROR Local "
