@@ -930,6 +930,52 @@ const std::multimap<std::string, std::string>& Samples() {
        "22 mlx5dv_devx_general_cmd for hca cap failed."},
       {"rdma.verbs_call", "ibv_modify_qp failed"},
       {"rdma.verbs_call", "ERROR: failed to modify QP state to RTR"},
+      {"rdma.verbs_call", "[qelr_create_qp:679]create qp: failed on ibv_cmd_create_qp with 22"},
+      {"ucx.verbs_object",
+       "[1588956223.719348] [node7:55453:0]       ib_iface.c:623  UCX  ERROR iface=0x2535490: "
+       "failed to create UD QP TX wr:256 sge:2 inl:64 RX wr:4096 sge:1 inl 0: Invalid argument"},
+      {"ucx.api_version", "UCP API version is incompatible: required >= 1.19, actual 1.17.0"},
+      {"ucx.ud_timeout",
+       "[cn-217:40213:0:40213]    ud_iface.c:780  Fatal: transport error: Endpoint timeout"},
+      {"kernel.mlx5_cmd",
+       "[3391842.120044] mlx5_core 0000:3b:00.0: mlx5_cmd_out_err:838:(pid 27710): "
+       "RTR2RTS_QP(0x504) op_mod(0x0) failed, status bad parameter(0x3), syndrome (0x6a5b8a), "
+       "err(-22)"},
+      {"perftest.cqe_acs", " Failed status 4: wr_id 0 syndrom 0x51"},
+      {"perftest.cqe_retry", "Failed status 12: wr_id 0 syndrom 0x81"},
+      {"perftest.cqe", " Failed status 10: wr_id 0 syndrom 0x88"},
+      {"perftest.cqe_heading", "Completion with error at client"},
+      {"topo.gdr_distance",
+       "node-a:3011:3190 [2] NCCL INFO NET/IB : GPU Direct RDMA Disabled for GPU 2[2] / HCA 0 "
+       "(distance 3 >= 2)"},
+      {"launcher.slurm_step",
+       "srun: error: Task launch for StepId=4411.0 failed on node gpu-c-04: Communication "
+       "connection failure"},
+      {"launcher.slurm_step",
+       "srun: error: Application launch failed: Socket timed out on send/recv operation"},
+      {"launcher.container_start", "slurmstepd: error: pyxis: couldn't start container"},
+      {"launcher.container_start",
+       "slurmstepd: error: pyxis: container start failed with error code: 1"},
+      {"container.gpu_hook",
+       "slurmstepd: error: pyxis:     [ERROR] Command not found: nvidia-container-cli, see "
+       "https://github.com/NVIDIA/libnvidia-container"},
+      {"container.gpu_hook",
+       "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: "
+       "cannot open shared object file: no such file or directory: unknown."},
+      {"container.gpu_hook",
+       "docker: Error response from daemon: could not select device driver \"\" with "
+       "capabilities: [[gpu]]."},
+      {"container.cuda_requirement",
+       "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please "
+       "update your driver to a newer version, or use an earlier cuda container: unknown."},
+      {"c10d.watchdog_timeout",
+       "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::"
+       "duration<long, std::ratio<1l, 1000l> > >) + 0x1e1 (0x7fe705ea04e1 in "
+       "/usr/local/lib/python3.10/dist-packages/torch/lib/libtorch_cuda.so)"},
+      {"c10d.watchdog_timeout",
+       "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/"
+       "ProcessGroupNCCL.cpp:525 (most recent call first):"},
+      {"result.cuda_error", "gpu-1: Test NCCL failure common.cu:1005 'unhandled CUDA error'"},
       {"rdma.verbs_call", "[conn] Unable to transition QP to RTS"},
       {"rdma.verbs_call",
        "rdma.c:1016:nvmf_rdma_qpair_initialize: *ERROR*: rdma_create_qp failed: errno 22: "
@@ -988,6 +1034,10 @@ const std::multimap<std::string, std::string>& Samples() {
        "Cannot allocate memory"},
       {"rdma.alloc_enomem",
        "RuntimeError: In create at tensorpipe/common/ibv.h:237 \"\": Cannot allocate memory"},
+      {"rdma.alloc_enomem",
+       "[1588956223.719348] [node7:55453:0]       ib_iface.c:623  UCX  ERROR iface=0x2535490: "
+       "failed to create RC QP TX wr:256 sge:2 inl:64 RX wr:0 sge:0 inl 0: Cannot allocate "
+       "memory"},
       {"mscclpp.wc_status",
        "  what():  a work item failed: status 12 (Ib failure: Cannot allocate memory)"},
       {"ucx.verbs_object",
@@ -1076,6 +1126,18 @@ const std::multimap<std::string, std::string>& NearMisses() {
       {"rdma.alloc_enomem",
        "rdma.c:1016:nvmf_rdma_qpair_initialize: *ERROR*: rdma_create_qp failed: errno 22: "
        "Invalid argument"},
+      // NCCL's GDR switched off because the module is missing is a suspect, not its policy.
+      {"topo.gdr_distance",
+       "n1:5:5 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)"},
+      // Another completion status is not the ACS case, nor a retry count.
+      {"perftest.cqe_acs", " Failed status 4: wr_id 0 syndrom 0x32"},
+      {"perftest.cqe_retry", " Failed status 10: wr_id 0 syndrom 0x88"},
+      // A command the firmware completed is logged without "failed".
+      {"kernel.mlx5_cmd",
+       "[12.5] mlx5_core 0000:3b:00.0: mlx5_cmd_check:795:(pid 9993): RTR2RTS_QP(0x504) "
+       "op_mod(0x0) completed"},
+      // The container toolkit's own version line is not an error.
+      {"container.gpu_hook", "NVIDIA Container Runtime Hook version 1.17.4"},
       // A QP moved on its way, logged by a program that says it succeeded.
       {"rdma.verbs_call", "[conn] modified QP to RTR, then RTS"},
       // The same completion error with another vendor syndrome is not the ACS case.

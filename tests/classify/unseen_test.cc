@@ -87,7 +87,8 @@ std::vector<Case> LoadCaptures() {
 // its cases not read (43 cases); 86.0 % / 86.0 % and none since its misses were studied. The
 // twelfth set, gathered while the eleventh was studied: 61.9 % class, 52.4 % cause, no healthy
 // answer on a failed run, before that work, 64.3 % / 57.1 % after it, its cases not read (42
-// cases). The bars are a guard against regressions.
+// cases); 85.7 % / 81.0 % since its misses were studied. The bars are a guard against
+// regressions.
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
 constexpr double kUnseen2MinClass = 0.89;
@@ -118,8 +119,8 @@ constexpr size_t kUnseen10MaxHealthyOnFailed = 0;
 constexpr double kUnseen11MinClass = 0.86;
 constexpr double kUnseen11MinCause = 0.86;
 constexpr size_t kUnseen11MaxHealthyOnFailed = 0;
-constexpr double kUnseen12MinClass = 0.64;
-constexpr double kUnseen12MinCause = 0.57;
+constexpr double kUnseen12MinClass = 0.85;
+constexpr double kUnseen12MinCause = 0.80;
 constexpr size_t kUnseen12MaxHealthyOnFailed = 0;
 constexpr double kCaptureMinClass = 0.99;
 constexpr double kCaptureMinCause = 0.99;
@@ -318,7 +319,7 @@ TEST(UnseenSet11, ClassifierMeetsTheBars) {
 
 // The twelfth unseen set (tests/classify/unseen-12, gathered 2026-12-07 by someone who did not
 // run the classifier or read its rules, while the eleventh set's misses were studied; scored
-// before and after that work, only its totals and matrix read).
+// before and after that work; its misses studied since).
 TEST(UnseenSet12, CasesAreWellFormedAndNoneIsSeenElsewhere) {
   ExpectSetApart(kUnseen12Dir, 40,
                  {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
