@@ -148,6 +148,16 @@ struct VersionFacts {
 struct DeviceFacts {
   std::optional<LogLine> no_device_line;
   std::optional<LogLine> device_opened_line;
+  // The GPU each rank of a communicator opened, by communicator, host and bus id (NCCL 2.1x+
+  // `ncclCommInitRank comm 0x.. rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 100000 commId 0x..`;
+  // bounded), and the first GPU found opened by two ranks of one communicator.
+  static constexpr size_t kMaxGpus = 4096;
+  struct Opened {
+    int rank = 0;
+    LogLine line;
+  };
+  std::unordered_map<std::string, Opened> gpus;
+  std::optional<std::pair<LogLine, LogLine>> shared_gpu;
 };
 
 // What one rank (a `host:pid` key) showed.

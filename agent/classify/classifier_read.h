@@ -74,6 +74,7 @@ class LineReader {
   bool OnProgressText(const ParsedLine& p);
   void OnTestsBanner(std::string_view msg, std::string_view line);
   void OnTestsHeaderOrSummary(std::string_view msg, std::string_view line);
+  void OnRankGpu(std::string_view rank_key, std::string_view msg, std::string_view line);
   void AddTextRoot(const ParsedLine& p, std::string_view line);
   bool OnBareNcclMessage(const ParsedLine& p, std::string_view line);
 

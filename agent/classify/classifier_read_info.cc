@@ -1,5 +1,7 @@
 // The INFO (and TRACE) lines of LineReader: how far NCCL set up, which network, channels and
 // plugins it used, which settings and versions it printed.
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -34,11 +36,37 @@ void LineReader::OnInfo(const ParsedLine& p, std::string_view line) {
       msg.find(" cudaDev ") != std::string_view::npos) {
     facts_.devices.device_opened_line = Here(line);
   }
+  if (msg.find(" commId ") != std::string_view::npos) OnRankGpu(p.rank, msg, line);
   for (const auto& m : MatchRules(rules_, p, facts_.versions.numbers, facts_.env)) {
     const Rule& r = rules_.rules()[m.rule];
     causes_.AddCause(r, TierFor(r.strength, false, false), r.confidence, facts_.counts.lines, line,
                      p.timestamp);
   }
+}
+
+// Two ranks of one communicator on the GPU of one host: NCCL refuses it (`Duplicate GPU
+// detected`), in lines that may not be in the log; the ranks' own init lines show it.
+void LineReader::OnRankGpu(std::string_view rank_key, std::string_view msg,
+                           std::string_view line) {
+  DeviceFacts& devices = facts_.devices;
+  if (devices.shared_gpu || msg.size() > 512) return;
+  static const RE2 kOpened(
+      R"(\brank (\d{1,7}) nranks \d+ cudaDev \d+ (?:nvmlDev \d+ )?busId ([0-9a-fA-F]{1,16}) )"
+      R"(commId (0x[0-9a-fA-F]{1,16})\b)");
+  int rank = 0;
+  std::string bus, comm;
+  if (!RE2::PartialMatch(msg, kOpened, &rank, &bus, &comm)) return;
+  const std::string host(rank_key.substr(0, rank_key.find(':')));
+  if (host.empty()) return;
+  std::string key = comm + "/" + host + "/" + bus;
+  auto it = devices.gpus.find(key);
+  if (it == devices.gpus.end()) {
+    if (devices.gpus.size() < DeviceFacts::kMaxGpus) {
+      devices.gpus.emplace(std::move(key), DeviceFacts::Opened{rank, Here(line)});
+    }
+    return;
+  }
+  if (it->second.rank != rank) devices.shared_gpu = std::make_pair(it->second.line, Here(line));
 }
 
 void LineReader::OnInitOrTeardown(std::string_view rank, std::string_view msg) {

@@ -345,7 +345,8 @@ std::span<const DerivedCause> DerivedCauses() {
   static constexpr std::array kDerived = {kVersionSkew,    kMtuSkew,        kBadSetting,
                                           kNetworkSkew,    kGdrSkew,        kCudaMajorSkew,
                                           kNcclTooOld,     kPluginNotLoaded, kGidSelection,
-                                          kDeviceNotGiven, kRefusedRetries, kSeparateTestJobs};
+                                          kDeviceNotGiven, kRefusedRetries, kSeparateTestJobs,
+                                          kSharedGpu};
   return kDerived;
 }
 

@@ -158,6 +158,11 @@ inline constexpr DerivedCause kGidSelection{ids::kIbGid, FaultClass::kIbResource
 // `cudaDev N` init line): the driver works, that process was given no GPU (device assignment,
 // CUDA_VISIBLE_DEVICES).
 inline constexpr DerivedCause kDeviceNotGiven{ids::kGpuVisibility, FaultClass::kArchitecture};
+// Two ranks of one communicator (commId) opened the same GPU (busId) of one host and the
+// communicator got no further: NCCL refuses a communicator with a GPU twice. A suspect; not read
+// when NCCL_HOSTID is set or the ranks built channels (processes of one machine counted as
+// different hosts).
+inline constexpr DerivedCause kSharedGpu{ids::kGpuDuplicate, FaultClass::kArchitecture};
 // Ten and more `connect returned Connection refused, retrying` lines (NCCL before 2.12 counts
 // none itself) and no set-up after them: nothing listens at the peer's address and port.
 inline constexpr DerivedCause kRefusedRetries{ids::kNetConnect, FaultClass::kArchitecture};

@@ -1240,6 +1240,33 @@ TEST(LogClassifierInference, NcclTestsRanksListedTwiceAreSeparateJobs) {
   EXPECT_EQ(one_process.fault_class, FaultClass::kHealthy) << one_process.reason;
 }
 
+// NCCL refuses a communicator that holds one GPU twice; the ranks' init lines show it even when
+// the WARN is not in the log. Other communicators of the same processes, other hosts, and runs
+// that set NCCL_HOSTID (processes of one machine as different hosts) are not that.
+TEST(LogClassifierInference, TwoRanksOfOneCommunicatorOnOneGpuAreADuplicateGpu) {
+  auto init = [](const std::string& host_pid, int rank, const std::string& bus,
+                 const std::string& comm) {
+    return host_pid + " [0] NCCL INFO ncclCommInitRank comm 0x55d0b7f31a20 rank " +
+           std::to_string(rank) + " nranks 2 cudaDev 0 nvmlDev 0 busId " + bus + " commId " +
+           comm + " - Init START\n";
+  };
+  Classification dup = ClassifyLogText(init("pod-0:42:982", 0, "100000", "0xaa9b") +
+                                       init("pod-0:43:43", 1, "100000", "0xaa9b"));
+  EXPECT_EQ(dup.fault_class, FaultClass::kArchitecture) << dup.reason;
+  EXPECT_EQ(Top(dup), "gpu.duplicate");
+
+  Classification hosts = ClassifyLogText(init("node-a:42:42", 0, "100000", "0xaa9b") +
+                                         init("node-b:43:43", 1, "100000", "0xaa9b"));
+  EXPECT_NE(Top(hosts), "gpu.duplicate") << hosts.reason;
+  Classification comms = ClassifyLogText(init("pod-0:42:42", 0, "100000", "0xaa9b") +
+                                         init("pod-0:42:42", 1, "100000", "0x51c0"));
+  EXPECT_NE(Top(comms), "gpu.duplicate") << comms.reason;
+  Classification hostid = ClassifyLogText(
+      "pod-0:42:42 [0] NCCL INFO NCCL_HOSTID set by environment to a\n" +
+      init("pod-0:42:42", 0, "100000", "0xaa9b") + init("pod-0:43:43", 1, "100000", "0xaa9b"));
+  EXPECT_NE(Top(hostid), "gpu.duplicate") << hostid.reason;
+}
+
 // Only rank 0's process prints nccl-tests' banner and summary. Two banners printed together, or
 // two summaries with no result row between them, come from two processes that are each rank 0;
 // runs pasted one after the other have their rows and summaries between them.
