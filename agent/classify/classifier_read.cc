@@ -310,8 +310,9 @@ void LineReader::OnText(const ParsedLine& p, std::string_view line) {
     OnVersion(ParseVersion(p.message), line);
   }
   if (p.message.front() == '#') OnTestsBanner(p.message, line);
-  OnTestsHeaderOrSummary(p.message, line);
-  const bool step = OnProgressText(p);
+  const bool row = IsTestsResultRow(p.message);
+  OnTestsHeaderOrSummary(p.message, row, line);
+  const bool step = OnProgressText(p, row);
   bool root_found = false;
   const std::vector<CompiledRules::LineMatch> matches =
       MatchRules(rules_, p, facts_.versions.numbers, facts_.env);
@@ -335,11 +336,11 @@ void LineReader::OnText(const ParsedLine& p, std::string_view line) {
 // per step`, `{'loss': 1.2, ...}`): each step runs collectives, so they completed. Once a step
 // after the last WARN is known, later steps change nothing until another WARN comes. True for a
 // step line.
-bool LineReader::OnProgressText(const ParsedLine& p) {
+bool LineReader::OnProgressText(const ParsedLine& p, bool result_row) {
   RunProgress& run = facts_.run;
   if (p.message.find("Out of bounds values : 0 OK") != std::string_view::npos ||
       p.message.find("# Avg bus bandwidth") != std::string_view::npos ||
-      IsTestsResultRow(p.message) || IsProgramSuccessLine(p.message)) {
+      result_row || IsProgramSuccessLine(p.message)) {
     run.tests_passed = true;
     run.last_success_line = facts_.counts.lines;
   }
@@ -382,7 +383,8 @@ void LineReader::OnTestsBanner(std::string_view msg, std::string_view line) {
 // printed again within a few lines, with no result row (and, for banners, no summary) since the
 // first, is a second process acting as rank 0. A run pasted after another one prints its own
 // rows or summary in between; processes started together print their banners together.
-void LineReader::OnTestsHeaderOrSummary(std::string_view msg, std::string_view line) {
+void LineReader::OnTestsHeaderOrSummary(std::string_view msg, bool result_row,
+                                        std::string_view line) {
   if (msg.size() > 512) return;
   constexpr size_t kTogether = 16;  // lines: the two processes' output interleaves closely
   TestsBanner& tests = facts_.tests;
@@ -391,7 +393,7 @@ void LineReader::OnTestsHeaderOrSummary(std::string_view msg, std::string_view l
     return last && !tests.relisted && last->number > tests.last_row && last->number > since &&
            now - last->number <= kTogether;
   };
-  if (IsTestsResultRow(msg)) {
+  if (result_row) {
     tests.last_row = now;
     return;
   }

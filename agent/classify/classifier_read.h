@@ -71,9 +71,9 @@ class LineReader {
   void OnPluginLine(std::string_view rank, std::string_view msg, std::string_view line);
 
   void OnText(const ParsedLine& p, std::string_view line);
-  bool OnProgressText(const ParsedLine& p);
+  bool OnProgressText(const ParsedLine& p, bool result_row);
   void OnTestsBanner(std::string_view msg, std::string_view line);
-  void OnTestsHeaderOrSummary(std::string_view msg, std::string_view line);
+  void OnTestsHeaderOrSummary(std::string_view msg, bool result_row, std::string_view line);
   void OnRankGpu(std::string_view rank_key, std::string_view msg, std::string_view line);
   void AddTextRoot(const ParsedLine& p, std::string_view line);
   bool OnBareNcclMessage(const ParsedLine& p, std::string_view line);
