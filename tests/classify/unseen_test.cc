@@ -37,6 +37,7 @@ const fs::path kUnseen9Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/
 const fs::path kUnseen10Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-10";
 const fs::path kUnseen11Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-11";
 const fs::path kUnseen12Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-12";
+const fs::path kUnseen13Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-13";
 const fs::path kCaptureDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/fixtures/nccl-logs";
 const fs::path kCorpusDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/corpus";
 
@@ -87,7 +88,9 @@ std::vector<Case> LoadCaptures() {
 // its cases not read (43 cases); 86.0 % / 86.0 % and none since its misses were studied. The
 // twelfth set, gathered while the eleventh was studied: 61.9 % class, 52.4 % cause, no healthy
 // answer on a failed run, before that work, 64.3 % / 57.1 % after it, its cases not read (42
-// cases); 85.7 % / 81.0 % since its misses were studied. The bars are a guard against
+// cases); 88.1 % / 83.3 % since its misses were studied. The thirteenth set, gathered while the
+// twelfth was studied: 62.8 % class, 48.8 % cause, no healthy answer on a failed run, before
+// and after that work alike, its cases not read (43 cases). The bars are a guard against
 // regressions.
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
@@ -121,6 +124,9 @@ constexpr double kUnseen11MinCause = 0.86;
 constexpr size_t kUnseen11MaxHealthyOnFailed = 0;
 constexpr double kUnseen12MinClass = 0.85;
 constexpr double kUnseen12MinCause = 0.80;
+constexpr double kUnseen13MinClass = 0.62;
+constexpr double kUnseen13MinCause = 0.48;
+constexpr size_t kUnseen13MaxHealthyOnFailed = 0;
 constexpr size_t kUnseen12MaxHealthyOnFailed = 0;
 constexpr double kCaptureMinClass = 0.99;
 constexpr double kCaptureMinCause = 0.99;
@@ -331,6 +337,22 @@ TEST(UnseenSet12, ClassifierMeetsTheBars) {
   ExpectSetMeetsBars(kUnseen12Dir,
                      "twelfth unseen set of public threads (tests/classify/unseen-12)",
                      kUnseen12MinClass, kUnseen12MinCause, kUnseen12MaxHealthyOnFailed);
+}
+
+// The thirteenth unseen set (tests/classify/unseen-13, gathered 2026-12-07 by someone who did
+// not run the classifier or read its rules, while the twelfth set's misses were studied; scored
+// before and after that work, only its totals and matrix read).
+TEST(UnseenSet13, CasesAreWellFormedAndNoneIsSeenElsewhere) {
+  ExpectSetApart(kUnseen13Dir, 40,
+                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
+                  kUnseen6Dir, kUnseen7Dir, kUnseen8Dir, kUnseen9Dir, kUnseen10Dir,
+                  kUnseen11Dir, kUnseen12Dir});
+}
+
+TEST(UnseenSet13, ClassifierMeetsTheBars) {
+  ExpectSetMeetsBars(kUnseen13Dir,
+                     "thirteenth unseen set of public threads (tests/classify/unseen-13)",
+                     kUnseen13MinClass, kUnseen13MinCause, kUnseen13MaxHealthyOnFailed);
 }
 
 TEST(GpuCaptures, ClassifierMeetsTheBars) {
