@@ -34,6 +34,9 @@ constexpr std::array kRefinements = {
     // syndrome is the local protection error with vendor syndrome 0x51: GPUDirect RDMA blocked by
     // PCIe ACS or the IOMMU, the reason the completions fail.
     Refinement{ids::kIbFabric, ids::kIbGdrAcs},
+    // The same with another vendor syndrome: the local buffer's memory key does not cover the
+    // access, a registration problem.
+    Refinement{ids::kIbFabric, ids::kIbMrRegister},
 };
 
 // NCCL_FACTS A2. ncclSuccess and ncclInProgress are not failures.

@@ -931,6 +931,57 @@ const std::multimap<std::string, std::string>& Samples() {
       {"rdma.verbs_call", "ibv_modify_qp failed"},
       {"rdma.verbs_call", "ERROR: failed to modify QP state to RTR"},
       {"rdma.verbs_call", "[qelr_create_qp:679]create qp: failed on ibv_cmd_create_qp with 22"},
+      {"rdma.verbs_call", "[2025-11-11 08:02:15] [coro_connection.hpp:209] ibverbs init qp failed: "
+                          "End of file conn_id  1"},
+      {"rdma.verbs_call", "[ERROR] (setup_ib.c:184:setup_ib: errno: Invalid argument) Failed to "
+                          "create qp"},
+      {"rdma.verbs_call",
+       "thread 'main' panicked at 'called Result::unwrap() on an Err value: Os { code: 22, kind: "
+       "InvalidInput, message: \"Invalid argument\" }', ibverbs/examples/loopback.rs:16:10"},
+      {"rdma.alloc_enomem",
+       "[ERROR] (setup_ib.c:184:setup_ib: errno: Cannot allocate memory) Failed to create qp"},
+      {"rdma.alloc_enomem",
+       "[1731542301.118204] [trainer-3:5121:0]          mpool.c:269  UCX  ERROR Failed to "
+       "allocate memory pool (name=ud_recv_skb) chunk: Cannot allocate memory"},
+      {"ucx.mpool_register",
+       "[1731542301.118204] [trainer-3:5121:0]          mpool.c:269  UCX  ERROR Failed to "
+       "allocate memory pool (name=rc_recv_desc) chunk: Input/output error"},
+      {"mlx5.error_cqe_local_protection", "00000000 93005204 0a0011c3 38a21cd2"},
+      {"ibv.open_device_missing",
+       "libfabric:88:1731542112::efa:ep_data:efa_device_construct_gid():47<warn> ibv_open_device "
+       "failed! errno: 2"},
+      {"peermem.module_load",
+       "[Mon Nov 16 04:12:55 2026] nvidia_peermem: disagrees about version of symbol "
+       "ib_register_peer_memory_client"},
+      {"peermem.module_load", "modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument"},
+      {"peermem.module_load", "failed to load nvidia-peermem module"},
+      {"host.gpu_lost",
+       "[   24.302465] NVRM: GPU6 _kgspIsHeartbeatTimedOut: Heartbeat timed out, currentTimeMs "
+       "812751949 heartbeat 1899482 heartbeatWithOffsetMs 812745879 diff 6070 timeout 5200"},
+      {"host.gpu_lost",
+       "[   84.300488] NVRM: GPU6 _kgspLogRpcTimeout: ********************************* GSP "
+       "Timeout **********************************"},
+      {"host.gpu_lost",
+       "[   84.300480] NVRM: GPU6 kgmmuCheckMemSubsysError_IMPL: Memory Subsystem Error detected. "
+       "kbusSendSysmembarSingle failed."},
+      {"launcher.slurm_step", "srun: error: Task launch for 36.0 failed on node cn131: Job "
+                              "credential expired"},
+      {"launcher.slurm_step",
+       "slurmstepd: error: execve(): /var/spool/slurmd/job00412/slurm_script: No such file or "
+       "directory"},
+      {"c10d.store_connect",
+       "[E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying to "
+       "connect to 10.0.0.4:29500"},
+      {"c10d.store_connect",
+       "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the "
+       "C10d store has failed. See inner exception for details."},
+      {"c10d.watchdog_timeout",
+       "[rank11]:[E ProcessGroupNCCL.cpp:1537] [PG 1 Rank 11] Timeout at NCCL work: 15734, last "
+       "enqueued NCCL work: 15735, last completed NCCL work: 15733."},
+      {"ibverbs.no_provider",
+       "libibverbs: Warning: couldn't open config directory '/etc/libibverbs.d'."},
+      {"cuda.illegal_address",
+       "[1,3]<stderr>:  what():  cudaEventQuery failed: an illegal memory access was encountered"},
       {"ucx.verbs_object",
        "[1588956223.719348] [node7:55453:0]       ib_iface.c:623  UCX  ERROR iface=0x2535490: "
        "failed to create UD QP TX wr:256 sge:2 inl:64 RX wr:4096 sge:1 inl 0: Invalid argument"},
@@ -1136,6 +1187,15 @@ const std::multimap<std::string, std::string>& NearMisses() {
       {"kernel.mlx5_cmd",
        "[12.5] mlx5_core 0000:3b:00.0: mlx5_cmd_check:795:(pid 9993): RTR2RTS_QP(0x504) "
        "op_mod(0x0) completed"},
+      // The ACS case is another rule's; an error CQE with another syndrome is not this one.
+      {"mlx5.error_cqe_local_protection", "00000000 02005104 0a00061e 000164d2"},
+      {"mlx5.error_cqe_local_protection", "00000000 00008813 120101c6 0a3fd4d2"},
+      // Another errno of opening the device is not a missing device node.
+      {"ibv.open_device_missing",
+       "libfabric:88:1731542112::efa:ep_data:efa_device_construct_gid():47<warn> ibv_open_device "
+       "failed! errno: 12"},
+      // The module loading fine prints its own line, no symbol.
+      {"peermem.module_load", "[  12.1] nvidia_peermem: module verification failed"},
       // The container toolkit's own version line is not an error.
       {"container.gpu_hook", "NVIDIA Container Runtime Hook version 1.17.4"},
       // A QP moved on its way, logged by a program that says it succeeded.
