@@ -16,4 +16,15 @@ bool SystemClock::SleepUntil(TimePoint deadline, std::stop_token stop) {
   return !stop.stop_requested();
 }
 
+int64_t MonotonicMs(Clock& clock) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock.Now().time_since_epoch())
+      .count();
+}
+
+std::string CutShortReason(const std::stop_token& stop, Clock::TimePoint deadline, Clock& clock) {
+  if (stop.stop_requested()) return "stop requested";
+  if (clock.Now() >= deadline) return "deadline";
+  return "";
+}
+
 }  // namespace nccl_triage

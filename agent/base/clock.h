@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <mutex>
 #include <stop_token>
+#include <string>
 
 namespace nccl_triage {
 
@@ -39,5 +40,12 @@ class SystemClock final : public Clock {
   std::mutex mu_;
   std::condition_variable_any cv_;  // never notified: only the stop token wakes it early
 };
+
+// The monotonic time as milliseconds since the clock's epoch, for times kept as plain numbers.
+int64_t MonotonicMs(Clock& clock);
+
+// Why work bounded by `stop` and `deadline` may start nothing more now: "stop requested" or
+// "deadline"; "" while it may.
+std::string CutShortReason(const std::stop_token& stop, Clock::TimePoint deadline, Clock& clock);
 
 }  // namespace nccl_triage

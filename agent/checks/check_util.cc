@@ -131,6 +131,19 @@ std::vector<const PciDevice*> RdmaPciDevices(const NodeSnapshot& s) {
   return out;
 }
 
+bool HasRdmaHardware(const NodeSnapshot& s) {
+  return !s.ib_devices.empty() || !RdmaPciDevices(s).empty();
+}
+
+bool HasCapIpcLock(const NodeSnapshot& s) {
+  constexpr uint64_t kCapIpcLock = uint64_t{1} << 14;
+  return s.cap_eff.ok() && (*s.cap_eff.value & kCapIpcLock) != 0;
+}
+
+bool MemlockSufficient(const Limit& soft, const std::optional<uint64_t>& floor) {
+  return soft.unlimited || (floor && soft.value >= *floor);
+}
+
 std::vector<const PciDevice*> NvidiaGpuPci(const NodeSnapshot& s) {
   std::vector<const PciDevice*> out;
   for (const auto& d : s.pci_devices) {

@@ -106,6 +106,16 @@ bool IsEthernetLinkLayer(const IbPort& port);    // link_layer "Ethernet" (RoCE)
 bool IsInfiniBandClassPci(const PciDevice& d);
 bool IsRdmaCapablePci(const PciDevice& d);
 std::vector<const PciDevice*> RdmaPciDevices(const NodeSnapshot& s);
+// A registered RDMA device or an RDMA-capable PCI function: memlock, CAP_IPC_LOCK and the RDMA
+// kernel modules matter only where this holds.
+bool HasRdmaHardware(const NodeSnapshot& s);
+
+// CapEff read and carrying CAP_IPC_LOCK (bit 14), which exempts memory registration from
+// RLIMIT_MEMLOCK.
+bool HasCapIpcLock(const NodeSnapshot& s);
+// A soft memlock limit that lets NCCL register its buffers: unlimited, or at least `floor`
+// (expect.memlock_min_bytes) when one is configured.
+bool MemlockSufficient(const Limit& soft, const std::optional<uint64_t>& floor);
 
 // NVIDIA GPUs known to the driver, else NVIDIA display-class PCI functions.
 bool HasNvidiaGpu(const NodeSnapshot& s);

@@ -70,7 +70,7 @@ Finding ContainerHostNetwork(const NodeSnapshot& s, const Config&, const CheckCo
   if (!rdma_netdevs.empty()) {
     b.Add("RDMA interfaces in this namespace", Join(rdma_netdevs), "sys/class/net");
   }
-  if (s.ib_devices.empty() && RdmaPciDevices(s).empty()) {
+  if (!HasRdmaHardware(s)) {
     return b.Warn(
         "private network namespace; no RDMA hardware, so NCCL can only use the pod "
         "network over sockets");

@@ -18,9 +18,6 @@ NT_HOST_CHECK(ContainerIpcLock, 60,
               "pass when memlock is sufficient or the node has no RDMA hardware (the capability "
               "is then not needed) or CAP_IPC_LOCK is present; fail when memlock is limited and "
               "the capability is missing"});
-namespace {
-constexpr uint64_t kCapIpcLock = uint64_t{1} << 14;
-}  // namespace
 
 Finding ContainerIpcLock(const NodeSnapshot& s, const Config& c, const CheckContext&) {
   FindingBuilder b(ids::kContainerIpcLock);
@@ -28,23 +25,20 @@ Finding ContainerIpcLock(const NodeSnapshot& s, const Config& c, const CheckCont
         SourceOr(s.cap_eff, "proc/self/status"));
   b.AddFact("Max locked memory", s.memlock, "proc/self/limits");
   const bool memlock_known = s.memlock.ok();
-  bool memlock_enough = false;
-  if (memlock_known) {
-    const Limit& soft = s.memlock.value->soft;
-    memlock_enough =
-        soft.unlimited || (c.expect.memlock_min_bytes && soft.value >= *c.expect.memlock_min_bytes);
-  }
+  const bool memlock_enough =
+      memlock_known && MemlockSufficient(s.memlock.value->soft, c.expect.memlock_min_bytes);
   if (!s.cap_eff.ok()) {
     if (memlock_known && memlock_enough) return b.Pass("not needed: memlock is sufficient");
     return b.Skip("the effective capabilities could not be read");
   }
-  const bool has_cap = (*s.cap_eff.value & kCapIpcLock) != 0;
-  if (has_cap) return b.Pass("CAP_IPC_LOCK present: memory registration is not bound by memlock");
+  if (HasCapIpcLock(s)) {
+    return b.Pass("CAP_IPC_LOCK present: memory registration is not bound by memlock");
+  }
   if (!memlock_known) {
     return b.Warn("CAP_IPC_LOCK missing and the memlock limit is unknown");
   }
   if (memlock_enough) return b.Pass("CAP_IPC_LOCK missing but not needed: memlock is sufficient");
-  if (s.ib_devices.empty() && RdmaPciDevices(s).empty()) {
+  if (!HasRdmaHardware(s)) {
     return b.Pass("CAP_IPC_LOCK missing, not needed: no RDMA hardware to register memory with");
   }
   return b.Fail("CAP_IPC_LOCK missing and memlock limited to " +

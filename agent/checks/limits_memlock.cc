@@ -19,9 +19,6 @@ NT_HOST_CHECK(LimitsMemlock, 70,
               "fail below unlimited or `expect.memlock_min_bytes` (the message notes when this "
               "process has CAP_IPC_LOCK: the limit is still what every other process inherits); "
               "only warn on a node without RDMA hardware"});
-namespace {
-constexpr uint64_t kCapIpcLock = uint64_t{1} << 14;
-}  // namespace
 
 Finding LimitsMemlock(const NodeSnapshot& s, const Config& c, const CheckContext&) {
   FindingBuilder b(ids::kLimitsMemlock);
@@ -35,7 +32,7 @@ Finding LimitsMemlock(const NodeSnapshot& s, const Config& c, const CheckContext
   const Limit& hard = s.memlock.value->hard;
   const std::string have = FormatLimit(soft, true);
   if (soft.unlimited) return b.Pass("memlock unlimited");
-  if (floor && soft.value >= *floor) {
+  if (MemlockSufficient(soft, floor)) {
     return b.Pass("memlock " + have + " (at least " + FormatBytes(*floor) + ")");
   }
   const std::string need = floor ? "at least " + FormatBytes(*floor) : std::string("unlimited");
@@ -47,7 +44,7 @@ Finding LimitsMemlock(const NodeSnapshot& s, const Config& c, const CheckContext
   // started here inherits, while the capability is per process: the limit itself is the fault,
   // and the message says when this process would get away with it (container.ipc_lock judges
   // the capability).
-  if (s.cap_eff.ok() && (*s.cap_eff.value & kCapIpcLock) != 0) {
+  if (HasCapIpcLock(s)) {
     b.Add("CapEff", "0x" + HexDigits(*s.cap_eff.value, 16),
           SourceOr(s.cap_eff, "proc/self/status"));
     hint +=
@@ -56,7 +53,7 @@ Finding LimitsMemlock(const NodeSnapshot& s, const Config& c, const CheckContext
   }
   // Locked memory only limits RDMA registration: on a node without RDMA hardware a small limit
   // breaks nothing NCCL does, and saying so is more useful than a failure.
-  if (s.ib_devices.empty() && RdmaPciDevices(s).empty()) {
+  if (!HasRdmaHardware(s)) {
     return b.Warn("memlock is " + have +
                   ", too small for NCCL over IB, but this node has no "
                   "RDMA hardware");

@@ -24,7 +24,7 @@ Finding PlatformArch(const NodeSnapshot& s, const Config&, const CheckContext&) 
   b.AddFact("hypervisor", s.hypervisor, "proc/cpuinfo");
   if (!s.arch.ok()) return b.Skip("the CPU architecture could not be read");
   const std::string& arch = *s.arch.value;
-  const bool rdma = !s.ib_devices.empty() || !RdmaPciDevices(s).empty();
+  const bool rdma = HasRdmaHardware(s);
   const bool gpu = HasNvidiaGpu(s);
   if (arch != "x86_64" && arch != "aarch64" && arch != "ppc64le") {
     return b.Warn(arch + ": NCCL is built for x86_64, aarch64 and ppc64le only");

@@ -62,7 +62,7 @@ Finding VersionsOfedKernel(const NodeSnapshot& s, const Config&, const CheckCont
     }
   }
   if (!any_loaded) {
-    if (s.ib_devices.empty() && RdmaPciDevices(s).empty()) {
+    if (!HasRdmaHardware(s)) {
       return b.Skip("no RDMA hardware and no RDMA kernel module loaded");
     }
     return b.Skip("no RDMA kernel module loaded (see ib.driver)");

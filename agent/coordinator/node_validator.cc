@@ -41,35 +41,18 @@ NodeValidator::NodeValidator(KubeClient& kube, NodeValidatorOptions options, Log
       nodes_(nodes),
       pending_(std::string(kPendingValidationEventAnnotation)) {}
 
-void NodeValidator::Observe(const KubeResponse& r) {
-  if (nodes_ == nullptr || !r.ok()) return;
-  const json n = json::parse(r.body, nullptr, false);
-  if (n.is_object()) nodes_->Observe(n);
-}
-
-int64_t NodeValidator::MonotonicMs() const {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now().time_since_epoch())
-      .count();
-}
-
 ValidatorMemory NodeValidator::Memory() const { return memory_; }
 
 void NodeValidator::Restore(const ValidatorMemory& memory) {
   memory_ = memory;
   relearn_ = memory_.boot_ids.size() >= kMaxValidatorBootIds;
   since_ms_.clear();
-  const int64_t now_ms = MonotonicMs();
+  const int64_t now_ms = MonotonicMs(clock_);
   const int64_t now_unix = clock_.NowUnixMs();
   for (const auto& [node, p] : memory_.pending) {
     // A wall clock behind the stored time counts as no time passed: a timeout is never hastened.
     since_ms_[node] = now_ms - std::max<int64_t>(now_unix - p.since_unix_ms, 0);
   }
-}
-
-std::string NodeValidator::CutShort() const {
-  if (stop_.stop_requested()) return "stop requested";
-  if (clock_.Now() >= deadline_) return "deadline";
-  return "";
 }
 
 NodeCacheOptions NodeValidator::Fields() const {
@@ -98,11 +81,8 @@ bool NodeValidator::ListNodes(std::vector<NodeRead>* nodes, std::string* error) 
   NodeCacheOptions fields = Fields();
   fields.list_page = options_.list_page;
   fields.max_nodes = options_.max_listed_nodes;
-  const std::string why = ReadNodes(
-      nodes_, kube_, fields,
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - clock_.Now()), stop_,
-      [this] { return CutShort(); },
-      [&](const CachedNode& c) {
+  const std::string why =
+      ReadNodes(nodes_, kube_, fields, clock_, deadline_, stop_, [&](const CachedNode& c) {
         NodeRead n = ParseNode(c);
         if (!n.name.empty()) nodes->push_back(std::move(n));
       });
@@ -125,17 +105,16 @@ bool NodeValidator::PatchTaint(const NodeRead& node, const std::string& value,
     p.taints = std::move(t);
     return p;
   };
-  KubeResponse r = kube_.PatchNode(node.name, build(node));
-  Observe(r);
+  KubeResponse r = PatchNodeObserved(kube_, nodes_, node.name, build(node));
   if (r.status == 409 && CutShort().empty()) {
     // Changed since it was read (or the cache was behind): the taints as they are now, so that
     // nobody else's change is lost.
     KubeResponse fresh = kube_.GetNode(node.name);
     const json n = fresh.ok() ? json::parse(fresh.body, nullptr, false) : json();
-    if (n.is_object()) Observe(fresh);
+    if (n.is_object()) ObserveNodeAnswer(nodes_, fresh);
     if (n.is_object() && CutShort().empty()) {
-      r = kube_.PatchNode(node.name, build(ParseNode(CachedNodeFromJson(n, Fields()))));
-      Observe(r);
+      r = PatchNodeObserved(kube_, nodes_, node.name,
+                            build(ParseNode(CachedNodeFromJson(n, Fields()))));
     }
   }
   if (!r.ok()) {
@@ -162,9 +141,7 @@ void NodeValidator::Deliver(const std::string& node, const PendingNodeEvent& eve
         return PostEvent(node, e.type, e.reason, e.message, status);
       },
       [this](const std::string& n, const NodePatch& p) {
-        KubeResponse r = kube_.PatchNode(n, p);
-        Observe(r);
-        return r;
+        return PatchNodeObserved(kube_, nodes_, n, p);
       },
       &cleared);
   if (d == PendingEvents::Delivered::kNotCleared) {
@@ -176,17 +153,9 @@ bool NodeValidator::PostEvent(const std::string& node, const std::string& type,
                               const std::string& reason, const std::string& message,
                               ValidationStatus& status) {
   if (!CutShort().empty()) return false;
-  KubeEvent e;
-  e.ns = options_.event_namespace;
-  e.involved_name = node;
-  e.involved_uid = node;
-  e.type = type;
-  e.reason = reason;
-  e.message = message;
-  e.component = options_.component;
-  e.host = node;
-  e.at_unix_ms = clock_.NowUnixMs();
-  KubeResponse r = kube_.CreateEvent(e);
+  KubeResponse r = kube_.CreateEvent(NodeKubeEvent(node, {type, reason, message},
+                                                   options_.event_namespace, options_.component,
+                                                   clock_.NowUnixMs()));
   if (!r.ok()) status.errors[node] = "event " + reason + ": " + r.Describe();
   return r.ok();
 }
@@ -207,7 +176,7 @@ ValidationStatus NodeValidator::Step(const std::map<std::string, NodeProbePasses
   std::sort(nodes.begin(), nodes.end(),
             [](const NodeRead& a, const NodeRead& b) { return a.name < b.name; });
   status.nodes_seen = static_cast<int>(nodes.size());
-  const int64_t now_ms = MonotonicMs();
+  const int64_t now_ms = MonotonicMs(clock_);
   const int64_t now_unix = clock_.NowUnixMs();
   std::set<std::string> listed;
   for (const NodeRead& n : nodes) listed.insert(n.name);

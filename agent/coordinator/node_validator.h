@@ -151,10 +151,8 @@ class NodeValidator {
   };
   NodeRead ParseNode(const CachedNode& node) const;
   NodeCacheOptions Fields() const;  // what a node read keeps
-  // A node as the API answered a patch or a get, handed to the cache.
-  void Observe(const KubeResponse& r);
   bool ListNodes(std::vector<NodeRead>* nodes, std::string* error);
-  std::string CutShort() const;
+  std::string CutShort() const { return CutShortReason(stop_, deadline_, clock_); }
   // Adds (`value` non-empty) or removes our taint, with `event` left pending on the node and
   // posted once the patch is done; a 409 is retried once on a fresh read.
   bool PatchTaint(const NodeRead& node, const std::string& value, const PendingNodeEvent& event,
@@ -164,7 +162,6 @@ class NodeValidator {
                ValidationStatus& status);
   bool PostEvent(const std::string& node, const std::string& type, const std::string& reason,
                  const std::string& message, ValidationStatus& status);
-  int64_t MonotonicMs() const;
 
   KubeClient& kube_;
   NodeValidatorOptions options_;

@@ -21,6 +21,21 @@ bool PendingNodeEvent::Decode(const std::string& text, PendingNodeEvent* out) {
   return (out->type == "Normal" || out->type == "Warning") && !out->reason.empty();
 }
 
+KubeEvent NodeKubeEvent(const std::string& node, const PendingNodeEvent& event,
+                        const std::string& ns, const std::string& component, int64_t at_unix_ms) {
+  KubeEvent e;
+  e.ns = ns;
+  e.involved_name = node;
+  e.involved_uid = node;
+  e.type = event.type;
+  e.reason = event.reason;
+  e.message = event.message;
+  e.component = component;
+  e.host = node;
+  e.at_unix_ms = at_unix_ms;
+  return e;
+}
+
 PendingNodeEvent PendingEvents::Read(const std::string& value, const std::string& reason) {
   PendingNodeEvent e;
   if (!PendingNodeEvent::Decode(value, &e)) e = {"Normal", reason, value.substr(0, 1024)};

@@ -27,6 +27,11 @@ struct PendingNodeEvent {
   static bool Decode(const std::string& text, PendingNodeEvent* out);
 };
 
+// The Kubernetes event that posts `event` about `node` (a Node's event: the node's name as its
+// uid and host), in namespace `ns` from `component`.
+KubeEvent NodeKubeEvent(const std::string& node, const PendingNodeEvent& event,
+                        const std::string& ns, const std::string& component, int64_t at_unix_ms);
+
 class PendingEvents {
  public:
   explicit PendingEvents(std::string annotation) : annotation_(std::move(annotation)) {}

@@ -62,17 +62,6 @@ Remediator::Remediator(KubeClient& kube, RemediatorOptions options, Logger& log,
                        NodeCache* nodes)
     : kube_(kube), options_(std::move(options)), log_(log), clock_(clock), nodes_(nodes) {}
 
-void Remediator::Observe(const KubeResponse& r) {
-  if (nodes_ == nullptr || !r.ok()) return;
-  const json n = json::parse(r.body, nullptr, false);
-  if (n.is_object()) nodes_->Observe(n);
-}
-
-int64_t Remediator::MonotonicMs() const {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now().time_since_epoch())
-      .count();
-}
-
 RemediatorMemory Remediator::Memory() const {
   RemediatorMemory m;
   for (const std::string& node : placed_) {
@@ -87,7 +76,7 @@ RemediatorMemory Remediator::Memory() const {
 }
 
 void Remediator::Restore(const RemediatorMemory& memory) {
-  const int64_t now_ms = MonotonicMs();
+  const int64_t now_ms = MonotonicMs(clock_);
   const int64_t now_unix = clock_.NowUnixMs();
   for (const auto& [node, since_unix] : memory.healthy_since_unix_ms) {
     // Stepped back (the stored time is ahead of now): no healthy time, the hold starts again.
@@ -100,22 +89,15 @@ void Remediator::Restore(const RemediatorMemory& memory) {
   breaker_open_ = memory.breaker_open;
 }
 
-std::string Remediator::CutShort() const {
-  if (stop_.stop_requested()) return "stop requested";
-  if (clock_.Now() >= deadline_) return "deadline";
-  return "";
-}
-
 bool Remediator::ListNodes(std::vector<NodeState>* nodes, std::string* error) {
   NodeCacheOptions fields = RemediationNodeFields(options_.pool_label);
   fields.list_page = options_.list_page;
   fields.max_nodes = options_.max_listed_nodes;
   // The first step may come before the cache's first list: it waits for it, within its time.
-  const std::string why = ReadNodes(
-      nodes_, kube_, fields,
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - clock_.Now()), stop_,
-      [this] { return CutShort(); },
-      [&](const CachedNode& n) { nodes->push_back(ParseNode(n, options_.pool_label)); });
+  const std::string why = ReadNodes(nodes_, kube_, fields, clock_, deadline_, stop_,
+                                    [&](const CachedNode& n) {
+                                      nodes->push_back(ParseNode(n, options_.pool_label));
+                                    });
   return NoteRecurringList(why, "list nodes", "the node list reads again", list_failing_, log_,
                            kLogComponent, error);
 }
@@ -181,8 +163,7 @@ KubeResponse Remediator::Patch(RemediationAction& action, const NodeState& node,
   *skip = false;
   auto [patch, e] = Build(action, node);
   *event = e;
-  KubeResponse r = kube_.PatchNode(action.node, patch);
-  Observe(r);
+  KubeResponse r = PatchNodeObserved(kube_, nodes_, action.node, patch);
   if (r.status != 409 || !CutShort().empty()) return r;
   // Someone changed the node since it was read (or the cache was behind): read it again and
   // decide again from what is there now, so that their cordon is not taken for ours nor their
@@ -191,7 +172,7 @@ KubeResponse Remediator::Patch(RemediationAction& action, const NodeState& node,
   if (!fresh.ok()) return r;
   const json n = json::parse(fresh.body, nullptr, false);
   if (!n.is_object()) return r;
-  Observe(fresh);
+  ObserveNodeAnswer(nodes_, fresh);
   const NodeState now =
       ParseNode(CachedNodeFromJson(n, RemediationNodeFields(options_.pool_label)),
                 options_.pool_label);
@@ -218,9 +199,7 @@ KubeResponse Remediator::Patch(RemediationAction& action, const NodeState& node,
   if (!CutShort().empty()) return r;
   auto [again, e2] = Build(action, now);
   *event = e2;
-  KubeResponse second = kube_.PatchNode(action.node, again);
-  Observe(second);
-  return second;
+  return PatchNodeObserved(kube_, nodes_, action.node, again);
 }
 
 void Remediator::Failed(const std::string& node, const std::string& what, const KubeResponse& r,
@@ -239,17 +218,8 @@ void Remediator::Succeeded(const std::string& node) {
 
 bool Remediator::PostEvent(const std::string& node, const PendingEvent& event,
                            RemediationStatus& status) {
-  KubeEvent e;
-  e.ns = options_.event_namespace;
-  e.involved_name = node;
-  e.involved_uid = node;
-  e.type = event.type;
-  e.reason = event.reason;
-  e.message = event.message;
-  e.component = options_.component;
-  e.host = node;
-  e.at_unix_ms = clock_.NowUnixMs();
-  KubeResponse r = kube_.CreateEvent(e);
+  KubeResponse r = kube_.CreateEvent(NodeKubeEvent(node, event, options_.event_namespace,
+                                                   options_.component, clock_.NowUnixMs()));
   status.outcomes.push_back({"event", r.ok() ? "ok" : "error"});
   if (!r.ok()) Failed(node, "event " + event.reason, r, status);
   return r.ok();
@@ -262,9 +232,7 @@ void Remediator::Deliver(const std::string& node, const PendingEvent& event,
       node, event, encoded, [this] { return CutShort().empty(); },
       [&](const PendingEvent& e) { return PostEvent(node, e, status); },
       [this](const std::string& n, const NodePatch& p) {
-        KubeResponse r = kube_.PatchNode(n, p);
-        Observe(r);
-        return r;
+        return PatchNodeObserved(kube_, nodes_, n, p);
       },
       &cleared);
   if (d == PendingEvents::Delivered::kNotCleared) {
@@ -317,8 +285,7 @@ void Remediator::Forget(const NodeState& node, RemediationStatus& status) {
   p.resource_version = node.resource_version;
   p.annotations[std::string(kRemediatedAnnotation)] = std::nullopt;
   p.annotations[std::string(kPendingEventAnnotation)] = event.Encode();
-  KubeResponse r = kube_.PatchNode(name, p);
-  Observe(r);
+  KubeResponse r = PatchNodeObserved(kube_, nodes_, name, p);
   status.outcomes.push_back({"release", r.ok() ? "ok" : r.status == 409 ? "conflict" : "error"});
   if (!r.ok()) {
     Failed(name, "remove the marker", r, status);  // seen again next step
@@ -351,7 +318,7 @@ RemediationStatus Remediator::Step(const std::map<std::string, ConfirmedNodeFaul
   confirmed_ = &confirmed;
   stop_ = std::move(stop);
   deadline_ = clock_.Now() + options_.step_deadline;
-  const int64_t now_ms = MonotonicMs();
+  const int64_t now_ms = MonotonicMs(clock_);
   std::vector<NodeState> nodes;
   if (!ListNodes(&nodes, &status.list_error)) {
     confirmed_ = nullptr;

@@ -159,14 +159,12 @@ class Remediator {
   // An event as the pending-event annotation holds it (coordinator/pending_event.h).
   using PendingEvent = PendingNodeEvent;
   // Why no further API call may start now ("" when one may).
-  std::string CutShort() const;
+  std::string CutShort() const { return CutShortReason(stop_, deadline_, clock_); }
 
   // Every node, from the cache or page by page; false (and `error`) when the cache has no list
   // to serve, a page fails or the step is cut short.
   bool ListNodes(std::vector<NodeState>* nodes, std::string* error);
   static NodeState ParseNode(const CachedNode& node, const std::string& pool_label);
-  // A node as the API answered a patch or a get, handed to the cache.
-  void Observe(const KubeResponse& r);
   // The action's patch and the event it announces, computed from the node as read.
   std::pair<NodePatch, PendingEvent> Build(const RemediationAction& action,
                                            const NodeState& node) const;
@@ -187,7 +185,6 @@ class Remediator {
   void Failed(const std::string& node, const std::string& what, const KubeResponse& r,
               RemediationStatus& status);
   void Succeeded(const std::string& node);
-  int64_t MonotonicMs() const;
 
   KubeClient& kube_;
   RemediatorOptions options_;

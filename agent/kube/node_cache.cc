@@ -321,11 +321,11 @@ NodeCache::Stats NodeCache::stats() const {
 }
 
 std::string ReadNodes(NodeCache* cache, KubeClient& kube, const NodeCacheOptions& fields,
-                      std::chrono::milliseconds wait, std::stop_token stop,
-                      const std::function<std::string()>& cut_short,
+                      Clock& clock, Clock::TimePoint deadline, std::stop_token stop,
                       const std::function<void(const CachedNode&)>& each) {
   std::string why;
   if (cache != nullptr) {
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock.Now());
     std::vector<CachedNode> cached;
     if (cache->Nodes(&cached, &why, std::max(wait, std::chrono::milliseconds(0)), stop)) {
       for (const CachedNode& n : cached) each(n);
@@ -333,8 +333,22 @@ std::string ReadNodes(NodeCache* cache, KubeClient& kube, const NodeCacheOptions
     return why;
   }
   return ListEveryPage([&kube](const NodeListQuery& q) { return kube.ListNodes(q); },
-                       NodeListQuery{}, fields.list_page, fields.max_nodes, cut_short,
+                       NodeListQuery{}, fields.list_page, fields.max_nodes,
+                       [&] { return CutShortReason(stop, deadline, clock); },
                        [&](const nlohmann::json& item) { each(CachedNodeFromJson(item, fields)); });
+}
+
+void ObserveNodeAnswer(NodeCache* cache, const KubeResponse& r) {
+  if (cache == nullptr || !r.ok()) return;
+  const nlohmann::json n = nlohmann::json::parse(r.body, nullptr, false);
+  if (n.is_object()) cache->Observe(n);
+}
+
+KubeResponse PatchNodeObserved(KubeClient& kube, NodeCache* cache, const std::string& node,
+                               const NodePatch& patch) {
+  KubeResponse r = kube.PatchNode(node, patch);
+  ObserveNodeAnswer(cache, r);
+  return r;
 }
 
 }  // namespace nccl_triage

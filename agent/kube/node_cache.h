@@ -145,13 +145,20 @@ class NodeCache {
   std::jthread thread_;
 };
 
-// The nodes, each with the fields of `fields`: from `cache` when there is one (waiting up to
-// `wait` for its first list), else from one paged LIST through `kube` (`fields.list_page` and
-// `fields.max_nodes` a page and in all, ended early by `cut_short`). Returns why they could not
-// be read, "" when they were. The remediator and the validator read the nodes this way.
+// The nodes, each with the fields of `fields`, for a step that ends at `deadline` on `clock` or
+// on `stop`: from `cache` when there is one (waiting until the deadline for its first list), else
+// from one paged LIST through `kube` (`fields.list_page` and `fields.max_nodes` a page and in all,
+// ended early once CutShortReason says so). Returns why they could not be read, "" when they
+// were. The remediator and the validator read the nodes this way.
 std::string ReadNodes(NodeCache* cache, KubeClient& kube, const NodeCacheOptions& fields,
-                      std::chrono::milliseconds wait, std::stop_token stop,
-                      const std::function<std::string()>& cut_short,
+                      Clock& clock, Clock::TimePoint deadline, std::stop_token stop,
                       const std::function<void(const CachedNode&)>& each);
+
+// A node as the API answered a patch or a get of it, handed to `cache` when there is one (so that
+// a step's next read sees its own write); a failed call or a body that is not an object is not.
+void ObserveNodeAnswer(NodeCache* cache, const KubeResponse& r);
+// Patches `node` through `kube` and hands the answer to `cache` (ObserveNodeAnswer).
+KubeResponse PatchNodeObserved(KubeClient& kube, NodeCache* cache, const std::string& node,
+                               const NodePatch& patch);
 
 }  // namespace nccl_triage

@@ -242,33 +242,44 @@ std::vector<std::string> ClusterVerdicts::Restore(const std::vector<TrackedFault
     if (now == nullptr || !now->confirmed) continue;  // suspected: only its counters come back
     const LocalisedFault& f = now->fault;
     if (f.kind == FaultKind::kNode) {
-      PublishedNodeVerdict v;
-      v.fault_class = f.fault_class;
-      v.basis = Basis::kProbes;
-      v.causes = f.causes;
-      v.reason = "node fault, " + why + (f.reason.empty() ? "" : ": " + f.reason);
-      v.confirmed_fault = true;
-      nodes_[f.nodes[0]] = std::move(v);
-      changed.push_back(f.nodes[0]);
+      PublishResumedNode(f, "node fault, " + why + (f.reason.empty() ? "" : ": " + f.reason),
+                         changed);
       continue;
     }
-    const NodePair key(f.nodes[0], f.nodes[1]);
-    PairRecord& rec = pairs_[key];
-    if (rec.sweep == 0) {
-      rec.pair = key;
-      rec.judgement.verdict.fault_class = f.fault_class;
-      rec.judgement.verdict.causes = f.causes;
-      rec.judgement.verdict.reason = why;
-      rec.judgement.verdict.basis = Basis::kProbes;
-      rec.judgement.status = PairStatus::kFail;
-      rec.localisation = PairLocalisation::kLink;
-      pairs_by_node_[key.a][key] = &rec;
-      pairs_by_node_[key.b][key] = &rec;
+    if (PairRecord* rec = ResumedLinkRecord(NodePair(f.nodes[0], f.nodes[1]), changed)) {
+      rec->judgement.verdict.fault_class = f.fault_class;
+      rec->judgement.verdict.causes = f.causes;
+      rec->judgement.verdict.reason = why;
+      rec->judgement.verdict.basis = Basis::kProbes;
     }
-    changed.push_back(key.a);
-    changed.push_back(key.b);
   }
   return changed;
+}
+
+void ClusterVerdicts::PublishResumedNode(const LocalisedFault& f, std::string reason,
+                                         std::vector<std::string>& changed) {
+  PublishedNodeVerdict v;
+  v.fault_class = f.fault_class;
+  v.basis = Basis::kProbes;
+  v.causes = f.causes;
+  v.reason = std::move(reason);
+  v.confirmed_fault = true;
+  nodes_[f.nodes[0]] = std::move(v);
+  changed.push_back(f.nodes[0]);
+}
+
+PairRecord* ClusterVerdicts::ResumedLinkRecord(const NodePair& key,
+                                               std::vector<std::string>& changed) {
+  changed.push_back(key.a);
+  changed.push_back(key.b);
+  PairRecord& rec = pairs_[key];
+  if (rec.sweep != 0) return nullptr;  // a sweep has judged the pair since: its record stays
+  rec.pair = key;
+  rec.judgement.status = PairStatus::kFail;
+  rec.localisation = PairLocalisation::kLink;
+  pairs_by_node_[key.a][key] = &rec;
+  pairs_by_node_[key.b][key] = &rec;
+  return &rec;
 }
 
 std::vector<std::string> ClusterVerdicts::Resume(const std::string& node, const AgentVerdicts& told,
@@ -279,14 +290,7 @@ std::vector<std::string> ClusterVerdicts::Resume(const std::string& node, const 
       told.node->verdict.basis == Basis::kProbes && ChecksFail(told.node->verdict.fault_class)) {
     LocalisedFault f{FaultKind::kNode, {node}, told.node->verdict.fault_class, told.node->verdict.causes, why};
     if (hold_down_.Resume(f, sweep)) {
-      PublishedNodeVerdict v;
-      v.fault_class = f.fault_class;
-      v.basis = Basis::kProbes;
-      v.causes = f.causes;
-      v.reason = "node fault, " + why + ": " + told.node->verdict.reason;
-      v.confirmed_fault = true;
-      nodes_[node] = std::move(v);
-      changed.push_back(node);
+      PublishResumedNode(f, "node fault, " + why + ": " + told.node->verdict.reason, changed);
     }
   }
   for (const auto& p : told.pairs) {
@@ -305,19 +309,11 @@ std::vector<std::string> ClusterVerdicts::Resume(const std::string& node, const 
         FaultKind::kLink, {key.a, key.b}, p.verdict.fault_class, p.verdict.causes, why};
     link_claimed_by_.erase(claimed);
     if (!hold_down_.Resume(f, sweep)) continue;
-    PairRecord& rec = pairs_[key];
-    if (rec.sweep == 0) {
-      rec.pair = key;
-      rec.judgement.verdict = p.verdict;
-      rec.judgement.status = PairStatus::kFail;
-      rec.judgement.socket = p.socket;
-      rec.judgement.ib = p.ib;
-      rec.localisation = PairLocalisation::kLink;
-      pairs_by_node_[key.a][key] = &rec;
-      pairs_by_node_[key.b][key] = &rec;
+    if (PairRecord* rec = ResumedLinkRecord(key, changed)) {
+      rec->judgement.verdict = p.verdict;
+      rec->judgement.socket = p.socket;
+      rec->judgement.ib = p.ib;
     }
-    changed.push_back(key.a);
-    changed.push_back(key.b);
   }
   return changed;
 }

@@ -140,6 +140,13 @@ class ClusterVerdicts {
   void RecordPairs(const SweepResult& result);
   PublishedNodeVerdict NodeVerdict(const std::string& node, const NodeOutcome& outcome,
                                    const NodeInfo& info) const;
+  // A fault confirmed before this coordinator started (Restore, Resume), published again: the
+  // node fault `f` with `reason`; the link `key`'s record, made and indexed when the pair has
+  // none from a sweep yet (returned to be filled in, else nullptr). Both add the nodes to
+  // `changed`.
+  void PublishResumedNode(const LocalisedFault& f, std::string reason,
+                          std::vector<std::string>& changed);
+  PairRecord* ResumedLinkRecord(const NodePair& key, std::vector<std::string>& changed);
 
   HoldDown hold_down_;
   size_t max_pair_records_;

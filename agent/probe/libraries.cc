@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <initializer_list>
+
+#include "base/text.h"
 
 namespace nccl_triage {
 namespace {
@@ -45,6 +48,24 @@ std::vector<std::string> WellKnownPatterns(const std::string& soname) {
 template <typename Fn>
 void Resolve(const LoadedLibrary& lib, Fn& fn, const char* name) {
   fn = reinterpret_cast<Fn>(lib.Symbol(name));
+}
+
+// An entry point the probe cannot run without, and whether it resolved.
+struct Needed {
+  template <typename Fn>
+  Needed(Fn* fn, const char* symbol) : resolved(fn != nullptr), name(symbol) {}
+  bool resolved;
+  const char* name;
+};
+
+// OK when every needed entry point resolved, else NotFound naming those missing.
+Status RequireAll(const LoadedLibrary& lib, std::initializer_list<Needed> needed) {
+  std::vector<std::string> missing;
+  for (const Needed& n : needed) {
+    if (!n.resolved) missing.push_back(n.name);
+  }
+  if (missing.empty()) return Status::Ok();
+  return NotFound(lib.path + " lacks " + Join(missing));
 }
 
 }  // namespace
@@ -97,8 +118,7 @@ StatusOr<LoadedLibrary> LoadLibrary(const LibrarySearch& search, const std::stri
     }
     return lib;
   }
-  std::string tried;
-  for (const auto& t : lib.tried) tried += (tried.empty() ? "" : ", ") + t;
+  const std::string tried = Join(lib.tried);
   return NotFound(soname + " not found (tried: " + (tried.empty() ? "nothing" : tried) + ")" +
                   (lib.error.empty() ? "" : "; last error: " + lib.error));
 }
@@ -134,25 +154,17 @@ StatusOr<CudaApi> ResolveCuda(const LoadedLibrary& lib) {
   Resolve(lib, a.event_destroy, "cuEventDestroy_v2");
   Resolve(lib, a.get_error_string, "cuGetErrorString");
   Resolve(lib, a.get_error_name, "cuGetErrorName");
-  std::vector<std::string> missing;
-  auto need = [&](const void* p, const char* name) {
-    if (p == nullptr) missing.push_back(name);
-  };
-  need(reinterpret_cast<const void*>(a.init), "cuInit");
-  need(reinterpret_cast<const void*>(a.device_get), "cuDeviceGet");
-  need(reinterpret_cast<const void*>(a.primary_ctx_retain), "cuDevicePrimaryCtxRetain");
-  need(reinterpret_cast<const void*>(a.ctx_set_current), "cuCtxSetCurrent");
-  need(reinterpret_cast<const void*>(a.mem_alloc), "cuMemAlloc_v2");
-  need(reinterpret_cast<const void*>(a.memset_d32), "cuMemsetD32_v2");
-  need(reinterpret_cast<const void*>(a.memcpy_dtoh), "cuMemcpyDtoH_v2");
-  need(reinterpret_cast<const void*>(a.memcpy_htod), "cuMemcpyHtoD_v2");
-  need(reinterpret_cast<const void*>(a.stream_create), "cuStreamCreate");
-  need(reinterpret_cast<const void*>(a.stream_synchronize), "cuStreamSynchronize");
-  if (!missing.empty()) {
-    std::string m;
-    for (const auto& s : missing) m += (m.empty() ? "" : ", ") + s;
-    return NotFound(lib.path + " lacks " + m);
-  }
+  Status needed = RequireAll(lib, {{a.init, "cuInit"},
+                                   {a.device_get, "cuDeviceGet"},
+                                   {a.primary_ctx_retain, "cuDevicePrimaryCtxRetain"},
+                                   {a.ctx_set_current, "cuCtxSetCurrent"},
+                                   {a.mem_alloc, "cuMemAlloc_v2"},
+                                   {a.memset_d32, "cuMemsetD32_v2"},
+                                   {a.memcpy_dtoh, "cuMemcpyDtoH_v2"},
+                                   {a.memcpy_htod, "cuMemcpyHtoD_v2"},
+                                   {a.stream_create, "cuStreamCreate"},
+                                   {a.stream_synchronize, "cuStreamSynchronize"}});
+  if (!needed.ok()) return needed;
   return a;
 }
 
@@ -169,16 +181,12 @@ StatusOr<NcclApi> ResolveNccl(const LoadedLibrary& lib) {
   Resolve(lib, a.comm_finalize, "ncclCommFinalize");
   Resolve(lib, a.get_error_string, "ncclGetErrorString");
   Resolve(lib, a.get_last_error, "ncclGetLastError");
-  std::string missing;
-  auto need = [&](const void* p, const char* name) {
-    if (p == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(name);
-  };
-  need(reinterpret_cast<const void*>(a.get_unique_id), "ncclGetUniqueId");
-  need(reinterpret_cast<const void*>(a.comm_init_rank), "ncclCommInitRank");
-  need(reinterpret_cast<const void*>(a.all_reduce), "ncclAllReduce");
-  need(reinterpret_cast<const void*>(a.comm_destroy), "ncclCommDestroy");
-  need(reinterpret_cast<const void*>(a.get_error_string), "ncclGetErrorString");
-  if (!missing.empty()) return NotFound(lib.path + " lacks " + missing);
+  Status needed = RequireAll(lib, {{a.get_unique_id, "ncclGetUniqueId"},
+                                   {a.comm_init_rank, "ncclCommInitRank"},
+                                   {a.all_reduce, "ncclAllReduce"},
+                                   {a.comm_destroy, "ncclCommDestroy"},
+                                   {a.get_error_string, "ncclGetErrorString"}});
+  if (!needed.ok()) return needed;
   return a;
 }
 

@@ -12,20 +12,14 @@
 #include <optional>
 #include <string>
 
+#include "ras/text_util.h"
+
 namespace nccl_triage::ras {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string Printable(std::string_view s, size_t max = 80) {
-  std::string out;
-  for (char c : s.substr(0, max)) {
-    const auto u = static_cast<unsigned char>(c);
-    out += (u >= 0x20 && u < 0x7f) ? c : '?';
-  }
-  if (s.size() > max) out += "...";
-  return out;
-}
+using detail::Printable;
 
 std::string ErrnoText(int e) { return std::strerror(e); }
 
@@ -354,114 +348,115 @@ StatusOr<Connection> OpenSession(const QueryOptions& o, Clock::time_point until,
   return conn;
 }
 
-}  // namespace
-
-StatusOr<RawReply> QueryRas(const QueryOptions& o) {
+// One query on a connection of its own: `talk(conn, reply)` asks and reads once the session is
+// open; an error it returns names the address. The reply's elapsed time counts from the connect.
+template <class Reply, class Talk>
+StatusOr<Reply> Query(const QueryOptions& o, const Talk& talk) {
   const auto start = Clock::now();
-  RawReply reply;
+  Reply reply;
   auto opened = OpenSession(o, start + o.deadline, reply);
   if (!opened.ok()) return opened.status();
-  Connection& conn = *opened;
-  auto fail = [&](const Status& s) { return AtAddress(reply.address, s); };
-
-  // The format: JSON where the server has it.
-  reply.format = ReplyFormat::kText;
-  if (o.format != ReplyFormat::kText) {
-    if (Status s = conn.Send("SET FORMAT json\n"); !s.ok()) return fail(s);
-    auto answer = conn.ReadLine("answer to SET FORMAT");
-    if (!answer.ok()) return fail(answer.status());
-    if (StartsWithNoCase(*answer, "OK")) {
-      reply.format = ReplyFormat::kJson;
-    } else if (StartsWithNoCase(*answer, "ERROR")) {
-      if (o.format == ReplyFormat::kJson) {
-        return fail(InvalidArgument("the server has no JSON report (NCCL before 2.28.7): '" +
-                                    Printable(*answer) + "'"));
-      }
-    } else {
-      return fail(InvalidArgument("not an NCCL RAS server: answered '" + Printable(*answer) +
-                                  "' to SET FORMAT"));
-    }
-  }
-
-  if (Status s = conn.Send(o.verbose ? "VERBOSE STATUS\n" : "STATUS\n"); !s.ok()) return fail(s);
-  auto body = conn.ReadToEnd("status report");
-  if (!body.ok()) return fail(body.status());
-  if (body->empty()) {
-    return fail(Unavailable("the server closed the connection without a status report"));
-  }
-  if (StartsWithNoCase(*body, "ERROR")) {
-    return fail(InvalidArgument("the server refused STATUS: '" +
-                                Printable(body->substr(0, body->find('\n'))) + "'"));
-  }
-  reply.body = std::move(body).value();
+  if (Status s = talk(*opened, reply); !s.ok()) return AtAddress(reply.address, s);
   reply.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   return reply;
 }
 
-StatusOr<DiagnosticsReply> QueryRasDiagnostics(const QueryOptions& o) {
-  const auto start = Clock::now();
-  DiagnosticsReply reply;
-  auto opened = OpenSession(o, start + o.deadline, reply);
-  if (!opened.ok()) return opened.status();
-  Connection& conn = *opened;
-  auto fail = [&](const Status& s) { return AtAddress(reply.address, s); };
+}  // namespace
 
-  // The connection is in text format (the default); JSON would make NCCL refuse the request.
-  if (Status s = conn.Send("DIAGNOSTICS\n"); !s.ok()) return fail(s);
-  constexpr size_t kMaxLine = 4096;  // NCCL formats a report line into 2 KiB
-  constexpr std::string_view kWhat = "diagnostics report";
-  constexpr std::string_view kDiag = " NCCL DIAG ";
-  for (;;) {
-    auto next = conn.NextLine(kWhat, kMaxLine);
-    if (!next.ok()) {
-      // A server that keeps the connection open after the completion line: the report is whole.
-      if (next.status().code() == StatusCode::kDeadlineExceeded && reply.complete) break;
-      if (next.status().code() == StatusCode::kDeadlineExceeded && !reply.lines.empty()) {
-        return fail(DeadlineExceeded(next.status().message() + "; " +
-                                     std::to_string(reply.lines.size()) +
-                                     " report line(s) and no completion line"));
-      }
-      return fail(next.status());
-    }
-    if (!*next) break;  // closed
-    std::string& line = **next;
-    if (reply.lines.empty()) {
-      // The first line says what kind of answer this is.
-      if (StartsWithNoCase(line, "BUSY")) {
-        reply.busy = true;
-        break;
-      }
-      if (StartsWithNoCase(line, "ERROR: Unknown command")) {
-        return fail(Status(StatusCode::kNotFound, std::string(kNoDiagnostics) + ": answered '" +
-                                                      Printable(line) + "'"));
-      }
-      if (StartsWithNoCase(line, "ERROR")) {
-        return fail(InvalidArgument("the server refused DIAGNOSTICS: '" + Printable(line) + "'"));
-      }
-      if (line.find(kDiag) == std::string::npos) {
-        return fail(InvalidArgument("not an NCCL diagnostics report: the first line is '" +
-                                    Printable(line) + "'"));
+StatusOr<RawReply> QueryRas(const QueryOptions& o) {
+  return Query<RawReply>(o, [&o](Connection& conn, RawReply& reply) -> Status {
+    // The format: JSON where the server has it.
+    reply.format = ReplyFormat::kText;
+    if (o.format != ReplyFormat::kText) {
+      if (Status s = conn.Send("SET FORMAT json\n"); !s.ok()) return s;
+      auto answer = conn.ReadLine("answer to SET FORMAT");
+      if (!answer.ok()) return answer.status();
+      if (StartsWithNoCase(*answer, "OK")) {
+        reply.format = ReplyFormat::kJson;
+      } else if (StartsWithNoCase(*answer, "ERROR")) {
+        if (o.format == ReplyFormat::kJson) {
+          return InvalidArgument("the server has no JSON report (NCCL before 2.28.7): '" +
+                                 Printable(*answer) + "'");
+        }
+      } else {
+        return InvalidArgument("not an NCCL RAS server: answered '" + Printable(*answer) +
+                               "' to SET FORMAT");
       }
     }
-    const auto tag = line.find(kDiag);
-    if (tag != std::string::npos) {
-      const std::string_view text = std::string_view(line).substr(tag + kDiag.size());
-      if (StartsWithNoCase(text, kDiagnosticsDone)) reply.complete = true;
+
+    if (Status s = conn.Send(o.verbose ? "VERBOSE STATUS\n" : "STATUS\n"); !s.ok()) return s;
+    auto body = conn.ReadToEnd("status report");
+    if (!body.ok()) return body.status();
+    if (body->empty()) {
+      return Unavailable("the server closed the connection without a status report");
     }
-    reply.body += line + "\n";
-    reply.lines.push_back(std::move(line));
-  }
-  if (!reply.busy && reply.lines.empty()) {
-    return fail(Unavailable("the server closed the connection without a diagnostics report"));
-  }
-  if (!reply.busy && !reply.complete) {
-    return fail(Unavailable("the server closed the connection after " +
-                            std::to_string(reply.lines.size()) +
-                            " report line(s), before the completion line (the process exited "
-                            "or its RAS thread stopped mid-report)"));
-  }
-  reply.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-  return reply;
+    if (StartsWithNoCase(*body, "ERROR")) {
+      return InvalidArgument("the server refused STATUS: '" +
+                             Printable(body->substr(0, body->find('\n'))) + "'");
+    }
+    reply.body = std::move(body).value();
+    return Status::Ok();
+  });
+}
+
+StatusOr<DiagnosticsReply> QueryRasDiagnostics(const QueryOptions& o) {
+  return Query<DiagnosticsReply>(o, [](Connection& conn, DiagnosticsReply& reply) -> Status {
+    // The connection is in text format (the default); JSON would make NCCL refuse the request.
+    if (Status s = conn.Send("DIAGNOSTICS\n"); !s.ok()) return s;
+    constexpr size_t kMaxLine = 4096;  // NCCL formats a report line into 2 KiB
+    constexpr std::string_view kWhat = "diagnostics report";
+    constexpr std::string_view kDiag = " NCCL DIAG ";
+    for (;;) {
+      auto next = conn.NextLine(kWhat, kMaxLine);
+      if (!next.ok()) {
+        // A server that keeps the connection open after the completion line: the report is whole.
+        if (next.status().code() == StatusCode::kDeadlineExceeded && reply.complete) break;
+        if (next.status().code() == StatusCode::kDeadlineExceeded && !reply.lines.empty()) {
+          return DeadlineExceeded(next.status().message() + "; " +
+                                  std::to_string(reply.lines.size()) +
+                                  " report line(s) and no completion line");
+        }
+        return next.status();
+      }
+      if (!*next) break;  // closed
+      std::string& line = **next;
+      if (reply.lines.empty()) {
+        // The first line says what kind of answer this is.
+        if (StartsWithNoCase(line, "BUSY")) {
+          reply.busy = true;
+          break;
+        }
+        if (StartsWithNoCase(line, "ERROR: Unknown command")) {
+          return Status(StatusCode::kNotFound,
+                        std::string(kNoDiagnostics) + ": answered '" + Printable(line) + "'");
+        }
+        if (StartsWithNoCase(line, "ERROR")) {
+          return InvalidArgument("the server refused DIAGNOSTICS: '" + Printable(line) + "'");
+        }
+        if (line.find(kDiag) == std::string::npos) {
+          return InvalidArgument("not an NCCL diagnostics report: the first line is '" +
+                                 Printable(line) + "'");
+        }
+      }
+      const auto tag = line.find(kDiag);
+      if (tag != std::string::npos) {
+        const std::string_view text = std::string_view(line).substr(tag + kDiag.size());
+        if (StartsWithNoCase(text, kDiagnosticsDone)) reply.complete = true;
+      }
+      reply.body += line + "\n";
+      reply.lines.push_back(std::move(line));
+    }
+    if (!reply.busy && reply.lines.empty()) {
+      return Unavailable("the server closed the connection without a diagnostics report");
+    }
+    if (!reply.busy && !reply.complete) {
+      return Unavailable("the server closed the connection after " +
+                         std::to_string(reply.lines.size()) +
+                         " report line(s), before the completion line (the process exited "
+                         "or its RAS thread stopped mid-report)");
+    }
+    return Status::Ok();
+  });
 }
 
 }  // namespace nccl_triage::ras

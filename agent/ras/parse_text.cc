@@ -275,24 +275,26 @@ class TextParser {
     return false;
   }
 
-  // "Rank 3 -- GPU ..." or "Rank 3 <verb ...> -- GPU ..." -> the rank, and the text between.
-  bool RankLine(std::string_view line, int& rank, std::string_view& middle, RankRef& ref) {
+  // "Rank 3 -- GPU ..." or "Rank 3 <verb ...> -- GPU ..." -> the rank's entry of the current
+  // communicator, with what the line says of its process filled in where it was not known, and
+  // the text between; nullptr when the line is not one of these.
+  RankInfo* RankLine(std::string_view line, std::string_view& middle) {
     std::string_view rest;
-    if (!AfterPrefix(line, "Rank ", rest)) return false;
+    int rank = -1;
+    if (!AfterPrefix(line, "Rank ", rest)) return nullptr;
     const auto sp = rest.find_first_of(" ");
-    if (!ParseInt(rest.substr(0, sp), rank)) return false;
+    if (!ParseInt(rest.substr(0, sp), rank)) return nullptr;
     rest = sp == std::string_view::npos ? std::string_view() : rest.substr(sp);
     const auto dash = rest.find(" -- ");
     middle = Trim(rest.substr(0, dash));
+    RankRef ref;
     ref.rank = rank;
     if (dash != std::string_view::npos) ParseRankTail(rest.substr(dash + 4), ref);
-    return true;
-  }
-
-  void Merge(RankInfo& ri, const RankRef& ref) {
+    RankInfo& ri = RankFor(rank);
     if (ri.ref.host.empty()) ri.ref.host = ref.host;
     if (ri.ref.pid < 0) ri.ref.pid = ref.pid;
     if (ri.ref.gpu.empty()) ri.ref.gpu = ref.gpu;
+    return &ri;
   }
 
   bool CommIncomplete(std::string_view line) {
@@ -311,13 +313,10 @@ class TextParser {
       return true;
     }
     if (AfterPrefix(line, "The unknown ranks", rest)) return true;
-    int rank = -1;
     std::string_view middle;
-    RankRef ref;
-    if (!RankLine(line, rank, middle, ref)) return false;
-    RankInfo& ri = RankFor(rank);
-    Merge(ri, ref);
-    ri.state = RankState::kUnresponsive;
+    RankInfo* ri = RankLine(line, middle);
+    if (ri == nullptr) return false;
+    ri->state = RankState::kUnresponsive;
     return true;
   }
 
@@ -337,15 +336,12 @@ class TextParser {
       group_error_ = std::string(line.substr(reported + 16));
       return true;
     }
-    int rank = -1;
     std::string_view middle;
-    RankRef ref;
-    if (!RankLine(line, rank, middle, ref)) return false;
-    RankInfo& ri = RankFor(rank);
-    Merge(ri, ref);
+    RankInfo* ri = RankLine(line, middle);
+    if (ri == nullptr) return false;
     std::string_view err;
-    ri.error = error_kind_ + (AfterPrefix(middle, "reported ", err) ? std::string(err)
-                                                                     : group_error_);
+    ri->error = error_kind_ + (AfterPrefix(middle, "reported ", err) ? std::string(err)
+                                                                      : group_error_);
     return true;
   }
 
@@ -409,31 +405,28 @@ class TextParser {
       }
       return true;
     }
-    int rank = -1;
     std::string_view middle;
-    RankRef ref;
-    if (!RankLine(line, rank, middle, ref)) return false;
-    RankInfo& ri = RankFor(rank);
-    Merge(ri, ref);
+    RankInfo* ri = RankLine(line, middle);
+    if (ri == nullptr) return false;
     const std::string op = op_.empty() ? "collective" : op_;
     if (AfterPrefix(middle, "has status ", rest)) {
-      ri.state = StateFromWord(rest);
-      ++Comm().status_counts[ri.state];
+      ri->state = StateFromWord(rest);
+      ++Comm().status_counts[ri->state];
     } else if (AfterPrefix(middle, "has launched up to operation ", rest)) {
       uint64_t count = 0;
       if (!detail::ParseU64(rest, count)) return false;
-      ri.op_counts[op] = count;
-      AddGroup(CountGroup{op, 1, count, {rank}}, false);
+      ri->op_counts[op] = count;
+      AddGroup(CountGroup{op, 1, count, {ri->ref.rank}}, false);
     } else if (middle == "has not launched any operations") {
-      ri.op_counts[op] = 0;
-      AddGroup(CountGroup{op, 1, 0, {rank}}, false);
+      ri->op_counts[op] = 0;
+      AddGroup(CountGroup{op, 1, 0, {ri->ref.rank}}, false);
     } else if (middle.empty()) {
       // A member of the group announced by the line above.
       if (CountGroup* g = Group(); !op_.empty() && g != nullptr) {
-        ri.op_counts[g->op] = g->count;
-        g->listed.push_back(rank);
+        ri->op_counts[g->op] = g->count;
+        g->listed.push_back(ri->ref.rank);
       } else if (op_.empty()) {
-        ri.state = list_state_;
+        ri->state = list_state_;
       }
     } else {
       return false;

@@ -1,4 +1,5 @@
-// Small text helpers shared by the RAS report parsers. Pure; no allocation but the results.
+// Small text helpers shared by the RAS report parsers and the RAS client. Pure; no allocation but
+// the results; header-only, so that the client still builds alone (tests/gpu).
 #pragma once
 
 #include <charconv>
