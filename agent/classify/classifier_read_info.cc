@@ -36,7 +36,11 @@ void LineReader::OnInfo(const ParsedLine& p, std::string_view line) {
       msg.find(" cudaDev ") != std::string_view::npos) {
     facts_.devices.device_opened_line = Here(line);
   }
-  if (msg.find(" commId ") != std::string_view::npos) OnRankGpu(p.rank, msg, line);
+  // Until channels or Init COMPLETE show that NCCL's own check passed.
+  if (!facts_.run.channels && !facts_.run.init_complete && !facts_.devices.shared_gpu &&
+      (StartsWith(msg, "ncclCommInit") || StartsWith(msg, "comm ") || StartsWith(msg, "[Rank "))) {
+    OnRankGpu(p.rank, msg, line);
+  }
   for (const auto& m : MatchRules(rules_, p, facts_.versions.numbers, facts_.env)) {
     const Rule& r = rules_.rules()[m.rule];
     causes_.AddCause(r, TierFor(r.strength, false, false), r.confidence, facts_.counts.lines, line,
@@ -49,7 +53,7 @@ void LineReader::OnInfo(const ParsedLine& p, std::string_view line) {
 void LineReader::OnRankGpu(std::string_view rank_key, std::string_view msg,
                            std::string_view line) {
   DeviceFacts& devices = facts_.devices;
-  if (devices.shared_gpu || msg.size() > 512) return;
+  if (msg.size() > 512 || msg.find(" commId ") == std::string_view::npos) return;
   static const RE2 kOpened(
       R"(\brank (\d{1,7}) nranks \d+ cudaDev \d+ (?:nvmlDev \d+ )?busId ([0-9a-fA-F]{1,16}) )"
       R"(commId (0x[0-9a-fA-F]{1,16})\b)");
