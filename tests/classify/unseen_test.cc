@@ -11,7 +11,7 @@
 
 #include <cctype>
 #include <filesystem>
-#include <initializer_list>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,19 +26,6 @@ namespace fs = std::filesystem;
 using eval::Case;
 
 const fs::path kUnseenDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen";
-const fs::path kUnseen2Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-2";
-const fs::path kUnseen3Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-3";
-const fs::path kUnseen4Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-4";
-const fs::path kUnseen5Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-5";
-const fs::path kUnseen6Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-6";
-const fs::path kUnseen7Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-7";
-const fs::path kUnseen8Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-8";
-const fs::path kUnseen9Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-9";
-const fs::path kUnseen10Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-10";
-const fs::path kUnseen11Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-11";
-const fs::path kUnseen12Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-12";
-const fs::path kUnseen13Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-13";
-const fs::path kUnseen14Dir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/unseen-14";
 const fs::path kCaptureDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/fixtures/nccl-logs";
 const fs::path kCorpusDir = fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify/corpus";
 
@@ -97,43 +84,6 @@ std::vector<Case> LoadCaptures() {
 // not read (44 cases). The bars are a guard against regressions.
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
-constexpr double kUnseen2MinClass = 0.89;
-constexpr double kUnseen2MinCause = 0.89;
-constexpr double kUnseen3MinClass = 0.97;
-constexpr double kUnseen3MinCause = 0.94;
-constexpr double kUnseen4MinClass = 0.89;
-constexpr double kUnseen4MinCause = 0.82;
-constexpr size_t kUnseen4MaxHealthyOnFailed = 1;
-constexpr double kUnseen5MinClass = 0.90;
-constexpr double kUnseen5MinCause = 0.88;
-constexpr size_t kUnseen5MaxHealthyOnFailed = 0;
-constexpr double kUnseen6MinClass = 0.97;
-constexpr double kUnseen6MinCause = 0.97;
-constexpr size_t kUnseen6MaxHealthyOnFailed = 0;
-constexpr double kUnseen7MinClass = 0.95;
-constexpr double kUnseen7MinCause = 0.86;
-constexpr size_t kUnseen7MaxHealthyOnFailed = 0;
-constexpr double kUnseen8MinClass = 0.86;
-constexpr double kUnseen8MinCause = 0.82;
-constexpr size_t kUnseen8MaxHealthyOnFailed = 1;
-constexpr double kUnseen9MinClass = 0.84;
-constexpr double kUnseen9MinCause = 0.81;
-constexpr size_t kUnseen9MaxHealthyOnFailed = 0;
-constexpr double kUnseen10MinClass = 0.90;
-constexpr double kUnseen10MinCause = 0.88;
-constexpr size_t kUnseen10MaxHealthyOnFailed = 0;
-constexpr double kUnseen11MinClass = 0.86;
-constexpr double kUnseen11MinCause = 0.86;
-constexpr size_t kUnseen11MaxHealthyOnFailed = 0;
-constexpr double kUnseen12MinClass = 0.85;
-constexpr double kUnseen12MinCause = 0.80;
-constexpr double kUnseen13MinClass = 0.88;
-constexpr double kUnseen13MinCause = 0.83;
-constexpr double kUnseen14MinClass = 0.56;
-constexpr double kUnseen14MinCause = 0.50;
-constexpr size_t kUnseen14MaxHealthyOnFailed = 0;
-constexpr size_t kUnseen13MaxHealthyOnFailed = 0;
-constexpr size_t kUnseen12MaxHealthyOnFailed = 0;
 constexpr double kCaptureMinClass = 0.99;
 constexpr double kCaptureMinCause = 0.99;
 
@@ -161,12 +111,9 @@ TEST(UnseenSet, ClassifierMeetsTheBars) {
   EXPECT_EQ(r.healthy_on_failed, 0u) << "healthy answered on the log of a failed run";
 }
 
-// The second set (tests/classify/unseen-2, gathered 2026-12-07): no thread of the corpus, of the
-// first set or of the earlier held-out evaluation.
 // A later set: at least `min_cases` well-formed cases, no thread of an earlier set, of the
 // corpus or of the earlier held-out evaluation, none twice.
-void ExpectSetApart(const fs::path& dir, size_t min_cases,
-                    std::initializer_list<fs::path> earlier) {
+void ExpectSetApart(const fs::path& dir, size_t min_cases, const std::vector<fs::path>& earlier) {
   auto cases = LoadSet(dir);
   EXPECT_GE(cases.size(), min_cases);
   std::vector<std::string> errors;
@@ -199,183 +146,73 @@ void ExpectSetMeetsBars(const fs::path& dir, const std::string& title, double mi
       << "healthy answered on the log of a failed run";
 }
 
-// The second unseen set (tests/classify/unseen-2, gathered 2026-12-07 after every rule above was
-// written; studied since).
-TEST(UnseenSet2, CasesAreWellFormedAndNoneIsSeenElsewhere) {
-  ExpectSetApart(kUnseen2Dir, 40, {kCorpusDir, kUnseenDir});
+// The later sets (tests/classify/unseen-2 ... unseen-14), each gathered on 2026-12-07 by someone
+// who did not run the classifier or read its rules (the second: after every rule above was
+// written), in the order they were gathered: a set holds no thread of the corpus, of the first
+// set, of any set before it or of the earlier held-out evaluation. Bars as measured above.
+struct LaterSet {
+  const char* folder;   // under tests/classify
+  const char* ordinal;  // for the printed title
+  size_t min_cases;
+  double min_class;
+  double min_cause;
+  size_t max_healthy_on_failed;
+};
+constexpr LaterSet kLaterSets[] = {
+    // gathered after every rule above was written; studied since
+    {"unseen-2", "second", 40, 0.89, 0.89, 0},
+    // gathered apart while the rules were changed; scored unseen twice, studied since
+    {"unseen-3", "third", 36, 0.97, 0.94, 0},
+    // gathered apart while the rules were changed; studied since
+    {"unseen-4", "fourth", 40, 0.89, 0.82, 1},
+    // scored before and after the fourth set's study, unread; studied since
+    {"unseen-5", "fifth", 40, 0.90, 0.88, 0},
+    // gathered after the fourth set's study; scored once unread; studied since
+    {"unseen-6", "sixth", 40, 0.97, 0.97, 0},
+    // gathered while the fifth and sixth were studied; studied since
+    {"unseen-7", "seventh", 40, 0.95, 0.86, 0},
+    // gathered while the seventh was studied; scored before and after; studied since
+    {"unseen-8", "eighth", 40, 0.86, 0.82, 1},
+    // gathered while the eighth was studied; scored before and after; studied since
+    {"unseen-9", "ninth", 40, 0.84, 0.81, 0},
+    // gathered while the ninth was studied; scored before and after; studied since
+    {"unseen-10", "tenth", 40, 0.90, 0.88, 0},
+    // gathered while the tenth was studied; scored before and after; studied since
+    {"unseen-11", "eleventh", 40, 0.86, 0.86, 0},
+    // gathered while the eleventh was studied; scored before and after; studied since
+    {"unseen-12", "twelfth", 40, 0.85, 0.80, 0},
+    // gathered while the twelfth was studied; scored before and after; studied since
+    {"unseen-13", "thirteenth", 40, 0.88, 0.83, 0},
+    // gathered while the thirteenth was studied; scored before and after, unread
+    {"unseen-14", "fourteenth", 40, 0.56, 0.50, 0},
+};
+
+fs::path SetDir(const LaterSet& set) {
+  return fs::path(NCCL_TRIAGE_SOURCE_DIR) / "tests/classify" / set.folder;
 }
 
-TEST(UnseenSet2, ClassifierMeetsTheBars) {
-  ExpectSetMeetsBars(kUnseen2Dir, "second unseen set of public threads (tests/classify/unseen-2)",
-                     kUnseen2MinClass, kUnseen2MinCause);
+class LaterUnseenSet : public testing::TestWithParam<size_t> {};
+
+TEST_P(LaterUnseenSet, CasesAreWellFormedAndNoneIsSeenElsewhere) {
+  const LaterSet& set = kLaterSets[GetParam()];
+  std::vector<fs::path> earlier = {kCorpusDir, kUnseenDir};
+  for (size_t i = 0; i < GetParam(); ++i) earlier.push_back(SetDir(kLaterSets[i]));
+  ExpectSetApart(SetDir(set), set.min_cases, earlier);
 }
 
-// The third unseen set (tests/classify/unseen-3, gathered 2026-12-07 by someone who did not run
-// the classifier, while the rules were being changed by someone who never saw it; scored unseen
-// twice, studied since).
-TEST(UnseenSet3, CasesAreWellFormedAndNoneIsSeenElsewhere) {
-  ExpectSetApart(kUnseen3Dir, 36, {kCorpusDir, kUnseenDir, kUnseen2Dir});
+TEST_P(LaterUnseenSet, ClassifierMeetsTheBars) {
+  const LaterSet& set = kLaterSets[GetParam()];
+  ExpectSetMeetsBars(SetDir(set),
+                     std::string(set.ordinal) + " unseen set of public threads (tests/classify/" +
+                         set.folder + ")",
+                     set.min_class, set.min_cause, set.max_healthy_on_failed);
 }
 
-TEST(UnseenSet3, ClassifierMeetsTheBars) {
-  ExpectSetMeetsBars(kUnseen3Dir, "third unseen set of public threads (tests/classify/unseen-3)",
-                     kUnseen3MinClass, kUnseen3MinCause);
-}
-
-// The fourth unseen set (tests/classify/unseen-4, gathered 2026-12-07 by someone who did not run
-// the classifier, while the rules were being changed by someone who never saw it; studied since).
-TEST(UnseenSet4, CasesAreWellFormedAndNoneIsSeenElsewhere) {
-  ExpectSetApart(kUnseen4Dir, 40, {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir});
-}
-
-TEST(UnseenSet4, ClassifierMeetsTheBars) {
-  ExpectSetMeetsBars(kUnseen4Dir, "fourth unseen set of public threads (tests/classify/unseen-4)",
-                     kUnseen4MinClass, kUnseen4MinCause, kUnseen4MaxHealthyOnFailed);
-}
-
-// The fifth unseen set (tests/classify/unseen-5, gathered 2026-12-07 by someone who did not run
-// the classifier or read its rules; scored before and after the work on the fourth set's misses,
-// its logs never read while a rule was changed).
-TEST(UnseenSet5, CasesAreWellFormedAndNoneIsSeenElsewhere) {
-  ExpectSetApart(kUnseen5Dir, 40, {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir});
-}
-
-TEST(UnseenSet5, ClassifierMeetsTheBars) {
-  ExpectSetMeetsBars(kUnseen5Dir, "fifth unseen set of public threads (tests/classify/unseen-5)",
-                     kUnseen5MinClass, kUnseen5MinCause, kUnseen5MaxHealthyOnFailed);
-}
-
-// The sixth unseen set (tests/classify/unseen-6, gathered 2026-12-07 by someone who did not run
-// the classifier or read its rules, after the work on the fourth set's misses was done; scored
-// once, on that work, its cases not read).
-TEST(UnseenSet6, CasesAreWellFormedAndNoneIsSeenElsewhere) {
-  ExpectSetApart(kUnseen6Dir, 40,
-                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir});
-}
-
-TEST(UnseenSet6, ClassifierMeetsTheBars) {
-  ExpectSetMeetsBars(kUnseen6Dir, "sixth unseen set of public threads (tests/classify/unseen-6)",
-                     kUnseen6MinClass, kUnseen6MinCause, kUnseen6MaxHealthyOnFailed);
-}
-
-// The seventh unseen set (tests/classify/unseen-7, gathered 2026-12-07 by someone who did not
-// run the classifier or read its rules, while the fifth and sixth sets' misses were studied;
-// scored before and after that work; its misses studied since).
-TEST(UnseenSet7, CasesAreWellFormedAndNoneIsSeenElsewhere) {
-  ExpectSetApart(kUnseen7Dir, 40,
-                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
-                  kUnseen6Dir});
-}
-
-TEST(UnseenSet7, ClassifierMeetsTheBars) {
-  ExpectSetMeetsBars(kUnseen7Dir, "seventh unseen set of public threads (tests/classify/unseen-7)",
-                     kUnseen7MinClass, kUnseen7MinCause, kUnseen7MaxHealthyOnFailed);
-}
-
-// The eighth unseen set (tests/classify/unseen-8, gathered 2026-12-07 by someone who did not
-// run the classifier or read its rules, while the seventh set's misses were studied; scored
-// before and after that work; its misses studied since).
-TEST(UnseenSet8, CasesAreWellFormedAndNoneIsSeenElsewhere) {
-  ExpectSetApart(kUnseen8Dir, 40,
-                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
-                  kUnseen6Dir, kUnseen7Dir});
-}
-
-TEST(UnseenSet8, ClassifierMeetsTheBars) {
-  ExpectSetMeetsBars(kUnseen8Dir, "eighth unseen set of public threads (tests/classify/unseen-8)",
-                     kUnseen8MinClass, kUnseen8MinCause, kUnseen8MaxHealthyOnFailed);
-}
-
-// The ninth unseen set (tests/classify/unseen-9, gathered 2026-12-07 by someone who did not run
-// the classifier or read its rules, while the eighth set's misses were studied; scored before
-// and after that work; its misses studied since).
-TEST(UnseenSet9, CasesAreWellFormedAndNoneIsSeenElsewhere) {
-  ExpectSetApart(kUnseen9Dir, 40,
-                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
-                  kUnseen6Dir, kUnseen7Dir, kUnseen8Dir});
-}
-
-TEST(UnseenSet9, ClassifierMeetsTheBars) {
-  ExpectSetMeetsBars(kUnseen9Dir, "ninth unseen set of public threads (tests/classify/unseen-9)",
-                     kUnseen9MinClass, kUnseen9MinCause, kUnseen9MaxHealthyOnFailed);
-}
-
-// The tenth unseen set (tests/classify/unseen-10, gathered 2026-12-07 by someone who did not
-// run the classifier or read its rules, while the ninth set's misses were studied; scored before
-// and after that work; its misses studied since).
-TEST(UnseenSet10, CasesAreWellFormedAndNoneIsSeenElsewhere) {
-  ExpectSetApart(kUnseen10Dir, 40,
-                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
-                  kUnseen6Dir, kUnseen7Dir, kUnseen8Dir, kUnseen9Dir});
-}
-
-TEST(UnseenSet10, ClassifierMeetsTheBars) {
-  ExpectSetMeetsBars(kUnseen10Dir, "tenth unseen set of public threads (tests/classify/unseen-10)",
-                     kUnseen10MinClass, kUnseen10MinCause, kUnseen10MaxHealthyOnFailed);
-}
-
-// The eleventh unseen set (tests/classify/unseen-11, gathered 2026-12-07 by someone who did not
-// run the classifier or read its rules, while the tenth set's misses were studied; scored before
-// and after that work; its misses studied since).
-TEST(UnseenSet11, CasesAreWellFormedAndNoneIsSeenElsewhere) {
-  ExpectSetApart(kUnseen11Dir, 40,
-                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
-                  kUnseen6Dir, kUnseen7Dir, kUnseen8Dir, kUnseen9Dir, kUnseen10Dir});
-}
-
-TEST(UnseenSet11, ClassifierMeetsTheBars) {
-  ExpectSetMeetsBars(kUnseen11Dir,
-                     "eleventh unseen set of public threads (tests/classify/unseen-11)",
-                     kUnseen11MinClass, kUnseen11MinCause, kUnseen11MaxHealthyOnFailed);
-}
-
-// The twelfth unseen set (tests/classify/unseen-12, gathered 2026-12-07 by someone who did not
-// run the classifier or read its rules, while the eleventh set's misses were studied; scored
-// before and after that work; its misses studied since).
-TEST(UnseenSet12, CasesAreWellFormedAndNoneIsSeenElsewhere) {
-  ExpectSetApart(kUnseen12Dir, 40,
-                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
-                  kUnseen6Dir, kUnseen7Dir, kUnseen8Dir, kUnseen9Dir, kUnseen10Dir,
-                  kUnseen11Dir});
-}
-
-TEST(UnseenSet12, ClassifierMeetsTheBars) {
-  ExpectSetMeetsBars(kUnseen12Dir,
-                     "twelfth unseen set of public threads (tests/classify/unseen-12)",
-                     kUnseen12MinClass, kUnseen12MinCause, kUnseen12MaxHealthyOnFailed);
-}
-
-// The thirteenth unseen set (tests/classify/unseen-13, gathered 2026-12-07 by someone who did
-// not run the classifier or read its rules, while the twelfth set's misses were studied; scored
-// before and after that work; its misses studied since).
-TEST(UnseenSet13, CasesAreWellFormedAndNoneIsSeenElsewhere) {
-  ExpectSetApart(kUnseen13Dir, 40,
-                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
-                  kUnseen6Dir, kUnseen7Dir, kUnseen8Dir, kUnseen9Dir, kUnseen10Dir,
-                  kUnseen11Dir, kUnseen12Dir});
-}
-
-TEST(UnseenSet13, ClassifierMeetsTheBars) {
-  ExpectSetMeetsBars(kUnseen13Dir,
-                     "thirteenth unseen set of public threads (tests/classify/unseen-13)",
-                     kUnseen13MinClass, kUnseen13MinCause, kUnseen13MaxHealthyOnFailed);
-}
-
-// The fourteenth unseen set (tests/classify/unseen-14, gathered 2026-12-07 by someone who did
-// not run the classifier or read its rules, while the thirteenth set's misses were studied;
-// scored before and after that work, only its totals and matrix read).
-TEST(UnseenSet14, CasesAreWellFormedAndNoneIsSeenElsewhere) {
-  ExpectSetApart(kUnseen14Dir, 40,
-                 {kCorpusDir, kUnseenDir, kUnseen2Dir, kUnseen3Dir, kUnseen4Dir, kUnseen5Dir,
-                  kUnseen6Dir, kUnseen7Dir, kUnseen8Dir, kUnseen9Dir, kUnseen10Dir,
-                  kUnseen11Dir, kUnseen12Dir, kUnseen13Dir});
-}
-
-TEST(UnseenSet14, ClassifierMeetsTheBars) {
-  ExpectSetMeetsBars(kUnseen14Dir,
-                     "fourteenth unseen set of public threads (tests/classify/unseen-14)",
-                     kUnseen14MinClass, kUnseen14MinCause, kUnseen14MaxHealthyOnFailed);
-}
+INSTANTIATE_TEST_SUITE_P(Sets, LaterUnseenSet,
+                         testing::Range<size_t>(0, std::size(kLaterSets)),
+                         [](const testing::TestParamInfo<size_t>& info) {
+                           return "Set" + std::to_string(info.param + 2);
+                         });
 
 TEST(GpuCaptures, ClassifierMeetsTheBars) {
   auto cases = LoadCaptures();
