@@ -931,6 +931,34 @@ const std::multimap<std::string, std::string>& Samples() {
       {"rdma.verbs_call", "ibv_modify_qp failed"},
       {"rdma.verbs_call", "ERROR: failed to modify QP state to RTR"},
       {"rdma.verbs_call", "[qelr_create_qp:679]create qp: failed on ibv_cmd_create_qp with 22"},
+      {"ucx.shm_fifo",
+       "[1733401021.551240] [trainer-0:71:0]          mm_iface.c:720  UCX  ERROR mm_iface failed "
+       "to allocate receive FIFO"},
+      {"rdma.create_ah_timeout",
+       "[1733401502.008114] [gpu-b-04:20411:0]       ib_device.c:1171 UCX  ERROR   ibv_create_ah("
+       "dlid=49152 sl=0 port=1 src_path_bits=0 dgid=::ffff:10.20.1.14 flow_label=0xffffffff "
+       "sgid_index=3 traffic_class=106) for RC DEVX QP connect on mlx5_2 failed: Connection timed "
+       "out"},
+      {"rdma.create_ah_nodev",
+       "[1733401633.552091] [infer-2:310:0]       ib_device.c:1332 UCX  ERROR   ibv_create_ah("
+       "dlid=49152 sl=0 port=1 src_path_bits=0 dgid=fe80::1e34:daff:fe51:7a20 "
+       "flow_label=0xffffffff sgid_index=0 traffic_class=0) for UD mlx5 connect on mlx5_3 failed: "
+       "No such device"},
+      {"launcher.pmix_init",
+       "It looks like pmix_init failed for some reason; your parallel process is"},
+      {"launcher.pmix_init", "  pmix_psec_base_open failed"},
+      {"gloo.connect_mesh",
+       "[E1206 10:13:40.552811 5512 ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed with "
+       "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error"},
+      {"ibv.devinfo_open_failed", "Failed to open device"},
+      {"nccl.library_missing",
+       "ERROR 04-22 15:53:32 pynccl.py:44] Failed to load NCCL library from libnccl.so.2 .It is "
+       "expected if you are not running on NVIDIA/AMD GPUs."},
+      {"host.gpu_lost",
+       "               NVRM: fallen off the bus and is not responding to commands."},
+      {"host.gpu_lost", "[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s)."},
+      {"cuda.system_not_ready",
+       "ggml_cuda_init: failed to initialize CUDA: system not yet initialized"},
       {"rdma.verbs_call", "[2025-11-11 08:02:15] [coro_connection.hpp:209] ibverbs init qp failed: "
                           "End of file conn_id  1"},
       {"rdma.verbs_call", "[ERROR] (setup_ib.c:184:setup_ib: errno: Invalid argument) Failed to "
@@ -953,7 +981,8 @@ const std::multimap<std::string, std::string>& Samples() {
       {"peermem.module_load",
        "[Mon Nov 16 04:12:55 2026] nvidia_peermem: disagrees about version of symbol "
        "ib_register_peer_memory_client"},
-      {"peermem.module_load", "modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument"},
+      {"peermem.module_load",
+       "modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument"},
       {"peermem.module_load", "failed to load nvidia-peermem module"},
       {"host.gpu_lost",
        "[   24.302465] NVRM: GPU6 _kgspIsHeartbeatTimedOut: Heartbeat timed out, currentTimeMs "
@@ -1196,6 +1225,12 @@ const std::multimap<std::string, std::string>& NearMisses() {
        "failed! errno: 12"},
       // The module loading fine prints its own line, no symbol.
       {"peermem.module_load", "[  12.1] nvidia_peermem: module verification failed"},
+      // PMIx's single error lines are printed by jobs that run too.
+      {"launcher.pmix_init",
+       "[node-1:08575] PMIX ERROR: ERROR in file gds_ds12_lock_pthread.c at line 168"},
+      // The OFI plugin's topology file is not a verbs device.
+      {"ibv.devinfo_open_failed",
+       "NET/OFI Failed to open device property file /sys/x/y. ERROR: No such file or directory"},
       // The container toolkit's own version line is not an error.
       {"container.gpu_hook", "NVIDIA Container Runtime Hook version 1.17.4"},
       // A QP moved on its way, logged by a program that says it succeeded.

@@ -81,7 +81,8 @@ std::vector<Case> LoadCaptures() {
 // and after that work alike, its cases not read (43 cases); 88.4 % / 83.7 % since its misses
 // were studied. The fourteenth set, gathered while the thirteenth was studied: 56.8 % class,
 // 50.0 % cause, no healthy answer on a failed run, before and after that work alike, its cases
-// not read (44 cases). The bars are a guard against regressions.
+// not read (44 cases); 77.3 % / 75.0 % since its misses were studied. The bars are a guard
+// against regressions.
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
 constexpr double kCaptureMinClass = 0.99;
@@ -183,8 +184,8 @@ constexpr LaterSet kLaterSets[] = {
     {"unseen-12", "twelfth", 40, 0.85, 0.80, 0},
     // gathered while the twelfth was studied; scored before and after; studied since
     {"unseen-13", "thirteenth", 40, 0.88, 0.83, 0},
-    // gathered while the thirteenth was studied; scored before and after, unread
-    {"unseen-14", "fourteenth", 40, 0.56, 0.50, 0},
+    // gathered while the thirteenth was studied; scored before and after; studied since
+    {"unseen-14", "fourteenth", 40, 0.77, 0.75, 0},
 };
 
 fs::path SetDir(const LaterSet& set) {
