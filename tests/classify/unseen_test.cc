@@ -81,8 +81,10 @@ std::vector<Case> LoadCaptures() {
 // and after that work alike, its cases not read (43 cases); 88.4 % / 83.7 % since its misses
 // were studied. The fourteenth set, gathered while the thirteenth was studied: 56.8 % class,
 // 50.0 % cause, no healthy answer on a failed run, before and after that work alike, its cases
-// not read (44 cases); 77.3 % / 75.0 % since its misses were studied. The bars are a guard
-// against regressions.
+// not read (44 cases); 77.3 % / 75.0 % since its misses were studied. The fifteenth set,
+// gathered while the fourteenth was studied: 52.4 % class, 50.0 % cause, no healthy answer on a
+// failed run, before and after that work alike, its cases not read (42 cases). The bars are a
+// guard against regressions.
 constexpr double kUnseenMinClass = 0.97;
 constexpr double kUnseenMinCause = 0.97;
 constexpr double kCaptureMinClass = 0.99;
@@ -147,7 +149,7 @@ void ExpectSetMeetsBars(const fs::path& dir, const std::string& title, double mi
       << "healthy answered on the log of a failed run";
 }
 
-// The later sets (tests/classify/unseen-2 ... unseen-14), each gathered on 2026-12-07 by someone
+// The later sets (tests/classify/unseen-2 ... unseen-15), each gathered on 2026-12-07 by someone
 // who did not run the classifier or read its rules (the second: after every rule above was
 // written), in the order they were gathered: a set holds no thread of the corpus, of the first
 // set, of any set before it or of the earlier held-out evaluation. Bars as measured above.
@@ -186,6 +188,8 @@ constexpr LaterSet kLaterSets[] = {
     {"unseen-13", "thirteenth", 40, 0.88, 0.83, 0},
     // gathered while the thirteenth was studied; scored before and after; studied since
     {"unseen-14", "fourteenth", 40, 0.77, 0.75, 0},
+    // gathered while the fourteenth was studied; scored before and after, unread
+    {"unseen-15", "fifteenth", 40, 0.52, 0.50, 0},
 };
 
 fs::path SetDir(const LaterSet& set) {
