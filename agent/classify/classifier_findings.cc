@@ -204,13 +204,11 @@ void AddMultiLineFindings(const LogFacts& facts, bool completed, CauseTable& tab
   // NCCL checks for a GPU held twice right after its ranks exchange their information: channels
   // or Init COMPLETE show the check passed (processes told apart by NCCL_HOSTID, which NCCL need
   // not print). Before that, a suspect below any failure the log names.
-  if (devices.shared_gpu && !facts.run.channels && !facts.run.init_complete) {
-    const auto& names = facts.env.names;
-    if (std::find(names.begin(), names.end(), "NCCL_HOSTID") == names.end()) {
-      table.AddDerived(kSharedGpu, kTierSuspect, 0.6, line_no,
-                       {devices.shared_gpu->first, devices.shared_gpu->second},
-                       /*keep_until_completed=*/true);
-    }
+  if (devices.shared_gpu && !facts.run.channels && !facts.run.init_complete &&
+      !facts.env.Has("NCCL_HOSTID")) {
+    table.AddDerived(kSharedGpu, kTierSuspect, 0.6, line_no,
+                     {devices.shared_gpu->first, devices.shared_gpu->second},
+                     /*keep_until_completed=*/true);
   }
   AddGidFinding(facts.net, facts.env, line_no, table);
   // Refused connects retried again and again: a suspect, dropped when the run set up after them.

@@ -30,15 +30,17 @@ void LineReader::OnInfo(const ParsedLine& p, std::string_view line) {
   OnSetupInfo(p, line);
   if (StartsWith(msg, "NCCL_")) OnEnv(msg);
   OnPluginLine(p.rank, msg, line);
-  // `comm 0x.. rank 0 nranks 2 cudaDev 0 ...`, `ncclCommInitRank comm ...`, 2.32's `[Rank 0] ...`.
-  if (!facts_.devices.device_opened_line &&
-      (StartsWith(msg, "comm ") || StartsWith(msg, "ncclCommInit") || StartsWith(msg, "[Rank ")) &&
+  // A rank's init line: `comm 0x.. rank 0 nranks 2 cudaDev 0 ...`, `ncclCommInitRank comm ...`,
+  // 2.32's `[Rank 0] ...`.
+  const bool rank_line =
+      StartsWith(msg, "comm ") || StartsWith(msg, "ncclCommInit") || StartsWith(msg, "[Rank ");
+  if (rank_line && !facts_.devices.device_opened_line &&
       msg.find(" cudaDev ") != std::string_view::npos) {
     facts_.devices.device_opened_line = Here(line);
   }
   // Until channels or Init COMPLETE show that NCCL's own check passed.
-  if (!facts_.run.channels && !facts_.run.init_complete && !facts_.devices.shared_gpu &&
-      (StartsWith(msg, "ncclCommInit") || StartsWith(msg, "comm ") || StartsWith(msg, "[Rank "))) {
+  if (rank_line && !facts_.run.channels && !facts_.run.init_complete &&
+      !facts_.devices.shared_gpu) {
     OnRankGpu(p.rank, msg, line);
   }
   for (const auto& m : MatchRules(rules_, p, facts_.versions.numbers, facts_.env)) {
